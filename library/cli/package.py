@@ -1,0 +1,9 @@
+"""`miopenkernels package`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

@@ -1,0 +1,186 @@
+"""MIOpen's environment variables and database locations, read in one place.
+
+Precedence for every setting: an explicit argument, then the environment variable MIOpen uses,
+then MIOpen's default.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .errors import MIOpenKernelsError
+
+__all__ = [
+    "FindMode",
+    "FindEnforce",
+    "Paths",
+    "system_db_dirs",
+    "user_db_dir",
+    "kernel_cache_dir",
+    "cache_disabled",
+    "find_mode",
+    "device_overrides",
+    "MIOPEN_VERSION_TAG",
+]
+
+# Version tag of user db file names (`<base>.HIP.<M>_<m>_<p>_<tweak>.ufdb.txt`) and the user
+# PerfDb schema of `<base>_1.1.0.udb`.
+MIOPEN_VERSION_TAG = "3_4_0_"
+USER_PERFDB_SCHEMA = "1.1.0"
+
+
+class FindMode(enum.IntEnum):
+    """MIOPEN_FIND_MODE: names and numbers as MIOpen accepts them."""
+
+    NORMAL = 1
+    FAST = 2
+    HYBRID = 3
+    DYNAMIC_HYBRID = 5
+
+    @classmethod
+    def parse(cls, text: str | int | None) -> FindMode:
+        if text is None or text == "":
+            return cls.DYNAMIC_HYBRID
+        s = str(text).strip().upper()
+        if s.isdigit():
+            try:
+                return cls(int(s))
+            except ValueError:
+                pass
+        elif s in cls.__members__:
+            return cls[s]
+        names = ", ".join(f"{m.name}/{m.value}" for m in cls)
+        raise MIOpenKernelsError(f"MIOPEN_FIND_MODE={text!r} is not one of {names}")
+
+
+class FindEnforce(enum.IntEnum):
+    """MIOPEN_FIND_ENFORCE."""
+
+    NONE = 1
+    DB_UPDATE = 2
+    SEARCH = 3
+    SEARCH_DB_UPDATE = 4
+    DB_CLEAN = 5
+
+    @classmethod
+    def parse(cls, text: str | int | None) -> FindEnforce:
+        if text is None or text == "":
+            return cls.NONE
+        s = str(text).strip().upper()
+        if s.isdigit() and int(s) in {m.value for m in cls}:
+            return cls(int(s))
+        if s in cls.__members__:
+            return cls[s]
+        names = ", ".join(f"{m.name}/{m.value}" for m in cls)
+        raise MIOpenKernelsError(f"MIOPEN_FIND_ENFORCE={text!r} is not one of {names}")
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def system_db_dirs() -> list[Path]:
+    """Where system databases are looked for, first hit wins per file.
+
+    MIOPEN_SYSTEM_DB_PATH alone when set; else `<sys.prefix>/share/miopen/db` (where this
+    project's packages install, in a venv or a conda prefix) and `/opt/rocm/share/miopen/db`.
+    """
+    env = _env("MIOPEN_SYSTEM_DB_PATH")
+    if env:
+        return [Path(p) for p in env.split(os.pathsep) if p]
+    dirs = [Path(sys.prefix) / "share" / "miopen" / "db"]
+    conda = _env("CONDA_PREFIX")
+    if conda and Path(conda) != Path(sys.prefix):
+        dirs.append(Path(conda) / "share" / "miopen" / "db")
+    dirs.append(Path("/opt/rocm/share/miopen/db"))
+    return dirs
+
+
+def user_db_dir() -> Path:
+    env = _env("MIOPEN_USER_DB_PATH")
+    return Path(env) if env else Path.home() / ".config" / "miopen"
+
+
+def kernel_cache_dir() -> Path:
+    env = _env("MIOPEN_CUSTOM_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "miopen" / __version__
+
+
+def cache_disabled() -> bool:
+    return (_env("MIOPEN_DISABLE_CACHE") or "0").lower() in ("1", "on", "yes", "true", "enable")
+
+
+def find_mode() -> FindMode:
+    return FindMode.parse(_env("MIOPEN_FIND_MODE"))
+
+
+def find_enforce() -> FindEnforce:
+    return FindEnforce.parse(_env("MIOPEN_FIND_ENFORCE"))
+
+
+def device_overrides() -> tuple[str | None, int | None]:
+    """(MIOPEN_DEVICE_ARCH, MIOPEN_DEVICE_CU)."""
+    arch = _env("MIOPEN_DEVICE_ARCH")
+    cu_text = _env("MIOPEN_DEVICE_CU")
+    cu = None
+    if cu_text is not None:
+        if not cu_text.isdigit() or int(cu_text) < 1:
+            raise MIOpenKernelsError(
+                f"MIOPEN_DEVICE_CU={cu_text!r} is not a positive integer"
+            )
+        cu = int(cu_text)
+    return arch, cu
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The database files of one basename, system and user side."""
+
+    basename: str
+    system_dir: Path | None
+    user_dir: Path
+    cache_dir: Path
+
+    @property
+    def system_finddb(self) -> Path | None:
+        return self.system_dir / f"{self.basename}.HIP.fdb.txt" if self.system_dir else None
+
+    @property
+    def system_perfdb(self) -> Path | None:
+        return self.system_dir / f"{self.basename}.db" if self.system_dir else None
+
+    @property
+    def system_perfdb_text(self) -> Path | None:
+        return self.system_dir / f"{self.basename}.db.txt" if self.system_dir else None
+
+    @property
+    def system_kdb(self) -> Path | None:
+        return self.system_dir / f"{self.basename}.kdb" if self.system_dir else None
+
+    @property
+    def user_finddb(self) -> Path:
+        return self.user_dir / f"{self.basename}.HIP.{MIOPEN_VERSION_TAG}.ufdb.txt"
+
+    @property
+    def user_perfdb(self) -> Path:
+        return self.user_dir / f"{self.basename}_{USER_PERFDB_SCHEMA}.udb"
+
+    @property
+    def user_kdb(self) -> Path:
+        return self.cache_dir / f"{self.basename}.ukdb"
+
+    @classmethod
+    def for_basename(cls, basename: str) -> Paths:
+        system = None
+        for d in system_db_dirs():
+            if any((d / f"{basename}{ext}").exists() for ext in (".kdb", ".HIP.fdb.txt", ".db",
+                                                                  ".db.txt")):
+                system = d
+                break
+        return cls(basename, system, user_db_dir(), kernel_cache_dir())

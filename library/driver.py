@@ -1,0 +1,350 @@
+"""MIOpenDriver command lines: the way people and MITuna write convolution problems.
+
+`conv -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1` and its long-flag spelling
+(`--batchsize 32 --in_channels 64 ...`). Flags that do not change the problem (timing, verification,
+iteration counts, file names) are accepted and ignored. `-F 0/3/5/6` give several problems.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from .errors import ProblemError
+from .pooling import PoolProblem
+from .problem import ConvProblem
+
+__all__ = [
+    "parse_driver_line",
+    "parse_pool_line",
+    "parse_any_line",
+    "parse_driver_lines",
+    "SUBCOMMAND_TYPES",
+    "to_driver_line",
+]
+
+# Sub-command -> data type of all three tensors.
+SUBCOMMAND_TYPES = {
+    "conv": "FP32",
+    "convfp16": "FP16",
+    "convbfp16": "BF16",
+    "convint8": "INT8",
+    "convfp8": "FP8",
+    "convbfp8": "BF8",
+    "convfp64": "FP64",
+}
+
+
+@dataclass(frozen=True)
+class _Flag:
+    long: str
+    short: str
+    default: str
+    kind: str  # "int" | "str" | "ignored"
+
+
+_FLAGS = [
+    _Flag("spatial_dim", "_", "2", "int"),
+    _Flag("forw", "F", "0", "int"),
+    _Flag("batchsize", "n", "100", "int"),
+    _Flag("in_channels", "c", "3", "int"),
+    _Flag("in_d", "!", "32", "int"),
+    _Flag("in_h", "H", "32", "int"),
+    _Flag("in_w", "W", "32", "int"),
+    _Flag("out_channels", "k", "32", "int"),
+    _Flag("fil_d", "@", "3", "int"),
+    _Flag("fil_h", "y", "3", "int"),
+    _Flag("fil_w", "x", "3", "int"),
+    _Flag("conv_stride_d", "#", "1", "int"),
+    _Flag("conv_stride_h", "u", "1", "int"),
+    _Flag("conv_stride_w", "v", "1", "int"),
+    _Flag("pad_d", "$", "0", "int"),
+    _Flag("pad_h", "p", "0", "int"),
+    _Flag("pad_w", "q", "0", "int"),
+    _Flag("trans_output_pad_d", "%", "0", "int"),
+    _Flag("trans_output_pad_h", "Y", "0", "int"),
+    _Flag("trans_output_pad_w", "X", "0", "int"),
+    _Flag("dilation_d", "^", "1", "int"),
+    _Flag("dilation_h", "l", "1", "int"),
+    _Flag("dilation_w", "j", "1", "int"),
+    _Flag("group_count", "g", "1", "int"),
+    _Flag("mode", "m", "conv", "str"),
+    _Flag("pad_mode", "z", "default", "str"),
+    _Flag("bias", "b", "0", "int"),
+    _Flag("in_layout", "I", "", "str"),
+    _Flag("out_layout", "O", "", "str"),
+    _Flag("fil_layout", "f", "", "str"),
+    # Flags that do not change the problem.
+    _Flag("pad_val", "r", "0", "ignored"),
+    _Flag("iter", "i", "10", "ignored"),
+    _Flag("verify", "V", "1", "ignored"),
+    _Flag("time", "t", "0", "ignored"),
+    _Flag("wall", "w", "0", "ignored"),
+    _Flag("search", "s", "0", "ignored"),
+    _Flag("printconv", "P", "1", "ignored"),
+    _Flag("dump_output", "o", "0", "ignored"),
+    _Flag("in_data", "d", "", "ignored"),
+    _Flag("weights", "e", "", "ignored"),
+    _Flag("dout_data", "D", "", "ignored"),
+    _Flag("solution", "S", "-1", "ignored"),
+    _Flag("in_bias", "a", "", "ignored"),
+    _Flag("gpubuffer_check", "~", "0", "ignored"),
+    _Flag("tensor_vect", "Z", "0", "ignored"),
+    _Flag("vector_length", "L", "1", "ignored"),
+    _Flag("in_cast_type", "U", "-1", "ignored"),
+    _Flag("wei_cast_type", "R", "-1", "ignored"),
+    _Flag("out_cast_type", "T", "-1", "ignored"),
+    _Flag("dbshape", "B", "0", "ignored"),
+]
+_BY_LONG = {f.long: f for f in _FLAGS}
+_BY_SHORT = {f.short: f for f in _FLAGS}
+_DIRECTIONS_OF_F = {0: "FBW", 1: "F", 2: "B", 3: "FB", 4: "W", 5: "FW", 6: "BW"}
+_LAYOUT_3D = {"NCHW": "NCDHW", "NHWC": "NDHWC"}
+
+
+def _tokens(line: str) -> list[str]:
+    text = line.strip()
+    # MITuna's logs prefix the API call: "miopenConvolutionForward: ./bin/MIOpenDriver conv ..."
+    if ":" in text.split()[0] if text else False:
+        text = text.split(":", 1)[1].strip()
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        raise ProblemError(f"cannot split the command line: {exc}") from None
+    if tokens and tokens[0].endswith("MIOpenDriver"):
+        tokens = tokens[1:]
+    return tokens
+
+
+def _read_flags(
+    tokens: list[str], by_long: dict[str, _Flag], by_short: dict[str, _Flag]
+) -> dict[str, str]:
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("--"):
+            name, eq, val = tok[2:].partition("=")
+            flag = by_long.get(name)
+            if flag is None:
+                raise ProblemError(f"unknown flag {tok!r}")
+        elif tok.startswith("-") and len(tok) >= 2:
+            name, val, eq = tok[1], tok[2:], ""
+            flag = by_short.get(name)
+            if flag is None:
+                raise ProblemError(f"unknown flag {tok!r}")
+            if val:
+                eq = "="
+        else:
+            raise ProblemError(f"unexpected argument {tok!r} (expected a flag)")
+        if not eq:
+            if i + 1 >= len(tokens):
+                raise ProblemError(f"flag {tok!r} needs a value")
+            val = tokens[i + 1]
+            i += 1
+        if flag.kind == "int":
+            try:
+                int(val)
+            except ValueError:
+                raise ProblemError(f"flag {tok!r} needs an integer, got {val!r}") from None
+        values[flag.long] = val
+        i += 1
+    return values
+
+
+def _same_pads(size: int, fil: int, stride: int) -> int:
+    rem = size % stride
+    pad = max(fil - stride, 0) if rem == 0 else max(fil - rem, 0)
+    return pad // 2
+
+
+def parse_driver_line(line: str) -> list[ConvProblem]:
+    """Parse one MIOpenDriver conv line into one problem per direction it asks for."""
+    tokens = _tokens(line)
+    if not tokens:
+        raise ProblemError("empty command line (expected e.g. 'conv -n 32 -c 64 ...')")
+    sub = tokens[0]
+    if sub not in SUBCOMMAND_TYPES:
+        raise ProblemError(
+            f"unknown sub-command {sub!r}: expected one of {', '.join(SUBCOMMAND_TYPES)}"
+        )
+    given = _read_flags(tokens[1:], _BY_LONG, _BY_SHORT)
+    v = {f.long: given.get(f.long, f.default) for f in _FLAGS}
+
+    def num(name: str) -> int:
+        return int(v[name])
+
+    dims = num("spatial_dim")
+    # A depth flag without --spatial_dim still means 3D when it is not the default (MITuna
+    # writes --in_d 1 --fil_d 1 for 2D problems).
+    if dims not in (2, 3):
+        raise ProblemError(f"flag '--spatial_dim' must be 2 or 3, got {dims}")
+    forw = num("forw")
+    if forw not in _DIRECTIONS_OF_F:
+        raise ProblemError(f"flag '-F' must be one of 0..6, got {forw}")
+    names = ("d", "h", "w") if dims == 3 else ("h", "w")
+    in_sp = tuple(num(f"in_{a}") for a in names)
+    fil = tuple(num(f"fil_{a}") for a in names)
+    pad = [num(f"pad_{a}") for a in names]
+    stride = tuple(num(f"conv_stride_{a}") for a in names)
+    dil = tuple(num(f"dilation_{a}") for a in names)
+    top = tuple(num(f"trans_output_pad_{a}") for a in names)
+    mode = v["mode"]
+    if mode not in ("conv", "trans"):
+        raise ProblemError(f"flag '-m' must be 'conv' or 'trans', got {mode!r}")
+    pad_mode = v["pad_mode"]
+    if pad_mode not in ("default", "same", "valid"):
+        raise ProblemError(f"flag '-z' must be default, same or valid, got {pad_mode!r}")
+    if mode == "conv" and (all(d == 1 for d in dil) or all(f == 1 for f in fil)):
+        if pad_mode == "same":
+            pad = [_same_pads(i, f, s) for i, f, s in zip(in_sp, fil, stride)]
+        elif pad_mode == "valid":
+            pad = [0] * dims
+
+    def layout(name: str) -> str:
+        text = v[name].upper()
+        if not text:
+            return ""
+        if dims == 3:
+            text = _LAYOUT_3D.get(text, text)
+        return text
+
+    dtype = SUBCOMMAND_TYPES[sub]
+    problems = []
+    for direction in _DIRECTIONS_OF_F[forw]:
+        problems.append(
+            ConvProblem(
+                n=num("batchsize"), c=num("in_channels"), k=num("out_channels"),
+                in_spatial=in_sp, filter=fil, pad=tuple(pad), stride=stride, dilation=dil,
+                groups=max(num("group_count"), 1), direction=direction,
+                in_layout=layout("in_layout"), wei_layout=layout("fil_layout"),
+                out_layout=layout("out_layout"), in_type=dtype, mode=mode,
+                bias=1 if num("bias") else 0, trans_output_pad=top,
+            )
+        )
+    return problems
+
+
+_POOL_FLAGS = [
+    _Flag("spatial_dim", "_", "2", "int"),
+    _Flag("forw", "F", "0", "int"),
+    _Flag("batchsize", "n", "32", "int"),
+    _Flag("in_channels", "c", "3", "int"),
+    _Flag("in_d", "!", "32", "int"),
+    _Flag("in_h", "H", "32", "int"),
+    _Flag("in_w", "W", "32", "int"),
+    _Flag("win_d", "@", "3", "int"),
+    _Flag("win_h", "y", "3", "int"),
+    _Flag("win_w", "x", "3", "int"),
+    _Flag("pad_d", "$", "0", "int"),
+    _Flag("pad_h", "p", "0", "int"),
+    _Flag("pad_w", "q", "0", "int"),
+    _Flag("pool_stride_d", "#", "2", "int"),
+    _Flag("pool_stride_h", "u", "2", "int"),
+    _Flag("pool_stride_w", "v", "2", "int"),
+    _Flag("mode", "m", "max", "str"),
+    _Flag("layout", "L", "", "str"),
+    _Flag("index_type", "I", "", "ignored"),
+    _Flag("wsidx", "s", "1", "ignored"),
+    _Flag("iter", "i", "10", "ignored"),
+    _Flag("verify", "V", "1", "ignored"),
+    _Flag("time", "t", "0", "ignored"),
+    _Flag("wall", "w", "0", "ignored"),
+    _Flag("printconv", "P", "1", "ignored"),
+    _Flag("pad_val", "r", "0", "ignored"),
+]
+_POOL_LONG = {f.long: f for f in _POOL_FLAGS}
+_POOL_SHORT = {f.short: f for f in _POOL_FLAGS}
+_POOL_TYPES = {"pool": "FP32", "poolfp16": "FP16", "poolbfp16": "BF16"}
+
+
+def parse_pool_line(line: str) -> list[PoolProblem]:
+    """Parse one MIOpenDriver `pool` line (`-F 0` gives forward and backward)."""
+    tokens = _tokens(line)
+    if not tokens or tokens[0] not in _POOL_TYPES:
+        raise ProblemError(f"not a pool command line: {line!r}")
+    given = _read_flags(tokens[1:], _POOL_LONG, _POOL_SHORT)
+    v = {f.long: given.get(f.long, f.default) for f in _POOL_FLAGS}
+    dims = int(v["spatial_dim"])
+    if dims not in (2, 3):
+        raise ProblemError(f"flag '--spatial_dim' must be 2 or 3, got {dims}")
+    names = ("d", "h", "w") if dims == 3 else ("h", "w")
+    forw = int(v["forw"])
+    dirs = {0: "FB", 1: "F", 2: "B"}.get(forw)
+    if dirs is None:
+        raise ProblemError(f"flag '-F' of pool must be 0, 1 or 2, got {forw}")
+    layout = v["layout"].upper() or ("NCHW" if dims == 2 else "NCDHW")
+    return [
+        PoolProblem(
+            n=int(v["batchsize"]), c=int(v["in_channels"]),
+            in_spatial=tuple(int(v[f"in_{a}"]) for a in names),
+            window=tuple(int(v[f"win_{a}"]) for a in names),
+            pad=tuple(int(v[f"pad_{a}"]) for a in names),
+            stride=tuple(int(v[f"pool_stride_{a}"]) for a in names),
+            mode=v["mode"], layout=layout, data_type=_POOL_TYPES[tokens[0]], direction=d,
+        )
+        for d in dirs
+    ]
+
+
+def parse_any_line(line: str) -> list[ConvProblem | PoolProblem]:
+    """A conv or pool MIOpenDriver line."""
+    tokens = _tokens(line)
+    if tokens and tokens[0] in _POOL_TYPES:
+        return list(parse_pool_line(line))
+    return list(parse_driver_line(line))
+
+
+def parse_driver_lines(text: str, *, conv_only: bool = True) -> list:
+    """Every problem of a file of driver lines; blank lines and `#` comments are skipped.
+
+    Duplicates (same key) are kept once, in first-seen order. With `conv_only`, pool lines are
+    parsed (so a malformed one is still an error) but left out of the result.
+    """
+    seen: dict[str, ConvProblem | PoolProblem] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            probs = parse_any_line(line)
+        except ProblemError as exc:
+            raise ProblemError(f"line {number}: {exc}") from None
+        for p in probs:
+            if conv_only and isinstance(p, PoolProblem):
+                continue
+            seen.setdefault(p.key() + f"|{getattr(p, 'mode', '')}", p)
+    return list(seen.values())
+
+
+_TYPE_SUB = {t: s for s, t in SUBCOMMAND_TYPES.items()}
+
+
+def to_driver_line(problem: ConvProblem) -> str:
+    """The MIOpenDriver line that gives back `problem` (one direction)."""
+    p = problem
+    sub = _TYPE_SUB.get(p.in_type, "conv")
+    f = {"F": 1, "B": 2, "W": 4}[p.direction]
+    parts = [sub, "-n", p.n, "-c", p.c]
+    if p.spatial_dim == 3:
+        d, h, w = p.in_spatial
+        fd, fh, fw = p.filter
+        parts += ["-!", d, "-H", h, "-W", w, "-k", p.k, "-@", fd, "-y", fh, "-x", fw,
+                  "-$", p.pad[0], "-p", p.pad[1], "-q", p.pad[2],
+                  "-#", p.stride[0], "-u", p.stride[1], "-v", p.stride[2],
+                  "-^", p.dilation[0], "-l", p.dilation[1], "-j", p.dilation[2],
+                  "--spatial_dim", 3]
+    else:
+        h, w = p.in_spatial
+        fh, fw = p.filter
+        parts += ["-H", h, "-W", w, "-k", p.k, "-y", fh, "-x", fw, "-p", p.pad[0],
+                  "-q", p.pad[1], "-u", p.stride[0], "-v", p.stride[1], "-l", p.dilation[0],
+                  "-j", p.dilation[1]]
+    parts += ["-m", p.mode, "-g", p.groups, "-F", f, "-t", 1]
+    to2d = {"NCDHW": "NCHW", "NDHWC": "NHWC"}
+    if (p.in_layout, p.wei_layout, p.out_layout) != ("NCHW",) * 3 and (
+        p.in_layout, p.wei_layout, p.out_layout) != ("NCDHW",) * 3:
+        parts += ["--in_layout", to2d.get(p.in_layout, p.in_layout),
+                  "--out_layout", to2d.get(p.out_layout, p.out_layout),
+                  "--fil_layout", to2d.get(p.wei_layout, p.wei_layout)]
+    return " ".join(str(x) for x in parts)

@@ -1,0 +1,441 @@
+"""The convolution problem and its MIOpen FindDb key.
+
+A `ConvProblem` describes one layer as a framework sees it: input x (N, C, spatial), weights
+(K, C/G, filter), output y (N, K, out spatial), and the direction to compute. MIOpen's key writes
+the tensors in the order the solver sees them: for backward data (B) and backward weights (W) the
+key's "input" is dy and its "output" is dx (B) or x (W), so the leading channel count is the layer's
+K. A transposed convolution is solved as the opposite direction of the plain convolution whose
+input and output are swapped (MIOpen does the same), so its key shows that direction.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import ProblemError
+
+__all__ = [
+    "ConvProblem",
+    "DIRECTIONS",
+    "DATA_TYPES",
+    "COMPUTE_TYPES",
+    "LAYOUTS",
+]
+
+DIRECTIONS = ("F", "B", "W")
+DIRECTION_NAMES = {"F": "forward", "B": "backward data", "W": "backward weights"}
+# Every data type name MIOpen writes into a key; only COMPUTE_TYPES have kernels here.
+DATA_TYPES = ("FP32", "FP16", "BF16", "INT8", "INT32", "FP64", "FP8", "BF8", "INT64")
+COMPUTE_TYPES = ("FP32", "FP16", "BF16")
+TYPE_BYTES = {
+    "FP32": 4, "FP16": 2, "BF16": 2, "INT8": 1, "INT32": 4, "FP64": 8, "FP8": 1, "BF8": 1,
+    "INT64": 8,
+}
+LAYOUTS_2D = ("NCHW", "NHWC")
+LAYOUTS_3D = ("NCDHW", "NDHWC")
+LAYOUTS = LAYOUTS_2D + LAYOUTS_3D
+_DEFAULT_LAYOUT = {2: "NCHW", 3: "NCDHW"}
+_TYPE_RE = re.compile("|".join(sorted(DATA_TYPES, key=len, reverse=True)))
+
+
+def _tuple(value: Any, dims: int, name: str) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,) * dims
+    out = tuple(int(v) for v in value)
+    if len(out) != dims:
+        raise ProblemError(f"{name} has {len(out)} values, expected {dims} for a {dims}D problem")
+    return out
+
+
+@dataclass(frozen=True)
+class ConvProblem:
+    """One convolution layer and the direction to compute.
+
+    Spatial tuples are (H, W) for 2D and (D, H, W) for 3D. `in_spatial` is the layer input x,
+    whatever the direction; `out_spatial` is derived.
+    """
+
+    n: int
+    c: int
+    k: int
+    in_spatial: tuple[int, ...]
+    filter: tuple[int, ...]
+    pad: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    dilation: tuple[int, ...] = ()
+    groups: int = 1
+    direction: str = "F"
+    in_layout: str = ""
+    wei_layout: str = ""
+    out_layout: str = ""
+    in_type: str = "FP32"
+    wei_type: str = ""
+    out_type: str = ""
+    mode: str = "conv"
+    bias: int = 0
+    trans_output_pad: tuple[int, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        dims = len(self.in_spatial)
+        if dims not in (2, 3):
+            raise ProblemError(f"spatial dimension {dims} is not supported (2 or 3)")
+        set_ = object.__setattr__
+        set_(self, "in_spatial", _tuple(self.in_spatial, dims, "input size"))
+        set_(self, "filter", _tuple(self.filter, dims, "filter size"))
+        set_(self, "pad", _tuple(self.pad or 0, dims, "padding"))
+        set_(self, "stride", _tuple(self.stride or 1, dims, "stride"))
+        set_(self, "dilation", _tuple(self.dilation or 1, dims, "dilation"))
+        set_(self, "trans_output_pad", _tuple(self.trans_output_pad or 0, dims, "output padding"))
+        default = _DEFAULT_LAYOUT[dims]
+        in_layout = self.in_layout or default
+        set_(self, "in_layout", in_layout)
+        set_(self, "wei_layout", self.wei_layout or in_layout)
+        set_(self, "out_layout", self.out_layout or in_layout)
+        set_(self, "wei_type", self.wei_type or self.in_type)
+        set_(self, "out_type", self.out_type or self.in_type)
+        self._validate()
+
+    # ----------------------------------------------------------------- validation
+    def _validate(self) -> None:
+        dims = self.spatial_dim
+        for name in ("n", "c", "k", "groups"):
+            if getattr(self, name) < 1:
+                raise ProblemError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if any(v < 1 for v in self.in_spatial):
+            raise ProblemError(f"input size {self.in_spatial} must be positive")
+        if any(v < 1 for v in self.filter):
+            raise ProblemError(f"filter size {self.filter} must be positive")
+        if any(v < 0 for v in self.pad):
+            raise ProblemError(f"padding {self.pad} must not be negative")
+        if any(v < 1 for v in self.stride):
+            raise ProblemError(f"stride {self.stride} must be at least 1")
+        if any(v < 1 for v in self.dilation):
+            raise ProblemError(f"dilation {self.dilation} must be at least 1")
+        if self.direction not in DIRECTIONS:
+            raise ProblemError(f"direction {self.direction!r} is not one of F, B, W")
+        if self.mode not in ("conv", "trans"):
+            raise ProblemError(f"mode {self.mode!r} is not 'conv' or 'trans'")
+        if self.c % self.groups or self.k % self.groups:
+            raise ProblemError(
+                f"group count {self.groups} must divide both C={self.c} and K={self.k}"
+            )
+        allowed = LAYOUTS_2D if dims == 2 else LAYOUTS_3D
+        for name in ("in_layout", "wei_layout", "out_layout"):
+            if getattr(self, name) not in allowed:
+                raise ProblemError(
+                    f"{name.split('_')[0]} layout {getattr(self, name)!r} is not one of "
+                    f"{', '.join(allowed)} for a {dims}D problem"
+                )
+        for name in ("in_type", "wei_type", "out_type"):
+            if getattr(self, name) not in DATA_TYPES:
+                raise ProblemError(
+                    f"data type {getattr(self, name)!r} is not one of {' '.join(DATA_TYPES)}"
+                )
+        if any(v < 1 for v in self.out_spatial):
+            raise ProblemError(
+                f"output size {self.out_spatial} is empty: the filter {self.filter} "
+                f"(dilation {self.dilation}) does not fit the padded input {self.in_spatial}"
+            )
+
+    # ----------------------------------------------------------------- derived
+    @property
+    def spatial_dim(self) -> int:
+        return len(self.in_spatial)
+
+    @property
+    def out_spatial(self) -> tuple[int, ...]:
+        """Spatial size of the layer output y."""
+        if self.mode == "trans":
+            return tuple(
+                s * (i - 1) + d * (f - 1) + 1 - 2 * p + op
+                for i, f, p, s, d, op in zip(
+                    self.in_spatial, self.filter, self.pad, self.stride, self.dilation,
+                    self.trans_output_pad,
+                )
+            )
+        return tuple(
+            (i + 2 * p - d * (f - 1) - 1) // s + 1
+            for i, f, p, s, d in zip(
+                self.in_spatial, self.filter, self.pad, self.stride, self.dilation
+            )
+        )
+
+    @property
+    def in_shape(self) -> tuple[int, ...]:
+        """Logical (N, C, *spatial) shape of x."""
+        return (self.n, self.c, *self.in_spatial)
+
+    @property
+    def wei_shape(self) -> tuple[int, ...]:
+        """Logical weight shape: (K, C/G, *filter); transposed: (C, K/G, *filter)."""
+        if self.mode == "trans":
+            return (self.c, self.k // self.groups, *self.filter)
+        return (self.k, self.c // self.groups, *self.filter)
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        """Logical (N, K, *out_spatial) shape of y."""
+        return (self.n, self.k, *self.out_spatial)
+
+    @property
+    def data_type(self) -> str:
+        """The key's data type field: one name, or in+wei+out names concatenated."""
+        i, w, o = self._key_types()
+        return i if i == w == o else i + w + o
+
+    @property
+    def layout(self) -> str:
+        """The key's layout field: the default layout alone, else in-wei-out."""
+        i, w, o = self._key_layouts()
+        if i == w == o == _DEFAULT_LAYOUT[self.spatial_dim]:
+            return i
+        return f"{i}-{w}-{o}"
+
+    def with_direction(self, direction: str) -> ConvProblem:
+        return replace(self, direction=direction)
+
+    # ----------------------------------------------------------------- key view
+    def _solver_view(self) -> tuple[str, bool]:
+        """(direction as solved, whether x and y trade places) for the key.
+
+        A transposed convolution is the plain one with x and y swapped, solved in the opposite
+        data direction; backward directions then write dy first.
+        """
+        direction = self.direction
+        swapped = False
+        if self.mode == "trans":
+            direction = {"F": "B", "B": "F", "W": "W"}[direction]
+            swapped = True
+        if direction in ("B", "W"):
+            swapped = not swapped
+        return direction, swapped
+
+    def _key_tensors(self) -> tuple[int, tuple[int, ...], int, tuple[int, ...]]:
+        _, swapped = self._solver_view()
+        if swapped:
+            return self.k, self.out_spatial, self.c, self.in_spatial
+        return self.c, self.in_spatial, self.k, self.out_spatial
+
+    def _key_layouts(self) -> tuple[str, str, str]:
+        _, swapped = self._solver_view()
+        if swapped:
+            return self.out_layout, self.wei_layout, self.in_layout
+        return self.in_layout, self.wei_layout, self.out_layout
+
+    def _key_types(self) -> tuple[str, str, str]:
+        _, swapped = self._solver_view()
+        if swapped:
+            return self.out_type, self.wei_type, self.in_type
+        return self.in_type, self.wei_type, self.out_type
+
+    @property
+    def key_direction(self) -> str:
+        return self._solver_view()[0]
+
+    def key(self) -> str:
+        """The FindDb key exactly as MIOpen serialises it."""
+        kc, kin, kk, kout = self._key_tensors()
+        x = "x".join
+        parts = [
+            str(kc),
+            *map(str, kin),
+            x(map(str, self.filter)),
+            str(kk),
+            *map(str, kout),
+            str(self.n),
+            x(map(str, self.pad)),
+            x(map(str, self.stride)),
+            x(map(str, self.dilation)),
+            str(self.bias),
+            self.layout,
+            self.data_type,
+            self.key_direction,
+        ]
+        text = "-".join(parts)
+        if self.groups > 1:
+            text += f"_g{self.groups}"
+        return text
+
+    def __str__(self) -> str:
+        return self.key()
+
+    def perfdb_config(self) -> dict[str, Any]:
+        """The PerfDb `config` row (MIOpen's SQLite columns, same B/W swap as the key)."""
+        kc, kin, kk, _ = self._key_tensors()
+        three = self.spatial_dim == 3
+        d, h, w = (kin if three else (1, *kin))
+        fd, fh, fw = (self.filter if three else (1, *self.filter))
+        pd, ph, pw = (self.pad if three else (0, *self.pad))
+        sd, sh, sw = (self.stride if three else (0, *self.stride))
+        dd, dh, dw = (self.dilation if three else (0, *self.dilation))
+        return {
+            "layout": self._key_layouts()[0],
+            "data_type": self.data_type,
+            "direction": self.key_direction,
+            "spatial_dim": self.spatial_dim,
+            "in_channels": kc,
+            "in_h": h,
+            "in_w": w,
+            "in_d": d,
+            "fil_h": fh,
+            "fil_w": fw,
+            "fil_d": fd,
+            "out_channels": kk,
+            "batchsize": self.n,
+            "pad_h": ph,
+            "pad_w": pw,
+            "pad_d": pd,
+            "conv_stride_h": sh,
+            "conv_stride_w": sw,
+            "conv_stride_d": sd,
+            "dilation_h": dh,
+            "dilation_w": dw,
+            "dilation_d": dd,
+            "bias": self.bias,
+            "group_count": self.groups,
+        }
+
+    def perfdb_text_key(self) -> str:
+        """Key of the text PerfDb (`<base>.db.txt`): int fields joined by x, then layout, type, dir."""
+        cfg = self.perfdb_config()
+        ints = [
+            "spatial_dim", "in_channels", "in_h", "in_w", "in_d", "fil_h", "fil_w", "fil_d",
+            "out_channels", "batchsize", "pad_h", "pad_w", "pad_d", "conv_stride_h",
+            "conv_stride_w", "conv_stride_d", "dilation_h", "dilation_w", "dilation_d", "bias",
+            "group_count",
+        ]
+        return "x".join([*(str(cfg[i]) for i in ints), cfg["layout"], cfg["data_type"],
+                         cfg["direction"]])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key(),
+            "direction": self.direction,
+            "mode": self.mode,
+            "spatial_dim": self.spatial_dim,
+            "n": self.n,
+            "c": self.c,
+            "k": self.k,
+            "groups": self.groups,
+            "in_spatial": list(self.in_spatial),
+            "filter": list(self.filter),
+            "pad": list(self.pad),
+            "stride": list(self.stride),
+            "dilation": list(self.dilation),
+            "out_spatial": list(self.out_spatial),
+            "in_shape": list(self.in_shape),
+            "wei_shape": list(self.wei_shape),
+            "out_shape": list(self.out_shape),
+            "layouts": [self.in_layout, self.wei_layout, self.out_layout],
+            "types": [self.in_type, self.wei_type, self.out_type],
+        }
+
+    # ----------------------------------------------------------------- parsing
+    @classmethod
+    def from_key(cls, key: str) -> ConvProblem:
+        """Parse a FindDb key. The result is a plain (mode conv) problem."""
+        return _parse_key(key)
+
+    @classmethod
+    def from_driver(cls, line: str) -> list[ConvProblem]:
+        """Parse an MIOpenDriver command line; `-F 0/3/5/6` give several problems."""
+        from .driver import parse_driver_line
+
+        return parse_driver_line(line)
+
+    @classmethod
+    def parse(cls, text: str) -> list[ConvProblem]:
+        """A FindDb key or an MIOpenDriver line, whichever `text` is."""
+        text = text.strip()
+        if _looks_like_key(text):
+            return [cls.from_key(text)]
+        return cls.from_driver(text)
+
+
+def _looks_like_key(text: str) -> bool:
+    return " " not in text and bool(re.match(r"^\d+-\d+-", text))
+
+
+def _split_types(text: str) -> tuple[str, str, str]:
+    names = _TYPE_RE.findall(text)
+    if "".join(names) != text or len(names) not in (1, 3):
+        raise ProblemError(f"data type field {text!r} is not a MIOpen type or in/wei/out triple")
+    if len(names) == 1:
+        return names[0], names[0], names[0]
+    return names[0], names[1], names[2]
+
+
+def _ints(text: str, dims: int, what: str) -> tuple[int, ...]:
+    parts = text.split("x")
+    if len(parts) != dims or not all(p.isdigit() for p in parts):
+        raise ProblemError(f"{what} field {text!r} is not {dims} integers joined by 'x'")
+    return tuple(int(p) for p in parts)
+
+
+def _parse_key(key: str) -> ConvProblem:
+    text = key.strip()
+    groups = 1
+    m = re.search(r"_g(\d+)$", text)
+    if m:
+        groups = int(m.group(1))
+        text = text[: m.start()]
+    fields = text.split("-")
+    # 2D: C H W f K oH oW N p s d bias LAYOUT(1 or 3) TYPE DIR -> 15 or 17 fields
+    # 3D: C D H W f K oD oH oW N p s d bias LAYOUT TYPE DIR   -> 17 or 19 fields
+    if len(fields) < 15 or not fields[0].isdigit():
+        raise ProblemError(f"not a MIOpen problem key: {key!r}")
+    # The filter field (with 'x') tells 2D from 3D.
+    dims = fields[3].count("x") + 1 if "x" in fields[3] else fields[4].count("x") + 1
+    n_num = 12 if dims == 2 else 14  # numeric fields before the layout (bias included)
+    nums = fields[:n_num]
+    try:
+        if dims == 2:
+            c, h, w = int(nums[0]), int(nums[1]), int(nums[2])
+            filt = _ints(nums[3], 2, "filter")
+            k, oh, ow, n = (int(v) for v in nums[4:8])
+            kin, kout = (h, w), (oh, ow)
+            pad, stride, dil = (_ints(nums[i], 2, name) for i, name in
+                                ((8, "padding"), (9, "stride"), (10, "dilation")))
+            bias = int(nums[11])
+        elif dims == 3:
+            c, d, h, w = (int(v) for v in nums[0:4])
+            filt = _ints(nums[4], 3, "filter")
+            k, od, oh, ow, n = (int(v) for v in nums[5:10])
+            kin, kout = (d, h, w), (od, oh, ow)
+            pad, stride, dil = (_ints(nums[i], 3, name) for i, name in
+                                ((10, "padding"), (11, "stride"), (12, "dilation")))
+            bias = int(nums[13])
+        else:
+            raise ProblemError(f"not a MIOpen problem key (filter field): {key!r}")
+    except (ValueError, IndexError) as exc:
+        raise ProblemError(f"not a MIOpen problem key: {key!r} ({exc})") from None
+    rest = fields[n_num:]
+    if len(rest) not in (3, 5):
+        raise ProblemError(f"not a MIOpen problem key (layout/type/direction): {key!r}")
+    direction = rest[-1]
+    if direction not in DIRECTIONS:
+        raise ProblemError(f"key direction {direction!r} is not F, B or W in {key!r}")
+    layouts = rest[:-2] if len(rest) == 5 else [rest[0]] * 3
+    ti, tw, to = _split_types(rest[-2])
+    if direction == "F":
+        prob = ConvProblem(
+            n=n, c=c, k=k, in_spatial=kin, filter=filt, pad=pad, stride=stride, dilation=dil,
+            groups=groups, direction="F", in_layout=layouts[0], wei_layout=layouts[1],
+            out_layout=layouts[2], in_type=ti, wei_type=tw, out_type=to, bias=bias,
+        )
+        expected = kout
+    else:
+        prob = ConvProblem(
+            n=n, c=k, k=c, in_spatial=kout, filter=filt, pad=pad, stride=stride, dilation=dil,
+            groups=groups, direction=direction, in_layout=layouts[2], wei_layout=layouts[1],
+            out_layout=layouts[0], in_type=to, wei_type=tw, out_type=ti, bias=bias,
+        )
+        expected = kin
+    if prob.out_spatial != expected:
+        raise ProblemError(
+            f"key {key!r} is inconsistent: output size {expected} but the shape gives "
+            f"{prob.out_spatial}"
+        )
+    return prob

@@ -1,0 +1,255 @@
+"""GPU targets: arch (with optional target-ID features), compute-unit count, vendor.
+
+Names follow MIOpen (FORMATS.md): the DbId is the arch without features; the database basename
+appends the CU count in decimal when it is at most 64 (`gfx906_60`), else in hex with no separator
+(`gfx90a6e` for 110 CUs). NVIDIA targets are `sm<NN>` with the SM count as CU count and follow the
+same rules. Package names always use decimal CUs: `miopenkernels-gfx90a-110`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import TargetError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "Target",
+    "TargetSpec",
+    "load_targets",
+    "default_targets",
+    "select_targets",
+    "basename_for",
+    "vendor_of",
+]
+
+_AMD_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_NV_RE = re.compile(r"^sm_?(\d{2,3})[af]?$")
+_FEATURE_RE = re.compile(r"^(sramecc|xnack)[+-]$")
+PACKAGE_PREFIX = "miopenkernels"
+
+
+def vendor_of(arch: str) -> str:
+    """'amd' for gfx archs, 'nvidia' for sm archs."""
+    base = arch.split(":", 1)[0].lower()
+    if _AMD_RE.match(base):
+        return "amd"
+    if _NV_RE.match(base):
+        return "nvidia"
+    raise TargetError(
+        f"unknown GPU arch {arch!r}: expected an AMD arch like 'gfx90a' or an NVIDIA one like 'sm90'"
+    )
+
+
+def _normalise_arch(arch: str) -> tuple[str, tuple[str, ...]]:
+    """('gfx90a', ('sramecc+', 'xnack-')) from 'gfx90a:sramecc+:xnack-'; 'sm_90' -> 'sm90'."""
+    text = arch.strip()
+    if text.startswith("amdgcn-amd-amdhsa--"):
+        text = text[len("amdgcn-amd-amdhsa--"):]
+    base, *features = text.split(":")
+    base = base.lower()
+    vendor = vendor_of(base)
+    if vendor == "nvidia":
+        m = _NV_RE.match(base)
+        assert m
+        if features:
+            raise TargetError(f"NVIDIA arch {arch!r} takes no target features")
+        return f"sm{m.group(1)}", ()
+    for feat in features:
+        if not _FEATURE_RE.match(feat):
+            raise TargetError(
+                f"target feature {feat!r} in {arch!r} is not sramecc+/- or xnack+/-"
+            )
+    return base, tuple(features)
+
+
+def basename_for(db_id: str, cu: int) -> str:
+    """MIOpen's database basename: `gfx906_60`, `gfx90a6e`."""
+    return f"{db_id}_{cu}" if cu <= 64 else f"{db_id}{cu:x}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One GPU kind that a package is built for."""
+
+    arch: str  # DbId: arch without features ('gfx90a', 'sm90')
+    cu: int
+    features: tuple[str, ...] = ()
+    vendor: str = ""
+
+    def __post_init__(self) -> None:
+        arch, feats = _normalise_arch(self.arch)
+        object.__setattr__(self, "arch", arch)
+        object.__setattr__(self, "features", tuple(self.features) or feats)
+        object.__setattr__(self, "vendor", vendor_of(arch))
+        if not isinstance(self.cu, int) or self.cu < 1:
+            raise TargetError(f"CU count must be a positive integer, got {self.cu!r}")
+
+    @property
+    def db_id(self) -> str:
+        return self.arch
+
+    @property
+    def target_id(self) -> str:
+        """Full target ID: arch plus features (`gfx90a:sramecc+:xnack-`)."""
+        return ":".join((self.arch, *self.features))
+
+    @property
+    def basename(self) -> str:
+        return basename_for(self.arch, self.cu)
+
+    @property
+    def name(self) -> str:
+        """`<arch>-<cu>`: how targets are named on command lines and in the build matrix."""
+        return f"{self.arch}-{self.cu}"
+
+    @property
+    def package(self) -> str:
+        return f"{PACKAGE_PREFIX}-{self.arch}-{self.cu}"
+
+    @property
+    def wheel_name(self) -> str:
+        """Distribution name of the data wheel (normalised: `miopenkernels_gfx906_60`)."""
+        return self.package.replace("-", "_")
+
+    @property
+    def sm(self) -> int:
+        """Compute capability as an integer (NVIDIA only): sm90 -> 90."""
+        if self.vendor != "nvidia":
+            raise TargetError(f"{self.arch} is not an NVIDIA target")
+        return int(self.arch[2:])
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        """`gfx90a-104`, `gfx90a:sramecc+:xnack--110`, `sm90-132`, or a basename `gfx90a6e`."""
+        s = text.strip()
+        m = re.match(r"^(.*?)[-_](\d+)$", s)
+        if m and not s.startswith("amdgcn"):
+            return cls(arch=m.group(1), cu=int(m.group(2)))
+        # A basename above 64 CUs: arch followed by hex digits. Find a known arch prefix.
+        for spec in load_targets():
+            if s.startswith(spec.arch) and len(s) > len(spec.arch):
+                tail = s[len(spec.arch):]
+                if re.fullmatch(r"[0-9a-f]+", tail) and int(tail, 16) > 64:
+                    return cls(arch=spec.arch, cu=int(tail, 16))
+        raise TargetError(
+            f"cannot read target {text!r}: expected '<arch>-<cu>' such as 'gfx90a-104' or "
+            "'sm90-132'"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "vendor": self.vendor,
+            "arch": self.arch,
+            "target_id": self.target_id,
+            "cu": self.cu,
+            "basename": self.basename,
+            "package": self.package,
+        }
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One arch of dbs/targets.toml: how to compile for it and the CU counts seen in the field."""
+
+    arch: str
+    vendor: str
+    compiler: str  # 'hipcc' | 'clang-19' | 'nvrtc'
+    compile_arch: str  # --offload-arch for AMD, 'sm_90' style for NVIDIA
+    cus: tuple[int, ...]
+    has_bf16: bool = True
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def targets(self) -> list[Target]:
+        return [Target(self.arch, cu) for cu in self.cus]
+
+
+def _targets_file() -> Path:
+    return Path(str(resources.files("miopenkernels.dbs").joinpath("targets.toml")))
+
+
+@lru_cache(maxsize=4)
+def load_targets(path: str | None = None) -> tuple[TargetSpec, ...]:
+    """Read dbs/targets.toml (or `path`)."""
+    file = Path(path) if path else _targets_file()
+    try:
+        data = tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise TargetError(f"targets file {file} not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetError(f"targets file {file} is not valid TOML: {exc}") from None
+    specs = []
+    for entry in data.get("target", []):
+        try:
+            arch = entry["arch"]
+            known = {"arch", "vendor", "compiler", "compile_arch", "cus", "bf16", "description"}
+            specs.append(
+                TargetSpec(
+                    arch=arch,
+                    vendor=entry.get("vendor", vendor_of(arch)),
+                    compiler=entry["compiler"],
+                    compile_arch=entry.get("compile_arch", arch),
+                    cus=tuple(int(c) for c in entry["cus"]),
+                    has_bf16=bool(entry.get("bf16", True)),
+                    description=entry.get("description", ""),
+                    extra={k: v for k, v in entry.items() if k not in known},
+                )
+            )
+        except KeyError as exc:
+            raise TargetError(f"targets file {file}: a [[target]] lacks {exc}") from None
+    return tuple(specs)
+
+
+def spec_for(arch: str) -> TargetSpec:
+    """The targets.toml entry of `arch`; unknown archs get a spec derived from their vendor."""
+    base, _ = _normalise_arch(arch)
+    for spec in load_targets():
+        if spec.arch == base:
+            return spec
+    vendor = vendor_of(base)
+    if vendor == "nvidia":
+        return TargetSpec(base, vendor, "nvrtc", f"sm_{base[2:]}", ())
+    return TargetSpec(base, vendor, "clang-19", base, ())
+
+
+def default_targets() -> list[Target]:
+    return [t for spec in load_targets() for t in spec.targets()]
+
+
+def select_targets(patterns: str | list[str] | None) -> list[Target]:
+    """Default targets matching any glob (comma-separated) against name, arch or basename.
+
+    A pattern that names an exact `<arch>-<cu>` not in the defaults is accepted as a new target.
+    """
+    if not patterns:
+        return default_targets()
+    pats = patterns.split(",") if isinstance(patterns, str) else list(patterns)
+    pats = [p.strip() for p in pats if p.strip()]
+    chosen: list[Target] = []
+    for pat in pats:
+        hits = [
+            t for t in default_targets()
+            if any(fnmatch.fnmatchcase(x, pat) for x in (t.name, t.arch, t.basename))
+        ]
+        if not hits and not any(ch in pat for ch in "*?["):
+            hits = [Target.parse(pat)]
+        if not hits:
+            names = ", ".join(t.name for t in default_targets())
+            raise TargetError(f"no target matches {pat!r}; the defaults are: {names}")
+        chosen += [t for t in hits if t not in chosen]
+    return chosen
