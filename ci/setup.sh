@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Set up a machine for miopenkernels: the compilers from Debian (as root on Debian 12) and a
+# virtual environment in .venv with the project and its build, CUDA and development extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends \
+        hipcc clang-19 lld-19 llvm-19 python3 python3-venv python3-pip git ca-certificates
+fi
+
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[build,cuda,dev]'
+echo "set-up done: .venv/bin/miopenkernels --help"
