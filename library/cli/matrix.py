@@ -1,9 +1,35 @@
-"""`miopenkernels matrix`."""
+"""`miopenkernels matrix`: the CI build matrix from dbs/targets.toml."""
 
 from __future__ import annotations
 
 import typer
+from rich.table import Table
+
+from ._output import console, print_json, run_guarded
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    @app.command("matrix")
+    def matrix_cmd(
+        targets: str = typer.Option(
+            "*", "--targets", "-t",
+            help="Comma-separated globs against target name, arch or basename ('gfx9*,sm90-*').",
+        ),
+        as_json: bool = typer.Option(
+            False, "--json", help="Print {\"include\": [...]} for a GitHub Actions matrix."
+        ),
+    ) -> None:
+        """Print the CI build matrix: one entry per (arch, CU) target."""
+        from miopenkernels.builder.matrix import build_matrix
+
+        entries = run_guarded(build_matrix, targets)
+        if as_json:
+            print_json({"include": [e.to_dict() for e in entries]})
+            return
+        table = Table(show_header=True)
+        for col in ("target", "basename", "package", "compiler", "runner", "tune runner"):
+            table.add_column(col, no_wrap=True)
+        for e in entries:
+            table.add_row(e.target, e.basename, e.package, e.compiler, e.runner,
+                          ",".join(e.tune_runner))
+        console.print(table)
