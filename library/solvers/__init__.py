@@ -1,0 +1,49 @@
+"""The convolution solver registry: every solver in a fixed order, looked up by name.
+
+The order is MIOpen's habit of listing cheaper-to-try solvers first; immediate mode ranks by
+`Solver.heuristic_rank`, not by this order.
+"""
+
+from __future__ import annotations
+
+from ..errors import ProblemError
+from ..problem import ConvProblem
+from ..target import Target
+from .base import CompileJob, KernelArg, Launch, Params, Solver
+
+__all__ = [
+    "SOLVERS",
+    "get_solver",
+    "applicable_solvers",
+    "all_dynamic_jobs",
+    "CompileJob",
+    "KernelArg",
+    "Launch",
+    "Params",
+    "Solver",
+]
+
+SOLVERS: list[Solver] = []
+
+
+def get_solver(name: str) -> Solver:
+    """The solver called `name`; ProblemError names the known ones otherwise."""
+    for solver in SOLVERS:
+        if solver.name == name:
+            return solver
+    known = ", ".join(s.name for s in SOLVERS)
+    raise ProblemError(f"unknown solver {name!r}; known solvers: {known}")
+
+
+def applicable_solvers(problem: ConvProblem, target: Target) -> list[Solver]:
+    """Solvers that can compute `problem` on `target`, in registry order."""
+    return [s for s in SOLVERS if s.is_applicable(problem, target)]
+
+
+def all_dynamic_jobs(target: Target) -> list[CompileJob]:
+    """Every solver's shape-agnostic jobs for `target`, without duplicates, in registry order."""
+    seen: dict[CompileJob, None] = {}
+    for solver in SOLVERS:
+        for job in solver.dynamic_jobs(target):
+            seen.setdefault(job, None)
+    return list(seen)

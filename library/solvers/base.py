@@ -1,0 +1,298 @@
+"""The solver protocol: what the registry tells the builder (jobs) and the runtime (launches).
+
+A *solver* is one way of computing a convolution direction (MIOpen's word). It says whether it can
+solve a problem on a target, which tunable parameters it has, which compile job builds its kernel,
+and how to launch that kernel. Primitives (activation, pooling, ...) use the same `CompileJob` and
+`Launch` records.
+
+Kernels
+-------
+Every kernel is one `extern "C"` symbol in a portable HIP C++ file under `kernels/`; element type,
+direction and (for specialised kernels) the shape come from `-D` options. A *dynamic* job takes the
+shape (sizes and element strides) as kernel arguments, so one binary per (solver, params, type,
+direction) serves every problem and layout; a *specialised* job additionally bakes the shape in as
+`-DMK_SPEC=1 -DMK_S_<field>=<value>` so that index arithmetic folds to constants. Both kinds take
+the same argument list, so `launch()` is the same for both.
+
+Sources include `mk_portable.h` (and sometimes a sibling header) with `#include "..."`. A compiler
+that reads the file from `kernels/` finds them by itself; a compiler fed a string (NVRTC) either
+gets `--include-path=<kernels dir>` or the text from `expand_source()`, which inlines the includes.
+
+Compile commands (verified on this repository's CI image)
+--------------------------------------------------------
+AMD, a bare code object (ELF, e_machine EM_AMDGPU = 224, symbols `<name>` and `<name>.kd`), no HIP
+headers and no device libraries needed, so any arch the compiler knows works::
+
+    clang-19 -x hip -std=c++17 --offload-arch=<compile_arch> --cuda-device-only \
+        --no-gpu-bundle-output -nogpuinc -nogpulib -O3 <options> -c -o out.co kernels/<file>
+    HIP_PLATFORM=amd hipcc <same flags>          # Debian's hipcc (clang 15)
+
+Without `--no-gpu-bundle-output` the result is a clang offload bundle, not an ELF. clang-19 writes
+code object v5 (EI_ABIVERSION 3), clang 15 v4 (EI_ABIVERSION 2); both load on ROCm >= 5.
+`HIP_PLATFORM=amd` matters where nvcc is installed too: hipcc would otherwise pick nvcc.
+
+NVIDIA, a cubin through NVRTC (cuda.bindings.nvrtc): source = `expand_source(job.kernel_file)`,
+options = `job.options + ("-arch=sm_90", "-std=c++17")` (the arch is the target's
+`spec_for(arch).compile_arch`), then `nvrtcGetCUBIN`. No CUDA headers are needed.
+
+KernelDb row: `kernel_name = job.kdb_name` (`conv_direct.hip.o`), `kernel_args = job.kdb_args`
+(`"<options joined by spaces> -mcpu=<arch>"`, where arch is the target's DbId without target
+features: `gfx90a`, and for NVIDIA the `sm<NN>` spelling of Target.arch: ` -mcpu=sm90`).
+
+Launch
+------
+`Launch.grid` is the number of blocks per dimension (CUDA's gridDim and hipModuleLaunchKernel's
+convention, not HIP's global work size); `block` is threads per block. Arguments are marshalled in
+order, each at its natural alignment: pointers 8 bytes, `i32` and `f32` 4 bytes. A pointer
+argument's kind names the problem tensor to pass, in the problem's own words for its direction:
+forward `x, w, y`; backward data `dy, w, dx`; backward weights `x, dy, dw`; primitives name theirs
+(`ptr:scale`, `ptr:mean`, ...). `ptr:workspace` is a device buffer of `Launch.workspace_bytes`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProblemError
+from ..problem import ConvProblem
+from ..target import Target, spec_for
+
+__all__ = [
+    "CompileJob",
+    "KernelArg",
+    "Launch",
+    "Solver",
+    "Params",
+    "ARG_KINDS",
+    "kernels_dir",
+    "expand_source",
+]
+
+Params = tuple[int, ...]
+"""A solver's tunable parameters: ints in the solver's own order (empty when not tunable)."""
+
+ARG_KINDS = ("i32", "f32")
+"""Scalar argument kinds; pointer kinds are `ptr:<tensor name>`."""
+
+_PTR_RE = re.compile(r"^ptr:[a-z_]+$")
+
+
+def kernels_dir() -> Path:
+    """The folder holding the kernel sources (package data of `miopenkernels.kernels`)."""
+    return Path(str(resources.files("miopenkernels.kernels")))
+
+
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+
+
+@lru_cache(maxsize=64)
+def expand_source(kernel_file: str) -> str:
+    """The text of `kernels/<kernel_file>` with every `#include "x"` inlined (once each).
+
+    For compilers fed a string (NVRTC); the result needs no include path.
+    """
+    base = kernels_dir()
+    seen: set[str] = set()
+
+    def expand(name: str) -> str:
+        path = base / name
+        if not path.is_file():
+            raise FileNotFoundError(f"kernel source {path} not found")
+        text = path.read_text()
+
+        def repl(m: re.Match[str]) -> str:
+            inc = m.group(1)
+            if inc in seen:
+                return f"// {inc} already included"
+            seen.add(inc)
+            return expand(inc)
+
+        return _INCLUDE_RE.sub(repl, text)
+
+    seen.add(kernel_file)
+    return expand(kernel_file)
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """One kernel binary to build: source file, compile options, symbol and target.
+
+    `options` are sorted `-D` defines so that equal jobs compare, hash and serialise equal; one
+    code object per job holds exactly the symbol `kernel_name`.
+    """
+
+    kernel_file: str
+    options: tuple[str, ...]
+    kernel_name: str
+    target: Target
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", tuple(sorted(self.options)))
+
+    @property
+    def kdb_name(self) -> str:
+        """KernelDb `kernel_name`: the source file name plus `.o`."""
+        return self.kernel_file + ".o"
+
+    @property
+    def kdb_args(self) -> str:
+        """KernelDb `kernel_args`: options, then ` -mcpu=<arch>` (DbId; NVIDIA: `sm90`)."""
+        return " ".join(self.options) + " -mcpu=" + self.target.arch
+
+    @property
+    def source_path(self) -> Path:
+        return kernels_dir() / self.kernel_file
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kernel_file": self.kernel_file,
+            "options": list(self.options),
+            "kernel_name": self.kernel_name,
+            "target": self.target.name,
+            "kdb_name": self.kdb_name,
+            "kdb_args": self.kdb_args,
+        }
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One kernel argument: `kind` is `ptr:<tensor>`, `i32` or `f32`; scalars carry `value`."""
+
+    name: str
+    kind: str
+    value: int | float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind in ARG_KINDS:
+            if self.value is None:
+                raise ValueError(f"scalar argument {self.name} needs a value")
+            if self.kind == "i32" and not -(2**31) <= int(self.value) < 2**31:
+                raise ProblemError(f"argument {self.name}={self.value} does not fit in 32 bits")
+        elif not _PTR_RE.match(self.kind):
+            raise ValueError(f"argument kind {self.kind!r} is not ptr:<name>, i32 or f32")
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.kind.startswith("ptr:")
+
+    @property
+    def tensor(self) -> str:
+        """The tensor a pointer argument names (`x`, `dw`, `workspace`...)."""
+        return self.kind[4:] if self.is_pointer else ""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to launch one kernel: symbol, grid (blocks), block (threads), shared memory, args."""
+
+    kernel_name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: tuple[KernelArg, ...]
+    shared_bytes: int = 0
+    workspace_bytes: int = 0
+    # Tensors that must be zero before the launch (kernels that accumulate with atomics); empty
+    # for every kernel here, kept so that a backend never has to guess.
+    zero_first: tuple[str, ...] = field(default=())
+
+    @property
+    def threads(self) -> int:
+        g, b = self.grid, self.block
+        return g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
+
+    def pointer_args(self) -> list[str]:
+        """Tensor names in argument order."""
+        return [a.tensor for a in self.args if a.is_pointer]
+
+    def scalars(self) -> dict[str, int | float]:
+        return {a.name: a.value for a in self.args if not a.is_pointer and a.value is not None}
+
+
+class Solver:
+    """Base class of every convolution solver; subclasses fill in the class attributes.
+
+    `directions` lists the directions (as solved, see `solved_direction`) a solver handles;
+    `algorithm` maps each to MIOpen's FindDb algorithm name.
+    """
+
+    name: str = ""
+    algorithm_names: dict[str, str] = {}
+    directions: frozenset[str] = frozenset()
+    tunable: bool = False
+    kernel_file: str = ""
+
+    # ------------------------------------------------------------------ identity
+    def algorithm(self, problem: ConvProblem) -> str:
+        """MIOpen's algorithm name for the problem's key direction."""
+        return self.algorithm_names[problem.key_direction]
+
+    # ------------------------------------------------------------------ applicability
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        """Whether this solver computes `problem` correctly on `target`."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ parameters
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """Every legal parameter set for `problem` (just `[()]` for a solver without tunables)."""
+        return [()]
+
+    def default_params(self, problem: ConvProblem, target: Target) -> Params:
+        """The parameters used without a PerfDb entry."""
+        return ()
+
+    def params_to_string(self, params: Params) -> str:
+        """PerfDb `params` text: values joined by ','."""
+        return ",".join(str(int(v)) for v in params)
+
+    def params_from_string(self, text: str) -> Params:
+        """Inverse of `params_to_string`; raises ProblemError on malformed text."""
+        text = text.strip()
+        if not text:
+            return ()
+        try:
+            return tuple(int(v) for v in text.split(","))
+        except ValueError:
+            raise ProblemError(f"{self.name}: params {text!r} are not integers joined by ','") \
+                from None
+
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        """Whether `params` (e.g. read from a PerfDb) are legal for `problem`."""
+        return params in self.param_space(problem, target)
+
+    # ------------------------------------------------------------------ kernels
+    def compile_job(
+        self, problem: ConvProblem, params: Params, target: Target, specialised: bool = False
+    ) -> CompileJob:
+        """The job whose binary solves `problem`; a dynamic one is shared by many problems."""
+        raise NotImplementedError
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """The shape-agnostic binaries worth shipping for `target`, in a deterministic order."""
+        raise NotImplementedError
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False) -> Launch:
+        """Grid, block and arguments for the binary of `compile_job(problem, params, ...)`."""
+        raise NotImplementedError
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """Device scratch memory the solver needs (0 for every solver here)."""
+        return 0
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        """Estimated cost (lower is better) for immediate mode when no FindDb entry exists."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<Solver {self.name}>"
+
+
+def type_supported(type_name: str, target: Target) -> bool:
+    """FP32 and FP16 everywhere; BF16 where targets.toml says the arch gets BF16 kernels."""
+    if type_name in ("FP32", "FP16"):
+        return True
+    return type_name == "BF16" and spec_for(target.arch).has_bf16
