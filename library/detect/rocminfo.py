@@ -1,0 +1,162 @@
+"""GPU agents from `rocminfo` output, read from a file or by running the tool.
+
+rocminfo prints one block per HSA agent: CPUs first, then GPUs in HIP's device order. A GPU block
+has `Name:` (the arch), `Marketing Name:`, `Device Type: GPU`, `Compute Unit:` and, under
+`ISA Info`, the full target ID (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`). Text pasted from a
+terminal carries colour escapes and scrollback counters (`[391/1815]`); both are removed first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DetectError, NoDeviceError, TargetError
+from ..target import Target
+from .device import Device, SourceUnavailable, hip_cu_count
+
+__all__ = ["parse_rocminfo", "read_rocminfo_file", "run_rocminfo", "find_rocminfo"]
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_SCROLLBACK_RE = re.compile(r"\s*\[\d+/\d+\]\s*$")
+_AGENT_RE = re.compile(r"^\s*Agent\s+(\d+)\s*$")
+_FIELD_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
+_ARCH_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_ISA_PREFIX = "amdgcn-amd-amdhsa--"
+_NOT_LOADED = "ROCk module is NOT loaded"
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass
+class _Agent:
+    number: int
+    fields: dict[str, str] = field(default_factory=dict)  # first occurrence of each key
+    isas: list[str] = field(default_factory=list)
+
+
+def _clean(text: str) -> list[str]:
+    lines = []
+    for raw in text.splitlines():
+        line = _SCROLLBACK_RE.sub("", _ANSI_RE.sub("", raw)).rstrip()
+        lines.append(line)
+    return lines
+
+
+def _agents(lines: list[str]) -> list[_Agent]:
+    agents: list[_Agent] = []
+    for line in lines:
+        m = _AGENT_RE.match(line)
+        if m:
+            agents.append(_Agent(int(m.group(1))))
+            continue
+        if not agents:
+            continue
+        fm = _FIELD_RE.match(line)
+        if not fm:
+            continue
+        key, value = fm.group(1), fm.group(2)
+        # The agent's own `Name:` comes first; ISA names come later in the same block.
+        agents[-1].fields.setdefault(key, value)
+        if key == "Name" and value.startswith("amdgcn-"):
+            agents[-1].isas.append(value)
+    return agents
+
+
+def _target_id(agent: _Agent, arch: str) -> str:
+    """The ISA of the agent's own arch; newer ROCm also lists generic ISAs (gfx9-4-generic)."""
+    for isa in agent.isas:
+        tid = isa[len(_ISA_PREFIX):] if isa.startswith(_ISA_PREFIX) else isa
+        if tid.split(":", 1)[0] == arch:
+            return tid
+    return arch
+
+
+def _gpu(agent: _Agent, index: int, source: str) -> Device:
+    where = f"{source}: agent {agent.number}"
+    arch = agent.fields.get("Name", "").lower()
+    if not _ARCH_RE.match(arch):
+        raise DetectError(f"{where} is a GPU but its Name {arch!r} is not a gfx arch")
+    cu_text = agent.fields.get("Compute Unit", "")
+    if not cu_text.isdigit() or int(cu_text) < 1:
+        raise DetectError(f"{where} ({arch}) has no valid 'Compute Unit' (got {cu_text!r})")
+    rocminfo_cu = int(cu_text)
+    target_id = _target_id(agent, arch)
+    cu = hip_cu_count(arch, rocminfo_cu)
+    try:
+        target = Target(target_id, cu)
+    except TargetError as exc:
+        raise DetectError(f"{where}: {exc}") from None
+    name = agent.fields.get("Marketing Name") or arch
+    return Device("amd", name, target.arch, target.target_id, cu, rocminfo_cu, index)
+
+
+def parse_rocminfo(text: str, source: str = "rocminfo") -> list[Device]:
+    """Every GPU agent of rocminfo output, in HIP order; CPU agents are skipped.
+
+    Returns [] when the output lists agents but none is a GPU. Raises `NoDeviceError` when the
+    output is rocminfo's "ROCk module is NOT loaded", `DetectError` when it is not rocminfo
+    output or a GPU block lacks its arch or CU count.
+    """
+    lines = _clean(text)
+    if any(_NOT_LOADED in line for line in lines):
+        raise NoDeviceError(f"{source}: {_NOT_LOADED} (the amdgpu driver is not running)")
+    agents = _agents(lines)
+    if not agents:
+        raise DetectError(
+            f"{source} is not rocminfo output: it has no 'Agent <n>' blocks"
+        )
+    devices: list[Device] = []
+    for agent in agents:
+        kind = agent.fields.get("Device Type", "").upper()
+        if not kind:
+            raise DetectError(f"{source}: agent {agent.number} has no 'Device Type'")
+        if kind == "GPU":
+            devices.append(_gpu(agent, len(devices), source))
+    return devices
+
+
+def read_rocminfo_file(path: str | os.PathLike[str]) -> list[Device]:
+    """`parse_rocminfo` of a saved rocminfo output; an unreadable file is a `DetectError`."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise DetectError(f"cannot read rocminfo output {file}: {exc.strerror or exc}") from None
+    return parse_rocminfo(text, source=str(file))
+
+
+def find_rocminfo() -> str | None:
+    """The rocminfo executable: on PATH, else under $ROCM_PATH or /opt/rocm."""
+    found = shutil.which("rocminfo")
+    if found:
+        return found
+    for root in (os.environ.get("ROCM_PATH"), "/opt/rocm"):
+        if root and os.access(Path(root) / "bin" / "rocminfo", os.X_OK):
+            return str(Path(root) / "bin" / "rocminfo")
+    return None
+
+
+def run_rocminfo(exe: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> str:
+    """rocminfo's stdout. `SourceUnavailable` when it is absent, fails or hangs."""
+    exe = exe or find_rocminfo()
+    if exe is None:
+        raise SourceUnavailable("rocminfo: not found on PATH, $ROCM_PATH/bin or /opt/rocm/bin")
+    try:
+        proc = subprocess.run(
+            [exe], capture_output=True, text=True, errors="replace", timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SourceUnavailable(f"rocminfo: {exe} did not finish in {timeout:g} s") from None
+    except OSError as exc:
+        raise SourceUnavailable(f"rocminfo: cannot run {exe}: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        # rocminfo fails when HSA cannot start: no driver or no GPU. Its first line says why.
+        said = [ln.strip() for ln in _clean(proc.stdout + "\n" + proc.stderr) if ln.strip()]
+        why = said[0] if said else "no output"
+        raise SourceUnavailable(f"rocminfo: exit status {proc.returncode}: {why}")
+    return proc.stdout
