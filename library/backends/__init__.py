@@ -1,0 +1,35 @@
+"""GPU backends: CUDA (cuda-bindings), HIP (hip-python) and a null backend for CPU machines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import NoDeviceError
+from ..target import Target
+from .base import Arg, Backend, Buffer, Function, Module, PreparedLaunch
+from .null import NullBackend
+
+__all__ = ["Arg", "Backend", "Buffer", "Function", "Module", "PreparedLaunch", "NullBackend",
+           "open_backend"]
+
+
+def open_backend(device: int | None = None, target: Target | None = None) -> Backend:
+    """The backend for a real GPU (CUDA first, then HIP), or the null one for `target`.
+
+    With `target` given and no GPU of that vendor present, the null backend stands in.
+    """
+    from . import cuda, hip
+
+    errors: list[str] = []
+    vendors: list[tuple[str, Any]] = [("nvidia", cuda), ("amd", hip)]
+    for vendor, mod in vendors:
+        if target is not None and target.vendor != vendor:
+            continue
+        if mod.device_count() > 0:
+            cls: Any = mod.CudaBackend if vendor == "nvidia" else mod.HipBackend
+            return cls(device or 0)  # type: ignore[no-any-return]
+        errors.append(f"no {vendor} GPU")
+    if target is not None:
+        return NullBackend(target)
+    raise NoDeviceError("no GPU found (" + ", ".join(errors) + "); pass a target to use the "
+                        "null backend")

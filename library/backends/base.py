@@ -1,0 +1,287 @@
+"""What every backend offers: load a code object, look up a kernel, launch it, memory, events.
+
+A backend is a few small classes over this base (tinygrad's runtime is the model): `Backend`
+(device, memory, streams, events), `Module` (a loaded code object) and `Function` (one kernel).
+`PreparedLaunch` packs a kernel's arguments once; a repeated call only rewrites pointer slots, so
+an invoker costs one launch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendError, CodeObjectError
+from ..target import Target
+
+__all__ = [
+    "Arg",
+    "Backend",
+    "Buffer",
+    "Function",
+    "Module",
+    "PreparedLaunch",
+    "ARG_CTYPES",
+    "check_code_object",
+]
+
+# Kernel argument kinds: 'ptr' (a device address) and scalars; a solver's Launch names pointer
+# arguments 'ptr:<tensor>' (x, w, y, workspace...), scalars by their C type.
+ARG_CTYPES: dict[str, type] = {
+    "ptr": ctypes.c_uint64,
+    "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32,
+    "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
+
+
+def _ctype(kind: str) -> type:
+    base = kind.split(":", 1)[0]
+    try:
+        return ARG_CTYPES[base]
+    except KeyError:
+        raise BackendError(f"kernel argument kind {kind!r} is not one of {sorted(ARG_CTYPES)}")\
+            from None
+
+
+@dataclass
+class Arg:
+    """One kernel argument: its kind ('ptr:x', 'i32'...) and value.
+
+    Launches also take the solver registry's `KernelArg` (same `kind` and `value`, None for a
+    pointer).
+    """
+
+    kind: str
+    value: int | float | None = 0
+
+
+@dataclass
+class Buffer:
+    """Device memory. `host` is set on the null backend (a numpy byte array stands in)."""
+
+    ptr: int
+    nbytes: int
+    backend: Backend | None = field(default=None, repr=False)
+    host: np.ndarray | None = field(default=None, repr=False)
+
+    def free(self) -> None:
+        if self.backend is not None and self.ptr:
+            self.backend.free(self)
+            self.ptr = 0
+
+
+@dataclass
+class Function:
+    """One kernel symbol of a loaded module."""
+
+    name: str
+    handle: Any
+    module: Module
+
+
+class Module:
+    """A loaded code object; `function(name)` looks a kernel up (and caches it)."""
+
+    def __init__(self, backend: Backend, handle: Any, blob: bytes) -> None:
+        self.backend = backend
+        self.handle = handle
+        self.nbytes = len(blob)
+        self._functions: dict[str, Function] = {}
+
+    def function(self, name: str) -> Function:
+        fn = self._functions.get(name)
+        if fn is None:
+            fn = Function(name, self.backend._get_function(self, name), self)
+            self._functions[name] = fn
+        return fn
+
+
+class PreparedLaunch:
+    """A kernel launch with its arguments packed once.
+
+    The packed block is an array of C values plus the `void*[]` array pointing at them, as
+    cuLaunchKernel / hipModuleLaunchKernel take it. `set(i, value)` rewrites one slot in place.
+    """
+
+    def __init__(self, backend: Backend, fn: Function, grid: Sequence[int], block: Sequence[int],
+                 args: Sequence[Any], shared: int = 0) -> None:
+        self.backend = backend
+        self.fn = fn
+        self.grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+        self.block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
+        self.shared = int(shared)
+        self.kinds = [a.kind for a in args]
+        self.values = [_ctype(a.kind)(a.value or 0) for a in args]
+        self.pointers = (ctypes.c_void_p * max(1, len(args)))(
+            *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in self.values]
+        )
+        self.slots = {a.kind.split(":", 1)[1]: i for i, a in enumerate(args) if ":" in a.kind}
+        if any(g < 1 for g in self.grid) or any(b < 1 for b in self.block):
+            raise BackendError(f"launch of {fn.name} with an empty grid {self.grid} or block "
+                               f"{self.block}")
+
+    @property
+    def params_address(self) -> int:
+        return ctypes.addressof(self.pointers)
+
+    def set(self, name: str, value: int) -> None:
+        """Point slot 'ptr:<name>' at `value`."""
+        self.values[self.slots[name]].value = value
+
+    def args(self) -> list[Arg]:
+        return [Arg(k, v.value) for k, v in zip(self.kinds, self.values, strict=True)]
+
+    def packed(self) -> bytes:
+        """The arguments as one little-endian block, each value aligned to its size."""
+        out = bytearray()
+        for v in self.values:
+            size = ctypes.sizeof(v)
+            out += b"\0" * (-len(out) % size)
+            out += bytes(v)
+        return bytes(out)
+
+    def __call__(self, stream: Any = None) -> None:
+        self.backend._launch(self, stream)
+
+
+class Backend(ABC):
+    """One GPU API. Subclasses implement the underscore methods and the memory calls."""
+
+    name = "base"
+    vendor = ""
+
+    def __init__(self) -> None:
+        self.target: Target | None = None
+        self.device_name = ""
+        self.launches = 0
+
+    # ---- code objects
+    def load(self, blob: bytes) -> Module:
+        """Load a code object (cubin/PTX, AMDGPU ELF or offload bundle) from bytes."""
+        if self.target is not None:
+            check_code_object(blob, self.target)
+        return Module(self, self._load(blob), blob)
+
+    @abstractmethod
+    def _load(self, blob: bytes) -> Any: ...
+
+    @abstractmethod
+    def _get_function(self, module: Module, name: str) -> Any: ...
+
+    # ---- launches
+    def prepare(self, fn: Function, grid: Sequence[int], block: Sequence[int],
+                args: Sequence[Any], shared: int = 0) -> PreparedLaunch:
+        return PreparedLaunch(self, fn, grid, block, args, shared)
+
+    def launch(self, fn: Function, grid: Sequence[int], block: Sequence[int],
+               args: Sequence[Any], shared: int = 0, stream: Any = None) -> None:
+        self.prepare(fn, grid, block, args, shared)(stream)
+
+    @abstractmethod
+    def _launch(self, launch: PreparedLaunch, stream: Any) -> None: ...
+
+    # ---- memory
+    @abstractmethod
+    def alloc(self, nbytes: int) -> Buffer: ...
+
+    @abstractmethod
+    def free(self, buf: Buffer) -> None: ...
+
+    @abstractmethod
+    def copy_in(self, buf: Buffer, host: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def copy_out(self, host: np.ndarray, buf: Buffer) -> None: ...
+
+    def memset(self, buf: Buffer, byte: int, nbytes: int | None = None) -> None:
+        """Fill the first `nbytes` (all) of `buf` with `byte`."""
+        n = buf.nbytes if nbytes is None else nbytes
+        self.copy_in(buf, np.full(n, byte, dtype=np.uint8))
+
+    def memset_ptr(self, ptr: int, byte: int, nbytes: int) -> None:
+        self.memset(Buffer(ptr, nbytes, None), byte, nbytes)
+
+    # ---- synchronisation and timing
+    @abstractmethod
+    def synchronize(self) -> None: ...
+
+    @abstractmethod
+    def time_ms(self, fn: Callable[[], None], repeats: int = 1) -> list[float]:
+        """Run `fn` `repeats` times, each between two device events; times in ms."""
+
+    def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
+        return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.target} {self.device_name!r}>"
+
+
+# ------------------------------------------------------------------ code object checks
+# EF_AMDGPU_MACH values (LLVM's AMDGPUUsage): the ones this project builds for.
+_AMD_MACH = {
+    "gfx900": 0x2C, "gfx906": 0x2F, "gfx908": 0x30, "gfx90a": 0x3F, "gfx940": 0x40,
+    "gfx941": 0x4B, "gfx942": 0x4C, "gfx950": 0x4F, "gfx1030": 0x36, "gfx1031": 0x37,
+    "gfx1100": 0x41, "gfx1101": 0x46, "gfx1102": 0x47, "gfx1200": 0x48, "gfx1201": 0x4E,
+}
+_EM_CUDA = 190
+_EM_AMDGPU = 224
+
+
+def _cubin_sm(blob: bytes) -> int:
+    flags = struct.unpack_from("<I", blob, 48)[0]
+    abi = blob[8]
+    # ABI version 8 (CUDA 12.8+) moved the SM number to bits 8..15.
+    return (flags >> 8) & 0xFF if abi >= 8 else flags & 0xFF
+
+
+def check_code_object(blob: bytes, target: Target) -> str:
+    """Raise CodeObjectError unless `blob` is a code object for `target`; return its kind."""
+    if not blob:
+        raise CodeObjectError(f"empty code object for {target.name}")
+    if blob[:4] == b"\x7fELF":
+        if len(blob) < 64:
+            raise CodeObjectError("truncated ELF code object")
+        machine = struct.unpack_from("<H", blob, 18)[0]
+        if target.vendor == "nvidia":
+            if machine != _EM_CUDA:
+                raise CodeObjectError(f"code object is not a cubin (ELF machine {machine}) but the "
+                                      f"target is {target.name}")
+            sm = _cubin_sm(blob)
+            if sm != target.sm:
+                raise CodeObjectError(f"cubin is for sm_{sm}, the target is {target.arch}")
+            return "cubin"
+        if machine != _EM_AMDGPU:
+            raise CodeObjectError(f"code object is not an AMDGPU ELF (ELF machine {machine}) but "
+                                  f"the target is {target.name}")
+        mach = struct.unpack_from("<I", blob, 48)[0] & 0xFF
+        want = _AMD_MACH.get(target.arch)
+        if want is not None and mach != want:
+            names = [a for a, m in _AMD_MACH.items() if m == mach]
+            raise CodeObjectError(f"code object is for {names[0] if names else hex(mach)}, the "
+                                  f"target is {target.arch}")
+        return "hsaco"
+    if blob.startswith(b"__CLANG_OFFLOAD_BUNDLE__"):
+        if target.vendor != "amd" or target.arch.encode() not in blob[:4096]:
+            raise CodeObjectError(f"offload bundle has no code object for {target.arch}")
+        return "bundle"
+    head = blob[:4096]
+    if b".version" in head and b".target" in head:
+        if target.vendor != "nvidia":
+            raise CodeObjectError(f"PTX code object for the AMD target {target.name}")
+        for line in head.decode("latin-1").splitlines():
+            if line.strip().startswith(".target"):
+                sm_text = line.split()[1].rstrip(",").removeprefix("sm_").rstrip("af")
+                if sm_text.isdigit() and int(sm_text) > target.sm:
+                    raise CodeObjectError(f"PTX for sm_{sm_text} cannot run on {target.arch}")
+                return "ptx"
+    raise CodeObjectError(f"not a code object (starts {blob[:8]!r}) for {target.name}")

@@ -1,0 +1,179 @@
+"""NVIDIA GPUs through the CUDA driver API (cuda-bindings' `cuda.bindings.driver`).
+
+The backend uses the device's primary context, the one PyTorch and CuPy use, so their device
+pointers are valid here without copies. Every driver call goes through `check()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendError, NoDeviceError
+from ..target import Target
+from .base import Backend, Buffer, Module, PreparedLaunch
+
+__all__ = ["CudaBackend", "check", "device_count"]
+
+_driver: Any = None
+
+
+def _cuda() -> Any:
+    """`cuda.bindings.driver`, imported on first use; cuInit done once."""
+    global _driver
+    if _driver is None:
+        try:
+            from cuda.bindings import driver
+        except ImportError as exc:
+            raise NoDeviceError(
+                f"the CUDA backend needs cuda-bindings (pip install cuda-bindings): {exc}"
+            ) from None
+        try:
+            (err,) = driver.cuInit(0)
+        except Exception as exc:  # the driver library itself is missing
+            raise NoDeviceError(f"no NVIDIA driver: {exc}") from None
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise NoDeviceError(f"cuInit failed: {_error_text(driver, err)}")
+        _driver = driver
+    return _driver
+
+
+def _error_text(driver: Any, err: Any) -> str:
+    try:
+        _, name = driver.cuGetErrorName(err)
+        _, text = driver.cuGetErrorString(err)
+        return f"{name.decode()}: {text.decode()}"
+    except Exception:  # noqa: BLE001 - the message must not hide the original error
+        return str(err)
+
+
+def check(result: Any, what: str = "") -> Any:
+    """Unpack a driver call's (status, values...) tuple; raise BackendError on failure."""
+    driver = _cuda()
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise BackendError(f"{what or 'CUDA driver call'} failed: {_error_text(driver, err)}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def device_count() -> int:
+    """Number of CUDA devices; 0 when there is no driver (never raises)."""
+    try:
+        return int(check(_cuda().cuDeviceGetCount(), "cuDeviceGetCount"))
+    except Exception:  # noqa: BLE001 - absence of a GPU is an answer here
+        return 0
+
+
+class CudaBackend(Backend):
+    """One CUDA device, its primary context and the default stream."""
+
+    name = "cuda"
+    vendor = "nvidia"
+
+    def __init__(self, device: int = 0) -> None:
+        super().__init__()
+        d = _cuda()
+        self.d = d
+        count = device_count()
+        if device >= count:
+            raise NoDeviceError(f"CUDA device {device} requested, {count} present")
+        self.device = check(d.cuDeviceGet(device), "cuDeviceGet")
+        self.context = check(d.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        check(d.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        attr = d.CUdevice_attribute
+        major = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+        minor = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        sms = self._attr(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self.max_shared_optin = self._attr(
+            attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.target = Target(f"sm{major}{minor}", sms)
+        raw = check(d.cuDeviceGetName(256, self.device), "cuDeviceGetName")
+        self.device_name = raw.split(b"\0", 1)[0].decode()
+        version = check(d.cuDriverGetVersion(), "cuDriverGetVersion")
+        self.driver_version = f"{version // 1000}.{version % 1000 // 10}"
+        self._events = (self._event(), self._event())
+
+    def _attr(self, attr: Any) -> int:
+        return int(check(self.d.cuDeviceGetAttribute(attr, self.device), "cuDeviceGetAttribute"))
+
+    def _event(self) -> Any:
+        return check(self.d.cuEventCreate(0), "cuEventCreate")
+
+    def _current(self) -> None:
+        check(self.d.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+    # ---- code objects
+    def _load(self, blob: bytes) -> Any:
+        self._current()
+        return check(self.d.cuModuleLoadData(blob), "cuModuleLoadData")
+
+    def _get_function(self, module: Module, name: str) -> Any:
+        return check(self.d.cuModuleGetFunction(module.handle, name.encode()),
+                     f"cuModuleGetFunction({name})")
+
+    # ---- launches
+    def _launch(self, launch: PreparedLaunch, stream: Any) -> None:
+        fn = launch.fn.handle
+        if launch.shared > 48 * 1024 and not getattr(launch, "_optin", False):
+            check(self.d.cuFuncSetAttribute(
+                fn, self.d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                launch.shared), "cuFuncSetAttribute")
+            launch._optin = True  # type: ignore[attr-defined]
+        g, b = launch.grid, launch.block
+        check(self.d.cuLaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], launch.shared,
+                                    stream or 0, launch.params_address, 0),
+              f"cuLaunchKernel({launch.fn.name})")
+        self.launches += 1
+
+    # ---- memory
+    def alloc(self, nbytes: int) -> Buffer:
+        self._current()
+        ptr = check(self.d.cuMemAlloc(max(1, nbytes)), f"cuMemAlloc({nbytes})")
+        return Buffer(int(ptr), nbytes, self)
+
+    def free(self, buf: Buffer) -> None:
+        if buf.ptr:
+            check(self.d.cuMemFree(buf.ptr), "cuMemFree")
+
+    def copy_in(self, buf: Buffer, host: np.ndarray) -> None:
+        data = np.ascontiguousarray(host)
+        if data.nbytes > buf.nbytes:
+            raise BackendError(f"copy of {data.nbytes} bytes into a {buf.nbytes}-byte buffer")
+        check(self.d.cuMemcpyHtoD(buf.ptr, data.ctypes.data, data.nbytes), "cuMemcpyHtoD")
+
+    def copy_out(self, host: np.ndarray, buf: Buffer) -> None:
+        if not host.flags.c_contiguous:
+            raise BackendError("copy_out needs a C-contiguous host array")
+        if host.nbytes > buf.nbytes:
+            raise BackendError(f"copy of {host.nbytes} bytes out of a {buf.nbytes}-byte buffer")
+        check(self.d.cuMemcpyDtoH(host.ctypes.data, buf.ptr, host.nbytes), "cuMemcpyDtoH")
+
+    def memset_ptr(self, ptr: int, byte: int, nbytes: int) -> None:
+        check(self.d.cuMemsetD8(ptr, byte, nbytes), "cuMemsetD8")
+
+    def memset(self, buf: Buffer, byte: int, nbytes: int | None = None) -> None:
+        self.memset_ptr(buf.ptr, byte, buf.nbytes if nbytes is None else nbytes)
+
+    # ---- sync and timing
+    def synchronize(self) -> None:
+        check(self.d.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def time_ms(self, fn: Callable[[], None], repeats: int = 1) -> list[float]:
+        start, end = self._events
+        out = []
+        for _ in range(repeats):
+            check(self.d.cuEventRecord(start, 0), "cuEventRecord")
+            fn()
+            check(self.d.cuEventRecord(end, 0), "cuEventRecord")
+            check(self.d.cuEventSynchronize(end), "cuEventSynchronize")
+            out.append(float(check(self.d.cuEventElapsedTime(start, end), "cuEventElapsedTime")))
+        return out
+
+    def close(self) -> None:
+        for ev in self._events:
+            self.d.cuEventDestroy(ev)
+        self.d.cuDevicePrimaryCtxRelease(self.device)
