@@ -1,0 +1,94 @@
+"""Compile one CompileJob to the bytes of one code object: shared by the builder and the
+runtime's JIT fallback.
+
+A job names a kernel file (under the kernels directory), its compile options, its kernel symbol
+and its target (see `miopenkernels.solvers.base.CompileJob`). The target's entry in targets.toml
+picks the compiler: `hipcc` or `clang-19` for AMD, `nvrtc` for NVIDIA. Nothing heavy is imported
+here: NVRTC loads on the first NVIDIA compile, ELF checks use `struct`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import CompileError
+from ..target import Target, spec_for
+from .amd import CLANG19, HIPCC
+from .codeobject import CodeObjectInfo, check_code_object, inspect_code_object
+from .nvidia import NVRTC
+from .sources import kernel_source, kernels_dir, source_digest
+
+__all__ = [
+    "Compiler",
+    "COMPILERS",
+    "compiler_for",
+    "compile_arch",
+    "compile_job",
+    "describe_job",
+    "check_code_object",
+    "inspect_code_object",
+    "CodeObjectInfo",
+    "kernels_dir",
+    "source_digest",
+]
+
+
+class Compiler(Protocol):
+    """What the builder and the runtime need of a compiler."""
+
+    name: str
+
+    @property
+    def vendor(self) -> str: ...
+
+    def compile(self, source: Path, options: Any, arch: str, include_dirs: Any = (),
+                what: str = "compile") -> bytes: ...
+
+    def identity(self) -> str: ...
+
+
+COMPILERS: dict[str, Compiler] = {"hipcc": HIPCC, "clang-19": CLANG19, "nvrtc": NVRTC}
+
+
+def compiler_for(target: Target) -> Compiler:
+    """The compiler targets.toml names for `target`'s arch."""
+    name = spec_for(target.arch).compiler
+    try:
+        return COMPILERS[name]
+    except KeyError:
+        raise CompileError(
+            f"targets.toml names compiler {name!r} for {target.arch}; known: "
+            + ", ".join(COMPILERS)
+        ) from None
+
+
+def compile_arch(target: Target) -> str:
+    """What the compiler is told: `gfx90a` (no target features, so one object serves both xnack
+    modes) or `sm_90`."""
+    return spec_for(target.arch).compile_arch
+
+
+def describe_job(job: Any) -> str:
+    """One line naming a job: `conv_direct.hip:conv_fwd for gfx90a-110 [-DK=3 ...]`."""
+    opts = " ".join(job.options)
+    return f"{job.kernel_file}:{job.kernel_name} for {job.target.name} [{opts}]"
+
+
+def compile_job(job: Any, kernels: str | Path | None = None, *, check: bool = True) -> bytes:
+    """Compile `job` and (by default) check that the result is a code object for the job's
+    arch defining the job's kernel. CompileError / CodeObjectError name the job."""
+    root = kernels_dir(kernels)
+    compiler = compiler_for(job.target)
+    what = f"{compiler.name} {describe_job(job)}"
+    try:
+        source = kernel_source(job.kernel_file, root)
+        blob = compiler.compile(source, tuple(job.options), compile_arch(job.target), (root,),
+                                what=what)
+    except CompileError as exc:
+        err = CompileError(str(exc) if what in str(exc) else f"{what}: {exc}", log=exc.log)
+        err.job = job  # type: ignore[attr-defined]
+        raise err from None
+    if check:
+        check_code_object(blob, job.target.arch, job.kernel_name, what=f"code object of {what}")
+    return blob

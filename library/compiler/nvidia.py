@@ -1,0 +1,87 @@
+"""NVIDIA compiler: NVRTC (cuda.bindings.nvrtc) from the kernel source straight to a cubin.
+
+NVRTC runs in-process, so it is imported on first use only: importing this module costs nothing
+on a machine without the CUDA wheels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import CompileError
+
+__all__ = ["Nvrtc", "NVRTC"]
+
+_FLAGS = ("-std=c++17",)
+
+
+def _nvrtc() -> Any:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        raise CompileError(
+            "NVRTC is not installed: pip install nvidia-cuda-nvrtc cuda-bindings"
+        ) from None
+    return nvrtc
+
+
+def _check(nvrtc: Any, result: Any, what: str, log: str = "") -> None:
+    status = result[0] if isinstance(result, tuple) else result
+    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, msg = nvrtc.nvrtcGetErrorString(status)
+        raise CompileError(f"{what}: {msg.decode()}", log=log)
+
+
+class Nvrtc:
+    """NVRTC, compiling one source file to a cubin for one `sm_XX`."""
+
+    name = "nvrtc"
+    vendor = "nvidia"
+    flags = _FLAGS
+
+    def command(self, source: Path, options: Sequence[str], arch: str,
+                include_dirs: Sequence[Path] = ()) -> list[str]:
+        """The NVRTC options for one compile (what nvcc would be told, for logs and tests)."""
+        return [f"-arch={arch}", *self.flags, *(f"-I{d}" for d in include_dirs), *options]
+
+    def compile(self, source: Path, options: Sequence[str], arch: str,
+                include_dirs: Sequence[Path] = (), what: str = "compile") -> bytes:
+        """Compile `source` for `arch` ('sm_90'); the cubin's bytes."""
+        nvrtc = _nvrtc()
+        opts = self.command(source, options, arch, (source.parent, *include_dirs))
+        line = f"nvrtc {source} " + " ".join(opts)
+        err, prog = nvrtc.nvrtcCreateProgram(source.read_bytes(), source.name.encode(), 0, [], [])
+        _check(nvrtc, err, what)
+        try:
+            result = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+            status = result[0] if isinstance(result, tuple) else result
+            if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+                _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+                buf = b" " * size
+                nvrtc.nvrtcGetProgramLog(prog, buf)
+                log = buf.rstrip(b"\0").decode(errors="replace")
+                raise CompileError(f"{what} failed: {line}", log=f"$ {line}\n{log}")
+            err, size = nvrtc.nvrtcGetCUBINSize(prog)
+            _check(nvrtc, err, what)
+            cubin = b" " * size
+            _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin), what)
+            return cubin
+        finally:
+            nvrtc.nvrtcDestroyProgram(prog)
+
+    def identity(self) -> str:
+        return f"nvrtc [{_version()}] " + " ".join(self.flags)
+
+
+@lru_cache(maxsize=1)
+def _version() -> str:
+    nvrtc = _nvrtc()
+    err, major, minor = nvrtc.nvrtcVersion()
+    _check(nvrtc, err, "nvrtcVersion")
+    return f"{major}.{minor}"
+
+
+NVRTC = Nvrtc()

@@ -1,0 +1,82 @@
+"""Where kernel sources live and which files a kernel's text depends on.
+
+The kernels directory is the installed `miopenkernels.kernels` package unless
+`MIOPENKERNELS_KERNELS_DIR` (or an explicit argument) points elsewhere, so that a build or a test
+can compile a modified copy. A kernel's dependencies are its own file plus every file it pulls in
+through `#include "..."`, followed transitively; system headers (`<...>`) belong to the compiler
+and are covered by its version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from importlib import resources
+from pathlib import Path
+
+from ..errors import CompileError
+
+__all__ = ["KERNELS_DIR_ENV", "kernels_dir", "kernel_source", "source_files", "source_digest"]
+
+KERNELS_DIR_ENV = "MIOPENKERNELS_KERNELS_DIR"
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+def kernels_dir(override: str | Path | None = None) -> Path:
+    """The directory kernel files are read from: `override`, else the env variable, else the
+    installed package."""
+    if override:
+        return Path(override)
+    env = os.environ.get(KERNELS_DIR_ENV)
+    if env:
+        return Path(env)
+    return Path(str(resources.files("miopenkernels.kernels")))
+
+
+def kernel_source(kernel_file: str, directory: str | Path | None = None) -> Path:
+    """Path of `kernel_file` in the kernels directory; CompileError if it is missing."""
+    path = kernels_dir(directory) / kernel_file
+    if not path.is_file():
+        raise CompileError(f"kernel source {kernel_file} not found in {path.parent}")
+    return path
+
+
+def source_files(kernel_file: str, directory: str | Path | None = None) -> list[Path]:
+    """`kernel_file` and every quoted include it reaches, in first-seen order.
+
+    An include is looked up next to the including file, then in the kernels directory (the `-I`
+    the compilers get). One that is found in neither is left to the compiler to report.
+    """
+    root = kernels_dir(directory)
+    first = kernel_source(kernel_file, root)
+    seen: dict[Path, None] = {}
+    todo = [first]
+    while todo:
+        path = todo.pop(0).resolve()
+        if path in seen:
+            continue
+        seen[path] = None
+        for name in _INCLUDE_RE.findall(path.read_text(errors="replace")):
+            for base in (path.parent, root):
+                candidate = base / name
+                if candidate.is_file():
+                    todo.append(candidate)
+                    break
+    return list(seen)
+
+
+def source_digest(kernel_file: str, directory: str | Path | None = None) -> str:
+    """sha256 over the names (relative to the kernels directory) and bytes of every file the
+    kernel's text depends on."""
+    root = kernels_dir(directory).resolve()
+    h = hashlib.sha256()
+    for path in source_files(kernel_file, root):
+        try:
+            name = str(path.relative_to(root))
+        except ValueError:
+            name = str(path)
+        data = path.read_bytes()
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
