@@ -1,0 +1,108 @@
+"""Packaging: staged files -> data wheels + PEP 503 index, conda packages + channel.
+
+Layout of an output folder:
+    <out>/stage/<arch>-<cu>/share/...   the files as they install (wheels and conda use them)
+    <out>/wheels/*.whl                  data wheels
+    <out>/simple/                       PEP 503 index of the wheels (pip/uv --index-url)
+    <out>/channel/noarch/*.conda        conda packages, indexed (repodata.json)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from miopenkernels import __version__
+from miopenkernels.errors import MIOpenKernelsError
+from miopenkernels.target import Target
+
+from .manifest import TargetFiles, collect_build_files, stage_target
+
+__all__ = ["PackageResult", "package_targets", "package_from_build", "package_from_dir", "KINDS"]
+
+KINDS = ("wheel", "conda", "both")
+
+
+@dataclass
+class PackageResult:
+    target: Target
+    staged: Path
+    wheel: Path | None = None
+    conda: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target.name,
+            "package": self.target.package,
+            "staged": str(self.staged),
+            "wheel": str(self.wheel) if self.wheel else None,
+            "conda": str(self.conda) if self.conda else None,
+        }
+
+
+def package_targets(
+    files: list[TargetFiles],
+    out: Path,
+    kind: str = "both",
+    version: str | None = None,
+    selector: bool = True,
+) -> list[PackageResult]:
+    """Stage each target, then build and index the wheels and/or conda packages."""
+    if kind not in KINDS:
+        raise MIOpenKernelsError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    version = version or __version__
+    out.mkdir(parents=True, exist_ok=True)
+    results = [PackageResult(tf.target, stage_target(tf, out / "stage", version)) for tf in files]
+    if kind in ("wheel", "both"):
+        from .index import write_simple_index
+        from .wheel import build_wheel
+
+        for r in results:
+            r.wheel = build_wheel(r.staged, r.target, version, out / "wheels")
+        write_simple_index([r.wheel for r in results if r.wheel], out / "simple")
+    if kind in ("conda", "both"):
+        from .conda import build_conda_packages, build_selector_package, conda_filename
+        from .index import index_channel
+
+        targets = [r.target for r in results]
+        channel = out / "channel"
+        build_conda_packages(out / "stage", targets, version, channel)
+        for r in results:
+            r.conda = channel / "noarch" / conda_filename(r.target, version)
+        if selector:
+            build_selector_package(_channel_targets(channel, targets, version), version,
+                                   channel)
+        index_channel(channel)
+    return results
+
+
+def _channel_targets(channel: Path, targets: list[Target], version: str) -> list[Target]:
+    """Targets of every kernel package in the channel, so the selector covers all of them."""
+    found = list(targets)
+    for pkg in sorted((channel / "noarch").glob("miopenkernels-*.conda")):
+        parts = pkg.name.split("-")
+        if len(parts) >= 5 and parts[2].isdigit() and parts[3] == version:
+            t = Target(parts[1], int(parts[2]))
+            if t not in found:
+                found.append(t)
+    return found
+
+
+def package_from_build(
+    targets: list[Target], build_dir: Path, out: Path, kind: str = "both",
+    version: str | None = None, manifests: list[str] | None = None,
+    dbs_dir: Path | None = None,
+) -> list[PackageResult]:
+    """Package the builder's `<build_dir>/<basename>.kdb` (+ dbs/<basename>/) per target."""
+    files = [collect_build_files(t, build_dir, dbs_dir, manifests) for t in targets]
+    return package_targets(files, out, kind, version)
+
+
+def package_from_dir(
+    directory: Path, target: Target, out: Path, kind: str = "both", version: str | None = None,
+) -> list[PackageResult]:
+    """Package existing MIOpen databases of `target` found in `directory`."""
+    from .fromdir import collect_dir_files
+
+    return package_targets([collect_dir_files(directory, target)], out, kind, version)

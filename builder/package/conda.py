@@ -1,0 +1,93 @@
+"""Conda packages built by rattler-build from recipes/recipe.yaml and the selector recipe.
+
+The per-target recipe is the committed one; its variants are written for the targets being
+built, and the staged files reach the build script through MIOPENKERNELS_STAGE.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from miopenkernels.errors import InstallError
+from miopenkernels.target import Target
+
+from .recipes import RECIPES_DIR, selector_recipe_yaml, selector_variants_yaml, variants_yaml
+
+__all__ = ["build_conda_packages", "build_selector_package", "conda_filename"]
+
+
+def conda_filename(target: Target, version: str, build_number: int = 0) -> str:
+    return f"{target.package}-{version}-{target.arch}_{target.cu}_{build_number}.conda"
+
+
+@contextmanager
+def _env(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _build(recipe: Path, variants_text: str, out_dir: Path, env: dict[str, str]) -> list[Path]:
+    from rattler_build import Stage0Recipe, ToolConfiguration, VariantConfig
+
+    with tempfile.TemporaryDirectory(prefix="mk-conda-") as tmp, _env(env):
+        variant_file = Path(tmp) / "variants.yaml"
+        variant_file.write_text(variants_text)
+        recipe_obj = Stage0Recipe.from_file(recipe)
+        tool = ToolConfiguration(test_strategy="skip", channel_priority="strict")
+        work_out = Path(tmp) / "out"
+        try:
+            results = recipe_obj.run_build(
+                variant_config=VariantConfig.from_file(variant_file),
+                tool_config=tool,
+                output_dir=work_out,
+                channels=[],
+                no_build_id=True,
+            )
+        except Exception as exc:  # rattler-build raises its own error types
+            raise InstallError(f"rattler-build failed on {recipe}: {exc}") from None
+        built: list[Path] = []
+        (out_dir / "noarch").mkdir(parents=True, exist_ok=True)
+        for result in results:
+            for pkg in result.packages:
+                dest = out_dir / "noarch" / Path(pkg).name
+                shutil.copyfile(pkg, dest.with_name(dest.name + ".part"))
+                os.replace(dest.with_name(dest.name + ".part"), dest)
+                built.append(dest)
+    return built
+
+
+def build_conda_packages(
+    stage_root: Path, targets: list[Target], version: str, out_dir: Path,
+    recipe: Path | None = None,
+) -> list[Path]:
+    """Build `miopenkernels-<arch>-<cu>` for each staged target; packages go to
+    `out_dir/noarch/`."""
+    for t in targets:
+        if not (stage_root / t.name).is_dir():
+            raise InstallError(f"{t.name} is not staged under {stage_root}")
+    return _build(
+        recipe or RECIPES_DIR / "recipe.yaml", variants_yaml(targets), out_dir,
+        {"MIOPENKERNELS_STAGE": str(stage_root.resolve()), "MIOPENKERNELS_VERSION": version},
+    )
+
+
+def build_selector_package(targets: list[Target], version: str, out_dir: Path) -> list[Path]:
+    """Build `miopenkernels-gpu`, one build per arch of `targets`, into `out_dir/noarch/`."""
+    with tempfile.TemporaryDirectory(prefix="mk-selector-") as tmp:
+        recipe = Path(tmp) / "recipe.yaml"
+        recipe.write_text(selector_recipe_yaml(targets))
+        return _build(recipe, selector_variants_yaml(targets), out_dir,
+                      {"MIOPENKERNELS_VERSION": version})

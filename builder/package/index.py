@@ -1,0 +1,91 @@
+"""Where built packages are published: a PEP 503 simple index for wheels and a conda channel.
+
+The simple index is a plain folder (`simple/index.html`, `simple/<name>/index.html`, the wheels
+beside their project page) that pip and uv read through `--index-url file:///.../simple` or any
+static web server. The channel is indexed by py-rattler (`noarch/repodata.json`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import os
+import re
+import shutil
+from pathlib import Path
+
+from miopenkernels.install.manifest import sha256_file
+
+__all__ = ["normalize", "write_simple_index", "index_channel", "add_to_channel"]
+
+
+def normalize(name: str) -> str:
+    """PEP 503 project name normalisation."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _project_of(wheel: Path) -> str:
+    return normalize(wheel.name.split("-", 1)[0])
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_simple_index(wheels: list[Path], simple_dir: Path) -> Path:
+    """Add `wheels` to the simple index at `simple_dir` and rewrite its pages.
+
+    Wheels already in the index stay; a wheel with the same file name is replaced.
+    """
+    simple_dir.mkdir(parents=True, exist_ok=True)
+    for wheel in wheels:
+        project_dir = simple_dir / _project_of(wheel)
+        project_dir.mkdir(exist_ok=True)
+        dest = project_dir / wheel.name
+        if wheel.resolve() != dest.resolve():
+            shutil.copyfile(wheel, dest.with_name(dest.name + ".part"))
+            os.replace(dest.with_name(dest.name + ".part"), dest)
+    projects = sorted(p for p in simple_dir.iterdir() if p.is_dir() and any(p.glob("*.whl")))
+    for project_dir in projects:
+        links = []
+        for whl in sorted(project_dir.glob("*.whl")):
+            href = f"{html.escape(whl.name)}#sha256={sha256_file(whl)}"
+            links.append(f'    <a href="{href}">{html.escape(whl.name)}</a><br/>')
+        _write_atomic(project_dir / "index.html", _page(f"Links for {project_dir.name}", links))
+    root_links = [f'    <a href="{p.name}/">{p.name}</a><br/>' for p in projects]
+    _write_atomic(simple_dir / "index.html", _page("Simple index", root_links))
+    return simple_dir
+
+
+def _page(title: str, links: list[str]) -> str:
+    body = "\n".join(links)
+    return (
+        "<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:repository-version\" "
+        f"content=\"1.0\">\n    <title>{html.escape(title)}</title>\n  </head>\n  <body>\n"
+        f"    <h1>{html.escape(title)}</h1>\n{body}\n  </body>\n</html>\n"
+    )
+
+
+def add_to_channel(packages: list[Path], channel: Path) -> Path:
+    """Copy conda packages into `channel/<subdir>/` (noarch for ours) and index the channel."""
+    for pkg in packages:
+        subdir = channel / pkg.parent.name if pkg.parent.name != "" else channel / "noarch"
+        if pkg.parent.name not in ("noarch",) and not pkg.parent.name.startswith(
+                ("linux-", "osx-", "win-")):
+            subdir = channel / "noarch"
+        subdir.mkdir(parents=True, exist_ok=True)
+        dest = subdir / pkg.name
+        if pkg.resolve() != dest.resolve():
+            shutil.copyfile(pkg, dest)
+    return index_channel(channel)
+
+
+def index_channel(channel: Path) -> Path:
+    """Write repodata.json for every subdir of `channel` with py-rattler."""
+    from rattler.index import index_fs  # build tool: imported only here
+
+    (channel / "noarch").mkdir(parents=True, exist_ok=True)
+    asyncio.run(index_fs(channel, write_zst=False, write_shards=False, force=True))
+    return channel

@@ -1,0 +1,248 @@
+"""The package manifest: what a kernel package holds, where it came from, and every hash.
+
+One JSON file per package, installed at `share/miopenkernels/<basename>.manifest.json` beside the
+databases it describes (`share/miopen/db/...`). The installer and `miopenkernels verify` check the
+installed files against it; the runtime can read which problems the package covers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from miopenkernels import __version__
+from miopenkernels.errors import DbError
+from miopenkernels.install.manifest import (
+    DB_DIR,
+    MANIFEST_DIR,
+    MANIFEST_SCHEMA,
+    manifest_relpath,
+    sha256_file,
+)
+from miopenkernels.target import Target, spec_for
+
+__all__ = [
+    "TargetFiles",
+    "collect_build_files",
+    "kernel_rows",
+    "build_manifest",
+    "stage_target",
+    "git_revision",
+]
+
+# Suffixes of the system databases a package may carry, after the basename.
+DB_SUFFIXES = (".kdb", ".HIP.fdb.txt", ".db", ".db.txt")
+
+
+@dataclass
+class TargetFiles:
+    """The database files of one target, by their name in the package (`<basename><suffix>`)."""
+
+    target: Target
+    files: dict[str, Path] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    manifests: list[str] = field(default_factory=list)
+    provenance: dict[str, Any] | None = None
+    toolchain: dict[str, Any] = field(default_factory=dict)
+    origin: str = "build"  # 'build' | 'from-dir'
+
+    @property
+    def kdb(self) -> Path | None:
+        return self.files.get(f"{self.target.basename}.kdb")
+
+
+def git_revision(path: Path | None = None) -> dict[str, Any]:
+    """The source revision of the repository at `path` (or of this file); unknown outside git."""
+    cwd = path or Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, check=True, timeout=20).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, check=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"git_revision": "unknown", "dirty": None}
+    return {"git_revision": rev, "dirty": bool(dirty.strip())}
+
+
+def kernel_rows(kdb: Path) -> list[dict[str, Any]]:
+    """One entry per kern_db row: name, args, MD5 (MIOpen's) and sha256 of the stored blob."""
+    import hashlib
+
+    try:
+        con = sqlite3.connect(f"file:{kdb}?mode=ro", uri=True)
+        try:
+            rows = con.execute(
+                "SELECT kernel_name, kernel_args, kernel_hash, uncompressed_size, kernel_blob "
+                "FROM kern_db ORDER BY kernel_name, kernel_args"
+            ).fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise DbError(f"{kdb} is not a KernelDb (kern_db table): {exc}") from None
+    return [
+        {
+            "kernel_name": name,
+            "kernel_args": args,
+            "kernel_hash": khash,
+            "uncompressed_size": size,
+            "sha256": hashlib.sha256(bytes(blob)).hexdigest(),
+        }
+        for name, args, khash, size, blob in rows
+    ]
+
+
+def read_provenance(db_dir: Path) -> dict[str, Any] | None:
+    """dbs/<basename>/provenance (JSON, TOML or `key: value` lines) when it exists."""
+    for name in ("provenance", "provenance.json", "provenance.toml", "provenance.txt"):
+        file = db_dir / name
+        if not file.is_file():
+            continue
+        text = file.read_text()
+        try:
+            data = json.loads(text)
+            if isinstance(data, dict):
+                return data
+        except ValueError:
+            pass
+        try:
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # pragma: no cover
+                import tomli as tomllib
+            return dict(tomllib.loads(text))
+        except Exception:  # noqa: BLE001 - fall through to plain lines
+            pass
+        out: dict[str, Any] = {}
+        for line in text.splitlines():
+            m = re.match(r"^\s*([\w.-]+)\s*[:=]\s*(.*?)\s*$", line)
+            if m and not line.lstrip().startswith("#"):
+                out[m.group(1)] = m.group(2)
+        return out or {"text": text.strip()}
+    return None
+
+
+def finddb_keys(fdb: Path) -> list[str]:
+    """Problem keys of a FindDb text file (one `key=...` per line)."""
+    keys = []
+    for line in fdb.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            keys.append(line.split("=", 1)[0])
+    return keys
+
+
+def manifest_problem_keys(names: list[str]) -> list[str]:
+    """FindDb keys of the problems in dbs/manifests/<name>.txt (or a path to a manifest file)."""
+    from importlib import resources
+
+    from miopenkernels.driver import parse_driver_lines
+
+    keys: list[str] = []
+    for name in names:
+        path = Path(name)
+        if not path.is_file():
+            path = Path(str(resources.files("miopenkernels.dbs").joinpath(
+                "manifests", name if name.endswith(".txt") else f"{name}.txt")))
+        if not path.is_file():
+            raise DbError(f"problem manifest {name!r} not found (dbs/manifests/ or a file path)")
+        for p in parse_driver_lines(path.read_text()):
+            key = p.key()
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def collect_build_files(
+    target: Target,
+    build_dir: Path,
+    dbs_dir: Path | None = None,
+    manifests: list[str] | None = None,
+) -> TargetFiles:
+    """The builder's `<build_dir>/<basename>.kdb` plus the measured dbs of dbs/<basename>/."""
+    base = target.basename
+    kdb = build_dir / f"{base}.kdb"
+    if not kdb.is_file():
+        raise DbError(f"{kdb} not found: build {target.name} first "
+                      f"(miopenkernels build --targets {target.name} --out {build_dir})")
+    tf = TargetFiles(target, {f"{base}.kdb": kdb}, manifests=list(manifests or []))
+    if dbs_dir is None:
+        from importlib import resources
+
+        dbs_dir = Path(str(resources.files("miopenkernels.dbs")))
+    measured = dbs_dir / base
+    for suffix in DB_SUFFIXES[1:]:
+        file = measured / f"{base}{suffix}"
+        if file.is_file():
+            tf.files[f"{base}{suffix}"] = file
+    tf.provenance = read_provenance(measured) if measured.is_dir() else None
+    report = build_dir / f"{base}.build.json"
+    if report.is_file():
+        try:
+            data = json.loads(report.read_text())
+            tf.toolchain = dict(data.get("toolchain", {}))
+            tf.problems = list(data.get("problems", []))
+        except (ValueError, AttributeError):
+            pass
+    if manifests:
+        tf.problems += [k for k in manifest_problem_keys(manifests) if k not in tf.problems]
+    return tf
+
+
+def build_manifest(tf: TargetFiles, version: str) -> dict[str, Any]:
+    """The manifest dict of a package holding `tf` (paths relative to the install prefix)."""
+    target = tf.target
+    files: dict[str, Any] = {}
+    for name, path in sorted(tf.files.items()):
+        files[f"{DB_DIR}/{name}"] = {"sha256": sha256_file(path), "size": path.stat().st_size}
+    problems = list(tf.problems)
+    fdb = tf.files.get(f"{target.basename}.HIP.fdb.txt")
+    if fdb is not None:
+        problems += [k for k in finddb_keys(fdb) if k not in problems]
+    measured_files = [n for n in tf.files if not n.endswith(".kdb")]
+    spec = spec_for(target.arch)
+    toolchain = {"miopenkernels": __version__, "compiler": spec.compiler,
+                 "compile_arch": spec.compile_arch, **tf.toolchain}
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "package": target.package,
+        "version": version,
+        "target": target.to_dict(),
+        "origin": tf.origin,
+        "source": git_revision(),
+        "toolchain": toolchain,
+        "manifests": tf.manifests,
+        "problems": problems,
+        "databases": {
+            "measured": bool(measured_files),
+            "kernels_only": not measured_files,
+            "device": (tf.provenance or {}).get("device"),
+            "provenance": tf.provenance,
+        },
+        "files": files,
+        "kernels": kernel_rows(tf.kdb) if tf.kdb is not None else [],
+    }
+
+
+def stage_target(tf: TargetFiles, stage_root: Path, version: str) -> Path:
+    """Lay out one package's files as they install: `<stage_root>/<arch>-<cu>/share/...`.
+
+    Returns the staged prefix. Wheels and conda packages are both made from this one layout.
+    """
+    prefix = stage_root / tf.target.name
+    if prefix.exists():
+        shutil.rmtree(prefix)
+    (prefix / DB_DIR).mkdir(parents=True)
+    (prefix / MANIFEST_DIR).mkdir(parents=True)
+    for name, src in tf.files.items():
+        shutil.copyfile(src, prefix / DB_DIR / name)
+    manifest = build_manifest(tf, version)
+    (prefix / manifest_relpath(tf.target.basename)).write_text(
+        json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    return prefix

@@ -1,0 +1,114 @@
+"""Data wheels: `miopenkernels_<arch>_<cu>-<version>-py3-none-any.whl` built by hatchling.
+
+The wheel carries the staged files as wheel data (`shared-data`), so pip and uv put them at
+`<prefix>/share/miopen/db` and `<prefix>/share/miopenkernels`, plus a tiny module that finds its
+own manifest, registered in the `miopenkernels.packages` entry-point group.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from miopenkernels.errors import InstallError
+from miopenkernels.install._proc import run_tool
+from miopenkernels.install.manifest import DB_DIR, MANIFEST_DIR
+from miopenkernels.target import Target
+
+__all__ = ["ENTRY_POINT_GROUP", "wheel_filename", "write_wheel_project", "build_wheel"]
+
+ENTRY_POINT_GROUP = "miopenkernels.packages"
+
+_PYPROJECT = """\
+[build-system]
+requires = ["hatchling>=1.20"]
+build-backend = "hatchling.build"
+
+[project]
+name = "{package}"
+version = "{version}"
+description = "Precompiled kernels and MIOpen databases for {arch} with {cu} CUs ({basename})"
+requires-python = ">=3.8"
+license = "MIT"
+classifiers = ["Environment :: GPU", "Topic :: Scientific/Engineering"]
+
+[project.entry-points."{group}"]
+"{name}" = "{module}:manifest_path"
+
+[tool.hatch.build.targets.wheel]
+packages = ["{module}"]
+
+[tool.hatch.build.targets.wheel.shared-data]
+"{db_dir}" = "{db_dir}"
+"{manifest_dir}" = "{manifest_dir}"
+"""
+
+_MODULE = '''\
+"""Kernel package {package}: finds its installed manifest and database folder."""
+
+from importlib import metadata
+from pathlib import Path
+
+PACKAGE = "{package}"
+TARGET = "{name}"
+BASENAME = "{basename}"
+
+
+def manifest_path() -> Path:
+    """The installed `{basename}.manifest.json` of this package."""
+    for file in metadata.distribution(PACKAGE).files or ():
+        if file.name == BASENAME + ".manifest.json":
+            return Path(str(file.locate())).resolve()
+    raise FileNotFoundError(PACKAGE + ": manifest not found in the installed files")
+
+
+def db_dir() -> Path:
+    """The folder that holds `{basename}.kdb` (`<prefix>/share/miopen/db`)."""
+    return manifest_path().parent.parent / "miopen" / "db"
+'''
+
+
+def wheel_filename(target: Target, version: str) -> str:
+    return f"{target.wheel_name}-{version}-py3-none-any.whl"
+
+
+def write_wheel_project(staged: Path, target: Target, version: str, project: Path) -> Path:
+    """A hatchling project in `project` whose wheel holds the staged prefix `staged`."""
+    if project.exists():
+        shutil.rmtree(project)
+    module = target.wheel_name
+    (project / module).mkdir(parents=True)
+    fields = dict(package=target.package, version=version, arch=target.arch, cu=target.cu,
+                  basename=target.basename, group=ENTRY_POINT_GROUP, name=target.name,
+                  module=module, db_dir=DB_DIR, manifest_dir=MANIFEST_DIR)
+    (project / "pyproject.toml").write_text(_PYPROJECT.format(**fields))
+    (project / module / "__init__.py").write_text(_MODULE.format(**fields))
+    for sub in (DB_DIR, MANIFEST_DIR):
+        shutil.copytree(staged / sub, project / sub)
+    return project
+
+
+def build_wheel(staged: Path, target: Target, version: str, out_dir: Path) -> Path:
+    """Build the data wheel of one staged target into `out_dir` with `python -m build`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mk-wheel-") as tmp:
+        project = write_wheel_project(staged, target, version, Path(tmp) / target.wheel_name)
+        # Fixed timestamps make the same inputs give the same wheel bytes.
+        env = {"SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "315532800")}
+        run_tool(
+            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
+             str(Path(tmp) / "dist"), str(project)],
+            error=InstallError, what=f"building the wheel of {target.package}", env=env,
+        )
+        built = Path(tmp) / "dist" / wheel_filename(target, version)
+        if not built.is_file():
+            found = ", ".join(p.name for p in (Path(tmp) / "dist").glob("*"))
+            raise InstallError(f"the wheel build of {target.package} made {found or 'nothing'}")
+        dest = out_dir / built.name
+        tmp_dest = dest.with_suffix(".whl.part")
+        shutil.copyfile(built, tmp_dest)
+        os.replace(tmp_dest, dest)
+    return dest

@@ -1,0 +1,88 @@
+"""Check installed (or staged) package files against their manifests' sha256."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import IntegrityError, PackageNotFoundError
+from .manifest import installed_manifests, read_manifest, sha256_file
+
+__all__ = ["FileProblem", "PackageCheck", "check_package", "verify_prefix"]
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    path: str
+    problem: str  # 'missing' | 'sha256 mismatch'
+
+
+@dataclass
+class PackageCheck:
+    """The result of checking one package's files under one prefix."""
+
+    manifest: Path
+    package: str
+    version: str
+    target: str
+    files: int
+    problems: list[FileProblem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "version": self.version,
+            "target": self.target,
+            "manifest": str(self.manifest),
+            "files": self.files,
+            "ok": self.ok,
+            "problems": [{"path": p.path, "problem": p.problem} for p in self.problems],
+        }
+
+
+def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
+    """Compare every file the manifest lists (relative to `prefix`) with its sha256."""
+    data = read_manifest(manifest_path)
+    target = data["target"]
+    check = PackageCheck(
+        manifest=manifest_path,
+        package=str(data.get("package", "?")),
+        version=str(data.get("version", "?")),
+        target=f"{target.get('arch')}-{target.get('cu')}",
+        files=len(data["files"]),
+    )
+    for rel, info in sorted(data["files"].items()):
+        path = Path(prefix) / rel
+        if not path.is_file():
+            check.problems.append(FileProblem(rel, "missing"))
+        elif sha256_file(path) != info["sha256"]:
+            check.problems.append(FileProblem(rel, "sha256 mismatch"))
+    return check
+
+
+def verify_prefix(prefix: Path, *, raise_on_error: bool = True) -> list[PackageCheck]:
+    """Check every kernel package installed under `prefix`.
+
+    Raises PackageNotFoundError when none is installed and IntegrityError on the first
+    package with a missing or altered file (when `raise_on_error`).
+    """
+    manifests = installed_manifests(prefix)
+    if not manifests:
+        raise PackageNotFoundError(f"no miopenkernels package is installed under {prefix}")
+    checks = [check_package(m, prefix) for m in manifests]
+    if raise_on_error:
+        bad = [c for c in checks if not c.ok]
+        if bad:
+            c = bad[0]
+            p = c.problems[0]
+            raise IntegrityError(
+                f"{c.package} {c.version}: {p.path} {p.problem} "
+                f"({sum(len(b.problems) for b in bad)} problem(s) in {len(bad)} package(s)); "
+                f"reinstall with 'miopenkernels install --force'"
+            )
+    return checks
