@@ -11,7 +11,8 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
         hipcc clang-19 lld-19 llvm-19 python3 python3-venv python3-pip git ca-certificates
 fi
 
-python3 -m venv .venv
+# PYTHON: the interpreter of the environment (ci/python.sh provides one per CI matrix entry).
+"${PYTHON:-python3}" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[build,cuda,dev]'
 echo "set-up done: .venv/bin/miopenkernels --help"

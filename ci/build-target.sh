@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Build one target's kernels and package them, as each build job of kernels.yml does:
+#   OUT/target          the target's name (gfx90a-110), for ci/publish.sh
+#   OUT/build/          <basename>.kdb and the build report (build.json)
+#   OUT/dist/           the wheel and the conda package of the target
+#
+#   bash ci/build-target.sh TARGET OUT        e.g. bash ci/build-target.sh gfx90a-110 out
+#
+# Environment: MANIFEST  a manifest in dbs/manifests or a file (empty: the build's default)
+#              JOBS      parallel compile jobs (default: the CPU count)
+set -euo pipefail
+source "$(dirname "$0")/_lib.sh"
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+[ $# -eq 2 ] || { usage >&2; exit 2; }
+target="$1"
+out="$2"
+need_cli
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cd "$ROOT"
+
+# One matrix entry: a glob here would put several targets under one artefact name.
+name="$(target_name "$target")"
+echo "$name" >"$out/target"
+
+group "build $name"
+args=(build --targets "$name" --out "$out/build" -j "${JOBS:-$(nproc)}" --json)
+if [ -n "${MANIFEST:-}" ]; then args+=(--manifest "$MANIFEST"); fi
+mkdir -p "$out/build"
+"$MK" "${args[@]}" >"$out/build/build.json"
+endgroup
+
+group "package $name"
+"$MK" package --from-build "$out/build" --targets "$name" --out "$out/dist"
+endgroup
+
+ls -l "$out/build" "$out/dist"
+compgen -G "$out/dist/*.whl" >/dev/null || die "no wheel in $out/dist"
+[ -n "$(find "$out/dist" -name '*.conda' -o -name '*.tar.bz2' | head -n1)" ] \
+    || die "no conda package in $out/dist"
