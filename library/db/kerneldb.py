@@ -1,0 +1,190 @@
+"""KernelDb: compiled code objects keyed by (kernel_name, kernel_args), MIOpen's `.kdb`/`.ukdb`.
+
+One SQLite table, `kern_db`, UNIQUE on (kernel_name, kernel_args), no metadata table. A blob is
+stored as a bzip2 stream (level 9) with `uncompressed_size` set to its length, or raw with
+`uncompressed_size = 0` when compression would not shrink it. `kernel_hash` is the lowercase
+MD5 of the uncompressed blob and is checked on every read. The system `.kdb` is opened read-only;
+the user cache `.ukdb` uses WAL journaling so readers never wait for a writer.
+"""
+
+from __future__ import annotations
+
+import bz2
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import DbError, IntegrityError
+from ._files import check_sqlite_file, sqlite_errors
+from ._lock import connect, write_transaction
+
+__all__ = ["KDB_SCHEMA_SQL", "KernelEntry", "KernelDb", "pack_blob", "unpack_blob"]
+
+# MIOpen's KernDb statements, so that sqlite_master reads as in MIOpen's files.
+KDB_SCHEMA_SQL = (
+    "CREATE TABLE IF NOT EXISTS `kern_db` (`id` INTEGER PRIMARY KEY ASC,"
+    "`kernel_name` TEXT NOT NULL,`kernel_args` TEXT NOT NULL,`kernel_blob` BLOB NOT NULL,"
+    "`kernel_hash` TEXT NOT NULL,`uncompressed_size` INT NOT NULL);"
+    "CREATE UNIQUE INDEX IF NOT EXISTS `idx_kern_db` ON kern_db(kernel_name, kernel_args);"
+)
+_COLUMNS = ["id", "kernel_name", "kernel_args", "kernel_blob", "kernel_hash", "uncompressed_size"]
+
+
+def pack_blob(blob: bytes) -> tuple[bytes, int, str]:
+    """(stored bytes, uncompressed_size, md5) as MIOpen stores a code object."""
+    digest = hashlib.md5(blob).hexdigest()
+    packed = bz2.compress(blob, 9)
+    if len(packed) < len(blob):
+        return packed, len(blob), digest
+    return blob, 0, digest
+
+
+def unpack_blob(stored: bytes, uncompressed_size: int, digest: str, what: str) -> bytes:
+    """The code object of a row; IntegrityError (naming `what`) if it is not what was stored."""
+    blob = stored
+    if uncompressed_size:
+        try:
+            blob = bz2.decompress(stored)
+        except (OSError, ValueError) as exc:
+            raise IntegrityError(f"{what}: the stored bzip2 stream is corrupt ({exc})") from None
+        if len(blob) != uncompressed_size:
+            raise IntegrityError(f"{what}: decompressed to {len(blob)} bytes, the row says "
+                                 f"{uncompressed_size}")
+    actual = hashlib.md5(blob).hexdigest()
+    if actual != digest.lower():
+        raise IntegrityError(f"{what}: md5 of the code object is {actual}, the row says {digest}; "
+                             "the kernel database is corrupt, reinstall it")
+    return blob
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """One row of kern_db, without its blob."""
+
+    kernel_name: str
+    kernel_args: str
+    stored_size: int
+    uncompressed_size: int  # 0: stored raw
+    kernel_hash: str
+
+    @property
+    def size(self) -> int:
+        """Size of the code object itself."""
+        return self.uncompressed_size or self.stored_size
+
+    @property
+    def compressed(self) -> bool:
+        return self.uncompressed_size != 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernel_name": self.kernel_name, "kernel_args": self.kernel_args,
+                "stored_size": self.stored_size, "uncompressed_size": self.uncompressed_size,
+                "kernel_hash": self.kernel_hash}
+
+
+class KernelDb:
+    """A `.kdb` or `.ukdb` file.
+
+    `readonly=True` (the default) opens with a `mode=ro` URI and never creates the file.
+    Writable opens create MIOpen's schema when the file is new; `wal` defaults to True for a
+    `.ukdb` (a cache many processes share) and False otherwise, so that a system `.kdb` built
+    here is one self-contained file.
+    """
+
+    def __init__(self, path: Path | str, *, readonly: bool = True,
+                 wal: bool | None = None) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        if readonly or self.path.exists():
+            check_sqlite_file(self.path, "KernelDb")
+        use_wal = self.path.suffix == ".ukdb" if wal is None else wal
+        with sqlite_errors(self.path, "KernelDb"):
+            self._conn = connect(self.path, readonly=readonly, wal=use_wal and not readonly)
+            if not readonly:
+                with write_transaction(self._conn, self.path):
+                    for statement in KDB_SCHEMA_SQL.split(";"):
+                        if statement.strip():
+                            self._conn.execute(statement)
+            self._check_schema()
+
+    def _check_schema(self) -> None:
+        tables = [r[0] for r in self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        columns = [r[1] for r in self._conn.execute("PRAGMA table_info(kern_db)")]
+        if columns == _COLUMNS:
+            return
+        if "perf_db" in tables:
+            raise DbError(f"{self.path} is a PerfDb (tables {', '.join(tables)}), not a "
+                          "KernelDb; give a .kdb/.ukdb kernel database")
+        if columns:
+            raise DbError(f"{self.path}: table kern_db has columns {', '.join(columns)}, not "
+                          f"MIOpen's {', '.join(_COLUMNS)}; rebuild the kernel database")
+        raise DbError(f"{self.path} is a SQLite file but not a KernelDb (tables: "
+                      f"{', '.join(tables) or 'none'}); give a .kdb/.ukdb kernel database")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> KernelDb:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _what(self, name: str, args: str) -> str:
+        return f"{self.path}: kernel {name!r} (args {args!r})"
+
+    def load(self, kernel_name: str, kernel_args: str) -> bytes | None:
+        """The code object, checked against its md5; None when there is no such entry."""
+        with sqlite_errors(self.path, "KernelDb"):
+            row = self._conn.execute(
+                "SELECT kernel_blob, uncompressed_size, kernel_hash FROM kern_db "
+                "WHERE kernel_name = ? AND kernel_args = ?", (kernel_name, kernel_args)).fetchone()
+        if row is None:
+            return None
+        return unpack_blob(row[0], row[1], row[2], self._what(kernel_name, kernel_args))
+
+    def store(self, kernel_name: str, kernel_args: str, blob: bytes) -> None:
+        """Insert or replace one code object."""
+        self.store_many([(kernel_name, kernel_args, blob)])
+
+    def store_many(self, entries: Iterable[tuple[str, str, bytes]]) -> int:
+        """Insert or replace many code objects in one transaction, in (name, args) order so that
+        the same entries written to a new file give the same bytes. Returns the count."""
+        if self.readonly:
+            raise DbError(f"{self.path} is open read-only")
+        rows = []
+        for name, args, blob in sorted(entries, key=lambda e: (e[0], e[1])):
+            stored, usize, digest = pack_blob(blob)
+            rows.append((name, args, stored, digest, usize))
+        with sqlite_errors(self.path, "KernelDb"), write_transaction(self._conn, self.path):
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO kern_db (kernel_name, kernel_args, kernel_blob, "
+                "kernel_hash, uncompressed_size) VALUES (?, ?, ?, ?, ?)", rows)
+        return len(rows)
+
+    def entries(self) -> list[KernelEntry]:
+        """Every entry's name, args, sizes and hash, without reading or unpacking blobs."""
+        with sqlite_errors(self.path, "KernelDb"):
+            rows = self._conn.execute(
+                "SELECT kernel_name, kernel_args, length(kernel_blob), uncompressed_size, "
+                "kernel_hash FROM kern_db ORDER BY kernel_name, kernel_args").fetchall()
+        return [KernelEntry(*row) for row in rows]
+
+    def __len__(self) -> int:
+        with sqlite_errors(self.path, "KernelDb"):
+            return int(self._conn.execute("SELECT count(*) FROM kern_db").fetchone()[0])
+
+    def verify(self) -> Iterator[str]:
+        """One message per entry whose blob does not unpack to its md5 (re-hashes every blob)."""
+        with sqlite_errors(self.path, "KernelDb"):
+            cursor = self._conn.execute(
+                "SELECT kernel_name, kernel_args, kernel_blob, uncompressed_size, kernel_hash "
+                "FROM kern_db ORDER BY kernel_name, kernel_args")
+            for name, args, stored, usize, digest in cursor:
+                try:
+                    unpack_blob(stored, usize, digest, self._what(name, args))
+                except IntegrityError as exc:
+                    yield str(exc)

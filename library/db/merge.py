@@ -1,0 +1,108 @@
+"""Merge database shards (from tuning runs on several machines) into one file, deterministically:
+the same shards in any order give the same bytes.
+
+FindDb: the union of solutions per problem key; where shards measured the same solver, the
+fastest measurement is kept; solutions are written fastest first (ties by solver name) and lines
+by key. PerfDb: per (config, solver), the shard that sorts last by file name (then by full path)
+wins, so a re-tuned shard named later overrides an earlier one; lines are written by key and
+solvers by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import DbError
+from .finddb import FindDbFile, FindDbRecord, Solution
+from .perfdb import PerfDbFile, text_key
+from .sniff import sniff
+
+__all__ = ["merge_finddb", "merge_perfdb", "merge_shards", "shard_order"]
+
+
+def shard_order(paths: Iterable[Path | str]) -> list[Path]:
+    """Shards in the order merges apply them: by file name, then by resolved path."""
+    return sorted((Path(p) for p in paths), key=lambda p: (p.name, str(p.resolve())))
+
+
+def _better(a: Solution, b: Solution) -> bool:
+    return (a.time, a.workspace, a.algorithm, a.time_text) < \
+        (b.time, b.workspace, b.algorithm, b.time_text)
+
+
+def merge_finddb(shards: Iterable[FindDbFile]) -> FindDbFile:
+    """One FindDb: fastest measurement per (key, solver), records by key."""
+    best: dict[str, dict[str, Solution]] = {}
+    for shard in shards:
+        for record in shard:
+            per_solver = best.setdefault(record.key, {})
+            for sol in record.solutions:
+                old = per_solver.get(sol.solver)
+                if old is None or _better(sol, old):
+                    per_solver[sol.solver] = sol
+    out = FindDbFile()
+    for key in sorted(best):
+        sols = sorted(best[key].values(), key=lambda s: (s.time, s.solver))
+        out.put(FindDbRecord(key, tuple(sols)))
+    return out
+
+
+def merge_perfdb(shards: Iterable[PerfDbFile]) -> PerfDbFile:
+    """One PerfDb: later shards win per (config, solver); give shards in `shard_order`."""
+    merged: dict[Any, dict[str, str]] = {}
+    for shard in shards:
+        for cfg, entries in shard.records.items():
+            merged.setdefault(cfg, {}).update(entries)
+    out = PerfDbFile()
+    for cfg in sorted(merged, key=text_key):
+        out.records[cfg] = dict(sorted(merged[cfg].items()))
+    return out
+
+
+def merge_shards(paths: Iterable[Path | str], out_dir: Path | str, *,
+                 basename: str | None = None, perfdb_format: str = "text") -> dict[str, Any]:
+    """Merge FindDb and PerfDb shards into `out_dir/<basename>.HIP.fdb.txt` and
+    `<basename>.db.txt` (or `.db` with perfdb_format='sqlite'). Returns a report."""
+    if perfdb_format not in ("text", "sqlite"):
+        raise DbError(f"PerfDb output format {perfdb_format!r} is not 'text' or 'sqlite'")
+    ordered = shard_order(paths)
+    if not ordered:
+        raise DbError("no shards to merge")
+    finds: list[FindDbFile] = []
+    perfs: list[PerfDbFile] = []
+    bases = set()
+    for path in ordered:
+        found = sniff(path)
+        if found.kind == "finddb":
+            finds.append(FindDbFile.read(path))
+        elif found.kind.startswith("perfdb"):
+            perfs.append(PerfDbFile.read(path))
+        else:
+            raise DbError(f"{path} is a {found.kind} file ({found.detail}); only FindDb and "
+                          "PerfDb shards can be merged")
+        if found.basename:
+            bases.add(found.basename)
+    if basename is None:
+        if len(bases) != 1:
+            said = ", ".join(sorted(bases)) or "none"
+            raise DbError(f"cannot tell one target from the shard names (found: {said}); "
+                          "pass --basename, e.g. gfx90a6e")
+        basename = bases.pop()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"basename": basename, "shards": [str(p) for p in ordered],
+                              "outputs": []}
+    if finds:
+        merged = merge_finddb(finds)
+        dest = merged.write(out / f"{basename}.HIP.fdb.txt")
+        report["outputs"].append({"path": str(dest), "kind": "finddb",
+                                  "records": len(merged), "shards": len(finds)})
+    if perfs:
+        pmerged = merge_perfdb(perfs)
+        suffix = ".db.txt" if perfdb_format == "text" else ".db"
+        dest = pmerged.write(out / f"{basename}{suffix}")
+        report["outputs"].append({"path": str(dest), "kind": "perfdb", "configs": len(pmerged),
+                                  "entries": pmerged.entry_count, "shards": len(perfs)})
+    return report
