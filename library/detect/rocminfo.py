@@ -2,8 +2,9 @@
 
 rocminfo prints one block per HSA agent: CPUs first, then GPUs in HIP's device order. A GPU block
 has `Name:` (the arch), `Marketing Name:`, `Device Type: GPU`, `Compute Unit:` and, under
-`ISA Info`, the full target ID (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`). Text pasted from a
-terminal carries colour escapes and scrollback counters (`[391/1815]`); both are removed first.
+`ISA Info`, the full target ID (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`). Text pasted from
+a terminal carries colour escapes (raw or as `^[[37m`) and scrollback counters (`[391/1815]`);
+both are removed first.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from .device import Device, SourceUnavailable, hip_cu_count
 
 __all__ = ["parse_rocminfo", "read_rocminfo_file", "run_rocminfo", "find_rocminfo"]
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# Colour codes, as bytes or as the caret notation a copied terminal shows ("^[[37m").
+_ANSI_RE = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[ -/]*[@-~]")
 _SCROLLBACK_RE = re.compile(r"\s*\[\d+/\d+\]\s*$")
 _AGENT_RE = re.compile(r"^\s*Agent\s+(\d+)\s*$")
 _FIELD_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
