@@ -93,7 +93,7 @@ def check_format(path: Path, system_name: str, target: Target) -> None:
     KernelDb holds code objects for another arch."""
     if system_name.endswith(".kdb"):
         tables = _sqlite_tables(path)
-        if not _KERN_COLUMNS <= tables.get("kern_db", set()):
+        if not tables.get("kern_db", set()) >= _KERN_COLUMNS:
             raise DbError(f"{path} is not a KernelDb: no kern_db table with MIOpen's columns")
         archs = _kdb_archs(path)
         foreign = archs - {target.arch}
@@ -108,24 +108,28 @@ def check_format(path: Path, system_name: str, target: Target) -> None:
             raise DbError(f"{path} is not a PerfDb: needs the config and perf_db tables")
     elif system_name.endswith(".fdb.txt"):
         _check_text(path, r"[\w.-]+:[^;]*")
-    _sniff_agrees(path)
+    _sniff_agrees(path, system_name, target)
 
 
-def _sniff_agrees(path: Path) -> None:
-    """When library/db/sniff.py is present, its verdict must not be 'unknown'."""
-    try:
-        from miopenkernels.db import sniff  # type: ignore[attr-defined]
-    except ImportError:
-        return
-    fn = getattr(sniff, "sniff", None)
-    if fn is None:
-        return
-    try:
-        kind = fn(path)
-    except Exception as exc:  # noqa: BLE001 - any failure to identify is a bad file
-        raise DbError(f"{path}: {exc}") from None
-    if kind is None or str(getattr(kind, "value", kind)).lower() in ("unknown", "none"):
-        raise DbError(f"{path} is not a recognised MIOpen database file")
+_EXPECTED_KINDS = {
+    ".kdb": ("kdb", "ukdb"),
+    ".HIP.fdb.txt": ("finddb",),
+    ".db.txt": ("perfdb-text",),
+    ".db": ("perfdb-sqlite",),
+}
+
+
+def _sniff_agrees(path: Path, system_name: str, target: Target) -> None:
+    """library/db/sniff.py must see the kind of file the name says, for this target."""
+    from miopenkernels.db.sniff import sniff
+
+    found = sniff(path)
+    suffix = next(s for s in _EXPECTED_KINDS if system_name == target.basename + s)
+    if found.kind not in _EXPECTED_KINDS[suffix]:
+        raise DbError(f"{path} is a {found.kind} file ({found.detail}), not the "
+                      f"{' or '.join(_EXPECTED_KINDS[suffix])} its name says")
+    if found.target is not None and found.target.basename != target.basename:
+        raise TargetError(f"{path} is for {found.target.name}, not {target.name}: refused")
 
 
 def collect_dir_files(directory: Path, target: Target) -> TargetFiles:

@@ -148,8 +148,9 @@ def manifest_problem_keys(names: list[str]) -> list[str]:
     for name in names:
         path = Path(name)
         if not path.is_file():
-            path = Path(str(resources.files("miopenkernels.dbs").joinpath(
-                "manifests", name if name.endswith(".txt") else f"{name}.txt")))
+            file = name if name.endswith(".txt") else f"{name}.txt"
+            path = Path(str(resources.files("miopenkernels.dbs").joinpath("manifests")
+                            .joinpath(file)))
         if not path.is_file():
             raise DbError(f"problem manifest {name!r} not found (dbs/manifests/ or a file path)")
         for p in parse_driver_lines(path.read_text()):

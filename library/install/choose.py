@@ -1,0 +1,72 @@
+"""Which package serves which GPU: the exact (arch, CU), else the nearest CU count of the same
+arch (with a warning: MIOpen looks its databases up by the exact basename), else an error that
+lists what the index offers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import PackageNotFoundError
+from ..target import Target
+from .sources import Available, _vkey
+
+__all__ = ["Choice", "choose_packages"]
+
+
+@dataclass
+class Choice:
+    """The package chosen for one distinct (arch, CU) and the GPUs it serves."""
+
+    wanted: Target
+    available: Available
+    devices: list[str] = field(default_factory=list)
+    warning: str | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.available.target == self.wanted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"wanted": self.wanted.name, "devices": self.devices, "exact": self.exact,
+                "warning": self.warning, **self.available.to_dict()}
+
+
+def _newest(cands: list[Available], version: str | None) -> Available | None:
+    if version is not None:
+        cands = [a for a in cands if a.version == version]
+    return max(cands, key=lambda a: _vkey(a.version)) if cands else None
+
+
+def choose_packages(
+    wanted: dict[Target, list[str]], available: list[Available], version: str | None = None,
+    where: str = "the index",
+) -> list[Choice]:
+    """One Choice per wanted target (`wanted` maps a target to the names of its GPUs)."""
+    choices = []
+    for target, devices in wanted.items():
+        key = Target(target.arch, target.cu)  # packages do not carry target features
+        exact = _newest([a for a in available if a.target == key], version)
+        if exact is not None:
+            choices.append(Choice(key, exact, list(devices)))
+            continue
+        same_arch = [a for a in available if a.target.arch == key.arch
+                     and (version is None or a.version == version)]
+        if same_arch:
+            best_cu = min({a.target.cu for a in same_arch},
+                          key=lambda cu: (abs(cu - key.cu), -cu))
+            pick = _newest([a for a in same_arch if a.target.cu == best_cu], version)
+            assert pick is not None
+            warning = (f"no package for {key.name}; using {pick.target.name}, the nearest CU "
+                       f"count of {key.arch}: its files are named {pick.target.basename}, "
+                       f"MIOpen looks for {key.basename}")
+            choices.append(Choice(key, pick, list(devices), warning))
+            continue
+        offered = sorted({f"{a.target.name} {a.version}" for a in available})
+        listing = ", ".join(offered) if offered else "no miopenkernels package at all"
+        ver = f" version {version}" if version else ""
+        raise PackageNotFoundError(
+            f"no package{ver} for {key.name} ({', '.join(devices) or 'requested'}) in "
+            f"{where}; it offers: {listing}"
+        )
+    return choices

@@ -1,0 +1,50 @@
+"""Install conda packages with py-rattler into a staging prefix (solve, download, link)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from ..errors import IndexUnreachableError, InstallError, IntegrityError
+from .sources import Available
+
+__all__ = ["stage_conda", "conda_meta_records"]
+
+
+def stage_conda(channel: str, chosen: list[Available], stage: Path, cache: Path) -> list[Path]:
+    """Solve `name ==version` of each chosen package from `channel` and install the result into
+    `stage`; returns the conda-meta records written."""
+    try:
+        from rattler import Channel, install, solve
+    except ImportError:
+        raise InstallError("py-rattler is needed to install conda packages "
+                           "(pip install py-rattler)") from None
+    specs = [f"{a.package} =={a.version} {a.build}".strip() for a in chosen]
+    url = channel if "://" in channel else Path(channel).resolve().as_uri()
+
+    async def _run() -> None:
+        records = await solve([Channel(url)], specs, platforms=["noarch"], virtual_packages=[])
+        await install(records, target_prefix=stage, cache_dir=cache, show_progress=False,
+                      installed_packages=[])
+
+    try:
+        asyncio.run(_run())
+    except Exception as exc:  # rattler raises its own exception types
+        text = str(exc).strip().splitlines()
+        msg = text[0] if text else type(exc).__name__
+        if "sha256" in str(exc).lower() or "hash" in str(exc).lower():
+            raise IntegrityError(f"conda package from {channel}: {msg}") from None
+        if "fetch" in str(exc).lower() or "repodata" in str(exc).lower():
+            raise IndexUnreachableError(f"conda channel {channel}: {msg}") from None
+        raise InstallError(f"conda install from {channel} failed: {msg}") from None
+    return conda_meta_records(stage, [a.package for a in chosen])
+
+
+def conda_meta_records(prefix: Path, names: list[str]) -> list[Path]:
+    """conda-meta/<name>-<version>-<build>.json of the named packages in `prefix`."""
+    meta = prefix / "conda-meta"
+    found = []
+    for name in names:
+        found += [p for p in sorted(meta.glob(f"{name}-*.json"))
+                  if p.name[len(name) + 1:].count("-") == 1]
+    return found

@@ -1,0 +1,197 @@
+"""What an index offers: kernel packages listed by a PEP 503 simple index, a find-links folder
+or a conda channel's repodata.json. Local paths and file:// / http(s):// URLs."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from ..errors import IndexUnreachableError, TargetError
+from ..target import PACKAGE_PREFIX, Target
+
+__all__ = ["Available", "Source", "list_available", "read_url"]
+
+_WHEEL_RE = re.compile(r"^miopenkernels_(?P<arch>[a-z0-9]+)_(?P<cu>\d+)-(?P<version>[^-]+)-"
+                       r"py3-none-any\.whl$")
+_NAME_RE = re.compile(rf"^{PACKAGE_PREFIX}-(?P<arch>[a-z0-9]+)-(?P<cu>\d+)$")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where packages come from: kind is 'index' (PEP 503), 'find-links' or 'channel'."""
+
+    kind: str
+    location: str
+
+    @property
+    def method(self) -> str:
+        return "conda" if self.kind == "channel" else "pip"
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.location}"
+
+
+@dataclass(frozen=True)
+class Available:
+    """One package file an index offers."""
+
+    target: Target
+    version: str
+    url: str
+    sha256: str | None
+    kind: str  # 'wheel' | 'conda'
+    build: str = ""
+
+    @property
+    def package(self) -> str:
+        return self.target.package
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"package": self.package, "target": self.target.name, "version": self.version,
+                "kind": self.kind, "url": self.url, "sha256": self.sha256}
+
+
+def _as_url(location: str) -> str:
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", location):
+        return location
+    return Path(location).resolve().as_uri()
+
+
+def read_url(url: str, what: str, timeout: float = 30) -> bytes:
+    """GET a URL (file:// folders read their index.html); unreachable -> IndexUnreachableError."""
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        path = Path(urllib.request.url2pathname(parsed.path))
+        if path.is_dir():
+            path = path / "index.html"
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise IndexUnreachableError(f"{what} {url} cannot be read: {exc.strerror}") from None
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - user's index
+            return bytes(resp.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise IndexUnreachableError(f"{what} {url} is unreachable: {reason}") from None
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []
+        self._href: str | None = None
+        self._text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._href = dict(attrs).get("href") or ""
+            self._text = ""
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None:
+            self._text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._href is not None:
+            self.links.append((self._href, self._text.strip()))
+            self._href = None
+
+
+def _links(page: bytes) -> list[tuple[str, str]]:
+    parser = _Links()
+    parser.feed(page.decode("utf-8", errors="replace"))
+    return parser.links
+
+
+def _target(arch: str, cu: str) -> Target | None:
+    try:
+        return Target(arch, int(cu))
+    except TargetError:
+        return None
+
+
+def _from_wheel_link(base: str, href: str) -> Available | None:
+    url, _, fragment = urllib.parse.urljoin(base, href).partition("#")
+    name = urllib.parse.unquote(url.rsplit("/", 1)[-1])
+    m = _WHEEL_RE.match(name)
+    target = _target(m.group("arch"), m.group("cu")) if m else None
+    if not m or target is None:
+        return None
+    sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
+    return Available(target, m.group("version"), url, sha, "wheel")
+
+
+def _list_index(index_url: str) -> list[Available]:
+    base = index_url.rstrip("/") + "/"
+    found = []
+    for href, text in _links(read_url(base, "package index")):
+        name = text or href.strip("/")
+        if not _NAME_RE.match(name.strip("/")):
+            continue
+        page_url = urllib.parse.urljoin(base, href)
+        page_url = page_url if page_url.endswith("/") else page_url + "/"
+        for whref, _ in _links(read_url(page_url, "package index page")):
+            a = _from_wheel_link(page_url, whref)
+            if a:
+                found.append(a)
+    return found
+
+
+def _list_find_links(location: str) -> list[Available]:
+    url = _as_url(location)
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        folder = Path(urllib.request.url2pathname(parsed.path))
+        if not folder.is_dir():
+            raise IndexUnreachableError(f"find-links folder {folder} does not exist")
+        from .manifest import sha256_file
+
+        found = []
+        for whl in sorted(folder.glob("*.whl")):
+            a = _from_wheel_link(url.rstrip("/") + "/", whl.name)
+            if a:
+                found.append(Available(a.target, a.version, a.url, sha256_file(whl), "wheel"))
+        return found
+    page = url if url.endswith("/") else url + "/"
+    return [a for href, _ in _links(read_url(page, "find-links page"))
+            if (a := _from_wheel_link(page, href))]
+
+
+def _list_channel(channel: str) -> list[Available]:
+    base = _as_url(channel).rstrip("/") + "/"
+    data = json.loads(read_url(base + "noarch/repodata.json", "conda channel"))
+    found = []
+    for section in ("packages", "packages.conda"):
+        for fname, rec in (data.get(section) or {}).items():
+            m = _NAME_RE.match(rec.get("name", ""))
+            target = _target(m.group("arch"), m.group("cu")) if m else None
+            if target is None:
+                continue
+            found.append(Available(target, str(rec.get("version")), base + "noarch/" + fname,
+                                   rec.get("sha256"), "conda", str(rec.get("build", ""))))
+    return found
+
+
+def list_available(source: Source) -> list[Available]:
+    """Every kernel package `source` offers (all versions), sorted by target then version."""
+    if source.kind == "index":
+        found = _list_index(_as_url(source.location))
+    elif source.kind == "find-links":
+        found = _list_find_links(source.location)
+    elif source.kind == "channel":
+        found = _list_channel(source.location)
+    else:  # pragma: no cover - the CLI only makes the three kinds
+        raise ValueError(source.kind)
+    return sorted(found, key=lambda a: (a.target.arch, a.target.cu, _vkey(a.version)))
+
+
+def _vkey(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.+-]", version))
