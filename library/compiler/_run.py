@@ -47,6 +47,6 @@ def run_tool(
         output = (proc.stdout + proc.stderr).strip()
         log.debug("%s failed (exit %d): %s\n%s", what, proc.returncode, line, output)
         raise CompileError(
-            f"{what} failed (exit {proc.returncode}): {line}", log=f"$ {line}\n{output}"
+            f"{what} failed (exit {proc.returncode})", log=f"$ {line}\n{output}"
         )
     return proc

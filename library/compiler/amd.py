@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ._run import run_tool
@@ -59,7 +59,7 @@ class HipClang:
         )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _version(executable: str, env: tuple[tuple[str, str], ...]) -> str:
     out = run_tool([executable, "--version"], what=f"{executable} --version", env=dict(env))
     text = out.stdout + out.stderr

@@ -26,11 +26,12 @@ _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 def kernels_dir(override: str | Path | None = None) -> Path:
     """The directory kernel files are read from: `override`, else the env variable, else the
     installed package."""
+    # Absolute, because compilers run in a temporary working directory.
     if override:
-        return Path(override)
+        return Path(override).resolve()
     env = os.environ.get(KERNELS_DIR_ENV)
     if env:
-        return Path(env)
+        return Path(env).resolve()
     return Path(str(resources.files("miopenkernels.kernels")))
 
 

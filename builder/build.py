@@ -1,0 +1,271 @@
+"""The build: compile every job of every target in parallel, through the object cache, into one
+`<basename>.kdb` per target.
+
+Each distinct cache key (source + includes, options, compiler, arch) is compiled once, however
+many targets and rows use it; its code object is checked (arch, kernel symbol) before it enters
+the cache, and again when it enters a kdb. A failing job is reported with the compiler's log and
+does not stop the others. A target's kdb is written only when all its jobs succeeded, to a
+temporary file renamed into place, so a failed build never leaves a partial or half-written kdb.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from miopenkernels.compiler import check_code_object, compile_job, describe_job
+from miopenkernels.errors import MIOpenKernelsError
+from miopenkernels.problem import ConvProblem
+from miopenkernels.target import Target
+
+from .cache import CacheKeys, ObjectCache
+from .jobs import build_jobs
+
+__all__ = ["JobFailure", "TargetSummary", "BuildResult", "build", "write_kdb", "failure_text"]
+
+
+@dataclass(frozen=True)
+class JobFailure:
+    """A job that did not produce a code object: what failed, why, and the compiler's words."""
+
+    job: Any
+    message: str
+    log: str = ""
+    targets: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job": self.job.to_dict(), "targets": list(self.targets),
+                "message": self.message, "log": self.log}
+
+
+@dataclass
+class TargetSummary:
+    """One target's line of the build summary."""
+
+    target: Target
+    jobs: int = 0
+    compiled: int = 0  # jobs whose object was compiled by this build
+    cached: int = 0  # jobs whose object was already in the cache
+    failed: int = 0
+    kdb: Path | None = None
+    kdb_bytes: int = 0
+    object_bytes: int = 0  # sum of the raw code objects in the kdb
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target.name, "basename": self.target.basename, "jobs": self.jobs,
+                "compiled": self.compiled, "cached": self.cached, "failed": self.failed,
+                "kdb": str(self.kdb) if self.kdb else None, "kdb_bytes": self.kdb_bytes,
+                "object_bytes": self.object_bytes}
+
+
+@dataclass
+class BuildResult:
+    """What a build did: per-target lines, failures, and totals over distinct objects."""
+
+    targets: list[TargetSummary]
+    failures: list[JobFailure] = field(default_factory=list)
+    objects: int = 0  # distinct cache keys
+    compiled: int = 0  # distinct objects compiled now
+    cached: int = 0  # distinct objects found in the cache
+    compile_seconds: float = 0.0  # summed over workers
+    wall_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "wall_seconds": round(self.wall_seconds, 3),
+            "compile_seconds": round(self.compile_seconds, 3), "objects": self.objects,
+            "compiled": self.compiled, "cached": self.cached,
+            "targets": [t.to_dict() for t in self.targets],
+            "failures": [f.to_dict() for f in self.failures],
+        }
+
+
+def _compile_one(job: Any, kernels: str | None) -> tuple[str, Any, float]:
+    """Worker: ('ok', bytes, seconds) or ('error', (message, log), seconds). Never raises, so
+    one bad job cannot take the pool down."""
+    start = time.perf_counter()
+    try:
+        blob = compile_job(job, kernels)
+        return "ok", blob, time.perf_counter() - start
+    except MIOpenKernelsError as exc:
+        return "error", (str(exc), getattr(exc, "log", "")), time.perf_counter() - start
+    except Exception as exc:  # noqa: BLE001 - reported as the job's failure, with traceback
+        return ("error", (f"{describe_job(job)}: {type(exc).__name__}: {exc}",
+                          traceback.format_exc()), time.perf_counter() - start)
+
+
+def write_kdb(path: Path, rows: Sequence[tuple[str, str, bytes]]) -> int:
+    """Write a new kdb at `path` holding `rows`, atomically: a temporary file in the same
+    folder, then a rename over `path`. Returns the file's size."""
+    from miopenkernels.db.kerneldb import KernelDb
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        tmp.unlink()  # KernelDb creates the schema in a file that does not exist yet
+        db = KernelDb(tmp, readonly=False, wal=False)
+        try:
+            db.store_many(rows)
+        finally:
+            db.close()
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path.stat().st_size
+
+
+ProgressFn = Callable[[int, int], None]
+FailureFn = Callable[[JobFailure], None]
+
+
+def build(
+    targets: Sequence[Target],
+    problems: Sequence[ConvProblem],
+    out_dir: str | Path,
+    *,
+    workers: int | None = None,
+    cache_dir: str | Path | None = None,
+    kernels: str | Path | None = None,
+    dbs_root: str | Path | None = None,
+    jobs: dict[Target, list[Any]] | None = None,
+    on_progress: ProgressFn | None = None,
+    on_failure: FailureFn | None = None,
+) -> BuildResult:
+    """Build one kdb per target into `out_dir`. `jobs` overrides the registry's job lists."""
+    start = time.perf_counter()
+    out = Path(out_dir)
+    cache = ObjectCache(cache_dir)
+    keys = CacheKeys(kernels)
+    kernels_arg = str(kernels) if kernels else None
+    plan = jobs if jobs is not None else build_jobs(targets, problems, dbs_root)
+    summaries = {t: TargetSummary(t, jobs=len(plan.get(t, []))) for t in targets}
+    result = BuildResult(list(summaries.values()))
+
+    # Distinct objects: key -> first job (the one compiled) and every (target, job) using it.
+    job_key: dict[tuple[Target, Any], str] = {}
+    users: dict[str, list[tuple[Target, Any]]] = {}
+    failed_keys: dict[str, JobFailure] = {}
+    for target in targets:
+        rows: dict[tuple[str, str], Any] = {}
+        for job in plan.get(target, []):
+            try:
+                key = keys.key(job)
+            except MIOpenKernelsError as exc:  # e.g. a missing source: fails this job only
+                key = f"unkeyed:{describe_job(job)}"
+                failed_keys[key] = JobFailure(job, str(exc), getattr(exc, "log", ""))
+            row = (job.kdb_name, job.kdb_args)
+            other = rows.setdefault(row, job)
+            if other != job:
+                key = f"clash:{describe_job(job)}"
+                failed_keys[key] = JobFailure(
+                    job, f"{describe_job(job)}: kdb row {row} already holds {other.kernel_name}; "
+                    "jobs with one file and one option set must build one symbol")
+            job_key[(target, job)] = key
+            users.setdefault(key, []).append((target, job))
+    result.objects = len(users)
+    todo = [k for k in users if k not in failed_keys and k not in cache]
+    result.cached = len(users) - len(todo) - len(failed_keys)
+    fresh: set[str] = set()
+
+    done = 0
+    total = len(todo)
+    if on_progress:
+        on_progress(done, total)
+
+    def finish(key: str, status: str, payload: Any, seconds: float) -> None:
+        nonlocal done
+        done += 1
+        result.compile_seconds += seconds
+        if status == "ok":
+            cache.put(key, payload)
+            fresh.add(key)
+        else:
+            message, log = payload
+            names = tuple(sorted({t.name for t, _ in users[key]}))
+            failure = JobFailure(users[key][0][1], message, log, names)
+            failed_keys[key] = failure
+            if on_failure:
+                on_failure(failure)
+        if on_progress:
+            on_progress(done, total)
+
+    n_workers = max(1, workers or os.cpu_count() or 1)
+    if n_workers == 1 or total <= 1:
+        for key in todo:
+            finish(key, *_compile_one(users[key][0][1], kernels_arg))
+    else:
+        # forkserver: workers start from a clean process, not a fork of one running threads
+        # (the progress display), and import NVRTC only if they get an NVIDIA job.
+        ctx = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(max_workers=min(n_workers, total), mp_context=ctx) as pool:
+            pending: dict[Future[Any], str] = {
+                pool.submit(_compile_one, users[key][0][1], kernels_arg): key for key in todo
+            }
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    key = pending.pop(fut)
+                    try:
+                        finish(key, *fut.result())
+                    except Exception as exc:  # noqa: BLE001 - a worker died (e.g. killed)
+                        finish(key, "error", (f"{describe_job(users[key][0][1])}: worker "
+                                              f"failed: {exc}", ""), 0.0)
+    result.compiled = len(fresh)
+    result.failures = sorted(failed_keys.values(), key=lambda f: describe_job(f.job))
+
+    for target in targets:
+        summary = summaries[target]
+        rows_out: list[tuple[str, str, bytes]] = []
+        for job in plan.get(target, []):
+            key = job_key[(target, job)]
+            if key in failed_keys:
+                summary.failed += 1
+                continue
+            summary.compiled += key in fresh
+            summary.cached += key not in fresh
+            blob = cache.get(key)
+            if blob is None:  # removed under our feet: report rather than write a short kdb
+                summary.failed += 1
+                result.failures.append(JobFailure(job, f"{describe_job(job)}: cache entry "
+                                                  f"{key} vanished during the build"))
+                continue
+            try:  # cheap, and guards the kdb against a damaged cache entry
+                check_code_object(blob, target.arch, job.kernel_name,
+                                  what=f"cached object of {describe_job(job)}")
+            except MIOpenKernelsError as exc:
+                summary.failed += 1
+                result.failures.append(JobFailure(job, str(exc)))
+                continue
+            summary.object_bytes += len(blob)
+            rows_out.append((job.kdb_name, job.kdb_args, blob))
+        if summary.failed == 0:
+            summary.kdb = out / f"{target.basename}.kdb"
+            summary.kdb_bytes = write_kdb(summary.kdb, rows_out)
+    result.wall_seconds = time.perf_counter() - start
+    return result
+
+
+def failure_text(failure: JobFailure) -> str:
+    """A failure as people read it: the job, the targets it breaks, then the compiler's log."""
+    lines = [failure.message]
+    if failure.targets:
+        lines.append("targets: " + ", ".join(failure.targets))
+    if failure.log:
+        lines.append(failure.log.rstrip())
+    return "\n".join(lines)
+

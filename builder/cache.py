@@ -1,0 +1,99 @@
+"""Content-addressed cache of compiled code objects.
+
+The key of a job is the sha256 of everything that shapes its code object: the kernel source and
+every include it reaches, the compile options, the compiler's identity and version (with its fixed
+flags) and the arch it compiles for. The CU count is not part of it, so targets that share an arch
+share objects, and a kdb row's (name, args) maps onto exactly one key. Only checked code objects
+enter the cache; an entry is written to a temporary file and renamed, so a crash never leaves a
+half-written object under a valid key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from miopenkernels.compiler import compile_arch, compiler_for, source_digest
+
+__all__ = ["CACHE_ENV", "default_cache_dir", "CacheKeys", "ObjectCache"]
+
+CACHE_ENV = "MIOPENKERNELS_CACHE"
+# Bump when the meaning of a cached entry changes (what is hashed, what is stored).
+_CACHE_FORMAT = "miopenkernels-object-cache-1"
+
+
+def default_cache_dir() -> Path:
+    """`$MIOPENKERNELS_CACHE`, else `~/.cache/miopenkernels/objects`."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "miopenkernels" / "objects"
+
+
+class CacheKeys:
+    """Cache keys for one build: reads each source once and asks each compiler its version once."""
+
+    def __init__(self, kernels: str | Path | None = None) -> None:
+        self.kernels = kernels
+        self._sources: dict[str, str] = {}
+        self._compilers: dict[str, str] = {}
+
+    def source(self, kernel_file: str) -> str:
+        if kernel_file not in self._sources:
+            self._sources[kernel_file] = source_digest(kernel_file, self.kernels)
+        return self._sources[kernel_file]
+
+    def compiler(self, target: Any) -> str:
+        compiler = compiler_for(target)
+        if compiler.name not in self._compilers:
+            self._compilers[compiler.name] = compiler.identity()
+        return self._compilers[compiler.name]
+
+    def key(self, job: Any) -> str:
+        """The job's key: sha256 hex of source digest, options, compiler identity and arch."""
+        parts = [
+            _CACHE_FORMAT,
+            f"source={self.source(job.kernel_file)}",
+            f"kernel={job.kernel_file}:{job.kernel_name}",
+            "options=" + "\0".join(job.options),
+            f"compiler={self.compiler(job.target)}",
+            f"arch={compile_arch(job.target)}",
+        ]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+class ObjectCache:
+    """A directory of code objects named by key: `<root>/<key[:2]>/<key>.co`."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root).expanduser() if root else default_cache_dir()
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.co"
+
+    def get(self, key: str) -> bytes | None:
+        """The cached object, or None."""
+        try:
+            return self.path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def __contains__(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+    def put(self, key: str, blob: bytes) -> Path:
+        """Store `blob` under `key` atomically (temporary file in the same folder, then rename)."""
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(blob)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path

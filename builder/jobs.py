@@ -1,0 +1,154 @@
+"""Compile jobs of a build: (targets, manifest problems, solver registry) -> CompileJobs.
+
+For each target the job list is
+- every solver's dynamic (shape-agnostic) jobs and the primitives' jobs: they make the package
+  cover ANY problem without a compiler, and
+- for each manifest problem, specialised jobs (shape baked in) of the solvers worth it: the
+  solver the runtime would pick (the first applicable solver of the committed FindDb record in
+  `dbs/<basename>/`, else the best `heuristic_rank`), plus every applicable solver that has a
+  tuned PerfDb record there. Parameters come from that PerfDb record when it holds legal ones,
+  else from `default_params`.
+
+Jobs are deduplicated (many problems share a dynamic job; equal specialisations collapse) and
+sorted by KernelDb row, so the same inputs always give the same list.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from miopenkernels.errors import MIOpenKernelsError
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import CompileJob, Solver, all_dynamic_jobs, applicable_solvers
+from miopenkernels.target import Target
+
+__all__ = ["TargetDbs", "Specialisation", "specialisations", "target_jobs", "build_jobs",
+           "primitive_jobs"]
+
+log = logging.getLogger("miopenkernels.builder")
+
+
+def _dbs_root() -> Path:
+    return Path(str(resources.files("miopenkernels.dbs")))
+
+
+class TargetDbs:
+    """The measured databases committed for one target under `dbs/<basename>/`, if any."""
+
+    def __init__(self, target: Target, root: str | Path | None = None) -> None:
+        from miopenkernels.db.finddb import FindDb
+        from miopenkernels.db.perfdb import PerfDb
+
+        folder = (Path(root) if root else _dbs_root()) / target.basename
+        base = target.basename
+        perf = next((p for p in (folder / f"{base}.db", folder / f"{base}.db.txt")
+                     if p.is_file()), None)
+        find = folder / f"{base}.HIP.fdb.txt"
+        self.perfdb = PerfDb(perf) if perf else None
+        self.finddb = FindDb(find) if find.is_file() else None
+
+    def tuned(self, problem: ConvProblem) -> dict[str, str]:
+        """{solver name: PerfDb params text} for `problem`; empty without a PerfDb."""
+        return self.perfdb.load(problem) if self.perfdb else {}
+
+    def fastest(self, problem: ConvProblem) -> list[str]:
+        """Solver names of the FindDb record, fastest first; empty without one."""
+        record = self.finddb.lookup(problem) if self.finddb else None
+        return [s.solver for s in record.solutions] if record else []
+
+
+@dataclass(frozen=True)
+class Specialisation:
+    """One solver worth a specialised binary for one problem, and where its params came from."""
+
+    solver: Solver
+    params: tuple[int, ...]
+    tuned: bool = field(default=False)
+
+
+def _rank(solver: Solver, problem: ConvProblem, target: Target) -> float:
+    try:
+        return float(solver.heuristic_rank(problem, target))
+    except NotImplementedError:
+        return float("inf")
+
+
+def _tuned_params(solver: Solver, text: str | None, problem: ConvProblem,
+                  target: Target) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        params = solver.params_from_string(text)
+    except MIOpenKernelsError:
+        params = None
+    if params is None or not solver.params_valid(problem, target, params):
+        log.warning("%s: PerfDb params %r of %s are not legal for %s; using defaults",
+                    target.basename, text, solver.name, problem.key())
+        return None
+    return params
+
+
+def specialisations(problem: ConvProblem, target: Target,
+                    dbs: TargetDbs | None = None) -> list[Specialisation]:
+    """The solvers worth a specialised binary for `problem` on `target`, in registry order."""
+    solvers = applicable_solvers(problem, target)
+    if not solvers:
+        return []
+    tuned = dbs.tuned(problem) if dbs else {}
+    by_name = {s.name: s for s in solvers}
+    measured = [by_name[name] for name in (dbs.fastest(problem) if dbs else []) if name in by_name]
+    picked = measured[0] if measured else min(solvers, key=lambda s: _rank(s, problem, target))
+    out = []
+    for solver in solvers:
+        if solver is not picked and solver.name not in tuned:
+            continue
+        params = _tuned_params(solver, tuned.get(solver.name), problem, target)
+        if params is None:
+            out.append(Specialisation(solver, tuple(solver.default_params(problem, target))))
+        else:
+            out.append(Specialisation(solver, params, tuned=True))
+    return out
+
+
+def primitive_jobs(target: Target) -> list[CompileJob]:
+    """The primitives' (activation, pooling, ...) jobs, when that registry offers them."""
+    try:
+        module = importlib.import_module("miopenkernels.primitives")
+    except ImportError:
+        return []
+    fn = getattr(module, "all_dynamic_jobs", None) or getattr(module, "all_jobs", None)
+    return list(fn(target)) if callable(fn) else []
+
+
+def _row(job: CompileJob) -> tuple[str, str, str]:
+    return (job.kdb_name, job.kdb_args, job.kernel_name)
+
+
+def target_jobs(target: Target, problems: Iterable[ConvProblem],
+                dbs: TargetDbs | None = None) -> list[CompileJob]:
+    """Every job of one target: dynamic, primitive and specialised, deduplicated and sorted."""
+    jobs: dict[CompileJob, None] = {}
+    for job in (*all_dynamic_jobs(target), *primitive_jobs(target)):
+        jobs.setdefault(job, None)
+    for problem in problems:
+        for spec in specialisations(problem, target, dbs):
+            jobs.setdefault(
+                spec.solver.compile_job(problem, spec.params, target, specialised=True), None)
+    return sorted(jobs, key=_row)
+
+
+def build_jobs(targets: Sequence[Target], problems: Sequence[ConvProblem],
+               dbs_root: str | Path | None = None) -> dict[Target, list[CompileJob]]:
+    """`target_jobs` for each target, with the target's committed databases."""
+    return {t: target_jobs(t, problems, TargetDbs(t, dbs_root)) for t in targets}
+
+
+def describe(jobs: Iterable[Any]) -> list[dict[str, Any]]:
+    """JSON-ready list of jobs."""
+    return [job.to_dict() for job in jobs]

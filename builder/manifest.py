@@ -1,0 +1,60 @@
+"""Problem manifests: files of MIOpenDriver lines under dbs/manifests/, loaded by name.
+
+A manifest is named by its file stem (`resnet50`) or given as a path. The default manifest of a
+build is the union of every manifest shipped, in name order, without duplicates.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from miopenkernels.driver import parse_driver_lines
+from miopenkernels.errors import ProblemError
+from miopenkernels.problem import ConvProblem
+
+__all__ = ["manifests_dir", "available_manifests", "manifest_path", "load_manifest",
+           "load_manifests"]
+
+
+def manifests_dir() -> Path:
+    """The folder of shipped manifests (package data of `miopenkernels.dbs`)."""
+    return Path(str(resources.files("miopenkernels.dbs").joinpath("manifests")))
+
+
+def available_manifests() -> list[str]:
+    """Names of the shipped manifests, sorted."""
+    return sorted(p.stem for p in manifests_dir().glob("*.txt"))
+
+
+def manifest_path(name: str | Path) -> Path:
+    """A shipped manifest by name, or an existing file; ProblemError naming the known ones."""
+    path = Path(name)
+    if path.suffix == ".txt" and path.is_file():
+        return path
+    shipped = manifests_dir() / f"{name}.txt"
+    if shipped.is_file():
+        return shipped
+    if path.is_file():
+        return path
+    known = ", ".join(available_manifests())
+    raise ProblemError(f"no manifest {str(name)!r}: give a file or one of: {known}")
+
+
+def load_manifest(name: str | Path) -> list[ConvProblem]:
+    """The problems of one manifest, in file order, each direction a problem of its own."""
+    path = manifest_path(name)
+    try:
+        return parse_driver_lines(path.read_text())
+    except ProblemError as exc:
+        raise ProblemError(f"manifest {path}: {exc}") from None
+
+
+def load_manifests(names: list[str] | tuple[str, ...] | None = None) -> list[ConvProblem]:
+    """The union of manifests (all shipped ones when `names` is empty), duplicates dropped."""
+    chosen = list(names) if names else available_manifests()
+    seen: dict[ConvProblem, None] = {}
+    for name in chosen:
+        for problem in load_manifest(name):
+            seen.setdefault(problem, None)
+    return list(seen)
