@@ -53,6 +53,7 @@ class DeviceTensor:
     source: Any = field(default=None, repr=False)  # the caller's object (kept alive)
     buffer: Buffer | None = field(default=None, repr=False)  # ours, when we copied
     _keep: Any = field(default=None, repr=False)
+    temporary: bool = False  # made for one call (copied numpy data): released after it
 
     @property
     def copied(self) -> bool:

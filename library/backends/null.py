@@ -28,7 +28,7 @@ class RecordedLaunch:
     grid: tuple[int, ...]
     block: tuple[int, ...]
     shared: int
-    args: tuple[tuple[str, int | float], ...]
+    args: tuple[tuple[str, int | float | None], ...]
 
 
 class NullBackend(Backend):

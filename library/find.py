@@ -1,0 +1,439 @@
+"""Find modes, benchmarking, immediate mode and the invoker cache.
+
+Find (MIOPEN_FIND_MODE, FORMATS.md):
+- NORMAL (1): benchmark every applicable solver, record the result in the user FindDb.
+- FAST (2): a FindDb record (user, else system) if there is one, else the immediate-mode
+  ranking; never benchmarks.
+- HYBRID (3): a FindDb record, else a NORMAL find.
+- DYNAMIC_HYBRID (5, the default): a FindDb record, else a find over dynamic (shape-agnostic)
+  kernels only: no specialised kernel is compiled.
+MIOPEN_FIND_ENFORCE: DB_UPDATE (2) and SEARCH_DB_UPDATE (4) benchmark even on a FindDb hit and
+rewrite the record; DB_CLEAN (5) removes the problem's user FindDb record and then finds as the
+mode says; SEARCH (3) and SEARCH_DB_UPDATE also search the tunable solvers' parameters
+(builder-side tuning, briefly) before benchmarking.
+
+Benchmarking: each candidate is launched for warm-up, then timed between device events
+`repeats` times; the median is its time. A candidate that fails (compile or launch) is left out.
+
+Kernels: a specialised binary is used when one is at hand (system kdb or user cache); NORMAL and
+HYBRID finds compile specialised binaries, other paths use dynamic ones. An invoker caches, per
+(problem, solver), the loaded kernel and its packed arguments; a repeated `run` only writes the
+tensor pointers and launches.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import config
+from .backends.base import Buffer, PreparedLaunch
+from .config import FindEnforce, FindMode
+from .errors import MIOpenKernelsError, ProblemError
+from .problem import TYPE_BYTES
+from .tensor import DeviceTensor, as_device
+
+__all__ = [
+    "ConvSolution",
+    "Invoker",
+    "find",
+    "immediate_solutions",
+    "benchmark",
+    "invoker",
+    "run",
+    "tensor_roles",
+    "solver_of",
+    "search_params",
+    "bind",
+]
+
+log = logging.getLogger("miopenkernels")
+
+WARMUP = 2
+REPEATS = 7
+
+
+@dataclass(frozen=True)
+class ConvSolution:
+    """One way to compute a problem: solver, its time (ms) and workspace.
+
+    `source` says where the ranking came from: 'find' (measured now), 'finddb' (a record) or
+    'heuristic' (immediate-mode estimate, `time` is the solver's rank value).
+    """
+
+    solver: str
+    algorithm: str
+    time: float
+    workspace: int
+    source: str = "find"
+    params: tuple[int, ...] | None = None
+    specialised: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"solver": self.solver, "algorithm": self.algorithm, "time_ms": self.time,
+                "workspace": self.workspace, "source": self.source}
+
+
+@dataclass
+class Invoker:
+    """A ready kernel launch for one (problem, solver); `__call__` is one launch."""
+
+    solver: str
+    launch: PreparedLaunch
+    pointers: tuple[tuple[str, str], ...]  # (kernel slot, layer tensor role)
+    workspace_bytes: int
+    specialised: bool
+    workspace: Buffer | None = field(default=None, repr=False)
+    zero_first: tuple[str, ...] = ()
+    params: tuple[int, ...] = ()
+
+    def __call__(self, ptrs: dict[str, int]) -> None:
+        for slot, role in self.pointers:
+            self.launch.set(slot, ptrs[role])
+        for name in self.zero_first:
+            self.launch.backend.memset_ptr(ptrs[name], 0, 1)  # pragma: no cover - unused
+        self.launch()
+
+
+# ---------------------------------------------------------------------------- tensors
+def tensor_roles(problem: Any) -> dict[str, str]:
+    """Kernel pointer names -> the layer's tensor (x, w, y) for the problem's direction."""
+    d = problem.direction
+    if d == "F":
+        return {"x": "x", "w": "w", "y": "y", "workspace": "workspace"}
+    if d == "B":
+        return {"dy": "y", "w": "w", "dx": "x", "workspace": "workspace"}
+    return {"x": "x", "dy": "y", "dw": "w", "workspace": "workspace"}
+
+
+def output_role(problem: Any) -> str:
+    return {"F": "y", "B": "x", "W": "w"}[problem.direction]
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def bind(handle: Any, problem: Any, x: Any, w: Any, y: Any, upload_output: bool = False
+         ) -> dict[str, DeviceTensor]:
+    """Device views of the layer's tensors, checked against the problem's sizes and types."""
+    out_role = output_role(problem)
+    spec = {"x": (x, problem.in_shape, problem.in_type),
+            "w": (w, problem.wei_shape, problem.wei_type),
+            "y": (y, problem.out_shape, problem.out_type)}
+    bound: dict[str, DeviceTensor] = {}
+    for role, (obj, shape, type_name) in spec.items():
+        t = as_device(obj, handle.backend, upload=upload_output or role != out_role)
+        t.temporary = t.temporary or (t is not obj and t.copied)
+        want = _elements(shape) * TYPE_BYTES[type_name]
+        if t.nbytes != want:
+            raise ProblemError(f"tensor {role} has {t.nbytes} bytes; the problem needs {want} "
+                               f"({type_name}, shape {shape})")
+        if t.type_name and t.type_name != type_name:
+            raise ProblemError(f"tensor {role} is {t.type_name}; the problem says {type_name}")
+        bound[role] = t
+    return bound
+
+
+def _finish(handle: Any, problem: Any, bound: dict[str, DeviceTensor]) -> None:
+    out = bound[output_role(problem)]
+    if out.copied:
+        handle.backend.synchronize()
+        out.copy_back(handle.backend)
+    for t in bound.values():
+        if t.temporary:
+            t.release()
+
+
+# ---------------------------------------------------------------------------- solvers
+def solver_of(handle: Any, solution: Any) -> Any:
+    name = solution if isinstance(solution, str) else solution.solver
+    for s in handle.solvers:
+        if s.name == name:
+            return s
+    raise ProblemError(f"unknown solver {name!r}")
+
+
+def _algorithm(solver: Any, problem: Any) -> str:
+    try:
+        return str(solver.algorithm(problem))
+    except (KeyError, AttributeError, NotImplementedError):
+        return ""
+
+
+def _from_record(handle: Any, problem: Any, record: Any) -> list[ConvSolution]:
+    known = {s.name: s for s in handle.applicable_solvers(problem)}
+    out = []
+    for sol in record.solutions:
+        if sol.solver not in known:
+            log.warning("FindDb names solver %s, not applicable here for %s; skipped",
+                        sol.solver, record.key)
+            continue
+        out.append(ConvSolution(sol.solver, sol.algorithm, sol.time, sol.workspace, "finddb"))
+    return out
+
+
+def immediate_solutions(handle: Any, problem: Any) -> list[ConvSolution]:
+    """Ranked solutions without a benchmark: a FindDb record, else heuristic_rank order."""
+    record = handle.finddb.lookup(problem)
+    if record is not None:
+        sols = _from_record(handle, problem, record)
+        if sols:
+            return sols
+    return heuristic_solutions(handle, problem)
+
+
+def heuristic_solutions(handle: Any, problem: Any) -> list[ConvSolution]:
+    ranked = []
+    for i, s in enumerate(handle.applicable_solvers(problem)):
+        ranked.append((float(s.heuristic_rank(problem, handle.target)), i, s))
+    if not ranked:
+        raise ProblemError(f"no solver applies to {problem.key()} on {handle.target.name}")
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    return [ConvSolution(s.name, _algorithm(s, problem), rank, int(s.workspace_bytes(problem)),
+                         "heuristic") for rank, _, s in ranked]
+
+
+# ---------------------------------------------------------------------------- invokers
+def _job(handle: Any, problem: Any, solver: Any, params: tuple[int, ...],
+         allow_specialised_compile: bool) -> tuple[Any, bool]:
+    """(compile job, specialised): a specialised binary if at hand or allowed, else dynamic."""
+    try:
+        spec = solver.compile_job(problem, params, handle.target, specialised=True)
+    except (NotImplementedError, MIOpenKernelsError):
+        spec = None
+    if spec is not None and (allow_specialised_compile or handle.has_kernel(spec)):
+        return spec, True
+    return solver.compile_job(problem, params, handle.target, specialised=False), False
+
+
+def make_invoker(handle: Any, problem: Any, solver: Any, *, params: tuple[int, ...] | None = None,
+                 allow_specialised_compile: bool = False, specialised: bool | None = None
+                 ) -> Invoker:
+    """Load (or compile) the solver's kernel and pack its arguments."""
+    params = handle.params_for(problem, solver) if params is None else tuple(params)
+    if specialised is None:
+        job, spec = _job(handle, problem, solver, params, allow_specialised_compile)
+    else:
+        job, spec = solver.compile_job(problem, params, handle.target, specialised), specialised
+    fn = handle.kernel(job)
+    launch = solver.launch(problem, params, spec)
+    prepared = handle.backend.prepare(fn, launch.grid, launch.block, launch.args,
+                                      launch.shared_bytes)
+    roles = tensor_roles(problem)
+    pointers = []
+    for arg in launch.args:
+        if arg.kind.startswith("ptr:"):
+            name = arg.kind[4:]
+            if name not in roles:
+                raise ProblemError(f"{solver.name} launch names tensor {name!r}, not one of "
+                                   f"{sorted(roles)} for direction {problem.direction}")
+            pointers.append((name, roles[name]))
+    ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))
+    return Invoker(solver.name, prepared, tuple(pointers), ws, spec,
+                   zero_first=tuple(roles[n] for n in launch.zero_first), params=params)
+
+
+def invoker(handle: Any, problem: Any, solution: Any) -> Invoker:
+    """The cached invoker of (problem, solver), built on first use."""
+    name = solution if isinstance(solution, str) else solution.solver
+    key = (problem, name)
+    inv = handle.invokers.get(key)
+    if inv is None:
+        inv = make_invoker(handle, problem, solver_of(handle, name))
+        handle.invokers[key] = inv
+    return inv  # type: ignore[no-any-return]
+
+
+def _pointers(handle: Any, inv: Invoker, bound: dict[str, DeviceTensor], workspace: Any
+              ) -> dict[str, int]:
+    ptrs = {role: t.ptr for role, t in bound.items()}
+    if inv.workspace_bytes:
+        if workspace is not None:
+            ws = as_device(workspace, handle.backend)
+            if ws.nbytes < inv.workspace_bytes:
+                raise ProblemError(f"workspace of {ws.nbytes} bytes; {inv.solver} needs "
+                                   f"{inv.workspace_bytes}")
+            ptrs["workspace"] = ws.ptr
+        else:
+            if inv.workspace is None:
+                inv.workspace = handle.backend.alloc(inv.workspace_bytes)
+            ptrs["workspace"] = inv.workspace.ptr
+    else:
+        ptrs["workspace"] = 0
+    return ptrs
+
+
+def run(handle: Any, problem: Any, solution: Any, x: Any, w: Any, y: Any,
+        workspace: Any = None) -> None:
+    """One launch of the solution (plus copies for numpy tensors)."""
+    inv = invoker(handle, problem, solution)
+    bound = bind(handle, problem, x, w, y)
+    inv(_pointers(handle, inv, bound, workspace))
+    _finish(handle, problem, bound)
+
+
+# ---------------------------------------------------------------------------- benchmark
+def benchmark(handle: Any, problem: Any, bound: dict[str, DeviceTensor], *,
+              dynamic_only: bool, workspace: Any = None, warmup: int = WARMUP,
+              repeats: int = REPEATS, solvers: list[Any] | None = None,
+              failures: dict[str, str] | None = None) -> list[ConvSolution]:
+    """Time every applicable solver on the bound tensors; fastest first."""
+    results = []
+    for solver in solvers if solvers is not None else handle.applicable_solvers(problem):
+        try:
+            inv = make_invoker(handle, problem, solver,
+                               allow_specialised_compile=not dynamic_only)
+            ptrs = _pointers(handle, inv, bound, workspace)
+
+            def once(inv: Invoker = inv, ptrs: dict[str, int] = ptrs) -> None:
+                inv(ptrs)
+
+            for _ in range(warmup):
+                once()
+            times = handle.backend.time_ms(once, repeats)
+        except MIOpenKernelsError as exc:
+            log.warning("find: %s failed on %s: %s", solver.name, problem.key(), exc)
+            if failures is not None:
+                failures[solver.name] = str(exc)
+            continue
+        handle.invokers[(problem, solver.name)] = inv
+        results.append(ConvSolution(solver.name, _algorithm(solver, problem),
+                                    float(statistics.median(times)), inv.workspace_bytes,
+                                    "find", inv.params, inv.specialised))
+    results.sort(key=lambda s: s.time)
+    return results
+
+
+def _record(handle: Any, problem: Any, sols: list[ConvSolution]) -> None:
+    from .db.finddb import Solution
+
+    if not sols:
+        return
+    handle.finddb.store(problem, [Solution(s.solver, s.time, s.workspace, s.algorithm)
+                                  for s in sols])
+
+
+def _clean(handle: Any, problem: Any) -> None:
+    from .db._lock import locked_update
+    from .db.finddb import FindDbFile
+
+    path = handle.finddb.user_path
+    if path is None or not path.exists():
+        return
+
+    def update(old: bytes | None) -> bytes:
+        db = FindDbFile.parse(old.decode(), str(path)) if old else FindDbFile()
+        db.records.pop(problem.key(), None)
+        return db.to_text().encode()
+
+    locked_update(path, update)
+
+
+def find(handle: Any, problem: Any, x: Any, w: Any, y: Any, *, mode: Any = None,
+         enforce: Any = None, workspace: Any = None) -> list[ConvSolution]:
+    """Solutions of `problem`, fastest first, as the find mode says; the output tensor holds
+    the best solution's result afterwards (unless the mode only read a record)."""
+    mode = FindMode.parse(mode) if mode is not None else config.find_mode()
+    enforce = FindEnforce.parse(enforce) if enforce is not None else config.find_enforce()
+    if enforce == FindEnforce.DB_CLEAN:
+        _clean(handle, problem)
+    force = enforce in (FindEnforce.DB_UPDATE, FindEnforce.SEARCH_DB_UPDATE)
+    if enforce in (FindEnforce.SEARCH, FindEnforce.SEARCH_DB_UPDATE):
+        _search(handle, problem)
+    if mode != FindMode.NORMAL and not force:
+        record = handle.finddb.lookup(problem)
+        if record is not None:
+            sols = _from_record(handle, problem, record)
+            if sols:
+                return sols
+        if mode == FindMode.FAST:
+            return heuristic_solutions(handle, problem)
+    dynamic_only = mode == FindMode.DYNAMIC_HYBRID
+    bound = bind(handle, problem, x, w, y)
+    try:
+        sols = benchmark(handle, problem, bound, dynamic_only=dynamic_only, workspace=workspace)
+        if not sols:
+            raise ProblemError(f"no solver ran for {problem.key()} on {handle.target.name}")
+        # The output holds the winner's result, as a caller of find expects.
+        best = handle.invokers[(problem, sols[0].solver)]
+        best(_pointers(handle, best, bound, workspace))
+        _record(handle, problem, sols)
+    finally:
+        _finish(handle, problem, bound)
+    return sols
+
+
+def search_params(handle: Any, problem: Any, solver: Any, bound: dict[str, DeviceTensor], *,
+                  time_limit_s: float = 30.0, max_candidates: int = 64, repeats: int = 3,
+                  log_entries: list[dict[str, Any]] | None = None
+                  ) -> tuple[tuple[int, ...], float]:
+    """Search a tunable solver's param_space on bound tensors: (best params, its median ms).
+
+    Candidates: the defaults first, then the space evenly thinned to `max_candidates`; the
+    search stops at `time_limit_s`. A candidate that fails to compile or launch scores
+    infinity. Every timing is appended to `log_entries`.
+    """
+    import math
+    import time
+
+    space = [tuple(p) for p in solver.param_space(problem, handle.target)]
+    default = tuple(solver.default_params(problem, handle.target))
+    if len(space) > max_candidates:
+        step = len(space) / max_candidates
+        space = [space[int(i * step)] for i in range(max_candidates)]
+    candidates = [default] + [p for p in space if p != default]
+    best: tuple[tuple[int, ...], float] = (default, math.inf)
+    start = time.perf_counter()
+    for params in candidates:
+        if time.perf_counter() - start > time_limit_s:
+            break
+        entry: dict[str, Any] = {"solver": solver.name, "key": problem.key(),
+                                 "params": solver.params_to_string(params)}
+        try:
+            inv = make_invoker(handle, problem, solver, params=params, specialised=False)
+            ptrs = _pointers(handle, inv, bound, None)
+
+            def once(inv: Invoker = inv, ptrs: dict[str, int] = ptrs) -> None:
+                inv(ptrs)
+
+            once()
+            ms = float(statistics.median(handle.backend.time_ms(once, repeats)))
+        except MIOpenKernelsError as exc:
+            ms = math.inf
+            entry["error"] = str(exc).splitlines()[0][:300]
+        entry["time_ms"] = ms if math.isfinite(ms) else None
+        if log_entries is not None:
+            log_entries.append(entry)
+        if ms < best[1]:
+            best = (params, ms)
+    return best
+
+
+def _search(handle: Any, problem: Any) -> None:
+    """MIOPEN_FIND_ENFORCE=SEARCH: tune the problem's tunable solvers into the user PerfDb."""
+    import numpy as np
+
+    from .tensor import numpy_dtype
+
+    rng = np.random.default_rng()
+    arrays = [rng.standard_normal(shape).astype(numpy_dtype(t)) for shape, t in (
+        (problem.in_shape, problem.in_type), (problem.wei_shape, problem.wei_type),
+        (problem.out_shape, problem.out_type))]
+    bound = bind(handle, problem, arrays[0], arrays[1], arrays[2], upload_output=True)
+    try:
+        for solver in handle.applicable_solvers(problem):
+            if not solver.tunable:
+                continue
+            params, ms = search_params(handle, problem, solver, bound, time_limit_s=10.0)
+            if ms != float("inf"):
+                handle.perfdb.store(problem, solver.name, solver.params_to_string(params))
+                handle.invokers.pop((problem, solver.name), None)
+    finally:
+        for t in bound.values():
+            t.release()

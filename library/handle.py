@@ -1,0 +1,301 @@
+"""The Handle: one device, its target, its databases, its kernel cache and its invokers.
+
+`Handle()` opens the first GPU (CUDA, then HIP). `Handle(target=Target('sm90', 132))` names a
+target; with no GPU of that vendor present the null backend stands in, so everything up to the
+launch runs on a CPU machine. MIOPEN_DEVICE_ARCH / MIOPEN_DEVICE_CU override the target used for
+databases and solvers, as they override MIOpen's handle.
+
+System databases are looked for per basename in `config.system_db_dirs()`; when none holds the
+exact basename, the one of the same arch with the nearest CU count is used, with a warning (the
+kernels depend on the arch only, the measured choices nearly so).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import config
+from .backends import Backend, Function, Module, open_backend
+from .errors import CompileError, DbError, MIOpenKernelsError
+from .target import Target, basename_for
+
+__all__ = ["Handle", "KernelStats", "nearest_system_basename"]
+
+log = logging.getLogger("miopenkernels")
+
+_DB_SUFFIXES = (".kdb", ".HIP.fdb.txt", ".db", ".db.txt")
+# Files under this size are not databases (a Git LFS pointer is a common such file).
+_MIN_KDB_BYTES = 512
+
+
+@dataclass
+class KernelStats:
+    """Where kernels came from: the e2e tests assert `jit == 0` for an installed package."""
+
+    system_kdb: int = 0
+    user_kdb: int = 0
+    jit: int = 0
+    memory: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def nearest_system_basename(target: Target, dirs: Iterable[Path]) -> tuple[str, Path] | None:
+    """(basename, folder) of the system databases of `target.arch` with the nearest CU count."""
+    pattern = re.compile(rf"^{re.escape(target.arch)}(?:_(\d+)|([0-9a-f]+))"
+                         r"(?:\.kdb|\.HIP\.fdb\.txt|\.db|\.db\.txt)$")
+    best: tuple[int, int, str, Path] | None = None
+    for folder in dirs:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            m = pattern.match(path.name)
+            if not m:
+                continue
+            cu = int(m.group(1)) if m.group(1) else int(m.group(2), 16)
+            if m.group(2) and cu <= 64:
+                continue  # hex is only written above 64
+            if basename_for(target.arch, cu) != path.name.split(".", 1)[0]:
+                continue
+            score = (abs(cu - target.cu), -cu)
+            if best is None or score < best[:2]:
+                best = (*score, basename_for(target.arch, cu), folder)
+    return (best[2], best[3]) if best else None
+
+
+class Handle:
+    """Device + target + databases + kernel cache + invoker cache.
+
+    `compiler` (a function CompileJob -> code object bytes) and `solvers` default to the
+    library's JIT compiler and solver registry; tests pass doubles.
+    """
+
+    def __init__(self, device: Any = None, target: Target | str | None = None,
+                 backend: Backend | None = None, *,
+                 compiler: Callable[[Any], bytes] | None = None,
+                 solvers: list[Any] | None = None) -> None:
+        if isinstance(target, str):
+            target = Target.parse(target)
+        if backend is None:
+            index = getattr(device, "index", device)
+            backend = open_backend(index, target)
+        self.backend = backend
+        base = target or backend.target
+        if base is None:
+            raise MIOpenKernelsError("the backend names no target; pass target=")
+        arch, cu = config.device_overrides()
+        if arch is not None or cu is not None:
+            base = Target(arch or base.target_id, cu or base.cu)
+        self.target: Target = base
+        if backend.target is None:
+            backend.target = base
+        self._compiler = compiler
+        self._solvers = solvers
+        self.stats = KernelStats()
+        self._modules: dict[tuple[str, str], Module] = {}
+        self._functions: dict[tuple[str, str, str], Function] = {}
+        self.invokers: dict[tuple[Any, str], Any] = {}
+        self._open_databases()
+
+    # ------------------------------------------------------------------ databases
+    def _open_databases(self) -> None:
+        from .db.finddb import FindDb
+        from .db.perfdb import PerfDb
+
+        self.basename = self.target.basename
+        paths = config.Paths.for_basename(self.basename)
+        self.system_basename = self.basename
+        if paths.system_dir is None:
+            near = nearest_system_basename(self.target, config.system_db_dirs())
+            if near is not None:
+                self.system_basename, folder = near
+                warnings.warn(
+                    f"no system databases for {self.basename}; using {self.system_basename} "
+                    f"from {folder} (same arch, nearest CU count)", stacklevel=3)
+                paths = config.Paths(self.basename, folder, paths.user_dir, paths.cache_dir)
+        self.paths = paths
+        sys_paths = config.Paths(self.system_basename, paths.system_dir, paths.user_dir,
+                                 paths.cache_dir)
+        self.finddb = FindDb(sys_paths.system_finddb, paths.user_finddb)
+        perf_system = sys_paths.system_perfdb
+        if perf_system is not None and not perf_system.exists():
+            perf_system = sys_paths.system_perfdb_text
+        self.perfdb = PerfDb(perf_system, paths.user_perfdb)
+        self.system_kdb = self._open_system_kdb(sys_paths.system_kdb)
+        self.cache_disabled = config.cache_disabled()
+        self._user_kdb: Any = None
+
+    def _open_system_kdb(self, path: Path | None) -> Any:
+        from .db.kerneldb import KernelDb
+
+        if path is None or not path.exists():
+            return None
+        if path.stat().st_size < _MIN_KDB_BYTES:
+            warnings.warn(f"{path} is {path.stat().st_size} bytes: not a KernelDb (a Git LFS "
+                          "pointer?); ignoring it", stacklevel=4)
+            return None
+        return KernelDb(path)
+
+    @property
+    def user_kdb(self) -> Any:
+        """The user kernel cache (`<cache>/<basename>.ukdb`), opened on first use."""
+        if self._user_kdb is None and not self.cache_disabled:
+            from .db.kerneldb import KernelDb
+
+            path = self.paths.user_kdb
+            if path.exists():
+                self._user_kdb = KernelDb(path, readonly=False)
+        return self._user_kdb
+
+    def _user_kdb_for_write(self) -> Any:
+        if self.cache_disabled:
+            return None
+        if self._user_kdb is None:
+            from .db.kerneldb import KernelDb
+
+            self.paths.user_kdb.parent.mkdir(parents=True, exist_ok=True)
+            self._user_kdb = KernelDb(self.paths.user_kdb, readonly=False)
+        return self._user_kdb
+
+    # ------------------------------------------------------------------ solvers
+    @property
+    def solvers(self) -> list[Any]:
+        if self._solvers is None:
+            from .solvers import SOLVERS
+
+            return SOLVERS
+        return self._solvers
+
+    def applicable_solvers(self, problem: Any) -> list[Any]:
+        return [s for s in self.solvers if s.is_applicable(problem, self.target)]
+
+    def params_for(self, problem: Any, solver: Any) -> tuple[int, ...]:
+        """Tuned params from the PerfDb (user over system) when valid, else the defaults."""
+        text = self.perfdb.load(problem).get(solver.name) if solver.tunable else None
+        if text is not None:
+            try:
+                params = solver.params_from_string(text)
+                if solver.params_valid(problem, self.target, params):
+                    return tuple(params)
+                log.warning("PerfDb params %r of %s are not valid for %s; using defaults",
+                            text, solver.name, problem)
+            except MIOpenKernelsError as exc:
+                log.warning("PerfDb entry of %s unusable: %s", solver.name, exc)
+        return tuple(solver.default_params(problem, self.target))
+
+    # ------------------------------------------------------------------ kernels
+    def has_kernel(self, job: Any) -> bool:
+        """Whether `job`'s binary is available without compiling (memory, system kdb, ukdb)."""
+        key = (job.kdb_name, job.kdb_args)
+        if key in self._modules:
+            return True
+        for db in (self.system_kdb, self.user_kdb):
+            if db is not None and db.load(*key) is not None:
+                return True
+        return False
+
+    def kernel(self, job: Any) -> Function:
+        """The loaded kernel of a CompileJob: system kdb, then user ukdb, then JIT (cached)."""
+        key = (job.kdb_name, job.kdb_args)
+        fkey = (*key, job.kernel_name)
+        fn = self._functions.get(fkey)
+        if fn is not None:
+            self.stats.memory += 1
+            return fn
+        module = self._modules.get(key)
+        if module is None:
+            blob = None
+            if self.system_kdb is not None:
+                blob = self.system_kdb.load(*key)
+                if blob is not None:
+                    self.stats.system_kdb += 1
+            if blob is None and self.user_kdb is not None:
+                blob = self.user_kdb.load(*key)
+                if blob is not None:
+                    self.stats.user_kdb += 1
+            if blob is None:
+                blob = self.compile(job)
+            module = self.backend.load(blob)
+            self._modules[key] = module
+        fn = module.function(job.kernel_name)
+        self._functions[fkey] = fn
+        return fn
+
+    def compile(self, job: Any) -> bytes:
+        """JIT-compile `job` and keep the result in the user kernel cache."""
+        compiler = self._compiler
+        if compiler is None:
+            from .compiler import compile_job
+
+            compiler = compile_job
+        log.info("JIT compiling %s %s", job.kdb_name, job.kdb_args)
+        try:
+            blob = compiler(job)
+        except CompileError:
+            raise
+        self.stats.jit += 1
+        try:
+            ukdb = self._user_kdb_for_write()
+            if ukdb is not None:
+                ukdb.store(job.kdb_name, job.kdb_args, blob)
+        except DbError as exc:  # a broken cache must not stop the computation
+            warnings.warn(f"could not store a kernel in the user cache: {exc}", stacklevel=3)
+        return blob
+
+    @property
+    def compilations(self) -> int:
+        return self.stats.jit
+
+    # ------------------------------------------------------------------ find / immediate
+    def find(self, problem: Any, x: Any, w: Any, y: Any, *, mode: Any = None,
+             workspace: Any = None) -> list[Any]:
+        """Find the solutions of `problem` (MIOPEN_FIND_MODE unless `mode`); see find.py."""
+        from .find import find
+
+        return find(self, problem, x, w, y, mode=mode, workspace=workspace)
+
+    def solutions(self, problem: Any) -> list[Any]:
+        """Immediate mode: ranked solutions without benchmarking."""
+        from .find import immediate_solutions
+
+        return immediate_solutions(self, problem)
+
+    def workspace_size(self, problem: Any, solution: Any) -> int:
+        from .find import solver_of
+
+        return int(solver_of(self, solution).workspace_bytes(problem))
+
+    def compile_solution(self, problem: Any, solution: Any) -> Any:
+        """Make the solution's kernel ready (load or compile) and cache its invoker."""
+        from .find import invoker
+
+        return invoker(self, problem, solution)
+
+    def run(self, problem: Any, solution: Any, x: Any, w: Any, y: Any,
+            workspace: Any = None) -> None:
+        """Run one solution on the layer's x, w, y (whatever the direction computes)."""
+        from .find import run
+
+        run(self, problem, solution, x, w, y, workspace)
+
+    def convolution(self, problem: Any, x: Any, w: Any, y: Any) -> Any:
+        """Immediate mode in one call: the best-ranked solution, run."""
+        sols = self.solutions(problem)
+        self.run(problem, sols[0], x, w, y)
+        return sols[0]
+
+    def close(self) -> None:
+        for db in (self.system_kdb, self._user_kdb):
+            if db is not None:
+                db.close()
+        self.perfdb.close()
+
+    def __repr__(self) -> str:
+        return f"<Handle {self.target.name} {self.backend.name} dbs={self.paths.system_dir}>"

@@ -1,0 +1,98 @@
+"""Doubles for handle/find unit tests: a solver family and a compiler that makes fake cubins."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers.base import CompileJob, KernelArg, Launch, Solver
+from miopenkernels.target import Target
+
+SM90 = Target("sm90", 132)
+PROBLEM = ConvProblem(n=2, c=4, k=8, in_spatial=(6, 6), filter=(3, 3), pad=(1, 1))
+
+
+def fake_cubin(sm: int, symbols: list[str]) -> bytes:
+    """An ELF header that says EM_CUDA / ABI 8 / sm in e_flags bits 8-15, then the names."""
+    head = bytearray(64)
+    head[:4] = b"\x7fELF"
+    head[4], head[5], head[7], head[8] = 2, 1, 0x41, 8
+    struct.pack_into("<H", head, 18, 190)
+    struct.pack_into("<I", head, 48, 0x6000004 | (sm << 8))
+    return bytes(head) + b"\0".join(s.encode() for s in symbols) + b"\0" * 600
+
+
+class FakeSolver(Solver):
+    """Direction-agnostic solver; tunable over one int P (kernel symbol carries it)."""
+
+    def __init__(self, name: str, rank: float, tunable: bool = False,
+                 space: tuple[int, ...] = (1,), broken: tuple[int, ...] = ()) -> None:
+        self.name = name
+        self.rank = rank
+        self.tunable = tunable
+        self.space = space
+        self.broken = broken
+        self.algorithm_names = {"F": "miopenConvolutionFwdAlgoDirect",
+                                "B": "miopenConvolutionBwdDataAlgoDirect",
+                                "W": "miopenConvolutionBwdWeightsAlgoDirect"}
+        self.directions = frozenset("FBW")
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        return True
+
+    def param_space(self, problem: ConvProblem, target: Target) -> list[tuple[int, ...]]:
+        return [(p,) for p in self.space]
+
+    def default_params(self, problem: ConvProblem, target: Target) -> tuple[int, ...]:
+        return (self.space[0],) if self.tunable else ()
+
+    def symbol(self, params: tuple[int, ...]) -> str:
+        return f"{self.name.lower()}_p{params[0] if params else 0}"
+
+    def compile_job(self, problem: ConvProblem, params: tuple[int, ...], target: Target,
+                    specialised: bool = False) -> CompileJob:
+        opts = [f"-DP={params[0] if params else 0}", f"-DSOLVER={self.name}"]
+        if specialised:
+            opts.append(f"-DMK_SPEC=1 -DKEY={problem.key()}")
+        return CompileJob("fake.hip", tuple(opts), self.symbol(params), target)
+
+    def launch(self, problem: ConvProblem, params: tuple[int, ...],
+               specialised: bool = False) -> Launch:
+        names = {"F": ("x", "w", "y"), "B": ("dy", "w", "dx"), "W": ("x", "dy", "dw")}
+        ptrs = tuple(KernelArg(n, f"ptr:{n}") for n in names[problem.direction])
+        return Launch(self.symbol(params), (problem.n, 1, 1), (64, 1, 1),
+                      (*ptrs, KernelArg("n", "i32", problem.n), KernelArg("a", "f32", 0.5)))
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        return self.rank
+
+
+class FakeCompiler:
+    """Counts compiles; jobs whose P is in a solver's `broken` fail."""
+
+    def __init__(self, broken: set[int] | None = None) -> None:
+        self.jobs: list[CompileJob] = []
+        self.broken = broken or set()
+
+    def __call__(self, job: CompileJob) -> bytes:
+        from miopenkernels.errors import CompileError
+
+        self.jobs.append(job)
+        p = int(next(o for o in job.options if o.startswith("-DP="))[4:])
+        if p in self.broken:
+            raise CompileError(f"fake compile of P={p} failed", log="error: nope")
+        return fake_cubin(job.target.sm, [job.kernel_name])
+
+
+def db_env(monkeypatch, tmp_path: Path) -> dict[str, Path]:  # noqa: ANN001
+    dirs = {"system": tmp_path / "sys", "user": tmp_path / "user", "cache": tmp_path / "cache"}
+    for d in dirs.values():
+        d.mkdir()
+    monkeypatch.setenv("MIOPEN_SYSTEM_DB_PATH", str(dirs["system"]))
+    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(dirs["user"]))
+    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", str(dirs["cache"]))
+    for var in ("MIOPEN_FIND_MODE", "MIOPEN_FIND_ENFORCE", "MIOPEN_DISABLE_CACHE",
+                "MIOPEN_DEVICE_ARCH", "MIOPEN_DEVICE_CU"):
+        monkeypatch.delenv(var, raising=False)
+    return dirs
