@@ -1,0 +1,177 @@
+"""What every conv solver shares: the kernels' plain-convolution view of a problem.
+
+Kernels compute the plain convolution `in (N,C,D,H,W) * wei (K,C/G,Z,Y,X) -> out (N,K,...)` in
+one of three directions (kernels/mk_conv.h). A transposed convolution is the plain one with x and
+y exchanged, solved in the opposite data direction (MIOpen does the same); `ConvView` does that
+mapping once, so solvers never look at `problem.mode`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..problem import ConvProblem
+from ..target import Target
+from .base import KernelArg, type_supported
+
+__all__ = [
+    "ConvView", "conv_view", "TYPE_CODES", "DIR_CODES", "CONV_FIELDS", "common_applicable",
+    "type_dir_options", "ceil_div", "DIRECTION_SUFFIX", "ALGO_PREFIX",
+]
+
+TYPE_CODES = {"FP32": 0, "FP16": 1, "BF16": 2}
+DIR_CODES = {"F": 0, "B": 1, "W": 2}
+DIRECTION_SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
+# MIOpen algorithm names are miopenConvolution<prefix>Algo<kind>.
+ALGO_PREFIX = {"F": "Fwd", "B": "BwdData", "W": "BwdWeights"}
+# Field order of kernels/mk_conv.h's MK_CONV_FIELDS: the kernel argument order.
+CONV_FIELDS = (
+    "n", "c", "k", "g", "in_d", "in_h", "in_w", "out_d", "out_h", "out_w", "fil_d", "fil_h",
+    "fil_w", "pad_d", "pad_h", "pad_w", "str_d", "str_h", "str_w", "dil_d", "dil_h", "dil_w",
+    "xs_n", "xs_c", "xs_d", "xs_h", "xs_w", "ws_k", "ws_c", "ws_d", "ws_h", "ws_w",
+    "ys_n", "ys_k", "ys_d", "ys_h", "ys_w",
+)
+_INT32_MAX = 2**31 - 1
+
+
+def _strides(dims: tuple[int, ...], channel_last: bool) -> tuple[int, int, int, int, int]:
+    """Element strides of (dim0, dim1, D, H, W) for a 5D logical shape, in NCDHW or NDHWC order."""
+    d0, d1, d, h, w = dims
+    if channel_last:
+        s1 = 1
+        sw = d1
+        sh = sw * w
+        sd = sh * h
+        s0 = sd * d
+    else:
+        sw = 1
+        sh = w
+        sd = h * w
+        s1 = d * h * w
+        s0 = s1 * d1
+    return s0, s1, sd, sh, sw
+
+
+def _five(spatial: tuple[int, ...], fill: int) -> tuple[int, int, int]:
+    if len(spatial) == 2:
+        return fill, spatial[0], spatial[1]
+    return spatial[0], spatial[1], spatial[2]
+
+
+@dataclass(frozen=True)
+class ConvView:
+    """A problem as the kernels see it: direction solved, shape fields, tensors per pointer."""
+
+    direction: str  # 'F', 'B' or 'W' of the plain convolution
+    fields: tuple[tuple[str, int], ...]
+    in_tensor: str  # problem tensor passed as the kernel's `in` pointer
+    wei_tensor: str
+    out_tensor: str
+    data_type: str
+
+    def field(self, name: str) -> int:
+        return dict(self.fields)[name]
+
+    def kernel_args(self) -> tuple[KernelArg, ...]:
+        """The three pointers then every shape field as i32, in the kernel's order."""
+        ptrs = (
+            KernelArg("p_in", "ptr:" + self.in_tensor),
+            KernelArg("p_wei", "ptr:" + self.wei_tensor),
+            KernelArg("p_out", "ptr:" + self.out_tensor),
+        )
+        return ptrs + tuple(KernelArg(name, "i32", value) for name, value in self.fields)
+
+    def spec_options(self) -> tuple[str, ...]:
+        """-D constants that bake the shape into a specialised kernel."""
+        return ("-DMK_SPEC=1", *(f"-DMK_S_{name}={value}" for name, value in self.fields))
+
+    # Plain-convolution GEMM sizes, per group (used by heuristics and launch geometry).
+    @property
+    def out_positions(self) -> int:
+        f = self.field
+        return f("n") * f("out_d") * f("out_h") * f("out_w")
+
+    @property
+    def in_positions(self) -> int:
+        f = self.field
+        return f("n") * f("in_d") * f("in_h") * f("in_w")
+
+    @property
+    def taps(self) -> int:
+        f = self.field
+        return f("fil_d") * f("fil_h") * f("fil_w")
+
+
+def conv_view(problem: ConvProblem) -> ConvView:
+    """Map a problem (either mode, any direction) onto the kernels' plain convolution."""
+    p = problem
+    direction = p.direction
+    # Tensor names as the caller passes them for the problem's own direction.
+    x_name = "dx" if direction == "B" else "x"
+    y_name = "y" if direction == "F" else "dy"
+    w_name = "dw" if direction == "W" else "w"
+    if p.mode == "trans":
+        direction = {"F": "B", "B": "F", "W": "W"}[direction]
+        c, k = p.k, p.c
+        in_sp, out_sp = p.out_spatial, p.in_spatial
+        in_layout, out_layout = p.out_layout, p.in_layout
+        in_name, out_name = y_name, x_name
+        in_type = p.out_type
+    else:
+        c, k = p.c, p.k
+        in_sp, out_sp = p.in_spatial, p.out_spatial
+        in_layout, out_layout = p.in_layout, p.out_layout
+        in_name, out_name = x_name, y_name
+        in_type = p.in_type
+    in_d, in_h, in_w = _five(in_sp, 1)
+    out_d, out_h, out_w = _five(out_sp, 1)
+    fil = _five(p.filter, 1)
+    pad = _five(p.pad, 0)
+    stride = _five(p.stride, 1)
+    dil = _five(p.dilation, 1)
+    g = p.groups
+    xs = _strides((p.n, c, in_d, in_h, in_w), in_layout in ("NHWC", "NDHWC"))
+    ys = _strides((p.n, k, out_d, out_h, out_w), out_layout in ("NHWC", "NDHWC"))
+    ws = _strides((k, c // g, *fil), p.wei_layout in ("NHWC", "NDHWC"))
+    values = (
+        p.n, c, k, g, in_d, in_h, in_w, out_d, out_h, out_w, *fil, *pad, *stride, *dil,
+        *xs, *ws, *ys,
+    )
+    return ConvView(
+        direction=direction,
+        fields=tuple(zip(CONV_FIELDS, (int(v) for v in values), strict=True)),
+        in_tensor=in_name,
+        wei_tensor=w_name,
+        out_tensor=out_name,
+        data_type=in_type,
+    )
+
+
+def common_applicable(problem: ConvProblem, target: Target) -> bool:
+    """Checks every conv kernel here needs: one compute type throughout, 32-bit indexing."""
+    p = problem
+    if not (p.in_type == p.wei_type == p.out_type):
+        return False
+    if p.in_type not in TYPE_CODES or not type_supported(p.in_type, target):
+        return False
+    sizes = (
+        _prod(p.in_shape), _prod(p.wei_shape), _prod(p.out_shape),
+    )
+    return max(sizes) <= _INT32_MAX
+
+
+def type_dir_options(view: ConvView) -> tuple[str, ...]:
+    """-D options for the solved direction and element type."""
+    return (f"-DMK_DIR={DIR_CODES[view.direction]}", f"-DMK_TYPE={TYPE_CODES[view.data_type]}")
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Blocks needed to cover `a` items with `b` per block."""
+    return -(-a // b)
+
+
+def _prod(values: tuple[int, ...]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
