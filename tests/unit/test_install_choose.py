@@ -7,13 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from miopenkernels.cli import app
 from miopenkernels.errors import (
     IndexUnreachableError,
-    IntegrityError,
     InstallError,
+    IntegrityError,
     PackageNotFoundError,
 )
 from miopenkernels.install import commit as commit_mod
@@ -21,6 +19,7 @@ from miopenkernels.install.choose import choose_packages
 from miopenkernels.install.sources import Available, Source, list_available
 from miopenkernels.install.verify import verify_prefix
 from miopenkernels.target import Target
+from typer.testing import CliRunner
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ROCMINFO = FIXTURES / "rocminfo_two_gpus.txt"

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from miopenkernels.builder.package import recipes
 from miopenkernels.builder.package.fromdir import collect_dir_files, db_kind
 from miopenkernels.builder.package.manifest import (
