@@ -1,9 +1,70 @@
-"""`miopenkernels tune`."""
+"""`miopenkernels tune`: measure PerfDb parameters and FindDb records on this machine's GPU."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from ..errors import TargetError
+from ._output import err_console, print_json, run_guarded
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    @app.command("tune")
+    def tune_cmd(
+        out: Path = typer.Option(..., "--out", "-o", help="Folder for the database shards."),
+        manifests: list[str] = typer.Option(
+            None, "--manifest", "-m", help="Manifest name or file; repeatable. Default: all."),
+        solvers: str = typer.Option("*", "--solvers", help="Glob over solver names."),
+        targets: str = typer.Option(
+            None, "--targets", "-t",
+            help="Target the GPU must be (e.g. sm90-132); tuning needs that very GPU."),
+        directions: str = typer.Option("FBW", "--directions", help="Directions to tune."),
+        shard: str = typer.Option(None, "--shard", help="I/N: every N-th problem from I."),
+        max_problems: int = typer.Option(0, "--max-problems", help="Stop after N problems."),
+        time_limit: float = typer.Option(600.0, "--time-limit",
+                                         help="Seconds for the whole run."),
+        per_solver: float = typer.Option(20.0, "--per-solver",
+                                         help="Seconds per tunable solver and problem."),
+        fmt: str = typer.Option("text", "--format", help="text, sqlite or both."),
+        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    ) -> None:
+        """Search tunable solvers' parameters and time every solver; write <basename> shards."""
+        from miopenkernels.builder.manifest import load_manifests
+        from miopenkernels.builder.tune import select_shard, tune
+        from miopenkernels.handle import Handle
+        from miopenkernels.target import select_targets
+
+        def run() -> Any:
+            handle = Handle()
+            if handle.backend.name == "null":
+                raise TargetError("tuning needs a GPU; none was found")
+            if targets:
+                wanted = select_targets(targets)
+                if handle.target not in wanted:
+                    names = ", ".join(t.name for t in wanted)
+                    raise TargetError(f"this GPU is {handle.target.name}; cannot tune for "
+                                      f"{names} here")
+            problems = [p for p in load_manifests(manifests) if p.direction in directions]
+            problems = select_shard(problems, shard)
+            if max_problems:
+                problems = problems[:max_problems]
+            formats = ("text", "sqlite") if fmt == "both" else (fmt,)
+
+            def progress(i: int, n: int, problem: Any, sols: list[Any]) -> None:
+                best = f"{sols[0].solver} {sols[0].time:.4g} ms" if sols else "no solver ran"
+                err_console.print(f"[{i}/{n}] {problem.key()}: {best}", highlight=False)
+
+            return tune(handle, problems, out, solver_glob=solvers, time_limit_s=time_limit,
+                        per_solver_s=per_solver, formats=formats, progress=progress)
+
+        result = run_guarded(run)
+        if as_json:
+            print_json(result.to_dict())
+        else:
+            s = result.to_dict()
+            typer.echo(f"tuned {s['tuned']}/{s['problems']} problems of {s['basename']} in "
+                       f"{s['seconds']} s ({s['not_reached']} not reached); wrote "
+                       + ", ".join(s["files"]))

@@ -1,0 +1,53 @@
+"""Tuning on the null backend: shards named by basename, PerfDb/FindDb text, the JSON log."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from find_doubles import PROBLEM, SM90, FakeCompiler, FakeSolver, db_env
+from miopenkernels.backends import NullBackend
+from miopenkernels.builder.tune import select_shard, tune
+from miopenkernels.db.finddb import FindDbFile
+from miopenkernels.db.perfdb import PerfDbFile
+from miopenkernels.errors import ProblemError
+from miopenkernels.handle import Handle
+
+
+def test_tune_writes_perfdb_finddb_and_log(monkeypatch, tmp_path) -> None:
+    db_env(monkeypatch, tmp_path)
+    be = NullBackend(SM90)
+    be.kernel_ms = {"tun_p1": 3.0, "tun_p2": 1.0, "tun_p4": 2.0, "plain_p0": 1.5}
+    solvers = [FakeSolver("Tun", 1.0, tunable=True, space=(1, 2, 4, 8)),
+               FakeSolver("Plain", 2.0), FakeSolver("Other", 3.0)]
+    h = Handle(backend=be, compiler=FakeCompiler(broken={8}), solvers=solvers)
+    probs = [PROBLEM, PROBLEM.with_direction("W")]
+    res = tune(h, probs, tmp_path / "out", solver_glob="[TP]*", formats=("text", "sqlite"))
+    assert res.tuned == 2 and res.perf_entries == 2
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["sm9084.HIP.fdb.txt", "sm9084.db", "sm9084.db.txt", "sm9084.tune.json"]
+    perf = PerfDbFile.read(tmp_path / "out" / "sm9084.db.txt")
+    assert perf.load(PROBLEM) == {"Tun": "2"}
+    assert PerfDbFile.read(tmp_path / "out" / "sm9084.db").load(PROBLEM) == {"Tun": "2"}
+    rec = FindDbFile.read(tmp_path / "out" / "sm9084.HIP.fdb.txt").get(PROBLEM)
+    assert [s.solver for s in rec.solutions] == ["Tun", "Plain"]  # Other filtered by the glob
+    log = json.loads((tmp_path / "out" / "sm9084.tune.json").read_text())
+    failed = [t for t in log["timings"] if t.get("error")]
+    assert failed and all(t["params"] == "8" and t["time_ms"] is None for t in failed)
+    assert log["summary"]["tuned"] == 2 and log["device"] == "null device"
+
+
+def test_time_limit_reports_problems_not_reached(monkeypatch, tmp_path) -> None:
+    db_env(monkeypatch, tmp_path)
+    h = Handle(backend=NullBackend(SM90), compiler=FakeCompiler(),
+               solvers=[FakeSolver("Plain", 1.0)])
+    res = tune(h, [PROBLEM, PROBLEM.with_direction("B")], tmp_path / "o", time_limit_s=0.0)
+    assert res.tuned == 0 and len(res.skipped) == 2
+
+
+def test_shards_partition_the_problems() -> None:
+    items = list(range(10))
+    parts = [select_shard(items, f"{i}/3") for i in range(3)]  # type: ignore[arg-type]
+    assert sorted(sum(parts, [])) == items and parts[1] == [1, 4, 7]
+    with pytest.raises(ProblemError, match="I/N"):
+        select_shard(items, "x")  # type: ignore[arg-type]
