@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build one target's kernels and package them, as each build job of kernels.yml does:
 #   OUT/target          the target's name (gfx90a-110), for ci/publish.sh
-#   OUT/build/          <basename>.kdb and the build report (build.json)
-#   OUT/dist/           the wheel and the conda package of the target
+#   OUT/build/          <basename>.kdb (what `miopenkernels package --from-build` reads)
+#   OUT/build-summary.json  what the build compiled, from the cache or not, and any failures
+#   OUT/dist/           the target's wheel (wheels/) and conda package (channel/noarch/)
 #
 #   bash ci/build-target.sh TARGET OUT        e.g. bash ci/build-target.sh gfx90a-110 out
 #
@@ -26,15 +27,16 @@ echo "$name" >"$out/target"
 group "build $name"
 args=(build --targets "$name" --out "$out/build" -j "${JOBS:-$(nproc)}" --json)
 if [ -n "${MANIFEST:-}" ]; then args+=(--manifest "$MANIFEST"); fi
-mkdir -p "$out/build"
-"$MK" "${args[@]}" >"$out/build/build.json"
+"$MK" "${args[@]}" >"$out/build-summary.json"
 endgroup
 
 group "package $name"
-"$MK" package --from-build "$out/build" --targets "$name" --out "$out/dist"
+args=(package --from-build "$out/build" --targets "$name" --out "$out/dist")
+if [ -n "${MANIFEST:-}" ]; then args+=(--manifest "$MANIFEST"); fi
+"$MK" "${args[@]}"
 endgroup
 
-ls -l "$out/build" "$out/dist"
-compgen -G "$out/dist/*.whl" >/dev/null || die "no wheel in $out/dist"
-[ -n "$(find "$out/dist" -name '*.conda' -o -name '*.tar.bz2' | head -n1)" ] \
-    || die "no conda package in $out/dist"
+find "$out/build" "$out/dist/wheels" "$out/dist/channel" -type f | sort
+compgen -G "$out/dist/wheels/*.whl" >/dev/null || die "no wheel in $out/dist/wheels"
+compgen -G "$out/dist/channel/noarch/*.conda" >/dev/null \
+    || die "no conda package in $out/dist/channel/noarch"

@@ -5,11 +5,14 @@
 #                          `miopenkernels db merge`, then that target's packages are rebuilt
 # into OUT:
 #   OUT/simple/            PEP 503 index of the wheels (pip install --index-url file://OUT/simple)
-#   OUT/conda/             conda channel, indexed (noarch/repodata.json)
+#   OUT/conda/             conda channel, indexed (noarch/repodata.json), with the selector
+#                          package miopenkernels-gpu over every published target
 #   OUT/dbs/<basename>/    the merged databases of tuned targets (to commit under dbs/)
 #   OUT/SHA256SUMS         every published package
 #
 #   bash ci/publish.sh IN OUT
+#
+# Environment: MANIFEST  the manifest the packages were built with (listed in their manifests)
 set -euo pipefail
 source "$(dirname "$0")/_lib.sh"
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
@@ -41,27 +44,40 @@ for pkg in "$in"/pkg-*/; do
         endgroup
         group "repackage $name"
         dist="$work/dist-$base"
-        "$MK" package --from-build "$pkg/build" --targets "$name" --dbs "$out/dbs" --out "$dist"
+        args=(package --from-build "$pkg/build" --targets "$name" --dbs "$out/dbs" --out "$dist")
+        if [ -n "${MANIFEST:-}" ]; then args+=(--manifest "$MANIFEST"); fi
+        "$MK" "${args[@]}"
         endgroup
     fi
     dists+=("$dist")
 done
 
 group "index"
-mapfile -t wheels < <(find "${dists[@]}" -name '*.whl' | sort)
-mapfile -t condas < <(find "${dists[@]}" \( -name '*.conda' -o -name '*.tar.bz2' \) | sort)
-[ "${#wheels[@]}" -gt 0 ] || die "no wheels under $in"
-[ "${#condas[@]}" -gt 0 ] || die "no conda packages under $in"
+# Kernel packages of every target; each build job's channel also holds a selector package
+# (miopenkernels-gpu) for its own target only, so the selector is rebuilt here for all of them.
+mapfile -t wheels < <(find "${dists[@]/%//wheels}" -maxdepth 1 -name '*.whl' | sort)
+mapfile -t condas < <(find "${dists[@]/%//channel}" -name 'miopenkernels-*.conda' \
+    ! -name 'miopenkernels-gpu-*' | sort)
+[ "${#wheels[@]}" -eq "${#dists[@]}" ] || die "expected ${#dists[@]} wheels, found ${#wheels[@]}"
+[ "${#condas[@]}" -eq "${#dists[@]}" ] \
+    || die "expected ${#dists[@]} conda packages, found ${#condas[@]}"
+rm -rf "$out/simple" "$out/conda"
 "$ROOT/.venv/bin/python" - "$out" "${#wheels[@]}" "${wheels[@]}" "${condas[@]}" <<'PY'
 import sys
 from pathlib import Path
 
+from miopenkernels import __version__
+from miopenkernels.builder.package.conda import build_selector_package
 from miopenkernels.builder.package.index import add_to_channel, write_simple_index
+from miopenkernels.target import Target
 
 out, n = Path(sys.argv[1]), int(sys.argv[2])
-files = [Path(p) for p in sys.argv[3:]]
-write_simple_index(files[:n], out / "simple")
-add_to_channel(files[n:], out / "conda")
+wheels, condas = [Path(p) for p in sys.argv[3:3 + n]], [Path(p) for p in sys.argv[3 + n:]]
+write_simple_index(wheels, out / "simple")
+# miopenkernels-<arch>-<cu>-<version>-<build>.conda
+targets = [Target(p.name.split("-")[1], int(p.name.split("-")[2])) for p in condas]
+build_selector_package(targets, __version__, out / "conda")
+add_to_channel(condas, out / "conda")
 PY
 endgroup
 
