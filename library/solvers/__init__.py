@@ -10,11 +10,16 @@ from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
 from .base import CompileJob, KernelArg, Launch, Params, Solver
+from .direct import ConvDirect
+from .gemm1x1 import Conv1x1Gemm
+from .igemm import ConvImplicitGemm
+from .winograd import ConvWinograd3x3
 
 __all__ = [
     "SOLVERS",
     "get_solver",
     "applicable_solvers",
+    "ranked_solvers",
     "all_dynamic_jobs",
     "CompileJob",
     "KernelArg",
@@ -23,7 +28,19 @@ __all__ = [
     "Solver",
 ]
 
-SOLVERS: list[Solver] = []
+SOLVERS: list[Solver] = [
+    ConvWinograd3x3("F"),
+    ConvWinograd3x3("B"),
+    Conv1x1Gemm("F"),
+    Conv1x1Gemm("B"),
+    Conv1x1Gemm("W"),
+    ConvImplicitGemm("F"),
+    ConvImplicitGemm("B"),
+    ConvImplicitGemm("W"),
+    ConvDirect("F"),
+    ConvDirect("B"),
+    ConvDirect("W"),
+]
 
 
 def get_solver(name: str) -> Solver:
@@ -38,6 +55,12 @@ def get_solver(name: str) -> Solver:
 def applicable_solvers(problem: ConvProblem, target: Target) -> list[Solver]:
     """Solvers that can compute `problem` on `target`, in registry order."""
     return [s for s in SOLVERS if s.is_applicable(problem, target)]
+
+
+def ranked_solvers(problem: ConvProblem, target: Target) -> list[Solver]:
+    """Applicable solvers, best first by `heuristic_rank` (immediate mode without a FindDb)."""
+    return sorted(applicable_solvers(problem, target),
+                  key=lambda s: s.heuristic_rank(problem, target))
 
 
 def all_dynamic_jobs(target: Target) -> list[CompileJob]:

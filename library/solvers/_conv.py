@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from ..problem import ConvProblem
 from ..target import Target
-from .base import KernelArg, type_supported
+from .base import CompileJob, KernelArg, Launch, Params, Solver, type_supported
 
 __all__ = [
     "ConvView", "conv_view", "TYPE_CODES", "DIR_CODES", "CONV_FIELDS", "common_applicable",
-    "type_dir_options", "ceil_div", "DIRECTION_SUFFIX", "ALGO_PREFIX",
+    "type_dir_options", "ceil_div", "DIRECTION_SUFFIX", "ALGO_PREFIX", "ConvKernelSolver",
+    "gemm_sizes", "macs",
 ]
 
 TYPE_CODES = {"FP32": 0, "FP16": 1, "BF16": 2}
@@ -154,10 +155,9 @@ def common_applicable(problem: ConvProblem, target: Target) -> bool:
         return False
     if p.in_type not in TYPE_CODES or not type_supported(p.in_type, target):
         return False
-    sizes = (
-        _prod(p.in_shape), _prod(p.wei_shape), _prod(p.out_shape),
-    )
-    return max(sizes) <= _INT32_MAX
+    sizes = (_prod(p.in_shape), _prod(p.wei_shape), _prod(p.out_shape))
+    # Grid y/z carry channel tiles and groups: CUDA caps those dimensions at 65535.
+    return max(sizes) <= _INT32_MAX and p.groups <= 65535 and max(p.c, p.k) <= 65535
 
 
 def type_dir_options(view: ConvView) -> tuple[str, ...]:
@@ -175,3 +175,103 @@ def _prod(values: tuple[int, ...]) -> int:
     for v in values:
         out *= v
     return out
+
+
+def gemm_sizes(view: ConvView) -> tuple[int, int, int]:
+    """(M, N, R) of the per-group GEMM the direction solves (kernels/conv_igemm.hip's table)."""
+    f = view.field
+    cg, kg = f("c") // f("g"), f("k") // f("g")
+    if view.direction == "F":
+        return kg, view.out_positions, cg * view.taps
+    if view.direction == "B":
+        return cg, view.in_positions, kg * view.taps
+    return kg, cg * view.taps, view.out_positions
+
+
+def macs(problem: ConvProblem) -> int:
+    """Multiply-accumulates of the convolution (the same in every direction)."""
+    v = conv_view(problem)
+    m, n, r = gemm_sizes(v)
+    return m * n * r * v.field("g")
+
+
+class ConvKernelSolver(Solver):
+    """A conv solver over one kernel file, one instance per direction (MIOpen names them so).
+
+    Subclasses set `family` (name stem), `algo_kind` (Direct/ImplicitGEMM/GEMM/Winograd),
+    `kernel_file`, `symbol` (kernel name stem) and implement the shape test, parameter
+    options, grid and cost.
+    """
+
+    family = ""
+    algo_kind = ""
+    symbol = ""
+    speed = 1.0  # relative MAC throughput for heuristic_rank
+
+    def __init__(self, direction: str) -> None:
+        self.direction = direction
+        self.name = self.family + DIRECTION_SUFFIX[direction]
+        self.directions = frozenset({direction})
+        self.algorithm_names = {direction: f"miopenConvolution{ALGO_PREFIX[direction]}Algo"
+                                           f"{self.algo_kind}"}
+
+    # Subclass hooks -------------------------------------------------------------------
+    def shape_applicable(self, problem: ConvProblem, view: ConvView) -> bool:
+        return True
+
+    def param_options(self, params: Params) -> tuple[str, ...]:
+        return ()
+
+    def shipped_params(self) -> list[Params]:
+        """Parameter sets whose dynamic binaries ship in every package."""
+        return [()]
+
+    def grid_block(self, view: ConvView, params: Params) -> tuple[tuple[int, int, int],
+                                                                    tuple[int, int, int], int]:
+        raise NotImplementedError
+
+    def efficiency(self, view: ConvView, params: Params) -> float:
+        return 1.0
+
+    # Protocol -------------------------------------------------------------------------
+    @property
+    def kernel_name(self) -> str:
+        return f"{self.symbol}_{ {'F': 'fwd', 'B': 'bwd', 'W': 'wrw'}[self.direction]}"
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        if problem.key_direction != self.direction or not common_applicable(problem, target):
+            return False
+        return self.shape_applicable(problem, conv_view(problem))
+
+    def compile_job(
+        self, problem: ConvProblem, params: Params, target: Target, specialised: bool = False
+    ) -> CompileJob:
+        view = conv_view(problem)
+        options = type_dir_options(view) + self.param_options(params)
+        if specialised:
+            options += view.spec_options()
+        return CompileJob(self.kernel_file, options, self.kernel_name, target)
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        jobs = []
+        for type_name, code in TYPE_CODES.items():
+            if not type_supported(type_name, target):
+                continue
+            for params in self.shipped_params():
+                options: tuple[str, ...] = (
+                    f"-DMK_DIR={DIR_CODES[self.direction]}", f"-DMK_TYPE={code}",
+                    *self.param_options(params),
+                )
+                jobs.append(CompileJob(self.kernel_file, options, self.kernel_name, target))
+        return jobs
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False) -> Launch:
+        view = conv_view(problem)
+        grid, block, shared = self.grid_block(view, params)
+        return Launch(self.kernel_name, grid, block, view.kernel_args(), shared_bytes=shared)
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        view = conv_view(problem)
+        params = self.default_params(problem, target)
+        # Estimated microseconds at a nominal 1 TMAC/s for speed 1, plus a launch's overhead.
+        return 5.0 + macs(problem) / (1e6 * self.speed * self.efficiency(view, params))

@@ -188,7 +188,11 @@ class KernelArg:
 
 @dataclass(frozen=True)
 class Launch:
-    """How to launch one kernel: symbol, grid (blocks), block (threads), shared memory, args."""
+    """How to launch one kernel: symbol, grid (blocks), block (threads), shared memory, args.
+
+    `shared_bytes` is dynamic shared memory; the kernels here declare theirs statically, so the
+    code object carries it and this is 0.
+    """
 
     kernel_name: str
     grid: tuple[int, int, int]
