@@ -1,0 +1,124 @@
+"""Manifests and compile jobs: what a build would compile, without compiling anything."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from miopenkernels.builder.jobs import TargetDbs, build_jobs, specialisations, target_jobs
+from miopenkernels.builder.manifest import available_manifests, load_manifest, load_manifests
+from miopenkernels.db.finddb import FindDbFile, FindDbRecord, Solution
+from miopenkernels.db.perfdb import PerfDbFile
+from miopenkernels.errors import ProblemError
+from miopenkernels.target import Target
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "builder"
+sys.path.insert(0, str(FIXTURES))
+from fixture_solvers import FIXTURE_SOLVERS, SCALE, SHIFT  # noqa: E402
+
+GFX906 = Target("gfx906", 60)
+SM90 = Target("sm90", 132)
+
+
+@pytest.fixture()
+def registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import miopenkernels.solvers as solvers
+
+    monkeypatch.setattr(solvers, "SOLVERS", list(FIXTURE_SOLVERS))
+
+
+@pytest.fixture()
+def problems() -> list:
+    return load_manifest(FIXTURES / "manifest.txt")
+
+
+# ---------------------------------------------------------------- manifests
+def test_shipped_manifests_cover_the_networks_layouts_types_and_directions() -> None:
+    names = available_manifests()
+    assert {"resnet50", "vgg16", "inception_v3", "mobilenet_v2", "unet"} <= set(names)
+    union = load_manifests()
+    assert len(union) == len(set(union))
+    assert 200 <= len(union) <= 800  # a few hundred: the default build must fit a small machine
+    assert {p.in_layout for p in union} == {"NCHW", "NHWC"}
+    assert {p.data_type for p in union} == {"FP32", "FP16"}
+    assert {p.direction for p in union} == {"F", "B", "W"}
+    mobilenet = load_manifest("mobilenet_v2")
+    assert any(p.groups == p.c == p.k and p.groups > 1 for p in mobilenet)  # depthwise
+    assert any(p.mode == "trans" for p in load_manifest("unet"))
+
+
+def test_default_manifest_is_the_union_of_all() -> None:
+    union = load_manifests()
+    each = {p for name in available_manifests() for p in load_manifest(name)}
+    assert set(union) == each
+
+
+def test_unknown_manifest_names_the_known_ones() -> None:
+    with pytest.raises(ProblemError, match="resnet50"):
+        load_manifest("alexnet")
+
+
+def test_manifest_error_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("conv -n 2 -c 3 -F 9\n")
+    with pytest.raises(ProblemError, match="bad.txt"):
+        load_manifest(bad)
+
+
+# ---------------------------------------------------------------- jobs
+def test_jobs_are_deterministic_sorted_and_unique(registry: None, problems: list) -> None:
+    first = build_jobs([GFX906, SM90], problems)
+    again = build_jobs([GFX906, SM90], list(reversed(problems)))
+    assert first == again
+    for jobs in first.values():
+        rows = [(j.kdb_name, j.kdb_args) for j in jobs]
+        assert rows == sorted(rows)
+        assert len(set(jobs)) == len(jobs)
+
+
+def test_jobs_hold_dynamic_ones_and_one_specialisation_per_shape(registry: None,
+                                                                  problems: list) -> None:
+    jobs = target_jobs(GFX906, problems)
+    dynamic = [j for j in jobs if not any(o.startswith("-DFX_N=") for o in j.options)]
+    assert {j.kernel_name for j in dynamic} == {"fx_scale", "fx_shift"}
+    # Forward problems with n*k = 16 (twice: FP32 and FP16 share the fixture's options) and 64;
+    # the heuristic picks FxScale (rank 1) and only it is specialised.
+    special = sorted(o for j in jobs for o in j.options if o.startswith("-DFX_N="))
+    assert special == ["-DFX_N=16", "-DFX_N=64"]
+    assert all(j.kernel_name == "fx_scale" for j in jobs if "-DFX_N=16" in j.options)
+    assert all(j.kdb_args.endswith(" -mcpu=gfx906") for j in jobs)
+
+
+def test_finddb_winner_and_tuned_perfdb_params_are_specialised(
+        registry: None, problems: list, tmp_path: Path) -> None:
+    problem = problems[0]
+    folder = tmp_path / GFX906.basename
+    folder.mkdir()
+    find = FindDbFile()
+    find.put(FindDbRecord(problem.key(), (
+        Solution("FxShift", 0.01, 0, "miopenConvolutionFwdAlgoDirect"),
+        Solution("FxScale", 0.02, 0, "miopenConvolutionFwdAlgoDirect"))))
+    find.write(folder / f"{GFX906.basename}.HIP.fdb.txt")
+    perf = PerfDbFile()
+    perf.put(problem, "FxShift", "4")
+    perf.put(problem, "FxScale", "3")  # not in the param space: defaults instead
+    perf.write(folder / f"{GFX906.basename}.db.txt")
+
+    dbs = TargetDbs(GFX906, tmp_path)
+    chosen = {s.solver.name: s for s in specialisations(problem, GFX906, dbs)}
+    assert chosen["FxShift"].params == (4,) and chosen["FxShift"].tuned
+    assert chosen["FxScale"].params == (1,) and not chosen["FxScale"].tuned
+    # Without databases only the heuristic's pick is specialised.
+    assert [s.solver for s in specialisations(problem, GFX906)] == [SCALE]
+    jobs = target_jobs(GFX906, [problem], dbs)
+    assert SHIFT.compile_job(problem, (4,), GFX906, specialised=True) in jobs
+
+
+def test_no_applicable_solver_gives_only_dynamic_jobs(registry: None, problems: list) -> None:
+    backward = [p for p in problems if p.direction != "F"]
+    assert backward
+    jobs = target_jobs(SM90, backward)
+    assert jobs == sorted(
+        {j for s in FIXTURE_SOLVERS for j in s.dynamic_jobs(SM90)},
+        key=lambda j: (j.kdb_name, j.kdb_args))
