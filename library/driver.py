@@ -175,8 +175,8 @@ def parse_driver_line(line: str) -> list[ConvProblem]:
         return int(v[name])
 
     dims = num("spatial_dim")
-    # A depth flag without --spatial_dim still means 3D when it is not the default (MITuna
-    # writes --in_d 1 --fil_d 1 for 2D problems).
+    # Depth flags without --spatial_dim 3 leave the problem 2D, as in MIOpenDriver (MITuna
+    # writes --in_d 1 --fil_d 1 on 2D problems).
     if dims not in (2, 3):
         raise ProblemError(f"flag '--spatial_dim' must be 2 or 3, got {dims}")
     forw = num("forw")
@@ -197,7 +197,7 @@ def parse_driver_line(line: str) -> list[ConvProblem]:
         raise ProblemError(f"flag '-z' must be default, same or valid, got {pad_mode!r}")
     if mode == "conv" and (all(d == 1 for d in dil) or all(f == 1 for f in fil)):
         if pad_mode == "same":
-            pad = [_same_pads(i, f, s) for i, f, s in zip(in_sp, fil, stride)]
+            pad = [_same_pads(i, f, s) for i, f, s in zip(in_sp, fil, stride, strict=True)]
         elif pad_mode == "valid":
             pad = [0] * dims
 

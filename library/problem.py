@@ -152,13 +152,13 @@ class ConvProblem:
                 s * (i - 1) + d * (f - 1) + 1 - 2 * p + op
                 for i, f, p, s, d, op in zip(
                     self.in_spatial, self.filter, self.pad, self.stride, self.dilation,
-                    self.trans_output_pad,
+                    self.trans_output_pad, strict=True,
                 )
             )
         return tuple(
             (i + 2 * p - d * (f - 1) - 1) // s + 1
             for i, f, p, s, d in zip(
-                self.in_spatial, self.filter, self.pad, self.stride, self.dilation
+                self.in_spatial, self.filter, self.pad, self.stride, self.dilation, strict=True
             )
         )
 
@@ -298,7 +298,7 @@ class ConvProblem:
         }
 
     def perfdb_text_key(self) -> str:
-        """Key of the text PerfDb (`<base>.db.txt`): int fields joined by x, then layout, type, dir."""
+        """Key of the text PerfDb (`<base>.db.txt`): ints joined by x, then layout, type, dir."""
         cfg = self.perfdb_config()
         ints = [
             "spatial_dim", "in_channels", "in_h", "in_w", "in_d", "fil_h", "fil_w", "fil_d",
@@ -395,7 +395,8 @@ def _parse_key(key: str) -> ConvProblem:
             c, h, w = int(nums[0]), int(nums[1]), int(nums[2])
             filt = _ints(nums[3], 2, "filter")
             k, oh, ow, n = (int(v) for v in nums[4:8])
-            kin, kout = (h, w), (oh, ow)
+            kin: tuple[int, ...] = (h, w)
+            kout: tuple[int, ...] = (oh, ow)
             pad, stride, dil = (_ints(nums[i], 2, name) for i, name in
                                 ((8, "padding"), (9, "stride"), (10, "dilation")))
             bias = int(nums[11])

@@ -48,7 +48,8 @@ def vendor_of(arch: str) -> str:
     if _NV_RE.match(base):
         return "nvidia"
     raise TargetError(
-        f"unknown GPU arch {arch!r}: expected an AMD arch like 'gfx90a' or an NVIDIA one like 'sm90'"
+        f"unknown GPU arch {arch!r}: expected an AMD arch like 'gfx90a' or an NVIDIA one like "
+        "'sm90'"
     )
 
 

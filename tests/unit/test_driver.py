@@ -142,6 +142,11 @@ def test_3d_line():
     assert p.key() == "16-8-14-14-3x3x3-32-4-7-7-4-1x1x1-2x2x2-1x1x1-0-NCDHW-FP32-F"
 
 
+def test_depth_flags_without_spatial_dim_3_stay_2d():
+    (p,) = parse_driver_line("conv -n 1 -c 4 -! 8 -H 8 -W 8 -k 4 -@ 3 -F 1")
+    assert (p.spatial_dim, p.in_spatial, p.filter) == (2, (8, 8), (3, 3))
+
+
 def test_transposed_line_with_output_padding():
     (p,) = parse_driver_line("conv -n 2 -c 8 -H 7 -W 7 -k 16 -y 4 -x 4 -p 1 -q 1 -u 2 -v 2 "
                              "-Y 1 -m trans -F 1")
