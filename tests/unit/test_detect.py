@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
 from miopenkernels.cli import app
@@ -18,9 +16,9 @@ from miopenkernels.errors import (
     NoDeviceError,
     TargetError,
 )
+from testdata import TESTDATA  # noqa: E402
 from typer.testing import CliRunner
 
-TESTDATA = Path(os.environ.get("MIOPENKERNELS_TESTDATA", "/work/shared/testdata"))
 ROCMINFO = TESTDATA / "rocminfo"
 RX6900XT = ROCMINFO / "gfx1030_rx6900xt.txt"
 MI250X = ROCMINFO / "gfx90a_mi250x.txt"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 from pathlib import Path
@@ -17,8 +16,8 @@ from miopenkernels.detect.rocminfo import (
     run_rocminfo,
 )
 from miopenkernels.errors import DetectError, NoDeviceError
+from testdata import TESTDATA  # noqa: E402
 
-TESTDATA = Path(os.environ.get("MIOPENKERNELS_TESTDATA", "/work/shared/testdata"))
 ROCMINFO = TESTDATA / "rocminfo"
 RX6900XT = ROCMINFO / "gfx1030_rx6900xt.txt"
 MI250X = ROCMINFO / "gfx90a_mi250x.txt"

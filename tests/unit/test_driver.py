@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from miopenkernels.driver import (
     parse_any_line,
@@ -16,8 +13,8 @@ from miopenkernels.driver import (
 from miopenkernels.errors import ProblemError
 from miopenkernels.pooling import PoolProblem
 from miopenkernels.problem import ConvProblem
+from testdata import TESTDATA  # noqa: E402
 
-TESTDATA = Path(os.environ.get("MIOPENKERNELS_TESTDATA", "/work/shared/testdata"))
 MIOPEN = TESTDATA / "miopen"
 DRIVER_FILES = sorted(MIOPEN.glob("driver_cmds_*.txt"))
 FINDDB_FILES = sorted(MIOPEN.glob("fdb_*.txt")) + sorted(MIOPEN.glob("ufdb_*.txt"))

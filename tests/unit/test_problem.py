@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from miopenkernels.errors import ProblemError
 from miopenkernels.problem import ConvProblem
+from testdata import TESTDATA  # noqa: E402
 
-TESTDATA = Path(os.environ.get("MIOPENKERNELS_TESTDATA", "/work/shared/testdata"))
 MIOPEN = TESTDATA / "miopen"
 # FindDb files only (system fdb_*, user ufdb_*): perfdb_* keys are another format.
 FINDDB_FILES = sorted(MIOPEN.glob("fdb_*.txt")) + sorted(MIOPEN.glob("ufdb_*.txt"))
