@@ -85,7 +85,12 @@ class Handle:
             target = Target.parse(target)
         if backend is None:
             index = getattr(device, "index", device)
-            backend = open_backend(index, target)
+            named = target
+            if named is None and device is None:
+                arch, cu = config.device_overrides()
+                if arch is not None and cu is not None:
+                    named = Target(arch, cu)  # a GPU of its vendor if present, else null
+            backend = open_backend(index, named)
         self.backend = backend
         base = target or backend.target
         if base is None:
@@ -290,6 +295,51 @@ class Handle:
         sols = self.solutions(problem)
         self.run(problem, sols[0], x, w, y)
         return sols[0]
+
+    def primitive(self, primitive: Any, problem: Any, outputs: tuple[str, ...] = ("y",),
+                  **tensors: Any) -> None:
+        """Run a primitive (activation, pooling, batch norm, softmax, bias) on named tensors.
+
+        `tensors` maps the kernel's pointer names (`x`, `y`, `scale`...) to numpy arrays (copied;
+        the `outputs` are copied back) or GPU tensors (used in place). The kernel and its packed
+        arguments are cached per (problem, primitive).
+        """
+        from .tensor import as_device
+
+        if isinstance(primitive, str):
+            from .primitives import get_primitive
+
+            primitive = get_primitive(primitive)
+        key = (problem, primitive.name)
+        launch = self.invokers.get(key)
+        if launch is None:
+            if not primitive.is_applicable(problem, self.target):
+                raise MIOpenKernelsError(f"{primitive.name} does not apply to {problem} on "
+                                         f"{self.target.name}")
+            fn = self.kernel(primitive.compile_job(problem, self.target))
+            spec = primitive.launch(problem)
+            launch = self.backend.prepare(fn, spec.grid, spec.block, spec.args,
+                                          spec.shared_bytes)
+            self.invokers[key] = launch
+        bound = {}
+        try:
+            for name in launch.slots:
+                if name not in tensors:
+                    raise MIOpenKernelsError(f"{primitive.name} needs tensor {name!r}; given: "
+                                             f"{', '.join(sorted(tensors))}")
+                t = as_device(tensors[name], self.backend, upload=name not in outputs)
+                t.temporary = t.temporary or (t is not tensors[name] and t.copied)
+                bound[name] = t
+                launch.set(name, t.ptr)
+            launch()
+            for name in outputs:
+                if bound[name].copied:
+                    self.backend.synchronize()
+                    bound[name].copy_back(self.backend)
+        finally:
+            for t in bound.values():
+                if t.temporary:
+                    t.release()
 
     def close(self) -> None:
         for db in (self.system_kdb, self._user_kdb):

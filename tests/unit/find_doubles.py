@@ -79,7 +79,7 @@ class FakeCompiler:
         from miopenkernels.errors import CompileError
 
         self.jobs.append(job)
-        p = int(next(o for o in job.options if o.startswith("-DP="))[4:])
+        p = int(next((o[4:] for o in job.options if o.startswith("-DP=")), "0"))
         if p in self.broken:
             raise CompileError(f"fake compile of P={p} failed", log="error: nope")
         return fake_cubin(job.target.sm, [job.kernel_name])

@@ -114,3 +114,20 @@ def test_convolution_runs_numpy_tensors_through_immediate_mode(monkeypatch, tmp_
     assert sol.solver == "Fast" and sol.source == "heuristic"
     assert h.backend.recorded[-1].kernel == "fast_p0"
     assert not y.any()  # copied back from the (zeroed) null device buffer
+
+
+def test_primitives_bind_named_tensors_and_cache_their_launch(monkeypatch, tmp_path) -> None:
+    from miopenkernels.errors import MIOpenKernelsError
+    from miopenkernels.primitives import ActivationProblem, TensorShape
+
+    h, comp, _ = make(monkeypatch, tmp_path)
+    prob = ActivationProblem(TensorShape(2, 3, (4, 4)), "relu")
+    x = np.ones((2, 3, 4, 4), np.float32)
+    y = np.full_like(x, 5)
+    h.primitive("Activation", prob, x=x, y=y)
+    h.primitive("Activation", prob, x=x, y=y)
+    rec = h.backend.recorded
+    assert [r.kernel for r in rec] == ["mk_activation_fwd"] * 2 and len(comp.jobs) == 1
+    assert rec[0].args[2] == ("i32", 96) and not y.any()  # output copied back
+    with pytest.raises(MIOpenKernelsError, match="needs tensor 'y'"):
+        h.primitive("Activation", prob, x=x)
