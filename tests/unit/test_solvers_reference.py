@@ -6,7 +6,6 @@ import itertools
 
 import numpy as np
 import pytest
-
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import reference as ref
 
@@ -17,7 +16,7 @@ def naive_conv(x, w, pad, stride, dil, groups):
     k = w.shape[0]
     filt = w.shape[2:]
     out = [(i + 2 * p - d * (f - 1) - 1) // s + 1
-           for i, f, p, s, d in zip(x.shape[2:], filt, pad, stride, dil)]
+           for i, f, p, s, d in zip(x.shape[2:], filt, pad, stride, dil, strict=True)]
     y = np.zeros((n, k, *out))
     cg, kg = c // groups, k // groups
     for b, kk in itertools.product(range(n), range(k)):
@@ -26,8 +25,9 @@ def naive_conv(x, w, pad, stride, dil, groups):
             acc = 0.0
             for cc in range(cg):
                 for f in itertools.product(*map(range, filt)):
-                    pos = [oi * s - p + fi * d for oi, s, p, fi, d in zip(o, stride, pad, f, dil)]
-                    if all(0 <= q < size for q, size in zip(pos, x.shape[2:])):
+                    pos = [oi * s - p + fi * d
+                           for oi, s, p, fi, d in zip(o, stride, pad, f, dil, strict=True)]
+                    if all(0 <= q < size for q, size in zip(pos, x.shape[2:], strict=True)):
                         acc += x[(b, g * cg + cc, *pos)] * w[(kk, cc, *f)]
             y[(b, kk, *o)] = acc
     return y
@@ -151,14 +151,15 @@ def test_batchnorm_and_bias():
 
 
 def naive_pool(x, window, pad, stride, mode):
-    out = [(i + 2 * p - w) // s + 1 for i, w, p, s in zip(x.shape[2:], window, pad, stride)]
+    out = [(i + 2 * p - w) // s + 1
+           for i, w, p, s in zip(x.shape[2:], window, pad, stride, strict=True)]
     y = np.zeros((*x.shape[:2], *out))
     for b, c in itertools.product(*map(range, x.shape[:2])):
         for o in itertools.product(*map(range, out)):
             vals = []
             for f in itertools.product(*map(range, window)):
-                pos = [oi * s - p + fi for oi, s, p, fi in zip(o, stride, pad, f)]
-                if all(0 <= q < n for q, n in zip(pos, x.shape[2:])):
+                pos = [oi * s - p + fi for oi, s, p, fi in zip(o, stride, pad, f, strict=True)]
+                if all(0 <= q < n for q, n in zip(pos, x.shape[2:], strict=True)):
                     vals.append(x[(b, c, *pos)])
             if mode == "max":
                 y[(b, c, *o)] = max(vals)
