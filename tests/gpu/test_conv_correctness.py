@@ -1,0 +1,174 @@
+"""Every conv solver against the float64 reference, on the GPU, through the Handle.
+
+A grid of small problems covers every solver, direction, layout and type. Each case draws fresh
+random inputs, poisons the output with NaN before the launch, and compares with
+`solvers.reference.conv_reference` within `reference.tolerance` for the type. Tunable solvers are
+checked with their default parameters and with two other legal parameter sets.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import SOLVERS
+from miopenkernels.solvers import reference as ref
+from miopenkernels.target import Target
+
+SM90 = Target("sm90", 132)
+TYPES = ("FP32", "FP16", "BF16")
+LAYOUTS = ("NCHW", "NHWC")
+BASE = [
+    ConvProblem(n=2, c=8, k=16, in_spatial=(12, 12), filter=(3, 3), pad=(1, 1)),
+    ConvProblem(n=3, c=16, k=8, in_spatial=(9, 9), filter=(1, 1)),
+    ConvProblem(n=2, c=24, k=40, in_spatial=(10, 10), filter=(1, 1), stride=(2, 2)),
+    ConvProblem(n=2, c=3, k=5, in_spatial=(13, 11), filter=(5, 5), pad=(2, 2), stride=(2, 2)),
+    ConvProblem(n=1, c=6, k=6, in_spatial=(11, 11), filter=(3, 3), pad=(2, 2), dilation=(2, 2)),
+    ConvProblem(n=2, c=8, k=8, in_spatial=(9, 9), filter=(3, 3), pad=(1, 1), groups=2),
+    ConvProblem(n=2, c=8, k=8, in_spatial=(8, 8), filter=(3, 3), pad=(1, 1), groups=8),
+    ConvProblem(n=2, c=3, k=16, in_spatial=(20, 20), filter=(7, 7), pad=(3, 3), stride=(2, 2)),
+    ConvProblem(n=2, c=33, k=65, in_spatial=(7, 7), filter=(3, 3), pad=(1, 1)),
+    ConvProblem(n=4, c=64, k=64, in_spatial=(14, 14), filter=(3, 3), pad=(1, 1)),
+    ConvProblem(n=2, c=16, k=16, in_spatial=(8, 8), filter=(3, 3), stride=(2, 2), pad=(1, 1),
+                mode="trans", trans_output_pad=(1, 1)),
+]
+
+
+def _variants() -> list[ConvProblem]:
+    out = []
+    for base, d, lay, t in itertools.product(BASE, "FBW", LAYOUTS, TYPES):
+        out.append(replace(base, direction=d, in_layout=lay, wei_layout=lay, out_layout=lay,
+                           in_type=t, wei_type=t, out_type=t))
+    return out
+
+
+def _cases() -> list[tuple[ConvProblem, str, tuple[int, ...] | None]]:
+    cases = []
+    for p in _variants():
+        for s in SOLVERS:
+            if not s.is_applicable(p, SM90):
+                continue
+            cases.append((p, s.name, None))
+            if s.tunable:
+                space = s.param_space(p, SM90)
+                default = tuple(s.default_params(p, SM90))
+                others = [tuple(q) for q in space if tuple(q) != default]
+                # The same two picks (first and last legal set) on every problem, so that few
+                # distinct binaries are needed.
+                for q in dict.fromkeys(others[:1] + others[-1:]):
+                    cases.append((p, s.name, q))
+    return cases
+
+
+CASES = _cases()
+
+
+def test_grid_covers_every_solver_direction_layout_and_type() -> None:
+    seen = {(s, p.direction, p.in_layout, p.in_type) for p, s, _ in CASES}
+    for solver in SOLVERS:
+        assert any(k[0] == solver.name for k in seen), f"{solver.name} is never applicable"
+    for d, lay, t in itertools.product("FBW", LAYOUTS, TYPES):
+        assert any(k[1:] == (d, lay, t) for k in seen), f"no solver covers {d} {lay} {t}"
+
+
+def _host(arr: np.ndarray, data_type: str) -> np.ndarray:
+    if data_type == "FP32":
+        return arr.astype(np.float32)
+    if data_type == "FP16":
+        return arr.astype(np.float16)
+    bits = arr.astype(np.float32).view(np.uint32) >> 16  # exact: inputs are quantised
+    return bits.astype(np.uint16)
+
+
+def _back(arr: np.ndarray, data_type: str) -> np.ndarray:
+    if data_type == "BF16":
+        return (arr.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return arr.astype(np.float64)
+
+
+def _terms(p: ConvProblem) -> int:
+    taps = int(np.prod(p.filter))
+    if p.direction == "W":
+        return p.n * int(np.prod(p.out_spatial if p.mode == "conv" else p.in_spatial))
+    ch = (p.c if p.direction == "F" else p.k) // p.groups
+    return max(ch, p.c // p.groups, p.k // p.groups) * taps
+
+
+@pytest.fixture(scope="module")
+def handle(tmp_path_factory):  # noqa: ANN001, ANN201
+    import os
+
+    from miopenkernels.handle import Handle
+
+    root = tmp_path_factory.mktemp("dbs")
+    os.environ["MIOPEN_USER_DB_PATH"] = str(root / "user")
+    # A kernel cache given by the caller (e.g. compiled ahead on a CPU machine) is kept.
+    os.environ.setdefault("MIOPEN_CUSTOM_CACHE_DIR", str(root / "cache"))
+    os.environ["MIOPEN_SYSTEM_DB_PATH"] = str(root / "none")
+    return Handle()
+
+
+@pytest.mark.parametrize(("problem", "solver", "params"), CASES,
+                         ids=[f"{s}-{p.key()}-{q}" for p, s, q in CASES])
+def test_solver_matches_reference(handle, problem, solver, params, rng) -> None:  # noqa: ANN001
+    from miopenkernels.find import bind, make_invoker, solver_of
+    from miopenkernels.tensor import as_device
+
+    t = problem.in_type
+    inputs = ref.conv_inputs(problem, rng)
+    out_name = ref.conv_output_name(problem)
+    shapes = ref.conv_tensor_shapes(problem)
+    host = {n: _host(a, t) for n, a in inputs.items()}
+    poison = np.full(shapes[out_name], np.nan, np.float32)
+    host[out_name] = _host(poison, t) if t != "BF16" else np.full(shapes[out_name], 0xFFFF,
+                                                                   np.uint16)
+    layer = {"x": host.get("x", host.get("dx")), "w": host.get("w", host.get("dw")),
+             "y": host.get("y", host.get("dy"))}
+    be = handle.backend
+    dev = {r: as_device(a, be) for r, a in layer.items()}  # all uploaded: output is NaN
+    s = solver_of(handle, solver)
+    inv = make_invoker(handle, problem, s, params=params, specialised=False)
+    bound = bind(handle, problem, dev["x"], dev["w"], dev["y"])
+    ptrs = {r: v.ptr for r, v in bound.items()}
+    ptrs["workspace"] = 0
+    if inv.workspace_bytes:
+        inv.workspace = be.alloc(inv.workspace_bytes)
+        ptrs["workspace"] = inv.workspace.ptr
+    inv(ptrs)
+    be.synchronize()
+    out_role = {"F": "y", "B": "x", "W": "w"}[problem.direction]
+    got = np.empty_like(layer[out_role])
+    be.copy_out(got, dev[out_role].buffer)
+    for v in dev.values():
+        v.release()
+    got64 = _back(got, t)
+    assert not np.isnan(got64).any(), f"{np.isnan(got64).sum()} of {got64.size} outputs unwritten"
+    want = ref.conv_reference(problem, inputs)
+    err = float(np.max(np.abs(got64 - want)))
+    tol = ref.tolerance(t, _terms(problem))
+    assert err <= tol, f"max abs error {err:.3g} > {tol:.3g} ({t})"
+
+
+def test_specialised_kernel_matches_dynamic(handle, rng) -> None:  # noqa: ANN001
+    """A specialised (shape baked in) binary gives the dynamic binary's result exactly."""
+    from miopenkernels.find import make_invoker, solver_of
+
+    p = BASE[0]
+    inputs = ref.conv_inputs(p, rng)
+    x, w = inputs["x"].astype(np.float32), inputs["w"].astype(np.float32)
+    results = []
+    for s in SOLVERS:
+        if not s.is_applicable(p, SM90):
+            continue
+        for spec in (False, True):
+            y = np.full(p.out_shape, np.nan, np.float32)
+            inv = make_invoker(handle, p, solver_of(handle, s.name), specialised=spec)
+            handle.invokers[(p, s.name)] = inv
+            handle.run(p, s.name, x, w, y)
+            results.append(y)
+        handle.invokers.pop((p, s.name))
+        assert np.array_equal(results[-1], results[-2]), s.name
+    assert results
