@@ -122,7 +122,7 @@ def primitive_jobs(target: Target) -> list[CompileJob]:
         module = importlib.import_module("miopenkernels.primitives")
     except ImportError:
         return []
-    fn = getattr(module, "all_dynamic_jobs", None) or getattr(module, "all_jobs", None)
+    fn = getattr(module, "all_primitive_jobs", None)
     return list(fn(target)) if callable(fn) else []
 
 
