@@ -46,6 +46,7 @@ __all__ = [
     "tensor_roles",
     "solver_of",
     "search_params",
+    "candidate_params",
     "bind",
 ]
 
@@ -369,25 +370,37 @@ def find(handle: Any, problem: Any, x: Any, w: Any, y: Any, *, mode: Any = None,
     return sols
 
 
+def candidate_params(solver: Any, problem: Any, target: Any, max_candidates: int = 48
+                     ) -> list[tuple[int, ...]]:
+    """The defaults, then up to `max_candidates` legal sets chosen by a fixed hash order.
+
+    The order does not depend on the problem, so neighbouring problems try mostly the same
+    sets and tuning a manifest needs few distinct binaries.
+    """
+    import zlib
+
+    space = [tuple(p) for p in solver.param_space(problem, target)]
+    default = tuple(solver.default_params(problem, target))
+    if len(space) > max_candidates:
+        space = sorted(space, key=lambda p: zlib.crc32(repr(p).encode()))[:max_candidates]
+    return [default] + [p for p in space if p != default]
+
+
 def search_params(handle: Any, problem: Any, solver: Any, bound: dict[str, DeviceTensor], *,
                   time_limit_s: float = 30.0, max_candidates: int = 64, repeats: int = 3,
                   log_entries: list[dict[str, Any]] | None = None
                   ) -> tuple[tuple[int, ...], float]:
     """Search a tunable solver's param_space on bound tensors: (best params, its median ms).
 
-    Candidates: the defaults first, then the space evenly thinned to `max_candidates`; the
-    search stops at `time_limit_s`. A candidate that fails to compile or launch scores
-    infinity. Every timing is appended to `log_entries`.
+    Candidates: `candidate_params` (defaults first); the search stops at `time_limit_s`. A
+    candidate that fails to compile or launch scores infinity. Every timing is appended to
+    `log_entries`.
     """
     import math
     import time
 
-    space = [tuple(p) for p in solver.param_space(problem, handle.target)]
-    default = tuple(solver.default_params(problem, handle.target))
-    if len(space) > max_candidates:
-        step = len(space) / max_candidates
-        space = [space[int(i * step)] for i in range(max_candidates)]
-    candidates = [default] + [p for p in space if p != default]
+    candidates = candidate_params(solver, problem, handle.target, max_candidates)
+    default = candidates[0]
     best: tuple[tuple[int, ...], float] = (default, math.inf)
     start = time.perf_counter()
     for params in candidates:

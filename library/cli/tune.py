@@ -28,6 +28,11 @@ def register(app: typer.Typer) -> None:
                                          help="Seconds for the whole run."),
         per_solver: float = typer.Option(20.0, "--per-solver",
                                          help="Seconds per tunable solver and problem."),
+        candidates: int = typer.Option(24, "--candidates",
+                                       help="Parameter sets tried per tunable solver."),
+        precompile: bool = typer.Option(
+            True, "--precompile/--no-precompile",
+            help="Compile every candidate on all cores into the user kernel cache first."),
         fmt: str = typer.Option("text", "--format", help="text, sqlite or both."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
@@ -52,13 +57,21 @@ def register(app: typer.Typer) -> None:
             if max_problems:
                 problems = problems[:max_problems]
             formats = ("text", "sqlite") if fmt == "both" else (fmt,)
+            if precompile and not handle.cache_disabled:
+                from miopenkernels.builder.precompile import precompile as compile_ahead
+                from miopenkernels.builder.precompile import tuning_jobs
+
+                jobs = tuning_jobs(problems, handle.target, candidates)
+                done = compile_ahead(jobs, handle.paths.user_kdb)
+                err_console.print(f"precompiled: {done}", highlight=False)
 
             def progress(i: int, n: int, problem: Any, sols: list[Any]) -> None:
                 best = f"{sols[0].solver} {sols[0].time:.4g} ms" if sols else "no solver ran"
                 err_console.print(f"[{i}/{n}] {problem.key()}: {best}", highlight=False)
 
             return tune(handle, problems, out, solver_glob=solvers, time_limit_s=time_limit,
-                        per_solver_s=per_solver, formats=formats, progress=progress)
+                        per_solver_s=per_solver, formats=formats, progress=progress,
+                        max_candidates=candidates)
 
         result = run_guarded(run)
         if as_json:
