@@ -62,6 +62,9 @@ def check_sqlite_file(path: Path, what: str) -> None:
     size = path.stat().st_size
     with path.open("rb") as fh:
         header = fh.read(100)
+    live_wal = Path(f"{path}-wal").exists()
+    if size == 0 and live_wal:
+        return  # a new WAL database whose pages still live in its -wal file
     if size < MIN_SQLITE_BYTES:
         raise DbError(
             f"{path} is {size} bytes, too small to be a {what} (MIOpen rejects files under "
@@ -72,6 +75,8 @@ def check_sqlite_file(path: Path, what: str) -> None:
             f"{path} is not a SQLite database (no 'SQLite format 3' header), so it cannot be a "
             f"{what}; check that the right file was given"
         )
+    if live_wal:
+        return  # mid-checkpoint, page 1 may already promise pages not yet copied from the WAL
     page_size = struct.unpack(">H", header[16:18])[0]
     page_size = 65536 if page_size == 1 else page_size
     change_counter, pages = struct.unpack(">II", header[24:32])

@@ -34,6 +34,7 @@ __all__ = [
 # Long enough for a slow disk under 16 writers, short enough that a stuck holder is reported.
 LOCK_TIMEOUT_S = 120.0
 _BUSY_TIMEOUT_MS = 30_000
+_POLL_S = 0.002
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -64,7 +65,9 @@ def locked_update(path: Path, update: Callable[[bytes | None], bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
     try:
-        with lock:
+        # A short poll: a write holds the lock for milliseconds, the default 50 ms poll would
+        # make 16 queued writers wait far longer than they work.
+        with lock.acquire(poll_interval=_POLL_S):
             old = path.read_bytes() if path.exists() else None
             atomic_write(path, update(old))
     except Timeout:
@@ -82,14 +85,14 @@ def connect(path: Path, *, readonly: bool, wal: bool = False) -> sqlite3.Connect
     """
     if readonly:
         uri = f"file:{pathname2url(str(path))}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None,
-                               timeout=_BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
-        if wal:
+        conn = sqlite3.connect(str(path), isolation_level=None)
+        if wal and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             _retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"), path)
-    conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+    # SQLite's own busy handler backs off up to 100 ms per try; `_retry_busy` polls faster.
+    conn.execute("PRAGMA busy_timeout=5")
     return conn
 
 
@@ -98,15 +101,17 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _retry_busy(fn: Callable[[], object], path: Path, attempts: int = 50) -> None:
-    for attempt in range(attempts):
+def _retry_busy(fn: Callable[[], object], path: Path) -> None:
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
         try:
             fn()
             return
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or attempt == attempts - 1:
+            if not _is_busy(exc) or time.monotonic() > deadline:
                 raise DbError(f"{path}: {exc}; another process holds the database") from None
-            time.sleep(0.01 + random.random() * 0.05)
+            # Jitter so that waiting writers do not retry in lockstep.
+            time.sleep(_POLL_S * (0.5 + random.random()))
 
 
 @contextlib.contextmanager

@@ -97,12 +97,15 @@ class KernelDb:
                  wal: bool | None = None) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        if readonly or self.path.exists():
+        # A writer may find an empty file that another writer has just created: SQLite
+        # initialises it inside the transaction below.
+        if readonly or (self.path.exists() and self.path.stat().st_size > 0):
             check_sqlite_file(self.path, "KernelDb")
         use_wal = self.path.suffix == ".ukdb" if wal is None else wal
         with sqlite_errors(self.path, "KernelDb"):
             self._conn = connect(self.path, readonly=readonly, wal=use_wal and not readonly)
-            if not readonly:
+            if not readonly and not self._conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'kern_db'").fetchone():
                 with write_transaction(self._conn, self.path):
                     for statement in KDB_SCHEMA_SQL.split(";"):
                         if statement.strip():

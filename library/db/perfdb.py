@@ -142,11 +142,13 @@ class SqlitePerfDb:
     def __init__(self, path: Path | str, *, readonly: bool = True) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        if readonly or self.path.exists():
+        # A writer may find an empty file that another writer has just created: SQLite
+        # initialises it inside the transaction below.
+        if readonly or (self.path.exists() and self.path.stat().st_size > 0):
             check_sqlite_file(self.path, "PerfDb")
         with sqlite_errors(self.path, "PerfDb"):
             self._conn = connect(self.path, readonly=readonly, wal=not readonly)
-            if not readonly:
+            if not readonly and not _tables(self._conn):
                 with write_transaction(self._conn, self.path):
                     if not _tables(self._conn):
                         # Statement by statement: executescript would commit the transaction.
@@ -401,7 +403,7 @@ class PerfDb:
         return self._system
 
     def _user_entries(self, cfg: ConfigKey) -> dict[str, str]:
-        if self.user_path is None or not self.user_path.exists():
+        if self.user_path is None or not _has_content(self.user_path):
             return {}
         if self._user_text is not None:
             return self._user_text.get().load(cfg)
@@ -438,6 +440,14 @@ class PerfDb:
         if isinstance(self._system, SqlitePerfDb):
             self._system.close()
         self._system = None
+
+
+def _has_content(path: Path) -> bool:
+    """False for a missing file, or one that a first writer has created but not yet filled."""
+    try:
+        return path.stat().st_size > 0 or Path(f"{path}-wal").exists()
+    except FileNotFoundError:
+        return False
 
 
 def _is_text(path: Path) -> bool:

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 from miopen_dumps import TESTDATA, build_sqlite, sections
-from typer.testing import CliRunner
-
 from miopenkernels.cli import app
 from miopenkernels.db import FindDbFile, KernelDb, PerfDbFile, sniff, target_from_name
+from typer.testing import CliRunner
 
 runner = CliRunner()
 FDB_V2 = TESTDATA / "fdb_gfx942130_HIP_sample.txt"

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from miopen_dumps import TESTDATA
-
 from miopenkernels.db.finddb import FindDb, FindDbFile, FindDbRecord, Solution, format_time
 from miopenkernels.errors import DbError
 from miopenkernels.problem import ConvProblem

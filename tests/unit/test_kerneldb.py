@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from miopen_dumps import TESTDATA
-
 from miopenkernels.db.kerneldb import KernelDb, pack_blob
 from miopenkernels.db.perfdb import PerfDbFile
 from miopenkernels.errors import DbError, IntegrityError
@@ -186,9 +185,8 @@ def test_truncated_sqlite_is_rejected(tmp_path: Path) -> None:
     data = path.read_bytes()
     cut = tmp_path / "cut.kdb"
     cut.write_bytes(data[: len(data) // 2])
-    with pytest.raises(DbError) as err:
-        with KernelDb(cut) as db:
-            list(db.verify())
+    with pytest.raises(DbError) as err, KernelDb(cut) as db:
+        list(db.verify())
     assert "truncated" in _one_line(err, cut)
 
 
@@ -199,8 +197,7 @@ def test_corrupt_pages_are_reported_not_raised_raw(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[4096:8192] = os.urandom(4096)  # scramble the second page (the table's root)
     path.write_bytes(bytes(data))
-    with pytest.raises((DbError, IntegrityError)) as err:
-        with KernelDb(path) as db:
-            db.entries()
-            list(db.verify())
+    with pytest.raises((DbError, IntegrityError)) as err, KernelDb(path) as db:
+        db.entries()
+        list(db.verify())
     assert str(path) in str(err.value)

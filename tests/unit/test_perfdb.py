@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from miopen_dumps import TESTDATA, build_sqlite, sections
-
 from miopenkernels.db.kerneldb import KernelDb
 from miopenkernels.db.perfdb import (
     PerfDb,
