@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TESTDATA = Path("/work/shared/testdata/miopen")
+from testdata import MIOPEN as TESTDATA  # noqa: E402
 
 
 @dataclass
