@@ -105,6 +105,7 @@ class Handle:
         self._solvers = solvers
         self.stats = KernelStats()
         self._modules: dict[tuple[str, str], Module] = {}
+        self._blobs: dict[tuple[str, str], tuple[bytes, str]] = {}
         self._functions: dict[tuple[str, str, str], Function] = {}
         self.invokers: dict[tuple[Any, str], Any] = {}
         self._open_databases()
@@ -199,10 +200,12 @@ class Handle:
     def has_kernel(self, job: Any) -> bool:
         """Whether `job`'s binary is available without compiling (memory, system kdb, ukdb)."""
         key = (job.kdb_name, job.kdb_args)
-        if key in self._modules:
+        if key in self._modules or key in self._blobs:
             return True
-        for db in (self.system_kdb, self.user_kdb):
-            if db is not None and db.load(*key) is not None:
+        for db, source in ((self.system_kdb, "system_kdb"), (self.user_kdb, "user_kdb")):
+            blob = db.load(*key) if db is not None else None
+            if blob is not None:
+                self._blobs[key] = (blob, source)  # kernel() takes it without a second read
                 return True
         return False
 
@@ -216,8 +219,10 @@ class Handle:
             return fn
         module = self._modules.get(key)
         if module is None:
-            blob = None
-            if self.system_kdb is not None:
+            blob, source = self._blobs.pop(key, (None, ""))
+            if blob is not None:
+                setattr(self.stats, source, getattr(self.stats, source) + 1)
+            if blob is None and self.system_kdb is not None:
                 blob = self.system_kdb.load(*key)
                 if blob is not None:
                     self.stats.system_kdb += 1
