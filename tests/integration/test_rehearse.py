@@ -28,9 +28,9 @@ SHARD_KEYS = [line.split("=", 1)[0]
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("rehearsal")
-    env = {**os.environ, "MIOPENKERNELS_CACHE": str(out / "object-cache")}
-    env.pop("GITHUB_OUTPUT", None)
-    env.pop("GITHUB_ACTIONS", None)
+    # The object cache is the user's, as for a person running the script: a cold one compiles
+    # every kernel of both targets (about 110 objects), a warm one only what changed.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     result = subprocess.run(["bash", "ci/rehearse.sh", str(out)], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
