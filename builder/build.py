@@ -146,7 +146,11 @@ def build(
     on_progress: ProgressFn | None = None,
     on_failure: FailureFn | None = None,
 ) -> BuildResult:
-    """Build one kdb per target into `out_dir`. `jobs` overrides the registry's job lists."""
+    """Build one kdb per target into `out_dir`. `jobs` overrides the registry's job lists.
+
+    With more than one worker, compiles run in a process pool started by forkserver, which
+    imports the caller's main module: a script calling this needs `if __name__ == "__main__"`.
+    """
     start = time.perf_counter()
     out = Path(out_dir)
     cache = ObjectCache(cache_dir)
