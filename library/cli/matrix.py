@@ -27,9 +27,12 @@ def register(app: typer.Typer) -> None:
             print_json({"include": [e.to_dict() for e in entries]})
             return
         table = Table(show_header=True)
-        for col in ("target", "basename", "package", "compiler", "runner", "tune runner"):
+        # Names never wrap; the rest may, so that the table fits a narrow terminal.
+        for col in ("target", "basename"):
             table.add_column(col, no_wrap=True)
+        for col in ("package", "compiler", "runner", "tune runner"):
+            table.add_column(col, overflow="fold")
         for e in entries:
             table.add_row(e.target, e.basename, e.package, e.compiler, e.runner,
-                          ",".join(e.tune_runner))
+                          ", ".join(e.tune_runner))
         console.print(table)

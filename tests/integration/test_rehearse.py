@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 pytestmark = pytest.mark.integration
 
@@ -25,16 +26,28 @@ SHARD_KEYS = [line.split("=", 1)[0]
               .splitlines() if line and not line.startswith("#")]
 
 
-@pytest.fixture(scope="module")
-def rehearsal(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    out = tmp_path_factory.mktemp("rehearsal")
+def _rehearse(out: Path) -> str:
     # The object cache is the user's, as for a person running the script: a cold one compiles
     # every kernel of both targets (about 110 objects), a warm one only what changed.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     result = subprocess.run(["bash", "ci/rehearse.sh", str(out)], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    return out, result.stdout
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> tuple[Path, str]:
+    """One rehearsal for all tests, also when pytest-xdist spreads them over workers."""
+    if worker_id == "master":
+        out = tmp_path_factory.mktemp("rehearsal")
+        return out, _rehearse(out)
+    shared = tmp_path_factory.getbasetemp().parent  # common to the workers of this session
+    out, log = shared / "rehearsal", shared / "rehearsal.stdout"
+    with FileLock(str(shared / "rehearsal.lock")):
+        if not log.is_file():
+            log.write_text(_rehearse(out))
+    return out, log.read_text()
 
 
 def test_the_plan_is_the_matrix_of_the_two_targets(rehearsal: tuple[Path, str]) -> None:
