@@ -100,7 +100,8 @@ def kernel_rows(kdb: Path) -> list[dict[str, Any]]:
 
 def read_provenance(db_dir: Path) -> dict[str, Any] | None:
     """dbs/<basename>/provenance (JSON, TOML or `key: value` lines) when it exists."""
-    for name in ("provenance", "provenance.json", "provenance.toml", "provenance.txt"):
+    for name in ("provenance", "provenance.json", "provenance.toml", "provenance.txt",
+                 "PROVENANCE.md", "provenance.md"):
         file = db_dir / name
         if not file.is_file():
             continue
@@ -119,12 +120,15 @@ def read_provenance(db_dir: Path) -> dict[str, Any] | None:
             return dict(tomllib.loads(text))
         except Exception:  # noqa: BLE001 - fall through to plain lines
             pass
-        out: dict[str, Any] = {}
+        # Plain `key: value` lines, or a Markdown note with `- key: value` items.
+        out: dict[str, Any] = {"file": name}
         for line in text.splitlines():
-            m = re.match(r"^\s*([\w.-]+)\s*[:=]\s*(.*?)\s*$", line)
+            m = re.match(r"^\s*(?:[-*]\s+)?([\w.-]+)\s*[:=]\s*(.+?)\s*$", line)
             if m and not line.lstrip().startswith("#"):
-                out[m.group(1)] = m.group(2)
-        return out or {"text": text.strip()}
+                out.setdefault(m.group(1).lower(), m.group(2))
+        if name.endswith(".md"):
+            out["text"] = text.strip()
+        return out
     return None
 
 
