@@ -34,6 +34,9 @@ group "package $name"
 args=(package --from-build "$out/build" --targets "$name" --out "$out/dist")
 if [ -n "${MANIFEST:-}" ]; then args+=(--manifest "$MANIFEST"); fi
 "$MK" "${args[@]}"
+# The staged tree and the one-wheel index are intermediates that would double the artefact;
+# ci/publish.sh needs build/, dist/wheels and dist/channel.
+rm -rf "$out/dist/stage" "$out/dist/simple"
 endgroup
 
 find "$out/build" "$out/dist/wheels" "$out/dist/channel" -type f | sort

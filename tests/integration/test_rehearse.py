@@ -64,6 +64,7 @@ def test_each_target_has_a_build_artefact_like_the_workflows(
         pkg = out / "artifacts" / f"pkg-{base}"
         assert (pkg / "target").read_text().strip() == name
         assert (pkg / "build" / f"{base}.kdb").is_file()
+        assert sorted(p.name for p in (pkg / "dist").iterdir()) == ["channel", "wheels"]
         summary = json.loads((pkg / "build-summary.json").read_text())
         assert summary["failures"] == []
         assert [t["target"] for t in summary["targets"]] == [name]
