@@ -12,7 +12,10 @@
 #ifndef MK_PORTABLE_H
 #define MK_PORTABLE_H
 
-#if defined(__AMDGCN__)
+#if defined(MK_HOST)
+// Host emulation for tests (mk_host.h): plain C++, one std::thread per GPU thread.
+#define MK_AMD 0
+#elif defined(__AMDGCN__)
 #define MK_AMD 1
 #elif defined(__CUDACC__)
 #define MK_NVIDIA 1
@@ -25,7 +28,9 @@
 #endif
 
 // ----------------------------------------------------------------------------- qualifiers
-#if MK_AMD
+#if defined(MK_HOST)
+#include "mk_host.h"
+#elif MK_AMD
 #ifndef __global__
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
@@ -39,12 +44,15 @@
 #define MK_DEVICE __device__ __forceinline__
 #define MK_BOUNDS(n) __launch_bounds__(n)
 #endif
+#if !defined(MK_HOST)
 #define MK_KERNEL extern "C" __global__
 #define MK_SHARED __shared__
-#define MK_RESTRICT __restrict__
+#endif
 
 // ----------------------------------------------------------------------------- indices
-#if MK_AMD
+#if defined(MK_HOST)
+// mk_host.h defines the index functions and mk_sync.
+#elif MK_AMD
 MK_DEVICE int mk_tid_x() { return (int)__builtin_amdgcn_workitem_id_x(); }
 MK_DEVICE int mk_bid_x() { return (int)__builtin_amdgcn_workgroup_id_x(); }
 MK_DEVICE int mk_bid_y() { return (int)__builtin_amdgcn_workgroup_id_y(); }
@@ -79,7 +87,7 @@ MK_DEVICE void mk_sync() { __syncthreads(); }
 #endif
 
 // ----------------------------------------------------------------------------- math
-#if MK_AMD
+#if MK_AMD || defined(MK_HOST)
 // Clang lowers these builtins to LLVM intrinsics the AMDGPU backend expands itself; a libm
 // name (tanhf, ...) would need the device libraries, so tanh is built from exp below.
 MK_DEVICE float mk_exp(float x) { return __builtin_expf(x); }
@@ -101,7 +109,7 @@ MK_DEVICE float mk_tanh(float x) {
 MK_DEVICE float mk_sigmoid(float x) { return 1.0f / (1.0f + mk_exp(-x)); }
 
 // ----------------------------------------------------------------------------- element types
-#if MK_AMD
+#if MK_AMD || defined(MK_HOST)
 MK_DEVICE float mk_as_float(unsigned int u) { return __builtin_bit_cast(float, u); }
 MK_DEVICE unsigned int mk_as_uint(float f) { return __builtin_bit_cast(unsigned int, f); }
 #else
@@ -124,7 +132,7 @@ typedef float mk_t;
 MK_DEVICE float mk_to_float(mk_t v) { return v; }
 MK_DEVICE mk_t mk_from_float(float f) { return f; }
 #elif MK_TYPE == 1
-#if MK_AMD
+#if MK_AMD || defined(MK_HOST)
 typedef _Float16 mk_t;  // hardware conversions (v_cvt_f32_f16 / v_cvt_f16_f32)
 MK_DEVICE float mk_to_float(mk_t v) { return (float)v; }
 MK_DEVICE mk_t mk_from_float(float f) { return (mk_t)f; }
