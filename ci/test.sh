@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 ruff check .
-mypy
+bash ci/typecheck.sh
 pytest -n "${PYTEST_WORKERS:-2}" -q tests "$@"
