@@ -24,6 +24,9 @@ def register(app: typer.Typer) -> None:
         directions: str = typer.Option("FBW", "--directions", help="Directions to tune."),
         shard: str = typer.Option(None, "--shard", help="I/N: every N-th problem from I."),
         max_problems: int = typer.Option(0, "--max-problems", help="Stop after N problems."),
+        resume: list[Path] = typer.Option(
+            None, "--resume",
+            help="FindDb shard(s) of an earlier run: problems with a record are skipped."),
         time_limit: float = typer.Option(600.0, "--time-limit",
                                          help="Seconds for the whole run."),
         per_solver: float = typer.Option(20.0, "--per-solver",
@@ -54,6 +57,13 @@ def register(app: typer.Typer) -> None:
                                       f"{names} here")
             problems = [p for p in load_manifests(manifests) if p.direction in directions]
             problems = select_shard(problems, shard)
+            if resume:
+                from miopenkernels.db.finddb import FindDbFile
+
+                done: set[str] = set()
+                for path in resume:
+                    done |= set(FindDbFile.read(path).records)
+                problems = [p for p in problems if p.key() not in done]
             if max_problems:
                 problems = problems[:max_problems]
             formats = ("text", "sqlite") if fmt == "both" else (fmt,)
