@@ -25,7 +25,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from miopenkernels.primitives import PRIMITIVES
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import SOLVERS, CompileJob, get_solver

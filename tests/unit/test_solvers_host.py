@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from miopenkernels.pooling import PoolProblem
 from miopenkernels.primitives import (
     ActivationProblem,
