@@ -86,7 +86,7 @@ def conv_fwd(
         for g in range(groups):
             y[:, g * kg:(g + 1) * kg] += np.einsum(
                 "nc...,kc->nk...", patch[:, g * cg:(g + 1) * cg],
-                w[(slice(g * kg, (g + 1) * kg), slice(None), *tap)],
+                w[(slice(g * kg, (g + 1) * kg), slice(None)) + tuple(tap)],
             )
     return y
 
@@ -112,11 +112,11 @@ def conv_bwd_data(
         for g in range(groups):
             contrib = np.einsum(
                 "nk...,kc->nc...", dy[:, g * kg:(g + 1) * kg],
-                w[(slice(g * kg, (g + 1) * kg), slice(None), *tap)],
+                w[(slice(g * kg, (g + 1) * kg), slice(None)) + tuple(tap)],
             )
-            dxp[(slice(None), slice(g * cg, (g + 1) * cg), *sl[2:])] += contrib
+            dxp[(slice(None), slice(g * cg, (g + 1) * cg)) + sl[2:]] += contrib
     crop = tuple(slice(p, p + i) for p, i in zip(pad, in_spatial, strict=True))
-    return dxp[(slice(None), slice(None), *crop)]
+    return dxp[(slice(None), slice(None)) + crop]
 
 
 def conv_bwd_weights(
@@ -136,7 +136,7 @@ def conv_bwd_weights(
         for g in range(groups):
             dyg = dy[:, g * kg:(g + 1) * kg].reshape(dy.shape[0], kg, -1)
             xg = patch[:, g * cg:(g + 1) * cg].reshape(x.shape[0], cg, -1)
-            dw[(slice(g * kg, (g + 1) * kg), slice(None), *tap)] = np.einsum(
+            dw[(slice(g * kg, (g + 1) * kg), slice(None)) + tuple(tap)] = np.einsum(
                 "nkp,ncp->kc", dyg, xg
             )
     return dw
@@ -236,8 +236,8 @@ def quantize(arr: Array, data_type: str) -> Array:
         return a.astype(np.float16).astype(np.float64)
     if data_type == "BF16":
         bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
-        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+        return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
     raise ProblemError(f"no quantisation for data type {data_type!r}")
 
 
