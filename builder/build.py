@@ -182,6 +182,9 @@ def build(
             job_key[(target, job)] = key
             users.setdefault(key, []).append((target, job))
     result.objects = len(users)
+    if on_failure:  # jobs that failed before any compile (missing source, clashing rows)
+        for failure in failed_keys.values():
+            on_failure(failure)
     todo = [k for k in users if k not in failed_keys and k not in cache]
     result.cached = len(users) - len(todo) - len(failed_keys)
     fresh: set[str] = set()
@@ -232,6 +235,11 @@ def build(
     result.compiled = len(fresh)
     result.failures = sorted(failed_keys.values(), key=lambda f: describe_job(f.job))
 
+    def late(failure: JobFailure) -> None:
+        result.failures.append(failure)
+        if on_failure:
+            on_failure(failure)
+
     for target in targets:
         summary = summaries[target]
         rows_out: list[tuple[str, str, bytes]] = []
@@ -240,21 +248,22 @@ def build(
             if key in failed_keys:
                 summary.failed += 1
                 continue
-            summary.compiled += key in fresh
-            summary.cached += key not in fresh
             blob = cache.get(key)
             if blob is None:  # removed under our feet: report rather than write a short kdb
                 summary.failed += 1
-                result.failures.append(JobFailure(job, f"{describe_job(job)}: cache entry "
-                                                  f"{key} vanished during the build"))
+                late(JobFailure(job, f"{describe_job(job)}: cache entry {key} vanished "
+                                "during the build"))
                 continue
             try:  # cheap, and guards the kdb against a damaged cache entry
                 check_code_object(blob, target.arch, job.kernel_name,
                                   what=f"cached object of {describe_job(job)}")
             except MIOpenKernelsError as exc:
                 summary.failed += 1
-                result.failures.append(JobFailure(job, str(exc)))
+                cache.path(key).unlink(missing_ok=True)  # so that the next build recompiles it
+                late(JobFailure(job, f"{exc}; removed from the cache, build again"))
                 continue
+            summary.compiled += key in fresh
+            summary.cached += key not in fresh
             summary.object_bytes += len(blob)
             rows_out.append((job.kdb_name, job.kdb_args, blob))
         if summary.failed == 0:
