@@ -42,7 +42,7 @@ class PoolProblem:
     def out_spatial(self) -> tuple[int, ...]:
         return tuple(
             (i + 2 * p - w) // s + 1
-            for i, w, p, s in zip(self.in_spatial, self.window, self.pad, self.stride)
+            for i, w, p, s in zip(self.in_spatial, self.window, self.pad, self.stride, strict=True)
         )
 
     def key(self) -> str:
