@@ -3,7 +3,7 @@
 # from dbs/sm9084), then the cold-start and per-layer benchmarks, results under $OUT.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site . >/dev/null 2>&1
+python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/site . >/dev/null 2>&1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 mkdir -p /tmp/sys "$OUT"
 t0=$(date +%s)

@@ -3,7 +3,7 @@
 # plus the bench layers, time-bounded; results under $OUT.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site . >/dev/null 2>&1
+python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/site . >/dev/null 2>&1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 export MIOPEN_SYSTEM_DB_PATH=/tmp/nosys MIOPEN_USER_DB_PATH=/tmp/mkuser \
        MIOPEN_CUSTOM_CACHE_DIR=/tmp/mkcache
