@@ -11,6 +11,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from . import __version__
 from .errors import MIOpenKernelsError
@@ -44,18 +45,7 @@ class FindMode(enum.IntEnum):
 
     @classmethod
     def parse(cls, text: str | int | None) -> FindMode:
-        if text is None or text == "":
-            return cls.DYNAMIC_HYBRID
-        s = str(text).strip().upper()
-        if s.isdigit():
-            try:
-                return cls(int(s))
-            except ValueError:
-                pass
-        elif s in cls.__members__:
-            return cls[s]
-        names = ", ".join(f"{m.name}/{m.value}" for m in cls)
-        raise MIOpenKernelsError(f"MIOPEN_FIND_MODE={text!r} is not one of {names}")
+        return _parse_enum(cls, "MIOPEN_FIND_MODE", text, cls.DYNAMIC_HYBRID)
 
 
 class FindEnforce(enum.IntEnum):
@@ -69,15 +59,22 @@ class FindEnforce(enum.IntEnum):
 
     @classmethod
     def parse(cls, text: str | int | None) -> FindEnforce:
-        if text is None or text == "":
-            return cls.NONE
-        s = str(text).strip().upper()
-        if s.isdigit() and int(s) in {m.value for m in cls}:
-            return cls(int(s))
-        if s in cls.__members__:
-            return cls[s]
-        names = ", ".join(f"{m.name}/{m.value}" for m in cls)
-        raise MIOpenKernelsError(f"MIOPEN_FIND_ENFORCE={text!r} is not one of {names}")
+        return _parse_enum(cls, "MIOPEN_FIND_ENFORCE", text, cls.NONE)
+
+
+_E = TypeVar("_E", bound=enum.IntEnum)
+
+
+def _parse_enum(cls: type[_E], variable: str, text: str | int | None, default: _E) -> _E:
+    """A value as MIOpen accepts it: the name or the number; empty means the default."""
+    if text is None or text == "":
+        return default
+    s = str(text).strip().upper()
+    for member in cls:
+        if s in (member.name, str(member.value)):
+            return member
+    names = ", ".join(f"{m.name}/{m.value}" for m in cls)
+    raise MIOpenKernelsError(f"{variable}={text!r} is not one of {names}")
 
 
 def _env(name: str) -> str | None:
