@@ -87,14 +87,14 @@ class Invoker:
     workspace_bytes: int
     specialised: bool
     workspace: Buffer | None = field(default=None, repr=False)
-    zero_first: tuple[str, ...] = ()
+    zero_first: tuple[tuple[str, int], ...] = ()  # (layer tensor role, bytes) to clear first
     params: tuple[int, ...] = ()
 
     def __call__(self, ptrs: dict[str, int]) -> None:
         for slot, role in self.pointers:
             self.launch.set(slot, ptrs[role])
-        for name in self.zero_first:
-            self.launch.backend.memset_ptr(ptrs[name], 0, 1)  # pragma: no cover - unused
+        for role, nbytes in self.zero_first:
+            self.launch.backend.memset_ptr(ptrs[role], 0, nbytes)
         self.launch()
 
 
@@ -236,8 +236,12 @@ def make_invoker(handle: Any, problem: Any, solver: Any, *, params: tuple[int, .
                                    f"{sorted(roles)} for direction {problem.direction}")
             pointers.append((name, roles[name]))
     ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))
-    return Invoker(solver.name, prepared, tuple(pointers), ws, spec,
-                   zero_first=tuple(roles[n] for n in launch.zero_first), params=params)
+    sizes = {"x": (problem.in_shape, problem.in_type), "w": (problem.wei_shape, problem.wei_type),
+             "y": (problem.out_shape, problem.out_type)}
+    zero = tuple((roles[n], _elements(sizes[roles[n]][0]) * TYPE_BYTES[sizes[roles[n]][1]])
+                 for n in launch.zero_first if roles.get(n) in sizes)
+    return Invoker(solver.name, prepared, tuple(pointers), ws, spec, zero_first=zero,
+                   params=params)
 
 
 def invoker(handle: Any, problem: Any, solution: Any) -> Invoker:

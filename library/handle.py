@@ -85,7 +85,7 @@ class Handle:
             target = Target.parse(target)
         if backend is None:
             index = getattr(device, "index", device)
-            named = target
+            named = target or getattr(device, "target", None)
             if named is None and device is None:
                 arch, cu = config.device_overrides()
                 if arch is not None and cu is not None:

@@ -162,3 +162,31 @@ def test_param_search_picks_the_fastest_and_scores_failures_infinite(env) -> Non
     assert params == (2,) and ms == pytest.approx(1.0)
     by = {e["params"]: e for e in log}
     assert set(by) == {"1", "2", "4", "8"} and by["8"]["time_ms"] is None and "error" in by["8"]
+
+
+def test_zero_first_tensors_are_cleared_before_each_launch(env) -> None:
+    from miopenkernels.solvers.base import Launch
+
+    class Accumulating(FakeSolver):
+        def launch(self, problem, params, specialised=False):  # noqa: ANN001, ANN201
+            base = super().launch(problem, params, specialised)
+            return Launch(base.kernel_name, base.grid, base.block, base.args,
+                          zero_first=("y",))
+
+    h = handle(solvers=[Accumulating("Acc", 1.0)])
+    x, w, y = tensors()
+    from miopenkernels.tensor import as_device
+
+    ty = as_device(np.full_like(y, 3.0), h.backend)
+    h.run(PROBLEM, "Acc", x, w, ty)
+    out = np.empty_like(y)
+    h.backend.copy_out(out, ty.buffer)
+    assert not out.any()
+
+
+def test_enforce_search_tunes_into_the_user_perfdb(env) -> None:
+    tun = FakeSolver("Tun", 1.0, tunable=True, space=(1, 2, 4))
+    h = handle(solvers=[tun])
+    find(h, PROBLEM, *tensors(), mode="FAST", enforce="SEARCH")
+    assert h.perfdb.load(PROBLEM) == {"Tun": "2"}  # tun_p2 is the fastest null kernel
+    assert h.params_for(PROBLEM, tun) == (2,)
