@@ -23,9 +23,11 @@ SM90 = Target("sm90", 132)
 
 @pytest.fixture()
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import miopenkernels.builder.jobs as jobs_mod
     import miopenkernels.solvers as solvers
 
     monkeypatch.setattr(solvers, "SOLVERS", list(FIXTURE_SOLVERS))
+    monkeypatch.setattr(jobs_mod, "primitive_jobs", lambda target: [])
 
 
 @pytest.fixture()
@@ -113,6 +115,16 @@ def test_finddb_winner_and_tuned_perfdb_params_are_specialised(
     assert [s.solver for s in specialisations(problem, GFX906)] == [SCALE]
     jobs = target_jobs(GFX906, [problem], dbs)
     assert SHIFT.compile_job(problem, (4,), GFX906, specialised=True) in jobs
+
+
+def test_primitive_jobs_join_every_target(problems: list) -> None:
+    """The real primitive registry's jobs are in every target's list, once each."""
+    from miopenkernels.builder.jobs import primitive_jobs
+
+    prims = primitive_jobs(GFX906)
+    assert prims
+    jobs = target_jobs(GFX906, [])
+    assert set(prims) <= set(jobs) and len(jobs) == len(set(jobs))
 
 
 def test_no_applicable_solver_gives_only_dynamic_jobs(registry: None, problems: list) -> None:
