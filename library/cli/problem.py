@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from ..driver import parse_any_line
 from ..problem import ConvProblem, _looks_like_key
@@ -29,13 +28,14 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json([p.to_dict() for p in problems])
             return
-        table = Table(show_header=True)
-        table.add_column("key", no_wrap=True)
-        for col in ("direction", "input", "output"):
-            table.add_column(col)
-        for p in problems:
+        # One block per problem, a field a line: keys are long and shapes must stay whole
+        # whatever the terminal's width.
+        for i, p in enumerate(problems):
             out = getattr(p, "out_shape", None) or (p.n, p.c, *p.out_spatial)
             inp = getattr(p, "in_shape", None) or (p.n, p.c, *p.in_spatial)
-            table.add_row(p.key(), p.direction, "x".join(map(str, inp)),
-                          "x".join(map(str, out)))
-        console.print(table)
+            if i:
+                console.print()
+            console.print(f"[bold]key[/bold]        {p.key()}", soft_wrap=True)
+            console.print(f"[bold]direction[/bold]  {p.direction}")
+            console.print(f"[bold]input[/bold]      {'x'.join(map(str, inp))}")
+            console.print(f"[bold]output[/bold]     {'x'.join(map(str, out))}")
