@@ -22,10 +22,18 @@ def _print_inspect(report: dict[str, Any]) -> None:
     target = report["target"]
     console.print(f"[bold]{report['path']}[/bold]")
     console.print(f"  kind:      {report['kind']} {report['version']}".rstrip())
-    console.print(f"  target:    {target['basename'] + ' (' + target['arch'] + ', ' + str(target['cu']) + ' CUs)' if target else 'unknown from the name'}")  # noqa: E501
+    where = (
+        f"{target['basename']} ({target['arch']}, {target['cu']} CUs)"
+        if target else "unknown from the name"
+    )
+    console.print(f"  target:    {where}")
     for name, value in report["counts"].items():
         if isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
+            # One line per entry: solver and algorithm names are long.
+            console.print(f"  {name + ':':<10} {'none' if not value else ''}", highlight=False)
+            for k, v in value.items():
+                console.print(f"    {k} {v}", highlight=False, soft_wrap=True)
+            continue
         console.print(f"  {name + ':':<10} {value}", highlight=False)
     integrity = report["integrity"]
     state = "ok" if integrity["ok"] else f"{len(integrity['problems'])} problem(s)"
