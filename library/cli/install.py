@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
         else:
             table = Table(title=f"installed kernel packages in {root}")
             for col in ("package", "version", "target", "files", "status"):
-                table.add_column(col)
+                table.add_column(col, overflow="fold")
             for c in checks:
                 status = "ok" if c.ok else "; ".join(f"{p.path}: {p.problem}"
                                                      for p in c.problems)

@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
             return
         table = Table(title=f"packages in {out}")
         for col in ("target", "package", "wheel", "conda"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")
         for r in results:
             table.add_row(r.target.name, r.target.package, r.wheel.name if r.wheel else "-",
                           r.conda.name if r.conda else "-")
