@@ -4,7 +4,7 @@ library/ is `miopenkernels` (the runtime), builder/ is `miopenkernels.builder`, 
 travel as package data so that an installed tool can JIT-compile and knows its default targets.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 
 ROOTS = {
     "miopenkernels": "library",
@@ -13,9 +13,14 @@ ROOTS = {
     "miopenkernels.dbs": "dbs",
 }
 
+# Folders of data (dbs/manifests, dbs/<basename>) are namespace packages so that setuptools
+# ships them as package data.
+DATA_ROOTS = {"miopenkernels.kernels", "miopenkernels.dbs"}
+
 packages = []
 for name, folder in ROOTS.items():
     packages.append(name)
-    packages += [f"{name}.{sub}" for sub in find_packages(folder)]
+    finder = find_namespace_packages if name in DATA_ROOTS else find_packages
+    packages += [f"{name}.{sub}" for sub in finder(folder) if "__pycache__" not in sub]
 
 setup(packages=packages, package_dir=ROOTS)

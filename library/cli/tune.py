@@ -72,8 +72,8 @@ def register(app: typer.Typer) -> None:
                 from miopenkernels.builder.precompile import tuning_jobs
 
                 jobs = tuning_jobs(problems, handle.target, candidates)
-                done = compile_ahead(jobs, handle.paths.user_kdb)
-                err_console.print(f"precompiled: {done}", highlight=False)
+                compiled = compile_ahead(jobs, handle.paths.user_kdb)
+                err_console.print(f"precompiled: {compiled}", highlight=False)
 
             def progress(i: int, n: int, problem: Any, sols: list[Any]) -> None:
                 best = f"{sols[0].solver} {sols[0].time:.4g} ms" if sols else "no solver ran"
