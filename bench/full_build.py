@@ -1,0 +1,78 @@
+"""The main job: every default target of dbs/targets.toml from the default manifest, cold.
+
+Runs `build()` with a fresh object cache (so everything compiles), prints a table per target and
+writes JSON (default bench/results/full_build-<N>cpu.json) with the wall time, the objects
+compiled, the kdb and raw object bytes per target, and the machine (cores, CPU model, load
+average before and after: on a shared machine it explains slow numbers).
+
+    .venv/bin/python bench/full_build.py [--workers N] [--out FILE] [--targets GLOB]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+from pathlib import Path
+
+from miopenkernels.builder.build import build
+from miopenkernels.builder.manifest import load_manifests
+from miopenkernels.target import select_targets
+from rich.console import Console
+from rich.table import Table
+
+
+def _load() -> list[float]:
+    return [round(v, 2) for v in os.getloadavg()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--targets", default=None, help="Target globs (default: all defaults).")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    console = Console(stderr=True)
+    out = args.out or Path(__file__).parent / "results" / f"full_build-{os.cpu_count()}cpu.json"
+
+    load_before = _load()
+    with tempfile.TemporaryDirectory(prefix="mk-full-build-") as tmp:
+        done = [0]
+
+        def progress(i: int, n: int) -> None:
+            if i * 20 // n != done[0]:
+                done[0] = i * 20 // n
+                console.print(f"[dim]{i}/{n} objects[/dim]")
+
+        result = build(select_targets(args.targets), load_manifests(None), Path(tmp) / "kdb",
+                       workers=args.workers, cache_dir=Path(tmp) / "cache",
+                       on_progress=progress)
+        summary = result.to_dict()
+    load_after = _load()
+
+    table = Table(title=f"full default build, {args.workers} workers")
+    for col in ("target", "jobs", "compiled", "failed", "kdb MiB", "objects MiB"):
+        table.add_column(col, justify="right" if col != "target" else "left")
+    for t in summary["targets"]:
+        table.add_row(t["target"], str(t["jobs"]), str(t["compiled"]), str(t["failed"]),
+                      f"{t['kdb_bytes'] / 2**20:.1f}", f"{t['object_bytes'] / 2**20:.1f}")
+    Console().print(table)
+    Console().print(f"wall {summary['wall_seconds']:.0f} s, {summary['objects']} distinct objects")
+
+    record = {
+        "machine": {"cores": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
+                    "load_before": load_before, "load_after": load_after},
+        "command": "miopenkernels build (all default targets, default manifest, fresh cache)",
+        **summary,
+    }
+    for t in record["targets"]:
+        t.pop("kdb", None)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    return 0 if summary["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
