@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Continue tuning every manifest, skipping problems recorded in the FindDb shards passed as
-# arguments (carried from earlier runs); results under $OUT.
+# arguments (carried from earlier runs); results under OUTDIR (first argument).
 set -uo pipefail
+out="${1:?usage: bash bench/gpu_tune_resume.sh OUTDIR}"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/site . >/dev/null 2>&1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 export MIOPEN_SYSTEM_DB_PATH=/tmp/nosys MIOPEN_USER_DB_PATH=/tmp/mkuser \
        MIOPEN_CUSTOM_CACHE_DIR=/tmp/mkcache
-mkdir -p /tmp/nosys "$OUT/tune"
-date -u +%FT%TZ > "$OUT/date.txt"
+mkdir -p /tmp/nosys "$out/tune"
+date -u +%FT%TZ > "$out/date.txt"
 args=(); for f in "$@"; do args+=(--resume "$f"); done
 timeout 560 miopenkernels tune -m bench/resnet50_b32.txt -m resnet50 -m vgg16 -m inception_v3 \
-  -m mobilenet_v2 -m unet "${args[@]}" --out "$OUT/tune" --time-limit "${TUNE_S:-480}" \
+  -m mobilenet_v2 -m unet "${args[@]}" --out "$out/tune" --time-limit "${TUNE_S:-480}" \
   --per-solver 4 --candidates 24 2>&1 | grep -v "^\[" | tail -8
