@@ -8,7 +8,7 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
     apt-get install -y -q --no-install-recommends \
-        hipcc clang-19 lld-19 llvm-19 python3 python3-venv python3-pip git ca-certificates
+        hipcc clang-19 clang-tools-19 lld-19 llvm-19 python3 python3-venv python3-pip git ca-certificates
 fi
 
 # PYTHON: the interpreter of the environment (ci/python.sh provides one per CI matrix entry).
