@@ -47,7 +47,7 @@ class Sniffed:
                 "target": self.target.to_dict() if self.target else None}
 
 
-_ARCH_RE = re.compile(r"(gfx[0-9a-f]{3,}|sm_?\d{2,})(?:_(\d+))?")
+_ARCH_RE = re.compile(r"(gfx[0-9a-f]{3,}|sm_?\d{2,3}[0-9a-f]*)(?:_(\d+))?")
 _AMD_ARCH = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _NV_ARCH = re.compile(r"^sm\d{2,3}$")
 
@@ -56,7 +56,7 @@ def _split_basename(token: str) -> Target | None:
     """`gfx90a6e` -> gfx90a, 110 CUs: a hex tail above 64 (smaller counts are `_<decimal>`)."""
     known = {spec.arch for spec in load_targets()}
     found = []
-    for i in range(5, len(token)):
+    for i in range(4, len(token)):  # the shortest arch is sm<NN>
         arch, tail = token[:i], token[i:]
         if not (_AMD_ARCH.match(arch) or _NV_ARCH.match(arch)):
             continue
