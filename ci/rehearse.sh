@@ -7,14 +7,15 @@
 #
 #   bash ci/rehearse.sh [--targets GLOB] [--manifest M] [--tune] [OUT]
 #
-#   --targets   targets to build (default: gfx906-60,sm90-132: one hipcc, one NVRTC target)
+#   --targets   targets to build (default: sm90-132,gfx906-60: one NVRTC, one hipcc target; the
+#               recorded shards are the H100 measurements of sm90-132)
 #   --manifest  problem manifest (default: tests/fixtures/manifests/rehearsal.txt, 2 problems)
 #   --tune      tune the first target on this machine's GPU instead of using recorded shards
 #   OUT         output folder (default: out/rehearsal); OUT/published is what would be released
 set -euo pipefail
 source "$(dirname "$0")/_lib.sh"
 
-targets="gfx906-60,sm90-132"
+targets="sm90-132,gfx906-60"
 manifest="$ROOT/tests/fixtures/manifests/rehearsal.txt"
 tune=0
 out=""

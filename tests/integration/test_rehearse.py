@@ -19,8 +19,9 @@ from filelock import FileLock
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGETS = {"gfx906-60": "gfx906_60", "sm90-132": "sm9084"}  # the script's default pair
-TUNED = "gfx906_60"  # the first target gets the recorded shards
+TARGETS = {"sm90-132": "sm9084", "gfx906-60": "gfx906_60"}  # the script's default pair
+TUNED = "sm9084"  # the first target gets the recorded (H100) shards
+UNTUNED = "gfx906_60"
 SHARD_KEYS = [line.split("=", 1)[0]
               for line in (ROOT / "tests/fixtures/shards/rehearsal.HIP.fdb.txt").read_text()
               .splitlines() if line and not line.startswith("#")]
@@ -99,15 +100,15 @@ def test_the_tuned_target_ships_the_merged_databases(rehearsal: tuple[Path, str]
     merged = (published / "dbs" / TUNED / f"{TUNED}.HIP.fdb.txt").read_text()
     assert all(key in merged for key in SHARD_KEYS)
     assert (published / "dbs" / TUNED / f"{TUNED}.db.txt").is_file()
-    shipped = _wheel_text(published, "gfx906-60", f"{TUNED}.HIP.fdb.txt")
+    shipped = _wheel_text(published, "sm90-132", f"{TUNED}.HIP.fdb.txt")
     assert shipped is not None and all(key in shipped for key in SHARD_KEYS)
-    assert not (published / "dbs" / "sm9084").exists()
+    assert not (published / "dbs" / UNTUNED).exists()
 
 
 def test_the_untuned_target_is_published_as_built(rehearsal: tuple[Path, str]) -> None:
     out = rehearsal[0]
-    (built,) = (out / "artifacts" / "pkg-sm9084" / "dist" / "wheels").glob("*.whl")
-    (published,) = (out / "published" / "simple" / "miopenkernels-sm90-132").glob("*.whl")
+    (built,) = (out / "artifacts" / f"pkg-{UNTUNED}" / "dist" / "wheels").glob("*.whl")
+    (published,) = (out / "published" / "simple" / "miopenkernels-gfx906-60").glob("*.whl")
     assert published.read_bytes() == built.read_bytes()
 
 
