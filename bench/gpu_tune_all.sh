@@ -3,12 +3,8 @@
 # plus the bench layers, time-bounded; results under OUTDIR (first argument).
 set -uo pipefail
 out="${1:?usage: bash bench/gpu_tune_all.sh OUTDIR}"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/site . >/dev/null 2>&1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-export MIOPEN_SYSTEM_DB_PATH=/tmp/nosys MIOPEN_USER_DB_PATH=/tmp/mkuser \
-       MIOPEN_CUSTOM_CACHE_DIR=/tmp/mkcache
-mkdir -p /tmp/nosys "$out/tune"
+source "$(dirname "$0")/_gpu_env.sh"
+mkdir -p "$out/tune"
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_find_gpu.py \
   tests/gpu/test_backend_cuda.py 2>&1 | tail -15 > "$out/gpu_find_tests.txt"
 tail -3 "$out/gpu_find_tests.txt"

@@ -3,12 +3,8 @@
 # resnet50 manifest, everything written under OUTDIR (first argument). Run from the repository root.
 set -uo pipefail
 out="${1:?usage: bash bench/gpu_tune_and_test.sh OUTDIR}"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/site . >/dev/null 2>&1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-export MIOPEN_SYSTEM_DB_PATH=/tmp/nosys MIOPEN_USER_DB_PATH=/tmp/mkuser \
-       MIOPEN_CUSTOM_CACHE_DIR=/tmp/mkcache
-mkdir -p /tmp/nosys "$out/tune"
+source "$(dirname "$0")/_gpu_env.sh"
+mkdir -p "$out/tune"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/device.txt"
 python3 -c "import cuda.bindings, torch; print('cuda-bindings', cuda.bindings.__version__, \
 'torch', torch.__version__, 'cuda', torch.version.cuda)" >> "$out/device.txt"

@@ -3,12 +3,8 @@
 # arguments (carried from earlier runs); results under OUTDIR (first argument).
 set -uo pipefail
 out="${1:?usage: bash bench/gpu_tune_resume.sh OUTDIR}"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/site . >/dev/null 2>&1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-export MIOPEN_SYSTEM_DB_PATH=/tmp/nosys MIOPEN_USER_DB_PATH=/tmp/mkuser \
-       MIOPEN_CUSTOM_CACHE_DIR=/tmp/mkcache
-mkdir -p /tmp/nosys "$out/tune"
+source "$(dirname "$0")/_gpu_env.sh"
+mkdir -p "$out/tune"
 date -u +%FT%TZ > "$out/date.txt"
 args=(); for f in "$@"; do args+=(--resume "$f"); done
 timeout 560 miopenkernels tune -m bench/resnet50_b32.txt -m resnet50 -m vgg16 -m inception_v3 \
