@@ -28,3 +28,8 @@ def _find() -> Path:
 TESTDATA = _find()
 MIOPEN = TESTDATA / "miopen"
 ROCMINFO = TESTDATA / "rocminfo"
+
+# The recorded rocminfo outputs.
+RX6900XT = ROCMINFO / "gfx1030_rx6900xt.txt"
+MI250X = ROCMINFO / "gfx90a_mi250x.txt"
+MI210 = ROCMINFO / "gfx90a_mi210_partial.txt"

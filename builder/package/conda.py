@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from miopenkernels.errors import InstallError
 from miopenkernels.target import Target
 
+from ._env import scoped_environ
 from .recipes import RECIPES_DIR, selector_recipe_yaml, selector_variants_yaml, variants_yaml
 
 __all__ = ["build_conda_packages", "build_selector_package", "conda_filename"]
@@ -25,24 +24,10 @@ def conda_filename(target: Target, version: str, build_number: int = 0) -> str:
     return f"{target.package}-{version}-{target.arch}_{target.cu}_{build_number}.conda"
 
 
-@contextmanager
-def _env(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def _build(recipe: Path, variants_text: str, out_dir: Path, env: dict[str, str]) -> list[Path]:
     from rattler_build import Stage0Recipe, ToolConfiguration, VariantConfig
 
-    with tempfile.TemporaryDirectory(prefix="mk-conda-") as tmp, _env(env):
+    with tempfile.TemporaryDirectory(prefix="mk-conda-") as tmp, scoped_environ(env):
         variant_file = Path(tmp) / "variants.yaml"
         variant_file.write_text(variants_text)
         recipe_obj = Stage0Recipe.from_file(recipe)

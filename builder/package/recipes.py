@@ -124,20 +124,13 @@ def write_recipe_files(targets: list[Target], recipes_dir: Path | None = None) -
 
 def render_v1(recipe: Path, variants: Path, env: dict[str, str] | None = None) -> list[dict]:
     """Render a rattler-build v1 recipe for every variant into plain comparable dicts."""
-    import os
 
     from rattler_build import Stage0Recipe, VariantConfig
 
-    saved = {k: os.environ.get(k) for k in (env or {})}
-    os.environ.update(env or {})
-    try:
+    from ._env import scoped_environ
+
+    with scoped_environ(env or {}):
         rendered = Stage0Recipe.from_file(recipe).render(VariantConfig.from_file(variants))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     out = []
     for r in rendered:
         d = r.recipe.to_dict()

@@ -16,15 +16,8 @@ from miopenkernels.errors import (
     NoDeviceError,
     TargetError,
 )
-from testdata import TESTDATA  # noqa: E402
+from testdata import MI210, MI250X, RX6900XT
 from typer.testing import CliRunner
-
-ROCMINFO = TESTDATA / "rocminfo"
-RX6900XT = ROCMINFO / "gfx1030_rx6900xt.txt"
-MI250X = ROCMINFO / "gfx90a_mi250x.txt"
-MI210 = ROCMINFO / "gfx90a_mi210_partial.txt"
-
-pytestmark = pytest.mark.skipif(not ROCMINFO.is_dir(), reason=f"no rocminfo samples in {ROCMINFO}")
 
 JSON_KEYS = ["vendor", "name", "arch", "target_id", "cu", "basename", "package"]
 

@@ -19,7 +19,8 @@ MIOPEN = TESTDATA / "miopen"
 DRIVER_FILES = sorted(MIOPEN.glob("driver_cmds_*.txt"))
 FINDDB_FILES = sorted(MIOPEN.glob("fdb_*.txt")) + sorted(MIOPEN.glob("ufdb_*.txt"))
 
-needs_testdata = pytest.mark.skipif(not DRIVER_FILES, reason=f"no driver samples in {MIOPEN}")
+# The samples are required: an empty glob must fail the run, not skip the tests.
+assert DRIVER_FILES, "no driver samples in the shared test data"
 
 
 def driver_lines() -> list[tuple[str, int, str]]:
@@ -32,7 +33,6 @@ def driver_lines() -> list[tuple[str, int, str]]:
 
 
 # ----------------------------------------------------------------------------- real files
-@needs_testdata
 @pytest.mark.parametrize(("file", "number", "line"), driver_lines() if DRIVER_FILES else [])
 def test_every_real_driver_line_parses(file, number, line):
     problems = parse_any_line(line)
@@ -44,14 +44,12 @@ def test_every_real_driver_line_parses(file, number, line):
             assert all(o >= 1 for o in p.out_spatial)
 
 
-@needs_testdata
 def test_real_files_hold_conv_and_pool_lines():
     kinds = {type(p) for _, _, line in driver_lines() for p in parse_any_line(line)}
     assert kinds == {ConvProblem, PoolProblem}
     assert len(driver_lines()) >= 300
 
 
-@needs_testdata
 def test_mituna_long_flags_with_depth_flags_stay_2d():
     file = MIOPEN / "driver_cmds_mituna_utils_configs_conv_configs_NCHW.txt"
     first = next(ln for ln in file.read_text().splitlines() if ln.startswith("./bin"))
@@ -59,7 +57,6 @@ def test_mituna_long_flags_with_depth_flags_stay_2d():
     assert p.key() == "128-28-28-3x3-128-28-28-256-1x1-1x1-1x1-0-NCHW-FP32-F"
 
 
-@needs_testdata
 def test_pytorch_log_prefix_is_dropped_and_missing_f_means_all_three():
     file = MIOPEN / "driver_cmds_mituna_utils_recurrent_cfgs_resnet50_pytorch.txt"
     line = next(ln for ln in file.read_text().splitlines() if ln.startswith("miopenConv"))
@@ -67,7 +64,6 @@ def test_pytorch_log_prefix_is_dropped_and_missing_f_means_all_three():
     assert [p.direction for p in parse_driver_line(line)] == ["F", "B", "W"]
 
 
-@needs_testdata
 def test_file_of_lines_dedupes_and_leaves_pool_out():
     text = (MIOPEN / "driver_cmds_mituna_utils_recurrent_cfgs_inception3.txt").read_text()
     conv = parse_driver_lines(text)
@@ -77,7 +73,6 @@ def test_file_of_lines_dedupes_and_leaves_pool_out():
     assert len({p.key() for p in conv}) == len(conv)
 
 
-@needs_testdata
 def test_every_finddb_key_survives_a_driver_line_round_trip():
     for file in FINDDB_FILES:
         for line in file.read_text().splitlines():
