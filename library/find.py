@@ -1,7 +1,8 @@
 """Find modes, benchmarking, immediate mode and the invoker cache.
 
 Find (MIOPEN_FIND_MODE, FORMATS.md):
-- NORMAL (1): benchmark every applicable solver, record the result in the user FindDb.
+- NORMAL (1): benchmark every applicable solver, record the result in the user FindDb (only
+  with a device timer: the null backend ranks and records nothing).
 - FAST (2): a FindDb record (user, else system) if there is one, else the immediate-mode
   ranking; never benchmarks.
 - HYBRID (3): a FindDb record, else a NORMAL find.
@@ -316,9 +317,11 @@ def benchmark(handle: Any, problem: Any, bound: dict[str, DeviceTensor], *,
 
 
 def _record(handle: Any, problem: Any, sols: list[ConvSolution]) -> None:
+    """Write the measured ranking to the user FindDb; a backend without a device timer (the
+    null backend) ranks but records nothing, so no made-up time ever reaches a database."""
     from .db.finddb import Solution
 
-    if not sols:
+    if not sols or not handle.backend.has_timer:
         return
     handle.finddb.store(problem, [Solution(s.solver, s.time, s.workspace, s.algorithm)
                                   for s in sols])
@@ -448,7 +451,7 @@ def _search(handle: Any, problem: Any) -> None:
             if not solver.tunable:
                 continue
             params, ms = search_params(handle, problem, solver, bound, time_limit_s=10.0)
-            if ms != float("inf"):
+            if ms != float("inf") and handle.backend.has_timer:
                 handle.perfdb.store(problem, solver.name, solver.params_to_string(params))
                 handle.invokers.pop((problem, solver.name), None)
     finally:

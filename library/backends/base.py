@@ -219,6 +219,12 @@ class Backend(ABC):
     def time_ms(self, fn: Callable[[], None], repeats: int = 1) -> list[float]:
         """Run `fn` `repeats` times, each between two device events; times in ms."""
 
+    @property
+    def has_timer(self) -> bool:
+        """Whether `time_ms` measures a device. Only such timings are written to a FindDb or
+        PerfDb; without a timer a find ranks solutions and records nothing."""
+        return True
+
     def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
         return None
 

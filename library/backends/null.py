@@ -115,6 +115,12 @@ class NullBackend(Backend):
     def synchronize(self) -> None:
         pass
 
+    @property
+    def has_timer(self) -> bool:
+        """No device, no timer: host times of emulated launches say nothing about a GPU. Only
+        `kernel_ms`, recorded device timings replayed (tests, rehearsals), stands in for one."""
+        return bool(self.kernel_ms)
+
     def time_ms(self, fn: Callable[[], None], repeats: int = 1) -> list[float]:
         out = []
         for _ in range(repeats):

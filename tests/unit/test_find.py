@@ -190,3 +190,16 @@ def test_enforce_search_tunes_into_the_user_perfdb(env) -> None:
     find(h, PROBLEM, *tensors(), mode="FAST", enforce="SEARCH")
     assert h.perfdb.load(PROBLEM) == {"Tun": "2"}  # tun_p2 is the fastest null kernel
     assert h.params_for(PROBLEM, tun) == (2,)
+
+
+def test_find_without_a_device_timer_ranks_and_records_nothing(env) -> None:
+    be = NullBackend(SM90)  # no kernel_ms: host times of emulated launches, not a device's
+    h = Handle(backend=be, compiler=FakeCompiler(),
+               solvers=[FakeSolver("Slow", 1.0), FakeSolver("Fast", 2.0)])
+    assert not be.has_timer
+    sols = find(h, PROBLEM, *tensors(), mode="NORMAL")
+    assert {s.solver for s in sols} == {"Fast", "Slow"}
+    find(h, PROBLEM, *tensors(), enforce="SEARCH", mode="NORMAL")
+    assert not h.paths.user_finddb.exists()
+    assert h.perfdb.load(PROBLEM) == {}
+    assert not h.paths.user_perfdb.exists()
