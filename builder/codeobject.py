@@ -1,7 +1,7 @@
 """Checks of code objects and of whole kernel databases.
 
 The per-object check (AMDGPU ELF or cubin, right arch, kernel symbol) lives in the library
-(`miopenkernels.compiler.codeobject`) so that the runtime can check a blob before loading it;
+(`miopenkernels.codeobject`) so that the runtime can check a blob before loading it;
 this module re-exports it and adds `verify_kdb`, which `miopenkernels kdb verify` runs: every
 row's md5 and bzip2 stream, and that its code object is for the `-mcpu=` its args name and for
 the arch of the file's basename.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miopenkernels.compiler.codeobject import (
+from miopenkernels.codeobject import (
     CodeObjectInfo,
     check_code_object,
     inspect_code_object,
@@ -23,7 +23,7 @@ from miopenkernels.errors import CodeObjectError, IntegrityError, TargetError
 from miopenkernels.target import Target
 
 __all__ = ["check_code_object", "inspect_code_object", "CodeObjectInfo", "EntryCheck",
-           "verify_kdb", "arch_of_args"]
+           "verify_kdb", "check_kdb_target", "arch_of_args"]
 
 _MCPU_RE = re.compile(r"(?:^|\s)-mcpu=(\S+)\s*$")
 
@@ -100,3 +100,21 @@ def verify_kdb(path: str | Path) -> list[EntryCheck]:
                 continue
             out.append(EntryCheck(name, args, len(blob), info.arch, info.kernels))
     return out
+
+
+def check_kdb_target(path: str | Path, target: Target) -> int:
+    """Raise CodeObjectError unless every row of the kdb at `path` holds a code object for
+    `target`'s arch (what the packager checks before shipping a kdb); the number of rows."""
+    from miopenkernels.db.kerneldb import KernelDb
+
+    path = Path(path)
+    rows = 0
+    with KernelDb(path) as db:
+        for entry in db.entries():
+            blob = db.load(entry.kernel_name, entry.kernel_args)
+            assert blob is not None
+            check_code_object(blob, target.arch,
+                              what=f"{path.name} entry {entry.kernel_name!r} "
+                                   f"(args {entry.kernel_args!r})")
+            rows += 1
+    return rows

@@ -51,7 +51,12 @@ def package_targets(
     """Stage each target, then build and index the wheels and/or conda packages."""
     if kind not in KINDS:
         raise MIOpenKernelsError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    from ..codeobject import check_kdb_target
+
     version = version or __version__
+    for tf in files:  # a package never ships code for another GPU
+        if tf.kdb is not None:
+            check_kdb_target(tf.kdb, tf.target)
     out.mkdir(parents=True, exist_ok=True)
     results = [PackageResult(tf.target, stage_target(tf, out / "stage", version)) for tf in files]
     if kind in ("wheel", "both"):

@@ -9,7 +9,6 @@ an invoker costs one launch.
 from __future__ import annotations
 
 import ctypes
-import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BackendError, CodeObjectError
+from ..codeobject import check_code_object
+from ..errors import BackendError
 from ..target import Target
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "Module",
     "PreparedLaunch",
     "ARG_CTYPES",
-    "check_code_object",
 ]
 
 # Kernel argument kinds: 'ptr' (a device address) and scalars; a solver's Launch names pointer
@@ -169,7 +168,7 @@ class Backend(ABC):
     def load(self, blob: bytes) -> Module:
         """Load a code object (cubin/PTX, AMDGPU ELF or offload bundle) from bytes."""
         if self.target is not None:
-            check_code_object(blob, self.target)
+            check_code_object(blob, self.target, bare=False)
         return Module(self, self._load(blob), blob)
 
     @abstractmethod
@@ -230,64 +229,3 @@ class Backend(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.target} {self.device_name!r}>"
-
-
-# ------------------------------------------------------------------ code object checks
-# EF_AMDGPU_MACH values (LLVM's AMDGPUUsage): the ones this project builds for.
-_AMD_MACH = {
-    "gfx900": 0x2C, "gfx906": 0x2F, "gfx908": 0x30, "gfx90a": 0x3F, "gfx940": 0x40,
-    "gfx941": 0x4B, "gfx942": 0x4C, "gfx950": 0x4F, "gfx1030": 0x36, "gfx1031": 0x37,
-    "gfx1100": 0x41, "gfx1101": 0x46, "gfx1102": 0x47, "gfx1200": 0x48, "gfx1201": 0x4E,
-}
-_EM_CUDA = 190
-_EM_AMDGPU = 224
-
-
-def _cubin_sm(blob: bytes) -> int:
-    flags = struct.unpack_from("<I", blob, 48)[0]
-    abi = blob[8]
-    # ABI version 8 (CUDA 12.8+) moved the SM number to bits 8..15.
-    return (flags >> 8) & 0xFF if abi >= 8 else flags & 0xFF
-
-
-def check_code_object(blob: bytes, target: Target) -> str:
-    """Raise CodeObjectError unless `blob` is a code object for `target`; return its kind."""
-    if not blob:
-        raise CodeObjectError(f"empty code object for {target.name}")
-    if blob[:4] == b"\x7fELF":
-        if len(blob) < 64:
-            raise CodeObjectError("truncated ELF code object")
-        machine = struct.unpack_from("<H", blob, 18)[0]
-        if target.vendor == "nvidia":
-            if machine != _EM_CUDA:
-                raise CodeObjectError(f"code object is not a cubin (ELF machine {machine}) but the "
-                                      f"target is {target.name}")
-            sm = _cubin_sm(blob)
-            if sm != target.sm:
-                raise CodeObjectError(f"cubin is for sm_{sm}, the target is {target.arch}")
-            return "cubin"
-        if machine != _EM_AMDGPU:
-            raise CodeObjectError(f"code object is not an AMDGPU ELF (ELF machine {machine}) but "
-                                  f"the target is {target.name}")
-        mach = struct.unpack_from("<I", blob, 48)[0] & 0xFF
-        want = _AMD_MACH.get(target.arch)
-        if want is not None and mach != want:
-            names = [a for a, m in _AMD_MACH.items() if m == mach]
-            raise CodeObjectError(f"code object is for {names[0] if names else hex(mach)}, the "
-                                  f"target is {target.arch}")
-        return "hsaco"
-    if blob.startswith(b"__CLANG_OFFLOAD_BUNDLE__"):
-        if target.vendor != "amd" or target.arch.encode() not in blob[:4096]:
-            raise CodeObjectError(f"offload bundle has no code object for {target.arch}")
-        return "bundle"
-    head = blob[:4096]
-    if b".version" in head and b".target" in head:
-        if target.vendor != "nvidia":
-            raise CodeObjectError(f"PTX code object for the AMD target {target.name}")
-        for line in head.decode("latin-1").splitlines():
-            if line.strip().startswith(".target"):
-                sm_text = line.split()[1].rstrip(",").removeprefix("sm_").rstrip("af")
-                if sm_text.isdigit() and int(sm_text) > target.sm:
-                    raise CodeObjectError(f"PTX for sm_{sm_text} cannot run on {target.arch}")
-                return "ptx"
-    raise CodeObjectError(f"not a code object (starts {blob[:8]!r}) for {target.name}")

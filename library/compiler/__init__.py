@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..codeobject import CodeObjectInfo, check_code_object, inspect_code_object
 from ..errors import CompileError
 from ..target import Target, spec_for
 from .amd import CLANG19, HIPCC
-from .codeobject import CodeObjectInfo, check_code_object, inspect_code_object
 from .nvidia import NVRTC
 from .sources import kernel_source, kernels_dir, source_digest
 

@@ -8,10 +8,16 @@ import numpy as np
 import pytest
 from find_doubles import SM90, fake_cubin
 from miopenkernels.backends import NullBackend, open_backend
-from miopenkernels.backends.base import Arg, check_code_object
+from miopenkernels.backends.base import Arg
+from miopenkernels.codeobject import check_code_object as _check
 from miopenkernels.errors import BackendError, CodeObjectError, NoDeviceError
 from miopenkernels.target import Target
 from miopenkernels.tensor import as_device
+
+
+def check_code_object(blob: bytes, target: Target) -> str:
+    """The loader's check (bundles and PTX accepted): the kind of object."""
+    return _check(blob, target, bare=False).kind
 
 
 def test_load_accepts_a_cubin_for_the_target_and_finds_its_symbol() -> None:

@@ -11,8 +11,8 @@ import struct
 from pathlib import Path
 
 import pytest
+from miopenkernels.codeobject import check_code_object
 from miopenkernels.compiler import compile_job, inspect_code_object
-from miopenkernels.compiler.codeobject import check_code_object
 from miopenkernels.errors import CodeObjectError, CompileError
 from miopenkernels.solvers.base import CompileJob
 from miopenkernels.target import Target
