@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 from ..codeobject import CodeObjectInfo, check_code_object, inspect_code_object
 from ..errors import CompileError
+from ..kernel_sources import kernel_source, kernels_dir, source_digest
 from ..target import Target, spec_for
 from .amd import CLANG19, HIPCC
 from .nvidia import NVRTC
-from .sources import kernel_source, kernels_dir, source_digest
 
 __all__ = [
     "Compiler",

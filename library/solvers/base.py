@@ -16,7 +16,8 @@ the same argument list, so `launch()` is the same for both.
 
 Sources include `mk_portable.h` (and sometimes a sibling header) with `#include "..."`. A compiler
 that reads the file from `kernels/` finds them by itself; a compiler fed a string (NVRTC) either
-gets `--include-path=<kernels dir>` or the text from `expand_source()`, which inlines the includes.
+gets `--include-path=<kernels dir>` or the text from `kernel_sources.expand_source()`, which
+inlines the includes.
 
 Compile commands (verified on this repository's CI image)
 --------------------------------------------------------
@@ -53,12 +54,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..errors import ProblemError
+from ..kernel_sources import kernels_dir
 from ..problem import ConvProblem
 from ..target import Target, spec_for
 
@@ -69,8 +69,6 @@ __all__ = [
     "Solver",
     "Params",
     "ARG_KINDS",
-    "kernels_dir",
-    "expand_source",
 ]
 
 Params = tuple[int, ...]
@@ -80,42 +78,6 @@ ARG_KINDS = ("i32", "f32")
 """Scalar argument kinds; pointer kinds are `ptr:<tensor name>`."""
 
 _PTR_RE = re.compile(r"^ptr:[a-z_]+$")
-
-
-def kernels_dir() -> Path:
-    """The folder holding the kernel sources (package data of `miopenkernels.kernels`)."""
-    return Path(str(resources.files("miopenkernels.kernels")))
-
-
-_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
-
-
-@lru_cache(maxsize=64)
-def expand_source(kernel_file: str) -> str:
-    """The text of `kernels/<kernel_file>` with every `#include "x"` inlined (once each).
-
-    For compilers fed a string (NVRTC); the result needs no include path.
-    """
-    base = kernels_dir()
-    seen: set[str] = set()
-
-    def expand(name: str) -> str:
-        path = base / name
-        if not path.is_file():
-            raise FileNotFoundError(f"kernel source {path} not found")
-        text = path.read_text()
-
-        def repl(m: re.Match[str]) -> str:
-            inc = m.group(1)
-            if inc in seen:
-                return f"// {inc} already included"
-            seen.add(inc)
-            return expand(inc)
-
-        return _INCLUDE_RE.sub(repl, text)
-
-    seen.add(kernel_file)
-    return expand(kernel_file)
 
 
 @dataclass(frozen=True)

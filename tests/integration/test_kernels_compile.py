@@ -25,10 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from miopenkernels.kernel_sources import expand_source, kernels_dir
 from miopenkernels.primitives import PRIMITIVES
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import SOLVERS, CompileJob, get_solver
-from miopenkernels.solvers.base import expand_source, kernels_dir
 from miopenkernels.target import Target, spec_for
 
 pytestmark = pytest.mark.integration

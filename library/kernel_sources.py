@@ -1,4 +1,5 @@
-"""Where kernel sources live and which files a kernel's text depends on.
+"""Kernel sources (one place): where they live, which files a kernel's text depends on, and
+the text with its includes inlined.
 
 The kernels directory is the installed `miopenkernels.kernels` package unless
 `MIOPENKERNELS_KERNELS_DIR` (or an explicit argument) points elsewhere, so that a build or a test
@@ -12,12 +13,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from ..errors import CompileError
+from .errors import CompileError
 
-__all__ = ["KERNELS_DIR_ENV", "kernels_dir", "kernel_source", "source_files", "source_digest"]
+__all__ = ["KERNELS_DIR_ENV", "kernels_dir", "kernel_source", "source_files", "source_digest",
+           "expand_source"]
 
 KERNELS_DIR_ENV = "MIOPENKERNELS_KERNELS_DIR"
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
@@ -81,3 +84,37 @@ def source_digest(kernel_file: str, directory: str | Path | None = None) -> str:
         h.update(f"{name}\0{len(data)}\0".encode())
         h.update(data)
     return h.hexdigest()
+
+
+_INCLUDE_LINE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+
+
+def expand_source(kernel_file: str, directory: str | Path | None = None) -> str:
+    """The text of `<kernels dir>/<kernel_file>` with every `#include "x"` inlined (once each).
+
+    For compilers fed a string (NVRTC); the result needs no include path.
+    """
+    return _expand(kernel_file, kernels_dir(directory))
+
+
+@lru_cache(maxsize=64)
+def _expand(kernel_file: str, base: Path) -> str:
+    seen: set[str] = set()
+
+    def expand(name: str) -> str:
+        path = base / name
+        if not path.is_file():
+            raise FileNotFoundError(f"kernel source {path} not found")
+        text = path.read_text()
+
+        def repl(m: re.Match[str]) -> str:
+            inc = m.group(1)
+            if inc in seen:
+                return f"// {inc} already included"
+            seen.add(inc)
+            return expand(inc)
+
+        return _INCLUDE_LINE_RE.sub(repl, text)
+
+    seen.add(kernel_file)
+    return expand(kernel_file)
