@@ -37,7 +37,7 @@ def arch_of_args(kernel_args: str) -> str | None:
 def _arch_of_file(path: Path) -> str | None:
     stem = path.name.split(".", 1)[0]
     try:
-        return Target.parse(stem).arch
+        return Target.from_basename(stem).arch
     except TargetError:
         return None
 

@@ -13,7 +13,6 @@ kernels depend on the arch only, the measured choices nearly so).
 from __future__ import annotations
 
 import logging
-import re
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any
 
 from . import config
 from .backends import Backend, Function, Module, open_backend
-from .errors import CompileError, DbError, MIOpenKernelsError
+from .errors import CompileError, DbError, MIOpenKernelsError, TargetError
 from .target import Target, basename_for
 
 __all__ = ["Handle", "KernelStats", "nearest_system_basename"]
@@ -49,21 +48,21 @@ class KernelStats:
 
 def nearest_system_basename(target: Target, dirs: Iterable[Path]) -> tuple[str, Path] | None:
     """(basename, folder) of the system databases of `target.arch` with the nearest CU count."""
-    pattern = re.compile(rf"^{re.escape(target.arch)}(?:_(\d+)|([0-9a-f]+))"
-                         r"(?:\.kdb|\.HIP\.fdb\.txt|\.db|\.db\.txt)$")
     best: tuple[int, int, str, Path] | None = None
     for folder in dirs:
         if not folder.is_dir():
             continue
         for path in sorted(folder.iterdir()):
-            m = pattern.match(path.name)
-            if not m:
+            base, _, suffix = path.name.partition(".")
+            if suffix not in ("kdb", "HIP.fdb.txt", "db", "db.txt"):
                 continue
-            cu = int(m.group(1)) if m.group(1) else int(m.group(2), 16)
-            if m.group(2) and cu <= 64:
-                continue  # hex is only written above 64
-            if basename_for(target.arch, cu) != path.name.split(".", 1)[0]:
+            try:
+                found = Target.from_basename(base)
+            except TargetError:
                 continue
+            cu = found.cu
+            if found.arch != target.arch or found.basename != base:
+                continue  # another arch, or a name MIOpen would not write (hex at 64 or less)
             score = (abs(cu - target.cu), -cu)
             if best is None or score < best[:2]:
                 best = (*score, basename_for(target.arch, cu), folder)

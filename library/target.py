@@ -31,11 +31,13 @@ __all__ = [
     "default_targets",
     "select_targets",
     "basename_for",
+    "known_archs",
     "vendor_of",
 ]
 
 _AMD_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _NV_RE = re.compile(r"^sm_?(\d{2,3})[af]?$")
+_NV_BASE_RE = re.compile(r"^sm\d{2,3}$")
 _FEATURE_RE = re.compile(r"^(sramecc|xnack)[+-]$")
 PACKAGE_PREFIX = "miopenkernels"
 
@@ -73,6 +75,13 @@ def _normalise_arch(arch: str) -> tuple[str, tuple[str, ...]]:
                 f"target feature {feat!r} in {arch!r} is not sramecc+/- or xnack+/-"
             )
     return base, tuple(features)
+
+
+def known_archs() -> frozenset[str]:
+    """Every arch the project knows: targets.toml's and the code-object table's."""
+    from .codeobject import AMDGPU_MACH
+
+    return frozenset(s.arch for s in load_targets()) | frozenset(AMDGPU_MACH)
 
 
 def basename_for(db_id: str, cu: int) -> str:
@@ -138,16 +147,50 @@ class Target:
         m = re.match(r"^(.*?)[-_](\d+)$", s)
         if m and not s.startswith("amdgcn"):
             return cls(arch=m.group(1), cu=int(m.group(2)))
-        # A basename above 64 CUs: arch followed by hex digits. Find a known arch prefix.
-        for spec in load_targets():
-            if s.startswith(spec.arch) and len(s) > len(spec.arch):
-                tail = s[len(spec.arch):]
-                if re.fullmatch(r"[0-9a-f]+", tail) and int(tail, 16) > 64:
-                    return cls(arch=spec.arch, cu=int(tail, 16))
-        raise TargetError(
-            f"cannot read target {text!r}: expected '<arch>-<cu>' such as 'gfx90a-104' or "
-            "'sm90-132'"
-        )
+        try:
+            return cls.from_basename(s)
+        except TargetError:
+            raise TargetError(
+                f"cannot read target {text!r}: expected '<arch>-<cu>' such as 'gfx90a-104' or "
+                "'sm90-132', or a database basename such as 'gfx90a6e'"
+            ) from None
+
+    @classmethod
+    def from_basename(cls, basename: str) -> Target:
+        """MIOpen's database basename back to a Target (the inverse of `basename_for`):
+        `gfx906_60`, `gfx90a6e` (110 CUs), `gfx950100` (256), `sm9084` (132).
+
+        Above 64 CUs the count is hex with no separator, so `<arch><hex>` can split more than
+        one way; an arch the project knows (targets.toml, the code-object table) wins, and an
+        unknown arch is trusted only when it is the one way to read the name.
+        """
+        s = basename.strip().lower()
+        m = re.fullmatch(r"(.+)_(\d+)", s)
+        if m and (_AMD_RE.match(m.group(1)) or _NV_BASE_RE.match(m.group(1))):
+            return cls(m.group(1), int(m.group(2)))
+        known = known_archs()
+        found: list[tuple[bool, str, int]] = []
+        for i in range(4, len(s)):  # the shortest arch is sm<NN>
+            arch, tail = s[:i], s[i:]
+            if not (_AMD_RE.match(arch) or _NV_BASE_RE.match(arch)):
+                continue
+            if re.fullmatch(r"[0-9a-f]+", tail) and int(tail, 16) > 64:
+                found.append((arch not in known, arch, int(tail, 16)))
+        found.sort()
+        if not found or (found[0][0] and len(found) > 1):
+            raise TargetError(f"{basename!r} is not a database basename such as 'gfx906_60' or "
+                              "'gfx90a6e' (<arch>_<cu> up to 64 CUs, <arch><hex cu> above)")
+        return cls(found[0][1], found[0][2])
+
+    @classmethod
+    def from_package(cls, name: str) -> Target:
+        """A kernel package's name back to its Target: `miopenkernels-gfx90a-110`, also in
+        its normalised wheel form `miopenkernels_gfx90a_110`."""
+        m = re.fullmatch(rf"{PACKAGE_PREFIX}[-_.]+([a-z0-9]+)[-_.]+(\d+)", name.strip().lower())
+        if not m:
+            raise TargetError(f"{name!r} is not a kernel package name such as "
+                              f"'{PACKAGE_PREFIX}-gfx90a-110'")
+        return cls(m.group(1), int(m.group(2)))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from miopenkernels import __version__
-from miopenkernels.errors import MIOpenKernelsError
+from miopenkernels.errors import MIOpenKernelsError, TargetError
 from miopenkernels.target import Target
 
 from .manifest import TargetFiles, collect_build_files, stage_target
@@ -86,11 +86,13 @@ def _channel_targets(channel: Path, targets: list[Target], version: str) -> list
     """Targets of every kernel package in the channel, so the selector covers all of them."""
     found = list(targets)
     for pkg in sorted((channel / "noarch").glob("miopenkernels-*.conda")):
-        parts = pkg.name.split("-")
-        if len(parts) >= 5 and parts[2].isdigit() and parts[3] == version:
-            t = Target(parts[1], int(parts[2]))
-            if t not in found:
-                found.append(t)
+        name, pkg_version, _build = pkg.name.removesuffix(".conda").rsplit("-", 2)
+        try:
+            t = Target.from_package(name)
+        except TargetError:
+            continue  # the selector package
+        if pkg_version == version and t not in found:
+            found.append(t)
     return found
 
 

@@ -12,6 +12,7 @@ import re
 import sqlite3
 from pathlib import Path
 
+from miopenkernels.db.sniff import target_from_name
 from miopenkernels.errors import DbError, TargetError
 from miopenkernels.target import Target
 
@@ -144,10 +145,8 @@ def collect_dir_files(directory: Path, target: Target) -> TargetFiles:
             continue
         name = db_kind(path.name, base)
         if name is None:
-            m = re.match(r"^((?:gfx[0-9a-f]+|sm\d+)_?[0-9a-f]*?)(?:\.|_\d+\.\d+\.\d+\.udb)",
-                         path.name)
-            if m:
-                others.add(m.group(1))
+            if (other := target_from_name(path.name)) is not None:
+                others.add(other.basename)
             continue
         if name in chosen:
             # A system file wins over a user file of the same kind.

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DbError, TargetError
-from ..target import Target, load_targets
+from ..target import Target
 from ._files import SQLITE_MAGIC, check_exists, check_sqlite_file, sqlite_errors
 from ._lock import connect
 
@@ -52,25 +52,6 @@ _AMD_ARCH = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _NV_ARCH = re.compile(r"^sm\d{2,3}$")
 
 
-def _split_basename(token: str) -> Target | None:
-    """`gfx90a6e` -> gfx90a, 110 CUs: a hex tail above 64 (smaller counts are `_<decimal>`)."""
-    known = {spec.arch for spec in load_targets()}
-    found = []
-    for i in range(4, len(token)):  # the shortest arch is sm<NN>
-        arch, tail = token[:i], token[i:]
-        if not (_AMD_ARCH.match(arch) or _NV_ARCH.match(arch)):
-            continue
-        if re.fullmatch(r"[0-9a-f]+", tail) and int(tail, 16) > 64:
-            found.append((arch not in known, Target(arch, int(tail, 16))))
-    if not found:
-        return None
-    found.sort(key=lambda f: f[0])
-    # An unknown arch is only trusted when it is the one way to read the name.
-    if found[0][0] and len(found) > 1:
-        return None
-    return found[0][1]
-
-
 def target_from_name(name: str) -> Target | None:
     """The target a database file name is for: `gfx906_60.kdb`, `gfx90a6e.HIP.fdb.txt`,
     `fdb_gfx942130_HIP_sample.txt`; None when the name does not say."""
@@ -79,11 +60,9 @@ def target_from_name(name: str) -> Target | None:
         try:
             if cu is not None and (_AMD_ARCH.match(token) or _NV_ARCH.match(token)):
                 return Target(token, int(cu))
-            target = _split_basename(token.replace("_", ""))
+            return Target.from_basename(token.replace("_", ""))
         except TargetError:
             continue
-        if target is not None:
-            return target
     return None
 
 

@@ -20,7 +20,6 @@ __all__ = ["Available", "Source", "list_available", "read_url"]
 
 _WHEEL_RE = re.compile(r"^miopenkernels_(?P<arch>[a-z0-9]+)_(?P<cu>\d+)-(?P<version>[^-]+)-"
                        r"py3-none-any\.whl$")
-_NAME_RE = re.compile(rf"^{PACKAGE_PREFIX}-(?P<arch>[a-z0-9]+)-(?P<cu>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -111,9 +110,9 @@ def _links(page: bytes) -> list[tuple[str, str]]:
     return parser.links
 
 
-def _target(arch: str, cu: str) -> Target | None:
+def _target(package: str) -> Target | None:
     try:
-        return Target(arch, int(cu))
+        return Target.from_package(package)
     except TargetError:
         return None
 
@@ -122,7 +121,7 @@ def _from_wheel_link(base: str, href: str) -> Available | None:
     url, _, fragment = urllib.parse.urljoin(base, href).partition("#")
     name = urllib.parse.unquote(url.rsplit("/", 1)[-1])
     m = _WHEEL_RE.match(name)
-    target = _target(m.group("arch"), m.group("cu")) if m else None
+    target = _target(f"{PACKAGE_PREFIX}-{m.group('arch')}-{m.group('cu')}") if m else None
     if not m or target is None:
         return None
     sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
@@ -134,7 +133,7 @@ def _list_index(index_url: str) -> list[Available]:
     found = []
     for href, text in _links(read_url(base, "package index")):
         name = text or href.strip("/")
-        if not _NAME_RE.match(name.strip("/")):
+        if _target(name.strip("/")) is None:
             continue
         page_url = urllib.parse.urljoin(base, href)
         page_url = page_url if page_url.endswith("/") else page_url + "/"
@@ -171,8 +170,7 @@ def _list_channel(channel: str) -> list[Available]:
     found = []
     for section in ("packages", "packages.conda"):
         for fname, rec in (data.get(section) or {}).items():
-            m = _NAME_RE.match(rec.get("name", ""))
-            target = _target(m.group("arch"), m.group("cu")) if m else None
+            target = _target(str(rec.get("name", "")))
             if target is None:
                 continue
             found.append(Available(target, str(rec.get("version")), base + "noarch/" + fname,

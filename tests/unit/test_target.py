@@ -152,3 +152,41 @@ def test_exact_target_outside_the_defaults_is_accepted():
 def test_glob_matching_nothing_is_an_error():
     with pytest.raises(TargetError, match="no target matches 'gfx2\\*'; the defaults are: "):
         select_targets("gfx2*")
+
+
+def test_one_basename_reading_for_parse_sniff_and_kdb_verify() -> None:
+    """`Target.parse` and the file-name sniffer read `gfx950100` the same: gfx950, 256 CUs."""
+    from miopenkernels.db.sniff import target_from_name
+
+    assert Target.parse("gfx950100") == Target("gfx950", 256)
+    assert target_from_name("gfx950100.kdb") == Target("gfx950", 256)
+    assert Target.from_basename("gfx950100") == Target("gfx950", 256)
+
+
+def test_every_known_arch_round_trips_through_its_basename_and_package_name() -> None:
+    from miopenkernels.target import basename_for, known_archs
+
+    for arch in sorted(known_archs()):
+        for cu in (1, 60, 64, 65, 110, 256, 304):
+            t = Target(arch, cu)
+            assert Target.from_basename(basename_for(arch, cu)) == t
+            assert Target.from_package(t.package) == t
+            assert Target.from_package(t.wheel_name) == t
+    for bad in ("gfx90a", "gfx90a_", "hello", "gfx90a40"):  # 0x40 = 64 is written `_64`
+        with pytest.raises(TargetError):
+            Target.from_basename(bad)
+    with pytest.raises(TargetError):
+        Target.from_package("miopenkernels-selector")
+
+
+def test_kdb_verify_checks_the_arch_of_a_gfx950_database(tmp_path) -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    from miopenkernels.builder.codeobject import verify_kdb
+    from package_inputs import make_kdb
+
+    kdb = make_kdb(tmp_path / "gfx950100.kdb", "gfx942")
+    checks = verify_kdb(kdb)
+    assert checks and all("gfx950100.kdb is a gfx950 database" in c.error for c in checks)
