@@ -15,6 +15,9 @@ mode says; SEARCH (3) and SEARCH_DB_UPDATE also search the tunable solvers' para
 
 Benchmarking: each candidate is launched for warm-up, then timed between device events
 `repeats` times; the median is its time. A candidate that fails (compile or launch) is left out.
+A candidate that fails for a reason that may pass (a user database another process holds) is
+tried again; if it still fails, the find returns what it measured but records nothing, since a
+record without that solver would be trusted by every later find.
 
 Kernels: a specialised binary is used when one is at hand (system kdb or user cache); NORMAL and
 HYBRID finds compile specialised binaries, other paths use dynamic ones. An invoker caches, per
@@ -32,7 +35,7 @@ from typing import Any
 from . import config
 from .backends.base import Buffer, PreparedLaunch
 from .config import FindEnforce, FindMode
-from .errors import MIOpenKernelsError, ProblemError
+from .errors import DbError, MIOpenKernelsError, ProblemError
 from .problem import TYPE_BYTES
 from .tensor import DeviceTensor, as_device
 
@@ -55,6 +58,11 @@ log = logging.getLogger("miopenkernels")
 
 WARMUP = 2
 REPEATS = 7
+# Failures that another try may not repeat: a user database held or half-written by another
+# process. A solver that fails so is retried, and never silently left out of a record.
+TRANSIENT_ERRORS: tuple[type[MIOpenKernelsError], ...] = (DbError,)
+TRANSIENT_RETRIES = 3
+_RETRY_PAUSE_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -288,8 +296,13 @@ def run(handle: Any, problem: Any, solution: Any, x: Any, w: Any, y: Any,
 def benchmark(handle: Any, problem: Any, bound: dict[str, DeviceTensor], *,
               dynamic_only: bool, workspace: Any = None, warmup: int = WARMUP,
               repeats: int = REPEATS, solvers: list[Any] | None = None,
-              failures: dict[str, str] | None = None) -> list[ConvSolution]:
-    """Time every applicable solver on the bound tensors; fastest first."""
+              failures: dict[str, str] | None = None,
+              transient: list[Any] | None = None) -> list[ConvSolution]:
+    """Time every applicable solver on the bound tensors; fastest first.
+
+    A solver that fails is left out (its message in `failures`); one that failed with a
+    TRANSIENT_ERRORS class is also appended to `transient`.
+    """
     results = []
     for solver in solvers if solvers is not None else handle.applicable_solvers(problem):
         try:
@@ -307,6 +320,8 @@ def benchmark(handle: Any, problem: Any, bound: dict[str, DeviceTensor], *,
             log.warning("find: %s failed on %s: %s", solver.name, problem.key(), exc)
             if failures is not None:
                 failures[solver.name] = str(exc)
+            if transient is not None and isinstance(exc, TRANSIENT_ERRORS):
+                transient.append(solver)
             continue
         handle.invokers[(problem, solver.name)] = inv
         results.append(ConvSolution(solver.name, _algorithm(solver, problem),
@@ -343,6 +358,31 @@ def _clean(handle: Any, problem: Any) -> None:
     locked_update(path, update)
 
 
+def _benchmark_all(handle: Any, problem: Any, bound: dict[str, DeviceTensor],
+                   dynamic_only: bool, workspace: Any) -> tuple[list[ConvSolution], bool]:
+    """(solutions fastest first, whether every solver that should run did).
+
+    Solvers that failed transiently are benchmarked again, up to TRANSIENT_RETRIES times.
+    """
+    import time
+
+    transient: list[Any] = []
+    sols = benchmark(handle, problem, bound, dynamic_only=dynamic_only, workspace=workspace,
+                     transient=transient)
+    for attempt in range(TRANSIENT_RETRIES):
+        if not transient:
+            break
+        time.sleep(_RETRY_PAUSE_S * (attempt + 1))
+        again, transient = transient, []
+        sols += benchmark(handle, problem, bound, dynamic_only=dynamic_only,
+                          workspace=workspace, solvers=again, transient=transient)
+    sols.sort(key=lambda s: s.time)
+    if transient:
+        log.warning("find: %s still failing on %s after %d tries; not recording this problem",
+                    ", ".join(s.name for s in transient), problem.key(), TRANSIENT_RETRIES + 1)
+    return sols, not transient
+
+
 def find(handle: Any, problem: Any, x: Any, w: Any, y: Any, *, mode: Any = None,
          enforce: Any = None, workspace: Any = None) -> list[ConvSolution]:
     """Solutions of `problem`, fastest first, as the find mode says; the output tensor holds
@@ -365,13 +405,14 @@ def find(handle: Any, problem: Any, x: Any, w: Any, y: Any, *, mode: Any = None,
     dynamic_only = mode == FindMode.DYNAMIC_HYBRID
     bound = bind(handle, problem, x, w, y)
     try:
-        sols = benchmark(handle, problem, bound, dynamic_only=dynamic_only, workspace=workspace)
+        sols, complete = _benchmark_all(handle, problem, bound, dynamic_only, workspace)
         if not sols:
             raise ProblemError(f"no solver ran for {problem.key()} on {handle.target.name}")
         # The output holds the winner's result, as a caller of find expects.
         best = handle.invokers[(problem, sols[0].solver)]
         best(_pointers(handle, best, bound, workspace))
-        _record(handle, problem, sols)
+        if complete:
+            _record(handle, problem, sols)
     finally:
         _finish(handle, problem, bound)
     return sols

@@ -4,7 +4,12 @@ Text user dbs: take `<file>.lock` (an OS file lock, released by the kernel if th
 read the file, change it, write a temporary file in the same folder, fsync it and `os.replace`
 it over the old one. Readers never take the lock: they see the old file or the new one, never a
 half-written one. SQLite user dbs: one `BEGIN IMMEDIATE` transaction with a busy timeout and a
-retry when SQLite still reports the database locked. System dbs are never written at run time.
+retry when SQLite still reports the database locked; readers wait and retry the same way. A new
+SQLite file appears whole: its schema is written to a temporary file that is then linked into
+place, so no reader ever sees a database without tables. System dbs are never written at run time.
+
+Temporary files carry the writing process's id (`.<name>.<pid>.<random>.tmp`); the next write
+removes those whose process is gone, so a writer killed mid-write leaves nothing for long.
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 from urllib.request import pathname2url
 
 from filelock import FileLock, Timeout
@@ -28,8 +35,13 @@ __all__ = [
     "atomic_write",
     "locked_update",
     "connect",
+    "create_sqlite",
+    "remove_orphans",
+    "retry_busy",
     "write_transaction",
 ]
+
+T = TypeVar("T")
 
 # Long enough for a slow disk under 16 writers, short enough that a stuck holder is reported.
 LOCK_TIMEOUT_S = 120.0
@@ -37,10 +49,44 @@ _BUSY_TIMEOUT_MS = 30_000
 _POLL_S = 0.002
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def _tmp_prefix(path: Path) -> str:
+    return f".{path.name}.{os.getpid()}."
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, another user's
+        return True
+    return True
+
+
+def remove_orphans(path: Path, *, locked: bool = False) -> None:
+    """Remove temporary files of `path` left by killed writers.
+
+    `locked`: the caller holds `path`'s lock, so every temporary file of it is an orphan;
+    otherwise only those whose writing process is gone are.
+    """
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[^/]*\.tmp$")
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.match(name)
+        if m is None or int(m.group(1)) == os.getpid():
+            continue
+        if locked or not _pid_alive(int(m.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / name)
+
+
+def atomic_write(path: Path, data: bytes, *, locked: bool = False) -> None:
     """Write `data` to `path` so that a reader or a crash sees the old file or the new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -51,6 +97,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    remove_orphans(path, locked=locked)
     # The rename itself must reach the disk too, or a power cut can bring the old file back.
     with contextlib.suppress(OSError):
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -69,7 +116,7 @@ def locked_update(path: Path, update: Callable[[bytes | None], bytes]) -> None:
         # make 16 queued writers wait far longer than they work.
         with lock.acquire(poll_interval=_POLL_S):
             old = path.read_bytes() if path.exists() else None
-            atomic_write(path, update(old))
+            atomic_write(path, update(old), locked=True)
     except Timeout:
         raise DbError(
             f"{path}: could not take {path}.lock within {LOCK_TIMEOUT_S:.0f} s; another process "
@@ -90,10 +137,51 @@ def connect(path: Path, *, readonly: bool, wal: bool = False) -> sqlite3.Connect
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), isolation_level=None)
         if wal and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            _retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"), path)
-    # SQLite's own busy handler backs off up to 100 ms per try; `_retry_busy` polls faster.
+            retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"), path)
+    # SQLite's own busy handler backs off up to 100 ms per try; `retry_busy` polls faster.
     conn.execute("PRAGMA busy_timeout=5")
     return conn
+
+
+def create_sqlite(path: Path, statements: Iterable[str], *, wal: bool) -> None:
+    """Create `path` with its schema in one step, unless it exists.
+
+    The schema goes into a temporary file in the same folder, which is then hard-linked to
+    `path`: the link fails if another process created `path` first, and a reader never sees a
+    file without tables. Where the file system has no hard links, the same runs under
+    `path`'s lock with a rename.
+    """
+    if path.exists():
+        remove_orphans(path)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            if wal:
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN")
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        except OSError:
+            with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+                if not path.exists():
+                    os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    remove_orphans(path)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -101,12 +189,12 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _retry_busy(fn: Callable[[], object], path: Path) -> None:
+def retry_busy(fn: Callable[[], T], path: Path) -> T:
+    """`fn()`, retried while SQLite reports the database locked or busy (readers and writers)."""
     deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
     while True:
         try:
-            fn()
-            return
+            return fn()
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc) or time.monotonic() > deadline:
                 raise DbError(f"{path}: {exc}; another process holds the database") from None
@@ -117,10 +205,10 @@ def _retry_busy(fn: Callable[[], object], path: Path) -> None:
 @contextlib.contextmanager
 def write_transaction(conn: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connection]:
     """BEGIN IMMEDIATE ... COMMIT, retrying BEGIN while another writer holds the database."""
-    _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), path)
+    retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), path)
     try:
         yield conn
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    _retry_busy(lambda: conn.execute("COMMIT"), path)
+    retry_busy(lambda: conn.execute("COMMIT"), path)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import DbError, IntegrityError
 from ._files import check_sqlite_file, sqlite_errors
-from ._lock import connect, write_transaction
+from ._lock import connect, create_sqlite, retry_busy, write_transaction
 
 __all__ = ["KDB_SCHEMA_SQL", "KernelEntry", "KernelDb", "pack_blob", "unpack_blob"]
 
@@ -97,20 +97,23 @@ class KernelDb:
                  wal: bool | None = None) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        # A writer may find an empty file that another writer has just created: SQLite
+        use_wal = self.path.suffix == ".ukdb" if wal is None else wal
+        statements = [s for s in KDB_SCHEMA_SQL.split(";") if s.strip()]
+        with sqlite_errors(self.path, "KernelDb"):
+            if not readonly:
+                create_sqlite(self.path, statements, wal=use_wal)
+        # An empty file is one that an older writer created but had not filled yet: SQLite
         # initialises it inside the transaction below.
         if readonly or (self.path.exists() and self.path.stat().st_size > 0):
             check_sqlite_file(self.path, "KernelDb")
-        use_wal = self.path.suffix == ".ukdb" if wal is None else wal
         with sqlite_errors(self.path, "KernelDb"):
             self._conn = connect(self.path, readonly=readonly, wal=use_wal and not readonly)
-            if not readonly and not self._conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE name = 'kern_db'").fetchone():
+            if not readonly and not retry_busy(lambda: self._conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'kern_db'").fetchone(), self.path):
                 with write_transaction(self._conn, self.path):
-                    for statement in KDB_SCHEMA_SQL.split(";"):
-                        if statement.strip():
-                            self._conn.execute(statement)
-            self._check_schema()
+                    for statement in statements:
+                        self._conn.execute(statement)
+            retry_busy(self._check_schema, self.path)
 
     def _check_schema(self) -> None:
         tables = [r[0] for r in self._conn.execute(
@@ -142,9 +145,10 @@ class KernelDb:
     def load(self, kernel_name: str, kernel_args: str) -> bytes | None:
         """The code object, checked against its md5; None when there is no such entry."""
         with sqlite_errors(self.path, "KernelDb"):
-            row = self._conn.execute(
+            row = retry_busy(lambda: self._conn.execute(
                 "SELECT kernel_blob, uncompressed_size, kernel_hash FROM kern_db "
-                "WHERE kernel_name = ? AND kernel_args = ?", (kernel_name, kernel_args)).fetchone()
+                "WHERE kernel_name = ? AND kernel_args = ?", (kernel_name, kernel_args)
+            ).fetchone(), self.path)
         if row is None:
             return None
         return unpack_blob(row[0], row[1], row[2], self._what(kernel_name, kernel_args))

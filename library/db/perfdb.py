@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import DbError, MIOpenKernelsError
 from ._files import check_sqlite_file, sqlite_errors
-from ._lock import connect, locked_update, write_transaction
+from ._lock import connect, create_sqlite, locked_update, retry_busy, write_transaction
 from ._text import CachedFile, iter_lines, malformed, read_text
 
 __all__ = [
@@ -142,19 +142,22 @@ class SqlitePerfDb:
     def __init__(self, path: Path | str, *, readonly: bool = True) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        # A writer may find an empty file that another writer has just created: SQLite
+        with sqlite_errors(self.path, "PerfDb"):
+            if not readonly:
+                create_sqlite(self.path, _statements(SCHEMA_SQL), wal=True)
+        # An empty file is one that an older writer created but had not filled yet: SQLite
         # initialises it inside the transaction below.
         if readonly or (self.path.exists() and self.path.stat().st_size > 0):
             check_sqlite_file(self.path, "PerfDb")
         with sqlite_errors(self.path, "PerfDb"):
             self._conn = connect(self.path, readonly=readonly, wal=not readonly)
-            if not readonly and not _tables(self._conn):
+            if not readonly and not retry_busy(lambda: _tables(self._conn), self.path):
                 with write_transaction(self._conn, self.path):
                     if not _tables(self._conn):
                         # Statement by statement: executescript would commit the transaction.
                         for statement in _statements(SCHEMA_SQL):
                             self._conn.execute(statement)
-            self.schema = self._check_schema()
+            self.schema = retry_busy(self._check_schema, self.path)
 
     def _check_schema(self) -> str:
         version = sqlite_schema_version(self._conn)
@@ -194,9 +197,9 @@ class SqlitePerfDb:
         cfg = problem if isinstance(problem, tuple) else config_key(problem)
         out: dict[str, str] = {}
         with sqlite_errors(self.path, "PerfDb"):
-            rows = self._conn.execute(
+            rows = retry_busy(lambda: self._conn.execute(
                 f"SELECT p.solver, p.params FROM perf_db p JOIN config c ON p.config = c.id "
-                f"WHERE {_WHERE} ORDER BY {self._order()}", cfg).fetchall()
+                f"WHERE {_WHERE} ORDER BY {self._order()}", cfg).fetchall(), self.path)
         for solver, params in rows:
             out.setdefault(solver, params)
         return out
@@ -204,9 +207,9 @@ class SqlitePerfDb:
     def items(self) -> Iterator[tuple[ConfigKey, dict[str, str]]]:
         """Every (config, {solver: params}), in config id order."""
         with sqlite_errors(self.path, "PerfDb"):
-            rows = self._conn.execute(
+            rows = retry_busy(lambda: self._conn.execute(
                 f"SELECT c.id, {_COLS}, p.solver, p.params FROM config c JOIN perf_db p "
-                f"ON p.config = c.id ORDER BY c.id, {self._order()}").fetchall()
+                f"ON p.config = c.id ORDER BY c.id, {self._order()}").fetchall(), self.path)
         current: ConfigKey | None = None
         current_id = None
         entries: dict[str, str] = {}
