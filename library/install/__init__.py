@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import IntegrityError, MIOpenKernelsError, TargetError
+from ..errors import InstallError, IntegrityError, MIOpenKernelsError, TargetError
 from ..target import Target
 from .choose import Choice, choose_packages
 from .commit import commit_files
@@ -188,6 +188,38 @@ def _obsolete(prefix: Path, method: str, chosen: list[Choice]) -> list[Path]:
     return old
 
 
+_STAGE_PREFIX = ".miopenkernels-stage-"
+
+
+def _remove_stale_stages(prefix: Path) -> None:
+    """Remove stage folders of installers that were killed (their process is gone)."""
+    for old in prefix.glob(_STAGE_PREFIX + "*"):
+        pid = old.name[len(_STAGE_PREFIX):].split("-", 1)[0]
+        if pid.isascii() and pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+                continue  # another installer is at work
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _make_stage(prefix: Path) -> Path:
+    """A fresh stage folder inside `prefix` (same file system: renames, not copies)."""
+    if prefix.exists() and not prefix.is_dir():
+        raise InstallError(f"--prefix {prefix} is a file, not a folder; give an environment's "
+                           "folder")
+    try:
+        prefix.mkdir(parents=True, exist_ok=True)
+        _remove_stale_stages(prefix)
+        return Path(tempfile.mkdtemp(prefix=f"{_STAGE_PREFIX}{os.getpid()}-", dir=prefix))
+    except OSError as exc:
+        raise InstallError(f"cannot write into --prefix {prefix} ({exc.strerror or exc}); give "
+                           "a writable folder or run with the rights to write it") from None
+
+
 def install(
     sources: list[Source],
     prefix: Path | None = None,
@@ -221,8 +253,7 @@ def install(
                              "location": str(prefix / DB_DIR), "files": []})
     if dry_run or not todo:
         return report
-    prefix.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".miopenkernels-stage-", dir=prefix))
+    work = _make_stage(prefix)
     try:
         stage, backup = work / "prefix", work / "backup"
         stage.mkdir()
@@ -244,6 +275,9 @@ def install(
         _check_staged(stage, todo, force)
         files = _staged_files(stage, source.method, todo)
         commit_files(stage, prefix, files, _obsolete(prefix, source.method, todo), backup)
+    except OSError as exc:  # a full disk or a folder that turned read-only while staging
+        raise InstallError(f"installing into {prefix} failed ({exc}); nothing was "
+                           "changed") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for item, c in zip(report.items, chosen, strict=False):

@@ -7,9 +7,24 @@ import os
 import shutil
 from pathlib import Path
 
-from ..errors import InstallError
+from ..errors import InstallError, IntegrityError
+from .manifest import check_relpath, inside
 
 __all__ = ["commit_files"]
+
+
+def _check_paths(stage: Path, prefix: Path, files: list[str]) -> None:
+    """Before anything moves: every path stays inside the stage and the prefix, symlinks
+    included, and every staged file is a regular file."""
+    for rel in files:
+        check_relpath(rel, "the package")
+        src = stage / rel
+        if src.is_symlink() or not src.is_file():
+            raise IntegrityError(f"the package's {rel!r} is not a regular file in the stage "
+                                 "(a link or a folder); nothing was installed")
+        if not inside(stage, rel) or not inside(prefix, rel):
+            raise IntegrityError(f"the package's {rel!r} leads outside {prefix} through a "
+                                 "symbolic link; nothing was installed")
 
 
 def commit_files(stage: Path, prefix: Path, files: list[str], obsolete: list[Path],
@@ -20,6 +35,7 @@ def commit_files(stage: Path, prefix: Path, files: list[str], obsolete: list[Pat
     `stage` and `backup` must be on the prefix's file system (renames, not copies). On failure
     every move is undone and InstallError is raised.
     """
+    _check_paths(stage, prefix, files)
     done: list[tuple[Path, Path | None]] = []  # (installed path, its backup or None)
     moved_away: list[tuple[Path, Path]] = []
     try:

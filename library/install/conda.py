@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
 
 from ..errors import IndexUnreachableError, InstallError, IntegrityError
 from .sources import Available
@@ -24,11 +26,14 @@ def stage_conda(channel: str, chosen: list[Available], stage: Path, cache: Path)
 
     async def _run() -> None:
         records = await solve([Channel(url)], specs, platforms=["noarch"], virtual_packages=[])
+        _check_local_hashes(records)
         await install(records, target_prefix=stage, cache_dir=cache, show_progress=False,
                       installed_packages=[])
 
     try:
         asyncio.run(_run())
+    except IntegrityError:
+        raise
     except Exception as exc:  # rattler raises its own exception types
         text = str(exc).strip().splitlines()
         msg = text[0] if text else type(exc).__name__
@@ -38,6 +43,30 @@ def stage_conda(channel: str, chosen: list[Available], stage: Path, cache: Path)
             raise IndexUnreachableError(f"conda channel {channel}: {msg}") from None
         raise InstallError(f"conda install from {channel} failed: {msg}") from None
     return conda_meta_records(stage, [a.package for a in chosen])
+
+
+def _check_local_hashes(records: list[Any]) -> None:
+    """A package file in a local channel must match its repodata sha256 before it is read.
+
+    py-rattler checks downloads; a file:// package it extracts as it stands, so a damaged one
+    would fail later as an unreadable archive instead of as the hash mismatch it is.
+    """
+    from .manifest import sha256_file
+
+    for record in records:
+        parsed = urlparse(str(record.url))
+        if parsed.scheme != "file" or not record.sha256:
+            continue
+        path = Path(unquote(parsed.path))
+        want = bytes(record.sha256).hex()
+        try:
+            have = sha256_file(path)
+        except OSError as exc:
+            raise IndexUnreachableError(f"conda package {path}: {exc.strerror or exc}") \
+                from None
+        if have != want:
+            raise IntegrityError(f"conda package {path.name}: sha256 {have} differs from the "
+                                 f"channel's {want}; download it again or re-index the channel")
 
 
 def conda_meta_records(prefix: Path, names: list[str]) -> list[Path]:

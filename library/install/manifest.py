@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import IntegrityError
@@ -19,6 +20,9 @@ __all__ = [
     "MANIFEST_SCHEMA",
     "manifest_relpath",
     "sha256_file",
+    "check_relpath",
+    "inside",
+    "check_manifest",
     "read_manifest",
     "installed_manifests",
 ]
@@ -40,15 +44,56 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+# A manifest is a few KiB; anything far bigger is not one.
+MAX_MANIFEST_BYTES = 16 << 20
+
+
+def check_relpath(rel: object, what: str) -> str:
+    """`rel` if it is a relative POSIX path that stays inside its root; IntegrityError if not.
+
+    Paths a package names are data: no absolute path, no `..`, no empty, `.` or NUL part, no
+    backslash (a Windows separator that POSIX would keep in one name).
+    """
+    if not isinstance(rel, str) or not rel:
+        raise IntegrityError(f"{what} names a path that is not a string: {rel!r}")
+    parts = PurePosixPath(rel).parts
+    if (rel.startswith(("/", "~")) or "\\" in rel or "\0" in rel or ":" in parts[0]
+            or any(p in ("..", ".") for p in rel.split("/")) or "" in rel.split("/")):
+        raise IntegrityError(f"{what} names {rel!r}, a path outside the install prefix; the "
+                             "package is not to be trusted: nothing was installed from it")
+    return rel
+
+
+def inside(root: Path, rel: str) -> bool:
+    """Whether `root/rel`, following every symlink on the way that exists, stays in `root`."""
+    base = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(base, rel))
+    return real == base or real.startswith(base + os.sep)
+
+
+def check_manifest(data: object, source: str) -> dict[str, Any]:
+    """A manifest's shape and paths; IntegrityError (naming `source`) on the first problem."""
+    if not isinstance(data, dict) or "files" not in data or "target" not in data:
+        raise IntegrityError(f"package manifest {source} lacks 'files' or 'target'")
+    if not isinstance(data["files"], dict) or not isinstance(data["target"], dict):
+        raise IntegrityError(f"package manifest {source}: 'files' and 'target' must be objects")
+    for rel, info in data["files"].items():
+        check_relpath(rel, f"package manifest {source}")
+        if not isinstance(info, dict) or not isinstance(info.get("sha256"), str):
+            raise IntegrityError(f"package manifest {source}: entry {rel!r} has no sha256")
+    return data
+
+
 def read_manifest(path: Path) -> dict[str, Any]:
     """Read one manifest; a malformed one is an integrity failure of its package."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
+        if Path(path).stat().st_size > MAX_MANIFEST_BYTES:
+            raise IntegrityError(f"package manifest {path} is over {MAX_MANIFEST_BYTES >> 20} "
+                                 "MiB: not a manifest")
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
         raise IntegrityError(f"package manifest {path} is unreadable: {exc}") from None
-    if not isinstance(data, dict) or "files" not in data or "target" not in data:
-        raise IntegrityError(f"package manifest {path} lacks 'files' or 'target'")
-    return data
+    return check_manifest(data, str(path))
 
 
 def installed_manifests(prefix: Path) -> list[Path]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InstallError, IntegrityError
 from ._proc import run_tool
-from .manifest import MANIFEST_DIR
+from .manifest import MANIFEST_DIR, check_manifest
 from .sources import Available, read_url
 
 __all__ = ["fetch_wheel", "check_wheel", "stage_wheels", "site_packages_of"]
@@ -42,14 +42,14 @@ def check_wheel(wheel: Path, avail: Available) -> dict[str, Any]:
             if mpath not in names:
                 raise IntegrityError(f"{wheel.name} has no {MANIFEST_DIR}/{base}.manifest.json: "
                                      f"not a package for {avail.target.name}")
-            manifest = json.loads(zf.read(mpath))
-            for rel, info in manifest.get("files", {}).items():
+            manifest = check_manifest(json.loads(zf.read(mpath)), f"{wheel.name}:{mpath}")
+            for rel, info in manifest["files"].items():
                 if data_dir + rel not in names:
                     raise IntegrityError(f"{wheel.name} lacks {rel}, listed in its manifest")
                 if hashlib.sha256(zf.read(data_dir + rel)).hexdigest() != info["sha256"]:
                     raise IntegrityError(f"{wheel.name}: {rel} does not match its manifest's "
                                          "sha256")
-    except (zipfile.BadZipFile, ValueError, KeyError) as exc:
+    except (zipfile.BadZipFile, ValueError, KeyError, RecursionError) as exc:
         raise IntegrityError(f"{wheel.name} is not a valid kernel wheel: {exc}") from None
     return dict(manifest)
 

@@ -166,10 +166,21 @@ def _list_find_links(location: str) -> list[Available]:
 
 def _list_channel(channel: str) -> list[Available]:
     base = _as_url(channel).rstrip("/") + "/"
-    data = json.loads(read_url(base + "noarch/repodata.json", "conda channel"))
+    raw = read_url(base + "noarch/repodata.json", "conda channel")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise IndexUnreachableError(f"conda channel {channel}: noarch/repodata.json is not "
+                                    f"JSON ({exc}); re-index the channel") from None
+    if not isinstance(data, dict) or not all(
+            isinstance(data.get(s) or {}, dict) for s in ("packages", "packages.conda")):
+        raise IndexUnreachableError(f"conda channel {channel}: noarch/repodata.json is not a "
+                                    "conda repodata object; re-index the channel")
     found = []
     for section in ("packages", "packages.conda"):
         for fname, rec in (data.get(section) or {}).items():
+            if not isinstance(rec, dict) or not isinstance(rec.get("name", ""), str):
+                continue  # not a package record: nothing to offer from it
             target = _target(str(rec.get("name", "")))
             if target is None:
                 continue

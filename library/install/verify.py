@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IntegrityError, PackageNotFoundError
-from .manifest import installed_manifests, read_manifest, sha256_file
+from .manifest import inside, installed_manifests, read_manifest, sha256_file
 
 __all__ = ["FileProblem", "PackageCheck", "check_package", "verify_prefix"]
 
@@ -58,7 +58,9 @@ def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
     )
     for rel, info in sorted(data["files"].items()):
         path = Path(prefix) / rel
-        if not path.is_file():
+        if not inside(prefix, rel):
+            check.problems.append(FileProblem(rel, "outside the prefix (a symbolic link)"))
+        elif not path.is_file():
             check.problems.append(FileProblem(rel, "missing"))
         elif sha256_file(path) != info["sha256"]:
             check.problems.append(FileProblem(rel, "sha256 mismatch"))

@@ -1,0 +1,258 @@
+"""Crafted packages: paths a package names are data. A conda package (`.tar.bz2`, indexed by
+py-rattler, installed by py-rattler) or a wheel (installed by pip) whose manifest names `..`,
+an absolute path or a path through a symlink out of the prefix installs nothing, writes nothing
+outside the prefix, moves no outside file, and exits non-zero; so does a conda package with one
+flipped byte (exit 12, hash mismatch), a malformed repodata.json, and a `--prefix` that cannot
+be written."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from miopenkernels.cli import app
+from miopenkernels.target import Target
+from typer.testing import CliRunner
+
+pytest.importorskip("rattler")
+pytestmark = pytest.mark.integration
+T = Target("gfx906", 60)
+DB = "share/miopen/db"
+MANIFEST = f"share/miopenkernels/{T.basename}.manifest.json"
+KDB = f"{DB}/{T.basename}.kdb"
+
+
+def _manifest(files: dict[str, bytes], extra: dict[str, str]) -> bytes:
+    entries = {rel: {"sha256": hashlib.sha256(b).hexdigest(), "size": len(b)}
+               for rel, b in files.items()}
+    entries.update({rel: {"sha256": digest, "size": 1} for rel, digest in extra.items()})
+    return json.dumps({"schema": 1, "package": T.package, "version": "0.1.0",
+                       "target": T.to_dict(), "files": entries}).encode()
+
+
+def _contents(extra: dict[str, str]) -> dict[str, bytes]:
+    files = {KDB: b"kernels " * 100, f"{DB}/{T.basename}.HIP.fdb.txt": b"# none\n"}
+    return {**files, MANIFEST: _manifest(files, extra)}
+
+
+def _conda_package(channel: Path, files: dict[str, bytes]) -> Path:
+    """A conda `.tar.bz2` of `files`, in the real format (info/index.json, info/paths.json)."""
+    name, version, build = T.package, "0.1.0", f"{T.basename}_0"
+    index = {"name": name, "version": version, "build": build, "build_number": 0,
+             "depends": [], "noarch": "generic", "subdir": "noarch", "license": "MIT"}
+    paths = {"paths_version": 1, "paths": [
+        {"_path": rel, "path_type": "hardlink", "sha256": hashlib.sha256(b).hexdigest(),
+         "size_in_bytes": len(b)} for rel, b in sorted(files.items())]}
+    members = {"info/index.json": json.dumps(index).encode(),
+               "info/paths.json": json.dumps(paths).encode(),
+               "info/files": "".join(f"{r}\n" for r in sorted(files)).encode(), **files}
+    out = channel / "noarch" / f"{name}-{version}-{build}.tar.bz2"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out, "w:bz2") as tar:
+        for rel, data in members.items():
+            info = tarfile.TarInfo(rel)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    from miopenkernels.builder.package.index import index_channel
+
+    index_channel(channel)
+    return out
+
+
+def _wheel(folder: Path, files: dict[str, bytes]) -> Path:
+    """A data wheel of `files` in the real format (WHEEL, METADATA, RECORD)."""
+    dist = f"{T.wheel_name}-0.1.0"
+    members = {f"{dist}.data/data/{rel}": b for rel, b in files.items()}
+    members[f"{dist}.dist-info/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {T.package}\nVersion: 0.1.0\n").encode()
+    members[f"{dist}.dist-info/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    record = []
+    for rel, b in members.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode()
+        record.append(f"{rel},sha256={digest},{len(b)}")
+    record.append(f"{dist}.dist-info/RECORD,,")
+    members[f"{dist}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(out, "w") as zf:
+        for rel, b in members.items():
+            zf.writestr(rel, b)
+    return out
+
+
+def _tree(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {str(p.relative_to(root)): (p.stat().st_ino, p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+@pytest.fixture()
+def victim(tmp_path: Path) -> dict[str, Path]:
+    """An outside file that a crafted package names, and the env under the same parent."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n")
+    env = tmp_path / "victim" / "env"
+    (env / "conda-meta").mkdir(parents=True)
+    return {"root": tmp_path, "outside": outside, "env": env}
+
+
+def _install(args: list[str], env: Path) -> object:
+    return CliRunner().invoke(app, ["install", *args, "--prefix", str(env), "--target",
+                                    T.name, "--force", "--json"])
+
+
+def _evil_paths(v: dict[str, Path]) -> list[dict[str, str]]:
+    outside_sha = hashlib.sha256(v["outside"].read_bytes()).hexdigest()
+    kdb_sha = hashlib.sha256(_contents({})[KDB]).hexdigest()
+    return [
+        # Resolves, inside the stage, to the staged kdb; from the prefix, to a sibling folder.
+        {f"share/../../prefix/{KDB}": kdb_sha},
+        {str(v["outside"]): outside_sha},  # absolute: the outside file itself
+        {f"{DB}/../../../../outside.txt": outside_sha},
+    ]
+
+
+@pytest.mark.parametrize("case", [0, 1, 2])
+def test_a_conda_package_naming_a_path_outside_the_prefix_installs_nothing(victim, case):
+    v = victim
+    extra = _evil_paths(v)[case]
+    channel = v["root"] / "channel"
+    _conda_package(channel, _contents(extra))
+    before = _tree(v["root"])
+    r = _install(["--channel", str(channel), "--conda"], v["env"])
+    assert r.exit_code == 12, r.output
+    assert "outside the install prefix" in r.output and "Traceback" not in r.output
+    after = _tree(v["root"])
+    # Nothing new anywhere but the channel's package cache; the outside file is untouched.
+    new = {k for k in after if k not in before and not k.startswith("channel")}
+    assert new == set(), new
+    assert after[str(v["outside"].relative_to(v["root"]))] == \
+        before[str(v["outside"].relative_to(v["root"]))]
+    assert not (v["root"] / "victim" / "prefix").exists()
+    assert [p.name for p in v["env"].iterdir()] == ["conda-meta"]
+
+
+@pytest.mark.parametrize("case", [0, 1, 2])
+def test_a_wheel_naming_a_path_outside_the_prefix_installs_nothing(victim, case):
+    v = victim
+    extra = _evil_paths(v)[case]
+    links = v["root"] / "wheels"
+    _wheel(links, _contents(extra))
+    before = _tree(v["root"])
+    r = _install(["--find-links", str(links), "--pip"], v["env"])
+    assert r.exit_code == 12, r.output
+    assert "outside the install prefix" in r.output and "Traceback" not in r.output
+    after = _tree(v["root"])
+    assert {k for k in after if k not in before} == set()
+    assert after == before
+
+
+def test_a_symlink_in_the_prefix_leading_outside_is_not_followed(victim, tmp_path):
+    v = victim
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (v["env"] / "share").mkdir()
+    os.symlink(elsewhere, v["env"] / "share" / "miopen")
+    links = v["root"] / "wheels"
+    _wheel(links, _contents({}))
+    r = _install(["--find-links", str(links), "--pip"], v["env"])
+    assert r.exit_code == 12, r.output
+    assert "symbolic link" in r.output and list(elsewhere.iterdir()) == []
+
+
+def test_the_same_package_uncrafted_installs(victim):
+    v = victim
+    channel = v["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    r = _install(["--channel", str(channel), "--conda"], v["env"])
+    assert r.exit_code == 0, r.output
+    assert (v["env"] / KDB).read_bytes() == _contents({})[KDB]
+    assert CliRunner().invoke(app, ["verify", "--prefix", str(v["env"])]).exit_code == 0
+
+
+def test_a_conda_package_with_one_flipped_byte_is_a_hash_mismatch(victim):
+    v = victim
+    channel = v["root"] / "channel"
+    pkg = _conda_package(channel, _contents({}))
+    data = bytearray(pkg.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    pkg.write_bytes(bytes(data))
+    r = _install(["--channel", str(channel), "--conda"], v["env"])
+    assert r.exit_code == 12, r.output
+    assert r.output.count("error:") == 1 and "Traceback" not in r.output
+    assert [p.name for p in v["env"].iterdir()] == ["conda-meta"]
+
+
+@pytest.mark.parametrize("repodata", [b"{not json", b"[]", b'{"packages": []}',
+                                      b'{"packages": {"x.tar.bz2": 5}}', b"\xff\xfe"])
+def test_a_malformed_repodata_json_is_one_error_line(victim, repodata):
+    channel = victim["root"] / "channel"
+    (channel / "noarch").mkdir(parents=True)
+    (channel / "noarch" / "repodata.json").write_bytes(repodata)
+    r = _install(["--channel", str(channel), "--conda"], victim["env"])
+    assert r.exit_code in (10, 11), r.output
+    assert r.output.count("error:") == 1 and "Traceback" not in r.output
+
+
+def test_a_prefix_that_is_a_file_or_read_only_is_one_error_line(victim, tmp_path, monkeypatch):
+    channel = victim["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    r = _install(["--channel", str(channel), "--conda"], afile)
+    assert r.exit_code == 14 and "is a file" in r.output, r.output
+    ro = tmp_path / "ro"
+    (ro / "conda-meta").mkdir(parents=True)
+    ro.chmod(0o555)
+    try:
+        if os.access(ro, os.W_OK):  # root writes anyway: the refusal the kernel would give
+            import tempfile
+
+            def refuse(*a, **k):  # noqa: ANN002, ANN003, ANN202
+                raise PermissionError(13, "Permission denied")
+
+            monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+        r = _install(["--channel", str(channel), "--conda"], ro)
+        assert r.exit_code == 14 and "cannot write" in r.output, r.output
+    finally:
+        ro.chmod(0o755)
+
+
+def test_a_full_disk_while_moving_is_one_error_line(victim, monkeypatch):
+    from miopenkernels.install import commit
+
+    channel = victim["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    real = os.replace
+    calls = [0]
+
+    def full(src, dst):  # noqa: ANN001, ANN202
+        calls[0] += 1
+        if calls[0] == 2:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(commit.os, "replace", full)
+    r = _install(["--channel", str(channel), "--conda"], victim["env"])
+    monkeypatch.undo()
+    assert r.exit_code == 14 and "No space left" in r.output, r.output
+    assert [p for p in victim["env"].rglob("*") if p.is_file()] == []
+
+
+def test_a_killed_installers_stage_is_removed_on_the_next_run(victim):
+    env = victim["env"]
+    stale = env / ".miopenkernels-stage-4194305-abcd" / "prefix"  # pid 2**22+1: never alive
+    stale.mkdir(parents=True)
+    (stale / "half").write_text("x")
+    channel = victim["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    r = _install(["--channel", str(channel), "--conda"], env)
+    assert r.exit_code == 0, r.output
+    assert not list(env.glob(".miopenkernels-stage-*"))
