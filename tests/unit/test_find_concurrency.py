@@ -33,7 +33,9 @@ def _tuning_handle(monkeypatch, tmp_path, fail_reads: int):  # noqa: ANN001, ANN
     from miopenkernels.handle import Handle
 
     db_env(monkeypatch, tmp_path)
-    h = Handle(backend=NullBackend(SM90), compiler=FakeCompiler(),
+    backend = NullBackend(SM90)
+    backend.kernel_ms = {"tun_p1": 1.0, "plain_p0": 2.0}
+    h = Handle(backend=backend, compiler=FakeCompiler(),
                solvers=[FakeSolver("Tun", 1.0, tunable=True, space=(1, 2)),
                         FakeSolver("Plain", 2.0)])
     load = h.perfdb.load
