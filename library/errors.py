@@ -11,6 +11,7 @@ __all__ = [
     "ProblemError",
     "TargetError",
     "DbError",
+    "DamagedDbError",
     "NoDeviceError",
     "DetectError",
     "CompileError",
@@ -46,6 +47,11 @@ class DbError(MIOpenKernelsError):
     """A database file that is missing, corrupt, foreign or of an unknown schema."""
 
     exit_code = 5
+
+
+class DamagedDbError(DbError):
+    """A database file whose bytes are damaged (garbage, LFS pointer, truncated, corrupt pages),
+    as opposed to one that is busy or missing: a user cache so damaged is set aside and rebuilt."""
 
 
 class NoDeviceError(MIOpenKernelsError):

@@ -336,10 +336,13 @@ def _record(handle: Any, problem: Any, sols: list[ConvSolution]) -> None:
     null backend) ranks but records nothing, so no made-up time ever reaches a database."""
     from .db.finddb import Solution
 
-    if not sols or not handle.backend.has_timer:
+    if not sols or not handle.backend.has_timer or handle.finddb.user_path is None:
         return
-    handle.finddb.store(problem, [Solution(s.solver, s.time, s.workspace, s.algorithm)
-                                  for s in sols])
+    try:
+        handle.finddb.store(problem, [Solution(s.solver, s.time, s.workspace, s.algorithm)
+                                      for s in sols])
+    except (DbError, OSError) as exc:  # the result stands; only its record is lost
+        log.warning("find: could not record %s in the user FindDb: %s", problem.key(), exc)
 
 
 def _clean(handle: Any, problem: Any) -> None:
@@ -492,8 +495,13 @@ def _search(handle: Any, problem: Any) -> None:
             if not solver.tunable:
                 continue
             params, ms = search_params(handle, problem, solver, bound, time_limit_s=10.0)
-            if ms != float("inf") and handle.backend.has_timer:
-                handle.perfdb.store(problem, solver.name, solver.params_to_string(params))
+            if ms != float("inf") and handle.backend.has_timer and \
+                    handle.perfdb.user_path is not None:
+                try:
+                    handle.perfdb.store(problem, solver.name, solver.params_to_string(params))
+                except (DbError, OSError) as exc:
+                    log.warning("search: could not record %s in the user PerfDb: %s",
+                                solver.name, exc)
                 handle.invokers.pop((problem, solver.name), None)
     finally:
         for t in bound.values():

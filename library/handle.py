@@ -12,7 +12,10 @@ kernels depend on the arch only, the measured choices nearly so).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +24,14 @@ from typing import Any
 
 from . import config
 from .backends import Backend, Function, Module, open_backend
-from .errors import CompileError, DbError, MIOpenKernelsError, TargetError
+from .errors import (
+    CompileError,
+    DamagedDbError,
+    DbError,
+    IntegrityError,
+    MIOpenKernelsError,
+    TargetError,
+)
 from .target import Target, basename_for
 
 __all__ = ["Handle", "KernelStats", "nearest_system_basename"]
@@ -44,6 +54,23 @@ class KernelStats:
 
     def to_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
+
+
+def _usable_dir(path: Path, variable: str, consequence: str) -> bool:
+    """Whether `path` is, or can be made, a writable folder; warns once with why not."""
+    probe = path
+    try:
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        why = (f"{probe} is not a folder" if not probe.is_dir() else
+               f"{probe} is not writable" if not os.access(probe, os.W_OK | os.X_OK) else None)
+    except OSError as exc:
+        why = f"{path}: {exc.strerror or exc}"
+    if why is None:
+        return True
+    warnings.warn(f"{variable} or its default {path} is unusable ({why}); {consequence}",
+                  stacklevel=4)
+    return False
 
 
 def nearest_system_basename(target: Target, dirs: Iterable[Path]) -> tuple[str, Path] | None:
@@ -128,13 +155,19 @@ class Handle:
         self.paths = paths
         sys_paths = config.Paths(self.system_basename, paths.system_dir, paths.user_dir,
                                  paths.cache_dir)
-        self.finddb = FindDb(sys_paths.system_finddb, paths.user_finddb)
+        # An unusable user folder means no user databases (finds are not recorded), an
+        # unusable cache folder no kernel cache: one warning each, never an OSError later.
+        user_ok = _usable_dir(paths.user_dir, "MIOPEN_USER_DB_PATH", "no user databases: "
+                              "finds and tuning results are not recorded")
+        self.finddb = FindDb(sys_paths.system_finddb, paths.user_finddb if user_ok else None)
         perf_system = sys_paths.system_perfdb
         if perf_system is not None and not perf_system.exists():
             perf_system = sys_paths.system_perfdb_text
-        self.perfdb = PerfDb(perf_system, paths.user_perfdb)
+        self.perfdb = PerfDb(perf_system, paths.user_perfdb if user_ok else None)
         self.system_kdb = self._open_system_kdb(sys_paths.system_kdb)
-        self.cache_disabled = config.cache_disabled()
+        self.cache_disabled = config.cache_disabled() or not _usable_dir(
+            paths.cache_dir, "MIOPEN_CUSTOM_CACHE_DIR", "no kernel cache: JIT-compiled kernels "
+            "are not kept")
         self._user_kdb: Any = None
 
     def _open_system_kdb(self, path: Path | None) -> Any:
@@ -151,23 +184,76 @@ class Handle:
     @property
     def user_kdb(self) -> Any:
         """The user kernel cache (`<cache>/<basename>.ukdb`), opened on first use."""
-        if self._user_kdb is None and not self.cache_disabled:
-            from .db.kerneldb import KernelDb
-
-            path = self.paths.user_kdb
-            if path.exists():
-                self._user_kdb = KernelDb(path, readonly=False)
+        if self._user_kdb is None and not self.cache_disabled and self.paths.user_kdb.exists():
+            self._open_user_kdb()
         return self._user_kdb
 
     def _user_kdb_for_write(self) -> Any:
-        if self.cache_disabled:
-            return None
-        if self._user_kdb is None:
-            from .db.kerneldb import KernelDb
-
-            self.paths.user_kdb.parent.mkdir(parents=True, exist_ok=True)
-            self._user_kdb = KernelDb(self.paths.user_kdb, readonly=False)
+        if self._user_kdb is None and not self.cache_disabled:
+            self._open_user_kdb()
         return self._user_kdb
+
+    def _open_user_kdb(self) -> None:
+        """Open (or create) the user kernel cache; a damaged file is set aside and a new one
+        started, an unusable folder turns the cache off. One warning either way."""
+        from .db.kerneldb import KernelDb
+
+        path = self.paths.user_kdb
+        for _ in range(2):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._user_kdb = KernelDb(path, readonly=False)
+                return
+            except DamagedDbError as exc:
+                self._set_aside(path, str(exc))
+            except (DbError, OSError) as exc:
+                break_reason = getattr(exc, "strerror", None) or str(exc)
+                self._cache_off(f"the kernel cache {path} is unusable ({break_reason})")
+                return
+        self._cache_off(f"the kernel cache {path} could not be created again")
+
+    def _cache_off(self, why: str) -> None:
+        warnings.warn(f"{why}; no kernel cache: JIT-compiled kernels are not kept", stacklevel=4)
+        self.cache_disabled = True
+        self._user_kdb = None
+
+    def _set_aside(self, path: Path, why: str) -> None:
+        """Rename a damaged user cache out of the way (kept for a look, never read again)."""
+        if self._user_kdb is not None:
+            self._user_kdb.close()
+            self._user_kdb = None
+        dest = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d%H%M%S')}-"
+                              f"{os.getpid()}")
+        try:
+            os.replace(path, dest)
+            for side in ("-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{path}{side}")
+        except FileNotFoundError:
+            return  # another process set it aside first
+        except OSError:
+            pass
+        warnings.warn(f"{why}; set aside as {dest.name}, kernels will be compiled again",
+                      stacklevel=4)
+
+    def _user_kdb_load(self, key: tuple[str, str]) -> bytes | None:
+        """A kernel from the user cache; a damaged entry is removed, a damaged file set aside,
+        and the kernel counts as absent (so it is compiled again)."""
+        db = self.user_kdb
+        if db is None:
+            return None
+        try:
+            return db.load(*key)  # type: ignore[no-any-return]
+        except IntegrityError as exc:
+            warnings.warn(f"{exc}; removing the entry, the kernel will be compiled again",
+                          stacklevel=3)
+            with contextlib.suppress(DbError):
+                db.remove(*key)
+        except DamagedDbError as exc:
+            self._set_aside(self.paths.user_kdb, str(exc))
+        except DbError as exc:  # busy past the timeout: compile rather than fail
+            log.warning("user kernel cache unreadable now: %s", exc)
+        return None
 
     # ------------------------------------------------------------------ solvers
     @property
@@ -201,11 +287,13 @@ class Handle:
         key = (job.kdb_name, job.kdb_args)
         if key in self._modules or key in self._blobs:
             return True
-        for db, source in ((self.system_kdb, "system_kdb"), (self.user_kdb, "user_kdb")):
-            blob = db.load(*key) if db is not None else None
-            if blob is not None:
-                self._blobs[key] = (blob, source)  # kernel() takes it without a second read
-                return True
+        blob = self.system_kdb.load(*key) if self.system_kdb is not None else None
+        source = "system_kdb"
+        if blob is None:
+            blob, source = self._user_kdb_load(key), "user_kdb"
+        if blob is not None:
+            self._blobs[key] = (blob, source)  # kernel() takes it without a second read
+            return True
         return False
 
     def kernel(self, job: Any) -> Function:
@@ -225,8 +313,8 @@ class Handle:
                 blob = self.system_kdb.load(*key)
                 if blob is not None:
                     self.stats.system_kdb += 1
-            if blob is None and self.user_kdb is not None:
-                blob = self.user_kdb.load(*key)
+            if blob is None:
+                blob = self._user_kdb_load(key)
                 if blob is not None:
                     self.stats.user_kdb += 1
             if blob is None:
@@ -254,8 +342,8 @@ class Handle:
             ukdb = self._user_kdb_for_write()
             if ukdb is not None:
                 ukdb.store(job.kdb_name, job.kdb_args, blob)
-        except DbError as exc:  # a broken cache must not stop the computation
-            warnings.warn(f"could not store a kernel in the user cache: {exc}", stacklevel=3)
+        except (DbError, OSError) as exc:  # a broken cache must not stop the computation
+            self._cache_off(f"could not store a kernel in the user cache: {exc}")
         return blob
 
     @property

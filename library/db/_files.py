@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import DbError
+from ..errors import DamagedDbError, DbError
 
 __all__ = [
     "LFS_POINTER_PREFIX",
@@ -34,7 +34,7 @@ def is_lfs_pointer(head: bytes) -> bool:
 
 
 def _lfs_error(path: Path) -> DbError:
-    return DbError(
+    return DamagedDbError(
         f"{path} is a Git LFS pointer, not the database: run `git lfs pull` in its repository "
         "(or reinstall the package) to fetch the real file"
     )
@@ -66,12 +66,12 @@ def check_sqlite_file(path: Path, what: str) -> None:
     if size == 0 and live_wal:
         return  # a new WAL database whose pages still live in its -wal file
     if size < MIN_SQLITE_BYTES:
-        raise DbError(
+        raise DamagedDbError(
             f"{path} is {size} bytes, too small to be a {what} (MIOpen rejects files under "
             f"{MIN_SQLITE_BYTES} bytes); rebuild it or reinstall the package"
         )
     if not header.startswith(SQLITE_MAGIC):
-        raise DbError(
+        raise DamagedDbError(
             f"{path} is not a SQLite database (no 'SQLite format 3' header), so it cannot be a "
             f"{what}; check that the right file was given"
         )
@@ -84,7 +84,7 @@ def check_sqlite_file(path: Path, what: str) -> None:
     # The header's page count is only authoritative when its change counter matches
     # version-valid-for (SQLite file format, section 1.3.7).
     if pages and change_counter == valid_for and size < pages * page_size:
-        raise DbError(
+        raise DamagedDbError(
             f"{path} is truncated: its header promises {pages * page_size} bytes but the file "
             f"has {size}; copy or download it again"
         )
@@ -98,7 +98,7 @@ def sqlite_errors(path: Path, what: str) -> Iterator[None]:
     except sqlite3.DatabaseError as exc:
         text = str(exc)
         if "malformed" in text or "not a database" in text or "disk image" in text:
-            raise DbError(
+            raise DamagedDbError(
                 f"{path} is a corrupt SQLite file ({text}); copy or download it again"
             ) from None
         raise DbError(f"{path}: SQLite error reading the {what}: {text}") from None

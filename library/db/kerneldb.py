@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DbError, IntegrityError
+from ..errors import DamagedDbError, DbError, IntegrityError
 from ._files import check_sqlite_file, sqlite_errors
 from ._lock import connect, create_sqlite, retry_busy, write_transaction
 
@@ -122,13 +122,15 @@ class KernelDb:
         if columns == _COLUMNS:
             return
         if "perf_db" in tables:
-            raise DbError(f"{self.path} is a PerfDb (tables {', '.join(tables)}), not a "
-                          "KernelDb; give a .kdb/.ukdb kernel database")
+            raise DamagedDbError(f"{self.path} is a PerfDb (tables {', '.join(tables)}), "
+                                 "not a KernelDb; give a .kdb/.ukdb kernel database")
         if columns:
-            raise DbError(f"{self.path}: table kern_db has columns {', '.join(columns)}, not "
-                          f"MIOpen's {', '.join(_COLUMNS)}; rebuild the kernel database")
-        raise DbError(f"{self.path} is a SQLite file but not a KernelDb (tables: "
-                      f"{', '.join(tables) or 'none'}); give a .kdb/.ukdb kernel database")
+            raise DamagedDbError(f"{self.path}: table kern_db has columns "
+                                 f"{', '.join(columns)}, not MIOpen's {', '.join(_COLUMNS)}; "
+                                 "rebuild the kernel database")
+        raise DamagedDbError(f"{self.path} is a SQLite file but not a KernelDb (tables: "
+                             f"{', '.join(tables) or 'none'}); give a .kdb/.ukdb kernel "
+                             "database")
 
     def close(self) -> None:
         self._conn.close()
@@ -152,6 +154,14 @@ class KernelDb:
         if row is None:
             return None
         return unpack_blob(row[0], row[1], row[2], self._what(kernel_name, kernel_args))
+
+    def remove(self, kernel_name: str, kernel_args: str) -> None:
+        """Delete one entry (a damaged one, before it is compiled again)."""
+        if self.readonly:
+            raise DbError(f"{self.path} is open read-only")
+        with sqlite_errors(self.path, "KernelDb"), write_transaction(self._conn, self.path):
+            self._conn.execute("DELETE FROM kern_db WHERE kernel_name = ? AND kernel_args = ?",
+                               (kernel_name, kernel_args))
 
     def store(self, kernel_name: str, kernel_args: str, blob: bytes) -> None:
         """Insert or replace one code object."""

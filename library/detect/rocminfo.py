@@ -23,14 +23,19 @@ from .device import Device, SourceUnavailable, hip_cu_count
 __all__ = ["parse_rocminfo", "read_rocminfo_file", "run_rocminfo", "find_rocminfo"]
 
 # Colour codes, as bytes or as the caret notation a copied terminal shows ("^[[37m").
-_ANSI_RE = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[ -/]*[@-~]")
-_SCROLLBACK_RE = re.compile(r"\s*\[\d+/\d+\]\s*$")
-_AGENT_RE = re.compile(r"^\s*Agent\s+(\d+)\s*$")
-_FIELD_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
+_ANSI_RE = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
+# Applied to stripped lines only, and with no two adjacent unbounded repeats that can match
+# the same characters: each runs in time linear in the line.
+_SCROLLBACK_RE = re.compile(r"\[\d+/\d+\]$")
+_AGENT_RE = re.compile(r"Agent\s+(\d+)")
 _ARCH_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _ISA_PREFIX = "amdgcn-amd-amdhsa--"
 _NOT_LOADED = "ROCk module is NOT loaded"
 DEFAULT_TIMEOUT_S = 30.0
+# rocminfo of an 8-GPU node is under 100 KiB; a file far bigger is not rocminfo output.
+MAX_ROCMINFO_BYTES = 1 << 20
+# The longest line rocminfo prints is under 200 characters; longer ones carry nothing it says.
+_MAX_LINE = 1024
 
 
 @dataclass
@@ -41,9 +46,16 @@ class _Agent:
 
 
 def _clean(text: str) -> list[str]:
+    """Lines without colour codes, scrollback counters and surrounding blanks."""
     lines = []
     for raw in text.splitlines():
-        line = _SCROLLBACK_RE.sub("", _ANSI_RE.sub("", raw)).rstrip()
+        if len(raw) > _MAX_LINE:
+            lines.append("")
+            continue
+        line = _ANSI_RE.sub("", raw).strip()
+        m = _SCROLLBACK_RE.search(line)
+        if m:
+            line = line[:m.start()].rstrip()
         lines.append(line)
     return lines
 
@@ -51,16 +63,16 @@ def _clean(text: str) -> list[str]:
 def _agents(lines: list[str]) -> list[_Agent]:
     agents: list[_Agent] = []
     for line in lines:
-        m = _AGENT_RE.match(line)
+        m = _AGENT_RE.fullmatch(line)
         if m:
             agents.append(_Agent(int(m.group(1))))
             continue
         if not agents:
             continue
-        fm = _FIELD_RE.match(line)
-        if not fm:
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
             continue
-        key, value = fm.group(1), fm.group(2)
         # The agent's own `Name:` comes first; ISA names come later in the same block.
         agents[-1].fields.setdefault(key, value)
         if key == "Name" and value.startswith("amdgcn-"):
@@ -125,10 +137,14 @@ def read_rocminfo_file(path: str | os.PathLike[str]) -> list[Device]:
     """`parse_rocminfo` of a saved rocminfo output; an unreadable file is a `DetectError`."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8", errors="replace")
+        with file.open("rb") as fh:
+            data = fh.read(MAX_ROCMINFO_BYTES + 1)
     except OSError as exc:
         raise DetectError(f"cannot read rocminfo output {file}: {exc.strerror or exc}") from None
-    return parse_rocminfo(text, source=str(file))
+    if len(data) > MAX_ROCMINFO_BYTES:
+        raise DetectError(f"{file} is over {MAX_ROCMINFO_BYTES >> 20} MiB, so not rocminfo "
+                          "output; give the file that `rocminfo > file` wrote")
+    return parse_rocminfo(data.decode("utf-8", errors="replace"), source=str(file))
 
 
 def find_rocminfo() -> str | None:

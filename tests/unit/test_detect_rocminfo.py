@@ -207,3 +207,34 @@ def test_find_rocminfo_on_path_then_under_rocm_path(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("ROCM_PATH", str(rocm))
     assert find_rocminfo() == str(under_rocm)
+
+
+def test_long_runs_of_spaces_parse_in_linear_time(tmp_path) -> None:  # noqa: ANN001
+    import time
+
+    from miopenkernels.detect.rocminfo import MAX_ROCMINFO_BYTES, read_rocminfo_file
+    from miopenkernels.errors import DetectError
+
+    # 256 KiB of spaces on one line, and a file of long field-like lines just under the limit.
+    for i, text in enumerate([" " * (256 << 10),
+                              "Agent 1\n" + ("x" + " " * 1000 + ":\n") * (MAX_ROCMINFO_BYTES
+                                                                        // 1100)]):
+        path = tmp_path / f"r{i}.txt"
+        path.write_text(text)
+        t0 = time.process_time()
+        with pytest.raises(DetectError):
+            read_rocminfo_file(path)
+        # Quadratic backtracking took minutes here; linear parsing takes milliseconds.
+        assert time.process_time() - t0 < 5
+
+
+def test_an_endless_or_huge_file_is_refused_unread(tmp_path) -> None:  # noqa: ANN001
+    from miopenkernels.detect.rocminfo import MAX_ROCMINFO_BYTES, read_rocminfo_file
+    from miopenkernels.errors import DetectError
+
+    with pytest.raises(DetectError, match="not rocminfo output"):
+        read_rocminfo_file("/dev/zero")
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"Agent 1\n" * (MAX_ROCMINFO_BYTES // 8 + 1))
+    with pytest.raises(DetectError, match="MiB"):
+        read_rocminfo_file(big)
