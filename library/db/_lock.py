@@ -28,7 +28,7 @@ from urllib.request import pathname2url
 
 from filelock import FileLock, Timeout
 
-from ..errors import DbError
+from ..errors import DamagedDbError, DbError
 
 __all__ = [
     "LOCK_TIMEOUT_S",
@@ -140,6 +140,16 @@ def connect(path: Path, *, readonly: bool, wal: bool = False) -> sqlite3.Connect
             retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"), path)
     # SQLite's own busy handler backs off up to 100 ms per try; `retry_busy` polls faster.
     conn.execute("PRAGMA busy_timeout=5")
+
+    def text(value: bytes) -> str:
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DamagedDbError(f"{path} holds a text value that is not UTF-8 "
+                                 f"({value[:40]!r}); the database is damaged, rebuild or "
+                                 "download it again") from None
+
+    conn.text_factory = text
     return conn
 
 

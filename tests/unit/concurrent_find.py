@@ -14,6 +14,7 @@ unit test does and prints the counts as JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -90,6 +91,7 @@ def run(root: Path, *, writers: int = 32, seconds: float = 8.0, kill_every: floa
     procs: list[Any] = []
     kills = 0
     started = 0
+    failed: list[Any] = []
 
     def start() -> None:
         nonlocal started
@@ -104,14 +106,17 @@ def run(root: Path, *, writers: int = 32, seconds: float = 8.0, kill_every: floa
         time.sleep(kill_every * (0.5 + rng.random()))
         alive = [p for p in procs if p.is_alive()]
         for proc in rng.sample(alive, min(len(alive), max(1, writers // 4))):
-            os.kill(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it may have just failed
+                os.kill(proc.pid, signal.SIGKILL)
             proc.join()
+            if proc.exitcode != -signal.SIGKILL:
+                failed.append(proc.exitcode)
             procs.remove(proc)
             kills += 1
             start()
     for proc in procs:
         proc.join(timeout=seconds + 120)
-    failed = [p.exitcode for p in procs if p.exitcode not in (0,)]
+    failed += [p.exitcode for p in procs if p.exitcode != 0]
     return {"writers": writers, "seconds": seconds, "started": started, "killed": kills,
             "finds": finds.value, "failed_writers": failed, **check(root)}
 
