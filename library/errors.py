@@ -21,6 +21,7 @@ __all__ = [
     "IntegrityError",
     "BackendError",
     "InstallError",
+    "PackageBuildError",
     "EXIT_CODES",
 ]
 
@@ -112,6 +113,12 @@ class InstallError(MIOpenKernelsError):
     exit_code = 14
 
 
+class PackageBuildError(MIOpenKernelsError):
+    """Building a wheel or conda package failed; the message carries the tool's own output."""
+
+    exit_code = 15
+
+
 EXIT_CODES = {
     cls.__name__: cls.exit_code
     for cls in (
@@ -128,5 +135,6 @@ EXIT_CODES = {
         IntegrityError,
         BackendError,
         InstallError,
+        PackageBuildError,
     )
 }

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from miopenkernels import __version__
-from miopenkernels.errors import MIOpenKernelsError, TargetError
+from miopenkernels.errors import MIOpenKernelsError, PackageBuildError, TargetError
 from miopenkernels.target import Target
+from miopenkernels.versions import normalize_version
 
 from .manifest import TargetFiles, collect_build_files, stage_target
 
@@ -53,7 +54,7 @@ def package_targets(
         raise MIOpenKernelsError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
     from ..codeobject import check_kdb_target
 
-    version = version or __version__
+    version = normalize_version(version or __version__, PackageBuildError)
     for tf in files:  # a package never ships code for another GPU
         if tf.kdb is not None:
             check_kdb_target(tf.kdb, tf.target)
@@ -67,14 +68,18 @@ def package_targets(
             r.wheel = build_wheel(r.staged, r.target, version, out / "wheels")
         write_simple_index([r.wheel for r in results if r.wheel], out / "simple")
     if kind in ("conda", "both"):
-        from .conda import build_conda_packages, build_selector_package, conda_filename
+        from .conda import build_conda_packages, build_selector_package, package_name
         from .index import index_channel
 
         targets = [r.target for r in results]
         channel = out / "channel"
-        build_conda_packages(out / "stage", targets, version, channel)
+        built = {package_name(p): p for p in build_conda_packages(out / "stage", targets,
+                                                                  version, channel)}
         for r in results:
-            r.conda = channel / "noarch" / conda_filename(r.target, version)
+            r.conda = built.get(r.target.package)
+            if r.conda is None:
+                raise PackageBuildError(f"rattler-build made no {r.target.package} package "
+                                        f"(it made: {', '.join(p.name for p in built.values())})")
         if selector:
             build_selector_package(_channel_targets(channel, targets, version), version,
                                    channel)
@@ -85,13 +90,14 @@ def package_targets(
 def _channel_targets(channel: Path, targets: list[Target], version: str) -> list[Target]:
     """Targets of every kernel package in the channel, so the selector covers all of them."""
     found = list(targets)
+    from .conda import package_name, package_version
+
     for pkg in sorted((channel / "noarch").glob("miopenkernels-*.conda")):
-        name, pkg_version, _build = pkg.name.removesuffix(".conda").rsplit("-", 2)
         try:
-            t = Target.from_package(name)
+            t = Target.from_package(package_name(pkg))
         except TargetError:
             continue  # the selector package
-        if pkg_version == version and t not in found:
+        if package_version(pkg) == version and t not in found:
             found.append(t)
     return found
 

@@ -11,17 +11,29 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from miopenkernels.errors import InstallError
+from miopenkernels.errors import PackageBuildError
 from miopenkernels.target import Target
 
 from ._env import scoped_environ
 from .recipes import RECIPES_DIR, selector_recipe_yaml, selector_variants_yaml, variants_yaml
 
-__all__ = ["build_conda_packages", "build_selector_package", "conda_filename"]
+__all__ = ["build_conda_packages", "build_selector_package", "package_name", "package_version"]
 
 
-def conda_filename(target: Target, version: str, build_number: int = 0) -> str:
-    return f"{target.package}-{version}-{target.arch}_{target.cu}_{build_number}.conda"
+def _name_version_build(pkg: Path) -> tuple[str, str, str]:
+    """A conda file name's three parts (`<name>-<version>-<build>.conda`)."""
+    stem = pkg.name.removesuffix(".conda").removesuffix(".tar.bz2")
+    name, version, build = stem.rsplit("-", 2)
+    return name, version, build
+
+
+def package_name(pkg: Path) -> str:
+    """The package a built conda file holds (`miopenkernels-gfx90a-110`)."""
+    return _name_version_build(pkg)[0]
+
+
+def package_version(pkg: Path) -> str:
+    return _name_version_build(pkg)[1]
 
 
 def _build(recipe: Path, variants_text: str, out_dir: Path, env: dict[str, str]) -> list[Path]:
@@ -42,7 +54,7 @@ def _build(recipe: Path, variants_text: str, out_dir: Path, env: dict[str, str])
                 no_build_id=True,
             )
         except Exception as exc:  # rattler-build raises its own error types
-            raise InstallError(f"rattler-build failed on {recipe}: {exc}") from None
+            raise PackageBuildError(f"rattler-build failed on {recipe}: {exc}") from None
         built: list[Path] = []
         (out_dir / "noarch").mkdir(parents=True, exist_ok=True)
         for result in results:
@@ -62,7 +74,7 @@ def build_conda_packages(
     `out_dir/noarch/`."""
     for t in targets:
         if not (stage_root / t.name).is_dir():
-            raise InstallError(f"{t.name} is not staged under {stage_root}")
+            raise PackageBuildError(f"{t.name} is not staged under {stage_root}")
     return _build(
         recipe or RECIPES_DIR / "recipe.yaml", variants_yaml(targets), out_dir,
         {"MIOPENKERNELS_STAGE": str(stage_root.resolve()), "MIOPENKERNELS_VERSION": version},

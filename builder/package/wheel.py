@@ -11,14 +11,15 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from miopenkernels.errors import InstallError
+from miopenkernels.errors import MIOpenKernelsError, PackageBuildError
 from miopenkernels.install._proc import run_tool
 from miopenkernels.install.manifest import DB_DIR, MANIFEST_DIR
 from miopenkernels.target import Target
 
-__all__ = ["ENTRY_POINT_GROUP", "wheel_filename", "write_wheel_project", "build_wheel"]
+__all__ = ["ENTRY_POINT_GROUP", "write_wheel_project", "build_wheel"]
 
 ENTRY_POINT_GROUP = "miopenkernels.packages"
 
@@ -71,10 +72,6 @@ def db_dir() -> Path:
 '''
 
 
-def wheel_filename(target: Target, version: str) -> str:
-    return f"{target.wheel_name}-{version}-py3-none-any.whl"
-
-
 def write_wheel_project(staged: Path, target: Target, version: str, project: Path) -> Path:
     """A hatchling project in `project` whose wheel holds the staged prefix `staged`."""
     if project.exists():
@@ -92,21 +89,31 @@ def write_wheel_project(staged: Path, target: Target, version: str, project: Pat
 
 
 def build_wheel(staged: Path, target: Target, version: str, out_dir: Path) -> Path:
-    """Build the data wheel of one staged target into `out_dir` with `python -m build`."""
+    """Build the data wheel of one staged target into `out_dir` (PEP 517, through `build`,
+    without isolation); the path is the one the build backend returns."""
+    from build import BuildBackendException, ProjectBuilder
+
     out_dir.mkdir(parents=True, exist_ok=True)
+    what = f"building the wheel of {target.package}"
     with tempfile.TemporaryDirectory(prefix="mk-wheel-") as tmp:
         project = write_wheel_project(staged, target, version, Path(tmp) / target.wheel_name)
         # Fixed timestamps make the same inputs give the same wheel bytes.
         env = {"SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "315532800")}
-        run_tool(
-            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
-             str(Path(tmp) / "dist"), str(project)],
-            error=InstallError, what=f"building the wheel of {target.package}", env=env,
-        )
-        built = Path(tmp) / "dist" / wheel_filename(target, version)
+
+        def runner(cmd: Sequence[str], cwd: str | None = None,
+                   extra_environ: Mapping[str, str] | None = None) -> None:
+            run_tool(cmd, error=PackageBuildError, what=what, cwd=Path(cwd) if cwd else None,
+                     env={**env, **(extra_environ or {})})
+
+        try:
+            built = Path(ProjectBuilder(project, sys.executable, runner).build(
+                "wheel", Path(tmp) / "dist"))
+        except BuildBackendException as exc:
+            if isinstance(exc.exception, MIOpenKernelsError):
+                raise exc.exception from None
+            raise PackageBuildError(f"{what} failed: {exc}") from None
         if not built.is_file():
-            found = ", ".join(p.name for p in (Path(tmp) / "dist").glob("*"))
-            raise InstallError(f"the wheel build of {target.package} made {found or 'nothing'}")
+            raise PackageBuildError(f"{what}: the build returned {built}, which does not exist")
         dest = out_dir / built.name
         tmp_dest = dest.with_suffix(".whl.part")
         shutil.copyfile(built, tmp_dest)

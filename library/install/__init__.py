@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import InstallError, IntegrityError, MIOpenKernelsError, TargetError
 from ..target import Target
+from ..versions import same_version
 from .choose import Choice, choose_packages
 from .commit import commit_files
 from .manifest import DB_DIR, MANIFEST_DIR, manifest_relpath, read_manifest
@@ -109,7 +110,7 @@ def _installed_same(prefix: Path, c: Choice, method: str) -> bool:
         data = read_manifest(mpath)
     except IntegrityError:
         return False
-    if str(data.get("version")) != c.available.version:
+    if not same_version(str(data.get("version")), c.available.version):
         return False
     if method == "conda":
         from .conda import conda_meta_records

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..errors import PackageNotFoundError
 from ..target import Target
-from .sources import Available, _vkey
+from ..versions import same_version, version_key
+from .sources import Available
 
 __all__ = ["Choice", "choose_packages"]
 
@@ -34,8 +35,8 @@ class Choice:
 
 def _newest(cands: list[Available], version: str | None) -> Available | None:
     if version is not None:
-        cands = [a for a in cands if a.version == version]
-    return max(cands, key=lambda a: _vkey(a.version)) if cands else None
+        cands = [a for a in cands if same_version(a.version, version)]
+    return max(cands, key=lambda a: version_key(a.version)) if cands else None
 
 
 def choose_packages(
@@ -51,7 +52,7 @@ def choose_packages(
             choices.append(Choice(key, exact, list(devices)))
             continue
         same_arch = [a for a in available if a.target.arch == key.arch
-                     and (version is None or a.version == version)]
+                     and (version is None or same_version(a.version, version))]
         if same_arch:
             best_cu = min({a.target.cu for a in same_arch},
                           key=lambda cu: (abs(cu - key.cu), -cu))

@@ -13,13 +13,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion
+
 from ..errors import IndexUnreachableError, TargetError
-from ..target import PACKAGE_PREFIX, Target
+from ..target import Target
+from ..versions import version_key
 
 __all__ = ["Available", "Source", "list_available", "read_url"]
 
-_WHEEL_RE = re.compile(r"^miopenkernels_(?P<arch>[a-z0-9]+)_(?P<cu>\d+)-(?P<version>[^-]+)-"
-                       r"py3-none-any\.whl$")
 
 
 @dataclass(frozen=True)
@@ -120,12 +122,15 @@ def _target(package: str) -> Target | None:
 def _from_wheel_link(base: str, href: str) -> Available | None:
     url, _, fragment = urllib.parse.urljoin(base, href).partition("#")
     name = urllib.parse.unquote(url.rsplit("/", 1)[-1])
-    m = _WHEEL_RE.match(name)
-    target = _target(f"{PACKAGE_PREFIX}-{m.group('arch')}-{m.group('cu')}") if m else None
-    if not m or target is None:
+    try:
+        dist, version, _build, _tags = parse_wheel_filename(name)
+    except (InvalidWheelFilename, InvalidVersion):
+        return None
+    target = _target(dist)
+    if target is None:
         return None
     sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
-    return Available(target, m.group("version"), url, sha, "wheel")
+    return Available(target, str(version), url, sha, "wheel")
 
 
 def _list_index(index_url: str) -> list[Available]:
@@ -199,8 +204,4 @@ def list_available(source: Source) -> list[Available]:
         found = _list_channel(source.location)
     else:  # pragma: no cover - the CLI only makes the three kinds
         raise ValueError(source.kind)
-    return sorted(found, key=lambda a: (a.target.arch, a.target.cu, _vkey(a.version)))
-
-
-def _vkey(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.+-]", version))
+    return sorted(found, key=lambda a: (a.target.arch, a.target.cu, version_key(a.version)))

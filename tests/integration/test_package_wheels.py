@@ -173,3 +173,26 @@ def test_package_command_from_build_makes_both_indexes(tmp_path):
     [pkg] = json.loads(r.stdout)["packages"]
     assert pkg["target"] == "gfx906-60" and pkg["conda"] is None
     assert (tmp_path / "out/simple/miopenkernels-gfx906-60/index.html").is_file()
+
+
+def test_a_pre_release_version_builds_and_the_installer_orders_it_below_the_release(dist,
+                                                                                    tmp_path):
+    """`0.2.0-rc1` is spelled `0.2.0rc1` in the wheel's name: the packager takes the path the
+    build returns instead of guessing it, and the index lists rc1 < rc2 < final."""
+    from miopenkernels.install.choose import choose_packages
+    from miopenkernels.install.sources import Source, list_available
+
+    build, dbs = dist.parent / "build", dist.parent / "dbs"
+    out = tmp_path / "out"
+    for version in ("0.2.0-rc2", "0.2.0", "0.2.0-rc1"):
+        [r] = package_from_build([T90A], build, out, kind="wheel", version=version,
+                                 dbs_dir=dbs)
+        assert r.wheel is not None and r.wheel.is_file()
+    assert r.wheel.name == "miopenkernels_gfx90a_104-0.2.0rc1-py3-none-any.whl"
+    manifest = json.loads(zipfile.ZipFile(r.wheel).read(
+        "miopenkernels_gfx90a_104-0.2.0rc1.data/data/share/miopenkernels/gfx90a68.manifest.json"))
+    assert manifest["version"] == "0.2.0rc1"
+    found = list_available(Source("find-links", str(out / "wheels")))
+    assert [a.version for a in found] == ["0.2.0rc1", "0.2.0rc2", "0.2.0"]
+    [c] = choose_packages({T90A: []}, found[:2])
+    assert c.available.version == "0.2.0rc2"

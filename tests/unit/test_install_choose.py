@@ -206,3 +206,33 @@ def test_install_for_another_arch_is_refused_without_force(tmp_path, monkeypatch
                                  "--dry-run", "--force", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["packages"][0]["status"] == "would install"
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 0, 2), (2, 0, 1)])
+def test_newest_follows_pep_440_whatever_the_listing_order(order):
+    versions = ["0.2.0rc1", "0.2.0rc2", "0.2.0"]
+    offered = [avail("gfx90a-104", versions[i]) for i in order]
+    [c] = choose_packages({Target("gfx90a", 104): []}, offered)
+    assert c.available.version == "0.2.0"
+    [c] = choose_packages({Target("gfx90a", 104): []}, [a for a in offered
+                                                        if a.version != "0.2.0"])
+    assert c.available.version == "0.2.0rc2"
+
+
+def test_requested_version_matches_its_pep_440_equal():
+    offered = [avail("gfx90a-104", "0.1.0"), avail("gfx90a-104", "0.2.0")]
+    [c] = choose_packages({Target("gfx90a", 104): []}, offered, version="0.1")
+    assert c.available.version == "0.1.0"
+    [c] = choose_packages({Target("gfx90a", 110): []}, offered, version="0.1")
+    assert c.available.version == "0.1.0" and c.warning
+
+
+def test_find_links_reads_wheel_names_through_packaging(tmp_path):
+    for name in ("miopenkernels_gfx90a_104-0.2.0rc2-py3-none-any.whl",
+                 "miopenkernels_gfx90a_104-0.2.0-py3-none-any.whl",
+                 "miopenkernels_gfx90a_104-0.2.0rc1-py3-none-any.whl",
+                 "miopenkernels_gfx90a_104-not.a.version-py3-none-any.whl",
+                 "miopenkernels_selector-0.2.0-py3-none-any.whl"):
+        (tmp_path / name).write_bytes(b"")
+    found = list_available(Source("find-links", str(tmp_path)))
+    assert [a.version for a in found] == ["0.2.0rc1", "0.2.0rc2", "0.2.0"]
