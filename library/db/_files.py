@@ -95,6 +95,9 @@ def sqlite_errors(path: Path, what: str) -> Iterator[None]:
     """Turn sqlite3 errors raised inside the block into one DbError line naming the file."""
     try:
         yield
+    except UnicodeDecodeError as exc:  # a table or column name that is not UTF-8
+        raise DamagedDbError(f"{path} holds text that is not UTF-8 ({exc.object[:40]!r}); it "
+                             f"is a damaged {what}, copy or download it again") from None
     except sqlite3.DatabaseError as exc:
         text = str(exc)
         if "malformed" in text or "not a database" in text or "disk image" in text:

@@ -30,8 +30,17 @@ def malformed(source: str, number: int, reason: str, raw: str) -> DbError:
     return DbError(f"{source}:{number}: {reason}: {shown!r}; fix or delete that line")
 
 
+# The largest text database MIOpen ships (a FindDb of every tuned problem of one arch) is tens
+# of MiB; a file past this is not a database and is not read whole.
+MAX_TEXT_DB_BYTES = 1 << 30
+
+
 def read_text(path: Path, what: str) -> str:
     check_exists(path, what)
+    size = path.stat().st_size
+    if size > MAX_TEXT_DB_BYTES:
+        raise DbError(f"{path} is {size >> 20} MiB, over the {MAX_TEXT_DB_BYTES >> 20} MiB "
+                      f"a text {what} can be; check that the right file was given")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

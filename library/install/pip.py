@@ -14,14 +14,14 @@ from typing import Any
 from ..errors import InstallError, IntegrityError
 from ._proc import run_tool
 from .manifest import MANIFEST_DIR, check_manifest
-from .sources import Available, read_url
+from .sources import MAX_PACKAGE_BYTES, Available, read_url
 
 __all__ = ["fetch_wheel", "check_wheel", "stage_wheels", "site_packages_of"]
 
 
 def fetch_wheel(avail: Available, dest_dir: Path) -> Path:
     """Copy or download the wheel; its sha256 must match the index's `#sha256=`."""
-    data = read_url(avail.url, "wheel")
+    data = read_url(avail.url, "wheel", limit=MAX_PACKAGE_BYTES)
     digest = hashlib.sha256(data).hexdigest()
     if avail.sha256 and digest != avail.sha256:
         raise IntegrityError(f"{avail.url.rsplit('/', 1)[-1]}: sha256 {digest} differs from the "

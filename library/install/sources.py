@@ -20,7 +20,7 @@ from ..errors import IndexUnreachableError, TargetError
 from ..target import Target
 from ..versions import version_key
 
-__all__ = ["Available", "Source", "list_available", "read_url"]
+__all__ = ["Available", "Source", "list_available", "read_url", "MAX_PACKAGE_BYTES"]
 
 
 
@@ -65,23 +65,38 @@ def _as_url(location: str) -> str:
     return Path(location).resolve().as_uri()
 
 
-def read_url(url: str, what: str, timeout: float = 30) -> bytes:
-    """GET a URL (file:// folders read their index.html); unreachable -> IndexUnreachableError."""
+# An index page or repodata.json of a kernel channel is a few MiB at most; a package file
+# (wheel) a few hundred. Anything bigger is not what it claims to be, and is not read whole.
+MAX_INDEX_BYTES = 64 << 20
+MAX_PACKAGE_BYTES = 4 << 30
+
+
+def read_url(url: str, what: str, timeout: float = 30, limit: int = MAX_INDEX_BYTES) -> bytes:
+    """GET a URL (file:// folders read their index.html); unreachable -> IndexUnreachableError.
+
+    More than `limit` bytes is an IndexUnreachableError too: the source is not an index.
+    """
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
         path = Path(urllib.request.url2pathname(parsed.path))
         if path.is_dir():
             path = path / "index.html"
         try:
-            return path.read_bytes()
+            with path.open("rb") as fh:
+                data = fh.read(limit + 1)
         except OSError as exc:
             raise IndexUnreachableError(f"{what} {url} cannot be read: {exc.strerror}") from None
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - user's index
-            return bytes(resp.read())
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise IndexUnreachableError(f"{what} {url} is unreachable: {reason}") from None
+    else:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - user's
+                data = bytes(resp.read(limit + 1))
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise IndexUnreachableError(f"{what} {url} is unreachable: {reason}") from None
+    if len(data) > limit:
+        raise IndexUnreachableError(f"{what} {url} is over {limit >> 20} MiB, so not a {what}; "
+                                    "check the URL")
+    return data
 
 
 class _Links(HTMLParser):

@@ -156,3 +156,13 @@ def test_record_keeps_fastest_first_order() -> None:
     rec = FindDbRecord("k", (Solution("Slow", 5.0, 0, algo), Solution("Fast", 0.1, 0, algo)))
     assert [s.solver for s in rec.solutions] == ["Fast", "Slow"]
     assert rec.best.solver == "Fast"
+
+
+def test_a_text_db_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from miopenkernels.db import _text
+
+    path = tmp_path / "big.HIP.fdb.txt"
+    path.write_text("# padding\n" * 20)
+    monkeypatch.setattr(_text, "MAX_TEXT_DB_BYTES", 100)
+    with pytest.raises(DbError, match="over the 0 MiB"):
+        FindDbFile.read(path)

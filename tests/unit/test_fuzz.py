@@ -1,5 +1,6 @@
 """Fuzzing the boundary: mutated driver lines, keys, rocminfo, text and SQLite databases, kdbs,
-code objects, package manifests and environment variables, through the real CLI (in-process)
+code objects (a real clang-19 offload bundle, its ELF, a cubin header), package manifests and
+environment variables, through the real CLI (in-process)
 and the library's entry points. Any exception that is not a MIOpenKernelsError, a traceback in
 the CLI's output, a case that runs past its time, or a file written outside the temporary
 folder fails the test.
@@ -134,6 +135,19 @@ def _sqlite_perfdb(path: Path) -> bytes:
     return path.read_bytes()
 
 
+_CODE_OBJECT = (Path(__file__).resolve().parents[1] / "fixtures" / "codeobjects"
+                / "tiny_gfx906.co")
+
+
+def _code_objects() -> list[bytes]:
+    """A real offload bundle (clang-19, gfx906), the ELF inside it, and a cubin header."""
+    from find_doubles import fake_cubin
+
+    bundle = _CODE_OBJECT.read_bytes()
+    start = bundle.find(b"\x7fELF")
+    return [bundle, bundle[start:], fake_cubin(90, ["k"])]
+
+
 def _kdb(path: Path) -> bytes:
     from find_doubles import fake_cubin
     from miopenkernels.db import KernelDb
@@ -164,6 +178,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_fuzz_the_boundary(sandbox: Path) -> None:
     from miopenkernels import config
+    from miopenkernels.codeobject import check_code_object, read_code_object
     from miopenkernels.db import FindDbFile, KernelDb, PerfDbFile
     from miopenkernels.detect.rocminfo import parse_rocminfo
     from miopenkernels.driver import parse_driver_line
@@ -177,6 +192,7 @@ def test_fuzz_the_boundary(sandbox: Path) -> None:
     lines, keys, texts = _driver_lines(), _keys(), _texts()
     rocminfos = [p.read_text() for p in sorted(ROCMINFO.glob("*.txt"))]
     perfdb, kdb = _sqlite_perfdb(files / "seed.db"), _kdb(files / "seed.kdb")
+    codes = _code_objects()
     manifest = ('{"schema": 1, "package": "miopenkernels-gfx906-60", "version": "0.1.0", '
                 '"target": {"arch": "gfx906", "cu": 60}, "files": {"share/miopen/db/'
                 'gfx906_60.kdb": {"sha256": "00", "size": 1}}}')
@@ -225,16 +241,33 @@ def test_fuzz_the_boundary(sandbox: Path) -> None:
         _library(read_kdb, f"{what} kdb")
         _cli(["kdb", "verify", str(kpath), "--json"], f"{what} kdb verify")
 
+        blob = _mutate_bytes(rng, rng.choice(codes))
+        arch = rng.choice(["gfx906", "gfx90a", "sm90"])
+        _library(lambda b=blob, a=arch: read_code_object(b, "fuzz", a), f"{what} code object")
+        _library(lambda b=blob, a=arch: check_code_object(b, a, "tiny", bare=False),
+                 f"{what} code object check")
+        cpath = files / f"c{case}.kdb"
+        with KernelDb(cpath, readonly=False, wal=False) as cdb:
+            cdb.store("tiny.o", f"-mcpu={arch}", blob)  # its md5 matches: the ELF is the bait
+        _cli(["kdb", "verify", str(cpath), "--json"], f"{what} kdb verify code object")
+
         mtext = _mutate(rng, manifest)
         mpath = files / f"m{case}.manifest.json"
         mpath.write_text(mtext, errors="surrogatepass")
         _library(lambda p=mpath: read_manifest(p), f"{what} manifest {mtext!r:.200}")
         _library(lambda: check_manifest(rng.choice([[], None, {"files": [], "target": 1}]),
                                         "fuzz"), f"{what} manifest shape")
+        prefix = files / f"prefix{case}"
+        (prefix / "share" / "miopenkernels").mkdir(parents=True)
+        (prefix / "share" / "miopenkernels" / "gfx906_60.manifest.json").write_text(
+            mtext, errors="surrogatepass")
+        _cli(["verify", "--prefix", str(prefix), "--json"], f"{what} verify {mtext!r:.200}")
 
         var = rng.choice(envs)
         value = _mutate(rng, rng.choice(["1", "64", "gfx90a", "NORMAL", "3"]))
         if "\x00" not in value and not any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+            _cli(["detect", "--rocminfo-file", str(ROCMINFO / "gfx90a_mi250x.txt")],
+                 f"{what} detect {var}={value!r:.100}", env={var: value})
             os.environ[var] = value
             try:
                 _library(config.device_overrides, f"{what} {var}={value!r:.100}")

@@ -236,3 +236,11 @@ def test_find_links_reads_wheel_names_through_packaging(tmp_path):
         (tmp_path / name).write_bytes(b"")
     found = list_available(Source("find-links", str(tmp_path)))
     assert [a.version for a in found] == ["0.2.0rc1", "0.2.0rc2", "0.2.0"]
+
+
+def test_an_endless_index_source_is_refused_unread() -> None:
+    from miopenkernels.errors import IndexUnreachableError
+    from miopenkernels.install.sources import read_url
+
+    with pytest.raises(IndexUnreachableError, match="over 64 MiB"):
+        read_url("file:///dev/zero", "conda channel")
