@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from ..errors import IntegrityError
@@ -56,9 +56,11 @@ def check_relpath(rel: object, what: str) -> str:
     """
     if not isinstance(rel, str) or not rel:
         raise IntegrityError(f"{what} names a path that is not a string: {rel!r}")
-    parts = PurePosixPath(rel).parts
+    parts = rel.split("/")
+    if len(rel) > 1024 or any(len(p.encode("utf-8", "surrogatepass")) > 255 for p in parts):
+        raise IntegrityError(f"{what} names a path too long for a file system: {rel[:80]!r}...")
     if (rel.startswith(("/", "~")) or "\\" in rel or "\0" in rel or ":" in parts[0]
-            or any(p in ("..", ".") for p in rel.split("/")) or "" in rel.split("/")):
+            or any(p in ("..", ".", "") for p in parts)):
         raise IntegrityError(f"{what} names {rel!r}, a path outside the install prefix; the "
                              "package is not to be trusted: nothing was installed from it")
     return rel

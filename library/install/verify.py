@@ -58,12 +58,15 @@ def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
     )
     for rel, info in sorted(data["files"].items()):
         path = Path(prefix) / rel
-        if not inside(prefix, rel):
-            check.problems.append(FileProblem(rel, "outside the prefix (a symbolic link)"))
-        elif not path.is_file():
-            check.problems.append(FileProblem(rel, "missing"))
-        elif sha256_file(path) != info["sha256"]:
-            check.problems.append(FileProblem(rel, "sha256 mismatch"))
+        try:
+            if not inside(prefix, rel):
+                check.problems.append(FileProblem(rel, "outside the prefix (a symbolic link)"))
+            elif not path.is_file():
+                check.problems.append(FileProblem(rel, "missing"))
+            elif sha256_file(path) != info["sha256"]:
+                check.problems.append(FileProblem(rel, "sha256 mismatch"))
+        except OSError as exc:
+            check.problems.append(FileProblem(rel, f"unreadable ({exc.strerror or exc})"))
     return check
 
 

@@ -256,3 +256,32 @@ def test_a_killed_installers_stage_is_removed_on_the_next_run(victim):
     r = _install(["--channel", str(channel), "--conda"], env)
     assert r.exit_code == 0, r.output
     assert not list(env.glob(".miopenkernels-stage-*"))
+
+
+def test_installers_killed_mid_stage_leave_nothing_after_the_next_run(victim):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = victim["env"]
+    channel = victim["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    cmd = [sys.executable, "-c", "from miopenkernels.cli import main; main()", "install",
+           "--channel", str(channel), "--conda", "--prefix", str(env), "--target", T.name,
+           "--force"]
+    left = 0
+    for _ in range(3):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline \
+                and not list(env.glob(".miopenkernels-stage-*/prefix")):
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        left = max(left, len(list(env.glob(".miopenkernels-stage-*"))))
+    assert left >= 1  # the kills did leave stages behind
+    r = _install(["--channel", str(channel), "--conda"], env)
+    assert r.exit_code == 0, r.output
+    assert not list(env.glob(".miopenkernels-stage-*"))
+    assert CliRunner().invoke(app, ["verify", "--prefix", str(env)]).exit_code == 0
