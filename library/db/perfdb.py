@@ -14,11 +14,12 @@ import contextlib
 import os
 import sqlite3
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import DbError, MIOpenKernelsError
+from ..errors import DamagedDbError, DbError, MIOpenKernelsError
 from ._files import check_sqlite_file, sqlite_errors
 from ._lock import connect, create_sqlite, locked_update, retry_busy, write_transaction
 from ._text import CachedFile, iter_lines, malformed, read_text
@@ -387,6 +388,7 @@ class PerfDb:
         self.system_path = Path(system) if system is not None else None
         self.user_path = Path(user) if user is not None else None
         self._system: SqlitePerfDb | PerfDbFile | None = None
+        self._warned = False
         self._user_text = (CachedFile(self.user_path, _read_text_or_empty, PerfDbFile)
                            if self.user_path is not None and _is_text(self.user_path) else None)
 
@@ -406,12 +408,28 @@ class PerfDb:
         return self._system
 
     def _user_entries(self, cfg: ConfigKey) -> dict[str, str]:
+        """The user's entries; a damaged user PerfDb counts as empty (one warning), so that
+        the system's tuned parameters or the defaults still serve."""
         if self.user_path is None or not _has_content(self.user_path):
             return {}
-        if self._user_text is not None:
-            return self._user_text.get().load(cfg)
-        with SqlitePerfDb(self.user_path) as db:
-            return db.load(cfg)
+        try:
+            if self._user_text is not None:
+                return self._user_text.get().load(cfg)
+            with SqlitePerfDb(self.user_path) as db:
+                return db.load(cfg)
+        except DamagedDbError as exc:
+            self._damaged(exc)
+        except DbError as exc:
+            if self._user_text is None:
+                raise  # busy past the timeout: the caller may try again
+            self._damaged(exc)  # a text file that does not parse
+        return {}
+
+    def _damaged(self, exc: DbError) -> None:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"{exc}; the user PerfDb is ignored until it is repaired or "
+                          "removed", stacklevel=4)
 
     def load(self, problem: Any) -> dict[str, str]:
         """{solver: params} for a problem: system entries, overridden per solver by the user's."""

@@ -109,3 +109,23 @@ def test_a_cache_folder_that_fails_on_write_turns_the_cache_off(monkeypatch, tmp
     with pytest.warns(UserWarning, match="kernel cache") as caught:
         sols = find(h, PROBLEM, *_tensors(), mode="NORMAL")
     assert sols[0].solver == "Fast" and len(caught) == 1 and h.cache_disabled
+
+
+@pytest.mark.parametrize("how", ["garbage", "lfs"])
+def test_a_damaged_user_perfdb_is_ignored_with_one_warning(monkeypatch, tmp_path, how):
+    db_env(monkeypatch, tmp_path)
+    be = NullBackend(SM90)
+    be.kernel_ms = {"tun_p1": 1.0, "tun_p2": 0.5, "plain_p0": 2.0}
+    h = Handle(backend=be, compiler=FakeCompiler(),
+               solvers=[FakeSolver("Tun", 1.0, tunable=True, space=(1, 2)),
+                        FakeSolver("Plain", 2.0)])
+    h.paths.user_perfdb.write_bytes(b"\x13\x37" * 4096 if how == "garbage" else
+                                    b"version https://git-lfs.github.com/spec/v1\n")
+    with pytest.warns(UserWarning, match="user PerfDb is ignored") as caught:
+        sols = find(h, PROBLEM, *_tensors(), mode="NORMAL")
+        find(h, PROBLEM, *_tensors(), mode="NORMAL", enforce="DB_UPDATE")
+    assert len([w for w in caught if "PerfDb" in str(w.message)]) == 1
+    # Both solvers ran (Tun on its defaults) and the record names both.
+    assert {s.solver for s in sols} == {"Tun", "Plain"}
+    assert "Tun:" in h.paths.user_finddb.read_text() and "Plain:" in \
+        h.paths.user_finddb.read_text()
