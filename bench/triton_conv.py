@@ -1,0 +1,400 @@
+"""The Triton convolution kernels (kernels/conv_triton.py) against cuDNN, per ResNet-50 layer.
+
+For the 23 forward layers of ResNet-50 (bench/_layers.py, batch 32) and each direction (F, B, W),
+type (FP16, BF16, FP32 with IEEE products, TF32 as a math mode) and layout (NCHW, NHWC): the
+kernels are compiled ahead of time exactly as the builder does (triton.compile of an ASTSource
+for the GPU's target, the align16 variant where the problem meets its assumptions, else the
+generic one; in parallel, into Triton's cache), launched as compiled objects, checked against
+torch in float64, and timed with CUDA events (median of samples of several launches, inputs made
+outside the timed region) for a small search of tile configurations; the fastest is kept, as
+tuning would. cuDNN runs through torch with cudnn.benchmark on, TF32 off for FP32 and on for
+TF32 (channels-last tensors for NHWC). The ratio is ours / cuDNN (above 1: cuDNN is faster).
+
+    python bench/triton_conv.py --out bench/results/triton_kernels_h100
+    python bench/triton_conv.py --types FP16 --dirs F --layouts NHWC --layers 0,2 --json
+
+Writes <out>.json (rows, `summary` keyed `<type>-<direction>-<layout>` with geomean_ratio,
+max_ratio and layers, the best configuration per layer) and <out>.md, and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+TYPES = ("FP16", "BF16", "FP32", "TF32")
+DIRS = ("F", "B", "W")
+LAYOUTS = ("NHWC", "NCHW")
+#: Relative error (Frobenius) allowed against the float64 reference, by type.
+TOLERANCE = {"FP16": 5e-3, "BF16": 3e-2, "FP32": 2e-5, "TF32": 5e-3}
+
+# Candidate tile configurations (sm90), by direction and arithmetic: the search space here.
+_T16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (256, 128, 64, 8, 3),
+        (64, 64, 64, 4, 4)]
+_TF32 = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (128, 128, 32, 4, 3), (64, 64, 32, 4, 4)]
+_IEEE = [(64, 64, 32, 4, 2), (128, 64, 32, 4, 2), (128, 128, 32, 8, 2), (64, 128, 32, 4, 2)]
+_SMALLC = {"16": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3), (128, 64, 64, 4, 3)],
+           "TF32": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3)],
+           "FP32": [(128, 64, 32, 4, 2), (64, 64, 32, 4, 2)]}
+_W16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 64, 64, 4, 4)]
+
+
+def arith(dtype: str) -> str:
+    return "16" if dtype in ("FP16", "BF16") else dtype
+
+
+def candidates(kernel: str, dtype: str) -> list[dict[str, int]]:
+    a = arith(dtype)
+    if kernel == "conv2d_fwd_smallc":
+        tiles = _SMALLC[a]
+    elif kernel == "conv2d_bwd_weight" and a == "16":
+        tiles = _W16
+    else:
+        tiles = {"16": _T16, "TF32": _TF32, "FP32": _IEEE}[a]
+    return [{"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_warps": w, "num_stages": s,
+             "GROUP_M": 8, "SPLIT_K": 1} for m, n, k, w, s in tiles]
+
+
+def split_for(sizes: dict[str, int], cfg: dict[str, int], sms: int) -> int:
+    """SPLIT_K for backward weights: enough programs for two waves, at least 8 blocks each."""
+    from miopenkernels.kernels.conv_triton_spec import cdiv
+
+    tiles = (cdiv(sizes["K"], cfg["BLOCK_M"]) * cdiv(sizes["C"], cfg["BLOCK_N"])
+             * sizes["G"] * sizes["R"] * sizes["S"])
+    blocks = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], cfg["BLOCK_K"])
+    split = 1
+    while split < 64 and tiles * split * 2 <= 2 * sms and blocks // (split * 2) >= 8:
+        split *= 2
+    return split
+
+
+def layer_sizes(p: Any) -> dict[str, int]:
+    h, w = p.in_spatial
+    r, s = p.filter
+    (ph, pw), (sh, sw), (dh, dw) = p.pad, p.stride, p.dilation
+    out_h = (h + 2 * ph - dh * (r - 1) - 1) // sh + 1
+    out_w = (w + 2 * pw - dw * (s - 1) - 1) // sw + 1
+    g = p.groups
+    return {"N": p.n, "C": p.c // g, "H": h, "W": w, "K": p.k // g, "P": out_h, "Q": out_w,
+            "R": r, "S": s, "G": g, "stride_h": sh, "stride_w": sw, "pad_h": ph, "pad_w": pw,
+            "dil_h": dh, "dil_w": dw}
+
+
+def _compile_job(job: tuple) -> str:
+    """Compile one (kernel, dtype, config, layout, precision, aligned) into Triton's cache."""
+    kernel, dtype, cfg, channels_last, precision, aligned, target = job
+    _compiled(kernel, dtype, cfg, channels_last, precision, aligned, target)
+    return kernel
+
+
+_CACHE: dict[tuple, Any] = {}
+
+
+def _compiled(kernel: str, dtype: str, cfg: dict[str, int], channels_last: bool,
+              precision: str, aligned: bool, target: tuple) -> Any:
+    key = (kernel, dtype, tuple(sorted(cfg.items())), channels_last, precision, aligned, target)
+    if key not in _CACHE:
+        from miopenkernels.kernels import conv_triton as ct
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+        from triton.compiler import compile as tcompile
+
+        fn = ct.JIT[kernel]
+        sig, cx = ct.triton_signature(kernel, dtype, cfg, channels_last, precision)
+        attrs = {}
+        if aligned:
+            attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]]
+                     for a in ct.align16_args(kernel, channels_last)}
+        opts = {"num_warps": cfg.get("num_warps", 4), "num_stages": cfg.get("num_stages", 2)}
+        _CACHE[key] = tcompile(ASTSource(fn, sig, cx, attrs), target=GPUTarget(*target),
+                               options=opts)
+    return _CACHE[key]
+
+
+def median_ms(fn: Any, samples: int, inner: int) -> float:
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(samples):
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / inner)
+    return float(statistics.median(times))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--types", default=",".join(TYPES))
+    ap.add_argument("--dirs", default=",".join(DIRS))
+    ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    ap.add_argument("--layers", default="", help="comma-separated layer indices (default all)")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--samples", type=int, default=15)
+    ap.add_argument("--inner", type=int, default=5, help="launches per timed sample")
+    ap.add_argument("--max-configs", type=int, default=0, help="search at most this many")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 4)
+    ap.add_argument("--out", default="", help="write <out>.json and <out>.md")
+    ap.add_argument("--json", action="store_true", help="print the JSON result")
+    ap.add_argument("--check-first", action="store_true",
+                    help="first check every case with one configuration (quick, untimed)")
+    args = ap.parse_args(argv)
+
+    from _layers import resnet50_layers
+    from miopenkernels.kernels import conv_triton_spec as spec
+
+    types = [t for t in args.types.split(",") if t]
+    dirs = [d for d in args.dirs.split(",") if d]
+    layouts = [lay for lay in args.layouts.split(",") if lay]
+    layers = resnet50_layers("FP32", args.batch)
+    picked = [int(i) for i in args.layers.split(",") if i] or list(range(len(layers)))
+
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    cap = torch.cuda.get_device_capability(0)
+    target = ("cuda", cap[0] * 10 + cap[1], 32)
+
+    # Every case and the configurations it tries, then compile them all in parallel.
+    cases = []
+    jobs: dict[tuple, tuple] = {}
+    for li in picked:
+        sz = layer_sizes(layers[li])
+        for t in types:
+            dtype = "FP32" if t == "TF32" else t
+            precision = "tf32" if t == "TF32" else "ieee"
+            for lay in layouts:
+                cl = lay == "NHWC"
+                aligned = sz["C"] % 16 == 0 and sz["K"] % 16 == 0 and (
+                    not cl or all(v % 16 == 0 for v in (sz["C"] * sz["W"], sz["K"] * sz["Q"])))
+                for d in dirs:
+                    kernel = spec.kernel_for(d, sz)
+                    cfgs = candidates(kernel, t)
+                    if args.max_configs:
+                        cfgs = cfgs[: args.max_configs]
+                    if d == "W":
+                        cfgs = [dict(c, SPLIT_K=split_for(sz, c, sms)) for c in cfgs]
+                    for c in cfgs:
+                        jobs[(kernel, dtype, tuple(sorted(c.items())), cl, precision, aligned)] = (
+                            kernel, dtype, c, cl, precision, aligned, target)
+                        if c["SPLIT_K"] > 1:
+                            rc = {"SPLIT_K": c["SPLIT_K"], "num_warps": spec.REDUCE_WARPS,
+                                  "num_stages": 1}
+                            jobs[("r", dtype, c["SPLIT_K"])] = (
+                                "conv2d_bwd_weight_reduce", dtype, rc, False, "ieee", False,
+                                target)
+                    cases.append((li, t, dtype, precision, lay, d, kernel, cfgs, aligned))
+    order = {t: i for i, t in enumerate(TYPES + LAYOUTS + DIRS)}
+    cases.sort(key=lambda c: (order[c[1]], order[c[4]], order[c[5]], c[0]))
+    t0 = time.time()
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=args.workers, mp_context=ctx) as pool:
+        list(pool.map(_compile_job, list(jobs.values()), chunksize=1))
+    print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f}s on {args.workers} workers",
+          flush=True)
+
+    if args.check_first:
+        quick = argparse.Namespace(**{**vars(args), "samples": 2, "inner": 1,
+                                      "out": args.out and args.out + ".check"})
+        checked = run_cases([c[:7] + (c[7][:1],) + c[8:] for c in cases], layers, target, quick,
+                            sms)
+        wrong = [r for r in checked if not r["all_correct"]]
+        print(f"checked {len(checked)} cases with one configuration each: {len(wrong)} wrong",
+              flush=True)
+    rows = run_cases(cases, layers, target, args, sms)
+    result = summarise(rows, props, target)
+    text = table(result)
+    print(text)
+    if args.out:
+        Path(args.out + ".json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
+        Path(args.out + ".md").write_text(text + "\n")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+    from miopenkernels.kernels import conv_triton_spec as spec
+
+    torch.backends.cudnn.benchmark = True
+    tdt = {"FP16": torch.float16, "BF16": torch.bfloat16, "FP32": torch.float32}
+    rows: list[dict] = []
+    data: dict[tuple, Any] = {}
+    for li, t, dtype, precision, lay, d, kernel, cfgs, aligned in cases:
+        p = layers[li]
+        sz = layer_sizes(p)
+        stride, pad, dil, g = p.stride, p.pad, p.dilation, p.groups
+        key = (li, dtype)
+        if key not in data:
+            gen = torch.Generator(device="cuda").manual_seed(li)
+            n, c, k = sz["N"], sz["C"] * g, sz["K"] * g
+            x = torch.randn((n, c, sz["H"], sz["W"]), device="cuda", generator=gen)
+            w = torch.randn((k, sz["C"], sz["R"], sz["S"]), device="cuda", generator=gen)
+            w /= math.sqrt(sz["C"] * sz["R"] * sz["S"])
+            dy = torch.randn((n, k, sz["P"], sz["Q"]), device="cuda", generator=gen)
+            x, w, dy = (v.to(tdt[dtype]) for v in (x, w, dy))
+            xd, wd, dyd = x.double(), w.double(), dy.double()
+            ref = {"F": F.conv2d(xd, wd, None, stride, pad, dil, g)}
+            gi, gw, _ = torch.ops.aten.convolution_backward(
+                dyd, xd, wd, None, list(stride), list(pad), list(dil), False, [0, 0], g,
+                [True, True, False])
+            ref["B"], ref["W"] = gi, gw
+            data[key] = (x, w, dy, ref)
+        x, w, dy, ref = data[key]
+        mf = torch.channels_last if lay == "NHWC" else torch.contiguous_format
+        xl, wl, dyl = (v.contiguous(memory_format=mf) for v in (x, w, dy))
+        torch.backends.cudnn.allow_tf32 = t == "TF32"
+        cudnn = _cudnn(d, xl, wl, dyl, p)
+        out = torch.empty_like(cudnn()) if d == "F" else torch.empty_like(xl if d == "B" else wl)
+        # Our tensors: x and dy read; the direction's output written in place of its tensor.
+        tx, tw, ty = (out, wl, dyl) if d == "B" else (xl, out, dyl) if d == "W" else (
+            xl, wl, out)
+        strides = {"x": tx.stride(), "w": tw.stride(), "y": ty.stride()}
+        cargs = spec.conv_args(sz, strides)
+        cudnn_ms = median_ms(cudnn, args.samples, args.inner)
+        best: dict[str, Any] | None = None
+        tried = []
+        for cfg in cfgs:
+            ck = _compiled(kernel, dtype, cfg, lay == "NHWC", precision, aligned, target)
+            grid = spec.grid(kernel, sz, cfg)
+            wsb = spec.workspace_bytes(kernel, sz, cfg)
+            ws = torch.empty(max(wsb // 4, 1), device="cuda", dtype=torch.float32)
+            _, cx = spec.triton_signature(kernel, dtype, cfg, lay == "NHWC", precision)
+            vals = [tx, tw, ty, ws] + [cargs[nm] for nm, kd in spec.CONV_ARGS if kd == "i32"]
+            vals += [cx[nm] for nm, kd in spec.CONV_ARGS if kd == "constexpr"]
+            launches = [(ck, grid, vals)]
+            if cfg["SPLIT_K"] > 1:
+                rc = {"SPLIT_K": cfg["SPLIT_K"], "num_warps": spec.REDUCE_WARPS, "num_stages": 1}
+                rk = _compiled("conv2d_bwd_weight_reduce", dtype, rc, False, "ieee", False, target)
+                total = g * sz["K"] * sz["C"] * sz["R"] * sz["S"]
+                rv = [ws, out, total, sz["C"], sz["R"], sz["S"], *out.stride(),
+                      cfg["SPLIT_K"], spec.REDUCE_BLOCK]
+                launches.append((rk, spec.grid("conv2d_bwd_weight_reduce", sz, cfg), rv))
+
+            def ours(launches: list = launches) -> None:
+                for kern, gr, vv in launches:
+                    kern[gr](*vv)
+            out.fill_(float("nan"))
+            ours()
+            torch.cuda.synchronize()
+            r = ref[d]
+            err = float((out.double() - r).norm() / r.norm())
+            ok = bool(err <= TOLERANCE[t])
+            ms = median_ms(ours, args.samples, args.inner)
+            tried.append({"config": cfg, "ms": ms, "rel_err": err, "ok": ok})
+            if ok and (best is None or ms < best["ms"]):
+                best = tried[-1]
+        tried = [[config_name(e["config"]), round(e["ms"], 5), float(f"{e['rel_err']:.2e}"),
+                  e["ok"]] for e in tried]
+        row = {"layer": li, "problem": p.key(), "type": t, "direction": d, "layout": lay,
+               "kernel": kernel, "aligned": aligned, "cudnn_ms": cudnn_ms, "tried": tried,
+               "all_correct": all(e[3] for e in tried)}
+        if best is not None:
+            row.update(ours_ms=best["ms"], config=best["config"], rel_err=best["rel_err"],
+                       ratio=best["ms"] / cudnn_ms)
+        rows.append(row)
+        print(f"{t:5} {d} {lay} L{li:02d} {kernel:18} cudnn {cudnn_ms:7.4f} ours "
+              f"{row.get('ours_ms', float('nan')):7.4f} ratio {row.get('ratio', float('nan')):5.2f}"
+              f" err {min(e[2] for e in tried):.1e}"
+              f"{'' if row['all_correct'] else ' WRONG'}", flush=True)
+        if args.out:
+            Path(args.out + ".partial.json").write_text(json.dumps(rows) + "\n")
+    return rows
+
+
+def config_name(c: dict[str, int]) -> str:
+    return (f"{c['BLOCK_M']}x{c['BLOCK_N']}x{c['BLOCK_K']} w{c['num_warps']} s{c['num_stages']} "
+            f"g{c['GROUP_M']} k{c['SPLIT_K']}")
+
+
+def _cudnn(d: str, x: Any, w: Any, dy: Any, p: Any) -> Any:
+    """cuDNN through torch for one direction (backward: aten.convolution_backward's mask)."""
+    import torch
+    import torch.nn.functional as F
+
+    stride, pad, dil, g = list(p.stride), list(p.pad), list(p.dilation), p.groups
+    if d == "F":
+        return lambda: F.conv2d(x, w, None, stride, pad, dil, g)
+    mask = [d == "B", d == "W", False]
+    return lambda: torch.ops.aten.convolution_backward(
+        dy, x, w, None, stride, pad, dil, False, [0, 0], g, mask)
+
+
+def summarise(rows: list[dict], props: Any, target: tuple) -> dict:
+    import platform
+
+    import torch
+    import triton
+
+    summary: dict[str, dict] = {}
+    for r in rows:
+        s = summary.setdefault(f"{r['type']}-{r['direction']}-{r['layout']}",
+                               {"ratios": [], "wrong": []})
+        if "ratio" in r:
+            s["ratios"].append(r["ratio"])
+        if not r["all_correct"] or "ratio" not in r:
+            s["wrong"].append(r["layer"])
+    for s in summary.values():
+        rs = s.pop("ratios")
+        s["layers"] = len(rs)
+        s["geomean_ratio"] = math.exp(sum(map(math.log, rs)) / len(rs)) if rs else None
+        s["max_ratio"] = max(rs) if rs else None
+    try:
+        import subprocess
+
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                                 "--format=csv,noheader"], capture_output=True, text=True,
+                                check=False).stdout.strip()
+    except OSError:
+        driver = ""
+    return {"device": props.name, "sms": props.multi_processor_count, "target": list(target),
+            "driver": driver, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "torch": torch.__version__, "triton": triton.__version__,
+            "python": platform.python_version(),
+            "method": "median of CUDA-event samples (several launches each), inputs made outside "
+                      "timed regions; cudnn.benchmark on; best of a small tile search per layer",
+            "summary": summary, "rows": rows}
+
+
+def table(result: dict) -> str:
+    lines = [f"Triton convolution vs cuDNN on {result['device']} (driver {result['driver']}, "
+             f"CUDA {result['cuda']}, cuDNN {result['cudnn']}, torch {result['torch']}, "
+             f"triton {result['triton']}); ratio = ours / cuDNN", "",
+             "| type-dir-layout | geomean | max | layers | wrong |", "|---|---|---|---|---|"]
+    for k, s in sorted(result["summary"].items()):
+        gm = f"{s['geomean_ratio']:.2f}" if s["geomean_ratio"] else "-"
+        mx = f"{s['max_ratio']:.2f}" if s["max_ratio"] else "-"
+        lines.append(f"| {k} | {gm} | {mx} | {s['layers']} | {s['wrong'] or ''} |")
+    lines += ["", "| type | dir | layout | layer | cuDNN ms | ours ms | ratio | config |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        c = r.get("config")
+        cs = config_name(c) if c else "none correct"
+        lines.append(f"| {r['type']} | {r['direction']} | {r['layout']} | {r['layer']} | "
+                     f"{r['cudnn_ms']:.4f} | {r.get('ours_ms', float('nan')):.4f} | "
+                     f"{r.get('ratio', float('nan')):.2f} | {cs} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,348 @@
+"""Convolution as implicit GEMM on tensor cores (`tl.dot`): one Triton source for every target.
+
+Forward, backward data and backward weights; NCHW and NHWC through run-time strides; FP16, BF16
+and FP32 (IEEE unless PRECISION asks for TF32); stride, dilation, padding, groups. The loops run
+over filter taps outside and channels inside, so the gather costs a few scalar operations per
+tap instead of a div/mod per element; channels are the contiguous, vectorised dimension in NHWC.
+Programs walk the output in groups of GROUP_M row tiles (L2 reuse). Backward data works one
+stride phase at a time, so it never multiplies by the zeros that a strided forward leaves out;
+backward weights splits its long pixel reduction over SPLIT_K programs.
+
+Importing this module needs Triton but no GPU. How to launch each kernel (arguments, grid,
+tunables, legal spaces per target, workspace and the assumptions a compiled object may carry)
+is plain data in `conv_triton_spec`, re-exported here; the runtime reads that module alone.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and the solvers)
+    ALIGN16_ARGS,
+    CONV_ARGS,
+    ELEMENT_BYTES,
+    ELEMENT_TYPES,
+    KERNELS,
+    REDUCE_ARGS,
+    REDUCE_BLOCK,
+    REDUCE_WARPS,
+    TARGET_KINDS,
+    align16_args,
+    arg_list,
+    conv_args,
+    default_config,
+    fits_int32,
+    grid,
+    is_legal,
+    kernel_for,
+    legal_space,
+    meets_align16,
+    shared_bytes,
+    target_kind,
+    triton_signature,
+    workspace_bytes,
+)
+
+
+@triton.jit
+def _tile_ids(pid, num_m, num_n, GROUP_M: tl.constexpr):
+    """Grouped tile order: GROUP_M row tiles share their column tiles while in L2."""
+    in_group = GROUP_M * num_n
+    group = pid // in_group
+    first_m = group * GROUP_M
+    size_m = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % size_m
+    pid_n = (pid % in_group) // size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _mma(a, b, acc, PRECISION: tl.constexpr):
+    if a.dtype == tl.float32:
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    else:
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def conv2d_fwd(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, H, W, K, P, Q, R, S, G,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """y[n, g*K+k, p, q] = sum over (r, s) taps, then C channels, of x * w."""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    g = tl.program_id(1)
+    M = N * P * Q
+    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(K, BLOCK_N), GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < K
+    img = offs_m // (P * Q)
+    pq = offs_m % (P * Q)
+    op = pq // Q
+    oq = pq % Q
+    ih0 = op * stride_h - pad_h
+    iw0 = oq * stride_w - pad_w
+    x_row = img * sxn + g * C * sxc
+    w_col = (g * K + offs_n) * swk
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    c_blocks = tl.cdiv(C, BLOCK_K)
+    for t in range(0, R * S * c_blocks):
+        rs = t // c_blocks
+        cb = t - rs * c_blocks
+        r = rs // S
+        s = rs - r * S
+        ih = ih0 + r * dil_h
+        iw = iw0 + s * dil_w
+        a_ok = m_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        cs = cb * BLOCK_K + offs_k
+        c_ok = cs < C
+        a = tl.load(x_ptr + (x_row + ih * sxh + iw * sxw)[:, None] + (cs * sxc)[None, :],
+                    mask=a_ok[:, None] & c_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + (w_col + r * swr + s * sws)[None, :] + (cs * swc)[:, None],
+                    mask=c_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+    y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
+    tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def conv2d_fwd_smallc(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, H, W, K, P, Q, R, S, G,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Forward for few input channels: the reduction runs over (r, s, c) flattened, so a block
+    of BLOCK_K spans several taps instead of padding 3 channels to BLOCK_K. The tap of each
+    reduction column is worked out once per block (a BLOCK_K vector), not per element."""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    g = tl.program_id(1)
+    M = N * P * Q
+    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(K, BLOCK_N), GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < K
+    img = offs_m // (P * Q)
+    pq = offs_m % (P * Q)
+    op = pq // Q
+    oq = pq % Q
+    ih0 = op * stride_h - pad_h
+    iw0 = oq * stride_w - pad_w
+    x_row = img * sxn + g * C * sxc
+    w_col = (g * K + offs_n) * swk
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    RSC = R * S * C
+    for k0 in range(0, RSC, BLOCK_K):
+        j = k0 + offs_k
+        j_ok = j < RSC
+        c = j % C
+        rs = j // C
+        r = rs // S
+        s = rs - r * S
+        ih = ih0[:, None] + (r * dil_h)[None, :]
+        iw = iw0[:, None] + (s * dil_w)[None, :]
+        a_ok = (m_ok[:, None] & j_ok[None, :]) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a = tl.load(x_ptr + x_row[:, None] + ih * sxh + iw * sxw + (c * sxc)[None, :],
+                    mask=a_ok, other=0.0)
+        b = tl.load(w_ptr + w_col[None, :] + (r * swr + s * sws + c * swc)[:, None],
+                    mask=j_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+    y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
+    tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def _first_taps(phase, pad, dil, stride, R):
+    """The taps r of a stride phase that land on whole output positions: r0, r0+step, ...
+    Returns (r0, step, count); count 0 where none does."""
+    r0 = -1
+    r1 = -1
+    for r in range(0, R):
+        hit = (phase + pad - r * dil) % stride == 0
+        r1 = tl.where(hit & (r0 >= 0) & (r1 < 0), r, r1)
+        r0 = tl.where(hit & (r0 < 0), r, r0)
+    step = tl.where(r1 > r0, r1 - r0, 1)
+    count = tl.where(r0 < 0, 0, tl.where(r1 < 0, 1, (R - 1 - r0) // step + 1))
+    r0 = tl.maximum(r0, 0)
+    return r0, step, count
+
+
+@triton.jit
+def conv2d_bwd_data(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, H, W, K, P, Q, R, S, G,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """dx[n, g*C+c, h, w] = sum over the taps reaching (h, w), then K, of dy * w.
+
+    Program axis 2 is the stride phase (h % stride_h, w % stride_w); within a phase every tap
+    that contributes does so at every pixel, so the loop visits only those taps."""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    g = tl.program_id(1)
+    phase = tl.program_id(2)
+    ph = phase // stride_w
+    pw = phase % stride_w
+    Hs = tl.cdiv(H, stride_h)
+    Ws = tl.cdiv(W, stride_w)
+    M = N * Hs * Ws
+    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(C, BLOCK_N), GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    img = offs_m // (Hs * Ws)
+    hw = offs_m % (Hs * Ws)
+    hh = hw // Ws
+    ww = hw % Ws
+    ih = ph + hh * stride_h
+    iw = pw + ww * stride_w
+    m_ok = (offs_m < M) & (ih < H) & (iw < W)
+    n_ok = offs_n < C
+    r0, r_step, n_r = _first_taps(ph, pad_h, dil_h, stride_h, R)
+    s0, s_step, n_s = _first_taps(pw, pad_w, dil_w, stride_w, S)
+    y_row = img * syn + g * K * syk
+    w_col = (g * C + offs_n) * swc
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    k_blocks = tl.cdiv(K, BLOCK_K)
+    for t in range(0, n_r * n_s * k_blocks):
+        tap = t // k_blocks
+        kb = t - tap * k_blocks
+        ri = tap // n_s
+        r = r0 + ri * r_step
+        s = s0 + (tap - ri * n_s) * s_step
+        op = hh + (ph + pad_h - r * dil_h) // stride_h
+        oq = ww + (pw + pad_w - s * dil_w) // stride_w
+        a_ok = m_ok & (op >= 0) & (op < P) & (oq >= 0) & (oq < Q)
+        ks = kb * BLOCK_K + offs_k
+        k_ok = ks < K
+        a = tl.load(y_ptr + (y_row + op * syh + oq * syw)[:, None] + (ks * syk)[None, :],
+                    mask=a_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + (w_col + r * swr + s * sws)[None, :] + ((g * K + ks) * swk)[:, None],
+                    mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+    x_off = (img * sxn + ih * sxh + iw * sxw)[:, None] + ((g * C + offs_n) * sxc)[None, :]
+    tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def conv2d_bwd_weight(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, H, W, K, P, Q, R, S, G,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """dw[g*K+k, c, r, s] = sum over pixels (n, p, q) of dy * x, one tap per program row.
+
+    Program axis 1 is g*R*S + tap, axis 2 the split of the pixel reduction; with SPLIT_K > 1
+    each split writes its FP32 partial to ws ([SPLIT_K][G*K][C][R][S]) for
+    conv2d_bwd_weight_reduce."""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    gt = tl.program_id(1)
+    g = gt // (R * S)
+    rs = gt - g * (R * S)
+    r = rs // S
+    s = rs - r * S
+    split = tl.program_id(2)
+    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(C, BLOCK_N), GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < K
+    n_ok = offs_n < C
+    PQ = P * Q
+    NPQ = N * PQ
+    blocks = tl.cdiv(NPQ, BLOCK_K)
+    per_split = tl.cdiv(blocks, SPLIT_K)
+    kb0 = split * per_split
+    kb1 = tl.minimum(kb0 + per_split, blocks)
+    y_col = (g * K + offs_m) * syk
+    x_col = (g * C + offs_n) * sxc
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(kb0, kb1):
+        j = kb * BLOCK_K + offs_k
+        img = j // PQ
+        pq = j - img * PQ
+        op = pq // Q
+        oq = pq - op * Q
+        ih = op * stride_h - pad_h + r * dil_h
+        iw = oq * stride_w - pad_w + s * dil_w
+        j_ok = j < NPQ
+        x_ok = j_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a = tl.load(y_ptr + y_col[:, None] + (img * syn + op * syh + oq * syw)[None, :],
+                    mask=m_ok[:, None] & j_ok[None, :], other=0.0)
+        b = tl.load(x_ptr + (img * sxn + ih * sxh + iw * sxw)[:, None] + x_col[None, :],
+                    mask=x_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+    mask = m_ok[:, None] & n_ok[None, :]
+    if SPLIT_K == 1:
+        w_off = ((g * K + offs_m) * swk)[:, None] + (offs_n * swc)[None, :] + r * swr + s * sws
+        tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
+    else:
+        RS = R * S
+        ws_off = (split * (G * K) + g * K + offs_m)[:, None] * (C * RS) + (offs_n * RS)[None, :]
+        tl.store(ws_ptr + ws_off + rs, acc, mask=mask)
+
+
+@triton.jit
+def conv2d_bwd_weight_reduce(
+    ws_ptr, w_ptr, TOTAL, C, R, S, swk, swc, swr, sws,
+    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """w[k, c, r, s] = sum of the SPLIT_K FP32 partials of conv2d_bwd_weight (k over G*K)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = i < TOTAL
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for sp in range(0, SPLIT_K):
+        acc += tl.load(ws_ptr + sp * TOTAL + i, mask=ok, other=0.0)
+    RS = R * S
+    k = i // (C * RS)
+    crs = i - k * (C * RS)
+    c = crs // RS
+    rs = crs - c * RS
+    r = rs // S
+    s = rs - r * S
+    tl.store(w_ptr + k * swk + c * swc + r * swr + s * sws, acc.to(w_ptr.dtype.element_ty),
+             mask=ok)
+
+
+#: The jit functions by the names KERNELS uses.
+JIT = {
+    "conv2d_fwd": conv2d_fwd,
+    "conv2d_fwd_smallc": conv2d_fwd_smallc,
+    "conv2d_bwd_data": conv2d_bwd_data,
+    "conv2d_bwd_weight": conv2d_bwd_weight,
+    "conv2d_bwd_weight_reduce": conv2d_bwd_weight_reduce,
+}

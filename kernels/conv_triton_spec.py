@@ -1,0 +1,332 @@
+"""What a launch of the Triton convolution kernels (kernels/conv_triton.py) needs, as plain data.
+
+This module imports nothing but the standard library, so the runtime, which never imports Triton,
+can read it. `conv_triton.py` re-exports everything here.
+
+The three directions share ONE argument list (`CONV_ARGS`): the pointers are always
+(x, w, y, ws) whatever is read or written, followed by the sizes, the geometry and the strides
+of the three tensors in element units, in (n, c, h, w) / (k, c, r, s) / (n, k, h, w) order:
+
+- forward           (`conv2d_fwd`, `conv2d_fwd_smallc`): reads x and w, writes y.
+- backward data     (`conv2d_bwd_data`): reads y (dy) and w, writes x (dx).
+- backward weights  (`conv2d_bwd_weight`): reads x and y (dy), writes w (dw); with SPLIT_K > 1 it
+  writes FP32 partial sums to `ws` and `conv2d_bwd_weight_reduce` (its own argument list,
+  `REDUCE_ARGS`) sums them into w.
+
+`C` and `K` are channels PER GROUP; `G` is the group count (x has G*C channels, y G*K, w has G*K
+filters of C channels). NCHW and NHWC are the same kernels: the strides say where the elements
+are, and the constexpr CHANNELS_LAST=1 promises that the channel stride of x, w and y is 1 (NHWC
+tensors, KRSC/"channels-last" weights), which lets the compiler vectorise along channels (the
+channel-stride arguments are then ignored). CHANNELS_LAST=0 works for ANY strides.
+
+Nothing about the problem's sizes is compiled in: every configuration is shape-agnostic. A
+compiled object may carry the assumption that some arguments are multiples of 16 (Triton's
+`tt.divisibility=16` on the pointers and on `ALIGN16_ARGS`): only a problem for which
+`meets_align16(...)` holds may use such an object; any other problem takes a variant compiled
+without it (same source, same constexprs). Offsets are 32-bit: every tensor must hold fewer
+than 2**31 elements (`fits_int32`).
+
+Numerics: the accumulator is FP32. For FP32 data the constexpr PRECISION picks the dot's input
+precision: "ieee" (the default, plain FP32 arithmetic), "tf32" (TF32 math mode, only when asked
+for) or "tf32x3" (three TF32 products, close to FP32). FP16/BF16 ignore PRECISION.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: The argument list shared by the four convolution kernels: (name, kind). Kinds: "ptr" (a
+#: pointer to the tensor's element type; "ptr_fp32" always FP32), "i32", "constexpr".
+CONV_ARGS: tuple[tuple[str, str], ...] = (
+    ("x_ptr", "ptr"), ("w_ptr", "ptr"), ("y_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
+    ("N", "i32"), ("C", "i32"), ("H", "i32"), ("W", "i32"),
+    ("K", "i32"), ("P", "i32"), ("Q", "i32"), ("R", "i32"), ("S", "i32"),
+    ("G", "i32"),
+    ("stride_h", "i32"), ("stride_w", "i32"), ("pad_h", "i32"), ("pad_w", "i32"),
+    ("dil_h", "i32"), ("dil_w", "i32"),
+    ("sxn", "i32"), ("sxc", "i32"), ("sxh", "i32"), ("sxw", "i32"),
+    ("swk", "i32"), ("swc", "i32"), ("swr", "i32"), ("sws", "i32"),
+    ("syn", "i32"), ("syk", "i32"), ("syh", "i32"), ("syw", "i32"),
+    ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_K", "constexpr"),
+    ("GROUP_M", "constexpr"), ("SPLIT_K", "constexpr"), ("CHANNELS_LAST", "constexpr"),
+    ("PRECISION", "constexpr"),
+)
+
+#: `conv2d_bwd_weight_reduce`: sums SPLIT_K FP32 partials ([SPLIT_K][G*K][C][R][S], contiguous)
+#: into w (any strides, w's element type). Grid: (cdiv(G*K*C*R*S, BLOCK),).
+REDUCE_ARGS: tuple[tuple[str, str], ...] = (
+    ("ws_ptr", "ptr_fp32"), ("w_ptr", "ptr"),
+    ("TOTAL", "i32"), ("C", "i32"), ("R", "i32"), ("S", "i32"),
+    ("swk", "i32"), ("swc", "i32"), ("swr", "i32"), ("sws", "i32"),
+    ("SPLIT_K", "constexpr"), ("BLOCK", "constexpr"),
+)
+REDUCE_BLOCK = 1024
+REDUCE_WARPS = 4
+
+#: i32 arguments that an "align16" object assumes to be multiples of 16 (besides the pointers),
+#: by CHANNELS_LAST. Channels-last: the channel counts and every stride but the unit channel
+#: stride (this is what lets loads along channels be 16-byte vectors). Otherwise the channel
+#: counts alone (masks along channels then hold for whole vectors).
+ALIGN16_ARGS: dict[bool, tuple[str, ...]] = {
+    True: ("C", "K", "sxn", "sxh", "sxw", "swk", "swr", "sws", "syn", "syh", "syw"),
+    False: ("C", "K"),
+}
+
+#: Triton signature type of an element type (the "ptr" kind).
+ELEMENT_TYPES = {"FP16": "fp16", "BF16": "bf16", "FP32": "fp32"}
+ELEMENT_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
+
+#: Per kernel: function name in conv_triton.py, direction it computes, tensors it reads/writes,
+#: which tunables matter, how its grid is computed (see `grid`), and when it applies.
+KERNELS: dict[str, dict[str, Any]] = {
+    "conv2d_fwd": {
+        "direction": "F", "reads": ("x", "w"), "writes": ("y",), "args": "CONV_ARGS",
+        "gemm": "M = N*P*Q output pixels, N = K filters, reduction = R*S taps (outside) x C "
+                "channels (inside, BLOCK_K at a time)",
+        "grid": ("cdiv(N*P*Q, BLOCK_M) * cdiv(K, BLOCK_N)", "G", "1"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
+        "fixed": {"SPLIT_K": 1},
+        "applies": "any problem; channels below BLOCK_K waste MACs (use conv2d_fwd_smallc)",
+    },
+    "conv2d_fwd_smallc": {
+        "direction": "F", "reads": ("x", "w"), "writes": ("y",), "args": "CONV_ARGS",
+        "gemm": "M = N*P*Q, N = K, reduction = R*S*C flattened (BLOCK_K of it at a time): for "
+                "few input channels (the first layer, C=3 7x7)",
+        "grid": ("cdiv(N*P*Q, BLOCK_M) * cdiv(K, BLOCK_N)", "G", "1"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
+        "fixed": {"SPLIT_K": 1},
+        "applies": "any problem; faster than conv2d_fwd where C < 16",
+    },
+    "conv2d_bwd_data": {
+        "direction": "B", "reads": ("y", "w"), "writes": ("x",), "args": "CONV_ARGS",
+        "gemm": "per stride phase (h % stride_h, w % stride_w): M = N*cdiv(H,stride_h)*"
+                "cdiv(W,stride_w) input pixels, N = C, reduction = the taps that reach the phase "
+                "(outside) x K (inside); no MAC is spent on taps that miss",
+        "grid": ("cdiv(N*cdiv(H,stride_h)*cdiv(W,stride_w), BLOCK_M) * cdiv(C, BLOCK_N)", "G",
+                 "stride_h*stride_w"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
+        "fixed": {"SPLIT_K": 1},
+        "applies": "any problem; writes every element of x (zeros where no tap reaches)",
+    },
+    "conv2d_bwd_weight": {
+        "direction": "W", "reads": ("x", "y"), "writes": ("w", "ws"), "args": "CONV_ARGS",
+        "gemm": "per tap (r, s): M = K, N = C, reduction = N*P*Q pixels, cut in SPLIT_K parts",
+        "grid": ("cdiv(K, BLOCK_M) * cdiv(C, BLOCK_N)", "G*R*S", "SPLIT_K"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
+                     "num_stages"),
+        "fixed": {},
+        "workspace": "SPLIT_K > 1: SPLIT_K*G*K*C*R*S*4 bytes of FP32 at ws_ptr (need not be "
+                     "zeroed), then conv2d_bwd_weight_reduce; SPLIT_K == 1: none (ws_ptr unused, "
+                     "pass any pointer)",
+        "applies": "any problem with G*R*S <= 65535",
+    },
+    "conv2d_bwd_weight_reduce": {
+        "direction": "W", "reads": ("ws",), "writes": ("w",), "args": "REDUCE_ARGS",
+        "grid": ("cdiv(G*K*C*R*S, BLOCK)", "1", "1"),
+        "tunables": (), "fixed": {"BLOCK": REDUCE_BLOCK, "num_warps": REDUCE_WARPS,
+                                  "num_stages": 1},
+        "applies": "after conv2d_bwd_weight with SPLIT_K > 1, same SPLIT_K",
+    },
+}
+
+#: Legal tunable values and the memory a configuration may use, per target kind. "smem" is the
+#: most dynamic shared memory / LDS one workgroup may take (bytes); `shared_bytes` counts
+#: num_stages operand tiles (what Triton 3.6 allocates for sm90, an upper bound elsewhere).
+TARGET_KINDS: dict[str, dict[str, Any]] = {
+    "sm90": {"smem": 232448, "warp": 32, "BLOCK_M": (64, 128, 256), "BLOCK_N": (32, 64, 128, 256),
+             "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (2, 3, 4, 5),
+             "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+    "sm80": {"smem": 166912, "warp": 32, "BLOCK_M": (32, 64, 128, 256),
+             "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64), "num_warps": (4, 8),
+             "num_stages": (2, 3, 4), "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+    "sm100": {"smem": 232448, "warp": 32, "BLOCK_M": (64, 128, 256),
+              "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8),
+              "num_stages": (2, 3, 4), "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+    "sm120": {"smem": 101376, "warp": 32, "BLOCK_M": (32, 64, 128), "BLOCK_N": (32, 64, 128),
+              "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (2, 3),
+              "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+    # CDNA: gfx90a/gfx942 64 KiB LDS, gfx950 160 KiB; wave64.
+    "cdna": {"smem": 65536, "warp": 64, "BLOCK_M": (32, 64, 128, 256),
+             "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64), "num_warps": (4, 8),
+             "num_stages": (1, 2), "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+    "cdna4": {"smem": 163840, "warp": 64, "BLOCK_M": (32, 64, 128, 256),
+              "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8),
+              "num_stages": (1, 2), "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+    # RDNA 3/3.5/4 (gfx11xx, gfx12xx): 64 KiB LDS per workgroup, wave32, v_wmma.
+    "rdna": {"smem": 65536, "warp": 32, "BLOCK_M": (32, 64, 128), "BLOCK_N": (32, 64, 128),
+             "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (1, 2),
+             "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+}
+
+
+def target_kind(target: str) -> str:
+    """The TARGET_KINDS key of a target name: "sm90", "sm_90a", "gfx942", "gfx1100"..."""
+    t = target.lower().replace("_", "").rstrip("a")
+    if t.startswith("sm"):
+        cc = int(t[2:])
+        return "sm90" if cc == 90 else "sm100" if cc in (100, 101, 103) else \
+            "sm120" if cc >= 120 else "sm80"
+    if t.startswith("gfx"):
+        if t.startswith("gfx95"):
+            return "cdna4"
+        if t.startswith("gfx9"):
+            return "cdna"
+        if t.startswith(("gfx11", "gfx12")):
+            return "rdna"
+    raise ValueError(f"no tensor-core kernel kind for target {target!r}")
+
+
+def shared_bytes(config: Mapping[str, int], dtype: str) -> int:
+    """Estimated shared memory / LDS of a configuration: the operand tiles in flight."""
+    tile = (config["BLOCK_M"] + config["BLOCK_N"]) * config["BLOCK_K"] * ELEMENT_BYTES[dtype]
+    return max(1, int(config["num_stages"])) * tile
+
+
+def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "conv2d_fwd") -> bool:
+    """Whether a configuration is in the legal space of a target kind for an element type."""
+    space = TARGET_KINDS[kind]
+    for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "GROUP_M"):
+        if config.get(key) not in space[key]:
+            return False
+    split = config.get("SPLIT_K", 1)
+    if split != 1 and (kernel != "conv2d_bwd_weight" or split not in space["SPLIT_K"]):
+        return False
+    if dtype == "FP32" and config["BLOCK_K"] > 64:
+        return False
+    # A warp group per 64 rows at most: tiles too small for the warps leave them idle.
+    if config["BLOCK_M"] * config["BLOCK_N"] < config["num_warps"] * space["warp"] * 16:
+        return False
+    return shared_bytes(config, dtype) <= space["smem"]
+
+
+def legal_space(kind: str, dtype: str, kernel: str = "conv2d_fwd") -> list[dict[str, int]]:
+    """Every legal configuration of a kernel on a target kind (the tuning search space)."""
+    space = TARGET_KINDS[kind]
+    splits = space["SPLIT_K"] if kernel == "conv2d_bwd_weight" else (1,)
+    out = []
+    for bm in space["BLOCK_M"]:
+        for bn in space["BLOCK_N"]:
+            for bk in space["BLOCK_K"]:
+                for nw in space["num_warps"]:
+                    for ns in space["num_stages"]:
+                        for gm in space["GROUP_M"]:
+                            for sk in splits:
+                                c = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": nw,
+                                     "num_stages": ns, "GROUP_M": gm, "SPLIT_K": sk}
+                                if is_legal(c, dtype, kind, kernel):
+                                    out.append(c)
+    return out
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tuple[int, int, int]:
+    """Launch grid (x, y, z) of a kernel. `sizes`: N C H W K P Q R S G stride_h stride_w
+    (C, K per group), `config`: the constexprs (BLOCK_M, BLOCK_N, SPLIT_K)."""
+    z = sizes
+    bm, bn = config.get("BLOCK_M", 0), config.get("BLOCK_N", 0)
+    if kernel in ("conv2d_fwd", "conv2d_fwd_smallc"):
+        return cdiv(z["N"] * z["P"] * z["Q"], bm) * cdiv(z["K"], bn), z["G"], 1
+    if kernel == "conv2d_bwd_data":
+        sh, sw = z["stride_h"], z["stride_w"]
+        m = z["N"] * cdiv(z["H"], sh) * cdiv(z["W"], sw)
+        return cdiv(m, bm) * cdiv(z["C"], bn), z["G"], sh * sw
+    if kernel == "conv2d_bwd_weight":
+        return (cdiv(z["K"], bm) * cdiv(z["C"], bn), z["G"] * z["R"] * z["S"],
+                int(config.get("SPLIT_K", 1)))
+    if kernel == "conv2d_bwd_weight_reduce":
+        return cdiv(z["G"] * z["K"] * z["C"] * z["R"] * z["S"], REDUCE_BLOCK), 1, 1
+    raise KeyError(kernel)
+
+
+def workspace_bytes(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
+    """FP32 workspace a launch needs (bwd weights with SPLIT_K > 1), else 0."""
+    split = int(config.get("SPLIT_K", 1))
+    if kernel != "conv2d_bwd_weight" or split == 1:
+        return 0
+    return split * sizes["G"] * sizes["K"] * sizes["C"] * sizes["R"] * sizes["S"] * 4
+
+
+def meets_align16(args: Mapping[str, int], channels_last: bool) -> bool:
+    """Whether a problem may use an object compiled with the align16 assumption: every
+    ALIGN16_ARGS value a multiple of 16 (elements) and channels-last strides where promised.
+    Pointers must also be 16-byte aligned (the caller checks its addresses)."""
+    if channels_last and not (args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1):
+        return False
+    return all(int(args[a]) % 16 == 0 for a in ALIGN16_ARGS[channels_last])
+
+
+def fits_int32(sizes: Mapping[str, int]) -> bool:
+    """Whether 32-bit offsets hold: x, w and y each below 2**31 elements."""
+    z = sizes
+    g = z["G"]
+    elems = (z["N"] * g * z["C"] * z["H"] * z["W"], g * z["K"] * z["C"] * z["R"] * z["S"],
+             z["N"] * g * z["K"] * z["P"] * z["Q"])
+    return max(elems) < 2**31
+
+
+def kernel_for(direction: str, sizes: Mapping[str, int]) -> str:
+    """The main kernel of a direction for a problem (forward: small C takes its own)."""
+    if direction == "F":
+        return "conv2d_fwd_smallc" if sizes["C"] < 16 else "conv2d_fwd"
+    return {"B": "conv2d_bwd_data", "W": "conv2d_bwd_weight"}[direction]
+
+
+def conv_args(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]],
+              ) -> dict[str, int]:
+    """The i32 arguments of CONV_ARGS from sizes (N C H W K P Q R S G stride_h stride_w pad_h
+    pad_w dil_h dil_w) and element strides of x (n,c,h,w), w (k,c,r,s), y (n,k,h,w)."""
+    out = {k: int(sizes[k]) for k in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "G",
+                                      "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")}
+    for t, names in (("x", ("sxn", "sxc", "sxh", "sxw")), ("w", ("swk", "swc", "swr", "sws")),
+                     ("y", ("syn", "syk", "syh", "syw"))):
+        for name, v in zip(names, strides[t], strict=True):
+            out[name] = int(v)
+    return out
+
+
+def default_config(kernel: str, dtype: str) -> dict[str, int]:
+    """A configuration that is legal everywhere (the fallback before tuning)."""
+    del kernel, dtype
+    return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1,
+            "num_warps": 4, "num_stages": 2}
+
+
+def arg_list(kernel: str) -> tuple[tuple[str, str], ...]:
+    """The (name, kind) argument list of a kernel."""
+    return REDUCE_ARGS if KERNELS[kernel]["args"] == "REDUCE_ARGS" else CONV_ARGS
+
+
+def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
+                     channels_last: bool = False, precision: str = "ieee",
+                     ) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) for `triton.compiler.ASTSource` of one configuration: pointer
+    types from the element type, i32 sizes, and the constexpr values. num_warps and
+    num_stages are compile options, not constexprs."""
+    elem = ELEMENT_TYPES[dtype]
+    values: dict[str, Any] = {
+        "BLOCK_M": config.get("BLOCK_M"), "BLOCK_N": config.get("BLOCK_N"),
+        "BLOCK_K": config.get("BLOCK_K"), "GROUP_M": config.get("GROUP_M", 8),
+        "SPLIT_K": int(config.get("SPLIT_K", 1)), "CHANNELS_LAST": int(channels_last),
+        "PRECISION": precision, "BLOCK": REDUCE_BLOCK,
+    }
+    sig: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    for name, kind in arg_list(kernel):
+        if kind == "constexpr":
+            sig[name] = "constexpr"
+            constexprs[name] = values[name]
+        else:
+            sig[name] = {"ptr": f"*{elem}", "ptr_fp32": "*fp32", "i32": "i32"}[kind]
+    return sig, constexprs
+
+
+def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
+    """Arguments an align16 object assumes multiples of 16 (pointers: 16-byte aligned)."""
+    names = [n for n, k in arg_list(kernel) if k.startswith("ptr")]
+    if KERNELS[kernel]["args"] == "CONV_ARGS":
+        names += list(ALIGN16_ARGS[channels_last])
+    return tuple(names)

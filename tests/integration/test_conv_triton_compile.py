@@ -1,0 +1,63 @@
+"""The Triton convolution kernels compile ahead of time, on this CPU-only machine, to tensor-core
+code: wgmma on sm_90, v_mfma on gfx942, v_wmma on gfx1100; shape-agnostic (sizes as run-time
+arguments) and with the align16 assumption."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+triton = pytest.importorskip("triton")
+
+from miopenkernels.kernels import conv_triton as ct  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+CFG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 4,
+       "num_warps": 4, "num_stages": 2}
+TARGETS = {"sm90": (GPUTarget("cuda", 90, 32), "ptx", "wgmma.mma_async"),
+           "gfx942": (GPUTarget("hip", "gfx942", 64), "amdgcn", "v_mfma"),
+           "gfx1100": (GPUTarget("hip", "gfx1100", 32), "amdgcn", "v_wmma")}
+
+
+def _compile(kernel: str, dtype: str, target: GPUTarget, aligned: bool, channels_last: bool,
+             precision: str = "ieee"):  # noqa: ANN202
+    fn = ct.JIT[kernel]
+    sig, cx = ct.triton_signature(kernel, dtype, CFG, channels_last, precision)
+    attrs = {}
+    if aligned:
+        attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]]
+                 for a in ct.align16_args(kernel, channels_last)}
+    return triton.compile(ASTSource(fn, sig, cx, attrs), target=target,
+                          options={"num_warps": CFG["num_warps"],
+                                   "num_stages": CFG["num_stages"]})
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("kernel", ["conv2d_fwd", "conv2d_fwd_smallc", "conv2d_bwd_data",
+                                    "conv2d_bwd_weight"])
+def test_matrix_instructions(kernel: str, target: str) -> None:
+    tgt, asm, instr = TARGETS[target]
+    aligned = kernel != "conv2d_fwd_smallc"
+    k = _compile(kernel, "FP16", tgt, aligned=aligned, channels_last=aligned)
+    assert instr in k.asm[asm]
+    assert k.metadata.name == kernel
+    assert 0 < k.metadata.shared <= ct.TARGET_KINDS[ct.target_kind(target)]["smem"]
+
+
+def test_fp32_is_ieee_unless_tf32_is_asked_for() -> None:
+    tgt = TARGETS["sm90"][0]
+    ieee = _compile("conv2d_fwd", "FP32", tgt, aligned=True, channels_last=True)
+    tf32 = _compile("conv2d_fwd", "FP32", tgt, aligned=True, channels_last=True,
+                    precision="tf32")
+    assert "wgmma" not in ieee.asm["ptx"] and "fma.rn.f32" in ieee.asm["ptx"]
+    assert "wgmma.mma_async" in tf32.asm["ptx"] and ".tf32" in tf32.asm["ptx"]
+
+
+def test_reduce_and_generic_variant() -> None:
+    tgt = TARGETS["sm90"][0]
+    k = _compile("conv2d_bwd_weight_reduce", "BF16", tgt, aligned=False, channels_last=False)
+    assert k.metadata.name == "conv2d_bwd_weight_reduce"
+    k = _compile("conv2d_fwd", "BF16", tgt, aligned=False, channels_last=False)
+    assert "wgmma.mma_async" in k.asm["ptx"]

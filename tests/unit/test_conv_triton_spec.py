@@ -1,0 +1,99 @@
+"""The launch description of the Triton convolution kernels (kernels/conv_triton_spec.py)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from miopenkernels.kernels import conv_triton_spec as spec
+
+SOURCE = Path(spec.__file__).with_name("conv_triton.py")
+
+# ResNet-50's 3x3 stride-2 layer 128 -> 128 at 56x56, batch 32.
+SIZES = {"N": 32, "C": 128, "H": 56, "W": 56, "K": 128, "P": 28, "Q": 28, "R": 3, "S": 3,
+         "G": 1, "stride_h": 2, "stride_w": 2, "pad_h": 1, "pad_w": 1, "dil_h": 1, "dil_w": 1}
+
+
+def _jit_params() -> dict[str, list[str]]:
+    """Parameter names of each @triton.jit function in conv_triton.py, read without Triton."""
+    tree = ast.parse(SOURCE.read_text())
+    return {f.name: [a.arg for a in f.args.args] for f in tree.body
+            if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
+
+
+def test_spec_imports_no_triton() -> None:
+    tree = ast.parse(Path(spec.__file__).read_text())
+    imported = {n.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, (ast.Import, ast.ImportFrom)) for n in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert "triton" not in imported
+
+
+@pytest.mark.parametrize("kernel", sorted(spec.KERNELS))
+def test_argument_lists_match_the_source(kernel: str) -> None:
+    assert _jit_params()[kernel] == [name for name, _ in spec.arg_list(kernel)]
+
+
+def test_grids() -> None:
+    cfg = {"BLOCK_M": 128, "BLOCK_N": 64, "SPLIT_K": 4}
+    assert spec.grid("conv2d_fwd", SIZES, cfg) == (196 * 2, 1, 1)  # 32*28*28 = 25088 rows
+    # Backward data: one program column per stride phase, 32*28*28 pixels per phase.
+    assert spec.grid("conv2d_bwd_data", SIZES, cfg) == (196 * 2, 1, 4)
+    assert spec.grid("conv2d_bwd_weight", SIZES, cfg) == (1 * 2, 9, 4)
+    assert spec.workspace_bytes("conv2d_bwd_weight", SIZES, cfg) == 4 * 128 * 128 * 9 * 4
+    assert spec.workspace_bytes("conv2d_fwd", SIZES, cfg) == 0
+    assert spec.grid("conv2d_bwd_weight_reduce", SIZES, cfg) == (-(-128 * 128 * 9 // 1024), 1, 1)
+
+
+@pytest.mark.parametrize("kind", sorted(spec.TARGET_KINDS))
+@pytest.mark.parametrize("dtype", ["FP16", "FP32"])
+def test_legal_space_fits_shared_memory(kind: str, dtype: str) -> None:
+    space = spec.legal_space(kind, dtype, "conv2d_bwd_weight")
+    assert space, (kind, dtype)
+    limit = spec.TARGET_KINDS[kind]["smem"]
+    assert all(spec.shared_bytes(c, dtype) <= limit for c in space)
+    assert any(c["SPLIT_K"] > 1 for c in space)
+    assert all(c["SPLIT_K"] == 1 for c in spec.legal_space(kind, dtype, "conv2d_fwd"))
+    big = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "num_warps": 8, "num_stages": 5,
+           "GROUP_M": 8}
+    assert not spec.is_legal(big, dtype, kind)
+
+
+def test_target_kinds() -> None:
+    assert spec.target_kind("sm_90a") == "sm90"
+    assert spec.target_kind("sm80") == "sm80"
+    assert spec.target_kind("sm120") == "sm120"
+    assert spec.target_kind("gfx942") == "cdna"
+    assert spec.target_kind("gfx950") == "cdna4"
+    assert spec.target_kind("gfx1151") == "rdna"
+    with pytest.raises(ValueError):
+        spec.target_kind("gfx1030")
+
+
+def test_alignment_assumption() -> None:
+    nhwc = {"x": (56 * 56 * 128, 1, 56 * 128, 128), "w": (9 * 128, 1, 3 * 128, 128),
+            "y": (28 * 28 * 128, 1, 28 * 128, 128)}
+    args = spec.conv_args(SIZES, nhwc)
+    assert spec.meets_align16(args, channels_last=True)
+    assert not spec.meets_align16(dict(args, C=3, sxw=3), channels_last=True)
+    nchw = {"x": (128 * 56 * 56, 56 * 56, 56, 1), "w": (128 * 9, 9, 3, 1),
+            "y": (128 * 28 * 28, 28 * 28, 28, 1)}
+    args = spec.conv_args(SIZES, nchw)
+    assert not spec.meets_align16(args, channels_last=True)
+    assert spec.meets_align16(args, channels_last=False)
+    assert spec.fits_int32(SIZES)
+    assert not spec.fits_int32(dict(SIZES, N=8192))
+
+
+def test_signature() -> None:
+    cfg = spec.default_config("conv2d_fwd", "BF16")
+    sig, cx = spec.triton_signature("conv2d_fwd", "BF16", cfg, channels_last=True)
+    assert sig["x_ptr"] == "*bf16" and sig["ws_ptr"] == "*fp32" and sig["N"] == "i32"
+    assert cx["CHANNELS_LAST"] == 1 and cx["PRECISION"] == "ieee" and cx["BLOCK_M"] == 64
+    assert set(cx) == {n for n, k in spec.CONV_ARGS if k == "constexpr"}
+    assert "sxw" in spec.align16_args("conv2d_fwd", True)
+    assert "sxw" not in spec.align16_args("conv2d_fwd", False)
+    assert spec.kernel_for("F", dict(SIZES, C=3)) == "conv2d_fwd_smallc"
+    assert spec.kernel_for("F", SIZES) == "conv2d_fwd"
