@@ -8,7 +8,9 @@ generic one; in parallel, into Triton's cache), launched as compiled objects, ch
 torch in float64, and timed with CUDA events (median of samples of several launches, inputs made
 outside the timed region) for a small search of tile configurations; the fastest is kept, as
 tuning would. cuDNN runs through torch with cudnn.benchmark on, TF32 off for FP32 and on for
-TF32 (channels-last tensors for NHWC). The ratio is ours / cuDNN (above 1: cuDNN is faster).
+TF32 (channels-last tensors for NHWC). Each timed sample is one replay of a CUDA graph of
+several calls, so that neither Python's nor PyTorch's launch cost is counted. The ratio is
+ours / cuDNN (above 1: cuDNN is faster).
 
     python bench/triton_conv.py --out bench/results/triton_kernels_h100
     python bench/triton_conv.py --types FP16 --dirs F --layouts NHWC --layers 0,2 --json
@@ -42,23 +44,35 @@ TOLERANCE = {"FP16": 5e-3, "BF16": 3e-2, "FP32": 2e-5, "TF32": 5e-3}
 
 # Candidate tile configurations (sm90), by direction and arithmetic: the search space here.
 _T16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (256, 128, 64, 8, 3),
-        (64, 64, 64, 4, 4)]
+        (64, 64, 64, 4, 4), (128, 256, 64, 8, 3), (128, 128, 128, 8, 3), (64, 128, 64, 4, 4)]
 _TF32 = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (128, 128, 32, 4, 3), (64, 64, 32, 4, 4)]
 _IEEE = [(64, 64, 32, 4, 2), (128, 64, 32, 4, 2), (128, 128, 32, 8, 2), (64, 128, 32, 4, 2)]
 _SMALLC = {"16": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3), (128, 64, 64, 4, 3)],
            "TF32": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3)],
            "FP32": [(128, 64, 32, 4, 2), (64, 64, 32, 4, 2)]}
-_W16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 64, 64, 4, 4)]
+_W16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 64, 64, 4, 4),
+        (64, 128, 64, 4, 4)]
+# Few input channels: backward data with a narrow N tile, backward weights over (r, s, c).
+_B_SMALLC = {"16": [(128, 16, 64, 4, 3), (256, 16, 64, 4, 3), (64, 16, 64, 4, 4)],
+             "TF32": [(128, 16, 32, 4, 3), (256, 16, 32, 4, 3)],
+             "FP32": [(128, 16, 32, 4, 2), (64, 16, 32, 4, 2)]}
+_W_SMALLC = {"16": [(64, 64, 64, 4, 4), (64, 128, 64, 4, 3), (64, 32, 64, 4, 4)],
+             "TF32": [(64, 64, 32, 4, 4), (64, 128, 32, 4, 3)],
+             "FP32": [(64, 64, 32, 4, 2), (64, 32, 32, 4, 2)]}
 
 
 def arith(dtype: str) -> str:
     return "16" if dtype in ("FP16", "BF16") else dtype
 
 
-def candidates(kernel: str, dtype: str) -> list[dict[str, int]]:
+def candidates(kernel: str, dtype: str, sizes: dict[str, int]) -> list[dict[str, int]]:
     a = arith(dtype)
     if kernel == "conv2d_fwd_smallc":
         tiles = _SMALLC[a]
+    elif kernel == "conv2d_bwd_weight_smallc":
+        tiles = _W_SMALLC[a]
+    elif kernel == "conv2d_bwd_data" and sizes["C"] < 16:
+        tiles = _B_SMALLC[a]
     elif kernel == "conv2d_bwd_weight" and a == "16":
         tiles = _W16
     else:
@@ -67,12 +81,13 @@ def candidates(kernel: str, dtype: str) -> list[dict[str, int]]:
              "GROUP_M": 8, "SPLIT_K": 1} for m, n, k, w, s in tiles]
 
 
-def split_for(sizes: dict[str, int], cfg: dict[str, int], sms: int) -> int:
+def split_for(kernel: str, sizes: dict[str, int], cfg: dict[str, int], sms: int) -> int:
     """SPLIT_K for backward weights: enough programs for two waves, at least 8 blocks each."""
+    from miopenkernels.kernels import conv_triton_spec as spec
     from miopenkernels.kernels.conv_triton_spec import cdiv
 
-    tiles = (cdiv(sizes["K"], cfg["BLOCK_M"]) * cdiv(sizes["C"], cfg["BLOCK_N"])
-             * sizes["G"] * sizes["R"] * sizes["S"])
+    gx, gy, _ = spec.grid(kernel, sizes, dict(cfg, SPLIT_K=1))
+    tiles = gx * gy
     blocks = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], cfg["BLOCK_K"])
     split = 1
     while split < 64 and tiles * split * 2 <= 2 * sms and blocks // (split * 2) >= 8:
@@ -124,19 +139,32 @@ def _compiled(kernel: str, dtype: str, cfg: dict[str, int], channels_last: bool,
 
 
 def median_ms(fn: Any, samples: int, inner: int) -> float:
+    """Median GPU time of one call of fn: `inner` calls are captured in a CUDA graph (so the
+    host's launch cost, Python's or PyTorch's, is not timed) and each sample is one replay
+    between CUDA events."""
     import torch
 
-    fn()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(inner):
+            fn()
+    graph.replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(samples):
         start.record()
-        for _ in range(inner):
-            fn()
+        graph.replay()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / inner)
+    del graph
     return float(statistics.median(times))
 
 
@@ -148,14 +176,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", default="", help="comma-separated layer indices (default all)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--samples", type=int, default=15)
-    ap.add_argument("--inner", type=int, default=5, help="launches per timed sample")
+    ap.add_argument("--inner", type=int, default=10, help="calls per CUDA graph (one sample)")
     ap.add_argument("--max-configs", type=int, default=0, help="search at most this many")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 4)
     ap.add_argument("--out", default="", help="write <out>.json and <out>.md")
     ap.add_argument("--json", action="store_true", help="print the JSON result")
     ap.add_argument("--check-first", action="store_true",
                     help="first check every case with one configuration (quick, untimed)")
+    ap.add_argument("--from-json", default="",
+                    help="no GPU: re-read a result JSON of this script (for --out / --tuned)")
+    ap.add_argument("--tuned", default="",
+                    help="write the best configuration per case and layer (kernels/"
+                         "conv_triton_tuned_sm90.json)")
     args = ap.parse_args(argv)
+    if args.from_json:
+        result = json.loads(Path(args.from_json).read_text())
+        finish(result, args)
+        return 0
 
     from _layers import resnet50_layers
     from miopenkernels.kernels import conv_triton_spec as spec
@@ -187,11 +224,34 @@ def main(argv: list[str] | None = None) -> int:
                     not cl or all(v % 16 == 0 for v in (sz["C"] * sz["W"], sz["K"] * sz["Q"])))
                 for d in dirs:
                     kernel = spec.kernel_for(d, sz)
-                    cfgs = candidates(kernel, t)
+                    cfgs = candidates(kernel, t, sz)
                     if args.max_configs:
                         cfgs = cfgs[: args.max_configs]
                     if d == "W":
-                        cfgs = [dict(c, SPLIT_K=split_for(sz, c, sms)) for c in cfgs]
+                        # The split that fills the GPU, and twice that where blocks allow.
+                        ws_cfgs = []
+                        for c in cfgs:
+                            k = split_for(kernel, sz, c, sms)
+                            ws_cfgs.append(dict(c, SPLIT_K=k))
+                            blocks = sz["N"] * sz["P"] * sz["Q"] // c["BLOCK_K"]
+                            if k < 64 and blocks // (2 * k) >= 4:
+                                ws_cfgs.append(dict(c, SPLIT_K=2 * k))
+                        cfgs = ws_cfgs
+                    elif spec.split_applies(kernel, sz):
+                        # Forward / backward data: split the reduction only where the output
+                        # tiles leave most of the GPU idle.
+                        more = []
+                        for c in cfgs:
+                            gx, gy, gz = spec.grid(kernel, sz, c)
+                            red = sz["R"] * sz["S"] * (sz["C"] if d == "F" else sz["K"])
+                            steps = red // c["BLOCK_K"] // (sz["stride_h"] * sz["stride_w"]
+                                                             if d == "B" else 1)
+                            k = 1
+                            while gx * gy * gz * k * 2 <= 2 * sms and steps // (2 * k) >= 8:
+                                k *= 2
+                            if k > 1:
+                                more.append(dict(c, SPLIT_K=k))
+                        cfgs = cfgs + more
                     for c in cfgs:
                         jobs[(kernel, dtype, tuple(sorted(c.items())), cl, precision, aligned)] = (
                             kernel, dtype, c, cl, precision, aligned, target)
@@ -220,15 +280,45 @@ def main(argv: list[str] | None = None) -> int:
         print(f"checked {len(checked)} cases with one configuration each: {len(wrong)} wrong",
               flush=True)
     rows = run_cases(cases, layers, target, args, sms)
-    result = summarise(rows, props, target)
+    for r in rows:
+        r["shape"] = spec.shape_key(layer_sizes(layers[r["layer"]]))
+    finish(summarise(rows, props, target), args)
+    return 0
+
+
+def finish(result: dict, args: Any) -> None:
+    """Print the table; write <out>.json/.md and the tuned-configuration file if asked."""
     text = table(result)
     print(text)
     if args.out:
         Path(args.out + ".json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
         Path(args.out + ".md").write_text(text + "\n")
+    if args.tuned:
+        Path(args.tuned).write_text(json.dumps(tuned(result, args.from_json or args.out),
+                                               indent=1, sort_keys=True) + "\n")
     if args.json:
         print(json.dumps(result))
-    return 0
+
+
+def tuned(result: dict, source: str) -> dict:
+    """Best configuration per case and layer shape, and each case's most frequent winner."""
+    from collections import Counter
+
+    from _layers import resnet50_layers
+    from miopenkernels.kernels.conv_triton_spec import shape_key
+
+    keys = {i: shape_key(layer_sizes(p)) for i, p in enumerate(resnet50_layers("FP32"))}
+    configs: dict[str, dict[str, dict]] = {}
+    for r in result["rows"]:
+        if r.get("config"):
+            case = f"{r['type']}-{r['direction']}-{r['layout']}"
+            configs.setdefault(case, {})[r.get("shape") or keys[r["layer"]]] = r["config"]
+    defaults = {}
+    for case, by_shape in configs.items():
+        counts = Counter(json.dumps(c, sort_keys=True) for c in by_shape.values())
+        defaults[case] = json.loads(counts.most_common(1)[0][0])
+    return {"device": result["device"], "triton": result["triton"],
+            "source": source and Path(source).name, "configs": configs, "defaults": defaults}
 
 
 def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> list[dict]:
@@ -286,10 +376,10 @@ def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> 
             if cfg["SPLIT_K"] > 1:
                 rc = {"SPLIT_K": cfg["SPLIT_K"], "num_warps": spec.REDUCE_WARPS, "num_stages": 1}
                 rk = _compiled("conv2d_bwd_weight_reduce", dtype, rc, False, "ieee", False, target)
-                total = g * sz["K"] * sz["C"] * sz["R"] * sz["S"]
-                rv = [ws, out, total, sz["C"], sz["R"], sz["S"], *out.stride(),
+                ra = spec.reduce_args(kernel, cargs)
+                rv = [ws, out, *(ra[nm] for nm, kd in spec.REDUCE_ARGS if kd == "i32"),
                       cfg["SPLIT_K"], spec.REDUCE_BLOCK]
-                launches.append((rk, spec.grid("conv2d_bwd_weight_reduce", sz, cfg), rv))
+                launches.append((rk, (spec.cdiv(ra["TOTAL"], spec.REDUCE_BLOCK), 1, 1), rv))
 
             def ours(launches: list = launches) -> None:
                 for kern, gr, vv in launches:
@@ -371,8 +461,9 @@ def summarise(rows: list[dict], props: Any, target: tuple) -> dict:
             "driver": driver, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
             "torch": torch.__version__, "triton": triton.__version__,
             "python": platform.python_version(),
-            "method": "median of CUDA-event samples (several launches each), inputs made outside "
-                      "timed regions; cudnn.benchmark on; best of a small tile search per layer",
+            "method": "median over samples of one CUDA-graph replay of several calls (CUDA "
+                      "events), inputs made outside timed regions; cudnn.benchmark on; best of "
+                      "a small tile search per layer",
             "summary": summary, "rows": rows}
 
 

@@ -6,7 +6,9 @@ over filter taps outside and channels inside, so the gather costs a few scalar o
 tap instead of a div/mod per element; channels are the contiguous, vectorised dimension in NHWC.
 Programs walk the output in groups of GROUP_M row tiles (L2 reuse). Backward data works one
 stride phase at a time, so it never multiplies by the zeros that a strided forward leaves out;
-backward weights splits its long pixel reduction over SPLIT_K programs.
+backward weights splits its long pixel reduction over SPLIT_K programs (forward and backward
+data may too, where few output tiles would leave the GPU idle); few input channels (the first
+layer, C=3) have forward and backward-weights kernels of their own.
 
 Importing this module needs Triton but no GPU. How to launch each kernel (arguments, grid,
 tunables, legal spaces per target, workspace and the assumptions a compiled object may carry)
@@ -24,12 +26,15 @@ from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and 
     ELEMENT_BYTES,
     ELEMENT_TYPES,
     KERNELS,
+    OUTPUT_OF,
     REDUCE_ARGS,
     REDUCE_BLOCK,
     REDUCE_WARPS,
     TARGET_KINDS,
+    TUNED_FILES,
     align16_args,
     arg_list,
+    cdiv,
     conv_args,
     default_config,
     fits_int32,
@@ -38,9 +43,13 @@ from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and 
     kernel_for,
     legal_space,
     meets_align16,
+    reduce_args,
+    shape_key,
     shared_bytes,
+    split_applies,
     target_kind,
     triton_signature,
+    tuned_config,
     workspace_bytes,
 )
 
@@ -99,7 +108,10 @@ def conv2d_fwd(
     w_col = (g * K + offs_n) * swk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     c_blocks = tl.cdiv(C, BLOCK_K)
-    for t in range(0, R * S * c_blocks):
+    split = tl.program_id(2)
+    steps = R * S * c_blocks
+    per_split = tl.cdiv(steps, SPLIT_K)
+    for t in range(split * per_split, tl.minimum(split * per_split + per_split, steps)):
         rs = t // c_blocks
         cb = t - rs * c_blocks
         r = rs // S
@@ -114,8 +126,15 @@ def conv2d_fwd(
         b = tl.load(w_ptr + (w_col + r * swr + s * sws)[None, :] + (cs * swc)[:, None],
                     mask=c_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
-    y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
-    tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+    mask = m_ok[:, None] & n_ok[None, :]
+    if SPLIT_K == 1:
+        y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
+        tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        # Partial sums, [SPLIT_K][N][G*K][P][Q] FP32, for conv2d_bwd_weight_reduce.
+        ws_row = (split * N + img) * (G * K * P * Q) + pq
+        ws_off = ws_row[:, None] + ((g * K + offs_n) * (P * Q))[None, :]
+        tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
 @triton.jit
@@ -200,14 +219,21 @@ def conv2d_bwd_data(
 ):
     """dx[n, g*C+c, h, w] = sum over the taps reaching (h, w), then K, of dy * w.
 
-    Program axis 2 is the stride phase (h % stride_h, w % stride_w); within a phase every tap
-    that contributes does so at every pixel, so the loop visits only those taps."""
+    Program axis 2 is the stride phase (h % stride_h, w % stride_w) (times the split, with
+    SPLIT_K > 1); within a phase every tap that contributes does so at every pixel, so the loop
+    visits only those taps. SPLIT_K > 1 is for problems where every phase has a tap
+    (conv_triton_spec.split_applies)."""
     if CHANNELS_LAST:
         sxc = 1
         swc = 1
         syk = 1
     g = tl.program_id(1)
-    phase = tl.program_id(2)
+    if SPLIT_K == 1:
+        phase = tl.program_id(2)
+        split = 0
+    else:
+        phase = tl.program_id(2) % (stride_h * stride_w)
+        split = tl.program_id(2) // (stride_h * stride_w)
     ph = phase // stride_w
     pw = phase % stride_w
     Hs = tl.cdiv(H, stride_h)
@@ -231,7 +257,14 @@ def conv2d_bwd_data(
     w_col = (g * C + offs_n) * swc
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     k_blocks = tl.cdiv(K, BLOCK_K)
-    for t in range(0, n_r * n_s * k_blocks):
+    steps = n_r * n_s * k_blocks
+    if SPLIT_K == 1:
+        t0 = 0
+        t1 = steps
+    else:
+        t0 = split * tl.cdiv(steps, SPLIT_K)
+        t1 = tl.minimum(t0 + tl.cdiv(steps, SPLIT_K), steps)
+    for t in range(t0, t1):
         tap = t // k_blocks
         kb = t - tap * k_blocks
         ri = tap // n_s
@@ -247,8 +280,41 @@ def conv2d_bwd_data(
         b = tl.load(w_ptr + (w_col + r * swr + s * sws)[None, :] + ((g * K + ks) * swk)[:, None],
                     mask=k_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
-    x_off = (img * sxn + ih * sxh + iw * sxw)[:, None] + ((g * C + offs_n) * sxc)[None, :]
-    tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+    mask = m_ok[:, None] & n_ok[None, :]
+    if SPLIT_K == 1:
+        x_off = (img * sxn + ih * sxh + iw * sxw)[:, None] + ((g * C + offs_n) * sxc)[None, :]
+        tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=mask)
+    else:
+        # Partial sums, [SPLIT_K][N][G*C][H][W] FP32, for conv2d_bwd_weight_reduce.
+        ws_row = (split * N + img) * (G * C * H * W) + ih * W + iw
+        ws_off = ws_row[:, None] + ((g * C + offs_n) * (H * W))[None, :]
+        tl.store(ws_ptr + ws_off, acc, mask=mask)
+
+
+@triton.jit
+def _pixels(j, PQ, Q, STEP: tl.constexpr):
+    """(image, row, column) of output pixel indices j, and the scalar (image, row, column)
+    increments of a step of STEP pixels, for _advance."""
+    img = j // PQ
+    pq = j - img * PQ
+    op = pq // Q
+    d_img = STEP // PQ
+    d_pq = STEP - d_img * PQ
+    d_p = d_pq // Q
+    return img, op, pq - op * Q, d_img, d_p, d_pq - d_p * Q
+
+
+@triton.jit
+def _advance(img, op, oq, d_img, d_p, d_q, P, Q):
+    """Move pixel coordinates on by a step (see _pixels) with two carries, no division."""
+    oq = oq + d_q
+    cq = oq >= Q
+    oq = tl.where(cq, oq - Q, oq)
+    op = op + d_p + cq.to(tl.int32)
+    cp = op >= P
+    op = tl.where(cp, op - P, op)
+    img = img + d_img + cp.to(tl.int32)
+    return img, op, oq
 
 
 @triton.jit
@@ -290,22 +356,19 @@ def conv2d_bwd_weight(
     kb1 = tl.minimum(kb0 + per_split, blocks)
     y_col = (g * K + offs_m) * syk
     x_col = (g * C + offs_n) * sxc
+    img, op, oq, d_img, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kb in range(kb0, kb1):
-        j = kb * BLOCK_K + offs_k
-        img = j // PQ
-        pq = j - img * PQ
-        op = pq // Q
-        oq = pq - op * Q
+        j_ok = kb * BLOCK_K + offs_k < NPQ
         ih = op * stride_h - pad_h + r * dil_h
         iw = oq * stride_w - pad_w + s * dil_w
-        j_ok = j < NPQ
         x_ok = j_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         a = tl.load(y_ptr + y_col[:, None] + (img * syn + op * syh + oq * syw)[None, :],
                     mask=m_ok[:, None] & j_ok[None, :], other=0.0)
         b = tl.load(x_ptr + (img * sxn + ih * sxh + iw * sxw)[:, None] + x_col[None, :],
                     mask=x_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
+        img, op, oq = _advance(img, op, oq, d_img, d_p, d_q, P, Q)
     mask = m_ok[:, None] & n_ok[None, :]
     if SPLIT_K == 1:
         w_off = ((g * K + offs_m) * swk)[:, None] + (offs_n * swc)[None, :] + r * swr + s * sws
@@ -317,11 +380,78 @@ def conv2d_bwd_weight(
 
 
 @triton.jit
+def conv2d_bwd_weight_smallc(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, H, W, K, P, Q, R, S, G,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Backward weights for few input channels: the GEMM's N dimension is (r, s, c) flattened,
+    so one program covers several taps instead of padding C to BLOCK_N. Program axis 1 is the
+    group, axis 2 the split; partials go to ws as in conv2d_bwd_weight."""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    g = tl.program_id(1)
+    split = tl.program_id(2)
+    RS = R * S
+    RSC = RS * C
+    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(RSC, BLOCK_N),
+                             GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < K
+    n_ok = cols < RSC
+    c = cols % C
+    rs = cols // C
+    r = rs // S
+    s = rs - r * S
+    x_col = (g * C + c) * sxc + r * dil_h * sxh + s * dil_w * sxw
+    PQ = P * Q
+    NPQ = N * PQ
+    blocks = tl.cdiv(NPQ, BLOCK_K)
+    per_split = tl.cdiv(blocks, SPLIT_K)
+    kb0 = split * per_split
+    kb1 = tl.minimum(kb0 + per_split, blocks)
+    y_col = (g * K + offs_m) * syk
+    img, op, oq, d_img, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(kb0, kb1):
+        j_ok = kb * BLOCK_K + offs_k < NPQ
+        ih0 = op * stride_h - pad_h
+        iw0 = oq * stride_w - pad_w
+        ih = ih0[:, None] + (r * dil_h)[None, :]
+        iw = iw0[:, None] + (s * dil_w)[None, :]
+        x_ok = (j_ok[:, None] & n_ok[None, :]) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a = tl.load(y_ptr + y_col[:, None] + (img * syn + op * syh + oq * syw)[None, :],
+                    mask=m_ok[:, None] & j_ok[None, :], other=0.0)
+        b = tl.load(x_ptr + (img * sxn + ih0 * sxh + iw0 * sxw)[:, None] + x_col[None, :],
+                    mask=x_ok, other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+        img, op, oq = _advance(img, op, oq, d_img, d_p, d_q, P, Q)
+    mask = m_ok[:, None] & n_ok[None, :]
+    if SPLIT_K == 1:
+        w_off = ((g * K + offs_m) * swk)[:, None] + (c * swc + r * swr + s * sws)[None, :]
+        tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
+    else:
+        ws_off = (split * (G * K) + g * K + offs_m)[:, None] * RSC + (c * RS + rs)[None, :]
+        tl.store(ws_ptr + ws_off, acc, mask=mask)
+
+
+@triton.jit
 def conv2d_bwd_weight_reduce(
     ws_ptr, w_ptr, TOTAL, C, R, S, swk, swc, swr, sws,
     SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    """w[k, c, r, s] = sum of the SPLIT_K FP32 partials of conv2d_bwd_weight (k over G*K)."""
+    """out[i0, i1, i2, i3] = sum of SPLIT_K FP32 partials ([SPLIT_K][TOTAL], TOTAL = I0*C*R*S
+    in (i0, i1, i2, i3) order) into a 4-D tensor of any strides: w (k, c, r, s) after backward
+    weights, y (n, k, p, q) after forward, x (n, c, h, w) after backward data; see
+    conv_triton_spec.reduce_args."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = i < TOTAL
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -344,5 +474,6 @@ JIT = {
     "conv2d_fwd_smallc": conv2d_fwd_smallc,
     "conv2d_bwd_data": conv2d_bwd_data,
     "conv2d_bwd_weight": conv2d_bwd_weight,
+    "conv2d_bwd_weight_smallc": conv2d_bwd_weight_smallc,
     "conv2d_bwd_weight_reduce": conv2d_bwd_weight_reduce,
 }

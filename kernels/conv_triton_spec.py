@@ -9,9 +9,14 @@ of the three tensors in element units, in (n, c, h, w) / (k, c, r, s) / (n, k, h
 
 - forward           (`conv2d_fwd`, `conv2d_fwd_smallc`): reads x and w, writes y.
 - backward data     (`conv2d_bwd_data`): reads y (dy) and w, writes x (dx).
-- backward weights  (`conv2d_bwd_weight`): reads x and y (dy), writes w (dw); with SPLIT_K > 1 it
-  writes FP32 partial sums to `ws` and `conv2d_bwd_weight_reduce` (its own argument list,
-  `REDUCE_ARGS`) sums them into w.
+- backward weights  (`conv2d_bwd_weight`, `conv2d_bwd_weight_smallc`): reads x and y (dy),
+  writes w (dw).
+
+With SPLIT_K > 1 (backward weights; forward and backward data where `split_applies`) a kernel
+writes FP32 partial sums to `ws` (`workspace_bytes`) instead of its output, and
+`conv2d_bwd_weight_reduce` (its own argument list, `REDUCE_ARGS`, values from `reduce_args`)
+sums them into the output. `kernel_for` picks the kernel of a direction; `tuned_config` gives
+the configuration measured fastest on the H100 (kernels/conv_triton_tuned_sm90.json).
 
 `C` and `K` are channels PER GROUP; `G` is the group count (x has G*C channels, y G*K, w has G*K
 filters of C channels). NCHW and NHWC are the same kernels: the strides say where the elements
@@ -33,7 +38,9 @@ for) or "tf32x3" (three TF32 products, close to FP32). FP16/BF16 ignore PRECISIO
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 #: The argument list shared by the four convolution kernels: (name, kind). Kinds: "ptr" (a
@@ -53,8 +60,10 @@ CONV_ARGS: tuple[tuple[str, str], ...] = (
     ("PRECISION", "constexpr"),
 )
 
-#: `conv2d_bwd_weight_reduce`: sums SPLIT_K FP32 partials ([SPLIT_K][G*K][C][R][S], contiguous)
-#: into w (any strides, w's element type). Grid: (cdiv(G*K*C*R*S, BLOCK),).
+#: `conv2d_bwd_weight_reduce`: sums SPLIT_K FP32 partials ([SPLIT_K][TOTAL], contiguous) into a
+#: 4-D output of any strides and the output's element type; TOTAL = I0*C*R*S with the output's
+#: dims named (i0, C, R, S): w (G*K, C, R, S), y (N, G*K, P, Q), x (N, G*C, H, W). The values
+#: come from `reduce_args`. Grid: (cdiv(TOTAL, BLOCK),).
 REDUCE_ARGS: tuple[tuple[str, str], ...] = (
     ("ws_ptr", "ptr_fp32"), ("w_ptr", "ptr"),
     ("TOTAL", "i32"), ("C", "i32"), ("R", "i32"), ("S", "i32"),
@@ -84,9 +93,13 @@ KERNELS: dict[str, dict[str, Any]] = {
         "direction": "F", "reads": ("x", "w"), "writes": ("y",), "args": "CONV_ARGS",
         "gemm": "M = N*P*Q output pixels, N = K filters, reduction = R*S taps (outside) x C "
                 "channels (inside, BLOCK_K at a time)",
-        "grid": ("cdiv(N*P*Q, BLOCK_M) * cdiv(K, BLOCK_N)", "G", "1"),
-        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
-        "fixed": {"SPLIT_K": 1},
+        "grid": ("cdiv(N*P*Q, BLOCK_M) * cdiv(K, BLOCK_N)", "G", "SPLIT_K"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
+                     "num_stages"),
+        "fixed": {},
+        "workspace": "SPLIT_K > 1 (for few output tiles, e.g. 7x7 outputs): SPLIT_K*N*G*K*P*Q*4 "
+                     "bytes of FP32 partials at ws_ptr, then conv2d_bwd_weight_reduce over y "
+                     "(reduce_args); SPLIT_K == 1: none",
         "applies": "any problem; channels below BLOCK_K waste MACs (use conv2d_fwd_smallc)",
     },
     "conv2d_fwd_smallc": {
@@ -104,10 +117,16 @@ KERNELS: dict[str, dict[str, Any]] = {
                 "cdiv(W,stride_w) input pixels, N = C, reduction = the taps that reach the phase "
                 "(outside) x K (inside); no MAC is spent on taps that miss",
         "grid": ("cdiv(N*cdiv(H,stride_h)*cdiv(W,stride_w), BLOCK_M) * cdiv(C, BLOCK_N)", "G",
-                 "stride_h*stride_w"),
-        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
-        "fixed": {"SPLIT_K": 1},
-        "applies": "any problem; writes every element of x (zeros where no tap reaches)",
+                 "stride_h*stride_w*SPLIT_K"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
+                     "num_stages"),
+        "fixed": {},
+        "workspace": "SPLIT_K > 1: SPLIT_K*N*G*C*H*W*4 bytes of FP32 partials at ws_ptr, then "
+                     "conv2d_bwd_weight_reduce over x (reduce_args); SPLIT_K == 1: none. "
+                     "SPLIT_K > 1 only where split_applies() (every stride phase has a tap: "
+                     "not 1x1 stride 2, whose split variant gave wrong results on the H100)",
+        "applies": "any problem; writes every element of x (zeros where no tap reaches); "
+                   "BLOCK_N = 16 suits few input channels",
     },
     "conv2d_bwd_weight": {
         "direction": "W", "reads": ("x", "y"), "writes": ("w", "ws"), "args": "CONV_ARGS",
@@ -121,42 +140,57 @@ KERNELS: dict[str, dict[str, Any]] = {
                      "pass any pointer)",
         "applies": "any problem with G*R*S <= 65535",
     },
+    "conv2d_bwd_weight_smallc": {
+        "direction": "W", "reads": ("x", "y"), "writes": ("w", "ws"), "args": "CONV_ARGS",
+        "gemm": "M = K, N = R*S*C flattened (several taps per program), reduction = N*P*Q "
+                "pixels cut in SPLIT_K parts: for few input channels (the first layer)",
+        "grid": ("cdiv(K, BLOCK_M) * cdiv(R*S*C, BLOCK_N)", "G", "SPLIT_K"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
+                     "num_stages"),
+        "fixed": {},
+        "workspace": "as conv2d_bwd_weight (same partial layout, same reduce kernel)",
+        "applies": "any problem; faster than conv2d_bwd_weight where C < 16",
+    },
     "conv2d_bwd_weight_reduce": {
         "direction": "W", "reads": ("ws",), "writes": ("w",), "args": "REDUCE_ARGS",
         "grid": ("cdiv(G*K*C*R*S, BLOCK)", "1", "1"),
         "tunables": (), "fixed": {"BLOCK": REDUCE_BLOCK, "num_warps": REDUCE_WARPS,
                                   "num_stages": 1},
-        "applies": "after conv2d_bwd_weight with SPLIT_K > 1, same SPLIT_K",
+        "applies": "after any kernel launched with SPLIT_K > 1, same SPLIT_K; its i32 arguments "
+                   "come from reduce_args (the name is kept for compatibility: it reduces the "
+                   "partials of every direction)",
     },
 }
 
 #: Legal tunable values and the memory a configuration may use, per target kind. "smem" is the
 #: most dynamic shared memory / LDS one workgroup may take (bytes); `shared_bytes` counts
 #: num_stages operand tiles (what Triton 3.6 allocates for sm90, an upper bound elsewhere).
+_SPLITS = (1, 2, 4, 8, 16, 32, 64)
+_N = (16, 32, 64, 128, 256)
 TARGET_KINDS: dict[str, dict[str, Any]] = {
-    "sm90": {"smem": 232448, "warp": 32, "BLOCK_M": (64, 128, 256), "BLOCK_N": (32, 64, 128, 256),
+    "sm90": {"smem": 232448, "warp": 32, "BLOCK_M": (64, 128, 256), "BLOCK_N": _N,
              "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (2, 3, 4, 5),
-             "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
-    "sm80": {"smem": 166912, "warp": 32, "BLOCK_M": (32, 64, 128, 256),
-             "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64), "num_warps": (4, 8),
-             "num_stages": (2, 3, 4), "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
-    "sm100": {"smem": 232448, "warp": 32, "BLOCK_M": (64, 128, 256),
-              "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8),
-              "num_stages": (2, 3, 4), "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
-    "sm120": {"smem": 101376, "warp": 32, "BLOCK_M": (32, 64, 128), "BLOCK_N": (32, 64, 128),
+             "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
+    "sm80": {"smem": 166912, "warp": 32, "BLOCK_M": (32, 64, 128, 256), "BLOCK_N": _N,
+             "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (2, 3, 4),
+             "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
+    "sm100": {"smem": 232448, "warp": 32, "BLOCK_M": (64, 128, 256), "BLOCK_N": _N,
+              "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (2, 3, 4),
+              "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
+    "sm120": {"smem": 101376, "warp": 32, "BLOCK_M": (32, 64, 128), "BLOCK_N": _N[:4],
               "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (2, 3),
-              "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+              "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
     # CDNA: gfx90a/gfx942 64 KiB LDS, gfx950 160 KiB; wave64.
-    "cdna": {"smem": 65536, "warp": 64, "BLOCK_M": (32, 64, 128, 256),
-             "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64), "num_warps": (4, 8),
-             "num_stages": (1, 2), "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
-    "cdna4": {"smem": 163840, "warp": 64, "BLOCK_M": (32, 64, 128, 256),
-              "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8),
-              "num_stages": (1, 2), "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
-    # RDNA 3/3.5/4 (gfx11xx, gfx12xx): 64 KiB LDS per workgroup, wave32, v_wmma.
-    "rdna": {"smem": 65536, "warp": 32, "BLOCK_M": (32, 64, 128), "BLOCK_N": (32, 64, 128),
+    "cdna": {"smem": 65536, "warp": 64, "BLOCK_M": (32, 64, 128, 256), "BLOCK_N": _N,
              "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (1, 2),
-             "GROUP_M": (1, 8), "SPLIT_K": (1, 2, 4, 8, 16, 32, 64)},
+             "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
+    "cdna4": {"smem": 163840, "warp": 64, "BLOCK_M": (32, 64, 128, 256), "BLOCK_N": _N,
+              "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (1, 2),
+              "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
+    # RDNA 3/3.5/4 (gfx11xx, gfx12xx): 64 KiB LDS per workgroup, wave32, v_wmma.
+    "rdna": {"smem": 65536, "warp": 32, "BLOCK_M": (32, 64, 128), "BLOCK_N": _N[:4],
+             "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (1, 2),
+             "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
 }
 
 
@@ -190,12 +224,9 @@ def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "co
         if config.get(key) not in space[key]:
             return False
     split = config.get("SPLIT_K", 1)
-    if split != 1 and (kernel != "conv2d_bwd_weight" or split not in space["SPLIT_K"]):
+    if split != 1 and (kernel not in OUTPUT_OF or split not in space["SPLIT_K"]):
         return False
     if dtype == "FP32" and config["BLOCK_K"] > 64:
-        return False
-    # A warp group per 64 rows at most: tiles too small for the warps leave them idle.
-    if config["BLOCK_M"] * config["BLOCK_N"] < config["num_warps"] * space["warp"] * 16:
         return False
     return shared_bytes(config, dtype) <= space["smem"]
 
@@ -203,7 +234,7 @@ def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "co
 def legal_space(kind: str, dtype: str, kernel: str = "conv2d_fwd") -> list[dict[str, int]]:
     """Every legal configuration of a kernel on a target kind (the tuning search space)."""
     space = TARGET_KINDS[kind]
-    splits = space["SPLIT_K"] if kernel == "conv2d_bwd_weight" else (1,)
+    splits = space["SPLIT_K"] if kernel in OUTPUT_OF else (1,)
     out = []
     for bm in space["BLOCK_M"]:
         for bn in space["BLOCK_N"]:
@@ -228,26 +259,75 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
     (C, K per group), `config`: the constexprs (BLOCK_M, BLOCK_N, SPLIT_K)."""
     z = sizes
     bm, bn = config.get("BLOCK_M", 0), config.get("BLOCK_N", 0)
-    if kernel in ("conv2d_fwd", "conv2d_fwd_smallc"):
+    split = int(config.get("SPLIT_K", 1))
+    if kernel == "conv2d_fwd":
+        return cdiv(z["N"] * z["P"] * z["Q"], bm) * cdiv(z["K"], bn), z["G"], split
+    if kernel == "conv2d_fwd_smallc":
         return cdiv(z["N"] * z["P"] * z["Q"], bm) * cdiv(z["K"], bn), z["G"], 1
     if kernel == "conv2d_bwd_data":
         sh, sw = z["stride_h"], z["stride_w"]
         m = z["N"] * cdiv(z["H"], sh) * cdiv(z["W"], sw)
-        return cdiv(m, bm) * cdiv(z["C"], bn), z["G"], sh * sw
+        return cdiv(m, bm) * cdiv(z["C"], bn), z["G"], sh * sw * split
     if kernel == "conv2d_bwd_weight":
         return (cdiv(z["K"], bm) * cdiv(z["C"], bn), z["G"] * z["R"] * z["S"],
+                int(config.get("SPLIT_K", 1)))
+    if kernel == "conv2d_bwd_weight_smallc":
+        return (cdiv(z["K"], bm) * cdiv(z["R"] * z["S"] * z["C"], bn), z["G"],
                 int(config.get("SPLIT_K", 1)))
     if kernel == "conv2d_bwd_weight_reduce":
         return cdiv(z["G"] * z["K"] * z["C"] * z["R"] * z["S"], REDUCE_BLOCK), 1, 1
     raise KeyError(kernel)
 
 
+#: Which tensor a direction's kernel writes: the reduce kernel's output after a split launch.
+OUTPUT_OF = {"conv2d_fwd": "y", "conv2d_bwd_data": "x", "conv2d_bwd_weight": "w",
+             "conv2d_bwd_weight_smallc": "w"}
+
+
+def split_applies(kernel: str, sizes: Mapping[str, int]) -> bool:
+    """Whether SPLIT_K > 1 may be used. Backward data: only where every stride phase receives
+    at least one filter tap (stride 1, or stride <= the dilated filter's extent with dilation
+    1); its split variant was measured wrong for 1x1 stride-2 problems, where three of the four
+    phases have none, and is not used there."""
+    if kernel not in OUTPUT_OF:
+        return False
+    if kernel != "conv2d_bwd_data":
+        return True
+    z = sizes
+    return all(
+        all(any((ph + pad - r * dil) % st == 0 for r in range(taps)) for ph in range(st))
+        for st, pad, dil, taps in ((z["stride_h"], z["pad_h"], z["dil_h"], z["R"]),
+                                   (z["stride_w"], z["pad_w"], z["dil_w"], z["S"])))
+
+
+def reduce_args(kernel: str, args: Mapping[str, int]) -> dict[str, int]:
+    """The i32 arguments of conv2d_bwd_weight_reduce (TOTAL C R S swk swc swr sws) that finish a
+    SPLIT_K > 1 launch of `kernel`, from that launch's CONV_ARGS values. Its grid is
+    (cdiv(TOTAL, REDUCE_BLOCK), 1, 1)."""
+    a = args
+    out = OUTPUT_OF[kernel]
+    if out == "y":
+        dims, strides = (a["N"], a["G"] * a["K"], a["P"], a["Q"]), ("syn", "syk", "syh", "syw")
+    elif out == "x":
+        dims, strides = (a["N"], a["G"] * a["C"], a["H"], a["W"]), ("sxn", "sxc", "sxh", "sxw")
+    else:
+        dims, strides = (a["G"] * a["K"], a["C"], a["R"], a["S"]), ("swk", "swc", "swr", "sws")
+    res = {"TOTAL": dims[0] * dims[1] * dims[2] * dims[3], "C": dims[1], "R": dims[2],
+           "S": dims[3]}
+    res.update(zip(("swk", "swc", "swr", "sws"), (int(a[k]) for k in strides), strict=True))
+    return res
+
+
 def workspace_bytes(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
-    """FP32 workspace a launch needs (bwd weights with SPLIT_K > 1), else 0."""
+    """FP32 workspace a launch needs (SPLIT_K > 1: the partial sums), else 0."""
     split = int(config.get("SPLIT_K", 1))
-    if kernel != "conv2d_bwd_weight" or split == 1:
+    if split == 1 or kernel not in OUTPUT_OF:
         return 0
-    return split * sizes["G"] * sizes["K"] * sizes["C"] * sizes["R"] * sizes["S"] * 4
+    z = sizes
+    g = z["G"]
+    elems = {"y": z["N"] * g * z["K"] * z["P"] * z["Q"], "x": z["N"] * g * z["C"] * z["H"] * z["W"],
+             "w": g * z["K"] * z["C"] * z["R"] * z["S"]}[OUTPUT_OF[kernel]]
+    return split * elems * 4
 
 
 def meets_align16(args: Mapping[str, int], channels_last: bool) -> bool:
@@ -260,7 +340,8 @@ def meets_align16(args: Mapping[str, int], channels_last: bool) -> bool:
 
 
 def fits_int32(sizes: Mapping[str, int]) -> bool:
-    """Whether 32-bit offsets hold: x, w and y each below 2**31 elements."""
+    """Whether 32-bit offsets hold: x, w and y each below 2**31 elements. A SPLIT_K > 1 launch
+    also needs its workspace (workspace_bytes / 4) below 2**31 elements."""
     z = sizes
     g = z["G"]
     elems = (z["N"] * g * z["C"] * z["H"] * z["W"], g * z["K"] * z["C"] * z["R"] * z["S"],
@@ -272,7 +353,9 @@ def kernel_for(direction: str, sizes: Mapping[str, int]) -> str:
     """The main kernel of a direction for a problem (forward: small C takes its own)."""
     if direction == "F":
         return "conv2d_fwd_smallc" if sizes["C"] < 16 else "conv2d_fwd"
-    return {"B": "conv2d_bwd_data", "W": "conv2d_bwd_weight"}[direction]
+    if direction == "W":
+        return "conv2d_bwd_weight_smallc" if sizes["C"] < 16 else "conv2d_bwd_weight"
+    return {"B": "conv2d_bwd_data"}[direction]
 
 
 def conv_args(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]],
@@ -330,3 +413,30 @@ def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
     if KERNELS[kernel]["args"] == "CONV_ARGS":
         names += list(ALIGN16_ARGS[channels_last])
     return tuple(names)
+
+
+#: Tile configurations measured fastest per ResNet-50 layer on a target kind (written by
+#: bench/triton_conv.py --tuned from its committed results): starting points and search space
+#: for tuning, keyed `<type>-<direction>-<layout>` (type FP16/BF16/FP32/TF32), then shape_key.
+TUNED_FILES = {"sm90": "conv_triton_tuned_sm90.json"}
+
+
+def shape_key(sizes: Mapping[str, int]) -> str:
+    """A problem's sizes as one string (C, K per group): the key of the tuned tables."""
+    z = sizes
+    return (f"n{z['N']}c{z['C']}h{z['H']}w{z['W']}k{z['K']}r{z['R']}s{z['S']}g{z['G']}"
+            f"u{z['stride_h']}v{z['stride_w']}p{z['pad_h']}q{z['pad_w']}"
+            f"l{z['dil_h']}j{z['dil_w']}")
+
+
+def tuned_config(kind: str, case: str, sizes: Mapping[str, int]) -> dict[str, int] | None:
+    """The measured best configuration of `case` (e.g. "FP16-F-NHWC") for a problem on a
+    target kind: the layer's own where it was measured, else the case's most frequent winner;
+    None where nothing was measured for the kind or case."""
+    name = TUNED_FILES.get(kind)
+    if name is None:
+        return None
+    table = json.loads(Path(__file__).with_name(name).read_text())
+    own = table["configs"].get(case, {}).get(shape_key(sizes))
+    return dict(own) if own else (dict(table["defaults"][case]) if case in table["defaults"]
+                                  else None)

@@ -36,6 +36,7 @@ def _compile(kernel: str, dtype: str, target: GPUTarget, aligned: bool, channels
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
 @pytest.mark.parametrize("kernel", ["conv2d_fwd", "conv2d_fwd_smallc", "conv2d_bwd_data",
+                                    "conv2d_bwd_weight_smallc",
                                     "conv2d_bwd_weight"])
 def test_matrix_instructions(kernel: str, target: str) -> None:
     tgt, asm, instr = TARGETS[target]

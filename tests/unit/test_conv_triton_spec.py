@@ -38,12 +38,15 @@ def test_argument_lists_match_the_source(kernel: str) -> None:
 
 def test_grids() -> None:
     cfg = {"BLOCK_M": 128, "BLOCK_N": 64, "SPLIT_K": 4}
-    assert spec.grid("conv2d_fwd", SIZES, cfg) == (196 * 2, 1, 1)  # 32*28*28 = 25088 rows
-    # Backward data: one program column per stride phase, 32*28*28 pixels per phase.
-    assert spec.grid("conv2d_bwd_data", SIZES, cfg) == (196 * 2, 1, 4)
+    assert spec.grid("conv2d_fwd", SIZES, cfg) == (196 * 2, 1, 4)  # 32*28*28 = 25088 rows
+    assert spec.grid("conv2d_fwd_smallc", SIZES, cfg) == (196 * 2, 1, 1)
+    # Backward data: stride phases times splits, 32*28*28 pixels per phase.
+    assert spec.grid("conv2d_bwd_data", SIZES, cfg) == (196 * 2, 1, 4 * 4)
+    assert spec.workspace_bytes("conv2d_fwd", SIZES, cfg) == 4 * 32 * 128 * 28 * 28 * 4
+    assert spec.workspace_bytes("conv2d_bwd_data", SIZES, cfg) == 4 * 32 * 128 * 56 * 56 * 4
     assert spec.grid("conv2d_bwd_weight", SIZES, cfg) == (1 * 2, 9, 4)
     assert spec.workspace_bytes("conv2d_bwd_weight", SIZES, cfg) == 4 * 128 * 128 * 9 * 4
-    assert spec.workspace_bytes("conv2d_fwd", SIZES, cfg) == 0
+    assert spec.workspace_bytes("conv2d_fwd", SIZES, dict(cfg, SPLIT_K=1)) == 0
     assert spec.grid("conv2d_bwd_weight_reduce", SIZES, cfg) == (-(-128 * 128 * 9 // 1024), 1, 1)
 
 
@@ -55,7 +58,7 @@ def test_legal_space_fits_shared_memory(kind: str, dtype: str) -> None:
     limit = spec.TARGET_KINDS[kind]["smem"]
     assert all(spec.shared_bytes(c, dtype) <= limit for c in space)
     assert any(c["SPLIT_K"] > 1 for c in space)
-    assert all(c["SPLIT_K"] == 1 for c in spec.legal_space(kind, dtype, "conv2d_fwd"))
+    assert all(c["SPLIT_K"] == 1 for c in spec.legal_space(kind, dtype, "conv2d_fwd_smallc"))
     big = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "num_warps": 8, "num_stages": 5,
            "GROUP_M": 8}
     assert not spec.is_legal(big, dtype, kind)
@@ -87,6 +90,30 @@ def test_alignment_assumption() -> None:
     assert not spec.fits_int32(dict(SIZES, N=8192))
 
 
+def test_split_applies() -> None:
+    assert spec.split_applies("conv2d_bwd_data", SIZES)  # 3x3 stride 2: every phase has a tap
+    one = dict(SIZES, R=1, S=1, pad_h=0, pad_w=0)
+    assert not spec.split_applies("conv2d_bwd_data", one)
+    assert spec.split_applies("conv2d_bwd_data", dict(one, stride_h=1, stride_w=1))
+    assert spec.split_applies("conv2d_fwd", one)
+    assert spec.split_applies("conv2d_bwd_weight", one)
+    assert not spec.split_applies("conv2d_fwd_smallc", one)
+
+
+def test_reduce_arguments_follow_the_output() -> None:
+    nhwc = {"x": (56 * 56 * 128, 1, 56 * 128, 128), "w": (9 * 128, 1, 3 * 128, 128),
+            "y": (28 * 28 * 128, 1, 28 * 128, 128)}
+    args = spec.conv_args(SIZES, nhwc)
+    y = spec.reduce_args("conv2d_fwd", args)
+    assert y == {"TOTAL": 32 * 128 * 28 * 28, "C": 128, "R": 28, "S": 28,
+                 "swk": 28 * 28 * 128, "swc": 1, "swr": 28 * 128, "sws": 128}
+    x = spec.reduce_args("conv2d_bwd_data", args)
+    assert (x["TOTAL"], x["R"], x["swk"], x["sws"]) == (32 * 128 * 56 * 56, 56, 56 * 56 * 128, 128)
+    w = spec.reduce_args("conv2d_bwd_weight", args)
+    assert (w["TOTAL"], w["C"], w["R"], w["swc"]) == (128 * 128 * 9, 128, 3, 1)
+    assert [n for n, k in spec.REDUCE_ARGS if k == "i32"] == list(y)
+
+
 def test_signature() -> None:
     cfg = spec.default_config("conv2d_fwd", "BF16")
     sig, cx = spec.triton_signature("conv2d_fwd", "BF16", cfg, channels_last=True)
@@ -97,3 +124,20 @@ def test_signature() -> None:
     assert "sxw" not in spec.align16_args("conv2d_fwd", False)
     assert spec.kernel_for("F", dict(SIZES, C=3)) == "conv2d_fwd_smallc"
     assert spec.kernel_for("F", SIZES) == "conv2d_fwd"
+
+
+def test_tuned_configurations_are_legal() -> None:
+    first = dict(SIZES, C=3, H=224, W=224, K=64, P=112, Q=112, R=7, S=7, pad_h=3, pad_w=3)
+    cfg = spec.tuned_config("sm90", "FP16-F-NHWC", first)
+    assert cfg is not None and cfg["BLOCK_K"] in (16, 32, 64)
+    unknown = dict(SIZES, N=7)
+    assert spec.tuned_config("sm90", "FP16-F-NHWC", unknown) is not None  # the case's default
+    assert spec.tuned_config("cdna", "FP16-F-NHWC", SIZES) is None
+    import json
+
+    table = json.loads(Path(spec.__file__).with_name(spec.TUNED_FILES["sm90"]).read_text())
+    for case, by_shape in table["configs"].items():
+        dtype = {"TF32": "FP32"}.get(case.split("-")[0], case.split("-")[0])
+        for c in by_shape.values():
+            kernel = "conv2d_bwd_weight" if "-W-" in case else "conv2d_fwd"
+            assert spec.is_legal(c, dtype, "sm90", kernel), (case, c)
