@@ -157,8 +157,27 @@ class Paths:
         return self.system_dir / f"{self.basename}.db.txt" if self.system_dir else None
 
     @property
+    def arch(self) -> str | None:
+        """The arch of the basename (`gfx90a68` -> `gfx90a`), None when the name does not say."""
+        from .db.sniff import target_from_name
+
+        target = target_from_name(f"{self.basename}.kdb")
+        return target.arch if target is not None else None
+
+    def kdb_names(self) -> list[str]:
+        """The system kdb names MIOpen tries, in order: `<basename>.kdb`, then `<arch>.kdb`
+        (AMD ships `gfx90a.kdb`, `gfx942.kdb`, ...)."""
+        arch = self.arch
+        return [f"{self.basename}.kdb", *([f"{arch}.kdb"] if arch else [])]
+
+    @property
     def system_kdb(self) -> Path | None:
-        return self.system_dir / f"{self.basename}.kdb" if self.system_dir else None
+        """The first of `kdb_names` that exists in the system folder (else the first name)."""
+        if not self.system_dir:
+            return None
+        names = self.kdb_names()
+        found = next((self.system_dir / n for n in names if (self.system_dir / n).exists()), None)
+        return found or self.system_dir / names[0]
 
     @property
     def user_finddb(self) -> Path:
@@ -175,9 +194,11 @@ class Paths:
     @classmethod
     def for_basename(cls, basename: str) -> Paths:
         system = None
+        probe = cls(basename, None, user_db_dir(), kernel_cache_dir())
+        names = [*probe.kdb_names(), *(f"{basename}{ext}" for ext in
+                                       (".HIP.fdb.txt", ".db", ".db.txt"))]
         for d in system_db_dirs():
-            if any((d / f"{basename}{ext}").exists() for ext in (".kdb", ".HIP.fdb.txt", ".db",
-                                                                  ".db.txt")):
+            if any((d / name).exists() for name in names):
                 system = d
                 break
-        return cls(basename, system, user_db_dir(), kernel_cache_dir())
+        return cls(basename, system, probe.user_dir, probe.cache_dir)

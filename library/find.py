@@ -178,13 +178,20 @@ def _algorithm(solver: Any, problem: Any) -> str:
 
 def _from_record(handle: Any, problem: Any, record: Any) -> list[ConvSolution]:
     known = {s.name: s for s in handle.applicable_solvers(problem)}
+    implemented = {s.name for s in handle.solvers}
     out = []
+    unknown = []
     for sol in record.solutions:
         if sol.solver not in known:
-            log.warning("FindDb names solver %s, not applicable here for %s; skipped",
-                        sol.solver, record.key)
+            if sol.solver not in implemented:
+                unknown.append(sol.solver)
+            else:
+                log.debug("FindDb names solver %s, not applicable here for %s; skipped",
+                          sol.solver, record.key)
             continue
         out.append(ConvSolution(sol.solver, sol.algorithm, sol.time, sol.workspace, "finddb"))
+    if unknown:
+        handle.finddb.note_unknown_solvers(record, unknown)
     return out
 
 
@@ -346,19 +353,7 @@ def _record(handle: Any, problem: Any, sols: list[ConvSolution]) -> None:
 
 
 def _clean(handle: Any, problem: Any) -> None:
-    from .db._lock import locked_update
-    from .db.finddb import FindDbFile
-
-    path = handle.finddb.user_path
-    if path is None or not path.exists():
-        return
-
-    def update(old: bytes | None) -> bytes:
-        db = FindDbFile.parse(old.decode(), str(path)) if old else FindDbFile()
-        db.records.pop(problem.key(), None)
-        return db.to_text().encode()
-
-    locked_update(path, update)
+    handle.finddb.remove(problem)
 
 
 def _benchmark_all(handle: Any, problem: Any, bound: dict[str, DeviceTensor],

@@ -33,3 +33,22 @@ ROCMINFO = TESTDATA / "rocminfo"
 RX6900XT = ROCMINFO / "gfx1030_rx6900xt.txt"
 MI250X = ROCMINFO / "gfx90a_mi250x.txt"
 MI210 = ROCMINFO / "gfx90a_mi210_partial.txt"
+
+# AMD's full databases, stored compressed: gfx90a68.HIP.fdb.txt (193,590 lines) and
+# gfx906_60.db (SQLite).
+FULL_FINDDB = "gfx90a68.HIP.fdb.txt"
+FULL_PERFDB = "gfx906_60.db"
+
+
+def decompress_full(name: str, dest_dir: Path) -> Path:
+    """`<name>.bz2` from testdata/miopen decompressed into `dest_dir` (read-only, as a system
+    database is)."""
+    import bz2
+    import shutil
+
+    dest = dest_dir / name
+    if not dest.exists():
+        with bz2.open(MIOPEN / f"{name}.bz2", "rb") as src, dest.open("wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+        dest.chmod(0o444)
+    return dest

@@ -140,23 +140,29 @@ def merge_cmd(
         None, "--basename", help="Target basename of the outputs (default: from shard names)."),
     perfdb_format: str = typer.Option("text", "--perfdb-format",
                                       help="'text' (<base>.db.txt) or 'sqlite' (<base>.db)."),
+    replace: bool = typer.Option(False, "--replace",
+                                 help="Overwrite databases already in --out instead of merging "
+                                      "with them."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Merge shards deterministically (same shards in any order give the same bytes).
 
     FindDb: union of solutions per key, the fastest time per solver, fastest first. PerfDb: per
-    (problem, solver) the shard whose file name sorts last (then full path) wins.
+    (problem, solver) the shard whose file name sorts last (then full path) wins. Databases
+    already in --out are merged with (a shard overrides them), unless --replace.
     """
     from ..db.merge import merge_shards
 
     report = run_guarded(merge_shards, shards, out, basename=basename,
-                         perfdb_format=perfdb_format)
+                         perfdb_format=perfdb_format, replace=replace)
     if as_json:
         print_json(report)
         return
     for o in report["outputs"]:
         counts = ", ".join(f"{o[k]} {k}" for k in ("records", "configs", "entries") if k in o)
-        console.print(f"{o['path']}: {counts} from {o['shards']} shard(s)", highlight=False)
+        also = " and the existing file" if o.get("merged_with_existing") else ""
+        console.print(f"{o['path']}: {counts} from {o['shards']} shard(s){also}",
+                      highlight=False)
 
 
 def register(app: typer.Typer) -> None:

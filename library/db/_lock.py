@@ -33,11 +33,14 @@ from ..errors import DamagedDbError, DbError
 __all__ = [
     "LOCK_TIMEOUT_S",
     "atomic_write",
+    "new_file_mode",
     "locked_update",
     "connect",
     "create_sqlite",
     "remove_orphans",
     "retry_busy",
+    "attach",
+    "sqlite_uri",
     "write_transaction",
 ]
 
@@ -83,11 +86,21 @@ def remove_orphans(path: Path, *, locked: bool = False) -> None:
                 os.unlink(path.parent / name)
 
 
+def new_file_mode() -> int:
+    """The mode `open()` gives a new file under the current umask (0o644 under umask 022).
+
+    Temporary files are created 0o600; the file they become must read like any other."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: Path, data: bytes, *, locked: bool = False) -> None:
     """Write `data` to `path` so that a reader or a crash sees the old file or the new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -124,20 +137,24 @@ def locked_update(path: Path, update: Callable[[bytes | None], bytes]) -> None:
         ) from None
 
 
+def sqlite_uri(path: Path, *, readonly: bool) -> str:
+    """The `file:` URI of a database path, escaped so that `#`, `?` and `%` in folder names
+    stay part of the path; read-only (`mode=ro`) never creates the file."""
+    return f"file:{pathname2url(str(path))}?mode={'ro' if readonly else 'rwc'}"
+
+
 def connect(path: Path, *, readonly: bool, wal: bool = False) -> sqlite3.Connection:
-    """Open a SQLite database; read-only opens use a `mode=ro` URI so nothing is ever created.
+    """Open a SQLite database through its URI; read-only opens never create anything.
 
     `isolation_level=None` leaves transactions to `write_transaction`, which starts them with
     BEGIN IMMEDIATE so that a writer waits for the lock up front instead of failing mid-way.
+    Every database this project reads or writes is opened here.
     """
-    if readonly:
-        uri = f"file:{pathname2url(str(path))}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-    else:
+    if not readonly:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), isolation_level=None)
-        if wal and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"), path)
+    conn = sqlite3.connect(sqlite_uri(path, readonly=readonly), uri=True, isolation_level=None)
+    if not readonly and wal and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"), path)
     # SQLite's own busy handler backs off up to 100 ms per try; `retry_busy` polls faster.
     conn.execute("PRAGMA busy_timeout=5")
 
@@ -166,6 +183,7 @@ def create_sqlite(path: Path, statements: Iterable[str], *, wal: bool) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, new_file_mode())
     os.close(fd)
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
@@ -192,6 +210,11 @@ def create_sqlite(path: Path, statements: Iterable[str], *, wal: bool) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
     remove_orphans(path)
+
+
+def attach(conn: sqlite3.Connection, path: Path, alias: str, *, readonly: bool) -> None:
+    """ATTACH another database file to `conn` as `alias` (through its escaped URI)."""
+    conn.execute(f"ATTACH DATABASE ? AS {alias}", (sqlite_uri(path, readonly=readonly),))
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

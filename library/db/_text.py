@@ -1,18 +1,20 @@
-"""What the text databases share: `key=value` lines, comments, and a cached read of a file that
-other processes may replace at any time."""
+"""What the text databases share: `key=value` lines, comments, malformed lines skipped and
+counted (as MIOpen skips them), and a cached read of a file that other processes may replace at
+any time."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from ..errors import DbError
 from ._files import check_exists
 
-__all__ = ["TextLine", "iter_lines", "read_text", "malformed", "CachedFile"]
+__all__ = ["TextLine", "Skipped", "split_line", "iter_lines", "read_text", "malformed",
+           "CachedFile"]
 
 T = TypeVar("T")
 
@@ -23,6 +25,25 @@ class TextLine:
     key: str
     value: str
     raw: str
+
+
+@dataclass
+class Skipped:
+    """Malformed lines a reader skipped: their count and the first few, said once."""
+
+    source: str
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+
+    def add(self, number: int, reason: str, raw: str) -> None:
+        self.count += 1
+        if len(self.first) < 5:
+            shown = raw if len(raw) <= 80 else raw[:77] + "..."
+            self.first.append(f"{self.source}:{number}: {reason}: {shown!r}")
+
+    def summary(self) -> str:
+        return (f"{self.source}: {self.count} malformed line(s) skipped, as MIOpen skips them"
+                + (f" (first: {self.first[0]})" if self.first else ""))
 
 
 def malformed(source: str, number: int, reason: str, raw: str) -> DbError:
@@ -49,16 +70,32 @@ def read_text(path: Path, what: str) -> str:
         ) from None
 
 
-def iter_lines(text: str, source: str) -> Iterator[TextLine]:
-    """The `key=value` lines of a text db; blank lines and `#` comments are skipped."""
+def split_line(raw: str) -> tuple[str, str] | None:
+    """(key, value) of a data line; None for a blank line or `#` comment. ValueError when the
+    line is not `<key>=<value>` (MIOpen: 'key not found', the line is skipped)."""
+    line = raw.rstrip("\r")
+    if not line.strip() or line.startswith("#"):
+        return None
+    key, sep, value = line.partition("=")
+    if not sep or not key:
+        raise ValueError("not a '<key>=<value>' line")
+    return key, value
+
+
+def iter_lines(text: str, source: str, skipped: Skipped | None = None) -> Iterator[TextLine]:
+    """The `key=value` lines of a text db; blank lines and `#` comments are passed over. A
+    malformed line is counted in `skipped` (when given) and skipped, else it raises DbError.
+    The value may be empty (a PerfDb config without entries)."""
     for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip("\r")
-        if not line.strip() or line.startswith("#"):
+        try:
+            kv = split_line(raw)
+        except ValueError as exc:
+            if skipped is None:
+                raise malformed(source, number, str(exc), raw.rstrip("\r")) from None
+            skipped.add(number, str(exc), raw.rstrip("\r"))
             continue
-        key, sep, value = line.partition("=")
-        if not sep or not key or not value:
-            raise malformed(source, number, "not a '<key>=<value>' line", line)
-        yield TextLine(number, key, value, line)
+        if kv is not None:
+            yield TextLine(number, kv[0], kv[1], raw.rstrip("\r"))
 
 
 class CachedFile(Generic[T]):

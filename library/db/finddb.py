@@ -10,6 +10,7 @@ byte; new times are written like MIOpen's stream output (6 significant digits).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,14 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DbError
+from ._index import LineIndex
 from ._lock import atomic_write, locked_update
-from ._text import CachedFile, iter_lines, malformed, read_text
+from ._text import CachedFile, Skipped, iter_lines, malformed, read_text, split_line
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "Solution",
     "FindDbRecord",
     "FindDbFile",
+    "FindDbReader",
     "FindDb",
+    "parse_entry",
+    "parse_value",
     "format_time",
     "problem_key",
 ]
@@ -74,12 +81,16 @@ def _sorted(solutions: Iterable[Solution]) -> tuple[Solution, ...]:
 
 @dataclass(frozen=True)
 class FindDbRecord:
-    """The solutions of one problem key, fastest first."""
+    """The solutions of one problem key, fastest first; `written` keeps the order they were
+    given in (a line read from a file is written back byte for byte)."""
 
     key: str
     solutions: tuple[Solution, ...]
+    written: tuple[Solution, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not self.written:
+            object.__setattr__(self, "written", tuple(self.solutions))
         object.__setattr__(self, "solutions", _sorted(self.solutions))
 
     @property
@@ -90,7 +101,7 @@ class FindDbRecord:
         return next((s for s in self.solutions if s.solver == solver), None)
 
     def to_line(self) -> str:
-        return f"{self.key}=" + ";".join(s.to_text() for s in self.solutions)
+        return f"{self.key}=" + ";".join(s.to_text() for s in self.written)
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "solutions": [s.to_dict() for s in self.solutions]}
@@ -103,8 +114,11 @@ def _number(text: str, what: str) -> float:
     return value
 
 
-def _parse_entry(entry: str) -> tuple[Solution, str]:
-    """(solution, format version) of one `id:values` entry; ValueError says what is wrong."""
+def parse_entry(entry: str) -> tuple[Solution, str]:
+    """(solution, format version) of one `id:values` entry; ValueError says what is wrong.
+
+    Any solver name MIOpen writes is accepted (`ConvWinograd3x3MultipassWrW<3-2>`, ...): the
+    name is everything before the first `:`."""
     ident, sep, values = entry.partition(":")
     if not sep or not ident:
         raise ValueError(f"entry {entry!r} is not '<id>:<values>'")
@@ -131,25 +145,39 @@ def _parse_entry(entry: str) -> tuple[Solution, str]:
     return Solution(solver, time, int(ws), algo, time_text), version
 
 
-def parse_line(line: str, source: str = "<text>", number: int = 1) -> tuple[FindDbRecord, str]:
-    """One FindDb line -> (record, '2.0' | '1.0')."""
-    key, _, value = line.partition("=")
+def parse_value(key: str, value: str) -> tuple[FindDbRecord, str]:
+    """The record of one line's key and value -> (record, '2.0' | '1.0'); ValueError."""
     versions = set()
     solutions = []
     for entry in value.split(";"):
-        try:
-            sol, version = _parse_entry(entry)
-        except ValueError as exc:
-            raise malformed(source, number, str(exc), line) from None
+        sol, version = parse_entry(entry)
         solutions.append(sol)
         versions.add(version)
     if len(versions) > 1:
-        raise malformed(source, number, "mixes 1.0 and 2.0 entries", line)
-    return FindDbRecord(key, tuple(solutions)), versions.pop()
+        raise ValueError("mixes 1.0 and 2.0 entries")
+    version = versions.pop()
+    # A 2.0 line is written back as it was; a 1.0 line converts to 2.0 fastest first.
+    written = tuple(solutions) if version == "2.0" else _sorted(solutions)
+    return FindDbRecord(key, tuple(solutions), written), version
+
+
+def parse_line(line: str, source: str = "<text>", number: int = 1) -> tuple[FindDbRecord, str]:
+    """One FindDb line -> (record, '2.0' | '1.0'); DbError naming the file and line."""
+    try:
+        kv = split_line(line)
+        if kv is None:
+            raise ValueError("not a '<key>=<value>' line")
+        return parse_value(*kv)
+    except ValueError as exc:
+        raise malformed(source, number, str(exc), line) from None
 
 
 class FindDbFile:
-    """One FindDb text file in memory: records in file order, keyed by problem key."""
+    """One FindDb text file in memory: records in file order, keyed by problem key.
+
+    Malformed lines are skipped and counted in `skipped`, as MIOpen skips them; for MIOpen's
+    text lookup the first line of a key wins, so later duplicates are counted in `duplicates`.
+    """
 
     def __init__(self, path: Path | None = None,
                  records: dict[str, FindDbRecord] | None = None,
@@ -157,20 +185,29 @@ class FindDbFile:
         self.path = path
         self.records: dict[str, FindDbRecord] = dict(records or {})
         self.versions: set[str] = set(versions)
+        self.skipped = Skipped(str(path) if path else "<text>")
+        self.duplicates = 0
 
     @classmethod
     def parse(cls, text: str, source: str = "<text>", path: Path | None = None) -> FindDbFile:
         db = cls(path)
-        for line in iter_lines(text, source):
-            record, version = parse_line(line.raw, source, line.number)
+        db.skipped = Skipped(source)
+        for line in iter_lines(text, source, db.skipped):
+            try:
+                record, version = parse_value(line.key, line.value)
+            except ValueError as exc:
+                db.skipped.add(line.number, str(exc), line.raw)
+                continue
             db.versions.add(version)
-            # MIOpen's text lookup returns the first line with the key; later duplicates are dead.
-            db.records.setdefault(record.key, record)
+            if record.key in db.records:
+                db.duplicates += 1
+                continue
+            db.records[record.key] = record
         return db
 
     @classmethod
     def read(cls, path: Path | str) -> FindDbFile:
-        """Read a FindDb text file (2.0 or 1.0); DbError for a missing or malformed file."""
+        """Read a FindDb text file (2.0 or 1.0); DbError for a missing or non-text file."""
         p = Path(path)
         return cls.parse(read_text(p, "FindDb"), str(p), p)
 
@@ -205,6 +242,43 @@ class FindDbFile:
         return target
 
 
+class FindDbReader:
+    """A read-only FindDb of any size, answered per key through a `LineIndex` (the system
+    FindDb at run time, `db lookup`): the file is never parsed whole. A line that does not
+    parse is skipped, as MIOpen skips it, and counted in `skipped`."""
+
+    def __init__(self, path: Path, index_dir: Path | None = None) -> None:
+        self.path = path
+        self._index = LineIndex(path, index_dir)
+        self._cache: dict[str, FindDbRecord | None] = {}
+        self.skipped = self._index.skipped
+
+    def get(self, problem: Any) -> FindDbRecord | None:
+        key = problem_key(problem)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        record = None
+        for number, line in self._index.lines(key):
+            try:
+                record = parse_value(*line.split("=", 1))[0]
+                break
+            except ValueError as exc:
+                if self.skipped.count == 0:
+                    log.warning("%s:%d: %s; the line is skipped, as MIOpen skips it",
+                                self.path, number, exc)
+                self.skipped.add(number, str(exc), line)
+        self._cache[key] = record
+        return record
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def close(self) -> None:
+        self._index.close()
+
+
 def _read_or_empty(path: Path) -> FindDbFile:
     return FindDbFile.read(path)
 
@@ -213,16 +287,22 @@ class FindDb:
     """The system FindDb and the user FindDb of one target, as MIOpen layers them.
 
     `lookup` returns the user's record if the user file has one, else the system's. `store`
-    writes only the user file, under its lock. The system file is read once; the user file is
-    read again whenever another process changed it.
+    writes only the user file, under its lock. The system file, of any size, is read per key
+    through an index kept in `index_dir` (default: `index/` beside the user FindDb); the user
+    file is read again whenever another process changed it.
     """
 
-    def __init__(self, system: Path | str | None = None, user: Path | str | None = None) -> None:
+    def __init__(self, system: Path | str | None = None, user: Path | str | None = None,
+                 index_dir: Path | str | None = None) -> None:
         self.system_path = Path(system) if system is not None else None
         self.user_path = Path(user) if user is not None else None
-        self._system: FindDbFile | None = None
+        if index_dir is None and self.user_path is not None:
+            index_dir = self.user_path.parent / "index"
+        self.index_dir = Path(index_dir) if index_dir is not None else None
+        self._system: FindDbReader | None = None
         self._user = (CachedFile(self.user_path, _read_or_empty, FindDbFile)
                       if self.user_path is not None else None)
+        self._unknown_said = False
 
     @classmethod
     def for_paths(cls, paths: Any) -> FindDb:
@@ -230,12 +310,11 @@ class FindDb:
         return cls(paths.system_finddb, paths.user_finddb)
 
     @property
-    def system(self) -> FindDbFile:
-        if self._system is None:
-            if self.system_path is None or not self.system_path.exists():
-                self._system = FindDbFile(self.system_path)
-            else:
-                self._system = FindDbFile.read(self.system_path)
+    def system(self) -> FindDbReader | None:
+        """The system FindDb, opened on first use; None when there is none."""
+        if self._system is None and self.system_path is not None and \
+                self.system_path.exists():
+            self._system = FindDbReader(self.system_path, self.index_dir)
         return self._system
 
     @property
@@ -245,13 +324,29 @@ class FindDb:
     def lookup(self, problem: Any) -> FindDbRecord | None:
         """The record of a problem (ConvProblem or key string): user first, else system."""
         key = problem_key(problem)
-        return self.user.records.get(key) or self.system.records.get(key)
+        record = self.user.records.get(key)
+        if record is None and self.system is not None:
+            record = self.system.get(key)
+        return record
+
+    def note_unknown_solvers(self, record: FindDbRecord, names: Iterable[str]) -> None:
+        """Say once per database that it names solvers this runtime lacks (their entries stay
+        in the file for MIOpen; `db inspect` counts them per solver)."""
+        names = sorted(set(names))
+        if not names or self._unknown_said:
+            return
+        self._unknown_said = True
+        where = self.system_path if record.key not in self.user.records else self.user_path
+        log.warning("%s names solvers this runtime does not implement (first: %s); their "
+                    "entries are skipped here, `miopenkernels db inspect %s` counts them",
+                    where, ", ".join(names), where)
 
     def store(self, problem: Any, solutions: Iterable[Solution]) -> FindDbRecord:
         """Replace the user record of `problem` with `solutions` (sorted fastest first)."""
         if self.user_path is None:
             raise DbError("no user FindDb path: the system FindDb is never written at run time")
-        record = FindDbRecord(problem_key(problem), tuple(solutions))
+        ranked = _sorted(solutions)
+        record = FindDbRecord(problem_key(problem), ranked, ranked)
         if not record.solutions:
             raise DbError(f"refusing to store an empty FindDb record for {record.key}")
         path = self.user_path
@@ -263,3 +358,22 @@ class FindDb:
 
         locked_update(path, update)
         return record
+
+    def remove(self, problem: Any) -> None:
+        """Delete the user record of `problem` (MIOPEN_FIND_ENFORCE=DB_CLEAN)."""
+        if self.user_path is None or not self.user_path.exists():
+            return
+        key = problem_key(problem)
+        path = self.user_path
+
+        def update(old: bytes | None) -> bytes:
+            db = FindDbFile.parse(old.decode(), str(path)) if old else FindDbFile()
+            db.records.pop(key, None)
+            return db.to_text().encode()
+
+        locked_update(path, update)
+
+    def close(self) -> None:
+        if self._system is not None:
+            self._system.close()
+            self._system = None

@@ -1,7 +1,5 @@
-"""Summaries of database files for people and scripts: kind, target, counts, integrity.
-
-Tooling, not the run-time path: SQLite files are summarised through sqlite-utils.
-"""
+"""Summaries of database files for people and scripts: kind, target, counts, integrity; and the
+records of one problem. Runs with the runtime's dependencies alone."""
 
 from __future__ import annotations
 
@@ -9,62 +7,91 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import DbError
+from .. import config
+from ..errors import DbError, MIOpenKernelsError
 from ._files import sqlite_errors
 from ._lock import connect
-from .finddb import FindDbFile
+from .finddb import FindDbFile, FindDbReader
 from .kerneldb import KernelDb
-from .perfdb import PerfDbFile
+from .perfdb import PerfDbFile, PerfDbTextReader, SqlitePerfDb, config_from_finddb_key
 from .sniff import Sniffed, sniff
 
-__all__ = ["inspect_file", "lookup_file"]
+__all__ = ["inspect_file", "lookup_file", "index_dir"]
+
+
+def index_dir() -> Path:
+    """Where the indexes of large read-only databases are kept: `index/` in the user db folder."""
+    return config.user_db_dir() / "index"
 
 
 def _sqlite_summary(path: Path) -> tuple[dict[str, int], list[str]]:
-    """({table: rows}, integrity problems) through sqlite-utils on a read-only connection."""
-    import sqlite_utils
-
+    """({table: rows}, integrity problems) on a read-only connection."""
     with sqlite_errors(path, "database"):
         conn = connect(path, readonly=True)
         try:
-            db = sqlite_utils.Database(conn)
-            tables = {name: db.table(name).count for name in db.table_names()}
-            result = [row[0] for row in db.execute("PRAGMA integrity_check").fetchall()]
+            names = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            tables = {n: int(conn.execute(f"SELECT count(*) FROM `{n}`").fetchone()[0])
+                      for n in names}
+            result = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
         finally:
             conn.close()
     return tables, [] if result == ["ok"] else result
 
 
+def _runtime_solvers() -> set[str]:
+    from ..solvers import SOLVERS
+
+    return {s.name for s in SOLVERS}
+
+
+def _skipped(skipped: Any) -> dict[str, Any]:
+    return {"count": skipped.count, "first": list(skipped.first)}
+
+
 def _finddb(found: Sniffed) -> dict[str, Any]:
     db = FindDbFile.read(found.path)
-    solutions = [s for r in db for s in r.solutions]
+    per_solver = Counter(s.solver for r in db for s in r.solutions)
+    known = _runtime_solvers()
+    unknown = {name: n for name, n in sorted(per_solver.items()) if name not in known}
     return {
         "version": db.version,
         "counts": {
             "records": len(db),
-            "solutions": len(solutions),
-            "solvers": len({s.solver for s in solutions}),
-            "algorithms": dict(sorted(Counter(s.algorithm for s in solutions).items())),
+            "solutions": sum(per_solver.values()),
+            "solvers": len(per_solver),
+            "skipped_lines": db.skipped.count,
+            "duplicate_keys": db.duplicates,
+            "algorithms": dict(sorted(Counter(s.algorithm for r in db
+                                              for s in r.solutions).items())),
+            "per_solver": dict(sorted(per_solver.items())),
+            "not_in_this_runtime": unknown,
         },
-        "integrity": {"checked": "every line parsed", "problems": []},
+        "integrity": {"checked": "every line parsed (malformed lines are skipped, as MIOpen "
+                                 "skips them)", "problems": [], "skipped": _skipped(db.skipped)},
     }
 
 
 def _perfdb(found: Sniffed) -> dict[str, Any]:
     db = PerfDbFile.read(found.path)
+    per_solver = Counter(s for e in db.records.values() for s in e)
     counts: dict[str, Any] = {
         "configs": len(db),
+        "configs_without_entries": sum(1 for e in db.records.values() if not e),
         "entries": db.entry_count,
-        "solvers": len({s for e in db.records.values() for s in e}),
+        "solvers": len(per_solver),
+        "skipped_lines": db.skipped.count,
+        "per_solver": dict(sorted(per_solver.items())),
     }
     problems: list[str] = []
-    checked = "every line parsed"
+    checked = "every line parsed (malformed lines are skipped, as MIOpen skips them)"
     if db.kind == "sqlite":
         tables, problems = _sqlite_summary(found.path)
         counts["tables"] = tables
-        checked = "PRAGMA integrity_check"
+        checked = "PRAGMA integrity_check and the type of every value"
     return {"version": db.schema or found.version, "counts": counts,
-            "integrity": {"checked": checked, "problems": problems}}
+            "integrity": {"checked": checked, "problems": problems,
+                          "skipped": _skipped(db.skipped)}}
 
 
 def _kerneldb(found: Sniffed) -> dict[str, Any]:
@@ -90,8 +117,8 @@ def _kerneldb(found: Sniffed) -> dict[str, Any]:
 def inspect_file(path: Path | str) -> dict[str, Any]:
     """Kind, target, counts and integrity of one database file.
 
-    `integrity.ok` is False when SQLite or a blob's md5 reports a problem; malformed text or an
-    unreadable file raises DbError instead.
+    `integrity.ok` is False when SQLite or a blob's md5 reports a problem; an unreadable file
+    raises DbError instead. Malformed text lines are skipped and counted, as MIOpen skips them.
     """
     found = sniff(path)
     if found.kind == "finddb":
@@ -114,12 +141,27 @@ def inspect_file(path: Path | str) -> dict[str, Any]:
     }
 
 
+def _keys(query: str) -> list[tuple[str, Any]]:
+    """(FindDb key, problem or None) of a query: a key is taken as written (every key MIOpen
+    wrote, also those `ConvProblem` cannot rebuild); a driver line may name several."""
+    from ..problem import ConvProblem, _looks_like_key
+
+    text = query.strip()
+    if _looks_like_key(text):
+        try:
+            return [(text, ConvProblem.from_key(text))]
+        except MIOpenKernelsError:
+            return [(text, None)]
+    return [(p.key(), p) for p in ConvProblem.parse(text)]
+
+
 def lookup_file(path: Path | str, query: str) -> dict[str, Any]:
     """Records of one file for a query: for a FindDb or PerfDb, an MIOpenDriver line or FindDb
-    key (a driver line may name several directions); for a KernelDb, a kernel name or glob."""
+    key (a driver line may name several directions); for a KernelDb, a kernel name or glob.
+    Large files are read through their kept index, never whole."""
     import fnmatch
 
-    from ..problem import ConvProblem
+    from .perfdb import config_key, text_key
 
     found = sniff(path)
     results: list[dict[str, Any]] = []
@@ -130,20 +172,35 @@ def lookup_file(path: Path | str, query: str) -> dict[str, Any]:
                     results.append(entry.to_dict())
         return {"path": str(found.path), "kind": found.kind, "query": query,
                 "results": results}
-    problems = ConvProblem.parse(query)
+    keys = _keys(query)
     if found.kind == "finddb":
-        fdb = FindDbFile.read(found.path)
-        for p in problems:
-            record = fdb.get(p)
-            results.append({"key": p.key(), "found": record is not None,
-                            "solutions": [s.to_dict() for s in record.solutions]
-                            if record else []})
-    elif found.kind.startswith("perfdb"):
-        pdb = PerfDbFile.read(found.path)
-        for p in problems:
-            entries = pdb.load(p)
-            results.append({"key": p.key(), "perfdb_key": p.perfdb_text_key(),
-                            "found": bool(entries), "entries": entries})
+        fdb = FindDbReader(found.path, index_dir())
+        try:
+            for key, _ in keys:
+                record = fdb.get(key)
+                results.append({"key": key, "found": record is not None,
+                                "solutions": [s.to_dict() for s in record.solutions]
+                                if record else []})
+        finally:
+            fdb.close()
+    elif found.kind in ("perfdb-text", "perfdb-sqlite"):
+        pdb: Any = (PerfDbTextReader(found.path, index_dir()) if found.kind == "perfdb-text"
+                    else SqlitePerfDb(found.path, index_dir=index_dir()))
+        try:
+            for key, problem in keys:
+                cfg = config_key(problem) if problem is not None else config_from_finddb_key(key)
+                entries = pdb.load(cfg)
+                results.append({"key": key, "perfdb_key": text_key(cfg),
+                                "found": bool(entries), "entries": entries})
+        finally:
+            pdb.close()
+    elif found.kind == "perfdb-legacy-text":
+        legacy = PerfDbFile.read(found.path)
+        for key, problem in keys:
+            cfg = config_key(problem) if problem is not None else config_from_finddb_key(key)
+            entries = legacy.load(cfg)
+            results.append({"key": key, "perfdb_key": text_key(cfg), "found": bool(entries),
+                            "entries": entries})
     else:
         raise DbError(f"{found.path} is not a MIOpen database ({found.detail})")
     return {"path": str(found.path), "kind": found.kind, "query": query, "results": results}

@@ -5,7 +5,8 @@ FindDb: the union of solutions per problem key; where shards measured the same s
 fastest measurement is kept; solutions are written fastest first (ties by solver name) and lines
 by key. PerfDb: per (config, solver), the shard that sorts last by file name (then by full path)
 wins, so a re-tuned shard named later overrides an earlier one; lines are written by key and
-solvers by name.
+solvers by name. An output file that already exists is merged in as the first shard (so nothing
+it holds is lost, and a shard overrides it), unless `replace` says to overwrite it.
 """
 
 from __future__ import annotations
@@ -62,9 +63,11 @@ def merge_perfdb(shards: Iterable[PerfDbFile]) -> PerfDbFile:
 
 
 def merge_shards(paths: Iterable[Path | str], out_dir: Path | str, *,
-                 basename: str | None = None, perfdb_format: str = "text") -> dict[str, Any]:
+                 basename: str | None = None, perfdb_format: str = "text",
+                 replace: bool = False) -> dict[str, Any]:
     """Merge FindDb and PerfDb shards into `out_dir/<basename>.HIP.fdb.txt` and
-    `<basename>.db.txt` (or `.db` with perfdb_format='sqlite'). Returns a report."""
+    `<basename>.db.txt` (or `.db` with perfdb_format='sqlite'). An existing output is merged
+    with (its records kept unless a shard overrides them) unless `replace`. Returns a report."""
     if perfdb_format not in ("text", "sqlite"):
         raise DbError(f"PerfDb output format {perfdb_format!r} is not 'text' or 'sqlite'")
     ordered = shard_order(paths)
@@ -94,15 +97,32 @@ def merge_shards(paths: Iterable[Path | str], out_dir: Path | str, *,
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"basename": basename, "shards": [str(p) for p in ordered],
                               "outputs": []}
+    resolved = {p.resolve() for p in ordered}
     if finds:
-        merged = merge_finddb(finds)
-        dest = merged.write(out / f"{basename}.HIP.fdb.txt")
-        report["outputs"].append({"path": str(dest), "kind": "finddb",
-                                  "records": len(merged), "shards": len(finds)})
+        dest = out / f"{basename}.HIP.fdb.txt"
+        kept = _existing(dest, replace, resolved, "finddb")
+        merged = merge_finddb([FindDbFile.read(dest)] * kept + finds)
+        merged.write(dest)
+        report["outputs"].append({"path": str(dest), "kind": "finddb", "records": len(merged),
+                                  "shards": len(finds), "merged_with_existing": kept})
     if perfs:
-        pmerged = merge_perfdb(perfs)
         suffix = ".db.txt" if perfdb_format == "text" else ".db"
-        dest = pmerged.write(out / f"{basename}{suffix}")
+        dest = out / f"{basename}{suffix}"
+        kept = _existing(dest, replace, resolved, "perfdb")
+        pmerged = merge_perfdb([PerfDbFile.read(dest)] * kept + perfs)
+        pmerged.write(dest)
         report["outputs"].append({"path": str(dest), "kind": "perfdb", "configs": len(pmerged),
-                                  "entries": pmerged.entry_count, "shards": len(perfs)})
+                                  "entries": pmerged.entry_count, "shards": len(perfs),
+                                  "merged_with_existing": kept})
     return report
+
+
+def _existing(dest: Path, replace: bool, shards: set[Path], kind: str) -> bool:
+    """Whether `dest` exists and is merged with (not when `replace`, or when it is a shard)."""
+    if replace or not dest.exists() or dest.resolve() in shards:
+        return False
+    found = sniff(dest)
+    if not found.kind.startswith(kind):
+        raise DbError(f"{dest} exists and is a {found.kind} file ({found.detail}), not a "
+                      f"{kind}; move it away or pass --replace to overwrite it")
+    return True

@@ -86,9 +86,48 @@ def _sniff_sqlite(path: Path) -> tuple[str, str, str]:
     return "unknown", "", f"SQLite database with tables: {', '.join(tables) or 'none'}"
 
 
+_NAME_KINDS = (
+    ((".fdb.txt", ".ufdb.txt"), "finddb"),
+    ((".pdb.txt",), "perfdb-legacy-text"),
+    ((".db.txt", ".udb.txt"), "perfdb-text"),
+)
+_DETAILS = {
+    "finddb": "FindDb text",
+    "perfdb-text": "text PerfDb (.db.txt)",
+    "perfdb-legacy-text": "legacy text PerfDb (.pdb.txt, FindDb-style keys)",
+}
+_LINES_SEEN = 64
+
+
+def _line_kind(key: str, value: str) -> tuple[str, str] | None:
+    """(kind, FindDb version) one data line reads as; None for a malformed line."""
+    from .finddb import parse_value
+    from .perfdb import config_from_text_key, parse_entries
+
+    if re.match(r"^\d+-\d+-", key):
+        try:
+            return "finddb", parse_value(key, value)[1]
+        except ValueError:
+            pass
+        try:
+            if parse_entries(value):
+                return "perfdb-legacy-text", ""
+        except ValueError:
+            pass
+        return None
+    try:
+        config_from_text_key(key)
+        parse_entries(value)
+    except ValueError:
+        return None
+    return "perfdb-text", ""
+
+
 def _sniff_text(path: Path, head: bytes) -> tuple[str, str, str]:
-    from .finddb import _parse_entry
-    from .perfdb import config_from_text_key
+    """The kind of a text file from its name and its first lines together: a malformed line
+    (MIOpen skips it) never decides, and a name that says FindDb or PerfDb wins whenever the
+    content has such lines."""
+    from ._text import split_line
 
     try:
         text = head.decode("utf-8")
@@ -97,33 +136,42 @@ def _sniff_text(path: Path, head: bytes) -> tuple[str, str, str]:
         if exc.start < len(head) - 4:
             return "unknown", "", "binary file, neither SQLite nor text"
         text = head[: exc.start].decode("utf-8")
-    for line in text.splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            return "unknown", "", "text without '<key>=<value>' lines"
-        first = value.split(";", 1)[0]
-        if re.match(r"^\d+-\d+-", key):
-            try:
-                _, version = _parse_entry(first)
-                return "finddb", version, f"FindDb text, format {version}"
-            except ValueError:
-                if ":" in first:
-                    return ("perfdb-legacy-text", "",
-                            "legacy text PerfDb (.pdb.txt, FindDb-style keys)")
-                return "unknown", "", "text with problem keys but unreadable values"
+    named = next((kind for ends, kind in _NAME_KINDS if path.name.endswith(ends)), None)
+    seen: dict[str, int] = {}
+    versions: set[str] = set()
+    lines = text.splitlines()
+    if len(head) == _HEAD_BYTES and lines:
+        lines = lines[:-1]  # the last line may be cut
+    data_lines = 0
+    for raw in lines:
         try:
-            config_from_text_key(key)
+            kv = split_line(raw)
         except ValueError:
-            return "unknown", "", "text whose keys are not MIOpen problem keys"
-        return "perfdb-text", "", "text PerfDb (.db.txt)"
-    name = path.name
-    if name.endswith((".fdb.txt", ".ufdb.txt")):
-        return "finddb", "", "empty FindDb text"
-    if name.endswith((".db.txt", ".udb.txt", ".pdb.txt")):
-        return "perfdb-text", "", "empty text PerfDb"
-    return "unknown", "", "empty text file"
+            data_lines += 1
+            continue
+        if kv is None:
+            continue
+        data_lines += 1
+        found = _line_kind(*kv)
+        if found is not None:
+            seen[found[0]] = seen.get(found[0], 0) + 1
+            if found[1]:
+                versions.add(found[1])
+        if sum(seen.values()) >= _LINES_SEEN:
+            break
+    kind = named if named in seen else (max(seen, key=lambda k: seen[k]) if seen else None)
+    if kind is None:
+        if named is not None and not data_lines:
+            return named, "", f"empty {_DETAILS[named]}"
+        if named is not None:
+            return "unknown", "", f"{_DETAILS[named]} by its name, but no line reads as one"
+        if data_lines:
+            return "unknown", "", "text whose lines are not MIOpen database lines"
+        return "unknown", "", "empty text file"
+    if kind == "finddb":
+        version = "1.0" if "1.0" in versions else "2.0"
+        return kind, version, f"FindDb text, format {version}"
+    return kind, "", _DETAILS[kind]
 
 
 def sniff(path: Path | str) -> Sniffed:

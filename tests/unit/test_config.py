@@ -100,3 +100,9 @@ def test_paths_use_miopen_file_names(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert paths.user_finddb.name.endswith(".ufdb.txt")
     assert paths.user_kdb == tmp_path / "cache" / "gfx90a6e.ukdb"
     assert Paths.for_basename("gfx906_60").system_dir is None
+    # <basename>.kdb first, then <arch>.kdb, as MIOpen looks for them.
+    (system / "gfx90a.kdb").write_bytes(b"x")
+    assert Paths.for_basename("gfx90a68").system_kdb == system / "gfx90a.kdb"
+    assert Paths.for_basename("gfx90a6e").system_kdb == system / "gfx90a6e.kdb"
+    (system / "gfx906.kdb").write_bytes(b"x")
+    assert Paths.for_basename("gfx906_60").system_dir == system

@@ -132,14 +132,23 @@ def test_store_replaces_a_record_in_place(tmp_path: Path) -> None:
     ("k=SolverA:1.0,-5,miopenConvolutionFwdAlgoDirect", "workspace"),
     ("k=SolverA:1.0,0,notAnAlgo", "algorithm"),
 ])
-def test_malformed_line_names_file_and_line(tmp_path: Path, line: str, reason: str) -> None:
+def test_malformed_line_is_skipped_counted_and_named(tmp_path: Path, line: str,
+                                                     reason: str) -> None:
     path = tmp_path / "bad.HIP.fdb.txt"
     good = "1-8-8-3x3-1-6-6-1-0x0-1x1-1x1-0-NCHW-FP32-F=A:1,0,miopenConvolutionFwdAlgoDirect"
-    path.write_text(f"{good}\n\n{line}\n")
-    with pytest.raises(DbError) as err:
-        FindDbFile.read(path)
-    message = str(err.value)
-    assert f"{path}:3:" in message and reason in message and "\n" not in message
+    path.write_text(f"{line}\n{good}\n\n{line}\n")
+    db = FindDbFile.read(path)
+    # As MIOpen: the bad lines are skipped, never the whole file.
+    assert len(db) == 1 and db.get(good.split("=")[0]) is not None
+    assert db.skipped.count == 2
+    assert f"{path}:1:" in db.skipped.first[0] and reason in db.skipped.first[0]
+    assert f"{path}:4:" in db.skipped.first[1]
+    assert "skipped" in db.skipped.summary() and "\n" not in db.skipped.summary()
+    # The indexed reader (the system FindDb) skips the same lines.
+    reader = FindDb(path)
+    assert reader.lookup(good.split("=")[0]) is not None
+    if "=" in line:
+        assert reader.lookup("k") is None
 
 
 def test_missing_and_lfs_pointer_files_are_rejected(tmp_path: Path) -> None:

@@ -131,3 +131,19 @@ def test_primitives_bind_named_tensors_and_cache_their_launch(monkeypatch, tmp_p
     assert rec[0].args[2] == ("i32", 96) and not y.any()  # output copied back
     with pytest.raises(MIOpenKernelsError, match="needs tensor 'y'"):
         h.primitive("Activation", prob, x=x)
+
+
+@pytest.mark.parametrize("name", ["sm90.kdb", "sm9084.kdb"])
+def test_the_arch_kdb_serves_when_there_is_no_basename_kdb(monkeypatch, tmp_path,
+                                                           name: str) -> None:
+    # MIOpen looks for <basename>.kdb, then <arch>.kdb (AMD ships gfx90a.kdb, gfx942.kdb).
+    dirs = db_env(monkeypatch, tmp_path)
+    solver = FakeSolver("Fast", 1.0)
+    job = solver.compile_job(PROBLEM, (), SM90)
+    with KernelDb(dirs["system"] / name, readonly=False, wal=False) as kdb:
+        kdb.store(job.kdb_name, job.kdb_args, fake_cubin(90, [job.kernel_name]))
+    h = Handle(backend=NullBackend(SM90), compiler=FakeCompiler(), solvers=[solver])
+    assert h.paths.system_dir == dirs["system"]
+    assert h.system_kdb is not None and h.system_kdb.path.name == name
+    h.kernel(job)
+    assert h.stats.system_kdb == 1 and h.compilations == 0

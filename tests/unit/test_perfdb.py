@@ -53,7 +53,10 @@ def test_real_user_db_loads_per_problem(user_db: Path) -> None:
 
 def test_written_sqlite_has_miopens_exact_schema(user_db: Path, tmp_path: Path) -> None:
     out = PerfDbFile.read(user_db).write(tmp_path / "copy.db")
-    assert _schema(out) == _schema(user_db)
+    # MIOpen's statements, plus the index that makes a lookup by config a seek, not a scan.
+    assert _schema(out) == sorted([*_schema(user_db), (
+        "index", "CREATE INDEX `idx_perf_db_config`ON perf_db(config)")],
+        key=lambda r: r[1].split("`")[1])
     conn = sqlite3.connect(out)
     indexes = {r[1]: r[2] for r in conn.execute("PRAGMA index_list(perf_db)")}
     assert indexes["idx_perf_db"] == 1  # unique
@@ -161,11 +164,61 @@ def test_kernel_db_given_as_perf_db_is_rejected(tmp_path: Path) -> None:
         PerfDb(renamed).load(RESNET)
 
 
-def test_malformed_text_line_is_named(tmp_path: Path) -> None:
+def test_malformed_text_line_is_skipped_counted_and_named(tmp_path: Path) -> None:
     path = tmp_path / "gfx906_60.db.txt"
     path.write_text(f"{RESNET.perfdb_text_key()}=ConvAsm1x1U:1\n2x3xNCHW=ConvAsm1x1U:1\n")
-    with pytest.raises(DbError, match=rf"{path}:2: bad PerfDb key"):
-        PerfDbFile.read(path)
+    db = PerfDbFile.read(path)
+    assert db.load(RESNET) == {"ConvAsm1x1U": "1"} and db.skipped.count == 1
+    assert f"{path}:2: bad PerfDb line" in db.skipped.first[0]
     path.write_text(f"{RESNET.perfdb_text_key()}=ConvAsm1x1U\n")
-    with pytest.raises(DbError, match=rf"{path}:1: entry 'ConvAsm1x1U'"):
-        PerfDbFile.read(path)
+    db = PerfDbFile.read(path)
+    assert len(db) == 0 and "entry 'ConvAsm1x1U'" in db.skipped.first[0]
+    # The run-time reader skips it too.
+    assert PerfDb(path).load(RESNET) == {}
+
+
+def test_negative_key_fields_and_configs_without_entries_survive(tmp_path: Path) -> None:
+    key = "2x64x56x56x1x1x1x1x64x64x-5x0x0x1x1x0x1x1x0x0x1xNCHWxFP32xF"
+    text = f"{key}=ConvAsm1x1U:1,2\n{RESNET.perfdb_text_key()}=\n"
+    path = tmp_path / "gfx906_60.db.txt"
+    path.write_text(text)
+    db = PerfDbFile.read(path)
+    assert len(db) == 2 and db.entry_count == 1 and db.skipped.count == 0
+    sqlite = db.write(tmp_path / "gfx906_60.db")
+    back = PerfDbFile.read(sqlite)
+    assert back.records == db.records
+    assert back.write(tmp_path / "again.db.txt").read_text() == text
+
+
+@pytest.mark.parametrize(("cfg_change", "solver", "params", "message"), [
+    ({"in_channels": 1 << 63}, "S", "1", "64-bit"),
+    ({"in_channels": None}, "S", "1", "NULL"),
+    ({"layout": "NCxHW"}, "S", "1", "layout"),
+    ({}, "S", None, "NULL"),
+    ({}, "S", b"\x01", "bytes"),
+    ({}, "S", "1;2", "';'"),
+    ({}, "S:T", "1", "solver"),
+])
+def test_values_sqlite_or_text_cannot_carry_are_refused(
+        tmp_path: Path, cfg_change: dict, solver: str, params: object, message: str) -> None:
+    cfg = dict(RESNET.perfdb_config(), **cfg_change)
+    db = PerfDbFile()
+    db.records[config_key(cfg)] = {solver: params}  # type: ignore[dict-item]
+    for out in ("x.db", "x.db.txt"):
+        with pytest.raises(DbError, match=message):
+            db.write(tmp_path / out)
+        assert not (tmp_path / out).exists()
+    with pytest.raises(DbError, match=message):
+        PerfDb(None, tmp_path / "u_1.1.0.udb").store(config_key(cfg), solver, params)  # type: ignore[arg-type]
+
+
+def test_blob_or_null_values_in_sqlite_are_a_db_error(tmp_path: Path, user_db: Path) -> None:
+    conn = sqlite3.connect(user_db)
+    conn.execute("UPDATE perf_db SET params = CAST(params AS BLOB) WHERE solver = "
+                 "'ConvBinWinogradRxSf2x3'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(DbError, match="params of ConvBinWinogradRxSf2x3 is bytes"):
+        PerfDb(user_db).load(RESNET)
+    with pytest.raises(DbError, match="bytes"):
+        PerfDbFile.read(user_db)
