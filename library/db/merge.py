@@ -101,7 +101,7 @@ def merge_shards(paths: Iterable[Path | str], out_dir: Path | str, *,
     if finds:
         dest = out / f"{basename}.HIP.fdb.txt"
         kept = _existing(dest, replace, resolved, "finddb")
-        merged = merge_finddb([FindDbFile.read(dest)] * kept + finds)
+        merged = merge_finddb(([FindDbFile.read(dest)] if kept else []) + finds)
         merged.write(dest)
         report["outputs"].append({"path": str(dest), "kind": "finddb", "records": len(merged),
                                   "shards": len(finds), "merged_with_existing": kept})
@@ -109,7 +109,7 @@ def merge_shards(paths: Iterable[Path | str], out_dir: Path | str, *,
         suffix = ".db.txt" if perfdb_format == "text" else ".db"
         dest = out / f"{basename}{suffix}"
         kept = _existing(dest, replace, resolved, "perfdb")
-        pmerged = merge_perfdb([PerfDbFile.read(dest)] * kept + perfs)
+        pmerged = merge_perfdb(([PerfDbFile.read(dest)] if kept else []) + perfs)
         pmerged.write(dest)
         report["outputs"].append({"path": str(dest), "kind": "perfdb", "configs": len(pmerged),
                                   "entries": pmerged.entry_count, "shards": len(perfs),

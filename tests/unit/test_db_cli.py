@@ -180,3 +180,55 @@ def test_merge_without_a_target_name_asks_for_basename(tmp_path: Path) -> None:
     code, _, _ = _run("merge", str(shard), "--out", str(tmp_path / "o"), "--basename",
                       "gfx942130")
     assert code == 0 and (tmp_path / "o" / "gfx942130.HIP.fdb.txt").exists()
+
+
+def test_readme_merge_run_twice_into_dbs_loses_no_record(tmp_path: Path) -> None:
+    # README: miopenkernels db merge shards/*.db.txt shards/*.fdb.txt --out dbs/sm9084
+    repo = Path(__file__).resolve().parents[2]
+    dbs = tmp_path / "dbs" / "sm9084"
+    shutil.copytree(repo / "dbs" / "sm9084", dbs)
+    before_find = FindDbFile.read(dbs / "sm9084.HIP.fdb.txt")
+    before_perf = PerfDbFile.read(dbs / "sm9084.db.txt")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    fixtures = repo / "tests" / "fixtures" / "shards"
+    shutil.copy(fixtures / "rehearsal.HIP.fdb.txt", shards / "sm9084.HIP.fdb.txt")
+    shutil.copy(fixtures / "rehearsal.db.txt", shards / "sm9084.db.txt")
+    args = ["merge", str(shards / "sm9084.db.txt"), str(shards / "sm9084.HIP.fdb.txt"),
+            "--out", str(dbs), "--json"]
+    code, out, err = _run(*args)
+    assert code == 0, err
+    assert all(o["merged_with_existing"] for o in json.loads(out)["outputs"])
+    first = {p.name: p.read_bytes() for p in dbs.iterdir()}
+    assert _run(*args)[0] == 0
+    assert {p.name: p.read_bytes() for p in dbs.iterdir()} == first
+    after_find = FindDbFile.read(dbs / "sm9084.HIP.fdb.txt")
+    after_perf = PerfDbFile.read(dbs / "sm9084.db.txt")
+    assert len(before_find) > 500 and set(after_find.records) == set(before_find.records)
+    for key, record in before_find.records.items():
+        assert {s.solver for s in record.solutions} <= \
+            {s.solver for s in after_find.records[key].solutions}
+    assert set(after_perf.records) == set(before_perf.records)
+    # --replace overwrites instead: only the shards' records are left.
+    assert _run(*args[:-1], "--replace")[0] == 0
+    assert len(FindDbFile.read(dbs / "sm9084.HIP.fdb.txt")) == len(
+        FindDbFile.read(shards / "sm9084.HIP.fdb.txt"))
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640)])
+def test_created_files_follow_the_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    import os
+
+    udb = build_sqlite(sections("udb_user_gfx1030_40_1.1.0_mvermeulen.txt")[0],
+                       tmp_path / "gfx1030_40_1.1.0.udb")
+    old = os.umask(umask)
+    try:
+        assert _run("convert", str(udb), str(tmp_path / "o" / "gfx1030_40.db.txt"))[0] == 0
+        assert _run("convert", str(udb), str(tmp_path / "o" / "gfx1030_40.db"))[0] == 0
+        assert _run("convert", str(FDB_V1), str(tmp_path / "o" / "gfx1030_40.HIP.fdb.txt"))[0] == 0
+        shard = tmp_path / "o" / "gfx1030_40.HIP.fdb.txt"
+        assert _run("merge", str(shard), "--out", str(tmp_path / "m"))[0] == 0
+    finally:
+        os.umask(old)
+    for path in [*(tmp_path / "o").iterdir(), *(tmp_path / "m").iterdir()]:
+        assert path.stat().st_mode & 0o777 == mode, path
