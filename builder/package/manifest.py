@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -75,27 +74,19 @@ def kernel_rows(kdb: Path) -> list[dict[str, Any]]:
     """One entry per kern_db row: name, args, MD5 (MIOpen's) and sha256 of the stored blob."""
     import hashlib
 
-    try:
-        con = sqlite3.connect(f"file:{kdb}?mode=ro", uri=True)
-        try:
-            rows = con.execute(
-                "SELECT kernel_name, kernel_args, kernel_hash, uncompressed_size, kernel_blob "
-                "FROM kern_db ORDER BY kernel_name, kernel_args"
-            ).fetchall()
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as exc:
-        raise DbError(f"{kdb} is not a KernelDb (kern_db table): {exc}") from None
-    return [
-        {
-            "kernel_name": name,
-            "kernel_args": args,
-            "kernel_hash": khash,
-            "uncompressed_size": size,
-            "sha256": hashlib.sha256(bytes(blob)).hexdigest(),
-        }
-        for name, args, khash, size, blob in rows
-    ]
+    from miopenkernels.db import KernelDb
+
+    with KernelDb(kdb) as db:
+        return [
+            {
+                "kernel_name": entry.kernel_name,
+                "kernel_args": entry.kernel_args,
+                "kernel_hash": entry.kernel_hash,
+                "uncompressed_size": entry.uncompressed_size,
+                "sha256": hashlib.sha256(blob).hexdigest(),
+            }
+            for entry, blob in db.stored()
+        ]
 
 
 def read_provenance(db_dir: Path) -> dict[str, Any] | None:
@@ -133,13 +124,10 @@ def read_provenance(db_dir: Path) -> dict[str, Any] | None:
 
 
 def finddb_keys(fdb: Path) -> list[str]:
-    """Problem keys of a FindDb text file (one `key=...` per line)."""
-    keys = []
-    for line in fdb.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            keys.append(line.split("=", 1)[0])
-    return keys
+    """Problem keys of a FindDb text file, read by the library's one FindDb parser."""
+    from miopenkernels.db import FindDbFile
+
+    return list(FindDbFile.read(fdb).records)
 
 
 def manifest_problem_keys(names: list[str]) -> list[str]:
@@ -206,11 +194,13 @@ def build_manifest(tf: TargetFiles, version: str) -> dict[str, Any]:
     files: dict[str, Any] = {}
     for name, path in sorted(tf.files.items()):
         files[f"{DB_DIR}/{name}"] = {"sha256": sha256_file(path), "size": path.stat().st_size}
-    problems = list(tf.problems)
+    problems = dict.fromkeys(tf.problems)
     fdb = tf.files.get(f"{target.basename}.HIP.fdb.txt")
-    if fdb is not None:
-        problems += [k for k in finddb_keys(fdb) if k not in problems]
+    if fdb is not None and tf.origin != "from-dir":  # from-dir read the keys when it checked
+        problems.update(dict.fromkeys(finddb_keys(fdb)))
     measured_files = [n for n in tf.files if not n.endswith(".kdb")]
+    contents = ("databases-only" if tf.kdb is None else
+                "kernels+databases" if measured_files else "kernels-only")
     spec = spec_for(target.arch)
     toolchain = {"miopenkernels": __version__, "compiler": spec.compiler,
                  "compile_arch": spec.compile_arch, **tf.toolchain}
@@ -223,10 +213,12 @@ def build_manifest(tf: TargetFiles, version: str) -> dict[str, Any]:
         "source": git_revision(),
         "toolchain": toolchain,
         "manifests": tf.manifests,
-        "problems": problems,
+        "problems": list(problems),
+        "contents": contents,
         "databases": {
             "measured": bool(measured_files),
             "kernels_only": not measured_files,
+            "databases_only": tf.kdb is None,
             "device": (tf.provenance or {}).get("device"),
             "provenance": tf.provenance,
         },

@@ -122,29 +122,24 @@ class LineIndex:
             log.debug("could not keep the index of %s at %s: %s", self.path, kept, exc)
 
     def _build(self) -> None:
-        """One pass over the file: the (hash, line) of every `key=` line, sorted by hash."""
+        """One pass over the file: the (hash, line) of every `key=` line, sorted by hash. Read
+        through a buffer, not the map, so that the pass leaves no file pages in this process."""
         self.built = True
         entries: list[int] = []
         offsets = array("Q")
         numbers = array("Q")
-        mm = self._mm
         pos = 0
-        number = 0
-        end = len(mm)
-        while pos < end:
-            nl = mm.find(b"\n", pos)
-            stop = end if nl < 0 else nl
-            number += 1
-            line = mm[pos:stop]
-            key, sep, _ = line.partition(b"=")
-            if sep and key:
-                entries.append((_key_hash(key) << 32) | len(offsets))
-                offsets.append(pos)
-                numbers.append(number)
-            elif line.strip(b" \t\r") and not line.startswith(b"#"):
-                self.skipped.add(number, "not a '<key>=<value>' line",
-                                 line.decode("utf-8", "replace"))
-            pos = stop + 1
+        with self.path.open("rb") as fh:
+            for number, line in enumerate(fh, 1):
+                key, sep, _ = line.partition(b"=")
+                if sep and key:
+                    entries.append((_key_hash(key) << 32) | len(offsets))
+                    offsets.append(pos)
+                    numbers.append(number)
+                elif line.strip() and not line.startswith(b"#"):
+                    self.skipped.add(number, "not a '<key>=<value>' line",
+                                     line.rstrip(b"\r\n").decode("utf-8", "replace"))
+                pos += len(line)
         entries.sort()  # by hash, then by line: a key's lines stay in file order
         mask = (1 << 32) - 1
         self._hashes = array("Q", (e >> 32 for e in entries))

@@ -153,6 +153,7 @@ class KernelDb:
             ).fetchone(), self.path)
         if row is None:
             return None
+        self._check_types(kernel_name, kernel_args, row[0], row[1], row[2])
         return unpack_blob(row[0], row[1], row[2], self._what(kernel_name, kernel_args))
 
     def remove(self, kernel_name: str, kernel_args: str) -> None:
@@ -187,8 +188,32 @@ class KernelDb:
         with sqlite_errors(self.path, "KernelDb"):
             rows = self._conn.execute(
                 "SELECT kernel_name, kernel_args, length(kernel_blob), uncompressed_size, "
-                "kernel_hash FROM kern_db ORDER BY kernel_name, kernel_args").fetchall()
-        return [KernelEntry(*row) for row in rows]
+                "kernel_hash, typeof(kernel_blob) FROM kern_db "
+                "ORDER BY kernel_name, kernel_args").fetchall()
+        for row in rows:
+            if row[5] != "blob":
+                self._check_types(row[0], row[1], row[5], row[3], row[4])
+            self._check_types(row[0], row[1], b"", row[3], row[4])
+        return [KernelEntry(*row[:5]) for row in rows]
+
+    def stored(self) -> Iterator[tuple[KernelEntry, bytes]]:
+        """Every row with its stored blob as it is in the file (compressed or raw), in
+        (name, args) order; the types of every value checked."""
+        with sqlite_errors(self.path, "KernelDb"):
+            cursor = self._conn.execute(
+                "SELECT kernel_name, kernel_args, kernel_blob, uncompressed_size, kernel_hash "
+                "FROM kern_db ORDER BY kernel_name, kernel_args")
+            for name, args, stored, usize, digest in cursor:
+                self._check_types(name, args, stored, usize, digest)
+                yield KernelEntry(name, args, len(stored), usize, digest), bytes(stored)
+
+    def _check_types(self, name: Any, args: Any, stored: Any, usize: Any, digest: Any) -> None:
+        if not (isinstance(name, str) and isinstance(args, str) and isinstance(digest, str)
+                and isinstance(stored, bytes) and type(usize) is int):
+            raise DbError(
+                f"{self.path}: kern_db row {name!r} holds values of the wrong type (kernel_blob "
+                f"{type(stored).__name__}, uncompressed_size {type(usize).__name__}); MIOpen "
+                "stores a BLOB and an integer there: rebuild or reinstall the kernel database")
 
     def __len__(self) -> int:
         with sqlite_errors(self.path, "KernelDb"):
@@ -202,6 +227,7 @@ class KernelDb:
                 "FROM kern_db ORDER BY kernel_name, kernel_args")
             for name, args, stored, usize, digest in cursor:
                 try:
+                    self._check_types(name, args, stored, usize, digest)
                     unpack_blob(stored, usize, digest, self._what(name, args))
-                except IntegrityError as exc:
+                except (IntegrityError, DbError) as exc:
                     yield str(exc)

@@ -58,7 +58,8 @@ def test_kernels_only_package_says_so(tmp_path):
     make_kdb(tmp_path / "gfx90a6e.kdb", "gfx90a")
     m = build_manifest(collect_build_files(GFX90A, tmp_path, tmp_path / "nodbs"), "0.1.0")
     assert m["databases"] == {"measured": False, "kernels_only": True, "device": None,
-                              "provenance": None}
+                              "provenance": None, "databases_only": False}
+    assert m["contents"] == "kernels-only"
     assert list(m["files"]) == ["share/miopen/db/gfx90a6e.kdb"]
 
 
@@ -110,6 +111,8 @@ def test_wheel_project_maps_shared_data_and_entry_point(build_out, tmp_path):
 ])
 def test_user_and_system_names_map_to_package_names(name, expected):
     assert db_kind(name, "gfx90a68") == expected
+    assert db_kind(name, "gfx90a68", "gfx90a") == expected
+    assert db_kind("gfx90a.kdb", "gfx90a68", "gfx90a") == "gfx90a68.kdb"
 
 
 def test_from_dir_takes_the_target_files_and_checks_them(tmp_path):
@@ -135,12 +138,28 @@ def test_from_dir_refuses_kernels_built_for_another_arch(tmp_path):
 def test_from_dir_refuses_a_file_that_is_not_what_its_name_says(tmp_path):
     make_kdb(tmp_path / "gfx90a68.kdb", "gfx90a")
     (tmp_path / "gfx90a68.db").write_text("version https://git-lfs.github.com/spec/v1\n")
-    with pytest.raises(DbError, match="under 512 bytes"):
+    with pytest.raises(DbError, match="git lfs pull"):
         collect_dir_files(tmp_path, Target("gfx90a", 104))
     (tmp_path / "gfx90a68.db").unlink()
     (tmp_path / "gfx90a68.HIP.fdb.txt").write_text("this is not a find db\n")
     with pytest.raises(DbError):
         collect_dir_files(tmp_path, Target("gfx90a", 104))
+
+
+def test_from_dir_takes_amds_arch_kdb_and_makes_databases_only_packages(tmp_path):
+    t = Target("gfx90a", 104)
+    make_kdb(tmp_path / "gfx90a.kdb", "gfx90a")  # AMD's per-arch name
+    fdb = tmp_path / "gfx90a68.HIP.fdb.txt"
+    fdb.write_text("1-8-8-3x3-1-6-6-1-0x0-1x1-1x1-0-NCHW-FP32-F="
+                   "ConvWinograd3x3MultipassWrW<3-2>:1,0,miopenConvolutionFwdAlgoWinograd\n")
+    tf = collect_dir_files(tmp_path, t)
+    assert tf.files == {"gfx90a68.kdb": tmp_path / "gfx90a.kdb", "gfx90a68.HIP.fdb.txt": fdb}
+    assert build_manifest(tf, "1.0")["contents"] == "kernels+databases"
+    (tmp_path / "gfx90a.kdb").unlink()
+    tf = collect_dir_files(tmp_path, t)
+    manifest = build_manifest(tf, "1.0")
+    assert manifest["contents"] == "databases-only" and manifest["databases"]["databases_only"]
+    assert manifest["kernels"] == [] and manifest["problems"] == [fdb.read_text().split("=")[0]]
 
 
 def test_committed_recipe_files_match_the_targets():
