@@ -111,6 +111,9 @@ def convert_cmd(
                        if k in report)
     console.print(f"{report['source']} ({report['source_kind']}) -> {report['dest']} "
                   f"({report['dest_kind']}): {counts}", highlight=False)
+    if report.get("skipped_lines"):
+        console.print(f"  {report['skipped_lines']} malformed line(s) skipped, as MIOpen skips "
+                      f"them; first: {report['skipped'][0]}", highlight=False, markup=False)
 
 
 @db_app.command("lookup")

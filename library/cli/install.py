@@ -82,12 +82,12 @@ def register(app: typer.Typer) -> None:
                         "packages": [c.to_dict() for c in checks]})
         else:
             table = Table(title=f"installed kernel packages in {root}")
-            for col in ("package", "version", "target", "files", "status"):
+            for col in ("package", "version", "target", "contents", "files", "status"):
                 table.add_column(col, overflow="fold")
             for c in checks:
                 status = "ok" if c.ok else "; ".join(f"{p.path}: {p.problem}"
                                                      for p in c.problems)
-                table.add_row(c.package, c.version, c.target, str(c.files), status)
+                table.add_row(c.package, c.version, c.target, c.contents, str(c.files), status)
             console.print(table)
         bad = [c for c in checks if not c.ok]
         if bad:

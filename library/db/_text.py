@@ -107,6 +107,7 @@ class CachedFile(Generic[T]):
         self._empty = empty
         self._stamp: tuple[int, int] | None = None
         self._value: T | None = None
+        self._none: T | None = None  # what a missing file reads as, made once
 
     def get(self) -> T:
         try:
@@ -114,7 +115,9 @@ class CachedFile(Generic[T]):
             stamp = (st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
             self._stamp, self._value = None, None
-            return self._empty()
+            if self._none is None:
+                self._none = self._empty()
+            return self._none
         if self._value is None or stamp != self._stamp:
             self._value = self._parse(self.path)
             self._stamp = stamp

@@ -18,7 +18,9 @@ def convert(src: Path | str, dst: Path | str) -> dict[str, Any]:
     """Read `src` (any FindDb or PerfDb format) and write `dst`.
 
     PerfDb: `dst` ending in `.txt` gives the text format, `.db`/`.udb` SQLite with MIOpen's
-    schema. FindDb: always the 2.0 text format. Returns a short report.
+    schema. FindDb: always the 2.0 text format. Malformed source lines are skipped, as MIOpen
+    skips them, and counted in the report; a value the output cannot carry is a DbError and
+    nothing is written. Returns a short report.
     """
     s, d = Path(src), Path(dst)
     if d.exists() and d.resolve() == s.resolve():
@@ -30,7 +32,8 @@ def convert(src: Path | str, dst: Path | str) -> dict[str, Any]:
         fdb = FindDbFile.read(s)
         fdb.write(d)
         return {"source": str(s), "source_kind": f"finddb {fdb.version}", "dest": str(d),
-                "dest_kind": "finddb 2.0", "records": len(fdb)}
+                "dest_kind": "finddb 2.0", "records": len(fdb),
+                "skipped_lines": fdb.skipped.count, "skipped": list(fdb.skipped.first)}
     if found.kind.startswith("perfdb"):
         if not (d.name.endswith(".txt") or d.suffix in (".db", ".udb")):
             raise DbError(f"{d}: name the output *.db / *.udb (SQLite) or *.db.txt (text)")
@@ -39,6 +42,7 @@ def convert(src: Path | str, dst: Path | str) -> dict[str, Any]:
         kind = "perfdb-text" if d.name.endswith(".txt") else "perfdb-sqlite 1.1.0"
         return {"source": str(s), "source_kind": f"{found.kind} {found.version}".strip(),
                 "dest": str(d), "dest_kind": kind, "configs": len(pdb),
-                "entries": pdb.entry_count}
+                "entries": pdb.entry_count, "skipped_lines": pdb.skipped.count,
+                "skipped": list(pdb.skipped.first)}
     raise DbError(f"{s} is a {found.kind} file ({found.detail}); only FindDb and PerfDb files "
                   "convert")

@@ -76,7 +76,10 @@ class Solution:
 
 def _sorted(solutions: Iterable[Solution]) -> tuple[Solution, ...]:
     # Stable: equal times keep the order they were measured or read in.
-    return tuple(sorted(solutions, key=lambda s: s.time))
+    sols = tuple(solutions)
+    if all(a.time <= b.time for a, b in zip(sols, sols[1:])):
+        return sols
+    return tuple(sorted(sols, key=lambda s: s.time))
 
 
 @dataclass(frozen=True)

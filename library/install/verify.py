@@ -28,6 +28,7 @@ class PackageCheck:
     target: str
     files: int
     problems: list[FileProblem] = field(default_factory=list)
+    contents: str = "kernels+databases"  # or kernels-only, databases-only (the manifest says)
 
     @property
     def ok(self) -> bool:
@@ -40,6 +41,7 @@ class PackageCheck:
             "target": self.target,
             "manifest": str(self.manifest),
             "files": self.files,
+            "contents": self.contents,
             "ok": self.ok,
             "problems": [{"path": p.path, "problem": p.problem} for p in self.problems],
         }
@@ -55,6 +57,7 @@ def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
         version=str(data.get("version", "?")),
         target=f"{target.get('arch')}-{target.get('cu')}",
         files=len(data["files"]),
+        contents=_contents(data),
     )
     for rel, info in sorted(data["files"].items()):
         path = Path(prefix) / rel
@@ -68,6 +71,17 @@ def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
         except OSError as exc:
             check.problems.append(FileProblem(rel, f"unreadable ({exc.strerror or exc})"))
     return check
+
+
+def _contents(manifest: dict[str, Any]) -> str:
+    """What the package holds, from its manifest (older manifests: from its files)."""
+    said = manifest.get("contents")
+    if said in ("kernels+databases", "kernels-only", "databases-only"):
+        return str(said)
+    names = [str(rel) for rel in manifest.get("files", {})]
+    kdb = any(n.endswith(".kdb") for n in names)
+    dbs = any(not n.endswith(".kdb") for n in names)
+    return "kernels+databases" if kdb and dbs else "kernels-only" if kdb else "databases-only"
 
 
 def verify_prefix(prefix: Path, *, raise_on_error: bool = True) -> list[PackageCheck]:

@@ -16,6 +16,7 @@ from miopenkernels.builder.package import package_from_dir
 from miopenkernels.db import FindDb, FindDbFile
 from miopenkernels.db.perfdb import PerfDb, PerfDbFile
 from miopenkernels.install.manifest import sha256_file
+from miopenkernels.install.verify import verify_prefix
 from miopenkernels.target import Target
 from testdata import FULL_FINDDB, FULL_PERFDB, decompress_full
 
@@ -73,6 +74,8 @@ def test_from_dir_packages_install_and_read_back(folders, tmp_path: Path, which:
         manifest = json.loads((prefix / f"share/miopenkernels/{base}.manifest.json").read_text())
         for rel, info in manifest["files"].items():
             assert sha256_file(prefix / rel) == info["sha256"]
+        [check] = verify_prefix(prefix)
+        assert check.ok and check.contents == manifest["contents"]
         db = prefix / "share" / "miopen" / "db"
         if which == "amd":
             assert manifest["contents"] == "kernels+databases"

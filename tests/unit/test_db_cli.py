@@ -232,3 +232,19 @@ def test_created_files_follow_the_umask(tmp_path: Path, umask: int, mode: int) -
         os.umask(old)
     for path in [*(tmp_path / "o").iterdir(), *(tmp_path / "m").iterdir()]:
         assert path.stat().st_mode & 0o777 == mode, path
+
+
+def test_convert_skips_and_counts_lines_it_cannot_carry(tmp_path: Path) -> None:
+    good = "2x64x56x56x1x1x1x1x64x64x0x0x0x1x1x0x1x1x0x0x1xNCHWxFP32xF=ConvAsm1x1U:1,2"
+    huge = "2x64x56x56x1x1x1x1x64x64x0x0x0x1x1x0x1x1x0x0x1xNCHWxFP32xF".replace(
+        "2x64x", f"2x{1 << 63}x", 1) + "=ConvAsm1x1U:1"
+    src = tmp_path / "gfx906_60.db.txt"
+    src.write_text(f"{good}\nnot a line\n{huge}\n")
+    code, out, err = _run("convert", str(src), str(tmp_path / "gfx906_60.db"), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["configs"] == 1 and report["skipped_lines"] == 2
+    assert "64-bit" in report["skipped"][1]
+    back = tmp_path / "back.db.txt"
+    assert _run("convert", str(tmp_path / "gfx906_60.db"), str(back))[0] == 0
+    assert back.read_text() == good + "\n"
