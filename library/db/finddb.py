@@ -77,7 +77,7 @@ class Solution:
 def _sorted(solutions: Iterable[Solution]) -> tuple[Solution, ...]:
     # Stable: equal times keep the order they were measured or read in.
     sols = tuple(solutions)
-    if all(a.time <= b.time for a, b in zip(sols, sols[1:])):
+    if all(a.time <= b.time for a, b in zip(sols, sols[1:], strict=False)):
         return sols
     return tuple(sorted(sols, key=lambda s: s.time))
 
