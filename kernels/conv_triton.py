@@ -254,7 +254,7 @@ def conv2d_bwd_data(
     r0, r_step, n_r = _first_taps(ph, pad_h, dil_h, stride_h, R)
     s0, s_step, n_s = _first_taps(pw, pad_w, dil_w, stride_w, S)
     y_row = img * syn + g * K * syk
-    w_col = (g * C + offs_n) * swc
+    w_col = offs_n * swc  # w is (G*K, C, R, S): the group selects filters, not channels
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     k_blocks = tl.cdiv(K, BLOCK_K)
     steps = n_r * n_s * k_blocks

@@ -126,7 +126,11 @@ KERNELS: dict[str, dict[str, Any]] = {
                      "SPLIT_K > 1 only where split_applies() (every stride phase has a tap: "
                      "not 1x1 stride 2, whose split variant gave wrong results on the H100)",
         "applies": "any problem; writes every element of x (zeros where no tap reaches); "
-                   "BLOCK_N = 16 suits few input channels",
+                   "BLOCK_N = 16 suits few input channels. Groups > 1: the weights of group g "
+                   "were offset along C instead of K before the fix that added this note; the "
+                   "fixed form passes under Triton's interpreter "
+                   "(tests/integration/test_conv_triton_interpret.py) but has not yet run on "
+                   "a GPU with groups",
     },
     "conv2d_bwd_weight": {
         "direction": "W", "reads": ("x", "y"), "writes": ("w", "ws"), "args": "CONV_ARGS",
