@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miopenkernels._fsutil import atomic_path
 from miopenkernels.compiler import check_code_object, compile_job, describe_job
 from miopenkernels.errors import MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
@@ -111,21 +111,13 @@ def write_kdb(path: Path, rows: Sequence[tuple[str, str, bytes]]) -> int:
     folder, then a rename over `path`. Returns the file's size."""
     from miopenkernels.db.kerneldb import KernelDb
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        tmp.unlink()  # KernelDb creates the schema in a file that does not exist yet
+    # KernelDb creates the schema in a file that does not exist yet.
+    with atomic_path(path, create=False) as tmp:
         db = KernelDb(tmp, readonly=False, wal=False)
         try:
             db.store_many(rows)
         finally:
             db.close()
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path.stat().st_size
 
 

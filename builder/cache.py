@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from miopenkernels._fsutil import atomic_write
 from miopenkernels.compiler import compile_arch, compiler_for, source_digest
 
 __all__ = ["CACHE_ENV", "default_cache_dir", "CacheKeys", "ObjectCache"]
@@ -87,13 +87,5 @@ class ObjectCache:
     def put(self, key: str, blob: bytes) -> Path:
         """Store `blob` under `key` atomically (temporary file in the same folder, then rename)."""
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(blob)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, blob)
         return path

@@ -27,9 +27,11 @@ __all__ = [
 
 
 class MIOpenKernelsError(Exception):
-    """Base class. `exit_code` is what the CLI exits with."""
+    """Base class. `exit_code` is what the CLI exits with; `log` holds a tool's full output
+    where a tool failed."""
 
     exit_code = 1
+    log: str = ""
 
 
 class ProblemError(MIOpenKernelsError, ValueError):

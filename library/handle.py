@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import config
+from . import _fsutil, config
 from .backends import Backend, Function, Module, open_backend
 from .errors import (
     CompileError,
@@ -225,7 +225,7 @@ class Handle:
         dest = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d%H%M%S')}-"
                               f"{os.getpid()}")
         try:
-            os.replace(path, dest)
+            _fsutil.replace(path, dest)
             for side in ("-wal", "-shm"):
                 with contextlib.suppress(OSError):
                     os.unlink(f"{path}{side}")

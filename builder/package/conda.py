@@ -6,11 +6,10 @@ built, and the staged files reach the build script through MIOPENKERNELS_STAGE.
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 from pathlib import Path
 
+from miopenkernels._fsutil import atomic_copy
 from miopenkernels.errors import PackageBuildError
 from miopenkernels.target import Target
 
@@ -60,8 +59,7 @@ def _build(recipe: Path, variants_text: str, out_dir: Path, env: dict[str, str])
         for result in results:
             for pkg in result.packages:
                 dest = out_dir / "noarch" / Path(pkg).name
-                shutil.copyfile(pkg, dest.with_name(dest.name + ".part"))
-                os.replace(dest.with_name(dest.name + ".part"), dest)
+                atomic_copy(Path(pkg), dest)
                 built.append(dest)
     return built
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import html
-import os
 import re
 import shutil
 from pathlib import Path
 
+from miopenkernels._fsutil import atomic_copy, atomic_write
 from miopenkernels.install.manifest import sha256_file
 
 __all__ = ["normalize", "write_simple_index", "index_channel", "add_to_channel"]
@@ -28,12 +28,6 @@ def _project_of(wheel: Path) -> str:
     return normalize(wheel.name.split("-", 1)[0])
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def write_simple_index(wheels: list[Path], simple_dir: Path) -> Path:
     """Add `wheels` to the simple index at `simple_dir` and rewrite its pages.
 
@@ -45,17 +39,16 @@ def write_simple_index(wheels: list[Path], simple_dir: Path) -> Path:
         project_dir.mkdir(exist_ok=True)
         dest = project_dir / wheel.name
         if wheel.resolve() != dest.resolve():
-            shutil.copyfile(wheel, dest.with_name(dest.name + ".part"))
-            os.replace(dest.with_name(dest.name + ".part"), dest)
+            atomic_copy(wheel, dest)
     projects = sorted(p for p in simple_dir.iterdir() if p.is_dir() and any(p.glob("*.whl")))
     for project_dir in projects:
         links = []
         for whl in sorted(project_dir.glob("*.whl")):
             href = f"{html.escape(whl.name)}#sha256={sha256_file(whl)}"
             links.append(f'    <a href="{href}">{html.escape(whl.name)}</a><br/>')
-        _write_atomic(project_dir / "index.html", _page(f"Links for {project_dir.name}", links))
+        atomic_write(project_dir / "index.html", _page(f"Links for {project_dir.name}", links))
     root_links = [f'    <a href="{p.name}/">{p.name}</a><br/>' for p in projects]
-    _write_atomic(simple_dir / "index.html", _page("Simple index", root_links))
+    atomic_write(simple_dir / "index.html", _page("Simple index", root_links))
     return simple_dir
 
 

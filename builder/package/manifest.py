@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from miopenkernels import __version__
-from miopenkernels.errors import DbError
+from miopenkernels._proc import run_tool
+from miopenkernels.errors import DbError, MIOpenKernelsError
 from miopenkernels.install.manifest import (
     DB_DIR,
     MANIFEST_DIR,
@@ -61,11 +61,11 @@ def git_revision(path: Path | None = None) -> dict[str, Any]:
     """The source revision of the repository at `path` (or of this file); unknown outside git."""
     cwd = path or Path(__file__).resolve().parent
     try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
-                             text=True, check=True, timeout=20).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, check=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
+        rev = run_tool(["git", "rev-parse", "HEAD"], what="git rev-parse", cwd=cwd,
+                       timeout=20).stdout.strip()
+        dirty = run_tool(["git", "status", "--porcelain", "--untracked-files=no"],
+                         what="git status", cwd=cwd, timeout=20).stdout
+    except MIOpenKernelsError:
         return {"git_revision": "unknown", "dirty": None}
     return {"git_revision": rev, "dirty": bool(dirty.strip())}
 

@@ -14,8 +14,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from miopenkernels._fsutil import atomic_copy
+from miopenkernels._proc import run_tool
 from miopenkernels.errors import MIOpenKernelsError, PackageBuildError
-from miopenkernels.install._proc import run_tool
 from miopenkernels.install.manifest import DB_DIR, MANIFEST_DIR
 from miopenkernels.target import Target
 
@@ -115,7 +116,5 @@ def build_wheel(staged: Path, target: Target, version: str, out_dir: Path) -> Pa
         if not built.is_file():
             raise PackageBuildError(f"{what}: the build returned {built}, which does not exist")
         dest = out_dir / built.name
-        tmp_dest = dest.with_suffix(".whl.part")
-        shutil.copyfile(built, tmp_dest)
-        os.replace(tmp_dest, dest)
+        atomic_copy(built, dest)
     return dest

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from ._run import run_tool
+from .._proc import run_tool
+from ..errors import CompileError
 
 __all__ = ["HipClang", "HIPCC", "CLANG19"]
 
@@ -49,7 +50,7 @@ class HipClang:
         with tempfile.TemporaryDirectory(prefix="mk-amd-") as tmp:
             out = Path(tmp) / "kernel.o"
             cmd = self.command(source, options, arch, out, include_dirs)
-            run_tool(cmd, what=what, env=self.env, cwd=tmp)
+            run_tool(cmd, what=what, error=CompileError, env=self.env, cwd=tmp, timeout=600)
             return out.read_bytes()
 
     def identity(self) -> str:
@@ -61,7 +62,8 @@ class HipClang:
 
 @cache
 def _version(executable: str, env: tuple[tuple[str, str], ...]) -> str:
-    out = run_tool([executable, "--version"], what=f"{executable} --version", env=dict(env))
+    out = run_tool([executable, "--version"], what=f"{executable} --version", error=CompileError,
+                   env=dict(env), timeout=600)
     text = out.stdout + out.stderr
     # hipcc prints the HIP version and the clang version; clang prints its version first.
     parts = re.findall(r"(HIP version: \S+|clang version \S+)", text)

@@ -1,7 +1,7 @@
 """The one code path for database writes that many processes may do at once.
 
 Text user dbs: take `<file>.lock` (an OS file lock, released by the kernel if the holder dies),
-read the file, change it, write a temporary file in the same folder, fsync it and `os.replace`
+read the file, change it, write a temporary file in the same folder, fsync it and rename
 it over the old one. Readers never take the lock: they see the old file or the new one, never a
 half-written one. SQLite user dbs: one `BEGIN IMMEDIATE` transaction with a busy timeout and a
 retry when SQLite still reports the database locked; readers wait and retry the same way. A new
@@ -28,6 +28,7 @@ from urllib.request import pathname2url
 
 from filelock import FileLock, Timeout
 
+from .. import _fsutil
 from ..errors import DamagedDbError, DbError
 
 __all__ = [
@@ -52,8 +53,7 @@ _BUSY_TIMEOUT_MS = 30_000
 _POLL_S = 0.002
 
 
-def _tmp_prefix(path: Path) -> str:
-    return f".{path.name}.{os.getpid()}."
+_tmp_prefix = _fsutil.tmp_prefix
 
 
 def _pid_alive(pid: int) -> bool:
@@ -86,38 +86,13 @@ def remove_orphans(path: Path, *, locked: bool = False) -> None:
                 os.unlink(path.parent / name)
 
 
-def new_file_mode() -> int:
-    """The mode `open()` gives a new file under the current umask (0o644 under umask 022).
-
-    Temporary files are created 0o600; the file they become must read like any other."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
+new_file_mode = _fsutil.new_file_mode
 
 
 def atomic_write(path: Path, data: bytes, *, locked: bool = False) -> None:
     """Write `data` to `path` so that a reader or a crash sees the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    _fsutil.atomic_write(path, data)
     remove_orphans(path, locked=locked)
-    # The rename itself must reach the disk too, or a power cut can bring the old file back.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 def locked_update(path: Path, update: Callable[[bytes | None], bytes]) -> None:
@@ -205,7 +180,7 @@ def create_sqlite(path: Path, statements: Iterable[str], *, wal: bool) -> None:
         except OSError:
             with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
                 if not path.exists():
-                    os.replace(tmp, path)
+                    _fsutil.replace(tmp, path, durable=True)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

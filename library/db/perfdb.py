@@ -16,17 +16,15 @@ kept beside the user databases), text through a `LineIndex`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import re
 import sqlite3
-import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .._fsutil import atomic_path
 from ..errors import DamagedDbError, DbError, MIOpenKernelsError
 from ._files import check_sqlite_file, sqlite_errors
 from ._index import LineIndex, file_stamp, index_path
@@ -35,7 +33,6 @@ from ._lock import (
     connect,
     create_sqlite,
     locked_update,
-    new_file_mode,
     retry_busy,
     write_transaction,
 )
@@ -374,12 +371,7 @@ class SqlitePerfDb:
         return row is not None and tuple(row) == stamp
 
     def _build_side(self, side: Path, stamp: tuple[int, int, bytes]) -> None:
-        side.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{side.name}.", suffix=".tmp", dir=side.parent)
-        os.fchmod(fd, new_file_mode())
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
+        with atomic_path(side) as tmp:
             conn = connect(tmp, readonly=False)
             try:
                 attach(conn, self.path, "src", readonly=True)
@@ -404,11 +396,6 @@ class SqlitePerfDb:
                 conn.execute("DETACH DATABASE src")
             finally:
                 conn.close()
-            os.replace(tmp, side)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
 
     # ------------------------------------------------------------------ reading
     def load(self, problem: Any) -> dict[str, str]:
@@ -650,13 +637,7 @@ class PerfDbFile:
         """A fresh SQLite file with MIOpen's schema and an index on perf_db.config; same
         records give the same bytes."""
         self.check()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                        dir=path.parent)
-        os.fchmod(fd, new_file_mode())
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
+        with atomic_path(path) as tmp:
             conn = connect(tmp, readonly=False)
             try:
                 conn.execute("PRAGMA journal_mode=DELETE")
@@ -674,13 +655,6 @@ class PerfDbFile:
                 conn.execute("COMMIT")
             finally:
                 conn.close()
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
 
 
 class PerfDbTextReader:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._proc import run_tool
 from ..errors import DetectError, NoDeviceError, TargetError
 from ..target import Target
 from .device import Device, SourceUnavailable, hip_cu_count
@@ -163,15 +163,8 @@ def run_rocminfo(exe: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> 
     exe = exe or find_rocminfo()
     if exe is None:
         raise SourceUnavailable("rocminfo: not found on PATH, $ROCM_PATH/bin or /opt/rocm/bin")
-    try:
-        proc = subprocess.run(
-            [exe], capture_output=True, text=True, errors="replace", timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise SourceUnavailable(f"rocminfo: {exe} did not finish in {timeout:g} s") from None
-    except OSError as exc:
-        raise SourceUnavailable(f"rocminfo: cannot run {exe}: {exc.strerror or exc}") from None
+    proc = run_tool([exe], what="rocminfo", error=SourceUnavailable, timeout=timeout,
+                    check=False)
     if proc.returncode != 0:
         # rocminfo fails when HSA cannot start: no driver or no GPU. Its first line says why.
         said = [ln.strip() for ln in _clean(proc.stdout + "\n" + proc.stderr) if ln.strip()]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fsutil import replace
 from ..errors import InstallError, IntegrityError, MIOpenKernelsError, TargetError
 from ..target import Target
 from ..versions import same_version
@@ -167,7 +168,7 @@ def _relocate_site_packages(stage: Path, prefix: Path) -> None:
         rel_s, rel_t = staged[0].relative_to(stage), target[0].relative_to(prefix)
         if rel_s != rel_t:
             (stage / rel_t).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage / rel_s, stage / rel_t)
+            replace(stage / rel_s, stage / rel_t)
 
 
 def _obsolete(prefix: Path, method: str, chosen: list[Choice]) -> list[Path]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 from pathlib import Path
 
+from .._fsutil import replace
 from ..errors import InstallError, IntegrityError
 from .manifest import check_relpath, inside
 
@@ -43,7 +43,7 @@ def commit_files(stage: Path, prefix: Path, files: list[str], obsolete: list[Pat
             if old.exists():
                 keep = backup / f"obsolete-{i}"
                 keep.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(old, keep)
+                replace(old, keep)
                 moved_away.append((old, keep))
         for n, rel in enumerate(files):
             src, dest = stage / rel, prefix / rel
@@ -52,21 +52,21 @@ def commit_files(stage: Path, prefix: Path, files: list[str], obsolete: list[Pat
             if dest.exists():
                 saved = backup / f"replaced-{n}"
                 saved.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(dest, saved)
+                replace(dest, saved)
             done.append((dest, saved))
-            os.replace(src, dest)
+            replace(src, dest)
     except OSError as exc:
         for dest, saved in reversed(done):
             try:
                 if dest.exists():
                     dest.unlink()
                 if saved is not None:
-                    os.replace(saved, dest)
+                    replace(saved, dest)
             except OSError:
                 pass
         for old, keep in reversed(moved_away):
             with contextlib.suppress(OSError):
-                os.replace(keep, old)
+                replace(keep, old)
         raise InstallError(f"moving files into {prefix} failed ({exc}); nothing was changed") \
             from None
     for _, keep in moved_away:

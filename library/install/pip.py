@@ -11,8 +11,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from .._proc import run_tool
 from ..errors import InstallError, IntegrityError
-from ._proc import run_tool
 from .manifest import MANIFEST_DIR, check_manifest
 from .sources import MAX_PACKAGE_BYTES, Available, read_url
 

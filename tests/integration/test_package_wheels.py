@@ -196,3 +196,17 @@ def test_a_pre_release_version_builds_and_the_installer_orders_it_below_the_rele
     assert [a.version for a in found] == ["0.2.0rc1", "0.2.0rc2", "0.2.0"]
     [c] = choose_packages({T90A: []}, found[:2])
     assert c.available.version == "0.2.0rc2"
+
+
+def test_a_failing_wheel_build_is_a_package_build_error_with_the_backends_words(
+        dist, tmp_path, monkeypatch):
+    from miopenkernels.builder.package import wheel as wheel_mod
+    from miopenkernels.errors import PackageBuildError
+
+    broken = wheel_mod._PYPROJECT.replace('license = "MIT"', 'license = "NOWHERE-1.0"')
+    monkeypatch.setattr(wheel_mod, "_PYPROJECT", broken)
+    build, dbs = dist.parent / "build", dist.parent / "dbs"
+    with pytest.raises(PackageBuildError) as exc:
+        package_from_build([T90A], build, tmp_path / "out", kind="wheel", dbs_dir=dbs)
+    assert "building the wheel of miopenkernels-gfx90a-104 failed" in str(exc.value)
+    assert "Unknown license" in str(exc.value) and exc.value.exit_code == 15
