@@ -226,7 +226,6 @@ def test_a_prefix_that_is_a_file_or_read_only_is_one_error_line(victim, tmp_path
 
 
 def test_a_full_disk_while_moving_is_one_error_line(victim, monkeypatch):
-    from miopenkernels.install import commit
 
     channel = victim["root"] / "channel"
     _conda_package(channel, _contents({}))
@@ -239,7 +238,7 @@ def test_a_full_disk_while_moving_is_one_error_line(victim, monkeypatch):
             raise OSError(28, "No space left on device")
         return real(src, dst)
 
-    monkeypatch.setattr(commit.os, "replace", full)
+    monkeypatch.setattr(os, "replace", full)  # every rename goes through os.replace
     r = _install(["--channel", str(channel), "--conda"], victim["env"])
     monkeypatch.undo()
     assert r.exit_code == 14 and "No space left" in r.output, r.output

@@ -159,7 +159,7 @@ def test_a_failed_commit_puts_everything_back(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(commit_mod.os, "replace", flaky)
+    monkeypatch.setattr(os, "replace", flaky)  # every rename goes through os.replace
     with pytest.raises(InstallError, match="nothing was changed"):
         commit_mod.commit_files(stage, prefix, ["share/a", "share/b", "share/c"], [old_record],
                                 backup)
