@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import config
-from .backends.base import Buffer, PreparedLaunch
+from .backends.base import WARMUP, Buffer, PreparedLaunch
 from .config import FindEnforce, FindMode
 from .errors import DbError, MIOpenKernelsError, ProblemError
 from .problem import TYPE_BYTES
@@ -56,7 +56,6 @@ __all__ = [
 
 log = logging.getLogger("miopenkernels")
 
-WARMUP = 2
 REPEATS = 7
 # Failures that another try may not repeat: a user database held or half-written by another
 # process. A solver that fails so is retried, and never silently left out of a record.
@@ -320,9 +319,7 @@ def benchmark(handle: Any, problem: Any, bound: dict[str, DeviceTensor], *,
             def once(inv: Invoker = inv, ptrs: dict[str, int] = ptrs) -> None:
                 inv(ptrs)
 
-            for _ in range(warmup):
-                once()
-            times = handle.backend.time_ms(once, repeats)
+            times = handle.backend.time_kernel(once, repeats, warmup)
         except MIOpenKernelsError as exc:
             log.warning("find: %s failed on %s: %s", solver.name, problem.key(), exc)
             if failures is not None:
@@ -461,8 +458,7 @@ def search_params(handle: Any, problem: Any, solver: Any, bound: dict[str, Devic
             def once(inv: Invoker = inv, ptrs: dict[str, int] = ptrs) -> None:
                 inv(ptrs)
 
-            once()
-            ms = float(statistics.median(handle.backend.time_ms(once, repeats)))
+            ms = float(statistics.median(handle.backend.time_kernel(once, repeats)))
         except MIOpenKernelsError as exc:
             ms = math.inf
             entry["error"] = str(exc).splitlines()[0][:300]

@@ -28,7 +28,11 @@ __all__ = [
     "Module",
     "PreparedLaunch",
     "ARG_CTYPES",
+    "WARMUP",
 ]
+
+WARMUP = 2
+"""Untimed launches before a kernel is timed (find and tuning alike)."""
 
 # Kernel argument kinds: 'ptr' (a device address) and scalars; a solver's Launch names pointer
 # arguments 'ptr:<tensor>' (x, w, y, workspace...), scalars by their C type.
@@ -217,6 +221,14 @@ class Backend(ABC):
     @abstractmethod
     def time_ms(self, fn: Callable[[], None], repeats: int = 1) -> list[float]:
         """Run `fn` `repeats` times, each between two device events; times in ms."""
+
+    def time_kernel(self, fn: Callable[[], None], repeats: int, warmup: int = WARMUP
+                    ) -> list[float]:
+        """How a kernel is timed everywhere (find, tuning): `warmup` untimed runs (first-launch
+        costs, caches, clocks), then `time_ms(fn, repeats)`."""
+        for _ in range(warmup):
+            fn()
+        return self.time_ms(fn, repeats)
 
     @property
     def has_timer(self) -> bool:

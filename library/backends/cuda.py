@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._cuda_status import describe, is_success, unpack
 from ..errors import BackendError, NoDeviceError
 from ..target import Target
 from .base import Backend, Buffer, Module, PreparedLaunch
@@ -34,30 +35,15 @@ def _cuda() -> Any:
             (err,) = driver.cuInit(0)
         except Exception as exc:  # the driver library itself is missing
             raise NoDeviceError(f"no NVIDIA driver: {exc}") from None
-        if err != driver.CUresult.CUDA_SUCCESS:
-            raise NoDeviceError(f"cuInit failed: {_error_text(driver, err)}")
+        if not is_success(driver, err):
+            raise NoDeviceError(f"cuInit failed: {describe(driver, err)}")
         _driver = driver
     return _driver
 
 
-def _error_text(driver: Any, err: Any) -> str:
-    try:
-        _, name = driver.cuGetErrorName(err)
-        _, text = driver.cuGetErrorString(err)
-        return f"{name.decode()}: {text.decode()}"
-    except Exception:  # noqa: BLE001 - the message must not hide the original error
-        return str(err)
-
-
 def check(result: Any, what: str = "") -> Any:
     """Unpack a driver call's (status, values...) tuple; raise BackendError on failure."""
-    driver = _cuda()
-    err, *values = result if isinstance(result, tuple) else (result,)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise BackendError(f"{what or 'CUDA driver call'} failed: {_error_text(driver, err)}")
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
+    return unpack(_cuda(), result, what or "CUDA driver call", BackendError)
 
 
 def device_count() -> int:

@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .._cuda_status import is_success, unpack
 from ..errors import CompileError
 
 __all__ = ["Nvrtc", "NVRTC"]
@@ -28,11 +29,8 @@ def _nvrtc() -> Any:
     return nvrtc
 
 
-def _check(nvrtc: Any, result: Any, what: str, log: str = "") -> None:
-    status = result[0] if isinstance(result, tuple) else result
-    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        _, msg = nvrtc.nvrtcGetErrorString(status)
-        raise CompileError(f"{what}: {msg.decode()}", log=log)
+def _check(nvrtc: Any, result: Any, what: str) -> Any:
+    return unpack(nvrtc, result, what, CompileError)
 
 
 class Nvrtc:
@@ -58,7 +56,7 @@ class Nvrtc:
         try:
             result = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
             status = result[0] if isinstance(result, tuple) else result
-            if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            if not is_success(nvrtc, status):
                 _, size = nvrtc.nvrtcGetProgramLogSize(prog)
                 buf = b" " * size
                 nvrtc.nvrtcGetProgramLog(prog, buf)

@@ -13,6 +13,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from .._cuda_status import describe, is_success, unpack
 from ..errors import DetectError
 from .device import Device, SourceUnavailable
 
@@ -56,11 +57,7 @@ def _driver() -> ModuleType:
 
 def _call(drv: ModuleType, fn: str, *args: Any) -> Any:
     """Call a driver function; a CUresult other than success becomes a DetectError."""
-    err, *values = getattr(drv, fn)(*args)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        _, name = drv.cuGetErrorName(err)
-        raise DetectError(f"CUDA driver: {fn} failed: {_text(name)}")
-    return values[0] if len(values) == 1 else tuple(values)
+    return unpack(drv, getattr(drv, fn)(*args), f"CUDA driver: {fn}", DetectError)
 
 
 def _cuda_init(drv: ModuleType) -> bool:
@@ -72,9 +69,8 @@ def _cuda_init(drv: ModuleType) -> bool:
         raise SourceUnavailable(f"CUDA driver: {type(exc).__name__}: {first}") from None
     if err == drv.CUresult.CUDA_ERROR_NO_DEVICE:
         return False
-    if err != drv.CUresult.CUDA_SUCCESS:
-        _, name = drv.cuGetErrorName(err)
-        raise SourceUnavailable(f"CUDA driver: cuInit failed: {_text(name)}")
+    if not is_success(drv, err):
+        raise SourceUnavailable(f"CUDA driver: cuInit failed: {describe(drv, err)}")
     return True
 
 
