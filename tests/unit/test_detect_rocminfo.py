@@ -209,9 +209,7 @@ def test_find_rocminfo_on_path_then_under_rocm_path(tmp_path, monkeypatch):
     assert find_rocminfo() == str(under_rocm)
 
 
-def test_long_runs_of_spaces_parse_in_linear_time(tmp_path) -> None:  # noqa: ANN001
-    import time
-
+def test_long_runs_of_spaces_are_not_rocminfo_output(tmp_path) -> None:  # noqa: ANN001
     from miopenkernels.detect.rocminfo import MAX_ROCMINFO_BYTES, read_rocminfo_file
     from miopenkernels.errors import DetectError
 
@@ -221,11 +219,9 @@ def test_long_runs_of_spaces_parse_in_linear_time(tmp_path) -> None:  # noqa: AN
                                                                         // 1100)]):
         path = tmp_path / f"r{i}.txt"
         path.write_text(text)
-        t0 = time.process_time()
+        # Quadratic backtracking took minutes here; bench/hostile_input.py times it now.
         with pytest.raises(DetectError):
             read_rocminfo_file(path)
-        # Quadratic backtracking took minutes here; linear parsing takes milliseconds.
-        assert time.process_time() - t0 < 5
 
 
 def test_an_endless_or_huge_file_is_refused_unread(tmp_path) -> None:  # noqa: ANN001
