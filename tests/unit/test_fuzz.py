@@ -238,6 +238,8 @@ def test_fuzz_the_boundary(sandbox: Path) -> None:
         spath.write_bytes(_mutate_bytes(rng, perfdb))
         _library(lambda p=spath: PerfDbFile.read(p), f"{what} sqlite perfdb")
         _cli(["db", "inspect", str(spath), "--json"], f"{what} db inspect sqlite")
+        src, dst = rng.choice([(spath, f"o{case}.db.txt"), (tpath, f"o{case}.udb")])
+        _cli(["db", "convert", str(src), str(files / dst)], f"{what} db convert {src.name}")
 
         kpath = files / f"k{case}.kdb"
         kpath.write_bytes(_mutate_bytes(rng, kdb))
