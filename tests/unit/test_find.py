@@ -203,3 +203,24 @@ def test_find_without_a_device_timer_ranks_and_records_nothing(env) -> None:
     assert not h.paths.user_finddb.exists()
     assert h.perfdb.load(PROBLEM) == {}
     assert not h.paths.user_perfdb.exists()
+
+
+def test_solvers_this_runtime_lacks_are_skipped_with_one_line_per_database(
+        env, caplog) -> None:  # noqa: ANN001
+    import dataclasses
+    import logging
+
+    algo = "miopenConvolutionFwdAlgoDirect"
+    problems = [PROBLEM, dataclasses.replace(PROBLEM, n=PROBLEM.n + 1)]
+    lines = [f"{p.key()}=ConvWinograd3x3MultipassWrW<3-2>:0.1,0,{algo};"
+             f"ConvAsmImplicitGemmGTCDynamicFwdXdlops:0.2,0,{algo};Fast:0.5,0,{algo}"
+             for p in problems]
+    (env["system"] / "sm9084.HIP.fdb.txt").write_text("\n".join(lines) + "\n")
+    h = handle()
+    with caplog.at_level(logging.WARNING):
+        for p in problems * 3:
+            assert [s.solver for s in h.solutions(p)] == ["Fast"]
+    said = [r.getMessage() for r in caplog.records if "does not implement" in r.getMessage()]
+    assert len(said) == 1 and "sm9084.HIP.fdb.txt" in said[0]
+    # The file itself is untouched: the entries stay for MIOpen.
+    assert (env["system"] / "sm9084.HIP.fdb.txt").read_text() == "\n".join(lines) + "\n"
