@@ -206,6 +206,8 @@ class Handle:
                 return
             except DamagedDbError as exc:
                 self._set_aside(path, str(exc))
+                if self.cache_disabled:
+                    return
             except (DbError, OSError) as exc:
                 break_reason = getattr(exc, "strerror", None) or str(exc)
                 self._cache_off(f"the kernel cache {path} is unusable ({break_reason})")
@@ -231,8 +233,9 @@ class Handle:
                     os.unlink(f"{path}{side}")
         except FileNotFoundError:
             return  # another process set it aside first
-        except OSError:
-            pass
+        except OSError as exc:
+            self._cache_off(f"{why}; it could not be set aside ({exc.strerror or exc})")
+            return
         warnings.warn(f"{why}; set aside as {dest.name}, kernels will be compiled again",
                       stacklevel=4)
 

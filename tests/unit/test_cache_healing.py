@@ -129,3 +129,23 @@ def test_a_damaged_user_perfdb_is_ignored_with_one_warning(monkeypatch, tmp_path
     assert {s.solver for s in sols} == {"Tun", "Plain"}
     assert "Tun:" in h.paths.user_finddb.read_text() and "Plain:" in \
         h.paths.user_finddb.read_text()
+
+
+def test_a_damaged_cache_that_cannot_be_set_aside_turns_the_cache_off(monkeypatch, tmp_path):
+    from miopenkernels import _fsutil
+
+    env = db_env(monkeypatch, tmp_path)
+    ukdb = _fill_cache(env)
+    _damage_file(ukdb, "garbage")
+
+    def refuse(src, dest, **kw):  # noqa: ANN001, ANN003, ANN202
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(_fsutil, "replace", refuse)
+    comp = FakeCompiler()
+    h = _handle(comp)
+    with pytest.warns(UserWarning, match="could not be set aside") as caught:
+        sols = find(h, PROBLEM, *_tensors(), mode="NORMAL")
+    assert sols[0].solver == "Fast" and len(comp.jobs) == 2 and h.cache_disabled
+    assert not any("set aside as" in str(w.message) for w in caught)
+    assert ukdb.read_bytes() == b"\x13\x37" * 4096  # left as it was
