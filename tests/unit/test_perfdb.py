@@ -9,6 +9,7 @@ import pytest
 from miopen_dumps import TESTDATA, build_sqlite, sections
 from miopenkernels.db.kerneldb import KernelDb
 from miopenkernels.db.perfdb import (
+    CONFIG_COLUMNS,
     PerfDb,
     PerfDbFile,
     SqlitePerfDb,
@@ -222,3 +223,20 @@ def test_blob_or_null_values_in_sqlite_are_a_db_error(tmp_path: Path, user_db: P
         PerfDb(user_db).load(RESNET)
     with pytest.raises(DbError, match="bytes"):
         PerfDbFile.read(user_db)
+
+
+@pytest.mark.parametrize("key", [
+    "1-1-1-4x4-512-1-1-128-0x0-1x1-1x1-0-NCHW-FP32-B",  # output clamped to 1 (AMD's gfx90a68)
+    "1-1-1-1-1x4x4-512-1-4-4-128-0x0x0-1x1x1-1x1x1-0-NCDHW-FP32-B",  # 3-D
+    "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F_g2",
+])
+def test_every_finddb_key_gives_its_config_field_by_field(key: str) -> None:
+    from miopenkernels.db.perfdb import config_from_finddb_key
+
+    cfg = dict(zip(CONFIG_COLUMNS, config_from_finddb_key(key), strict=True))
+    assert cfg["direction"] == key.rsplit("-", 1)[-1][0]
+    assert cfg["in_channels"] == int(key.split("-")[0])
+    try:
+        assert config_from_finddb_key(key) == config_key(ConvProblem.from_key(key))
+    except Exception as exc:  # noqa: BLE001 - a key ConvProblem cannot rebuild
+        assert "empty" in str(exc) or "inconsistent" in str(exc)
