@@ -156,23 +156,23 @@ class LineIndex:
         return bytes(self._mm[offset: len(self._mm) if nl < 0 else nl]).rstrip(b"\r")
 
     def lines(self, key: str) -> Iterator[tuple[int, str]]:
-        """(line number, line) of every line of `key`, in file order."""
+        """(line number, line) of every line of `key`, in file order (lines of one hash are
+        sorted by line in the index)."""
         want = key.encode()
         h = _key_hash(want)
         hashes = self._hashes
         i = bisect.bisect_left(hashes, h)
-        found = []
-        while i < len(hashes) and hashes[i] == h:
+        n = len(hashes)
+        while i < n and hashes[i] == h:
             raw = self._line_at(self._offsets[i])
             if raw.partition(b"=")[0] == want:
-                found.append((int(self._numbers[i]), raw))
+                number = int(self._numbers[i])
+                try:
+                    yield number, raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise DbError(f"{self.path}:{number} is not UTF-8 text; check that the right "
+                                  "file was given") from None
             i += 1
-        for number, raw in sorted(found):
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise DbError(f"{self.path}:{number} is not UTF-8 text; check that the right "
-                              "file was given") from None
 
     def first(self, key: str) -> tuple[int, str] | None:
         """The first line of `key` (the one MIOpen's lookup returns), or None."""
