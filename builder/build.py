@@ -5,11 +5,14 @@ Each distinct cache key (source + includes, options, compiler, arch) is compiled
 many targets and rows use it; its code object is checked (arch, kernel symbol) before it enters
 the cache, and again when it enters a kdb. A failing job is reported with the compiler's log and
 does not stop the others. A target's kdb is written only when all its jobs succeeded, to a
-temporary file renamed into place, so a failed build never leaves a partial or half-written kdb.
+temporary file renamed into place, so a failed build never leaves a partial or half-written kdb;
+a kdb that already holds exactly the objects of the build is left as it is.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import multiprocessing
 import os
 import time
@@ -29,7 +32,8 @@ from miopenkernels.target import Target
 from .cache import CacheKeys, ObjectCache
 from .jobs import build_jobs
 
-__all__ = ["JobFailure", "TargetSummary", "BuildResult", "build", "write_kdb", "failure_text"]
+__all__ = ["JobFailure", "TargetSummary", "BuildResult", "build", "write_kdb", "kdb_holds",
+           "failure_text"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +61,14 @@ class TargetSummary:
     failed: int = 0
     kdb: Path | None = None
     kdb_bytes: int = 0
+    kdb_unchanged: bool = False  # the kdb already held exactly these objects: not rewritten
     object_bytes: int = 0  # sum of the raw code objects in the kdb
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target.name, "basename": self.target.basename, "jobs": self.jobs,
                 "compiled": self.compiled, "cached": self.cached, "failed": self.failed,
                 "kdb": str(self.kdb) if self.kdb else None, "kdb_bytes": self.kdb_bytes,
-                "object_bytes": self.object_bytes}
+                "kdb_unchanged": self.kdb_unchanged, "object_bytes": self.object_bytes}
 
 
 @dataclass
@@ -121,6 +126,31 @@ def write_kdb(path: Path, rows: Sequence[tuple[str, str, bytes]]) -> int:
     return path.stat().st_size
 
 
+def kdb_holds(path: Path, rows: Sequence[tuple[str, str, bytes]]) -> bool:
+    """Whether the kdb at `path` holds exactly `rows` (same names, args and code-object md5s),
+    so that a build with nothing changed leaves the file, and its mtime, alone."""
+    from miopenkernels.db.kerneldb import KernelDb
+
+    if not path.is_file():
+        return False
+    try:
+        with KernelDb(path) as db:
+            have = {(e.kernel_name, e.kernel_args): e.kernel_hash for e in db.entries()}
+    except MIOpenKernelsError:  # unreadable or foreign: rewrite it
+        return False
+    want = {(name, args): hashlib.md5(blob).hexdigest() for name, args, blob in rows}
+    return have == want
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> None:
+    """Write a JSON record unless the file already says exactly that (a no-op build)."""
+    from miopenkernels.db._lock import atomic_write
+
+    data = (json.dumps(record, indent=1) + "\n").encode()
+    if not (path.is_file() and path.read_bytes() == data):
+        atomic_write(path, data)
+
+
 ProgressFn = Callable[[int, int], None]
 FailureFn = Callable[[JobFailure], None]
 
@@ -135,10 +165,14 @@ def build(
     kernels: str | Path | None = None,
     dbs_root: str | Path | None = None,
     jobs: dict[Target, list[Any]] | None = None,
+    manifests: Sequence[str] = (),
     on_progress: ProgressFn | None = None,
     on_failure: FailureFn | None = None,
 ) -> BuildResult:
     """Build one kdb per target into `out_dir`. `jobs` overrides the registry's job lists.
+
+    Beside each kdb, `<basename>.build.json` records the manifests (names, as given) and problem
+    keys it was built for; `package --from-build` copies them into the package manifest.
 
     With more than one worker, compiles run in a process pool started by forkserver, which
     imports the caller's main module: a script calling this needs `if __name__ == "__main__"`.
@@ -260,7 +294,14 @@ def build(
             rows_out.append((job.kdb_name, job.kdb_args, blob))
         if summary.failed == 0:
             summary.kdb = out / f"{target.basename}.kdb"
-            summary.kdb_bytes = write_kdb(summary.kdb, rows_out)
+            summary.kdb_unchanged = kdb_holds(summary.kdb, rows_out)
+            if summary.kdb_unchanged:
+                summary.kdb_bytes = summary.kdb.stat().st_size
+            else:
+                summary.kdb_bytes = write_kdb(summary.kdb, rows_out)
+            _write_record(out / f"{target.basename}.build.json",
+                          {"target": target.name, "manifests": list(manifests),
+                           "problems": list(dict.fromkeys(p.key() for p in problems))})
     result.wall_seconds = time.perf_counter() - start
     return result
 

@@ -26,11 +26,14 @@ _CACHE_FORMAT = "miopenkernels-object-cache-1"
 
 
 def default_cache_dir() -> Path:
-    """`$MIOPENKERNELS_CACHE`, else `~/.cache/miopenkernels/objects`."""
+    """`$MIOPENKERNELS_CACHE`, else `$XDG_CACHE_HOME/miopenkernels/objects` (XDG_CACHE_HOME
+    defaulting to `~/.cache`)."""
     env = os.environ.get(CACHE_ENV)
     if env:
         return Path(env).expanduser()
-    return Path.home() / ".cache" / "miopenkernels" / "objects"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    root = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return root / "miopenkernels" / "objects"
 
 
 class CacheKeys:

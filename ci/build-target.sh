@@ -3,7 +3,7 @@
 #   OUT/target          the target's name (gfx90a-110), for ci/publish.sh
 #   OUT/build/          <basename>.kdb (what `miopenkernels package --from-build` reads)
 #   OUT/build-summary.json  what the build compiled, from the cache or not, and any failures
-#   OUT/dist/           the target's wheel (wheels/) and conda package (channel/noarch/)
+#   OUT/dist/           the target's wheel (*.whl) and conda package (channel/noarch/)
 #
 #   bash ci/build-target.sh TARGET OUT        e.g. bash ci/build-target.sh gfx90a-110 out
 #
@@ -35,11 +35,11 @@ args=(package --from-build "$out/build" --targets "$name" --out "$out/dist")
 if [ -n "${MANIFEST:-}" ]; then args+=(--manifest "$MANIFEST"); fi
 "$MK" "${args[@]}"
 # The staged tree and the one-wheel index are intermediates that would double the artefact;
-# ci/publish.sh needs build/, dist/wheels and dist/channel.
+# ci/publish.sh needs build/, dist/*.whl and dist/channel.
 rm -rf "$out/dist/stage" "$out/dist/simple"
 endgroup
 
-find "$out/build" "$out/dist/wheels" "$out/dist/channel" -type f | sort
-compgen -G "$out/dist/wheels/*.whl" >/dev/null || die "no wheel in $out/dist/wheels"
+find "$out/build" "$out/dist" -type f | sort
+compgen -G "$out/dist/*.whl" >/dev/null || die "no wheel in $out/dist"
 compgen -G "$out/dist/channel/noarch/*.conda" >/dev/null \
     || die "no conda package in $out/dist/channel/noarch"

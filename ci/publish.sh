@@ -55,7 +55,7 @@ done
 group "index"
 # Kernel packages of every target; each build job's channel also holds a selector package
 # (miopenkernels-gpu) for its own target only, so the selector is rebuilt here for all of them.
-mapfile -t wheels < <(find "${dists[@]/%//wheels}" -maxdepth 1 -name '*.whl' | sort)
+mapfile -t wheels < <(find "${dists[@]}" -maxdepth 1 -name '*.whl' | sort)
 mapfile -t condas < <(find "${dists[@]/%//channel}" -name 'miopenkernels-*.conda' \
     ! -name 'miopenkernels-gpu-*' | sort)
 [ "${#wheels[@]}" -eq "${#dists[@]}" ] || die "expected ${#dists[@]} wheels, found ${#wheels[@]}"

@@ -142,14 +142,38 @@ def _read_flags(
                 raise ProblemError(f"flag {tok!r} needs a value")
             val = tokens[i + 1]
             i += 1
-        if flag.kind == "int":
-            try:
-                int(val)
-            except ValueError:
-                raise ProblemError(f"flag {tok!r} needs an integer, got {val!r}") from None
+        if flag.kind == "int" or flag.long in _INT_IGNORED:
+            val = str(_int32(tok, val))
+        if flag.long in _RANGES:
+            lo, hi = _RANGES[flag.long]
+            if not lo <= int(val) <= hi:
+                raise ProblemError(f"flag {tok!r} must be {lo}..{hi}, got {val}")
+        before = values.get(flag.long)
+        if before is not None and before != val:
+            raise ProblemError(f"flag {tok!r} given twice with different values "
+                               f"({before!r} and {val!r}; --{flag.long}/-{flag.short})")
         values[flag.long] = val
         i += 1
     return values
+
+
+# Ignored flags MIOpenDriver still reads as integers, and the ranges it accepts.
+_INT_IGNORED = {"iter", "verify", "time", "wall", "search", "printconv", "dump_output",
+                "solution", "gpubuffer_check", "tensor_vect", "vector_length", "in_cast_type",
+                "wei_cast_type", "out_cast_type", "dbshape", "wsidx"}
+_RANGES = {"tensor_vect": (0, 2)}  # none, vect_c, vect_n
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _int32(flag: str, text: str) -> int:
+    """An MIOpenDriver integer: ASCII digits with an optional sign, within int32."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not (body.isascii() and body.isdigit()):
+        raise ProblemError(f"flag {flag!r} needs an integer, got {text!r}")
+    if len(body) > 10 or not _INT32[0] <= int(text) <= _INT32[1]:
+        raise ProblemError(f"flag {flag!r}: {text} is out of range (a 32-bit integer, "
+                           f"{_INT32[0]}..{_INT32[1]})")
+    return int(text)
 
 
 def _same_pads(size: int, fil: int, stride: int) -> int:

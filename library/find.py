@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,8 +295,24 @@ def run(handle: Any, problem: Any, solution: Any, x: Any, w: Any, y: Any,
     """One launch of the solution (plus copies for numpy tensors)."""
     inv = invoker(handle, problem, solution)
     bound = bind(handle, problem, x, w, y)
-    inv(_pointers(handle, inv, bound, workspace))
+    ptrs = _pointers(handle, inv, bound, workspace)
+    inv(ptrs)
+    if handle.backend.name == "null":
+        _null_result(handle, problem, ptrs)
     _finish(handle, problem, bound)
+
+
+def _null_result(handle: Any, problem: Any, ptrs: dict[str, int]) -> None:
+    """No kernel ran: the null backend computes the output with the reference solver, or
+    says once, on the first run it cannot compute, that the output is left as it was."""
+    from .backends.null import compute_reference
+
+    if compute_reference(handle.backend, problem, ptrs):
+        return
+    if not handle.backend.warned_no_result:
+        handle.backend.warned_no_result = True
+        warnings.warn(f"the null backend (no GPU) launches nothing and the reference cannot "
+                      f"compute {problem.key()}: its output is left as it was", stacklevel=3)
 
 
 # ---------------------------------------------------------------------------- benchmark

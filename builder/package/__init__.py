@@ -2,14 +2,14 @@
 
 Layout of an output folder:
     <out>/stage/<arch>-<cu>/share/...   the files as they install (wheels and conda use them)
-    <out>/wheels/*.whl                  data wheels
+    <out>/*.whl                         data wheels (so `pip install --find-links <out>` works)
     <out>/simple/                       PEP 503 index of the wheels (pip/uv --index-url)
     <out>/channel/noarch/*.conda        conda packages, indexed (repodata.json)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from miopenkernels.errors import MIOpenKernelsError, PackageBuildError, TargetEr
 from miopenkernels.target import Target
 from miopenkernels.versions import normalize_version
 
-from .manifest import TargetFiles, collect_build_files, stage_target
+from .manifest import TargetFiles, collect_build_files, lacking, stage_target
 
 __all__ = ["PackageResult", "package_targets", "package_from_build", "package_from_dir", "KINDS"]
 
@@ -31,6 +31,7 @@ class PackageResult:
     staged: Path
     wheel: Path | None = None
     conda: Path | None = None
+    lacks: list[str] = field(default_factory=list)  # what the package does not carry
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +40,7 @@ class PackageResult:
             "staged": str(self.staged),
             "wheel": str(self.wheel) if self.wheel else None,
             "conda": str(self.conda) if self.conda else None,
+            "lacks": self.lacks,
         }
 
 
@@ -59,13 +61,14 @@ def package_targets(
         if tf.kdb is not None:
             check_kdb_target(tf.kdb, tf.target)
     out.mkdir(parents=True, exist_ok=True)
-    results = [PackageResult(tf.target, stage_target(tf, out / "stage", version)) for tf in files]
+    results = [PackageResult(tf.target, stage_target(tf, out / "stage", version),
+                             lacks=lacking(tf)) for tf in files]
     if kind in ("wheel", "both"):
         from .index import write_simple_index
         from .wheel import build_wheel
 
         for r in results:
-            r.wheel = build_wheel(r.staged, r.target, version, out / "wheels")
+            r.wheel = build_wheel(r.staged, r.target, version, out)
         write_simple_index([r.wheel for r in results if r.wheel], out / "simple")
     if kind in ("conda", "both"):
         from .conda import build_conda_packages, build_selector_package, package_name

@@ -34,6 +34,7 @@ __all__ = [
     "build_manifest",
     "stage_target",
     "git_revision",
+    "lacking",
 ]
 
 # Suffixes of the system databases a package may carry, after the basename.
@@ -175,17 +176,36 @@ def collect_build_files(
         if file.is_file():
             tf.files[f"{base}{suffix}"] = file
     tf.provenance = read_provenance(measured) if measured.is_dir() else None
+    # What the build covered, as `build` recorded it; --manifest replaces it.
     report = build_dir / f"{base}.build.json"
-    if report.is_file():
+    if report.is_file() and not manifests:
         try:
             data = json.loads(report.read_text())
             tf.toolchain = dict(data.get("toolchain", {}))
-            tf.problems = list(data.get("problems", []))
-        except (ValueError, AttributeError):
+            tf.problems = [str(k) for k in data.get("problems", [])]
+            tf.manifests = [str(m) for m in data.get("manifests", [])]
+        except (ValueError, AttributeError, TypeError):
             pass
     if manifests:
         tf.problems += [k for k in manifest_problem_keys(manifests) if k not in tf.problems]
     return tf
+
+
+def lacking(tf: TargetFiles) -> list[str]:
+    """What a package of `tf` does not carry, in words a user can act on."""
+    base = tf.target.basename
+    names = {
+        ".kdb": "KernelDb: precompiled kernels",
+        ".HIP.fdb.txt": "measured FindDb: solver timings",
+        ".db.txt": "measured PerfDb: tuned solver parameters",
+    }
+    have = set(tf.files)
+    out = [f"{base}{suffix} ({what})" for suffix, what in names.items()
+           if f"{base}{suffix}" not in have
+           and not (suffix == ".db.txt" and f"{base}.db" in have)]
+    if not tf.manifests and tf.origin == "build":
+        out.append("manifests: the problems the kdb was built for are not recorded")
+    return out
 
 
 def build_manifest(tf: TargetFiles, version: str) -> dict[str, Any]:
@@ -215,6 +235,7 @@ def build_manifest(tf: TargetFiles, version: str) -> dict[str, Any]:
         "manifests": tf.manifests,
         "problems": list(problems),
         "contents": contents,
+        "lacks": lacking(tf),
         "databases": {
             "measured": bool(measured_files),
             "kernels_only": not measured_files,

@@ -31,5 +31,7 @@ def open_backend(device: int | None = None, target: Target | None = None) -> Bac
         errors.append(f"no {vendor} GPU")
     if target is not None:
         return NullBackend(target)
-    raise NoDeviceError("no GPU found (" + ", ".join(errors) + "); pass a target to use the "
-                        "null backend")
+    raise NoDeviceError("no GPU found (" + ", ".join(errors) + "); to run without one on the "
+                        "null backend, name the GPU it stands in for: "
+                        "Handle(target=\"gfx90a-110\") or MIOPEN_DEVICE_ARCH=gfx90a "
+                        "MIOPEN_DEVICE_CU=110")

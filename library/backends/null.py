@@ -2,7 +2,8 @@
 
 Code objects are checked against the target (as the driver would refuse a foreign one), kernel
 names are looked up in the blob's symbol strings, launches are recorded with their packed
-arguments, and device memory is host numpy memory, so tensors round-trip.
+arguments, and device memory is host numpy memory, so tensors round-trip. As no kernel runs,
+`Handle.run` fills a convolution's output with the float64 reference (`compute_reference`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class NullBackend(Backend):
         self._next = itertools.count(0x10000, 0x10000)
         # time_ms reports this per launch (tests set it to order solvers).
         self.kernel_ms: dict[str, float] = {}
+        self.warned_no_result = False  # Handle.run says once that it computed nothing
 
     def _load(self, blob: bytes) -> Any:
         self.loaded += 1
@@ -132,3 +134,37 @@ class NullBackend(Backend):
             known = [self.kernel_ms[n] for n in names if n in self.kernel_ms]
             out.append(sum(known) if known else host)
         return out
+
+
+# MIOpen type -> numpy type the reference can read and write.
+_NUMPY_TYPES = {"FP32": np.float32, "FP16": np.float16, "FP64": np.float64}
+
+
+def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) -> bool:
+    """Write the problem's output (float64 reference, cast to its type) into null-backend memory.
+
+    `ptrs` maps the layer's roles (x, w, y) to device pointers. On the null backend no kernel
+    runs, so this is what makes `Handle.run` give the right answer without a GPU. Returns False
+    (and changes nothing) for problems the reference cannot compute: other types than
+    FP32/FP16/FP64, or not a convolution.
+    """
+    from ..solvers.reference import _names, conv_reference, conv_tensor_shapes
+
+    types = {getattr(problem, a, None) for a in ("in_type", "wei_type", "out_type")}
+    if not hasattr(problem, "filter") or not types <= set(_NUMPY_TYPES):
+        return False
+    names = dict(zip(("x", "w", "y"), _names(problem), strict=True))
+    shapes = conv_tensor_shapes(problem)
+    role_type = {"x": problem.in_type, "w": problem.wei_type, "y": problem.out_type}
+
+    def view(role: str) -> np.ndarray:
+        dtype = np.dtype(_NUMPY_TYPES[role_type[role]])
+        shape = shapes[names[role]]
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        return backend._view(ptrs[role], nbytes).view(dtype).reshape(shape)
+
+    out_role = {"F": "y", "B": "x", "W": "w"}[problem.direction]
+    tensors = {names[r]: view(r) for r in ("x", "w", "y") if r != out_role}
+    out = view(out_role)
+    out[...] = conv_reference(problem, tensors).astype(out.dtype)
+    return True

@@ -1,7 +1,8 @@
 """The `miopenkernels` command: a thin layer over the library and the builder.
 
-Each sub-command lives in its own module with a `register(app)` function. Errors of the library
-(`MIOpenKernelsError`) are caught once here: one line on stderr, the error's exit code.
+Each sub-command lives in its own module with a `register(app)` function; options shared between
+commands are defined once in `_options.py`, and library errors become `error: ...` and their exit
+code in one place, `_app.py`.
 """
 
 from __future__ import annotations
@@ -11,16 +12,13 @@ import sys
 
 import typer
 
-from ..errors import MIOpenKernelsError
+from ._app import new_app
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
-    name="miopenkernels",
-    help="Build, package, install and use precompiled GPU kernels and MIOpen databases.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+app = new_app(
+    "miopenkernels",
+    "Build, package, install and use precompiled GPU kernels and MIOpen databases.",
 )
 
 # Order is the order of `--help`.
@@ -29,15 +27,22 @@ _COMMAND_MODULES = (
 )
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
-) -> None:
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from .. import __version__
 
-        typer.echo(__version__)
+        typer.echo(f"miopenkernels {__version__}")
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, expose_value=True, callback=_print_version,
+        help="Print the version and exit.",
+    ),
+) -> None:
+    """Build, package, install and use precompiled GPU kernels and MIOpen databases."""
 
 
 for _name in _COMMAND_MODULES:
@@ -48,10 +53,6 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point."""
     try:
         app(args=argv, standalone_mode=True)
-    except MIOpenKernelsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
-

@@ -6,28 +6,34 @@ import json
 import sys
 from typing import Any
 
-import typer
 from rich.console import Console
+from rich.table import Table
 
-from ..errors import MIOpenKernelsError
-
-__all__ = ["console", "err_console", "print_json", "run_guarded"]
+__all__ = ["console", "err_console", "print_json", "print_table", "human_bytes"]
 
 console = Console()
 err_console = Console(stderr=True)
+
+# `--wide` prints at this width: every column whole, one line a row.
+_WIDE = 10_000
 
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
-def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call `fn`; a library error becomes `error: <message>` on stderr and its exit code.
+def print_table(table: Table, *, wide: bool = False) -> None:
+    """Print a table at the terminal's width, or (`wide`) with nothing folded or cut."""
+    if wide:
+        Console(width=_WIDE, soft_wrap=True).print(table, crop=False)
+    else:
+        console.print(table)
 
-    Commands use this so that the same happens under `main()` and under typer's test runner.
-    """
-    try:
-        return fn(*args, **kwargs)
-    except MIOpenKernelsError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(exc.exit_code) from None
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"

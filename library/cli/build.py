@@ -11,63 +11,58 @@ from rich.table import Table
 
 from ..errors import CompileError
 from ..target import select_targets
-from ._output import console, err_console, print_json, run_guarded
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
+from ._options import JsonFlag, ManifestsOption, out_option, targets_option
+from ._output import console, err_console, human_bytes, print_json
 
 
 def _summary_table(result: Any) -> Table:
-    table = Table(title=f"build: {result.wall_seconds:.1f} s, {result.compiled} objects "
-                        f"compiled, {result.cached} from cache")
-    for col in ("target", "jobs", "compiled", "cached", "failed", "kdb bytes"):
+    # Per-target rows count jobs (one target's view); the last row counts distinct objects,
+    # as the build compiles each once however many targets use it.
+    table = Table(title=f"build: {result.wall_seconds:.1f} s")
+    for col in ("target", "jobs", "compiled", "cached", "failed", "kdb"):
         table.add_column(col, justify="left" if col == "target" else "right")
     for t in result.targets:
+        kdb = "-" if not t.kdb else human_bytes(t.kdb_bytes) + (" =" if t.kdb_unchanged else "")
         table.add_row(t.target.name, str(t.jobs), str(t.compiled), str(t.cached),
-                      f"[red]{t.failed}[/red]" if t.failed else "0",
-                      _human(t.kdb_bytes) if t.kdb else "-")
-    table.add_row("[b]total[/b]", str(sum(t.jobs for t in result.targets)),
-                  str(sum(t.compiled for t in result.targets)),
-                  str(sum(t.cached for t in result.targets)),
-                  str(sum(t.failed for t in result.targets)),
-                  _human(sum(t.kdb_bytes for t in result.targets)))
+                      f"[red]{t.failed}[/red]" if t.failed else "0", kdb)
+    table.add_section()
+    table.add_row("distinct", str(result.objects), str(result.compiled), str(result.cached),
+                  str(len(result.failures)),
+                  human_bytes(sum(t.kdb_bytes for t in result.targets)))
+    table.caption = ("jobs per target; 'distinct' counts objects (one compile serves every "
+                     "target that uses it); '=' marks a kdb left unchanged")
     return table
 
 
 def register(app: typer.Typer) -> None:
     @app.command("build")
     def build_cmd(
-        targets: str = typer.Option(
-            None, "--targets", "-t",
-            help="Comma-separated globs over target names ('gfx9*,sm90-132'); default: all."),
-        manifests: list[str] = typer.Option(
-            None, "--manifest", "-m",
-            help="Manifest name under dbs/manifests or a file; repeatable. Default: all."),
-        out: Path = typer.Option(Path("build/kdb"), "--out", "-o",
-                                 help="Folder for the <basename>.kdb files."),
-        workers: int = typer.Option(0, "-j", "--jobs",
+        targets: str | None = targets_option(
+            "Comma-separated globs over target names ('gfx9*,sm90-132'); default: all."),
+        manifests: ManifestsOption = None,
+        out: Path = out_option("Folder for the <basename>.kdb files.", Path("build/kdb")),
+        workers: int = typer.Option(0, "--jobs", "-j",
                                     help="Parallel compiles (default: all cores)."),
-        cache_dir: Path = typer.Option(
+        cache_dir: Path | None = typer.Option(
             None, "--cache-dir",
-            help="Object cache (default $MIOPENKERNELS_CACHE or ~/.cache/miopenkernels/objects)."),
-        kernels_dir: Path = typer.Option(
+            help="Object cache (default $MIOPENKERNELS_CACHE, else "
+                 "$XDG_CACHE_HOME/miopenkernels/objects, else ~/.cache/miopenkernels/objects)."),
+        kernels_dir: Path | None = typer.Option(
             None, "--kernels-dir",
             help="Read kernel sources from here instead of the installed kernels "
                  "(also $MIOPENKERNELS_KERNELS_DIR)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+        as_json: JsonFlag = False,
     ) -> None:
-        """Compile every job of the chosen targets (cached, in parallel) into <basename>.kdb."""
-        from miopenkernels.builder.build import build, failure_text
-        from miopenkernels.builder.manifest import load_manifests
+        """Compile every job of the chosen targets (cached, in parallel) into <basename>.kdb.
 
-        chosen = run_guarded(select_targets, targets)
-        problems = run_guarded(load_manifests, manifests)
+        A kdb that already holds exactly what the build produced is not rewritten.
+        """
+        from miopenkernels.builder.build import build, failure_text
+        from miopenkernels.builder.manifest import available_manifests, load_manifests
+
+        chosen = select_targets(targets)
+        names = list(manifests or available_manifests())
+        problems = load_manifests(names)
 
         def show_failure(failure: Any) -> None:
             err_console.print(f"[red]error:[/red] {failure_text(failure)}", markup=True,
@@ -81,14 +76,13 @@ def register(app: typer.Typer) -> None:
             def on_progress(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            result = run_guarded(build, chosen, problems, out, workers=workers or None,
-                                 cache_dir=cache_dir, kernels=kernels_dir,
-                                 on_progress=on_progress, on_failure=show_failure)
+            result = build(chosen, problems, out, workers=workers or None, cache_dir=cache_dir,
+                           kernels=kernels_dir, manifests=names, on_progress=on_progress,
+                           on_failure=show_failure)
         if as_json:
             print_json(result.to_dict())
         else:
             console.print(_summary_table(result))
         if not result.ok:
-            typer.echo(f"error: {len(result.failures)} compile job(s) failed; the kdb of a "
-                       "target with a failed job was not written", err=True)
-            raise typer.Exit(CompileError.exit_code)
+            raise CompileError(f"{len(result.failures)} compile job(s) failed; the kdb of a "
+                               "target with a failed job was not written")

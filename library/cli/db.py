@@ -6,16 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from ..errors import IntegrityError
-from ._output import console, print_json, run_guarded
+from ._app import new_app
+from ._options import JsonFlag, PerfDbFormat, WideFlag, out_option
+from ._output import console, print_json, print_table
 
-db_app = typer.Typer(
-    name="db",
-    help="Inspect, convert, look up and merge FindDb, PerfDb and KernelDb files.",
-    no_args_is_help=True,
-)
+db_app = new_app("db", "Inspect, convert, look up and merge FindDb, PerfDb and KernelDb files.")
 
 
 def _print_inspect(report: dict[str, Any]) -> None:
@@ -42,35 +41,40 @@ def _print_inspect(report: dict[str, Any]) -> None:
         console.print(f"    {problem}", highlight=False, markup=False)
 
 
-def _print_lookup(report: dict[str, Any]) -> None:
+def _print_lookup(report: dict[str, Any], wide: bool) -> None:
     if report["kind"] in ("kdb", "ukdb"):
-        table = Table("kernel_name", "kernel_args", "size", "stored", "md5")
-        for e in report["results"]:
-            table.add_row(e["kernel_name"], e["kernel_args"],
-                          str(e["uncompressed_size"] or e["stored_size"]),
-                          str(e["stored_size"]), e["kernel_hash"])
-        console.print(table)
+        from .kdb import kdb_table
+
+        print_table(kdb_table(report["results"], wide=wide), wide=wide)
         return
     for r in report["results"]:
         if not r["found"]:
             console.print(f"{r['key']}: no record", highlight=False)
             continue
+        # Solver names stay whole; the algorithm column (implied by the solver) only with --wide.
+        console.print(f"[bold]{r['key']}[/bold]", highlight=False, soft_wrap=True)
+        table = Table(box=box.SIMPLE, pad_edge=False)
+        table.add_column("solver", no_wrap=True)
         if "solutions" in r:
-            table = Table("solver", "time ms", "workspace", "algorithm", title=r["key"])
+            table.add_column("time ms", justify="right", no_wrap=True)
+            table.add_column("workspace", justify="right", no_wrap=True)
+            if wide:
+                table.add_column("algorithm", no_wrap=True)
             for s in r["solutions"]:
-                table.add_row(s["solver"], f"{s['time_ms']:.6g}", str(s["workspace"]),
-                              s["algorithm"])
+                row = [s["solver"], f"{s['time_ms']:.6g}", str(s["workspace"])]
+                table.add_row(*row, *([s["algorithm"]] if wide else []))
         else:
-            table = Table("solver", "params", title=f"{r['key']}\n{r['perfdb_key']}")
+            console.print(f"perfdb key: {r['perfdb_key']}", highlight=False, soft_wrap=True)
+            table.add_column("params", overflow="fold")
             for solver, params in r["entries"].items():
                 table.add_row(solver, params)
-        console.print(table)
+        print_table(table, wide=wide)
 
 
 @db_app.command("inspect")
 def inspect_cmd(
     file: Path = typer.Argument(..., help="A FindDb, PerfDb (SQLite or text) or KernelDb file."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: JsonFlag = False,
 ) -> None:
     """Kind, target (from the name), counts and integrity of a database file.
 
@@ -79,18 +83,14 @@ def inspect_cmd(
     """
     from ..db.inspect import inspect_file
 
-    report = run_guarded(inspect_file, file)
+    report = inspect_file(file)
     if as_json:
         print_json(report)
     else:
         _print_inspect(report)
-    if not report["integrity"]["ok"]:
-        run_guarded(_fail_integrity, report)
-
-
-def _fail_integrity(report: dict[str, Any]) -> None:
     problems = report["integrity"]["problems"]
-    raise IntegrityError(f"{report['path']}: {len(problems)} integrity problem(s), first: "
+    if problems:
+        raise IntegrityError(f"{report['path']}: {len(problems)} integrity problem(s), first: "
                          f"{problems[0]}")
 
 
@@ -98,12 +98,12 @@ def _fail_integrity(report: dict[str, Any]) -> None:
 def convert_cmd(
     src: Path = typer.Argument(..., help="Source database file."),
     dst: Path = typer.Argument(..., help="Output: *.db/*.udb (SQLite) or *.txt (text)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: JsonFlag = False,
 ) -> None:
     """Convert a PerfDb between SQLite and text (legacy .pdb.txt too), or a FindDb 1.0 to 2.0."""
     from ..db.convert import convert
 
-    report = run_guarded(convert, src, dst)
+    report = convert(src, dst)
     if as_json:
         print_json(report)
         return
@@ -121,16 +121,17 @@ def lookup_cmd(
     file: Path = typer.Argument(..., help="A FindDb, PerfDb or KernelDb file."),
     query: str = typer.Argument(
         ..., help="An MIOpenDriver line or FindDb key; for a KernelDb a kernel name or glob."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: JsonFlag = False,
+    wide: WideFlag = False,
 ) -> None:
     """Print the record(s) of a problem. Exits 1 when nothing matches."""
     from ..db.inspect import lookup_file
 
-    report = run_guarded(lookup_file, file, query)
+    report = lookup_file(file, query)
     if as_json:
         print_json(report)
     else:
-        _print_lookup(report)
+        _print_lookup(report, wide)
     if not any(r.get("found", True) for r in report["results"]):
         raise typer.Exit(1)
 
@@ -138,15 +139,16 @@ def lookup_cmd(
 @db_app.command("merge")
 def merge_cmd(
     shards: list[Path] = typer.Argument(..., help="FindDb and PerfDb shard files."),
-    out: Path = typer.Option(..., "--out", help="Folder for the merged files."),
-    basename: str = typer.Option(
+    out: Path = out_option("Folder for the merged files."),
+    basename: str | None = typer.Option(
         None, "--basename", help="Target basename of the outputs (default: from shard names)."),
-    perfdb_format: str = typer.Option("text", "--perfdb-format",
-                                      help="'text' (<base>.db.txt) or 'sqlite' (<base>.db)."),
+    perfdb_format: PerfDbFormat = typer.Option(
+        PerfDbFormat.text, "--perfdb-format",
+        help="PerfDb output: text (<base>.db.txt) or sqlite (<base>.db)."),
     replace: bool = typer.Option(False, "--replace",
                                  help="Overwrite databases already in --out instead of merging "
                                       "with them."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: JsonFlag = False,
 ) -> None:
     """Merge shards deterministically (same shards in any order give the same bytes).
 
@@ -156,8 +158,8 @@ def merge_cmd(
     """
     from ..db.merge import merge_shards
 
-    report = run_guarded(merge_shards, shards, out, basename=basename,
-                         perfdb_format=perfdb_format, replace=replace)
+    report = merge_shards(shards, out, basename=basename, perfdb_format=perfdb_format.value,
+                          replace=replace)
     if as_json:
         print_json(report)
         return

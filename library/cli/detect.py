@@ -9,7 +9,8 @@ from rich import box
 from rich.table import Table
 
 from ..detect import Device, detect_devices
-from ._output import console, print_json, run_guarded
+from ._options import JsonFlag
+from ._output import console, print_json
 
 
 def _cu_text(dev: Device) -> str:
@@ -40,15 +41,15 @@ def register(app: typer.Typer) -> None:
             None, "--rocminfo-file", help="Read this saved rocminfo output instead of detecting.",
             dir_okay=False,
         ),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        as_json: JsonFlag = False,
     ) -> None:
         """Show each GPU: arch, target ID, CUs, database basename and package name.
 
         No GPU exits 6, unreadable detection output 7. MIOPEN_DEVICE_ARCH and
         MIOPEN_DEVICE_CU override what is found.
         """
-        devices: list[Device] = run_guarded(detect_devices, rocminfo_file)
-        rows = run_guarded(lambda: [d.to_dict() for d in devices])
+        devices: list[Device] = detect_devices(rocminfo_file)
+        rows = [d.to_dict() for d in devices]
         if as_json:
             print_json(rows)
             return

@@ -7,33 +7,45 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ._output import console, err_console, print_json, run_guarded
+from ..errors import IntegrityError
+from ._options import JsonFlag, targets_option
+from ._output import console, err_console, print_json
 
 
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
-        channel: str = typer.Option(None, "--channel", help="Conda channel (path or URL)."),
-        index_url: str = typer.Option(None, "--index-url",
-                                      help="PEP 503 simple index (path or URL)."),
-        find_links: str = typer.Option(None, "--find-links", help="Folder or page of wheels."),
-        prefix: Path = typer.Option(None, "--prefix",
-                                    help="Install prefix (default: the active env)."),
+        channel: str | None = typer.Option(None, "--channel", help="Conda channel (path or URL)."),
+        index_url: str | None = typer.Option(None, "--index-url",
+                                             help="PEP 503 simple index (path or URL)."),
+        find_links: str | None = typer.Option(
+            None, "--find-links",
+            help="Folder or page of wheels (the --out folder of 'package' works as it is)."),
+        prefix: Path | None = typer.Option(None, "--prefix",
+                                           help="Install prefix (default: the active env)."),
         conda: bool = typer.Option(False, "--conda", help="Install conda packages."),
         pip: bool = typer.Option(False, "--pip", help="Install wheels with pip."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only say what would happen."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-        force: bool = typer.Option(False, "--force",
-                                   help="Reinstall; allow a package for another arch."),
-        rocminfo_file: Path = typer.Option(None, "--rocminfo-file",
-                                           help="Read this saved rocminfo output."),
-        target: list[str] = typer.Option(None, "--target",
-                                         help="Install for this target ('gfx90a-104')."),
-        version: str = typer.Option(None, "--version", help="Package version to install."),
+        as_json: JsonFlag = False,
+        force: bool = typer.Option(
+            False, "--force",
+            help="Reinstall what is installed, and install --targets of another arch than the "
+                 "GPU found."),
+        rocminfo_file: Path | None = typer.Option(None, "--rocminfo-file",
+                                                  help="Read this saved rocminfo output."),
+        targets: str | None = targets_option(
+            "Install these targets ('gfx90a-110,sm90-132') instead of those of the GPUs found; "
+            "needs no GPU."),
+        version: str | None = typer.Option(None, "--version", help="Package version to install."),
     ) -> None:
-        """Install the kernel package of every GPU of this machine and verify its files."""
+        """Install the kernel package of every GPU of this machine and verify its files.
+
+        With --targets, install those packages instead: on a machine without a GPU (an image
+        being prepared) they are installed as asked; where a GPU of another arch is found,
+        --force is needed.
+        """
         from ..install import Source, install
-        from ..target import Target
+        from ..target import select_targets
 
         if conda and pip:
             raise typer.BadParameter("--conda and --pip exclude each other")
@@ -41,42 +53,41 @@ def register(app: typer.Typer) -> None:
                    (("channel", channel), ("index", index_url), ("find-links", find_links))
                    if loc]
         if not sources:
-            raise typer.BadParameter("give --channel, --index-url or --find-links")
-
-        def run():  # type: ignore[no-untyped-def]
-            targets = [Target.parse(t) for t in target] if target else None
-            return install(sources, prefix, "conda" if conda else "pip" if pip else None,
-                           dry_run=dry_run, force=force, rocminfo_file=rocminfo_file,
-                           targets=targets, version=version)
-
-        report = run_guarded(run)
+            raise typer.BadParameter("say where the packages are: --channel, --index-url or "
+                                     "--find-links")
+        report = install(sources, prefix, "conda" if conda else "pip" if pip else None,
+                         dry_run=dry_run, force=force, rocminfo_file=rocminfo_file,
+                         targets=select_targets(targets) if targets else None, version=version)
         for w in report.warnings:
             err_console.print(f"[yellow]warning:[/yellow] {w}")
         if as_json:
             print_json(report.to_dict())
             return
         table = Table(title=f"{report.method} -> {report.prefix}")
-        for col in ("GPU", "package", "version", "status", "files", "location"):
+        for col in ("GPU", "package", "version", "status", "files"):
             table.add_column(col, overflow="fold")
         for item in report.items:
             table.add_row("\n".join(item["devices"]), item["package"], item["version"],
-                          item["status"], str(len(item["files"]) or "-"), item["location"])
+                          item["status"], str(len(item["files"]) or "-"))
         console.print(table)
+        if report.items:
+            console.print(f"into {report.items[0]['location']}", highlight=False,
+                          soft_wrap=True)
 
     @app.command("verify")
     def verify_cmd(
-        prefix: Path = typer.Option(None, "--prefix", help="Prefix to check (default: this env)."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        prefix: Path | None = typer.Option(None, "--prefix",
+                                           help="Prefix to check (default: this env)."),
+        as_json: JsonFlag = False,
     ) -> None:
         """Re-check the sha256 of every installed kernel package file against its manifest."""
         import os
         import sys
 
-        from ..errors import IntegrityError
         from ..install import verify_prefix
 
         root = prefix or Path(os.environ.get("CONDA_PREFIX") or sys.prefix)
-        checks = run_guarded(verify_prefix, root, raise_on_error=False)
+        checks = verify_prefix(root, raise_on_error=False)
         if as_json:
             print_json({"prefix": str(root), "ok": all(c.ok for c in checks),
                         "packages": [c.to_dict() for c in checks]})
@@ -91,6 +102,5 @@ def register(app: typer.Typer) -> None:
             console.print(table)
         bad = [c for c in checks if not c.ok]
         if bad:
-            typer.echo(f"error: {len(bad)} package(s) have missing or altered files; reinstall "
-                       "with 'miopenkernels install --force'", err=True)
-            raise typer.Exit(IntegrityError.exit_code)
+            raise IntegrityError(f"{len(bad)} package(s) have missing or altered files; "
+                                 "reinstall with 'miopenkernels install --force'")

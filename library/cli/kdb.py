@@ -2,69 +2,89 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from ..errors import CodeObjectError, IntegrityError
-from ._output import console, print_json, run_guarded
+from ._app import new_app
+from ._options import JsonFlag, WideFlag
+from ._output import console, print_json, print_table
+
+
+def kdb_table(rows: Sequence[Mapping[str, Any]], *, wide: bool, title: str | None = None) -> Table:
+    """KernelDb rows as a table. Compact (one line a row in 80 columns): kernel name, sizes and
+    the md5's first 8 digits; `wide`: also the kernel args (compile options, often 1-2 KiB)
+    and the whole md5."""
+    table = Table(title=title, box=box.SIMPLE, pad_edge=False)
+    table.add_column("kernel_name", no_wrap=not wide, overflow="ellipsis")
+    if wide:
+        table.add_column("kernel_args", no_wrap=True)
+    table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("stored", justify="right", no_wrap=True)
+    table.add_column("md5", no_wrap=True)
+    for e in rows:
+        size = e.get("size") or e.get("uncompressed_size") or e["stored_size"]
+        md5 = e["kernel_hash"] if wide else e["kernel_hash"][:8]
+        cells = [e["kernel_name"], *([e["kernel_args"]] if wide else []), str(size),
+                 str(e["stored_size"]), md5]
+        table.add_row(*cells)
+    return table
 
 
 def register(app: typer.Typer) -> None:
-    kdb = typer.Typer(help="List and verify kernel databases (.kdb, .ukdb).",
-                      no_args_is_help=True)
+    kdb = new_app("kdb", "List and verify kernel databases (.kdb, .ukdb).")
     app.add_typer(kdb, name="kdb")
 
     @kdb.command("list")
     def list_cmd(
         file: Path = typer.Argument(..., help="A .kdb or .ukdb file."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        as_json: JsonFlag = False,
+        wide: WideFlag = False,
     ) -> None:
-        """List the entries: kernel name, args, stored and code-object sizes, md5."""
+        """List the entries: kernel name, code-object and stored sizes, md5.
+
+        One line an entry; --wide adds each entry's kernel args (its compile options) and the
+        whole md5, --json prints every field.
+        """
         from ..db.kerneldb import KernelDb
 
-        def entries() -> list:
-            with KernelDb(file) as db:
-                return db.entries()
-
-        rows = run_guarded(entries)
+        with KernelDb(file) as db:
+            rows = [{**e.to_dict(), "size": e.size} for e in db.entries()]
         if as_json:
-            print_json([{**e.to_dict(), "size": e.size} for e in rows])
+            print_json(rows)
             return
-        table = Table(title=f"{file}: {len(rows)} entries")
-        table.add_column("kernel_name", no_wrap=True)
-        table.add_column("kernel_args", overflow="fold")
-        table.add_column("size", justify="right")
-        table.add_column("stored", justify="right")
-        table.add_column("md5", no_wrap=True)
-        for e in rows:
-            table.add_row(e.kernel_name, e.kernel_args, str(e.size), str(e.stored_size),
-                          e.kernel_hash)
-        console.print(table)
+        print_table(kdb_table(rows, wide=wide, title=f"{file}: {len(rows)} entries"), wide=wide)
 
     @kdb.command("verify")
     def verify_cmd(
         file: Path = typer.Argument(..., help="A .kdb or .ukdb file."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        as_json: JsonFlag = False,
     ) -> None:
         """Re-check every entry's md5 and that its code object is for the arch it names.
 
-        Exits 12 if a hash does not match, 9 if a code object is for the wrong GPU (or is not
-        a code object), 0 when every entry is sound.
+        Exits 12 if a hash does not match, 9 if a code object is for the wrong GPU (or is not a
+        code object), 0 when every entry is sound.
         """
         from miopenkernels.builder.codeobject import verify_kdb
 
-        checks = run_guarded(verify_kdb, file)
+        checks = verify_kdb(file)
         bad = [c for c in checks if not c.ok]
         if as_json:
             print_json({"file": str(file), "entries": len(checks), "ok": not bad,
                         "checks": [c.to_dict() for c in checks]})
         else:
-            for c in bad:
+            for c in bad[1:]:
                 typer.echo(f"error: {c.error}", err=True)
             status = "ok" if not bad else f"{len(bad)} bad"
-            console.print(f"{file}: {len(checks)} entries, {status}")
+            console.print(f"{file}: {len(checks)} entries, {status}", highlight=False)
         if bad:
-            hash_bad = any(c.error_kind == "hash" for c in bad)
-            raise typer.Exit(IntegrityError.exit_code if hash_bad else CodeObjectError.exit_code)
+            hash_bad = [c for c in bad if c.error_kind == "hash"]
+            first = (hash_bad or bad)[0]
+            cls = IntegrityError if hash_bad else CodeObjectError
+            raise cls(first.error if len(bad) == 1 else
+                      f"{len(bad)} bad entries in {file}, first: {first.error}")

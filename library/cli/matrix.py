@@ -5,24 +5,25 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from ._output import console, print_json, run_guarded
+from ._options import JsonFlag, targets_option
+from ._output import console, print_json
 
 
 def register(app: typer.Typer) -> None:
     @app.command("matrix")
     def matrix_cmd(
-        targets: str = typer.Option(
-            "*", "--targets", "-t",
-            help="Comma-separated globs against target name, arch or basename ('gfx9*,sm90-*').",
-        ),
-        as_json: bool = typer.Option(
-            False, "--json", help="Print {\"include\": [...]} for a GitHub Actions matrix."
-        ),
+        targets: str = targets_option(
+            "Comma-separated globs against target name, arch or basename ('gfx9*,sm90-*').",
+            "*"),
+        as_json: JsonFlag = False,
     ) -> None:
-        """Print the CI build matrix: one entry per (arch, CU) target."""
+        """Print the CI build matrix: one entry per (arch, CU) target.
+
+        --json prints {"include": [...]} for a GitHub Actions matrix.
+        """
         from miopenkernels.builder.matrix import build_matrix
 
-        entries = run_guarded(build_matrix, targets)
+        entries = build_matrix(targets)
         if as_json:
             print_json({"include": [e.to_dict() for e in entries]})
             return

@@ -7,63 +7,80 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ._output import console, print_json, run_guarded
+from ..errors import TargetError
+from ..target import Target
+from ._options import JsonFlag, ManifestsOption, PackageKind, out_option, targets_option
+from ._output import console, print_json
 
 
 def register(app: typer.Typer) -> None:
     @app.command("package")
     def package_cmd(
-        targets: str = typer.Option(None, "--targets",
-                                    help="Targets (globs) to package from --from-build."),
-        from_build: Path = typer.Option(None, "--from-build",
-                                        help="The builder's out folder (<basename>.kdb)."),
-        from_dir: Path = typer.Option(None, "--from-dir",
-                                      help="Existing MIOpen databases (share/miopen/db, cache)."),
-        target: str = typer.Option(None, "--target", help="Target of --from-dir ('gfx90a-104')."),
-        out: Path = typer.Option(Path("dist"), "--out", help="Output folder."),
-        kind: str = typer.Option("both", "--kind", help="wheel, conda or both."),
-        manifest: list[str] = typer.Option(None, "--manifest",
-                                           help="Problem manifest(s) the build covered."),
-        dbs: Path = typer.Option(None, "--dbs", help="Measured databases (default: dbs/)."),
-        version: str = typer.Option(None, "--version", help="Package version."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        from_build: Path | None = typer.Option(
+            None, "--from-build", help="The build's --out folder (<basename>.kdb)."),
+        from_dir: Path | None = typer.Option(
+            None, "--from-dir", help="Existing MIOpen databases (share/miopen/db, a user cache)."),
+        targets: str | None = targets_option(
+            "Targets to package: globs over the kdbs of --from-build (default: every kdb "
+            "there); exactly one target ('gfx90a-104') with --from-dir."),
+        out: Path = out_option(
+            "Output folder: *.whl (pip --find-links), simple/ (--index-url), channel/ "
+            "(conda).", Path("dist")),
+        kind: PackageKind = typer.Option(PackageKind.both, "--kind",
+                                         help="What to build."),
+        manifests: ManifestsOption = None,
+        dbs: Path | None = typer.Option(None, "--dbs",
+                                        help="Measured databases (default: dbs/)."),
+        version: str | None = typer.Option(None, "--version", help="Package version."),
+        as_json: JsonFlag = False,
     ) -> None:
-        """Build kernel packages (wheels + PEP 503 index, conda + channel)."""
+        """Build kernel packages (wheels + PEP 503 index, conda + channel).
+
+        Each package's manifest records the problem manifests its kdb was built for (from the
+        build's record, or --manifest) and lists what it lacks, e.g. measured databases.
+        """
+        from ..builder.package import package_from_build, package_from_dir
+        from ..target import select_targets
+
         if (from_build is None) == (from_dir is None):
             raise typer.BadParameter("give exactly one of --from-build and --from-dir")
-        if from_dir is not None and not target:
-            raise typer.BadParameter("--from-dir needs --target")
-
-        def run():  # type: ignore[no-untyped-def]
-            from ..builder.package import package_from_build, package_from_dir
-            from ..target import Target, select_targets
-
-            if from_dir is not None:
-                return package_from_dir(from_dir, Target.parse(target), out, kind, version)
+        if from_dir is not None:
+            chosen = select_targets(targets) if targets else []
+            if len(chosen) != 1:
+                raise TargetError("--from-dir needs exactly one target: --targets <arch>-<cu> "
+                                  "(e.g. --targets gfx90a-104)")
+            results = package_from_dir(from_dir, chosen[0], out, kind.value, version)
+        else:
             assert from_build is not None
-            chosen = select_targets(targets) if targets else _built_targets(from_build)
-            return package_from_build(chosen, from_build, out, kind, version,
-                                      list(manifest or []), dbs)
-
-        results = run_guarded(run)
+            built = _built_targets(from_build)
+            have = {t.name for t in built}
+            chosen = ([t for t in select_targets(targets) if t.name in have] if targets
+                      else built)
+            if not chosen:
+                names = ", ".join(t.name for t in built)
+                raise TargetError(f"no kdb in {from_build} matches --targets {targets!r}; it "
+                                  f"holds {names}")
+            results = package_from_build(chosen, from_build, out, kind.value, version,
+                                         list(manifests or []), dbs)
         if as_json:
             print_json({"out": str(out), "packages": [r.to_dict() for r in results]})
             return
         table = Table(title=f"packages in {out}")
-        for col in ("target", "package", "wheel", "conda"):
+        for col in ("target", "wheel", "conda", "lacks"):
             table.add_column(col, overflow="fold")
         for r in results:
-            table.add_row(r.target.name, r.target.package, r.wheel.name if r.wheel else "-",
-                          r.conda.name if r.conda else "-")
+            table.add_row(r.target.name, "yes" if r.wheel else "-", "yes" if r.conda else "-",
+                          "\n".join(x.split(":")[0] for x in r.lacks) or "-")
         console.print(table)
 
 
-def _built_targets(build_dir: Path) -> list:
+def _built_targets(build_dir: Path) -> list[Target]:
     """Targets of every <basename>.kdb in the build folder."""
     from ..db.sniff import target_from_name
     from ..errors import DbError
 
     found = [t for p in sorted(build_dir.glob("*.kdb")) if (t := target_from_name(p.name))]
     if not found:
-        raise DbError(f"no <basename>.kdb in {build_dir}; pass --targets or build first")
+        raise DbError(f"no <basename>.kdb in {build_dir}; build first "
+                      f"(miopenkernels build --out {build_dir})")
     return found

@@ -6,7 +6,8 @@ import typer
 
 from ..driver import parse_any_line
 from ..problem import ConvProblem, _looks_like_key
-from ._output import console, print_json, run_guarded
+from ._options import JsonFlag
+from ._output import console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -15,16 +16,12 @@ def register(app: typer.Typer) -> None:
         text: str = typer.Argument(
             ..., help="An MIOpenDriver line ('conv -n 32 -c 64 ...') or a FindDb key."
         ),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        as_json: JsonFlag = False,
     ) -> None:
         """Print the FindDb key and the derived shapes of a problem."""
 
-        def parse() -> list:
-            if _looks_like_key(text.strip()):
-                return [ConvProblem.from_key(text)]
-            return parse_any_line(text)
-
-        problems = run_guarded(parse)
+        problems = ([ConvProblem.from_key(text)] if _looks_like_key(text.strip())
+                    else parse_any_line(text))
         if as_json:
             print_json([p.to_dict() for p in problems])
             return

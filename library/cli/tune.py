@@ -7,20 +7,23 @@ from typing import Any
 
 import typer
 
-from ..errors import TargetError
-from ._output import err_console, print_json, run_guarded
+from ..errors import NoDeviceError, TargetError
+from ._options import JsonFlag, ManifestsOption, PerfDbFormats, out_option, targets_option
+from ._output import err_console, print_json
+
+_NO_GPU = ("tuning measures kernels on this machine's GPU and {what}; run 'miopenkernels tune' "
+           "on a machine with the GPU to tune ('miopenkernels detect' shows a machine's GPUs)")
 
 
 def register(app: typer.Typer) -> None:
     @app.command("tune")
     def tune_cmd(
-        out: Path = typer.Option(..., "--out", "-o", help="Folder for the database shards."),
-        manifests: list[str] = typer.Option(
-            None, "--manifest", "-m", help="Manifest name or file; repeatable. Default: all."),
+        out: Path = out_option("Folder for the database shards."),
+        manifests: ManifestsOption = None,
         solvers: str = typer.Option("*", "--solvers", help="Glob over solver names."),
-        targets: str = typer.Option(
-            None, "--targets", "-t",
-            help="Target the GPU must be (e.g. sm90-132); tuning needs that very GPU."),
+        targets: str | None = targets_option(
+            "Globs the GPU found must match ('sm90-*'): a guard for scripts, as tuning "
+            "measures the GPU of this machine only."),
         directions: str = typer.Option("FBW", "--directions", help="Directions to tune."),
         shard: str = typer.Option(None, "--shard", help="I/N: every N-th problem from I."),
         max_problems: int = typer.Option(0, "--max-problems", help="Stop after N problems."),
@@ -36,8 +39,9 @@ def register(app: typer.Typer) -> None:
         precompile: bool = typer.Option(
             True, "--precompile/--no-precompile",
             help="Compile every candidate on all cores into the user kernel cache first."),
-        fmt: str = typer.Option("text", "--format", help="text, sqlite or both."),
-        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+        fmt: PerfDbFormats = typer.Option(PerfDbFormats.text, "--perfdb-format",
+                                          help="Format of the PerfDb shard."),
+        as_json: JsonFlag = False,
     ) -> None:
         """Search tunable solvers' parameters and time every solver; write <basename> shards."""
         from miopenkernels.builder.manifest import load_manifests
@@ -46,9 +50,13 @@ def register(app: typer.Typer) -> None:
         from miopenkernels.target import select_targets
 
         def run() -> Any:
-            handle = Handle()
-            if handle.backend.name == "null":
-                raise TargetError("tuning needs a GPU; none was found")
+            try:
+                handle = Handle()
+            except NoDeviceError:
+                raise NoDeviceError(_NO_GPU.format(what="none was found")) from None
+            if handle.backend.name == "null":  # MIOPEN_DEVICE_ARCH/CU name a GPU not present
+                raise NoDeviceError(_NO_GPU.format(
+                    what=f"no {handle.target.name} GPU was found"))
             if targets:
                 wanted = select_targets(targets)
                 if handle.target not in wanted:
@@ -66,7 +74,7 @@ def register(app: typer.Typer) -> None:
                 problems = [p for p in problems if p.key() not in done]
             if max_problems:
                 problems = problems[:max_problems]
-            formats = ("text", "sqlite") if fmt == "both" else (fmt,)
+            formats = ("text", "sqlite") if fmt == PerfDbFormats.both else (fmt.value,)
             if precompile and not handle.cache_disabled:
                 from miopenkernels.builder.precompile import precompile as compile_ahead
                 from miopenkernels.builder.precompile import tuning_jobs
@@ -83,7 +91,7 @@ def register(app: typer.Typer) -> None:
                         per_solver_s=per_solver, formats=formats, progress=progress,
                         max_candidates=candidates)
 
-        result = run_guarded(run)
+        result = run()
         if as_json:
             print_json(result.to_dict())
         else:

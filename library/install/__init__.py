@@ -78,24 +78,34 @@ def choose_method(prefix: Path, sources: list[Source], explicit: str | None) -> 
 
 def _wanted(rocminfo_file: Path | None, targets: list[Target] | None, force: bool
             ) -> dict[Target, list[str]]:
+    """(arch, CU) -> who wants it: the detected GPUs, or the requested targets.
+
+    Requested targets need no GPU (preparing an image on a build machine); only a detected GPU
+    of another arch stops them, unless `force`.
+    """
     from ..detect import detect_devices
+    from ..errors import NoDeviceError
 
     wanted: dict[Target, list[str]] = {}
     if targets and force:
-        # Forced targets need no GPU (e.g. preparing an image on a build machine).
         for t in targets:
             wanted.setdefault(Target(t.arch, t.cu), []).append("requested")
         return wanted
-    devices = detect_devices(rocminfo_file)
+    try:
+        devices = detect_devices(rocminfo_file)
+    except NoDeviceError:
+        if not targets:
+            raise
+        devices = []
     for d in devices:
         t = d.target
         wanted.setdefault(Target(t.arch, t.cu), []).append(f"{d.index}: {d.name}")
     if targets:
         archs = {t.arch for t in wanted}
         for t in targets:
-            if t.arch not in archs:
+            if archs and t.arch not in archs:
                 raise TargetError(f"{t.package} is for {t.arch}, but this machine has "
-                                  f"{', '.join(sorted(archs))}; pass --force to install it "
+                                  f"{', '.join(sorted(archs))}; add --force to install it "
                                   "anyway")
         wanted = {Target(t.arch, t.cu): wanted.get(Target(t.arch, t.cu), ["requested"])
                   for t in targets}
@@ -134,7 +144,7 @@ def _check_staged(stage: Path, chosen: list[Choice], force: bool) -> None:
                                  f"{t.get('arch')}-{t.get('cu')}")
         if t.get("arch") != c.wanted.arch and not force:
             raise TargetError(f"{c.available.package} is for {t.get('arch')}, not "
-                              f"{c.wanted.arch}; pass --force to install it anyway")
+                              f"{c.wanted.arch}; add --force to install it anyway")
         check = check_package(mpath, stage)
         if not check.ok:
             p = check.problems[0]
@@ -286,8 +296,10 @@ def install(
         if c in todo:
             data = json.loads((prefix / manifest_relpath(c.available.target.basename))
                               .read_text())
-            item["files"] = sorted(data["files"]) + [
-                f"{MANIFEST_DIR}/{c.available.target.basename}.manifest.json"]
+            # The files the package's manifest lists, as `verify` counts them; the manifest
+            # itself is named apart.
+            item["files"] = sorted(data["files"])
+            item["manifest"] = f"{MANIFEST_DIR}/{c.available.target.basename}.manifest.json"
     # The installed files are checked once more where they now lie.
     for c in todo:
         check = check_package(prefix / manifest_relpath(c.available.target.basename), prefix)

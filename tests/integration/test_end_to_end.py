@@ -93,7 +93,7 @@ def _check_manifests(prefix: Path) -> None:
 
 def test_published_artefacts(published):
     for t in TARGETS:
-        assert (published / "wheels" / f"{t.wheel_name}-0.1.0-py3-none-any.whl").is_file()
+        assert (published / f"{t.wheel_name}-0.1.0-py3-none-any.whl").is_file()
         assert (published / "simple" / t.package / "index.html").is_file()
         assert list((published / "channel" / "noarch").glob(f"{t.package}-0.1.0-*.conda"))
     repodata = json.loads((published / "channel/noarch/repodata.json").read_text())

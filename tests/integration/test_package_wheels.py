@@ -45,7 +45,7 @@ def _venv(path: Path) -> Path:
 
 
 def test_wheel_is_a_standard_pure_data_wheel(dist):
-    whl = dist / "wheels" / "miopenkernels_gfx906_60-0.1.0-py3-none-any.whl"
+    whl = dist / "miopenkernels_gfx906_60-0.1.0-py3-none-any.whl"
     with zipfile.ZipFile(whl) as zf:
         names = set(zf.namelist())
         wheel_meta = zf.read("miopenkernels_gfx906_60-0.1.0.dist-info/WHEEL").decode()
@@ -127,7 +127,7 @@ def test_installer_pip_path_is_verified_and_idempotent(dist, tmp_path, monkeypat
 def test_find_links_folder_works_like_an_index(dist, tmp_path, monkeypatch):
     monkeypatch.setenv("MIOPEN_DEVICE_ARCH", "gfx90a")
     monkeypatch.setenv("MIOPEN_DEVICE_CU", "104")
-    r = CliRunner().invoke(app, ["install", "--find-links", str(dist / "wheels"), "--prefix",
+    r = CliRunner().invoke(app, ["install", "--find-links", str(dist), "--prefix",
                                  str(tmp_path / "p"), "--json"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "p/share/miopen/db/gfx90a68.kdb").is_file()

@@ -107,4 +107,7 @@ def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert default_cache_dir() == tmp_path / "objs"
     assert ObjectCache().root == tmp_path / "objs"
     monkeypatch.delenv(CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "miopenkernels" / "objects"
+    monkeypatch.delenv("XDG_CACHE_HOME")
     assert default_cache_dir() == Path.home() / ".cache" / "miopenkernels" / "objects"
