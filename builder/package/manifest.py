@@ -192,19 +192,20 @@ def collect_build_files(
 
 
 def lacking(tf: TargetFiles) -> list[str]:
-    """What a package of `tf` does not carry, in words a user can act on."""
+    """What a package of `tf` does not carry: `<what> (<file>): <what it would give>`."""
     base = tf.target.basename
     names = {
-        ".kdb": "KernelDb: precompiled kernels",
-        ".HIP.fdb.txt": "measured FindDb: solver timings",
-        ".db.txt": "measured PerfDb: tuned solver parameters",
+        ".kdb": ("KernelDb", "precompiled kernels"),
+        ".HIP.fdb.txt": ("measured FindDb", "solver timings"),
+        ".db.txt": ("measured PerfDb", "tuned solver parameters"),
     }
     have = set(tf.files)
-    out = [f"{base}{suffix} ({what})" for suffix, what in names.items()
+    out = [f"{what} ({base}{suffix}): {gives}" for suffix, (what, gives) in names.items()
            if f"{base}{suffix}" not in have
            and not (suffix == ".db.txt" and f"{base}.db" in have)]
     if not tf.manifests and tf.origin == "build":
-        out.append("manifests: the problems the kdb was built for are not recorded")
+        out.append("problem manifests (not recorded): the build left no <basename>.build.json "
+                   "and no --manifest was given")
     return out
 
 

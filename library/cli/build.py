@@ -29,8 +29,7 @@ def _summary_table(result: Any) -> Table:
     table.add_row("distinct", str(result.objects), str(result.compiled), str(result.cached),
                   str(len(result.failures)),
                   human_bytes(sum(t.kdb_bytes for t in result.targets)))
-    table.caption = ("jobs per target; 'distinct' counts objects (one compile serves every "
-                     "target that uses it); '=' marks a kdb left unchanged")
+    table.caption = "distinct: objects, each compiled once for all targets; =: kdb unchanged"
     return table
 
 

@@ -65,14 +65,13 @@ def register(app: typer.Typer) -> None:
             return
         table = Table(title=f"{report.method} -> {report.prefix}")
         for col in ("GPU", "package", "version", "status", "files"):
-            table.add_column(col, overflow="fold")
+            table.add_column(col, overflow="fold", no_wrap=col != "GPU")
         for item in report.items:
             table.add_row("\n".join(item["devices"]), item["package"], item["version"],
                           item["status"], str(len(item["files"]) or "-"))
         console.print(table)
         if report.items:
-            console.print(f"into {report.items[0]['location']}", highlight=False,
-                          soft_wrap=True)
+            console.print(f"into {report.items[0]['location']}", highlight=False)
 
     @app.command("verify")
     def verify_cmd(

@@ -17,22 +17,28 @@ from ._output import console, print_json, print_table
 
 
 def kdb_table(rows: Sequence[Mapping[str, Any]], *, wide: bool, title: str | None = None) -> Table:
-    """KernelDb rows as a table. Compact (one line a row in 80 columns): kernel name, sizes and
-    the md5's first 8 digits; `wide`: also the kernel args (compile options, often 1-2 KiB)
-    and the whole md5."""
-    table = Table(title=title, box=box.SIMPLE, pad_edge=False)
-    table.add_column("kernel_name", no_wrap=not wide, overflow="ellipsis")
-    if wide:
-        table.add_column("kernel_args", no_wrap=True)
-    table.add_column("size", justify="right", no_wrap=True)
-    table.add_column("stored", justify="right", no_wrap=True)
-    table.add_column("md5", no_wrap=True)
+    """KernelDb rows as a table. Compact (one line a row, the terminal's width): kernel name,
+    the start of the kernel args (compile options, often 1-2 KiB), sizes and the md5's first 8
+    digits; `wide`: the args and the md5 whole."""
+    cells = []
     for e in rows:
         size = e.get("size") or e.get("uncompressed_size") or e["stored_size"]
         md5 = e["kernel_hash"] if wide else e["kernel_hash"][:8]
-        cells = [e["kernel_name"], *([e["kernel_args"]] if wide else []), str(size),
-                 str(e["stored_size"]), md5]
-        table.add_row(*cells)
+        cells.append([e["kernel_name"], e["kernel_args"], str(size), str(e["stored_size"]), md5])
+    headers = ("kernel_name", "kernel_args", "size", "stored", "md5")
+    if not wide and cells:
+        # What is left of the line for the args: each other column's widest cell or header,
+        # plus its padding.
+        others = sum(max(len(headers[i]), *(len(c[i]) for c in cells)) + 2 for i in (0, 2, 3, 4))
+        room = max(12, console.size.width - others - 6)
+        for c in cells:
+            if len(c[1]) > room:
+                c[1] = c[1][:room - 1] + "…"
+    table = Table(title=title, box=box.SIMPLE, pad_edge=False)
+    for i, name in enumerate(headers):
+        table.add_column(name, no_wrap=True, justify="right" if i in (2, 3) else "left")
+    for c in cells:
+        table.add_row(*c)
     return table
 
 
@@ -58,7 +64,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(rows)
             return
-        print_table(kdb_table(rows, wide=wide, title=f"{file}: {len(rows)} entries"), wide=wide)
+        title = f"{file.name}: {len(rows)} entries"
+        print_table(kdb_table(rows, wide=wide, title=title), wide=wide)
 
     @kdb.command("verify")
     def verify_cmd(

@@ -67,10 +67,10 @@ def register(app: typer.Typer) -> None:
             return
         table = Table(title=f"packages in {out}")
         for col in ("target", "wheel", "conda", "lacks"):
-            table.add_column(col, overflow="fold")
+            table.add_column(col, no_wrap=col != "lacks")
         for r in results:
             table.add_row(r.target.name, "yes" if r.wheel else "-", "yes" if r.conda else "-",
-                          "\n".join(x.split(":")[0] for x in r.lacks) or "-")
+                          ", ".join(x.split(" (")[0] for x in r.lacks) or "-")
         console.print(table)
 
 

@@ -114,6 +114,8 @@ def test_installer_pip_path_is_verified_and_idempotent(dist, tmp_path, monkeypat
     assert {p: p.stat().st_mtime_ns for p in prefix.rglob("*") if p.is_file()} == snapshot
     check = runner.invoke(app, ["verify", "--prefix", str(prefix), "--json"])
     assert check.exit_code == 0 and json.loads(check.stdout)["ok"]
+    # install and verify count the same files: those the package's manifest lists.
+    assert json.loads(check.stdout)["packages"][0]["files"] == len(report["packages"][0]["files"])
     # A damaged install is seen by verify and repaired by --force.
     (prefix / "share/miopen/db/gfx906_60.kdb").write_bytes(b"0" * 4096)
     assert runner.invoke(app, ["verify", "--prefix", str(prefix)]).exit_code == 12

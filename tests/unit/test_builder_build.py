@@ -51,6 +51,27 @@ def test_build_then_rebuild_from_cache(env: dict) -> None:
     assert again.targets[0].cached == 4 and again.targets[0].compiled == 0
 
 
+def test_a_rebuild_with_nothing_changed_leaves_the_kdb_alone(env: dict) -> None:
+    import json
+
+    first = run(env, manifests=["fixture"])
+    kdb = env["out"] / "gfx1100_48.kdb"
+    record = env["out"] / "gfx1100_48.build.json"
+    stamps = (kdb.stat().st_mtime_ns, record.stat().st_mtime_ns)
+    assert not first.targets[0].kdb_unchanged
+    assert json.loads(record.read_text())["manifests"] == ["fixture"]
+    again = run(env, manifests=["fixture"])
+    assert again.targets[0].kdb_unchanged and again.targets[0].kdb_bytes == kdb.stat().st_size
+    assert (kdb.stat().st_mtime_ns, record.stat().st_mtime_ns) == stamps
+    # A kdb that holds something else is rewritten.
+    with KernelDb(kdb, readonly=False) as db:
+        db.store("extra.hip.o", "-mcpu=gfx1100", b"\x7fELF")
+    third = run(env, manifests=["fixture"])
+    assert not third.targets[0].kdb_unchanged
+    with KernelDb(kdb) as db:
+        assert len(db) == 4
+
+
 def test_damaged_cache_entry_fails_the_job_and_is_evicted(env: dict) -> None:
     assert run(env).ok
     (env["out"] / "gfx1100_48.kdb").unlink()

@@ -63,6 +63,30 @@ def test_kernels_only_package_says_so(tmp_path):
     assert list(m["files"]) == ["share/miopen/db/gfx90a6e.kdb"]
 
 
+def test_manifest_says_what_the_package_lacks_and_what_the_build_covered(tmp_path):
+    make_kdb(tmp_path / "gfx90a6e.kdb", "gfx90a")
+    m = build_manifest(collect_build_files(GFX90A, tmp_path, tmp_path / "nodbs"), "0.1.0")
+    assert m["manifests"] == []
+    lacks = " ".join(m["lacks"])
+    assert "measured FindDb (gfx90a6e.HIP.fdb.txt)" in lacks
+    assert "measured PerfDb (gfx90a6e.db.txt)" in lacks
+    assert "not recorded" in lacks
+    # The build's record names the manifests it used (all of them by default).
+    (tmp_path / "gfx90a6e.build.json").write_text(json.dumps(
+        {"target": "gfx90a-110", "manifests": ["resnet50", "vgg16"],
+         "problems": ["64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"]}))
+    m = build_manifest(collect_build_files(GFX90A, tmp_path, tmp_path / "nodbs"), "0.1.0")
+    assert m["manifests"] == ["resnet50", "vgg16"]
+    assert m["problems"] == ["64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"]
+    assert not any("not recorded" in x for x in m["lacks"])
+
+
+def test_a_package_with_measured_databases_lacks_nothing_but_a_record(build_out):
+    build, dbs = build_out
+    m = build_manifest(collect_build_files(GFX906, build, dbs, ["resnet50"]), "0.1.0")
+    assert m["lacks"] == [] and m["manifests"] == ["resnet50"]
+
+
 def test_missing_build_output_is_a_clear_error(tmp_path):
     with pytest.raises(DbError, match="build gfx906-60 first"):
         collect_build_files(GFX906, tmp_path, tmp_path)
