@@ -17,6 +17,7 @@ __all__ = [
     "WideFlag",
     "ManifestsOption",
     "targets_option",
+    "globs",
     "out_option",
     "PackageKind",
     "PerfDbFormat",
@@ -41,8 +42,14 @@ ManifestsOption = Annotated[
 
 
 def targets_option(help: str, default: Any = None) -> Any:
-    """`--targets/-t GLOBS`: comma-separated globs over target names ('gfx9*,sm90-132')."""
+    """`--targets/-t GLOBS`: comma-separated globs over target names ('gfx9*,sm90-132');
+    repeatable. Commands take it as `list[str] | None` and read it with `globs()`."""
     return typer.Option(default, "--targets", "-t", "--target", metavar="GLOBS", help=help)
+
+
+def globs(values: list[str] | None) -> str | None:
+    """The values of a repeated `--targets` as one comma-separated pattern (None: not given)."""
+    return ",".join(values) if values else None
 
 
 def out_option(help: str, default: Any = ...) -> Any:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..errors import CompileError
 from ..target import select_targets
-from ._options import JsonFlag, ManifestsOption, out_option, targets_option
+from ._options import JsonFlag, ManifestsOption, globs, out_option, targets_option
 from ._output import console, err_console, human_bytes, print_json
 
 
@@ -36,7 +36,7 @@ def _summary_table(result: Any) -> Table:
 def register(app: typer.Typer) -> None:
     @app.command("build")
     def build_cmd(
-        targets: str | None = targets_option(
+        targets_given: list[str] | None = targets_option(
             "Comma-separated globs over target names ('gfx9*,sm90-132'); default: all."),
         manifests: ManifestsOption = None,
         out: Path = out_option("Folder for the <basename>.kdb files.", Path("build/kdb")),
@@ -58,6 +58,8 @@ def register(app: typer.Typer) -> None:
         """
         from miopenkernels.builder.build import build, failure_text
         from miopenkernels.builder.manifest import available_manifests, load_manifests
+
+        targets = globs(targets_given)
 
         chosen = select_targets(targets)
         names = list(manifests or available_manifests())

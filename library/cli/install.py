@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from ..errors import IntegrityError
-from ._options import JsonFlag, targets_option
+from ._options import JsonFlag, globs, targets_option
 from ._output import console, err_console, print_json
 
 
@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
                  "GPU found."),
         rocminfo_file: Path | None = typer.Option(None, "--rocminfo-file",
                                                   help="Read this saved rocminfo output."),
-        targets: str | None = targets_option(
+        targets_given: list[str] | None = targets_option(
             "Install these targets ('gfx90a-110,sm90-132') instead of those of the GPUs found; "
             "needs no GPU."),
         version: str | None = typer.Option(None, "--version", help="Package version to install."),
@@ -46,6 +46,8 @@ def register(app: typer.Typer) -> None:
         """
         from ..install import Source, install
         from ..target import select_targets
+
+        targets = globs(targets_given)
 
         if conda and pip:
             raise typer.BadParameter("--conda and --pip exclude each other")

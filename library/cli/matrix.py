@@ -5,35 +5,38 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from ._options import JsonFlag, targets_option
-from ._output import console, print_json
+from ._options import JsonFlag, WideFlag, globs, targets_option
+from ._output import print_json, print_table
 
 
 def register(app: typer.Typer) -> None:
     @app.command("matrix")
     def matrix_cmd(
-        targets: str = targets_option(
-            "Comma-separated globs against target name, arch or basename ('gfx9*,sm90-*').",
-            "*"),
+        targets_given: list[str] | None = targets_option(
+            "Comma-separated globs against target name, arch or basename ('gfx9*,sm90-*'); "
+            "default: all."),
         as_json: JsonFlag = False,
+        wide: WideFlag = False,
     ) -> None:
         """Print the CI build matrix: one entry per (arch, CU) target.
 
-        --json prints {"include": [...]} for a GitHub Actions matrix.
+        --wide adds the CI runners; --json prints {"include": [...]} for a GitHub Actions
+        matrix.
         """
         from miopenkernels.builder.matrix import build_matrix
 
-        entries = build_matrix(targets)
+        entries = build_matrix(globs(targets_given) or "*")
         if as_json:
             print_json({"include": [e.to_dict() for e in entries]})
             return
         table = Table(show_header=True)
-        # Names never wrap; the rest may, so that the table fits a narrow terminal.
-        for col in ("target", "basename"):
+        # Names stay whole; the runners (long label lists) only with --wide.
+        cols = ["target", "basename", "package", "compiler"]
+        cols += ["runner", "tune runner"] if wide else []
+        for col in cols:
             table.add_column(col, no_wrap=True)
-        for col in ("package", "compiler", "runner", "tune runner"):
-            table.add_column(col, overflow="fold")
         for e in entries:
-            table.add_row(e.target, e.basename, e.package, e.compiler, e.runner,
-                          ", ".join(e.tune_runner))
-        console.print(table)
+            row = [e.target, e.basename, e.package, e.compiler]
+            row += [e.runner, ", ".join(e.tune_runner)] if wide else []
+            table.add_row(*row)
+        print_table(table, wide=wide)

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from ..errors import TargetError
 from ..target import Target
-from ._options import JsonFlag, ManifestsOption, PackageKind, out_option, targets_option
+from ._options import JsonFlag, ManifestsOption, PackageKind, globs, out_option, targets_option
 from ._output import console, print_json
 
 
@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
             None, "--from-build", help="The build's --out folder (<basename>.kdb)."),
         from_dir: Path | None = typer.Option(
             None, "--from-dir", help="Existing MIOpen databases (share/miopen/db, a user cache)."),
-        targets: str | None = targets_option(
+        targets_given: list[str] | None = targets_option(
             "Targets to package: globs over the kdbs of --from-build (default: every kdb "
             "there); exactly one target ('gfx90a-104') with --from-dir."),
         out: Path = out_option(
@@ -41,6 +41,8 @@ def register(app: typer.Typer) -> None:
         """
         from ..builder.package import package_from_build, package_from_dir
         from ..target import select_targets
+
+        targets = globs(targets_given)
 
         if (from_build is None) == (from_dir is None):
             raise typer.BadParameter("give exactly one of --from-build and --from-dir")

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from ..errors import NoDeviceError, TargetError
-from ._options import JsonFlag, ManifestsOption, PerfDbFormats, out_option, targets_option
+from ._options import JsonFlag, ManifestsOption, PerfDbFormats, globs, out_option, targets_option
 from ._output import err_console, print_json
 
 _NO_GPU = ("tuning measures kernels on this machine's GPU and {what}; run 'miopenkernels tune' "
@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
         out: Path = out_option("Folder for the database shards."),
         manifests: ManifestsOption = None,
         solvers: str = typer.Option("*", "--solvers", help="Glob over solver names."),
-        targets: str | None = targets_option(
+        targets_given: list[str] | None = targets_option(
             "Globs the GPU found must match ('sm90-*'): a guard for scripts, as tuning "
             "measures the GPU of this machine only."),
         directions: str = typer.Option("FBW", "--directions", help="Directions to tune."),
@@ -48,6 +48,8 @@ def register(app: typer.Typer) -> None:
         from miopenkernels.builder.tune import select_shard, tune
         from miopenkernels.handle import Handle
         from miopenkernels.target import select_targets
+
+        targets = globs(targets_given)
 
         def run() -> Any:
             try:

@@ -93,9 +93,10 @@ def _wanted(rocminfo_file: Path | None, targets: list[Target] | None, force: boo
         return wanted
     try:
         devices = detect_devices(rocminfo_file)
-    except NoDeviceError:
+    except NoDeviceError as exc:
         if not targets:
-            raise
+            raise NoDeviceError(f"{exc}; or name the packages to install: --targets "
+                                "<arch>-<cu> (e.g. --targets gfx90a-110)") from None
         devices = []
     for d in devices:
         t = d.target

@@ -74,7 +74,8 @@ def test_cold_build_writes_verified_kdbs_and_rebuild_compiles_nothing(
     assert summary["compiled"] == summary["objects"] > 0
     for t in summary["targets"]:
         assert t["failed"] == 0 and t["compiled"] == t["jobs"] > 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(f"{b}.kdb" for b in BASENAMES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{b}{suffix}" for b in BASENAMES for suffix in (".kdb", ".build.json"))
     for base in BASENAMES:
         path = out / f"{base}.kdb"
         verify = kdb("verify", str(path), "--json")

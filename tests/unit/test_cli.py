@@ -240,7 +240,8 @@ def test_install_targets_need_no_gpu_and_force_only_against_another_arch(
     base = ["install", "--index-url", str(simple), "--prefix", str(tmp_path / "p"),
             "--dry-run", "--json"]
     r = runner.invoke(app, [*base, "--rocminfo-file", str(cpu_only)])
-    assert r.exit_code == 6  # no GPU and no --targets: nothing to go by
+    assert r.exit_code == 6  # no GPU and no --targets: nothing to go by but the hint
+    assert "--targets gfx90a-110" in r.stderr
     r = runner.invoke(app, [*base, "--rocminfo-file", str(cpu_only), "--targets", "gfx906-60"])
     assert r.exit_code == 0, r.output
     (item,) = json.loads(r.stdout)["packages"]
