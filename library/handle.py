@@ -120,7 +120,8 @@ class Handle:
         self.backend = backend
         base = target or backend.target
         if base is None:
-            raise MIOpenKernelsError("the backend names no target; pass target=")
+            raise MIOpenKernelsError("the backend names no target; name it: "
+                                     "Handle(backend=..., target=\"gfx90a-110\")")
         arch, cu = config.device_overrides()
         if arch is not None or cu is not None:
             base = Target(arch or base.target_id, cu or base.cu)

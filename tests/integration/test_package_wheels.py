@@ -194,7 +194,7 @@ def test_a_pre_release_version_builds_and_the_installer_orders_it_below_the_rele
     manifest = json.loads(zipfile.ZipFile(r.wheel).read(
         "miopenkernels_gfx90a_104-0.2.0rc1.data/data/share/miopenkernels/gfx90a68.manifest.json"))
     assert manifest["version"] == "0.2.0rc1"
-    found = list_available(Source("find-links", str(out / "wheels")))
+    found = list_available(Source("find-links", str(out)))
     assert [a.version for a in found] == ["0.2.0rc1", "0.2.0rc2", "0.2.0"]
     [c] = choose_packages({T90A: []}, found[:2])
     assert c.available.version == "0.2.0rc2"
