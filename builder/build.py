@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miopenkernels._fsutil import atomic_path
+from miopenkernels._fsutil import atomic_path, atomic_write
 from miopenkernels.compiler import check_code_object, compile_job, describe_job
 from miopenkernels.errors import MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
@@ -144,8 +144,6 @@ def kdb_holds(path: Path, rows: Sequence[tuple[str, str, bytes]]) -> bool:
 
 def _write_record(path: Path, record: dict[str, Any]) -> None:
     """Write a JSON record unless the file already says exactly that (a no-op build)."""
-    from miopenkernels.db._lock import atomic_write
-
     data = (json.dumps(record, indent=1) + "\n").encode()
     if not (path.is_file() and path.read_bytes() == data):
         atomic_write(path, data)
