@@ -7,13 +7,15 @@ static web server. The channel is indexed by py-rattler (`noarch/repodata.json`)
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from miopenkernels._fsutil import atomic_copy, atomic_write
+from miopenkernels._proc import run_tool
+from miopenkernels.errors import PackageBuildError
 from miopenkernels.install.manifest import sha256_file
 
 __all__ = ["normalize", "write_simple_index", "index_channel", "add_to_channel"]
@@ -75,10 +77,21 @@ def add_to_channel(packages: list[Path], channel: Path) -> Path:
     return index_channel(channel)
 
 
+# py-rattler's indexer leaves runtime threads that take the GIL while the interpreter
+# finalizes; before Python 3.14 that aborts the process (PyGILState_Release, exit 134) in about
+# one run in four. It runs in a child that leaves with os._exit once the index is written.
+_INDEX_SCRIPT = """\
+import asyncio, os, sys
+from rattler.index import index_fs
+asyncio.run(index_fs(sys.argv[1], write_zst=False, write_shards=False, force=True))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
 def index_channel(channel: Path) -> Path:
     """Write repodata.json for every subdir of `channel` with py-rattler."""
-    from rattler.index import index_fs  # build tool: imported only here
-
     (channel / "noarch").mkdir(parents=True, exist_ok=True)
-    asyncio.run(index_fs(channel, write_zst=False, write_shards=False, force=True))
+    run_tool([sys.executable, "-c", _INDEX_SCRIPT, str(channel)], what=f"indexing {channel}",
+             error=PackageBuildError)
     return channel
