@@ -1,8 +1,9 @@
 """Content-addressed cache of compiled code objects.
 
 The key of a job is the sha256 of everything that shapes its code object: the kernel source and
-every include it reaches, the compile options, the compiler's identity and version (with its fixed
-flags) and the arch it compiles for. The CU count is not part of it, so targets that share an arch
+every include it reaches, the compile options, the compiler's identity and version (with its
+fixed flags; `triton <version>` for Triton kernels) and the arch it compiles for. The CU count is
+not part of it, so targets that share an arch
 share objects, and a kdb row's (name, args) maps onto exactly one key. Only checked code objects
 enter the cache; an entry is written to a temporary file and renamed, so a crash never leaves a
 half-written object under a valid key.
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from miopenkernels._fsutil import atomic_write
-from miopenkernels.compiler import compile_arch, compiler_for, source_digest
+from miopenkernels.compiler import compile_arch, is_triton_job, job_compiler, source_digest
 
 __all__ = ["CACHE_ENV", "default_cache_dir", "CacheKeys", "ObjectCache"]
 
@@ -49,8 +50,8 @@ class CacheKeys:
             self._sources[kernel_file] = source_digest(kernel_file, self.kernels)
         return self._sources[kernel_file]
 
-    def compiler(self, target: Any) -> str:
-        compiler = compiler_for(target)
+    def compiler(self, job: Any) -> str:
+        compiler = job_compiler(job)
         if compiler.name not in self._compilers:
             self._compilers[compiler.name] = compiler.identity()
         return self._compilers[compiler.name]
@@ -62,8 +63,9 @@ class CacheKeys:
             f"source={self.source(job.kernel_file)}",
             f"kernel={job.kernel_file}:{job.kernel_name}",
             "options=" + "\0".join(job.options),
-            f"compiler={self.compiler(job.target)}",
-            f"arch={compile_arch(job.target)}",
+            f"compiler={self.compiler(job)}",
+            # Triton takes the DbId; the C++ compilers the targets.toml compile arch.
+            f"arch={job.target.arch if is_triton_job(job) else compile_arch(job.target)}",
         ]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

@@ -43,6 +43,10 @@ __all__ = [
     "CodeObject",
     "CodeObjectInfo",
     "LaunchMetadata",
+    "KDB_META_MAGIC",
+    "attach_launch_metadata",
+    "split_kdb_blob",
+    "assumed_divisors",
     "check_code_object",
     "inspect_code_object",
     "read_code_object",
@@ -164,6 +168,55 @@ class LaunchMetadata:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CodeObjectError(f"malformed Triton metadata ({exc!r})") from None
+
+
+# ------------------------------------------------------------------ metadata in a kdb blob
+# A kdb row holds one blob under MIOpen's kern_db schema. An object that needs launch metadata
+# (a Triton kernel's) carries it as a trailer behind the ELF image:
+#     <code object><LaunchMetadata JSON, UTF-8><u64 LE: JSON length>b"MKLAUNCH"
+# Loaders read an ELF image by its own headers (cuModuleLoadData and hipModuleLoadData take no
+# size), so the trailer changes nothing for them; the row's md5 covers code and metadata
+# together. Backends split it off before loading anyway. No trailer: no metadata.
+KDB_META_MAGIC = b"MKLAUNCH"
+_MAX_KDB_META = 1 << 16
+
+
+def attach_launch_metadata(code_object: bytes, meta: LaunchMetadata) -> bytes:
+    """The kdb blob of a code object whose kernel needs `meta` to be launched."""
+    text = meta.to_json().encode()
+    return bytes(code_object) + text + struct.pack("<Q", len(text)) + KDB_META_MAGIC
+
+
+def split_kdb_blob(blob: bytes, what: str = "kdb blob"
+                   ) -> tuple[bytes, LaunchMetadata | None]:
+    """(code object, launch metadata or None) of a kdb blob; a malformed trailer is a
+    CodeObjectError."""
+    blob = bytes(blob)
+    if len(blob) < 16 or blob[-8:] != KDB_META_MAGIC:
+        return blob, None
+    (size,) = struct.unpack_from("<Q", blob, len(blob) - 16)
+    end = len(blob) - 16
+    if size > _MAX_KDB_META or size > end:
+        raise CodeObjectError(f"{what}: launch metadata trailer claims {size} bytes")
+    try:
+        meta = LaunchMetadata.from_json(blob[end - size : end])
+    except CodeObjectError as exc:
+        raise CodeObjectError(f"{what}: {exc}") from None
+    return blob[: end - size], meta
+
+
+_ASSUMPTION_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*%\s*(\d+)\s*==\s*0\s*$")
+
+
+def assumed_divisors(meta: LaunchMetadata | None) -> dict[str, int]:
+    """{argument: divisor} of assumptions written `name % D == 0` (a pointer aligned to D
+    bytes, an integer a multiple of D); others are not of this kind and are left out."""
+    out: dict[str, int] = {}
+    for text in meta.assumptions if meta is not None else ():
+        m = _ASSUMPTION_RE.match(text)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
 
 
 # ------------------------------------------------------------------ what a blob says

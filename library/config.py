@@ -19,6 +19,9 @@ from .errors import MIOpenKernelsError
 __all__ = [
     "FindMode",
     "FindEnforce",
+    "MathMode",
+    "FINDDB_TF32_SUFFIX",
+    "fp32_math",
     "Paths",
     "system_db_dirs",
     "user_db_dir",
@@ -46,6 +49,23 @@ class FindMode(enum.IntEnum):
     @classmethod
     def parse(cls, text: str | int | None) -> FindMode:
         return _parse_enum(cls, "MIOPEN_FIND_MODE", text, cls.DYNAMIC_HYBRID)
+
+
+class MathMode(enum.IntEnum):
+    """MIOPENKERNELS_FP32_MATH: how FP32 convolutions may multiply. IEEE (the default) is
+    plain FP32; TF32 also lets tensor-core solvers round inputs to TF32 (as cuDNN's allow_tf32).
+    FindDb records made under TF32 carry the key suffix `FINDDB_TF32_SUFFIX`; TF32 solvers
+    have their own names, so PerfDb rows stay apart too."""
+
+    IEEE = 1
+    TF32 = 2
+
+    @classmethod
+    def parse(cls, text: str | int | None) -> MathMode:
+        return _parse_enum(cls, "MIOPENKERNELS_FP32_MATH", text, cls.IEEE)
+
+
+FINDDB_TF32_SUFFIX = "_tf32"
 
 
 class FindEnforce(enum.IntEnum):
@@ -115,6 +135,10 @@ def cache_disabled() -> bool:
 
 def find_mode() -> FindMode:
     return FindMode.parse(_env("MIOPEN_FIND_MODE"))
+
+
+def fp32_math() -> MathMode:
+    return MathMode.parse(_env("MIOPENKERNELS_FP32_MATH"))
 
 
 def find_enforce() -> FindEnforce:

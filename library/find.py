@@ -98,8 +98,17 @@ class Invoker:
     workspace: Buffer | None = field(default=None, repr=False)
     zero_first: tuple[tuple[str, int], ...] = ()  # (layer tensor role, bytes) to clear first
     params: tuple[int, ...] = ()
+    # (layer tensor role, bytes) alignments the object assumes of its pointers, and how to
+    # build the invoker of a variant without them (for tensors that are not aligned).
+    alignment: tuple[tuple[str, int], ...] = ()
+    unaligned: Any = field(default=None, repr=False)
 
     def __call__(self, ptrs: dict[str, int]) -> None:
+        if self.alignment and any(ptrs[role] % div for role, div in self.alignment):
+            if callable(self.unaligned):
+                self.unaligned = self.unaligned()
+            self.unaligned(ptrs)
+            return
         for slot, role in self.pointers:
             self.launch.set(slot, ptrs[role])
         for role, nbytes in self.zero_first:
@@ -161,6 +170,12 @@ def _finish(handle: Any, problem: Any, bound: dict[str, DeviceTensor]) -> None:
 
 
 # ---------------------------------------------------------------------------- solvers
+def finddb_key(handle: Any, problem: Any) -> str:
+    """The FindDb key under the handle's math mode (`Handle.finddb_key`)."""
+    fn = getattr(handle, "finddb_key", None)
+    return str(fn(problem)) if callable(fn) else str(problem.key())
+
+
 def solver_of(handle: Any, solution: Any) -> Any:
     name = solution if isinstance(solution, str) else solution.solver
     for s in handle.solvers:
@@ -197,7 +212,7 @@ def _from_record(handle: Any, problem: Any, record: Any) -> list[ConvSolution]:
 
 def immediate_solutions(handle: Any, problem: Any) -> list[ConvSolution]:
     """Ranked solutions without a benchmark: a FindDb record, else heuristic_rank order."""
-    record = handle.finddb.lookup(problem)
+    record = handle.finddb.lookup(finddb_key(handle, problem))
     if record is not None:
         sols = _from_record(handle, problem, record)
         if sols:
@@ -229,17 +244,53 @@ def _job(handle: Any, problem: Any, solver: Any, params: tuple[int, ...],
     return solver.compile_job(problem, params, handle.target, specialised=False), False
 
 
+def _apply_meta(solver: Any, launch: Any, meta: Any) -> Any:
+    """The launch with the block and shared memory its object's LaunchMetadata names; checks
+    the scratch arguments and that the launch's scalars meet the object's assumptions."""
+    import dataclasses
+
+    from .codeobject import assumed_divisors
+
+    if meta is None:
+        if launch.needs_meta:
+            raise ProblemError(f"{solver.name}: the object of {launch.kernel_name} carries no "
+                               "launch metadata; rebuild the kdb")
+        return launch
+    if meta.kernel != launch.kernel_name:
+        raise ProblemError(f"{solver.name}: object metadata names kernel {meta.kernel}, the "
+                           f"launch {launch.kernel_name}")
+    scratch = [a for a in launch.args if a.name.endswith("_scratch")]
+    if [a.name for a in scratch] != [name for name, _, _ in meta.scratch_args]:
+        raise ProblemError(f"{solver.name}: {meta.kernel} takes scratch arguments "
+                           f"{[n for n, _, _ in meta.scratch_args]}, the launch passes "
+                           f"{[a.name for a in scratch]}")
+    if any(size for _, size, _ in meta.scratch_args):
+        raise ProblemError(f"{solver.name}: {meta.kernel} needs Triton scratch memory, which "
+                           "the runtime does not provide")
+    scalars = launch.scalars()
+    for name, div in assumed_divisors(meta).items():
+        if name in scalars and int(scalars[name]) % div:
+            raise ProblemError(f"{solver.name}: {meta.kernel} was compiled assuming {name} is "
+                               f"a multiple of {div}; the problem has {scalars[name]}")
+    block = (meta.threads_per_block, 1, 1) if meta.threads_per_block else launch.block
+    return dataclasses.replace(launch, block=block, shared_bytes=meta.shared_bytes)
+
+
 def make_invoker(handle: Any, problem: Any, solver: Any, *, params: tuple[int, ...] | None = None,
-                 allow_specialised_compile: bool = False, specialised: bool | None = None
-                 ) -> Invoker:
-    """Load (or compile) the solver's kernel and pack its arguments."""
+                 allow_specialised_compile: bool = False, specialised: bool | None = None,
+                 unaligned: bool = False) -> Invoker:
+    """Load (or compile) the solver's kernel and pack its arguments. `unaligned` takes the
+    solver's variant without pointer-alignment assumptions."""
     params = handle.params_for(problem, solver) if params is None else tuple(params)
-    if specialised is None:
+    if unaligned:
+        job, spec = solver.unaligned_job(problem, params, handle.target), bool(specialised)
+    elif specialised is None:
         job, spec = _job(handle, problem, solver, params, allow_specialised_compile)
     else:
         job, spec = solver.compile_job(problem, params, handle.target, specialised), specialised
     fn = handle.kernel(job)
-    launch = solver.launch(problem, params, spec)
+    meta = fn.module.meta
+    launch = _apply_meta(solver, solver.launch(problem, params, spec), meta)
     prepared = handle.backend.prepare(fn, launch.grid, launch.block, launch.args,
                                       launch.shared_bytes)
     roles = tensor_roles(problem)
@@ -256,8 +307,18 @@ def make_invoker(handle: Any, problem: Any, solver: Any, *, params: tuple[int, .
              "y": (problem.out_shape, problem.out_type)}
     zero = tuple((roles[n], _elements(sizes[roles[n]][0]) * TYPE_BYTES[sizes[roles[n]][1]])
                  for n in launch.zero_first if roles.get(n) in sizes)
+    from .codeobject import assumed_divisors
+
+    assumed = assumed_divisors(meta)
+    align = tuple(sorted({(roles[a.tensor], assumed[a.name]) for a in launch.args
+                          if a.is_pointer and a.name in assumed and a.tensor in roles}))
+    fallback = None
+    if align:
+        def fallback() -> Invoker:
+            return make_invoker(handle, problem, solver, params=params, specialised=spec,
+                                unaligned=True)
     return Invoker(solver.name, prepared, tuple(pointers), ws, spec, zero_first=zero,
-                   params=params)
+                   params=params, alignment=align, unaligned=fallback)
 
 
 def invoker(handle: Any, problem: Any, solution: Any) -> Invoker:
@@ -360,14 +421,14 @@ def _record(handle: Any, problem: Any, sols: list[ConvSolution]) -> None:
     if not sols or not handle.backend.has_timer or handle.finddb.user_path is None:
         return
     try:
-        handle.finddb.store(problem, [Solution(s.solver, s.time, s.workspace, s.algorithm)
-                                      for s in sols])
+        handle.finddb.store(finddb_key(handle, problem),
+                            [Solution(s.solver, s.time, s.workspace, s.algorithm) for s in sols])
     except (DbError, OSError) as exc:  # the result stands; only its record is lost
         log.warning("find: could not record %s in the user FindDb: %s", problem.key(), exc)
 
 
 def _clean(handle: Any, problem: Any) -> None:
-    handle.finddb.remove(problem)
+    handle.finddb.remove(finddb_key(handle, problem))
 
 
 def _benchmark_all(handle: Any, problem: Any, bound: dict[str, DeviceTensor],
@@ -407,7 +468,7 @@ def find(handle: Any, problem: Any, x: Any, w: Any, y: Any, *, mode: Any = None,
     if enforce in (FindEnforce.SEARCH, FindEnforce.SEARCH_DB_UPDATE):
         _search(handle, problem)
     if mode != FindMode.NORMAL and not force:
-        record = handle.finddb.lookup(problem)
+        record = handle.finddb.lookup(finddb_key(handle, problem))
         if record is not None:
             sols = _from_record(handle, problem, record)
             if sols:

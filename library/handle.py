@@ -106,7 +106,8 @@ class Handle:
     def __init__(self, device: Any = None, target: Target | str | None = None,
                  backend: Backend | None = None, *,
                  compiler: Callable[[Any], bytes] | None = None,
-                 solvers: list[Any] | None = None) -> None:
+                 solvers: list[Any] | None = None,
+                 math_mode: config.MathMode | str | None = None) -> None:
         if isinstance(target, str):
             target = Target.parse(target)
         if backend is None:
@@ -130,6 +131,8 @@ class Handle:
             backend.target = base
         self._compiler = compiler
         self._solvers = solvers
+        self.math_mode = (config.MathMode.parse(math_mode) if math_mode is not None
+                          else config.fp32_math())
         self.stats = KernelStats()
         self._modules: dict[tuple[str, str], Module] = {}
         self._blobs: dict[tuple[str, str], tuple[bytes, str]] = {}
@@ -269,7 +272,37 @@ class Handle:
         return self._solvers
 
     def applicable_solvers(self, problem: Any) -> list[Any]:
-        return [s for s in self.solvers if s.is_applicable(problem, self.target)]
+        """Solvers for `problem` here: TF32 ones only under the TF32 math mode, and Triton
+        ones only where their object is at hand (kdb, cache) or Triton can compile it."""
+        out = []
+        for s in self.solvers:
+            if getattr(s, "math", "ieee") == "tf32" and self.math_mode != config.MathMode.TF32:
+                continue
+            if not s.is_applicable(problem, self.target):
+                continue
+            if getattr(s, "language", "hip") == "triton" and not self._triton_ready(problem, s):
+                continue
+            out.append(s)
+        return out
+
+    def _triton_ready(self, problem: Any, solver: Any) -> bool:
+        if self._compiler is not None:
+            return True
+        from .compiler.triton import available
+
+        if available():
+            return True
+        params = self.params_for(problem, solver)
+        job = solver.compile_job(problem, params, self.target)
+        return bool(self.has_kernel(job))
+
+    def finddb_key(self, problem: Any) -> str:
+        """The FindDb key of `problem` under this handle's math mode: MIOpen's key, with
+        `_tf32` appended for an FP32 problem under TF32 (config.MathMode)."""
+        key = str(problem.key())
+        if self.math_mode == config.MathMode.TF32 and "FP32" in problem.data_type:
+            key += config.FINDDB_TF32_SUFFIX
+        return key
 
     def params_for(self, problem: Any, solver: Any) -> tuple[int, ...]:
         """Tuned params from the PerfDb (user over system) when valid, else the defaults."""

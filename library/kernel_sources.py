@@ -4,8 +4,9 @@ the text with its includes inlined.
 The kernels directory is the installed `miopenkernels.kernels` package unless
 `MIOPENKERNELS_KERNELS_DIR` (or an explicit argument) points elsewhere, so that a build or a test
 can compile a modified copy. A kernel's dependencies are its own file plus every file it pulls in
-through `#include "..."`, followed transitively; system headers (`<...>`) belong to the compiler
-and are covered by its version.
+through `#include "..."`, followed transitively (a Triton kernel, `*.py`, depends on every
+Python file of the kernels directory, since it may import any of them); system headers
+(`<...>`) belong to the compiler and are covered by its version.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ def source_files(kernel_file: str, directory: str | Path | None = None) -> list[
     """
     root = kernels_dir(directory)
     first = kernel_source(kernel_file, root)
+    if first.suffix == ".py":
+        # A Triton kernel may import its sibling Python files: all of them are its text.
+        others = sorted(p.resolve() for p in root.glob("*.py")
+                        if p.name != "__init__.py" and p.resolve() != first.resolve())
+        return [first.resolve(), *others]
     seen: dict[Path, None] = {}
     todo = [first]
     while todo:

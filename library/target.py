@@ -217,6 +217,7 @@ class TargetSpec:
     cus: tuple[int, ...]
     has_bf16: bool = True
     description: str = ""
+    matrix: str = ""  # matrix instructions ('mfma', 'wmma', 'mma', ...); '' where none
     extra: dict[str, Any] = field(default_factory=dict)
 
     def targets(self) -> list[Target]:
@@ -241,7 +242,8 @@ def load_targets(path: str | None = None) -> tuple[TargetSpec, ...]:
     for entry in data.get("target", []):
         try:
             arch = entry["arch"]
-            known = {"arch", "vendor", "compiler", "compile_arch", "cus", "bf16", "description"}
+            known = {"arch", "vendor", "compiler", "compile_arch", "cus", "bf16", "description",
+                     "matrix"}
             specs.append(
                 TargetSpec(
                     arch=arch,
@@ -251,6 +253,7 @@ def load_targets(path: str | None = None) -> tuple[TargetSpec, ...]:
                     cus=tuple(int(c) for c in entry["cus"]),
                     has_bf16=bool(entry.get("bf16", True)),
                     description=entry.get("description", ""),
+                    matrix=str(entry.get("matrix", "")),
                     extra={k: v for k, v in entry.items() if k not in known},
                 )
             )

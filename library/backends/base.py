@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codeobject import check_code_object
+from ..codeobject import LaunchMetadata, check_code_object, split_kdb_blob
 from ..errors import BackendError
 from ..target import Target
 
@@ -93,12 +93,17 @@ class Function:
 
 
 class Module:
-    """A loaded code object; `function(name)` looks a kernel up (and caches it)."""
+    """A loaded code object; `function(name)` looks a kernel up (and caches it).
 
-    def __init__(self, backend: Backend, handle: Any, blob: bytes) -> None:
+    `meta` is the launch metadata the kdb blob carried (a Triton kernel's), else None.
+    """
+
+    def __init__(self, backend: Backend, handle: Any, blob: bytes,
+                 meta: LaunchMetadata | None = None) -> None:
         self.backend = backend
         self.handle = handle
         self.nbytes = len(blob)
+        self.meta = meta
         self._functions: dict[str, Function] = {}
 
     def function(self, name: str) -> Function:
@@ -170,10 +175,12 @@ class Backend(ABC):
 
     # ---- code objects
     def load(self, blob: bytes) -> Module:
-        """Load a code object (cubin/PTX, AMDGPU ELF or offload bundle) from bytes."""
+        """Load a code object (cubin/PTX, AMDGPU ELF or offload bundle) from bytes; a launch
+        metadata trailer (codeobject.split_kdb_blob) is split off and kept on the Module."""
+        code, meta = split_kdb_blob(blob)
         if self.target is not None:
-            check_code_object(blob, self.target, bare=False)
-        return Module(self, self._load(blob), blob)
+            check_code_object(code, self.target, bare=False)
+        return Module(self, self._load(code), code, meta)
 
     @abstractmethod
     def _load(self, blob: bytes) -> Any: ...

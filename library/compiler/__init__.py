@@ -18,11 +18,14 @@ from ..kernel_sources import kernel_source, kernels_dir, source_digest
 from ..target import Target, spec_for
 from .amd import CLANG19, HIPCC
 from .nvidia import NVRTC
+from .triton import TRITON
 
 __all__ = [
     "Compiler",
     "COMPILERS",
     "compiler_for",
+    "job_compiler",
+    "is_triton_job",
     "compile_arch",
     "compile_job",
     "describe_job",
@@ -49,11 +52,17 @@ class Compiler(Protocol):
 
 
 COMPILERS: dict[str, Compiler] = {"hipcc": HIPCC, "clang-19": CLANG19, "nvrtc": NVRTC}
+# Targets whose only compiler is Triton (no C++ compiler here knows the arch): they carry
+# Triton kernels only.
+TRITON_ONLY = "triton"
 
 
 def compiler_for(target: Target) -> Compiler:
     """The compiler targets.toml names for `target`'s arch."""
     name = spec_for(target.arch).compiler
+    if name == TRITON_ONLY:
+        raise CompileError(f"no C++ compiler here knows {target.arch}: targets.toml gives it "
+                           "Triton kernels only")
     try:
         return COMPILERS[name]
     except KeyError:
@@ -61,6 +70,16 @@ def compiler_for(target: Target) -> Compiler:
             f"targets.toml names compiler {name!r} for {target.arch}; known: "
             + ", ".join(COMPILERS)
         ) from None
+
+
+def is_triton_job(job: Any) -> bool:
+    """Whether `job` builds a Triton kernel (`kernels/*.py`) rather than HIP C++."""
+    return str(job.kernel_file).endswith(".py")
+
+
+def job_compiler(job: Any) -> Compiler:
+    """The compiler of one job: Triton for `.py` kernels, else the target's (targets.toml)."""
+    return TRITON if is_triton_job(job) else compiler_for(job.target)
 
 
 def compile_arch(target: Target) -> str:
@@ -79,12 +98,16 @@ def compile_job(job: Any, kernels: str | Path | None = None, *, check: bool = Tr
     """Compile `job` and (by default) check that the result is a code object for the job's
     arch defining the job's kernel. CompileError / CodeObjectError name the job."""
     root = kernels_dir(kernels)
-    compiler = compiler_for(job.target)
+    compiler = job_compiler(job)
     what = f"{compiler.name} {describe_job(job)}"
     try:
         source = kernel_source(job.kernel_file, root)
-        blob = compiler.compile(source, tuple(job.options), compile_arch(job.target), (root,),
-                                what=what)
+        if compiler is TRITON:
+            blob = TRITON.compile_kernel(source, job.kernel_name, tuple(job.options),
+                                         job.target.arch, what=what)
+        else:
+            blob = compiler.compile(source, tuple(job.options), compile_arch(job.target),
+                                    (root,), what=what)
     except CompileError as exc:
         err = CompileError(str(exc) if what in str(exc) else f"{what}: {exc}", log=exc.log)
         err.job = job  # type: ignore[attr-defined]

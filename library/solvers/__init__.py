@@ -13,6 +13,7 @@ from .base import CompileJob, KernelArg, Launch, Params, Solver
 from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
+from .triton_conv import TRITON_SOLVERS
 from .winograd import ConvWinograd3x3
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 SOLVERS: list[Solver] = [
+    *TRITON_SOLVERS,
     ConvWinograd3x3("F"),
     ConvWinograd3x3("B"),
     Conv1x1Gemm("F"),

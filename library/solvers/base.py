@@ -165,6 +165,9 @@ class Launch:
     # Tensors that must be zero before the launch (kernels that accumulate with atomics); empty
     # for every kernel here, kept so that a backend never has to guess.
     zero_first: tuple[str, ...] = field(default=())
+    # The code object carries its own block size and shared memory (a Triton kernel's
+    # LaunchMeta); the runtime takes them from there and refuses an object without.
+    needs_meta: bool = False
 
     @property
     def threads(self) -> int:
@@ -191,6 +194,8 @@ class Solver:
     directions: frozenset[str] = frozenset()
     tunable: bool = False
     kernel_file: str = ""
+    language: str = "hip"  # 'hip' (portable C++) or 'triton'
+    math: str = "ieee"  # FP32 math: 'ieee', or 'tf32' (only under a TF32 math mode)
 
     # ------------------------------------------------------------------ identity
     def algorithm(self, problem: ConvProblem) -> str:
@@ -241,6 +246,12 @@ class Solver:
         """The shape-agnostic binaries worth shipping for `target`, in a deterministic order."""
         raise NotImplementedError
 
+    def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
+                      ) -> CompileJob | None:
+        """A variant of `compile_job` without pointer-alignment assumptions, for tensors that
+        are not aligned; None when the solver's objects assume no alignment."""
+        return None
+
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False) -> Launch:
         """Grid, block and arguments for the binary of `compile_job(problem, params, ...)`."""
         raise NotImplementedError
@@ -257,8 +268,17 @@ class Solver:
         return f"<Solver {self.name}>"
 
 
+def hip_kernels(target: Target) -> bool:
+    """Whether the portable HIP C++ kernels exist for `target` (a C++ compiler knows its arch;
+    targets.toml's compiler "triton" says none does)."""
+    return spec_for(target.arch).compiler != "triton"
+
+
 def type_supported(type_name: str, target: Target) -> bool:
-    """FP32 and FP16 everywhere; BF16 where targets.toml says the arch gets BF16 kernels."""
+    """Whether the portable kernels (conv and primitives) exist for a type on `target`: FP32
+    and FP16 everywhere a C++ compiler knows the arch; BF16 where targets.toml says so."""
+    if not hip_kernels(target):
+        return False
     if type_name in ("FP32", "FP16"):
         return True
     return type_name == "BF16" and spec_for(target.arch).has_bf16

@@ -35,7 +35,7 @@ def kernels(tmp_path: Path) -> Path:
 def fake_compiler(monkeypatch: pytest.MonkeyPatch) -> _FakeCompiler:
     """No real compiler needed: the key only asks the compiler who it is."""
     fake = _FakeCompiler("clang-19", "19.1.7")
-    monkeypatch.setattr(cache_mod, "compiler_for", lambda target: fake)
+    monkeypatch.setattr(cache_mod, "job_compiler", lambda job: fake)
     return fake
 
 
@@ -88,7 +88,7 @@ def test_key_changes_with_arch_not_with_cu_count(kernels: Path,
 def test_key_uses_the_real_compiler_identity(kernels: Path) -> None:
     """The real identity names the compiler's version; NVRTC's is read in-process."""
     pytest.importorskip("cuda.bindings.nvrtc")
-    ident = CacheKeys(kernels).compiler(Target("sm90", 132))
+    ident = CacheKeys(kernels).compiler(job(target="sm90-132"))
     assert ident.startswith("nvrtc [") and "-std=c++17" in ident
 
 

@@ -39,6 +39,8 @@ if CXX is None:  # pragma: no cover
     pytest.skip("no clang++ to build host emulations", allow_module_level=True)
 
 TARGET = Target("gfx90a", 104)  # has BF16; the target does not change the kernel text
+# The host emulation compiles the portable HIP C++ kernels; Triton's are checked on a GPU.
+HOST_SOLVERS = [s for s in SOLVERS if s.language == "hip"]
 
 
 # ----------------------------------------------------------------------------- harness
@@ -151,7 +153,7 @@ def _cases() -> list[tuple[str, ConvProblem]]:
     for i, kwargs in enumerate(CONV_PROBLEMS):
         for direction in "FBW":
             problem = ConvProblem(direction=direction, **kwargs)  # type: ignore[arg-type]
-            for solver in SOLVERS:
+            for solver in HOST_SOLVERS:
                 # The last problem exists for the tiled solvers; direct backward weights would
                 # emulate 25200 blocks of 256 fibers for nothing new.
                 if kwargs is CONV_PROBLEMS[-1] and solver.name == "ConvDirectWrw":
@@ -186,7 +188,7 @@ def _check_conv(builds: HostBuilds, solver_name: str, problem: ConvProblem, para
 
 def test_every_case_exercises_every_solver():
     names = {name.split("-", 2)[2] for name, _ in CASES}
-    assert names == {s.name for s in SOLVERS}
+    assert names == {s.name for s in HOST_SOLVERS}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

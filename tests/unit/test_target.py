@@ -105,8 +105,8 @@ def test_targets_toml_lists_the_field_archs():
 
 def test_spec_for_unknown_arch_derives_one():
     assert spec_for("gfx90a:sramecc+").arch == "gfx90a"
-    assert (spec_for("gfx950").compiler, spec_for("sm100").compile_arch) == ("clang-19",
-                                                                             "sm_100")
+    assert (spec_for("gfx1150").compiler, spec_for("sm101").compile_arch) == ("clang-19",
+                                                                              "sm_101")
 
 
 def test_load_targets_errors(tmp_path):

@@ -1,0 +1,215 @@
+"""Triton: a `@triton.jit` kernel in `kernels/*.py`, compiled ahead of time for any target.
+
+Triton compiles without a GPU: `triton.compile(ASTSource(fn, signature, constexprs, attrs),
+target=GPUTarget(...), options=...)` gives a cubin (NVIDIA, its own ptxas) or an AMDGPU code
+object (its own LLVM and AMD's device bitcode). The job's options say everything that shapes
+the result, and so form the kdb row's `kernel_args`:
+
+    -D<NAME>=<value>          a constexpr (int, True/False, or a name)
+    --signature=a:*fp16,...    the non-constexpr arguments in order, with Triton's types
+    --assume=a:16,K:16         divisibility/alignment assumptions (tt.divisibility)
+    --<option>=<value>         a Triton compile option: num-warps, num-stages,
+                               dot-precision (default_dot_input_precision), ...
+
+The result is the code object with its `LaunchMetadata` attached as a kdb trailer
+(`codeobject.attach_launch_metadata`): the runtime launches it with no Triton installed. Triton is imported on first use only, and writes its own cache
+into a temporary folder, never under the home directory.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..errors import CompileError
+from ..codeobject import LaunchMetadata, attach_launch_metadata
+
+__all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "available",
+           "gpu_target"]
+
+_ALIASES = {"dot-precision": "default_dot_input_precision"}
+_INT_OPTIONS = {"num_warps", "num_stages", "num_ctas", "waves_per_eu", "matrix_instr_nonkdim",
+                "kpack", "maxnreg"}
+
+
+def available() -> bool:
+    """Whether Triton can be imported here (the JIT fallback needs it; launches do not)."""
+    return importlib.util.find_spec("triton") is not None
+
+
+def _triton() -> Any:
+    try:
+        import triton
+    except ImportError:
+        raise CompileError("Triton is not installed: pip install 'miopenkernels[build]' "
+                           "(or triton) to compile Triton kernels") from None
+    return triton
+
+
+def _value(text: str) -> int | bool | str:
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return int(text, 0)
+    except ValueError:
+        return text
+
+
+class TritonOptions:
+    """A Triton job's options, parsed: constexprs, signature, assumptions, compile options."""
+
+    def __init__(self, options: Sequence[str]) -> None:
+        self.constexprs: dict[str, int | bool | str] = {}
+        self.signature: list[tuple[str, str]] = []
+        self.assumptions: list[tuple[str, int]] = []
+        self.compile: dict[str, Any] = {}
+        for opt in options:
+            if opt.startswith("-D") and "=" in opt:
+                name, _, value = opt[2:].partition("=")
+                self.constexprs[name] = _value(value)
+            elif opt.startswith("--signature="):
+                for item in filter(None, opt.split("=", 1)[1].split(",")):
+                    name, _, kind = item.partition(":")
+                    if not name or not kind:
+                        raise CompileError(f"Triton signature entry {item!r} is not name:type")
+                    self.signature.append((name, kind))
+            elif opt.startswith("--assume="):
+                for item in filter(None, opt.split("=", 1)[1].split(",")):
+                    name, _, div = item.partition(":")
+                    if not div.isdigit() or int(div) < 1:
+                        raise CompileError(f"Triton assumption {item!r} is not name:divisor")
+                    self.assumptions.append((name, int(div)))
+            elif opt.startswith("--") and "=" in opt:
+                name, _, value = opt[2:].partition("=")
+                key = _ALIASES.get(name, name.replace("-", "_"))
+                self.compile[key] = int(value) if key in _INT_OPTIONS else _value(value)
+            else:
+                raise CompileError(f"Triton job option {opt!r} is not -DNAME=V, "
+                                   "--signature=, --assume= or --option=V")
+
+
+def parse_options(options: Sequence[str]) -> TritonOptions:
+    return TritonOptions(options)
+
+
+def gpu_target(arch: str) -> Any:
+    """Triton's GPUTarget for a DbId: ('cuda', 90, 32), ('hip', 'gfx942', 64)."""
+    from triton.backends.compiler import GPUTarget
+
+    if arch.startswith("sm"):
+        return GPUTarget("cuda", int(arch[2:]), 32)
+    # CDNA (gfx9) runs 64-wide wavefronts; RDNA's wmma kernels run 32-wide.
+    return GPUTarget("hip", arch, 64 if arch.startswith("gfx9") else 32)
+
+
+@lru_cache(maxsize=16)
+def _load_module(path: str, digest: str) -> ModuleType:
+    """Import a kernel file as a module of a package made for its folder, so that relative
+    imports of its sibling files (`from .conv_triton_spec import ...`) work wherever the
+    folder is (the installed package or MIOPENKERNELS_KERNELS_DIR)."""
+    import sys
+
+    file = Path(path)
+    package = "_miopenkernels_triton_" + digest[:16]
+    if package not in sys.modules:
+        pkg = ModuleType(package)
+        pkg.__path__ = [str(file.parent)]
+        sys.modules[package] = pkg
+    name = f"{package}.{file.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise CompileError(f"cannot import Triton kernel file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - a broken kernel file is a compile failure
+        del sys.modules[name]
+        raise CompileError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def kernel_function(source: Path, symbol: str) -> Any:
+    """The `@triton.jit` function `symbol` of the kernel file `source`."""
+    from .sources import source_digest
+
+    digest = source_digest(source.name, source.parent)
+    module = _load_module(str(source.resolve()), digest)
+    fn = getattr(module, symbol, None)
+    if fn is None or not hasattr(fn, "arg_names"):
+        raise CompileError(f"{source.name} has no @triton.jit function {symbol!r}")
+    return fn
+
+
+class TritonCompiler:
+    """Triton from PyPI, used as a cross-compiler for every matrix-core target."""
+
+    name = "triton"
+    vendor = "any"
+
+    def compile_kernel(self, source: Path, symbol: str, options: Sequence[str], arch: str,
+                       what: str = "compile") -> bytes:
+        """Compile `symbol` of `source` for `arch` (DbId); the code object + LaunchMeta."""
+        triton = _triton()
+        from triton.compiler import ASTSource
+
+        opts = TritonOptions(options)
+        fn = kernel_function(source, symbol)
+        names = list(fn.arg_names)
+        given = dict(opts.signature)
+        signature: dict[str, str] = {}
+        for name in names:
+            if name in opts.constexprs:
+                signature[name] = "constexpr"
+            elif name in given:
+                signature[name] = given[name]
+            else:
+                raise CompileError(f"{what}: argument {name!r} of {symbol} is neither in "
+                                   "--signature nor a -D constexpr")
+        unknown = sorted(set(given) - set(names)) + sorted(set(opts.constexprs) - set(names))
+        if unknown:
+            raise CompileError(f"{what}: {symbol} has no argument(s) {', '.join(unknown)}")
+        attrs = {}
+        for name, div in opts.assumptions:
+            if name not in given:
+                raise CompileError(f"{what}: assumption on {name!r}, not a run-time argument")
+            attrs[(names.index(name),)] = [["tt.divisibility", div]]
+        target = gpu_target(arch)
+        src = ASTSource(fn, signature=signature, constexprs=dict(opts.constexprs), attrs=attrs)
+        try:
+            with triton.knobs.cache.scope(), tempfile.TemporaryDirectory(prefix="mk-tt-") as tmp:
+                triton.knobs.cache.home_dir = tmp
+                triton.knobs.cache.dir = tmp
+                kernel = triton.compile(src, target=target, options=dict(opts.compile))
+        except Exception as exc:  # noqa: BLE001 - Triton raises many types; all mean "failed"
+            raise CompileError(f"{what} failed: {type(exc).__name__}: {str(exc)[:2000]}",
+                               log=str(exc)) from None
+        md = kernel.metadata
+        blob = kernel.asm["cubin" if target.backend == "cuda" else "hsaco"]
+        meta = LaunchMetadata.from_triton({
+            # Triton's kernels take both scratch pointers on every backend; its AMD metadata
+            # names only the profile one.
+            "global_scratch_size": 0, "global_scratch_align": 1, **md._asdict(), "target": {"warp_size": target.warp_size},
+            "assumptions": [f"{n} % {d} == 0" for n, d in opts.assumptions],
+        })
+        if int(md.num_ctas) != 1:
+            raise CompileError(f"{what}: num_ctas={md.num_ctas}; only single-CTA kernels launch")
+        return attach_launch_metadata(bytes(blob), meta)
+
+    def compile(self, source: Path, options: Sequence[str], arch: str,
+                include_dirs: Sequence[Path] = (), what: str = "compile") -> bytes:
+        raise CompileError(f"{what}: a Triton job names its kernel symbol; use compile_kernel")
+
+    def identity(self) -> str:
+        """`triton <version>`: the one thing of the compiler that shapes the output."""
+        return f"triton {_triton().__version__}"
+
+
+TRITON = TritonCompiler()

@@ -1,0 +1,251 @@
+"""ConvTritonImplicitGemm{Fwd,Bwd,Wrw} (+ Tf32): implicit GEMM on tensor cores, in Triton.
+
+The kernels are `kernels/conv_triton.py`; how to launch them (argument list, grid, legal
+tunables per target, the align16 assumption) is plain data in `kernels/conv_triton_spec.py`,
+which this module reads without importing Triton: the runtime launches the precompiled objects
+from the kdb with the launch metadata they carry (codeobject.LaunchMetadata).
+
+Applicability: targets whose targets.toml entry names matrix instructions (`matrix`: mfma on
+gfx90a/gfx942/gfx950, wmma on gfx11/gfx12, mma/wgmma/tcgen05 on sm80+); 2D problems; one
+element type of FP16, BF16 or FP32 (FP32 not on wmma targets, whose matrix cores take no FP32);
+32-bit offsets. The portable solvers stay the fallback for everything else.
+
+Parameters (PerfDb order): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps,
+num_stages; the legal space per target comes from the spec (shared memory/LDS respected).
+SPLIT_K is 1 for now: split-K backward weights needs a second (reduce) launch, which the
+one-launch solver protocol does not carry yet.
+
+Every object is shape-agnostic (sizes are arguments), so `compile_job` gives the same job with
+`specialised` or not. An object may assume 16-byte aligned pointers and multiples of 16 in the
+spec's ALIGN16_ARGS; a problem that does not meet that (or a call whose pointers are not
+aligned, see `unaligned_job`) runs a variant compiled without the assumption.
+
+FP32 is IEEE unless the Handle's math mode is TF32 (`Handle(math_mode="TF32")` or
+MIOPENKERNELS_FP32_MATH=TF32): then the `...Tf32...` solvers (FP32 only, targets whose matrix
+cores do TF32) apply too. Their own names keep their PerfDb records apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ProblemError
+from ..problem import ConvProblem
+from ..target import Target, spec_for
+from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view
+from .base import CompileJob, KernelArg, Launch, Params, Solver
+
+__all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "spec_module", "tf32_capable",
+           "PARAM_NAMES"]
+
+KERNEL_FILE = "conv_triton.py"
+PARAM_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
+_TYPES = ("FP16", "BF16", "FP32")
+_GRID_YZ_MAX = 65535
+
+
+def spec_module() -> Any:
+    """`kernels/conv_triton_spec.py`: stdlib-only launch data of the Triton kernels."""
+    from ..kernels import conv_triton_spec
+
+    return conv_triton_spec
+
+
+def tf32_capable(target: Target) -> bool:
+    """Matrix cores with a TF32 mode: NVIDIA sm80+, CDNA 3 (gfx942 xf32)."""
+    matrix = spec_for(target.arch).matrix
+    return bool(matrix) and (target.vendor == "nvidia" or target.arch == "gfx942")
+
+
+def _sizes(view: ConvView) -> dict[str, int]:
+    f = view.field
+    g = f("g")
+    return {"N": f("n"), "C": f("c") // g, "H": f("in_h"), "W": f("in_w"), "K": f("k") // g,
+            "P": f("out_h"), "Q": f("out_w"), "R": f("fil_h"), "S": f("fil_w"), "G": g,
+            "stride_h": f("str_h"), "stride_w": f("str_w"), "pad_h": f("pad_h"),
+            "pad_w": f("pad_w"), "dil_h": f("dil_h"), "dil_w": f("dil_w")}
+
+
+def _strides(view: ConvView) -> dict[str, tuple[int, int, int, int]]:
+    f = view.field
+    return {"x": (f("xs_n"), f("xs_c"), f("xs_h"), f("xs_w")),
+            "w": (f("ws_k"), f("ws_c"), f("ws_h"), f("ws_w")),
+            "y": (f("ys_n"), f("ys_k"), f("ys_h"), f("ys_w"))}
+
+
+class ConvTritonImplicitGemm(Solver):
+    """One direction of the Triton implicit GEMM, in one math mode ('ieee' or 'tf32')."""
+
+    tunable = True
+    language = "triton"
+    kernel_file = KERNEL_FILE
+
+    def __init__(self, direction: str, math: str = "ieee") -> None:
+        self.direction = direction
+        self.math = math
+        infix = "Tf32" if math == "tf32" else ""
+        self.name = f"ConvTritonImplicitGemm{infix}{DIRECTION_SUFFIX[direction]}"
+        self.directions = frozenset({direction})
+        self.algorithm_names = {
+            direction: f"miopenConvolution{ALGO_PREFIX[direction]}AlgoImplicitGEMM"}
+
+    # ------------------------------------------------------------------ problem mapping
+    def _view(self, problem: ConvProblem) -> tuple[ConvView, dict[str, int], str, bool]:
+        """(view, i32 arguments, kernel name, channels_last) of a problem."""
+        spec = spec_module()
+        view = conv_view(problem)
+        sizes = _sizes(view)
+        args = spec.conv_args(sizes, _strides(view))
+        channels_last = args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1
+        return view, args, spec.kernel_for(view.direction, sizes), channels_last
+
+    def _kind(self, target: Target) -> str | None:
+        try:
+            return str(spec_module().target_kind(target.arch))
+        except ValueError:
+            return None
+
+    # ------------------------------------------------------------------ applicability
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        p = problem
+        if p.key_direction != self.direction or len(p.in_spatial) != 2:
+            return False
+        matrix = spec_for(target.arch).matrix
+        if not matrix or self._kind(target) is None:
+            return False
+        if not (p.in_type == p.wei_type == p.out_type) or p.in_type not in _TYPES:
+            return False
+        if self.math == "tf32" and (p.in_type != "FP32" or not tf32_capable(target)):
+            return False
+        if p.in_type == "FP32" and matrix == "wmma":
+            return False  # RDNA's wmma takes no FP32: no tensor-core gain over the portable
+        view, args, _, _ = self._view(p)
+        sizes = _sizes(view)
+        spec = spec_module()
+        if not spec.fits_int32(sizes):
+            return False
+        return (sizes["G"] <= _GRID_YZ_MAX and sizes["G"] * sizes["R"] * sizes["S"]
+                <= _GRID_YZ_MAX and sizes["stride_h"] * sizes["stride_w"] <= _GRID_YZ_MAX)
+
+    # ------------------------------------------------------------------ parameters
+    def _config(self, params: Params) -> dict[str, int]:
+        if len(params) != len(PARAM_NAMES):
+            raise ProblemError(f"{self.name}: params {params} are not "
+                               f"{','.join(PARAM_NAMES)}")
+        return dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
+
+    def _params(self, config: dict[str, int]) -> Params:
+        return tuple(int(config.get(k, 1)) for k in PARAM_NAMES)
+
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        kind = self._kind(target)
+        if kind is None:
+            return []
+        _, _, kernel, _ = self._view(problem)
+        space = spec_module().legal_space(kind, problem.in_type, kernel)
+        return [self._params(c) for c in space if int(c.get("SPLIT_K", 1)) == 1]
+
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        kind = self._kind(target)
+        if kind is None or len(params) != len(PARAM_NAMES):
+            return False
+        config = self._config(params)
+        _, _, kernel, _ = self._view(problem)
+        return config["SPLIT_K"] == 1 and bool(
+            spec_module().is_legal(config, problem.in_type, kind, kernel))
+
+    def default_params(self, problem: ConvProblem, target: Target) -> Params:
+        _, _, kernel, _ = self._view(problem)
+        return self._params(spec_module().default_config(kernel, problem.in_type))
+
+    # ------------------------------------------------------------------ kernels
+    def _job(self, kernel: str, data_type: str, config: dict[str, int], channels_last: bool,
+             aligned: bool, target: Target) -> CompileJob:
+        spec = spec_module()
+        precision = "tf32" if self.math == "tf32" else "ieee"
+        sig, constexprs = spec.triton_signature(kernel, data_type, config, channels_last,
+                                                precision)
+        options = [f"-D{k}={v}" for k, v in constexprs.items()]
+        options.append("--signature=" + ",".join(
+            f"{k}:{v}" for k, v in sig.items() if v != "constexpr"))
+        options += [f"--num-warps={config['num_warps']}",
+                    f"--num-stages={config['num_stages']}"]
+        if aligned:
+            options.append("--assume=" + ",".join(
+                f"{a}:16" for a in spec.align16_args(kernel, channels_last)))
+        return CompileJob(self.kernel_file, tuple(options), kernel, target)
+
+    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
+                    specialised: bool = False) -> CompileJob:
+        """The (always shape-agnostic) job; with the align16 assumption where the problem
+        meets it."""
+        _, args, kernel, cl = self._view(problem)
+        aligned = bool(spec_module().meets_align16(args, cl))
+        return self._job(kernel, problem.in_type, self._config(params), cl, aligned, target)
+
+    def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
+                      ) -> CompileJob:
+        """The variant without alignment assumptions, for pointers that are not aligned."""
+        _, _, kernel, cl = self._view(problem)
+        return self._job(kernel, problem.in_type, self._config(params), cl, False, target)
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """Default configuration of every kernel, type and layout, with and without align16:
+        any problem the solver accepts runs without a compile."""
+        spec = spec_module()
+        if self._kind(target) is None or not spec_for(target.arch).matrix:
+            return []
+        kernels = [k for k, d in spec.KERNELS.items()
+                   if d["direction"] == self.direction and d["args"] == "CONV_ARGS"]
+        jobs = []
+        for data_type in _TYPES:
+            if not self._type_applicable(data_type, target):
+                continue
+            for kernel in kernels:
+                config = spec.default_config(kernel, data_type)
+                for cl in (False, True):
+                    for aligned in (True, False):
+                        jobs.append(self._job(kernel, data_type, config, cl, aligned, target))
+        return jobs
+
+    def _type_applicable(self, data_type: str, target: Target) -> bool:
+        if self.math == "tf32" and (data_type != "FP32" or not tf32_capable(target)):
+            return False
+        return not (data_type == "FP32" and spec_for(target.arch).matrix == "wmma")
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
+               ) -> Launch:
+        """Grid and arguments; block and shared memory come from the object's metadata."""
+        spec = spec_module()
+        view, args, kernel, _ = self._view(problem)
+        config = self._config(params)
+        sizes = _sizes(view)
+        grid = tuple(int(v) for v in spec.grid(kernel, sizes, config))
+        tensors = {"x_ptr": view.in_tensor, "w_ptr": view.wei_tensor,
+                   "y_ptr": view.out_tensor, "ws_ptr": "workspace"}
+        kargs = []
+        for name, kind in spec.arg_list(kernel):
+            if kind.startswith("ptr"):
+                kargs.append(KernelArg(name, "ptr:" + tensors[name]))
+            elif kind == "i32":
+                kargs.append(KernelArg(name, "i32", args[name]))
+        # Triton appends two scratch pointers (global, profile): null, as the objects here
+        # need no scratch (the runtime checks the object's LaunchMetadata says so).
+        kargs += [KernelArg("global_scratch", "ptr:workspace"),
+                  KernelArg("profile_scratch", "ptr:workspace")]
+        warps = config["num_warps"]
+        return Launch(kernel, (grid[0], grid[1], grid[2]), (warps * 32, 1, 1), tuple(kargs),
+                      workspace_bytes=int(spec.workspace_bytes(kernel, sizes, config)),
+                      needs_meta=True)
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        from ._conv import macs
+
+        # Tensor cores: nominally ~20x the portable kernels' MAC rate (FP32 IEEE ~4x).
+        speed = 4.0 if problem.in_type == "FP32" and self.math == "ieee" else 20.0
+        return 5.0 + macs(problem) / (1e6 * speed)
+
+
+TRITON_SOLVERS: list[Solver] = [
+    ConvTritonImplicitGemm(d, m) for m in ("ieee", "tf32") for d in ("F", "B", "W")
+]
