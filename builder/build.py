@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from miopenkernels._fsutil import atomic_path, atomic_write
+from miopenkernels.codeobject import split_kdb_blob
 from miopenkernels.compiler import check_code_object, compile_job, describe_job
 from miopenkernels.errors import MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
@@ -279,7 +280,7 @@ def build(
                                 "during the build"))
                 continue
             try:  # cheap, and guards the kdb against a damaged cache entry
-                check_code_object(blob, target.arch, job.kernel_name,
+                check_code_object(split_kdb_blob(blob)[0], target.arch, job.kernel_name,
                                   what=f"cached object of {describe_job(job)}")
             except MIOpenKernelsError as exc:
                 summary.failed += 1

@@ -105,8 +105,8 @@ class Invoker:
 
     def __call__(self, ptrs: dict[str, int]) -> None:
         if self.alignment and any(ptrs[role] % div for role, div in self.alignment):
-            if callable(self.unaligned):
-                self.unaligned = self.unaligned()
+            if not isinstance(self.unaligned, Invoker):
+                self.unaligned = self.unaligned()  # built on first use
             self.unaligned(ptrs)
             return
         for slot, role in self.pointers:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..codeobject import CodeObjectInfo, check_code_object, inspect_code_object
+from ..codeobject import CodeObjectInfo, check_code_object, inspect_code_object, split_kdb_blob
 from ..errors import CompileError
 from ..kernel_sources import kernel_source, kernels_dir, source_digest
 from ..target import Target, spec_for
@@ -113,5 +113,6 @@ def compile_job(job: Any, kernels: str | Path | None = None, *, check: bool = Tr
         err.job = job  # type: ignore[attr-defined]
         raise err from None
     if check:
-        check_code_object(blob, job.target.arch, job.kernel_name, what=f"code object of {what}")
+        check_code_object(split_kdb_blob(blob)[0], job.target.arch, job.kernel_name,
+                          what=f"code object of {what}")
     return blob

@@ -8,12 +8,14 @@ the result, and so form the kdb row's `kernel_args`:
     -D<NAME>=<value>          a constexpr (int, True/False, or a name)
     --signature=a:*fp16,...    the non-constexpr arguments in order, with Triton's types
     --assume=a:16,K:16         divisibility/alignment assumptions (tt.divisibility)
+    --kernel=<symbol>          the @triton.jit function (so that a kdb row names it)
     --<option>=<value>         a Triton compile option: num-warps, num-stages,
                                dot-precision (default_dot_input_precision), ...
 
 The result is the code object with its `LaunchMetadata` attached as a kdb trailer
-(`codeobject.attach_launch_metadata`): the runtime launches it with no Triton installed. Triton is imported on first use only, and writes its own cache
-into a temporary folder, never under the home directory.
+(`codeobject.attach_launch_metadata`): the runtime launches it with no Triton installed.
+Triton is imported on first use only, and writes its own cache into a temporary folder, never
+under the home directory.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import CompileError
 from ..codeobject import LaunchMetadata, attach_launch_metadata
+from ..errors import CompileError
 
 __all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "available",
            "gpu_target"]
@@ -68,6 +70,7 @@ class TritonOptions:
         self.signature: list[tuple[str, str]] = []
         self.assumptions: list[tuple[str, int]] = []
         self.compile: dict[str, Any] = {}
+        self.kernel = ""
         for opt in options:
             if opt.startswith("-D") and "=" in opt:
                 name, _, value = opt[2:].partition("=")
@@ -84,6 +87,8 @@ class TritonOptions:
                     if not div.isdigit() or int(div) < 1:
                         raise CompileError(f"Triton assumption {item!r} is not name:divisor")
                     self.assumptions.append((name, int(div)))
+            elif opt.startswith("--kernel="):
+                self.kernel = opt.split("=", 1)[1]
             elif opt.startswith("--") and "=" in opt:
                 name, _, value = opt[2:].partition("=")
                 key = _ALIASES.get(name, name.replace("-", "_"))
@@ -138,7 +143,7 @@ def _load_module(path: str, digest: str) -> ModuleType:
 
 def kernel_function(source: Path, symbol: str) -> Any:
     """The `@triton.jit` function `symbol` of the kernel file `source`."""
-    from .sources import source_digest
+    from ..kernel_sources import source_digest
 
     digest = source_digest(source.name, source.parent)
     module = _load_module(str(source.resolve()), digest)
@@ -161,6 +166,8 @@ class TritonCompiler:
         from triton.compiler import ASTSource
 
         opts = TritonOptions(options)
+        if opts.kernel and opts.kernel != symbol:
+            raise CompileError(f"{what}: options name kernel {opts.kernel}, the job {symbol}")
         fn = kernel_function(source, symbol)
         names = list(fn.arg_names)
         given = dict(opts.signature)
@@ -196,9 +203,13 @@ class TritonCompiler:
         meta = LaunchMetadata.from_triton({
             # Triton's kernels take both scratch pointers on every backend; its AMD metadata
             # names only the profile one.
-            "global_scratch_size": 0, "global_scratch_align": 1, **md._asdict(), "target": {"warp_size": target.warp_size},
+            "global_scratch_size": 0, "global_scratch_align": 1, **md._asdict(),
+            "target": {"warp_size": target.warp_size},
             "assumptions": [f"{n} % {d} == 0" for n, d in opts.assumptions],
         })
+        if any(size for _, size, _ in meta.scratch_args):
+            raise CompileError(f"{what}: the kernel needs Triton scratch memory "
+                               f"{meta.scratch_args}, which the runtime does not provide")
         if int(md.num_ctas) != 1:
             raise CompileError(f"{what}: num_ctas={md.num_ctas}; only single-CTA kernels launch")
         return attach_launch_metadata(bytes(blob), meta)

@@ -51,6 +51,16 @@ def spec_module() -> Any:
     return conv_triton_spec
 
 
+def _have_kernels() -> bool:
+    """Whether the Triton kernels' spec is installed (a tree without them has no such
+    solvers: they never apply)."""
+    try:
+        spec_module()
+    except ImportError:
+        return False
+    return True
+
+
 def tf32_capable(target: Target) -> bool:
     """Matrix cores with a TF32 mode: NVIDIA sm80+, CDNA 3 (gfx942 xf32)."""
     matrix = spec_for(target.arch).matrix
@@ -100,6 +110,8 @@ class ConvTritonImplicitGemm(Solver):
         return view, args, spec.kernel_for(view.direction, sizes), channels_last
 
     def _kind(self, target: Target) -> str | None:
+        if not _have_kernels():
+            return None
         try:
             return str(spec_module().target_kind(target.arch))
         except ValueError:
@@ -165,7 +177,8 @@ class ConvTritonImplicitGemm(Solver):
         precision = "tf32" if self.math == "tf32" else "ieee"
         sig, constexprs = spec.triton_signature(kernel, data_type, config, channels_last,
                                                 precision)
-        options = [f"-D{k}={v}" for k, v in constexprs.items()]
+        # The symbol is part of the kdb row's args: one row per (source, args) holds one kernel.
+        options = [f"--kernel={kernel}", *(f"-D{k}={v}" for k, v in constexprs.items())]
         options.append("--signature=" + ",".join(
             f"{k}:{v}" for k, v in sig.items() if v != "constexpr"))
         options += [f"--num-warps={config['num_warps']}",
@@ -192,9 +205,9 @@ class ConvTritonImplicitGemm(Solver):
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Default configuration of every kernel, type and layout, with and without align16:
         any problem the solver accepts runs without a compile."""
-        spec = spec_module()
         if self._kind(target) is None or not spec_for(target.arch).matrix:
             return []
+        spec = spec_module()
         kernels = [k for k, d in spec.KERNELS.items()
                    if d["direction"] == self.direction and d["args"] == "CONV_ARGS"]
         jobs = []

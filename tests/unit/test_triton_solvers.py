@@ -1,0 +1,272 @@
+"""Tensor-core (Triton) solvers without a GPU or Triton: applicability per target, tunables,
+jobs and their kdb rows, launch metadata in a kdb blob, the math mode, and the invoker's use of
+the metadata (block, shared memory, alignment fallback) on the null backend."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from find_doubles import PROBLEM, SM90, FakeSolver, db_env, fake_cubin
+from miopenkernels import config
+from miopenkernels.backends import NullBackend
+from miopenkernels.codeobject import (
+    LaunchMetadata,
+    assumed_divisors,
+    attach_launch_metadata,
+    split_kdb_blob,
+)
+from miopenkernels.db.kerneldb import KernelDb
+from miopenkernels.errors import CodeObjectError, ProblemError
+from miopenkernels.find import make_invoker
+from miopenkernels.handle import Handle
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import SOLVERS, get_solver
+from miopenkernels.solvers.base import CompileJob, KernelArg, Launch
+from miopenkernels.target import Target
+
+spec = pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
+
+MATRIX = ["sm80-108", "sm86-84", "sm89-128", "sm90-132", "sm100-148", "sm120-170",
+          "gfx90a-104", "gfx942-304", "gfx950-256", "gfx1100-48", "gfx1151-20", "gfx1200-16",
+          "gfx1201-32"]
+PORTABLE_ONLY = ["gfx900-64", "gfx906-60", "gfx908-120", "gfx1030-40"]
+CONV = ConvProblem(n=8, c=64, k=128, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1),
+                   in_type="FP16")
+
+
+def _p(**kw: object) -> ConvProblem:
+    """CONV with changes; a type or layout given for the input applies to all three tensors
+    unless the others are given too."""
+    if "in_type" in kw:
+        kw = {"wei_type": kw["in_type"], "out_type": kw["in_type"], **kw}
+    if "in_layout" in kw:
+        kw = {"wei_layout": kw["in_layout"], "out_layout": kw["in_layout"], **kw}
+    return replace(CONV, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", MATRIX)
+def test_every_direction_applies_on_matrix_core_targets(name: str) -> None:
+    t = Target.parse(name)
+    for d, suffix in zip("FBW", ("Fwd", "Bwd", "Wrw"), strict=True):
+        s = get_solver(f"ConvTritonImplicitGemm{suffix}")
+        assert s.is_applicable(_p(direction=d), t)
+        assert s.is_applicable(_p(direction=d, in_layout="NHWC"), t)
+        assert s.algorithm(_p(direction=d)).endswith("AlgoImplicitGEMM")
+
+
+@pytest.mark.parametrize("name", PORTABLE_ONLY)
+def test_archs_without_matrix_cores_keep_the_portable_solvers(name: str) -> None:
+    t = Target.parse(name)
+    assert not any(s.is_applicable(CONV, t) for s in SOLVERS if s.language == "triton")
+    assert any(s.is_applicable(CONV, t) for s in SOLVERS if s.language == "hip")
+
+
+def test_rejected_problems_and_types() -> None:
+    fwd = get_solver("ConvTritonImplicitGemmFwd")
+    tf32 = get_solver("ConvTritonImplicitGemmTf32Fwd")
+    sm90, rdna = Target.parse("sm90-132"), Target.parse("gfx1100-48")
+    three_d = ConvProblem(n=1, c=16, k=16, in_spatial=(4, 8, 8), filter=(3, 3, 3),
+                          pad=(1, 1, 1), in_type="FP16")
+    assert not fwd.is_applicable(three_d, sm90)  # 2D kernels only
+    assert fwd.is_applicable(_p(in_type="FP32"), sm90)
+    assert not fwd.is_applicable(_p(in_type="FP32"), rdna)  # wmma takes no FP32
+    assert fwd.is_applicable(_p(in_type="BF16"), rdna)
+    assert not fwd.is_applicable(_p(in_type="FP16", out_type="FP32"), sm90)
+    assert tf32.is_applicable(_p(in_type="FP32"), sm90)
+    assert not tf32.is_applicable(CONV, sm90)  # TF32 is an FP32 math mode
+    assert not tf32.is_applicable(_p(in_type="FP32"), Target.parse("gfx90a-104"))
+    huge = _p(n=4096, c=1024, in_spatial=(64, 64))  # 2**34 elements: 32-bit offsets break
+    assert not fwd.is_applicable(huge, sm90)
+
+
+@pytest.mark.parametrize("name", ["sm90-132", "sm120-170", "gfx942-304", "gfx1100-48"])
+def test_parameter_space_fits_shared_memory_and_round_trips(name: str) -> None:
+    t = Target.parse(name)
+    s = get_solver("ConvTritonImplicitGemmFwd")
+    kind = spec.target_kind(t.arch)
+    space = s.param_space(CONV, t)
+    assert space and s.default_params(CONV, t) in space
+    for params in space:
+        cfg = dict(zip(("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
+                        "num_stages"), params, strict=True))
+        assert spec.shared_bytes(cfg, "FP16") <= spec.TARGET_KINDS[kind]["smem"]
+        assert s.params_from_string(s.params_to_string(params)) == params
+        assert s.params_valid(CONV, t, params)
+    assert s.params_to_string(s.default_params(CONV, t)) == "64,64,32,8,1,4,2"
+    assert not s.params_valid(CONV, t, (64, 64, 32, 8, 1, 4))  # wrong length
+    with pytest.raises(ProblemError):
+        s.compile_job(CONV, (1, 2, 3), t)
+
+
+def test_jobs_name_their_kernel_and_assumptions() -> None:
+    s = get_solver("ConvTritonImplicitGemmFwd")
+    params = s.default_params(CONV, SM90)
+    job = s.compile_job(CONV, params, SM90)
+    assert job.kdb_name == "conv_triton.py.o" and job.kernel_name == "conv2d_fwd"
+    assert "--kernel=conv2d_fwd" in job.options and job.kdb_args.endswith(" -mcpu=sm90")
+    assert any(o.startswith("--assume=x_ptr:16,") for o in job.options)
+    # Shape-agnostic: specialised or not, one object.
+    assert s.compile_job(CONV, params, SM90, specialised=True) == job
+    loose = s.unaligned_job(CONV, params, SM90)
+    assert not any(o.startswith("--assume") for o in loose.options)
+    # Channels that are not multiples of 16 never get the assumption.
+    odd = s.compile_job(_p(c=24), params, SM90)
+    assert not any(o.startswith("--assume") for o in odd.options)
+    small_c = s.compile_job(_p(c=3, filter=(7, 7)), params, SM90)
+    assert small_c.kernel_name == "conv2d_fwd_smallc"
+    # Every job of the solver for a problem it accepts ships in the package.
+    shipped = set(s.dynamic_jobs(SM90))
+    assert {job, loose, odd, small_c} <= shipped
+    tf32 = get_solver("ConvTritonImplicitGemmTf32Fwd")
+    assert "-DPRECISION=tf32" in tf32.compile_job(_p(in_type="FP32"), params, SM90).options
+
+
+def test_launch_maps_tensors_per_direction() -> None:
+    for d, tensors in (("F", ["x", "w", "y"]), ("B", ["dx", "w", "dy"]),
+                       ("W", ["x", "dw", "dy"])):
+        s = next(s for s in SOLVERS if s.language == "triton" and d in s.directions)
+        launch = s.launch(_p(direction=d), s.default_params(_p(direction=d), SM90))
+        assert launch.pointer_args()[:3] == tensors and launch.needs_meta
+        assert [a.name for a in launch.args][-2:] == ["global_scratch", "profile_scratch"]
+
+
+# ------------------------------------------------------------------ metadata in the kdb
+META = LaunchMetadata("k", threads_per_block=128, shared_bytes=65536,
+                      scratch_args=(("global_scratch", 0, 1), ("profile_scratch", 0, 1)),
+                      assumptions=("x % 16 == 0", "C % 16 == 0"))
+
+
+def test_launch_metadata_travels_in_a_kdb_row(tmp_path) -> None:  # noqa: ANN001
+    code = fake_cubin(90, ["k"])
+    blob = attach_launch_metadata(code, META)
+    with KernelDb(tmp_path / "sm9084.kdb", readonly=False) as db:
+        db.store("conv_triton.py.o", "--kernel=k -mcpu=sm90", blob)
+    with KernelDb(tmp_path / "sm9084.kdb") as db:
+        back = db.load("conv_triton.py.o", "--kernel=k -mcpu=sm90")
+    assert split_kdb_blob(back) == (code, META)
+    assert split_kdb_blob(code) == (code, None)
+    assert assumed_divisors(META) == {"x": 16, "C": 16}
+
+
+def test_a_damaged_trailer_is_a_code_object_error() -> None:
+    blob = attach_launch_metadata(fake_cubin(90, ["k"]), META)
+    cut = blob[:-30] + blob[-16:]  # JSON cut short
+    with pytest.raises(CodeObjectError):
+        split_kdb_blob(cut)
+    huge = blob[:-16] + (2**62).to_bytes(8, "little") + b"MKLAUNCH"
+    with pytest.raises(CodeObjectError, match="claims"):
+        split_kdb_blob(huge)
+
+
+# ------------------------------------------------------------------ runtime
+class TritonLike(FakeSolver):
+    """Launches like a Triton solver: needs metadata, scratch pointers, align16 on x."""
+
+    language = "triton"
+
+    def compile_job(self, problem: ConvProblem, params: tuple[int, ...], target: Target,
+                    specialised: bool = False) -> CompileJob:
+        return CompileJob("tt.py", ("--assume=x:16", "--kernel=tk"), "tk", target)
+
+    def unaligned_job(self, problem: ConvProblem, params: tuple[int, ...], target: Target
+                      ) -> CompileJob:
+        return CompileJob("tt.py", ("--kernel=tk",), "tk", target)
+
+    def launch(self, problem: ConvProblem, params: tuple[int, ...],
+               specialised: bool = False) -> Launch:
+        base = super().launch(problem, params, specialised)
+        return replace(base, kernel_name="tk", needs_meta=True, args=(
+            *base.args, KernelArg("global_scratch", "ptr:workspace"),
+            KernelArg("profile_scratch", "ptr:workspace")))
+
+
+class MetaCompiler:
+    def __init__(self, shared: int = 98304) -> None:
+        self.jobs: list[CompileJob] = []
+        self.shared = shared
+
+    def __call__(self, job: CompileJob) -> bytes:
+        self.jobs.append(job)
+        assume = ("x % 16 == 0",) if "--assume=x:16" in job.options else ()
+        meta = replace(META, kernel="tk", shared_bytes=self.shared, assumptions=assume)
+        return attach_launch_metadata(fake_cubin(90, ["tk"]), meta)
+
+
+def test_invoker_takes_block_and_shared_memory_from_the_object_and_realigns(
+        monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    db_env(monkeypatch, tmp_path)
+    backend = NullBackend(SM90)
+    comp = MetaCompiler()
+    h = Handle(backend=backend, compiler=comp, solvers=[TritonLike("T", 1.0)])
+    inv = make_invoker(h, PROBLEM, h.solvers[0])
+    assert inv.alignment == (("x", 16),)
+    bufs = {r: backend.alloc(4096) for r in ("x", "w", "y")}
+    ptrs = {r: b.ptr for r, b in bufs.items()} | {"workspace": 0}
+    inv(ptrs)
+    last = backend.recorded[-1]
+    assert last.block == (128, 1, 1) and last.shared == 98304  # above 48 KiB: opt-in on CUDA
+    assert len(comp.jobs) == 1
+    inv(ptrs | {"x": ptrs["x"] + 8})  # not 16-byte aligned: the variant without it runs
+    assert [j.options for j in comp.jobs][-1] == ("--kernel=tk",)
+    assert dict(backend.recorded[-1].args)["ptr:x"] == ptrs["x"] + 8
+    inv(ptrs | {"x": ptrs["x"] + 8})
+    assert len(comp.jobs) == 2  # the variant is built once
+
+
+def test_an_object_without_metadata_or_with_scratch_is_refused(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    db_env(monkeypatch, tmp_path)
+
+    def bare(job: CompileJob) -> bytes:
+        return fake_cubin(90, ["tk"])
+
+    h = Handle(backend=NullBackend(SM90), compiler=bare, solvers=[TritonLike("T", 1.0)])
+    with pytest.raises(ProblemError, match="no launch metadata"):
+        make_invoker(h, PROBLEM, h.solvers[0])
+
+    def scratch(job: CompileJob) -> bytes:
+        meta = replace(META, kernel="tk", assumptions=(),
+                       scratch_args=(("global_scratch", 256, 8), ("profile_scratch", 0, 1)))
+        return attach_launch_metadata(fake_cubin(90, ["tk"]), meta)
+
+    monkeypatch.setenv("MIOPEN_DISABLE_CACHE", "1")  # not the first object from the cache
+    h = Handle(backend=NullBackend(SM90), compiler=scratch, solvers=[TritonLike("T", 1.0)])
+    with pytest.raises(ProblemError, match="scratch memory"):
+        make_invoker(h, PROBLEM, h.solvers[0])
+
+
+def test_tf32_is_a_math_mode_with_its_own_finddb_keys(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    db_env(monkeypatch, tmp_path)
+    monkeypatch.delenv("MIOPENKERNELS_FP32_MATH", raising=False)
+    fp32 = _p(in_type="FP32")
+    ieee = Handle(backend=NullBackend(SM90), compiler=MetaCompiler())
+    names = {s.name for s in ieee.applicable_solvers(fp32)}
+    assert "ConvTritonImplicitGemmFwd" in names and "ConvTritonImplicitGemmTf32Fwd" not in names
+    assert ieee.finddb_key(fp32) == fp32.key()
+    tf32 = Handle(backend=NullBackend(SM90), compiler=MetaCompiler(), math_mode="TF32")
+    assert "ConvTritonImplicitGemmTf32Fwd" in {s.name for s in tf32.applicable_solvers(fp32)}
+    assert tf32.finddb_key(fp32) == fp32.key() + "_tf32"
+    assert tf32.finddb_key(CONV) == CONV.key()  # FP16 is the same either way
+    monkeypatch.setenv("MIOPENKERNELS_FP32_MATH", "TF32")
+    assert Handle(backend=NullBackend(SM90)).math_mode == config.MathMode.TF32
+    monkeypatch.setenv("MIOPENKERNELS_FP32_MATH", "fast")
+    with pytest.raises(Exception, match="MIOPENKERNELS_FP32_MATH"):
+        Handle(backend=NullBackend(SM90))
+
+
+def test_without_triton_or_a_kdb_object_the_portable_solvers_remain(monkeypatch,
+                                                                      tmp_path) -> None:  # noqa: ANN001
+    from miopenkernels.compiler import triton as triton_compiler
+
+    db_env(monkeypatch, tmp_path)
+    monkeypatch.setattr(triton_compiler, "available", lambda: False)
+    h = Handle(backend=NullBackend(SM90))
+    names = [s.name for s in h.applicable_solvers(CONV)]
+    assert names and not any("Triton" in n for n in names)
+    # Once the object is at hand (the package's kdb or the cache), the solver is back.
+    s = get_solver("ConvTritonImplicitGemmFwd")
+    job = s.compile_job(CONV, h.params_for(CONV, s), h.target)
+    blob = attach_launch_metadata(fake_cubin(90, ["conv2d_fwd"]), replace(META,
+                                                                           kernel="conv2d_fwd"))
+    h._user_kdb_for_write().store(job.kdb_name, job.kdb_args, blob)
+    assert "ConvTritonImplicitGemmFwd" in [s.name for s in h.applicable_solvers(CONV)]
