@@ -105,6 +105,10 @@ class CudaBackend(Backend):
     def _launch(self, launch: PreparedLaunch, stream: Any) -> None:
         fn = launch.fn.handle
         if launch.shared > 48 * 1024 and not getattr(launch, "_optin", False):
+            if launch.shared > self.max_shared_optin:
+                raise BackendError(f"{launch.fn.name} needs {launch.shared} bytes of shared "
+                                   f"memory per block; {self.device_name} allows "
+                                   f"{self.max_shared_optin}: use smaller tiles or stages")
             check(self.d.cuFuncSetAttribute(
                 fn, self.d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 launch.shared), "cuFuncSetAttribute")

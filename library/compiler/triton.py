@@ -41,7 +41,10 @@ _INT_OPTIONS = {"num_warps", "num_stages", "num_ctas", "waves_per_eu", "matrix_i
 
 def available() -> bool:
     """Whether Triton can be imported here (the JIT fallback needs it; launches do not)."""
-    return importlib.util.find_spec("triton") is not None
+    try:
+        return importlib.util.find_spec("triton") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _triton() -> Any:

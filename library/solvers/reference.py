@@ -244,9 +244,10 @@ def quantize(arr: Array, data_type: str) -> Array:
 def tolerance(data_type: str, terms: int) -> float:
     """Absolute tolerance for a sum of `terms` products of values in [-1, 1] stored in the type.
 
-    Accumulation is in FP32 everywhere; the output rounding dominates for FP16/BF16.
+    Accumulation is in FP32 everywhere; the output rounding dominates for FP16/BF16. "TF32" is
+    FP32 data under the TF32 math mode: inputs rounded to a 10-bit mantissa, like FP16's.
     """
-    eps = {"FP32": 2.0**-23, "FP16": 2.0**-10, "BF16": 2.0**-7}[data_type]
+    eps = {"FP32": 2.0**-23, "TF32": 2.0**-10, "FP16": 2.0**-10, "BF16": 2.0**-7}[data_type]
     magnitude = max(1.0, float(np.sqrt(terms)))
     return 4.0 * eps * magnitude + 1e-5 * terms**0.5
 

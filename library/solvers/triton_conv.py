@@ -8,7 +8,8 @@ from the kdb with the launch metadata they carry (codeobject.LaunchMetadata).
 Applicability: targets whose targets.toml entry names matrix instructions (`matrix`: mfma on
 gfx90a/gfx942/gfx950, wmma on gfx11/gfx12, mma/wgmma/tcgen05 on sm80+); 2D problems; one
 element type of FP16, BF16 or FP32 (FP32 not on wmma targets, whose matrix cores take no FP32);
-32-bit offsets. The portable solvers stay the fallback for everything else.
+32-bit offsets; backward data without groups (see `is_applicable`). The portable solvers stay
+the fallback for everything else.
 
 Parameters (PerfDb order): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps,
 num_stages; the legal space per target comes from the spec (shared memory/LDS respected).
@@ -42,6 +43,9 @@ KERNEL_FILE = "conv_triton.py"
 PARAM_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
 _TYPES = ("FP16", "BF16", "FP32")
 _GRID_YZ_MAX = 65535
+# Sizes no tuned table holds: `tuned_config` then gives the case's usual winner.
+_NO_SIZES = {k: 0 for k in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "G", "stride_h",
+                            "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")}
 
 
 def spec_module() -> Any:
@@ -131,6 +135,10 @@ class ConvTritonImplicitGemm(Solver):
             return False
         if p.in_type == "FP32" and matrix == "wmma":
             return False  # RDNA's wmma takes no FP32: no tensor-core gain over the portable
+        if self.direction == "B" and p.groups > 1:
+            # conv2d_bwd_data offsets the weights of group g along C instead of K (measured
+            # wrong on the H100 for every type and layout): the portable solvers take these.
+            return False
         view, args, _, _ = self._view(p)
         sizes = _sizes(view)
         spec = spec_module()
@@ -166,9 +174,38 @@ class ConvTritonImplicitGemm(Solver):
         return config["SPLIT_K"] == 1 and bool(
             spec_module().is_legal(config, problem.in_type, kind, kernel))
 
+    def _case(self, data_type: str, direction: str, channels_last: bool) -> str:
+        """The spec's name of a tuned case: `FP16-F-NHWC`, `TF32-W-NCHW`."""
+        type_name = "TF32" if self.math == "tf32" else data_type
+        return f"{type_name}-{direction}-{'NHWC' if channels_last else 'NCHW'}"
+
+    def _tuned(self, kind: str, case: str, sizes: dict[str, int], kernel: str,
+               data_type: str) -> dict[str, int] | None:
+        """The spec's measured configuration for a case (the problem's own, else the case's
+        usual winner) with SPLIT_K 1, if it is legal here; None where nothing was measured."""
+        spec = spec_module()
+        tuned = getattr(spec, "tuned_config", None)
+        if tuned is None:
+            return None
+        try:
+            config = tuned(kind, case, sizes)
+        except (KeyError, ValueError, OSError):
+            return None
+        if not config:
+            return None
+        config = {**spec.default_config(kernel, data_type), **config, "SPLIT_K": 1}
+        return config if spec.is_legal(config, data_type, kind, kernel) else None
+
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        _, _, kernel, _ = self._view(problem)
-        return self._params(spec_module().default_config(kernel, problem.in_type))
+        """The configuration measured fastest for the problem's case on the target's kind
+        (kernels/conv_triton_tuned_*.json) where there is one, else the spec's default."""
+        view, _, kernel, cl = self._view(problem)
+        kind = self._kind(target)
+        config = None
+        if kind is not None:
+            config = self._tuned(kind, self._case(problem.in_type, view.direction, cl),
+                                 _sizes(view), kernel, problem.in_type)
+        return self._params(config or spec_module().default_config(kernel, problem.in_type))
 
     # ------------------------------------------------------------------ kernels
     def _job(self, kernel: str, data_type: str, config: dict[str, int], channels_last: bool,
@@ -210,16 +247,24 @@ class ConvTritonImplicitGemm(Solver):
         spec = spec_module()
         kernels = [k for k, d in spec.KERNELS.items()
                    if d["direction"] == self.direction and d["args"] == "CONV_ARGS"]
-        jobs = []
+        kind = self._kind(target)
+        assert kind is not None
+        jobs: dict[CompileJob, None] = {}
         for data_type in _TYPES:
             if not self._type_applicable(data_type, target):
                 continue
             for kernel in kernels:
-                config = spec.default_config(kernel, data_type)
                 for cl in (False, True):
-                    for aligned in (True, False):
-                        jobs.append(self._job(kernel, data_type, config, cl, aligned, target))
-        return jobs
+                    configs = [spec.default_config(kernel, data_type)]
+                    # The case's usual winner: what a problem without its own record runs.
+                    usual = self._tuned(kind, self._case(data_type, self.direction, cl),
+                                        _NO_SIZES, kernel, data_type)
+                    configs += [usual] if usual else []
+                    for config in configs:
+                        for aligned in (True, False):
+                            jobs.setdefault(self._job(kernel, data_type, config, cl, aligned,
+                                                      target))
+        return list(jobs)
 
     def _type_applicable(self, data_type: str, target: Target) -> bool:
         if self.math == "tf32" and (data_type != "FP32" or not tf32_capable(target)):

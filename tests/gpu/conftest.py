@@ -1,10 +1,32 @@
-"""GPU tests: skipped unless a CUDA device answers cuInit/cuDeviceGetCount."""
+"""GPU tests: skipped unless a CUDA device answers cuInit/cuDeviceGetCount.
+
+MIOPENKERNELS_HIDE_TRITON=1 makes `import triton` fail in the test process (a meta-path
+blocker), so the Triton solvers run from precompiled objects alone, as on a runtime install.
+"""
 
 from __future__ import annotations
+
+import os
+import sys
 
 import numpy as np
 import pytest
 from miopenkernels.backends import cuda
+
+
+class TritonBlocker:
+    """A meta-path finder that refuses `triton` and its submodules."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "triton" or name.startswith("triton."):
+            raise ImportError(f"{name} is hidden (MIOPENKERNELS_HIDE_TRITON=1)")
+        return None
+
+
+if os.environ.get("MIOPENKERNELS_HIDE_TRITON") == "1":
+    sys.meta_path.insert(0, TritonBlocker())
+    for _name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+        del sys.modules[_name]
 
 
 def _has_gpu() -> bool:
