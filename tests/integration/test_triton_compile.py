@@ -35,6 +35,8 @@ PROBLEM = ConvProblem(n=4, c=32, k=64, in_spatial=(14, 14), filter=(3, 3), pad=(
                       in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC", in_type="FP16",
                       wei_type="FP16", out_type="FP16")
 FWD = get_solver("ConvTritonImplicitGemmFwd")
+# BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, warps, stages: legal on every target kind.
+PARAMS = (64, 64, 32, 8, 1, 4, 2)
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +44,9 @@ def objects() -> dict[str, tuple[object, bytes]]:
     """The default forward job for sm90 and gfx942, aligned, and sm90's unaligned variant."""
     out = {}
     for name, target in (("sm90", SM90), ("gfx942", GFX942)):
-        job = FWD.compile_job(PROBLEM, FWD.default_params(PROBLEM, target), target)
+        job = FWD.compile_job(PROBLEM, PARAMS, target)
         out[name] = (job, compile_job(job))
-    loose = FWD.unaligned_job(PROBLEM, FWD.default_params(PROBLEM, SM90), SM90)
+    loose = FWD.unaligned_job(PROBLEM, PARAMS, SM90)
     out["sm90-unaligned"] = (loose, compile_job(loose))
     return out
 
@@ -100,7 +102,7 @@ def test_rdna_objects_use_wmma_and_gfx950_says_why_it_is_not_disassembled(
     it, so verify passes the row with a note instead of a silent pass."""
     rows = []
     for target in (Target("gfx1201", 32), Target("gfx950", 256)):
-        job = FWD.compile_job(PROBLEM, FWD.default_params(PROBLEM, target), target)
+        job = FWD.compile_job(PROBLEM, PARAMS, target)
         rows.append((target, job.kdb_name, job.kdb_args, compile_job(job)))
     for target, name, args, blob in rows:
         write_kdb(tmp_path / f"{target.basename}.kdb", [(name, args, blob)])
@@ -121,7 +123,7 @@ def test_the_invoker_launches_with_the_objects_metadata(objects, monkeypatch,
     compiled = {job.kdb_args: blob for job, blob in (objects["sm90"], objects["sm90-unaligned"])}
     backend = NullBackend(SM90)
     h = Handle(backend=backend, compiler=lambda job: compiled[job.kdb_args])
-    inv = make_invoker(h, PROBLEM, FWD)
+    inv = make_invoker(h, PROBLEM, FWD, params=PARAMS)
     meta = split_kdb_blob(objects["sm90"][1])[1]
     bufs = {r: backend.alloc(1 << 20) for r in ("x", "w", "y")}
     ptrs = {r: b.ptr for r, b in bufs.items()} | {"workspace": 0}
