@@ -22,6 +22,7 @@ __all__ = [
     "MathMode",
     "FINDDB_TF32_SUFFIX",
     "fp32_math",
+    "triton_solvers_enabled",
     "Paths",
     "system_db_dirs",
     "user_db_dir",
@@ -139,6 +140,14 @@ def find_mode() -> FindMode:
 
 def fp32_math() -> MathMode:
     return MathMode.parse(_env("MIOPENKERNELS_FP32_MATH"))
+
+
+def triton_solvers_enabled() -> bool:
+    """MIOPENKERNELS_TRITON=0 (or off/no/false/disable) turns the tensor-core (Triton) solvers
+    off in the registry: builds ship no Triton objects and the runtime uses the portable
+    solvers alone (as MIOpen's MIOPEN_DEBUG_CONV_* variables turn solvers off)."""
+    value = (_env("MIOPENKERNELS_TRITON") or "1").strip().lower()
+    return value not in ("0", "off", "no", "false", "disable")
 
 
 def find_enforce() -> FindEnforce:

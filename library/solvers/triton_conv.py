@@ -114,7 +114,11 @@ class ConvTritonImplicitGemm(Solver):
         return view, args, spec.kernel_for(view.direction, sizes), channels_last
 
     def _kind(self, target: Target) -> str | None:
-        if not _have_kernels():
+        """The spec's target kind, or None where these solvers do not exist (no matrix
+        cores, no kernels installed, or MIOPENKERNELS_TRITON=0)."""
+        from ..config import triton_solvers_enabled
+
+        if not triton_solvers_enabled() or not _have_kernels():
             return None
         try:
             return str(spec_module().target_kind(target.arch))

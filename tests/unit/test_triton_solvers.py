@@ -272,3 +272,13 @@ def test_without_triton_or_a_kdb_object_the_portable_solvers_remain(monkeypatch,
                                                                            kernel="conv2d_fwd"))
     h._user_kdb_for_write().store(job.kdb_name, job.kdb_args, blob)
     assert "ConvTritonImplicitGemmFwd" in [s.name for s in h.applicable_solvers(CONV)]
+
+
+def test_miopenkernels_triton_0_turns_the_solvers_off(monkeypatch) -> None:  # noqa: ANN001
+    from miopenkernels.solvers import all_dynamic_jobs
+
+    fwd = get_solver("ConvTritonImplicitGemmFwd")
+    assert fwd.is_applicable(CONV, SM90) and fwd.dynamic_jobs(SM90)
+    monkeypatch.setenv("MIOPENKERNELS_TRITON", "0")
+    assert not fwd.is_applicable(CONV, SM90) and fwd.dynamic_jobs(SM90) == []
+    assert not any(j.kernel_file.endswith(".py") for j in all_dynamic_jobs(SM90))
