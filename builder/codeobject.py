@@ -161,7 +161,7 @@ def _disassemble(blob: bytes, arch: str) -> tuple[str | None, str]:
     """(llvm-objdump-19's disassembly, '') or (None, why not)."""
     import tempfile
 
-    from miopenkernels.compiler._run import run_tool
+    from miopenkernels._proc import run_tool
     from miopenkernels.errors import CompileError
 
     with tempfile.TemporaryDirectory(prefix="mk-dis-") as tmp:
@@ -169,7 +169,8 @@ def _disassemble(blob: bytes, arch: str) -> tuple[str | None, str]:
         path.write_bytes(blob)
         try:
             proc = run_tool(["llvm-objdump-19", "-d", f"--mcpu={arch}", str(path)],
-                            what=f"llvm-objdump-19 -d ({arch})", timeout=120)
+                            what=f"llvm-objdump-19 -d ({arch})", error=CompileError,
+                            timeout=120)
         except CompileError as exc:
             first = (exc.log or str(exc)).strip().splitlines()
             why = next((ln for ln in first if "not" in ln.lower()), str(exc))
