@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On the GPU machine: every GPU test (portable and tensor-core solvers, primitives, find, the
+# CUDA backend, launches with Triton hidden). The test grid's objects are compiled first on every
+# core, then the tests run in 8 processes. Output under OUTDIR (first argument); a summary line
+# per step on stdout. Run from the repository root.
+set -uo pipefail
+out="${1:?usage: bash bench/gpu_test_all.sh OUTDIR}"
+source "$(dirname "$0")/_gpu_env.sh"
+mkdir -p "$out"
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import cuda.bindings, torch, triton; print('cuda-bindings', cuda.bindings.__version__, \
+'torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+  date -u +%FT%TZ; } > "$out/device.txt" 2>&1
+cat "$out/device.txt"
+python3 - <<'PY' 2>&1 | tail -3 | tee "$out/precompile.txt"
+import sys, time; sys.path.insert(0, "tests/gpu")
+from pathlib import Path
+import test_conv_correctness as tc
+from miopenkernels.builder.precompile import precompile
+from miopenkernels.primitives import all_primitive_jobs
+from miopenkernels.solvers import get_solver
+t = tc.SM90
+jobs = set(all_primitive_jobs(t))
+for p, s, q in tc.CASES:
+    solver = get_solver(s)
+    params = q if q is not None else tuple(solver.default_params(p, t))
+    jobs.add(solver.compile_job(p, params, t, False))
+t0 = time.time()
+print("test-grid jobs", precompile(list(jobs), Path("/tmp/mkcache/sm9084.ukdb"), 16),
+      round(time.time() - t0, 1), "s")
+PY
+MIOPENKERNELS_HIDE_TRITON=1 timeout "${TESTS_S:-330}" python3 -m pytest -q -p no:cacheprovider \
+  tests/gpu -n 8 --maxfail=60 > "$out/gpu_tests.txt" 2>&1
+echo "gpu tests rc=$?"; tail -25 "$out/gpu_tests.txt"
