@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import __version__
-from .errors import MIOpenKernelsError
+from ._numbers import parse_int
+from .errors import MIOpenKernelsError, TargetError
 
 __all__ = [
     "FindMode",
@@ -160,11 +161,8 @@ def device_overrides() -> tuple[str | None, int | None]:
     cu_text = _env("MIOPEN_DEVICE_CU")
     cu = None
     if cu_text is not None:
-        if not cu_text.isdigit() or int(cu_text) < 1:
-            raise MIOpenKernelsError(
-                f"MIOPEN_DEVICE_CU={cu_text!r} is not a positive integer"
-            )
-        cu = int(cu_text)
+        from .target import CU_RANGE
+        cu = parse_int(cu_text, "MIOPEN_DEVICE_CU", CU_RANGE[0], CU_RANGE[1], TargetError)
     return arch, cu
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from ._numbers import INT32, parse_int
 from .errors import ProblemError
 from .pooling import PoolProblem
 from .problem import ConvProblem
@@ -162,18 +163,11 @@ _INT_IGNORED = {"iter", "verify", "time", "wall", "search", "printconv", "dump_o
                 "solution", "gpubuffer_check", "tensor_vect", "vector_length", "in_cast_type",
                 "wei_cast_type", "out_cast_type", "dbshape", "wsidx"}
 _RANGES = {"tensor_vect": (0, 2)}  # none, vect_c, vect_n
-_INT32 = (-(2**31), 2**31 - 1)
 
 
 def _int32(flag: str, text: str) -> int:
     """An MIOpenDriver integer: ASCII digits with an optional sign, within int32."""
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not (body.isascii() and body.isdigit()):
-        raise ProblemError(f"flag {flag!r} needs an integer, got {text!r}")
-    if len(body) > 10 or not _INT32[0] <= int(text) <= _INT32[1]:
-        raise ProblemError(f"flag {flag!r}: {text} is out of range (a 32-bit integer, "
-                           f"{_INT32[0]}..{_INT32[1]})")
-    return int(text)
+    return parse_int(text, f"flag {flag!r}", INT32[0], INT32[1], ProblemError, signed=True)
 
 
 def _same_pads(size: int, fil: int, stride: int) -> int:
@@ -234,13 +228,16 @@ def parse_driver_line(line: str) -> list[ConvProblem]:
         return text
 
     dtype = SUBCOMMAND_TYPES[sub]
+    groups = num("group_count")
+    if groups < 1:
+        raise ProblemError(f"flag '-g' (--group_count) must be at least 1, got {groups}")
     problems = []
     for direction in _DIRECTIONS_OF_F[forw]:
         problems.append(
             ConvProblem(
                 n=num("batchsize"), c=num("in_channels"), k=num("out_channels"),
                 in_spatial=in_sp, filter=fil, pad=tuple(pad), stride=stride, dilation=dil,
-                groups=max(num("group_count"), 1), direction=direction,
+                groups=groups, direction=direction,
                 in_layout=layout("in_layout"), wei_layout=layout("fil_layout"),
                 out_layout=layout("out_layout"), in_type=dtype, mode=mode,
                 bias=1 if num("bias") else 0, trans_output_pad=top,
@@ -280,6 +277,7 @@ _POOL_FLAGS = [
 _POOL_LONG = {f.long: f for f in _POOL_FLAGS}
 _POOL_SHORT = {f.short: f for f in _POOL_FLAGS}
 _POOL_TYPES = {"pool": "FP32", "poolfp16": "FP16", "poolbfp16": "BF16"}
+_POOL_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC", "NCHW", "NHWC")}
 
 
 def parse_pool_line(line: str) -> list[PoolProblem]:
@@ -297,14 +295,27 @@ def parse_pool_line(line: str) -> list[PoolProblem]:
     dirs = {0: "FB", 1: "F", 2: "B"}.get(forw)
     if dirs is None:
         raise ProblemError(f"flag '-F' of pool must be 0, 1 or 2, got {forw}")
-    layout = v["layout"].upper() or ("NCHW" if dims == 2 else "NCDHW")
+    layouts = _POOL_LAYOUTS[dims]
+    layout = v["layout"].upper() or layouts[0]
+    if layout not in layouts:
+        raise ProblemError(f"flag '-L' (--layout) of a {dims}D pool must be "
+                           f"{' or '.join(layouts)}, got {v['layout']!r}")
+
+    def num(name: str, least: int) -> int:
+        value = int(v[name])
+        if value < least:
+            flag = _POOL_LONG[name]
+            raise ProblemError(f"flag '-{flag.short}' (--{name}) must be at least {least}, "
+                               f"got {value}")
+        return value
+
     return [
         PoolProblem(
-            n=int(v["batchsize"]), c=int(v["in_channels"]),
-            in_spatial=tuple(int(v[f"in_{a}"]) for a in names),
-            window=tuple(int(v[f"win_{a}"]) for a in names),
-            pad=tuple(int(v[f"pad_{a}"]) for a in names),
-            stride=tuple(int(v[f"pool_stride_{a}"]) for a in names),
+            n=num("batchsize", 1), c=num("in_channels", 1),
+            in_spatial=tuple(num(f"in_{a}", 1) for a in names),
+            window=tuple(num(f"win_{a}", 1) for a in names),
+            pad=tuple(num(f"pad_{a}", 0) for a in names),
+            stride=tuple(num(f"pool_stride_{a}", 1) for a in names),
             mode=v["mode"], layout=layout, data_type=_POOL_TYPES[tokens[0]], direction=d,
         )
         for d in dirs

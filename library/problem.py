@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ._numbers import INT32, parse_int
 from .errors import ProblemError
 
 __all__ = [
@@ -367,51 +368,60 @@ def _split_types(text: str) -> tuple[str, str, str]:
     return names[0], names[1], names[2]
 
 
+def _num(text: str, what: str) -> int:
+    """One numeric field of a problem key: ASCII digits within int32."""
+    return parse_int(text, f"problem key field {what}", 0, INT32[1], ProblemError)
+
+
+def _nums(texts: list[str], names: str) -> tuple[int, ...]:
+    return tuple(_num(v, name) for v, name in zip(texts, names.split(), strict=True))
+
+
 def _ints(text: str, dims: int, what: str) -> tuple[int, ...]:
     parts = text.split("x")
-    if len(parts) != dims or not all(p.isdigit() for p in parts):
-        raise ProblemError(f"{what} field {text!r} is not {dims} integers joined by 'x'")
-    return tuple(int(p) for p in parts)
+    if len(parts) != dims:
+        raise ProblemError(f"{what} field {text[:40]!r} is not {dims} integers joined by 'x'")
+    return tuple(_num(p, what) for p in parts)
 
 
 def _parse_key(key: str) -> ConvProblem:
     text = key.strip()
     groups = 1
-    m = re.search(r"_g(\d+)$", text)
+    m = re.search(r"_g([0-9]+)$", text)
     if m:
-        groups = int(m.group(1))
+        groups = parse_int(m.group(1), "problem key group count", 1, INT32[1], ProblemError)
         text = text[: m.start()]
     fields = text.split("-")
     # 2D: C H W f K oH oW N p s d bias LAYOUT(1 or 3) TYPE DIR -> 15 or 17 fields
     # 3D: C D H W f K oD oH oW N p s d bias LAYOUT TYPE DIR   -> 17 or 19 fields
-    if len(fields) < 15 or not fields[0].isdigit():
-        raise ProblemError(f"not a MIOpen problem key: {key!r}")
+    if len(fields) < 15 or not (fields[0].isascii() and fields[0].isdigit()):
+        raise ProblemError(f"not a MIOpen problem key: {key[:80]!r}")
     # The filter field (with 'x') tells 2D from 3D.
     dims = fields[3].count("x") + 1 if "x" in fields[3] else fields[4].count("x") + 1
     n_num = 12 if dims == 2 else 14  # numeric fields before the layout (bias included)
     nums = fields[:n_num]
     try:
         if dims == 2:
-            c, h, w = int(nums[0]), int(nums[1]), int(nums[2])
+            c, h, w = _nums(nums[0:3], "C H W")
             filt = _ints(nums[3], 2, "filter")
-            k, oh, ow, n = (int(v) for v in nums[4:8])
+            k, oh, ow, n = _nums(nums[4:8], "K oH oW N")
             kin: tuple[int, ...] = (h, w)
             kout: tuple[int, ...] = (oh, ow)
             pad, stride, dil = (_ints(nums[i], 2, name) for i, name in
                                 ((8, "padding"), (9, "stride"), (10, "dilation")))
-            bias = int(nums[11])
+            bias = _num(nums[11], "bias")
         elif dims == 3:
-            c, d, h, w = (int(v) for v in nums[0:4])
+            c, d, h, w = _nums(nums[0:4], "C D H W")
             filt = _ints(nums[4], 3, "filter")
-            k, od, oh, ow, n = (int(v) for v in nums[5:10])
+            k, od, oh, ow, n = _nums(nums[5:10], "K oD oH oW N")
             kin, kout = (d, h, w), (od, oh, ow)
             pad, stride, dil = (_ints(nums[i], 3, name) for i, name in
                                 ((10, "padding"), (11, "stride"), (12, "dilation")))
-            bias = int(nums[13])
+            bias = _num(nums[13], "bias")
         else:
             raise ProblemError(f"not a MIOpen problem key (filter field): {key!r}")
     except (ValueError, IndexError) as exc:
-        raise ProblemError(f"not a MIOpen problem key: {key!r} ({exc})") from None
+        raise ProblemError(f"not a MIOpen problem key: {key[:80]!r} ({exc})") from None
     rest = fields[n_num:]
     if len(rest) not in (3, 5):
         raise ProblemError(f"not a MIOpen problem key (layout/type/direction): {key!r}")

@@ -17,7 +17,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ._numbers import parse_int
 from .errors import TargetError
+
+CU_RANGE = (1, 65535)  # compute units (SMs) of one device, as a package name or override gives it
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -89,6 +92,14 @@ def basename_for(db_id: str, cu: int) -> str:
     return f"{db_id}_{cu}" if cu <= 64 else f"{db_id}{cu:x}"
 
 
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:24] + "...")
+
+
+def _cu(text: str, field: str) -> int:
+    return parse_int(text, field, CU_RANGE[0], CU_RANGE[1], TargetError)
+
+
 @dataclass(frozen=True)
 class Target:
     """One GPU kind that a package is built for."""
@@ -103,8 +114,10 @@ class Target:
         object.__setattr__(self, "arch", arch)
         object.__setattr__(self, "features", tuple(self.features) or feats)
         object.__setattr__(self, "vendor", vendor_of(arch))
-        if not isinstance(self.cu, int) or self.cu < 1:
-            raise TargetError(f"CU count must be a positive integer, got {self.cu!r}")
+        if (not isinstance(self.cu, int) or isinstance(self.cu, bool)
+                or not CU_RANGE[0] <= self.cu <= CU_RANGE[1]):
+            raise TargetError(f"CU count must be an integer in {CU_RANGE[0]}..{CU_RANGE[1]}, "
+                              f"got {self.cu!r}")
 
     @property
     def db_id(self) -> str:
@@ -146,7 +159,7 @@ class Target:
         s = text.strip()
         m = re.match(r"^(.*?)[-_](\d+)$", s)
         if m and not s.startswith("amdgcn"):
-            return cls(arch=m.group(1), cu=int(m.group(2)))
+            return cls(arch=m.group(1), cu=_cu(m.group(2), f"CU count of target {_short(text)}"))
         try:
             return cls.from_basename(s)
         except TargetError:
@@ -167,14 +180,14 @@ class Target:
         s = basename.strip().lower()
         m = re.fullmatch(r"(.+)_(\d+)", s)
         if m and (_AMD_RE.match(m.group(1)) or _NV_BASE_RE.match(m.group(1))):
-            return cls(m.group(1), int(m.group(2)))
+            return cls(m.group(1), _cu(m.group(2), f"CU count of basename {_short(basename)}"))
         known = known_archs()
         found: list[tuple[bool, str, int]] = []
         for i in range(4, len(s)):  # the shortest arch is sm<NN>
             arch, tail = s[:i], s[i:]
             if not (_AMD_RE.match(arch) or _NV_BASE_RE.match(arch)):
                 continue
-            if re.fullmatch(r"[0-9a-f]+", tail) and int(tail, 16) > 64:
+            if len(tail) <= 8 and re.fullmatch(r"[0-9a-f]+", tail) and int(tail, 16) > 64:
                 found.append((arch not in known, arch, int(tail, 16)))
         found.sort()
         if not found or (found[0][0] and len(found) > 1):
@@ -190,7 +203,7 @@ class Target:
         if not m:
             raise TargetError(f"{name!r} is not a kernel package name such as "
                               f"'{PACKAGE_PREFIX}-gfx90a-110'")
-        return cls(m.group(1), int(m.group(2)))
+        return cls(m.group(1), _cu(m.group(2), f"CU count of package {_short(name)}"))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._numbers import INT64, parse_int
 from ..errors import DetectError, TargetError
 from ..target import Target
 from .device import Device, SourceUnavailable, hip_cu_count
@@ -47,9 +48,10 @@ def _properties(file: Path) -> dict[str, int]:
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
-            raise DetectError(f"{file}:{number}: expected '<key> <integer>', got {line!r}")
-        props[parts[0]] = int(parts[1])
+        if len(parts) != 2:
+            raise DetectError(f"{file}:{number}: expected '<key> <integer>', got {line[:80]!r}")
+        props[parts[0]] = parse_int(parts[1], f"{file}:{number}: {parts[0][:40]}", INT64[0],
+                                    2**64 - 1, DetectError, signed=True)
     return props
 
 
@@ -94,7 +96,8 @@ def read_kfd_topology(sysfs_root: str | os.PathLike[str] = "/sys") -> list[Devic
     if not nodes_dir.is_dir():
         raise SourceUnavailable(f"KFD topology: {nodes_dir} not present")
     nodes = sorted(
-        (p for p in nodes_dir.iterdir() if p.name.isdigit() and (p / "properties").is_file()),
+        (p for p in nodes_dir.iterdir() if p.name.isascii() and p.name.isdigit()
+         and len(p.name) < 10 and (p / "properties").is_file()),
         key=lambda p: int(p.name),
     )
     devices: list[Device] = []

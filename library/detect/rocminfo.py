@@ -15,9 +15,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._numbers import parse_int
 from .._proc import run_tool
 from ..errors import DetectError, NoDeviceError, TargetError
-from ..target import Target
+from ..target import CU_RANGE, Target
 from .device import Device, SourceUnavailable, hip_cu_count
 
 __all__ = ["parse_rocminfo", "read_rocminfo_file", "run_rocminfo", "find_rocminfo"]
@@ -27,7 +28,7 @@ _ANSI_RE = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
 # Applied to stripped lines only, and with no two adjacent unbounded repeats that can match
 # the same characters: each runs in time linear in the line.
 _SCROLLBACK_RE = re.compile(r"\[\d+/\d+\]$")
-_AGENT_RE = re.compile(r"Agent\s+(\d+)")
+_AGENT_RE = re.compile(r"Agent\s+([0-9]{1,9})")
 _ARCH_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _ISA_PREFIX = "amdgcn-amd-amdhsa--"
 _NOT_LOADED = "ROCk module is NOT loaded"
@@ -95,9 +96,8 @@ def _gpu(agent: _Agent, index: int, source: str) -> Device:
     if not _ARCH_RE.match(arch):
         raise DetectError(f"{where} is a GPU but its Name {arch!r} is not a gfx arch")
     cu_text = agent.fields.get("Compute Unit", "")
-    if not cu_text.isdigit() or int(cu_text) < 1:
-        raise DetectError(f"{where} ({arch}) has no valid 'Compute Unit' (got {cu_text!r})")
-    rocminfo_cu = int(cu_text)
+    rocminfo_cu = parse_int(cu_text, f"{where} ({arch}) 'Compute Unit'", CU_RANGE[0],
+                            CU_RANGE[1], DetectError)
     target_id = _target_id(agent, arch)
     cu = hip_cu_count(arch, rocminfo_cu)
     try:

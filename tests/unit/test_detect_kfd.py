@@ -137,5 +137,5 @@ def test_malformed_properties_line_is_a_detect_error(tmp_path):
     node = make_node(tmp_path, 1, RX6900XT_NODE)
     with (node / "properties").open("a") as f:
         f.write("simd_count lots\n")
-    with pytest.raises(DetectError, match=r"properties:\d+: expected '<key> <integer>'"):
+    with pytest.raises(DetectError, match=r"properties:\d+: simd_count must be an integer"):
         read_kfd_topology(tmp_path)

@@ -170,8 +170,8 @@ def test_pool_line():
 
 # ----------------------------------------------------------------------------- errors
 @pytest.mark.parametrize(("line", "message"), [
-    ("conv -n abc", "flag '-n' needs an integer, got 'abc'"),
-    ("conv --in_h=x", "flag '--in_h=x' needs an integer, got 'x'"),
+    ("conv -n abc", "flag '-n' must be an integer (an optional sign and ASCII digits)"),
+    ("conv --in_h=x", "flag '--in_h=x' must be an integer"),
     ("conv -F 7", "flag '-F' must be one of 0..6, got 7"),
     ("conv -Q 3", "unknown flag '-Q'"),
     ("conv --nope 1", "unknown flag '--nope'"),

@@ -75,7 +75,7 @@ def test_parse(text, name, target_id):
 
 
 @pytest.mark.parametrize(("make", "message"), [
-    (lambda: Target("gfx90a", 0), "CU count must be a positive integer"),
+    (lambda: Target("gfx90a", 0), "CU count must be an integer in 1..65535"),
     (lambda: Target("navi21", 40), "unknown GPU arch 'navi21'"),
     (lambda: Target("gfx90a:ecc+", 104), r"target feature 'ecc\+'"),
     (lambda: Target("sm90:xnack+", 132), "takes no target features"),
