@@ -13,7 +13,6 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,6 @@ from ._numbers import parse_int
 from .errors import TargetError
 
 CU_RANGE = (1, 65535)  # compute units (SMs) of one device, as a package name or override gives it
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "Target",
@@ -238,12 +232,18 @@ class TargetSpec:
 
 
 def _targets_file() -> Path:
+    from importlib import resources
+
     return Path(str(resources.files("miopenkernels.dbs").joinpath("targets.toml")))
 
 
 @lru_cache(maxsize=4)
 def load_targets(path: str | None = None) -> tuple[TargetSpec, ...]:
     """Read dbs/targets.toml (or `path`)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     file = Path(path) if path else _targets_file()
     try:
         data = tomllib.loads(file.read_text())
