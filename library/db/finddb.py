@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import time
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _fsutil
 from ..errors import DbError
 from ._index import LineIndex
 from ._lock import atomic_write, locked_update
@@ -322,7 +326,36 @@ class FindDb:
 
     @property
     def user(self) -> FindDbFile:
-        return self._user.get() if self._user is not None else FindDbFile()
+        """The user FindDb; one that cannot be read as text (garbage bytes, a Git LFS pointer)
+        is set aside with one warning and reads as empty, so finds measure again."""
+        if self._user is None:
+            return FindDbFile()
+        try:
+            return self._user.get()
+        except DbError as exc:
+            self._set_aside(str(exc))
+        try:
+            return self._user.get() if self._user is not None else FindDbFile()
+        except DbError:
+            return FindDbFile()
+
+    def _set_aside(self, why: str) -> None:
+        """Rename the damaged user FindDb out of the way (kept for a look, never read again)."""
+        assert self.user_path is not None
+        path = self.user_path
+        dest = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d%H%M%S')}-"
+                              f"{os.getpid()}")
+        try:
+            _fsutil.replace(path, dest)
+        except FileNotFoundError:
+            return  # another process set it aside first
+        except OSError as exc:
+            warnings.warn(f"{why}; it could not be set aside ({exc.strerror or exc}): finds "
+                          "are measured again and not recorded", stacklevel=4)
+            self.user_path, self._user = None, None
+            return
+        warnings.warn(f"{why}; set aside as {dest.name}, finds will be measured again",
+                      stacklevel=4)
 
     def lookup(self, problem: Any) -> FindDbRecord | None:
         """The record of a problem (ConvProblem or key string): user first, else system."""
@@ -352,10 +385,14 @@ class FindDb:
         record = FindDbRecord(problem_key(problem), ranked, ranked)
         if not record.solutions:
             raise DbError(f"refusing to store an empty FindDb record for {record.key}")
+        self.user  # noqa: B018  (sets a damaged file aside first)
         path = self.user_path
+        if path is None:
+            raise DbError("the user FindDb is unusable (see the warning): nothing recorded")
 
         def update(old: bytes | None) -> bytes:
-            db = FindDbFile.parse(old.decode(), str(path)) if old else FindDbFile()
+            db = (FindDbFile.parse(old.decode(errors="replace"), str(path)) if old
+                  else FindDbFile())
             db.put(record)
             return db.to_text().encode()
 
@@ -370,7 +407,8 @@ class FindDb:
         path = self.user_path
 
         def update(old: bytes | None) -> bytes:
-            db = FindDbFile.parse(old.decode(), str(path)) if old else FindDbFile()
+            db = (FindDbFile.parse(old.decode(errors="replace"), str(path)) if old
+                  else FindDbFile())
             db.records.pop(key, None)
             return db.to_text().encode()
 
