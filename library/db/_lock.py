@@ -69,7 +69,7 @@ def remove_orphans(path: Path, *, locked: bool = False) -> None:
     `locked`: the caller holds `path`'s lock, so every temporary file of it is an orphan;
     otherwise only those whose writing process is gone are.
     """
-    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[^/]*\.tmp$")
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.([0-9]{{1,10}})\.[^/]*\.tmp$")
     try:
         names = os.listdir(path.parent)
     except OSError:

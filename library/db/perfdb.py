@@ -177,7 +177,7 @@ def config_from_finddb_key(key: str) -> ConfigKey:
 
 def _finddb_key_fields(key: str) -> ConfigKey:
     text, groups = key, 1
-    m = re.search(r"_g(\d+)$", text)
+    m = re.search(r"_g([0-9]{1,10})$", text)
     if m:
         groups, text = int(m.group(1)), text[: m.start()]
     fields = text.split("-")

@@ -156,3 +156,24 @@ def test_good_pool_layouts_still_parse():
     assert parse_any_line(POOL)[0].layout == "NCHW"
     (p,) = parse_any_line("pool -n 1 -c 2 -_ 3 -! 4 -H 4 -W 4 -@ 2 -y 2 -x 2 -# 2 -u 2 -v 2 -F 1")
     assert p.layout == "NCDHW"
+
+
+# ----------------------------------------------------------------------------- file names
+def test_temporary_file_with_a_huge_pid_is_left_alone(tmp_path):
+    from miopenkernels.db._lock import remove_orphans
+
+    db = tmp_path / "u.fdb.txt"
+    odd = [tmp_path / f".u.fdb.txt.{'9' * 200}.x.tmp", tmp_path / ".u.fdb.txt.౭.x.tmp"]
+    for p in odd:
+        p.write_text("")
+    remove_orphans(db)
+    assert all(p.exists() for p in odd)
+
+
+def test_perfdb_key_with_huge_group_count_is_not_a_key():
+    from miopenkernels.db.perfdb import _finddb_key_fields
+
+    with pytest.raises(ValueError, match="not a MIOpen problem key"):
+        _finddb_key_fields(KEY + "_g" + HUGE)
+    with pytest.raises(ValueError, match="not a MIOpen problem key"):
+        _finddb_key_fields(KEY + "_g౭")
