@@ -29,6 +29,6 @@ t0 = time.time()
 print("test-grid jobs", precompile(list(jobs), Path("/tmp/mkcache/sm9084.ukdb"), 16),
       round(time.time() - t0, 1), "s")
 PY
-MIOPENKERNELS_HIDE_TRITON=1 timeout "${TESTS_S:-330}" python3 -m pytest -q -p no:cacheprovider \
-  tests/gpu -n 8 --maxfail=60 > "$out/gpu_tests.txt" 2>&1
+MIOPENKERNELS_TEST_KERNEL_CACHE="$MIOPEN_CUSTOM_CACHE_DIR" MIOPENKERNELS_HIDE_TRITON=1 timeout "${TESTS_S:-330}" python3 -m pytest -q -p no:cacheprovider \
+  tests/gpu -n 8 --maxfail=150 > "$out/gpu_tests.txt" 2>&1
 echo "gpu tests rc=$?"; tail -25 "$out/gpu_tests.txt"

@@ -29,7 +29,7 @@ t0 = time.time()
 print("triton test jobs", precompile(list(jobs), Path("/tmp/mkcache/sm9084.ukdb"), 16),
       round(time.time() - t0, 1), "s")
 PY
-MIOPENKERNELS_HIDE_TRITON=1 timeout "${GRID_S:-300}" python3 -m pytest -q -p no:cacheprovider \
+MIOPENKERNELS_TEST_KERNEL_CACHE="$MIOPEN_CUSTOM_CACHE_DIR" MIOPENKERNELS_HIDE_TRITON=1 timeout "${GRID_S:-300}" python3 -m pytest -q -p no:cacheprovider \
   tests/gpu/test_conv_correctness.py -k "Triton or covers" --maxfail=40 -n 8 \
   > "$out/grid.txt" 2>&1
 tail -45 "$out/grid.txt" | tail -45 > "$out/grid_tail.txt"; tail -3 "$out/grid.txt"

@@ -24,6 +24,9 @@ _DIRS = {
     "MIOPEN_USER_DB_PATH": "miopen-user-db",
     "MIOPEN_CUSTOM_CACHE_DIR": "miopen-cache",
 }
+# A kernel cache prepared on purpose (the GPU machine scripts compile the test grid's objects
+# on every core first): when named, the tests use it instead of an empty one.
+_PREPARED_KERNEL_CACHE = os.environ.get("MIOPENKERNELS_TEST_KERNEL_CACHE", "")
 # Variables that would make a test depend on the machine or the shell it runs from.
 _UNSET = ("MIOPEN_DEVICE_ARCH", "MIOPEN_DEVICE_CU", "MIOPEN_FIND_MODE", "MIOPEN_FIND_ENFORCE",
           "MIOPEN_DISABLE_CACHE", "MIOPENKERNELS_KERNELS_DIR")
@@ -32,6 +35,9 @@ _UNSET = ("MIOPEN_DEVICE_ARCH", "MIOPEN_DEVICE_CU", "MIOPEN_FIND_MODE", "MIOPEN_
 def _environment(root: Path) -> dict[str, str]:
     env = {}
     for name, rel in _DIRS.items():
+        if name == "MIOPEN_CUSTOM_CACHE_DIR" and _PREPARED_KERNEL_CACHE:
+            env[name] = _PREPARED_KERNEL_CACHE
+            continue
         (root / rel).mkdir(parents=True, exist_ok=True)
         env[name] = str(root / rel)
     return env
