@@ -9,6 +9,7 @@ mapping once, so solvers never look at `problem.mode`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from ..problem import ConvProblem
 from ..target import Target
@@ -70,11 +71,19 @@ class ConvView:
     out_tensor: str
     data_type: str
 
+    @cached_property
+    def _by_name(self) -> dict[str, int]:
+        return dict(self.fields)
+
     def field(self, name: str) -> int:
-        return dict(self.fields)[name]
+        return self._by_name[name]
 
     def kernel_args(self) -> tuple[KernelArg, ...]:
         """The three pointers then every shape field as i32, in the kernel's order."""
+        return self._kernel_args
+
+    @cached_property
+    def _kernel_args(self) -> tuple[KernelArg, ...]:
         ptrs = (
             KernelArg("p_in", "ptr:" + self.in_tensor),
             KernelArg("p_wei", "ptr:" + self.wei_tensor),
@@ -103,8 +112,12 @@ class ConvView:
         return f("fil_d") * f("fil_h") * f("fil_w")
 
 
+@lru_cache(maxsize=1024)
 def conv_view(problem: ConvProblem) -> ConvView:
-    """Map a problem (either mode, any direction) onto the kernels' plain convolution."""
+    """Map a problem (either mode, any direction) onto the kernels' plain convolution.
+
+    Cached: a problem's view is asked for by applicability, launch, jobs and the ranking.
+    """
     p = problem
     direction = p.direction
     # Tensor names as the caller passes them for the problem's own direction.

@@ -1,0 +1,157 @@
+"""The miss ranking, evaluated on problems it was not fitted on (leave one network out).
+
+For each network (a shipped manifest, and the ResNet-50 batch-32 bench layers), the model is
+fitted on the timings of every problem outside it and asked to choose, for each of the network's
+problems with a FindDb record, one (solver, parameters) among the candidates a package ships as
+dynamic kernels (each solver's defaults and the parameter sets tuned on the other networks) whose
+time was measured. Reported per network and overall:
+- top-1: the chosen solver is the FindDb record's fastest solver;
+- regret: measured time of the choice / the record's fastest time - 1 (the record's time is the
+  best that tuning found, over every parameter set it tried): mean, geometric mean, p95.
+
+    python bench/ranking_eval.py [--out bench/results/ranking_eval_sm9084] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from miopenkernels.builder.manifest import available_manifests, load_manifest
+from miopenkernels.builder.ranking import (
+    REPO_LOGS,
+    Sample,
+    fit,
+    load_hardware,
+    load_samples,
+    measured_folders,
+)
+from miopenkernels.db.finddb import FindDbFile
+from miopenkernels.db.perfdb import PerfDbFile
+from miopenkernels.ranking import RankingModel
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def networks() -> dict[str, set[str]]:
+    """{network: FindDb keys of its problems}."""
+    out = {name: {p.key() for p in load_manifest(name)} for name in available_manifests()}
+    out["resnet50_b32"] = {p.key() for p in load_manifest(HERE / "resnet50_b32.txt")}
+    return out
+
+
+def _p95(values: list[float]) -> float:
+    return float(np.percentile(np.array(values), 95)) if values else math.nan
+
+
+def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
+             nets: dict[str, set[str]]) -> dict[str, object]:
+    hardware = load_hardware()
+    by_problem: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        by_problem[s.problem.key()].append(s)
+    per_net = {}
+    all_rows = []
+    for net, keys in sorted(nets.items()):
+        train = [s for s in samples if s.problem.key() not in keys]
+        # Parameter sets a package would ship: those tuned on the training problems.
+        shipped: dict[str, list[str]] = defaultdict(list)
+        train_keys = {s.problem.key() for s in train}
+        for key in sorted(train_keys):
+            rec_problem = by_problem[key][0].problem
+            for solver, params in perf.load(rec_problem).items():
+                if params not in shipped[solver]:
+                    shipped[solver].append(params)
+        model = RankingModel(fit(train, hardware, dict(shipped)), f"without {net}")
+        rows = []
+        for key in sorted(keys):
+            record = records.records.get(key)
+            if record is None or key not in by_problem:
+                continue
+            best_ms = record.solutions[0].time
+            found = record.solutions[0].solver
+            measured = {(s.solver.name, s.params): s for s in by_problem[key]}
+            problem = by_problem[key][0].problem
+            target = by_problem[key][0].target
+            hw = model.hardware_for(target)
+            choice = None
+            for (_name, params), s in measured.items():
+                allowed = model.candidate_params(s.solver, problem, target)
+                if params not in allowed:
+                    continue
+                t = model.predict(problem, s.solver, params, hw)
+                if choice is None or t < choice[0]:
+                    choice = (t, s)
+            if choice is None:
+                continue
+            chosen = choice[1]
+            rows.append({"key": key, "found": found, "chosen": chosen.solver.name,
+                         "params": ",".join(map(str, chosen.params)),
+                         "best_ms": best_ms, "chosen_ms": chosen.ms,
+                         "regret": max(0.0, chosen.ms / best_ms - 1.0)})
+        per_net[net] = summarise(rows)
+        all_rows += rows
+        print(f"{net:14s} {fmt(per_net[net])}", flush=True)
+    overall = summarise(all_rows)
+    print(f"{'all':14s} {fmt(overall)}")
+    return {"networks": per_net, "overall": overall, "rows": all_rows}
+
+
+def summarise(rows: list[dict[str, object]]) -> dict[str, float]:
+    regrets = [float(r["regret"]) for r in rows]  # type: ignore[arg-type]
+    if not rows:
+        return {"problems": 0}
+    return {"problems": len(rows),
+            "top1": round(sum(r["chosen"] == r["found"] for r in rows) / len(rows), 4),
+            "regret_mean": round(statistics.fmean(regrets), 4),
+            "regret_geomean": round(math.exp(statistics.fmean(math.log1p(r) for r in regrets))
+                                    - 1, 4),
+            "regret_p95": round(_p95(regrets), 4),
+            "regret_max": round(max(regrets), 4)}
+
+
+def fmt(s: dict[str, float]) -> str:
+    if not s.get("problems"):
+        return "no problems"
+    return (f"{s['problems']:4d} problems  top-1 {100 * s['top1']:5.1f}%  regret mean "
+            f"{100 * s['regret_mean']:5.1f}%  geomean {100 * s['regret_geomean']:5.1f}%  "
+            f"p95 {100 * s['regret_p95']:5.1f}%")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "ranking_eval_sm9084")
+    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = ap.parse_args()
+    folders = measured_folders(ROOT / "dbs")
+    samples = load_samples(sorted(ROOT.glob(REPO_LOGS)), folders)
+    folder = folders[0]
+    records = FindDbFile.read(folder / f"{folder.name}.HIP.fdb.txt")
+    perf = PerfDbFile.read(folder / f"{folder.name}.db.txt")
+    result = evaluate(samples, records, perf, networks())
+    meta = {"target": folder.name, "samples": len(samples), "method": __doc__.split("\n\n")[1]}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    Path(str(args.out) + ".json").write_text(json.dumps({**meta, **result}, indent=1) + "\n")
+    lines = [f"Miss ranking, leave one network out, {folder.name} ({len(samples)} timings).", "",
+             "| network | problems | top-1 | regret mean | regret geomean | regret p95 |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for net, s in [*result["networks"].items(), ("all", result["overall"])]:  # type: ignore
+        if s.get("problems"):
+            lines.append(f"| {net} | {s['problems']} | {100 * s['top1']:.1f}% | "
+                         f"{100 * s['regret_mean']:.1f}% | {100 * s['regret_geomean']:.1f}% | "
+                         f"{100 * s['regret_p95']:.1f}% |")
+    Path(str(args.out) + ".md").write_text("\n".join(lines) + "\n")
+    if args.json:
+        print(json.dumps(result["overall"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""The ranking of solutions for a FindDb miss: costs fitted on measured timings, no benchmark.
+
+A candidate is one (solver, parameters) whose kernel is at hand. Its predicted time comes from a
+log-linear cost model: `log(ms) = w . features`, with one weight vector per solver name, fitted by
+`builder/ranking.py` on every timing the tuning runs recorded. The features are the same for every
+solver and come from the solver protocol alone (the problem's work and bytes, the launch geometry
+of `Solver.launch`) and from the target's published hardware figures (dbs/hardware.toml); a
+parameter set's mean residual in the fit (shrunk towards zero) is added as its own bias. A new
+solver joins the ranking by refitting the data file, with no change here. A solver the model has
+no timings of is ranked by the pooled fit (`"*"`).
+
+The model is a small JSON file (`miopenkernels.dbs/ranking.json`, the fit's output) read once per
+process; only the standard library is used here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import DbError
+
+if TYPE_CHECKING:
+    from .problem import ConvProblem
+    from .solvers.base import Params, Solver
+    from .target import Target
+
+__all__ = ["FEATURES", "Hardware", "RankingModel", "Candidate", "features", "load_model",
+           "rank_candidates", "model_path"]
+
+FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_waves",
+            "log_block", "log_work_per_thread", "log_tail", "log_groups", "log_tile_efficiency",
+            "log_reduction", "log_gemm_mn", "log_flop_us_sq", "log_waves_sq")
+"""Feature names, in the order of every weight vector of the model file."""
+
+POOLED = "*"
+_TYPE_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One target's published figures, scaled to its CU/SM count."""
+
+    cus: int
+    fp32_tflops: float
+    fp16_tflops: float
+    bandwidth_gbs: float
+    lds_kib: float
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any], cus: int) -> Hardware:
+        ref = int(entry["cus"])
+        scale = cus / ref if ref > 0 else 1.0
+        return cls(cus, float(entry["fp32_tflops"]) * scale, float(entry["fp16_tflops"]) * scale,
+                   float(entry["bandwidth_gbs"]), float(entry.get("lds_kib", 64)))
+
+    def peak_tflops(self, type_name: str) -> float:
+        return self.fp32_tflops if type_name == "FP32" else self.fp16_tflops
+
+
+def _prod(values: Iterable[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+@lru_cache(maxsize=256)
+def _problem_terms(problem: ConvProblem, hw: Hardware) -> tuple[Any, float, float, float, float,
+                                                                 float, float, float, float]:
+    """(view, work, fp16, channel_last, log flop us, log bytes us, log groups, log R, log MN)."""
+    from .solvers._conv import conv_view, gemm_sizes, macs
+
+    view = conv_view(problem)
+    type_name = problem.in_type
+    size = _TYPE_BYTES.get(type_name, 4)
+    work = float(max(macs(problem), 1))
+    nbytes = size * (_prod(problem.in_shape) + _prod(problem.wei_shape) + _prod(problem.out_shape))
+    m, n, r = gemm_sizes(view)
+    return (view, work, 1.0 if type_name != "FP32" else 0.0,
+            1.0 if problem.in_layout in ("NHWC", "NDHWC") else 0.0,
+            math.log(max(2.0 * work / (hw.peak_tflops(type_name) * 1e6), 1e-6)),
+            math.log(max(nbytes / (hw.bandwidth_gbs * 1e3), 1e-6)),
+            math.log(problem.groups), math.log(max(r, 1)), math.log(max(m * n, 1)))
+
+
+def features(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
+             ) -> tuple[float, ...]:
+    """The FEATURES of one candidate: work, bytes, launch geometry and tile use, on `hw`.
+
+    Launch geometry comes from `Solver.launch`; the tile efficiency from the solver's optional
+    `efficiency(view, params)` (the fraction of launched work that is real; 1 without one).
+    """
+    view, work, fp16, channel_last, log_flop, log_bytes, log_groups, log_r, log_mn = \
+        _problem_terms(problem, hw)
+    launch = solver.launch(problem, params)
+    blocks = max(_prod(launch.grid), 1)
+    block = max(_prod(launch.block), 1)
+    efficiency = getattr(solver, "efficiency", None)
+    eff = float(efficiency(view, params)) if callable(efficiency) else 1.0
+    waves = blocks / hw.cus
+    log_waves = math.log(waves)
+    return (1.0, fp16, channel_last, log_flop, log_bytes, log_waves, math.log(block),
+            math.log(work / (blocks * block)), math.log(math.ceil(waves) / waves), log_groups,
+            math.log(max(eff, 1e-6)), log_r, log_mn, log_flop * log_flop,
+            log_waves * log_waves)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One ranked way to compute a problem: solver, parameters and predicted time (ms)."""
+
+    solver: Solver
+    params: Params
+    time: float
+
+
+class RankingModel:
+    """The fitted weights, the parameter sets seen per solver, and the hardware table."""
+
+    def __init__(self, data: dict[str, Any], source: str = "") -> None:
+        try:
+            if tuple(data["features"]) != FEATURES:
+                raise DbError(f"ranking model {source}: features {data['features']} are not "
+                              f"{list(FEATURES)}; refit it with this version")
+            self.weights: dict[str, tuple[float, ...]] = {
+                str(k): tuple(float(x) for x in v) for k, v in data["weights"].items()}
+            self.params: dict[str, list[str]] = {
+                str(k): [str(p) for p in v] for k, v in data.get("params", {}).items()}
+            self.bias: dict[str, dict[str, float]] = {
+                str(k): {str(p): float(b) for p, b in v.items()}
+                for k, v in data.get("bias", {}).items()}
+            self.hardware: dict[str, dict[str, Any]] = dict(data["hardware"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DbError(f"ranking model {source} is malformed ({exc!r}); refit it with "
+                          "`python -m miopenkernels.builder.ranking`") from None
+        if any(len(w) != len(FEATURES) for w in self.weights.values()):
+            raise DbError(f"ranking model {source}: a weight vector is not {len(FEATURES)} long")
+        self.source = source
+        self._parsed: dict[str, list[Params]] = {}
+
+    def hardware_for(self, target: Target) -> Hardware:
+        """The figures of `target.arch`, scaled to its CU count (nearest known arch if none)."""
+        entry = self.hardware.get(target.arch)
+        if entry is None:
+            vendor_prefix = target.arch[:3]
+            same = sorted(a for a in self.hardware if a.startswith(vendor_prefix))
+            entry = self.hardware[same[-1] if same else sorted(self.hardware)[-1]]
+        return Hardware.from_entry(entry, target.cu)
+
+    def weights_for(self, solver_name: str) -> tuple[float, ...]:
+        return self.weights.get(solver_name) or self.weights[POOLED]
+
+    def predict_ms(self, solver_name: str, feats: tuple[float, ...], params_text: str = ""
+                   ) -> float:
+        w = self.weights_for(solver_name)
+        bias = self.bias.get(solver_name, {}).get(params_text, 0.0)
+        return math.exp(bias + sum(a * b for a, b in zip(w, feats, strict=True)))
+
+    def predict(self, problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
+                ) -> float:
+        """Predicted milliseconds of one candidate."""
+        return self.predict_ms(solver.name, features(problem, solver, params, hw),
+                               solver.params_to_string(params))
+
+    def candidate_params(self, solver: Solver, problem: ConvProblem, target: Target
+                         ) -> list[Params]:
+        """Defaults first, then every parameter set the model saw for the solver."""
+        default = tuple(solver.default_params(problem, target))
+        known = self._parsed.get(solver.name)
+        if known is None:
+            known = []
+            for text in self.params.get(solver.name, ()):
+                try:
+                    known.append(tuple(solver.params_from_string(text)))
+                except Exception:  # noqa: BLE001 - a foreign entry is skipped, never fatal
+                    continue
+            self._parsed[solver.name] = known
+        return [default, *(p for p in known if p != default)]
+
+
+def model_path() -> Path:
+    return Path(str(resources.files("miopenkernels.dbs").joinpath("ranking.json")))
+
+
+@lru_cache(maxsize=4)
+def load_model(path: str | None = None) -> RankingModel:
+    """The fitted model (`dbs/ranking.json` unless `path`), read once per process."""
+    file = Path(path) if path else model_path()
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise DbError(f"ranking model {file} not found; fit it with "
+                      "`python -m miopenkernels.builder.ranking`") from None
+    except (OSError, ValueError) as exc:
+        raise DbError(f"ranking model {file} is unreadable: {exc}") from None
+    return RankingModel(data, str(file))
+
+
+def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solver],
+                    at_hand: Callable[[Solver, Params], bool], *,
+                    model: RankingModel | None = None,
+                    extra_params: dict[str, list[Params]] | None = None) -> list[Candidate]:
+    """Each solver's best candidate whose kernel is `at_hand`, fastest predicted first.
+
+    `extra_params` adds parameter sets per solver name (e.g. those tuned for the same layer at
+    another batch size). A solver with no candidate at hand is left out.
+    """
+    model = model or load_model()
+    hw = model.hardware_for(target)
+    out = []
+    for solver in solvers:
+        params_list = model.candidate_params(solver, problem, target)
+        for p in (extra_params or {}).get(solver.name, ()):
+            if p not in params_list:
+                params_list.append(p)
+        best: Candidate | None = None
+        for params in params_list:
+            if solver.tunable and not solver.params_valid(problem, target, params):
+                continue
+            if not at_hand(solver, params):
+                continue
+            try:
+                t = model.predict(problem, solver, params, hw)
+            except Exception:  # noqa: BLE001 - a launch that cannot be described is no candidate
+                continue
+            if best is None or t < best.time:
+                best = Candidate(solver, params, t)
+        if best is not None:
+            out.append(best)
+    out.sort(key=lambda c: c.time)
+    return out

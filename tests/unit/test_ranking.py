@@ -1,0 +1,95 @@
+"""The miss ranking: the committed model, its fit, and candidates limited to kernels at hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from miopenkernels.builder.ranking import Sample, fit, load_hardware
+from miopenkernels.errors import DbError
+from miopenkernels.problem import ConvProblem
+from miopenkernels.ranking import (
+    FEATURES,
+    RankingModel,
+    load_model,
+    model_path,
+    rank_candidates,
+)
+from miopenkernels.solvers import SOLVERS, applicable_solvers, get_solver
+from miopenkernels.target import Target, default_targets
+
+SM90 = Target("sm90", 132)
+# ResNet-50's 3x3 layer of stage 2 at a batch no database holds.
+LAYER = ConvProblem(n=3, c=64, k=64, in_spatial=(56, 56), filter=(3, 3), pad=(1, 1))
+
+
+def test_committed_model_covers_every_solver_and_default_target() -> None:
+    model = load_model()
+    assert {s.name for s in SOLVERS} <= set(model.weights)
+    for target in default_targets():
+        hw = model.hardware_for(target)
+        assert hw.cus == target.cu and hw.fp32_tflops > 0 and hw.bandwidth_gbs > 0
+
+
+def test_ranking_picks_only_kernels_at_hand() -> None:
+    solvers = applicable_solvers(LAYER, SM90)
+    ranked = rank_candidates(LAYER, SM90, solvers, lambda s, p: True)
+    assert len(ranked) == len(solvers)
+    assert [c.time for c in ranked] == sorted(c.time for c in ranked)
+    assert all(c.time > 0 and math.isfinite(c.time) for c in ranked)
+    # Only the defaults' kernels at hand: every candidate uses its solver's defaults.
+    only_defaults = rank_candidates(
+        LAYER, SM90, solvers, lambda s, p: p == tuple(s.default_params(LAYER, SM90)))
+    assert all(c.params == tuple(c.solver.default_params(LAYER, SM90)) for c in only_defaults)
+    # Nothing at hand: no candidate.
+    assert rank_candidates(LAYER, SM90, solvers, lambda s, p: False) == []
+
+
+def test_winograd_wins_a_large_3x3_layer_direct_never_wins_a_1x1() -> None:
+    big = ConvProblem(n=32, c=256, k=256, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1))
+    one = ConvProblem(n=32, c=256, k=1024, in_spatial=(14, 14), filter=(1, 1))
+    for p in (big, one):
+        ranked = rank_candidates(p, SM90, applicable_solvers(p, SM90), lambda s, q: True)
+        assert not ranked[0].solver.name.startswith("ConvDirect")
+
+
+def test_a_solver_without_timings_is_ranked_by_the_pooled_fit(tmp_path) -> None:  # noqa: ANN001
+    data = json.loads(model_path().read_text())
+    data["weights"] = {"*": data["weights"]["*"]}
+    path = tmp_path / "ranking.json"
+    path.write_text(json.dumps(data))
+    model = load_model(str(path))
+    ranked = rank_candidates(LAYER, SM90, applicable_solvers(LAYER, SM90), lambda s, p: True,
+                             model=model)
+    assert ranked and all(c.time > 0 for c in ranked)
+
+
+def test_malformed_model_is_a_db_error(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "ranking.json"
+    path.write_text(json.dumps({"features": ["one"], "weights": {}, "hardware": {}}))
+    with pytest.raises(DbError, match="features"):
+        load_model(str(path))
+    path.write_text("{")
+    with pytest.raises(DbError, match="unreadable"):
+        load_model(str(path))
+    with pytest.raises(DbError, match="not found"):
+        load_model(str(tmp_path / "none.json"))
+
+
+def test_fit_recovers_a_known_cost_law() -> None:
+    # Times that follow the flop count exactly: the fit must rank by it.
+    solver = get_solver("ConvImplicitGemmFwd")
+    samples = []
+    for n in (1, 2, 4, 8, 16, 32, 64):
+        for c in (16, 32, 64, 128, 256, 512):
+            p = ConvProblem(n=n, c=c, k=64, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1))
+            params = solver.default_params(p, SM90)
+            samples.append(Sample(p, solver, params, SM90, 1e-6 * n * c + 0.01))
+    data = fit(samples, load_hardware())
+    model = RankingModel(data, "test")
+    assert list(data["features"]) == list(FEATURES) and solver.name in data["weights"]
+    hw = model.hardware_for(SM90)
+    small, large = samples[0], samples[-1]
+    assert model.predict(small.problem, solver, small.params, hw) < \
+        model.predict(large.problem, solver, large.params, hw)
