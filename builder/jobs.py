@@ -7,7 +7,12 @@ For each target the job list is
   solver the runtime would pick (the first applicable solver of the committed FindDb record in
   `dbs/<basename>/`, else the best `heuristic_rank`), plus every applicable solver that has a
   tuned PerfDb record there. Parameters come from that PerfDb record when it holds legal ones,
-  else from `default_params`.
+  else from `default_params`;
+- dynamic jobs at the parameter sets the miss ranking may choose (library/ranking.py): every set
+  the target's PerfDb holds, and the most frequent few of the ranking model's, for each type and
+  direction that a manifest problem or a FindDb record needs. These also close the package:
+  every kernel its databases name (a record's solver at its PerfDb parameters) is in its kdb,
+  as a specialised binary or a dynamic one (builder/closure.py).
 
 Jobs are deduplicated (many problems share a dynamic job; equal specialisations collapse) and
 sorted by KernelDb row, so the same inputs always give the same list.
@@ -52,6 +57,13 @@ class TargetDbs:
         find = folder / f"{base}.HIP.fdb.txt"
         self.perfdb = PerfDb(perf) if perf else None
         self.finddb = FindDb(find) if find.is_file() else None
+        self.finddb_path = find if find.is_file() else None
+
+    def problems(self) -> list[ConvProblem]:
+        """The problems of the FindDb's records (they ship, so their kernels must)."""
+        from .closure import db_problems
+
+        return db_problems(self.finddb_path)
 
     def tuned(self, problem: ConvProblem) -> dict[str, str]:
         """{solver name: PerfDb params text} for `problem`; empty without a PerfDb."""
@@ -80,7 +92,7 @@ def _rank(solver: Solver, problem: ConvProblem, target: Target) -> float:
 
 
 def _tuned_params(solver: Solver, text: str | None, problem: ConvProblem,
-                  target: Target) -> tuple[int, ...] | None:
+                  target: Target, quiet: bool = False) -> tuple[int, ...] | None:
     if text is None:
         return None
     try:
@@ -88,6 +100,8 @@ def _tuned_params(solver: Solver, text: str | None, problem: ConvProblem,
     except MIOpenKernelsError:
         params = None
     if params is None or not solver.params_valid(problem, target, params):
+        if quiet:
+            return None
         log.warning("%s: PerfDb params %r of %s are not legal for %s; using defaults",
                     target.basename, text, solver.name, problem.key())
         return None
@@ -130,16 +144,55 @@ def _row(job: CompileJob) -> tuple[str, str, str]:
     return (job.kdb_name, job.kdb_args, job.kernel_name)
 
 
+RANKING_PARAMS = 4
+"""How many of the ranking model's parameter sets per solver every target ships dynamically."""
+
+
+def ranking_params(problems: Iterable[ConvProblem], dbs: TargetDbs | None) -> dict[str, set[str]]:
+    """{solver: params texts} whose dynamic binaries the miss ranking can choose from."""
+    from miopenkernels.ranking import load_model
+
+    out: dict[str, set[str]] = {}
+    try:
+        model_params = load_model().params
+    except MIOpenKernelsError:
+        model_params = {}
+    for name, texts in model_params.items():
+        out.setdefault(name, set()).update(texts[:RANKING_PARAMS])
+    if dbs is not None:
+        for problem in problems:
+            for name, text in dbs.tuned(problem).items():
+                out.setdefault(name, set()).add(text)
+    return out
+
+
+def _ranking_jobs(target: Target, problems: list[ConvProblem], dbs: TargetDbs | None
+                  ) -> Iterable[CompileJob]:
+    wanted = ranking_params(problems, dbs)
+    for problem in problems:
+        for solver in applicable_solvers(problem, target):
+            for text in sorted(wanted.get(solver.name, ())):
+                params = _tuned_params(solver, text, problem, target, quiet=True)
+                if params is not None:
+                    yield solver.compile_job(problem, params, target, specialised=False)
+
+
 def target_jobs(target: Target, problems: Iterable[ConvProblem],
                 dbs: TargetDbs | None = None) -> list[CompileJob]:
-    """Every job of one target: dynamic, primitive and specialised, deduplicated and sorted."""
+    """Every job of one target: dynamic, primitive, specialised and ranking candidates,
+    deduplicated and sorted."""
     jobs: dict[CompileJob, None] = {}
     for job in (*all_dynamic_jobs(target), *primitive_jobs(target)):
         jobs.setdefault(job, None)
-    for problem in problems:
+    every: dict[ConvProblem, None] = dict.fromkeys(problems)
+    for problem in every:
         for spec in specialisations(problem, target, dbs):
             jobs.setdefault(
                 spec.solver.compile_job(problem, spec.params, target, specialised=True), None)
+    for problem in dbs.problems() if dbs else []:
+        every.setdefault(problem, None)
+    for job in _ranking_jobs(target, list(every), dbs):
+        jobs.setdefault(job, None)
     return sorted(jobs, key=_row)
 
 

@@ -57,9 +57,10 @@ def package_targets(
     from ..codeobject import check_kdb_target
 
     version = normalize_version(version or __version__, PackageBuildError)
-    for tf in files:  # a package never ships code for another GPU
+    for tf in files:  # a package never ships code for another GPU, and is closed
         if tf.kdb is not None:
             check_kdb_target(tf.kdb, tf.target)
+        _check_closed(tf)
     out.mkdir(parents=True, exist_ok=True)
     results = [PackageResult(tf.target, stage_target(tf, out / "stage", version),
                              lacks=lacking(tf)) for tf in files]
@@ -88,6 +89,17 @@ def package_targets(
                                    channel)
         index_channel(channel)
     return results
+
+
+def _check_closed(tf: TargetFiles) -> None:
+    """DbError when the package's databases name a kernel its kdb lacks (builder/closure.py)."""
+    from ..closure import check_closed
+
+    base = tf.target.basename
+    fdb = tf.files.get(f"{base}.HIP.fdb.txt")
+    perf = tf.files.get(f"{base}.db") or tf.files.get(f"{base}.db.txt")
+    if tf.kdb is not None and fdb is not None:
+        check_closed(tf.target, tf.kdb, fdb, perf)
 
 
 def _channel_targets(channel: Path, targets: list[Target], version: str) -> list[Target]:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
 from rich.table import Table
 
-from ..errors import CodeObjectError, IntegrityError
+from ..errors import CodeObjectError, DbError, IntegrityError
 from ._app import new_app
 from ._options import JsonFlag, WideFlag
 from ._output import console, print_json, print_table
+
+if TYPE_CHECKING:
+    from miopenkernels.builder.closure import Requirement
 
 
 def kdb_table(rows: Sequence[Mapping[str, Any]], *, wide: bool, title: str | None = None) -> Table:
@@ -72,22 +75,35 @@ def register(app: typer.Typer) -> None:
         file: Path = typer.Argument(..., help="A .kdb or .ukdb file."),
         as_json: JsonFlag = False,
     ) -> None:
-        """Re-check every entry's md5 and that its code object is for the arch it names.
+        """Re-check every entry's md5 and that its code object is for the arch it names; with
+        the FindDb (and PerfDb) of the same basename beside it, that every kernel they name is
+        in the kdb (a package is closed).
 
         Exits 12 if a hash does not match, 9 if a code object is for the wrong GPU (or is not a
-        code object), 0 when every entry is sound.
+        code object), 5 if the databases beside it name a kernel it lacks, 0 otherwise.
         """
+        from miopenkernels.builder.closure import database_files, missing_kernels
         from miopenkernels.builder.codeobject import verify_kdb
+        from miopenkernels.target import Target
 
         checks = verify_kdb(file)
         bad = [c for c in checks if not c.ok]
+        basename = file.name.split(".", 1)[0]
+        fdb, perf = database_files(file.parent, basename)
+        missing: list[Requirement] = []
+        if fdb is not None:
+            rows = {(c.kernel_name, c.kernel_args) for c in checks}
+            missing = missing_kernels(Target.from_basename(basename), rows, fdb, perf)
         if as_json:
-            print_json({"file": str(file), "entries": len(checks), "ok": not bad,
-                        "checks": [c.to_dict() for c in checks]})
+            print_json({"file": str(file), "entries": len(checks), "ok": not bad and not missing,
+                        "checks": [c.to_dict() for c in checks],
+                        "databases": str(fdb) if fdb else None,
+                        "missing": [m.describe() for m in missing]})
         else:
             for c in bad[1:]:
                 typer.echo(f"error: {c.error}", err=True)
-            status = "ok" if not bad else f"{len(bad)} bad"
+            status = "ok" if not bad and not missing else \
+                f"{len(bad)} bad, {len(missing)} missing"
             console.print(f"{file}: {len(checks)} entries, {status}", highlight=False)
         if bad:
             hash_bad = [c for c in bad if c.error_kind == "hash"]
@@ -95,3 +111,7 @@ def register(app: typer.Typer) -> None:
             cls = IntegrityError if hash_bad else CodeObjectError
             raise cls(first.error if len(bad) == 1 else
                       f"{len(bad)} bad entries in {file}, first: {first.error}")
+        if missing:
+            raise DbError(f"{len(missing)} kernels that {fdb.name if fdb else ''} names are "
+                          f"not in {file.name}, e.g. {missing[0].describe()}; rebuild the kdb "
+                          "beside those databases")
