@@ -13,16 +13,10 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .errors import TargetError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "Target",
@@ -224,12 +218,18 @@ class TargetSpec:
 
 
 def _targets_file() -> Path:
+    from importlib import resources
+
     return Path(str(resources.files("miopenkernels.dbs").joinpath("targets.toml")))
 
 
 @lru_cache(maxsize=4)
 def load_targets(path: str | None = None) -> tuple[TargetSpec, ...]:
     """Read dbs/targets.toml (or `path`)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     file = Path(path) if path else _targets_file()
     try:
         data = tomllib.loads(file.read_text())

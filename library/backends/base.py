@@ -12,13 +12,14 @@ import ctypes
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..codeobject import check_code_object
 from ..errors import BackendError
 from ..target import Target
+
+if TYPE_CHECKING:  # numpy is imported where memory is touched, not on `import`
+    import numpy as np
 
 __all__ = [
     "Arg",
@@ -208,6 +209,8 @@ class Backend(ABC):
 
     def memset(self, buf: Buffer, byte: int, nbytes: int | None = None) -> None:
         """Fill the first `nbytes` (all) of `buf` with `byte`."""
+        import numpy as np
+
         n = buf.nbytes if nbytes is None else nbytes
         self.copy_in(buf, np.full(n, byte, dtype=np.uint8))
 

@@ -7,14 +7,15 @@ pointers are valid here without copies. Every driver call goes through `check()`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .._cuda_status import describe, is_success, unpack
 from ..errors import BackendError, NoDeviceError
 from ..target import Target
 from .base import Backend, Buffer, Module, PreparedLaunch
+
+if TYPE_CHECKING:  # numpy is imported where memory is copied, not on `import`
+    import numpy as np
 
 __all__ = ["CudaBackend", "check", "device_count"]
 
@@ -126,6 +127,8 @@ class CudaBackend(Backend):
             check(self.d.cuMemFree(buf.ptr), "cuMemFree")
 
     def copy_in(self, buf: Buffer, host: np.ndarray) -> None:
+        import numpy as np
+
         data = np.ascontiguousarray(host)
         if data.nbytes > buf.nbytes:
             raise BackendError(f"copy of {data.nbytes} bytes into a {buf.nbytes}-byte buffer")

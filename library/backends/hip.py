@@ -7,13 +7,14 @@ ROCm runtime is a NoDeviceError that says what to install.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError, NoDeviceError
 from ..target import Target
 from .base import Backend, Buffer, Module, PreparedLaunch
+
+if TYPE_CHECKING:  # numpy is imported where memory is copied, not on `import`
+    import numpy as np
 
 __all__ = ["HipBackend", "check", "device_count"]
 
@@ -103,6 +104,8 @@ class HipBackend(Backend):
             check(self.h.hipFree(buf.ptr), "hipFree")
 
     def copy_in(self, buf: Buffer, host: np.ndarray) -> None:
+        import numpy as np
+
         data = np.ascontiguousarray(host)
         if data.nbytes > buf.nbytes:
             raise BackendError(f"copy of {data.nbytes} bytes into a {buf.nbytes}-byte buffer")

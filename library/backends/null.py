@@ -12,13 +12,14 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
 from ..target import Target
 from .base import Backend, Buffer, Module, PreparedLaunch
+
+if TYPE_CHECKING:  # numpy is imported where memory is touched, not on `import`
+    import numpy as np
 
 __all__ = ["NullBackend", "RecordedLaunch"]
 
@@ -85,6 +86,8 @@ class NullBackend(Backend):
         ptr = next(self._next)
         # Keep allocations apart so pointer arithmetic into one never lands in another.
         self._next = itertools.count(ptr + ((nbytes + 0xFFFF) // 0x10000 + 1) * 0x10000, 0x10000)
+        import numpy as np
+
         mem = np.zeros(nbytes, dtype=np.uint8)
         self._memory[ptr] = mem
         return Buffer(ptr, nbytes, self, mem)
@@ -103,13 +106,15 @@ class NullBackend(Backend):
         return mem[off:off + nbytes]
 
     def copy_in(self, buf: Buffer, host: np.ndarray) -> None:
+        import numpy as np
+
         data = np.ascontiguousarray(host).view(np.uint8).reshape(-1)
         self._view(buf.ptr, data.nbytes)[:] = data
 
     def copy_out(self, host: np.ndarray, buf: Buffer) -> None:
         if not host.flags.c_contiguous:
             raise BackendError("copy_out needs a C-contiguous host array")
-        host.reshape(-1).view(np.uint8)[:] = self._view(buf.ptr, host.nbytes)
+        host.reshape(-1).view("u1")[:] = self._view(buf.ptr, host.nbytes)
 
     def memset_ptr(self, ptr: int, byte: int, nbytes: int) -> None:
         self._view(ptr, nbytes)[:] = byte

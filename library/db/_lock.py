@@ -24,9 +24,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
-from urllib.request import pathname2url
-
-from filelock import FileLock, Timeout
 
 from .. import _fsutil
 from ..errors import DamagedDbError, DbError
@@ -98,6 +95,8 @@ def atomic_write(path: Path, data: bytes, *, locked: bool = False) -> None:
 def locked_update(path: Path, update: Callable[[bytes | None], bytes]) -> None:
     """Read-modify-write `path` under its lock: `update(old bytes or None) -> new bytes`."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock, Timeout  # a writer's need; readers never import it
+
     lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
     try:
         # A short poll: a write holds the lock for milliseconds, the default 50 ms poll would
@@ -115,7 +114,9 @@ def locked_update(path: Path, update: Callable[[bytes | None], bytes]) -> None:
 def sqlite_uri(path: Path, *, readonly: bool) -> str:
     """The `file:` URI of a database path, escaped so that `#`, `?` and `%` in folder names
     stay part of the path; read-only (`mode=ro`) never creates the file."""
-    return f"file:{pathname2url(str(path))}?mode={'ro' if readonly else 'rwc'}"
+    from urllib.parse import quote  # what pathname2url does on POSIX, without urllib.request
+
+    return f"file:{quote(str(path))}?mode={'ro' if readonly else 'rwc'}"
 
 
 def connect(path: Path, *, readonly: bool, wal: bool = False) -> sqlite3.Connection:
@@ -178,6 +179,8 @@ def create_sqlite(path: Path, statements: Iterable[str], *, wal: bool) -> None:
         except FileExistsError:
             pass
         except OSError:
+            from filelock import FileLock
+
             with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
                 if not path.exists():
                     _fsutil.replace(tmp, path, durable=True)
