@@ -34,7 +34,7 @@ from miopenkernels.builder.ranking import (
 )
 from miopenkernels.db.finddb import FindDbFile
 from miopenkernels.db.perfdb import PerfDbFile
-from miopenkernels.ranking import RankingModel
+from miopenkernels.ranking import NEAR_LIMIT, RankingModel
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -51,8 +51,34 @@ def _p95(values: list[float]) -> float:
     return float(np.percentile(np.array(values), 95)) if values else math.nan
 
 
+def _nearest(problem, train_keys: set[str], records: FindDbFile, perf: PerfDbFile
+             ) -> dict[str, tuple]:
+    """Per solver: (problem, params, ms) of the nearest same-layer record in training."""
+    from dataclasses import replace
+
+    from miopenkernels.invoke import NEIGHBOUR_BATCHES
+    from miopenkernels.solvers import get_solver
+
+    order = sorted((b for b in NEIGHBOUR_BATCHES if b != problem.n),
+                   key=lambda b: (abs(math.log(b / problem.n)), b))
+    for batch in order:
+        near = replace(problem, n=batch)
+        if near.key() not in train_keys or near.key() not in records.records:
+            continue
+        tuned = perf.load(near)
+        out = {}
+        for sol in records.records[near.key()].solutions:
+            solver = get_solver(sol.solver)
+            text = tuned.get(sol.solver)
+            params = tuple(solver.params_from_string(text)) if text else \
+                tuple(solver.default_params(near, None))  # type: ignore[arg-type]
+            out[sol.solver] = (near, params, sol.time)
+        return out
+    return {}
+
+
 def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
-             nets: dict[str, set[str]]) -> dict[str, object]:
+             nets: dict[str, set[str]], neighbours: bool = False) -> dict[str, object]:
     hardware = load_hardware()
     by_problem: dict[str, list[Sample]] = defaultdict(list)
     for s in samples:
@@ -81,12 +107,20 @@ def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
             problem = by_problem[key][0].problem
             target = by_problem[key][0].target
             hw = model.hardware_for(target)
+            scale = {}
+            if neighbours:
+                for name, (near, params, ms) in _nearest(problem, train_keys, records,
+                                                         perf).items():
+                    from miopenkernels.solvers import get_solver
+
+                    pred = model.predict(near, get_solver(name), params, hw)
+                    scale[name] = min(NEAR_LIMIT, max(1 / NEAR_LIMIT, ms / pred))
             choice = None
-            for (_name, params), s in measured.items():
+            for (name, params), s in measured.items():
                 allowed = model.candidate_params(s.solver, problem, target)
                 if params not in allowed:
                     continue
-                t = model.predict(problem, s.solver, params, hw)
+                t = scale.get(name, 1.0) * model.predict(problem, s.solver, params, hw)
                 if choice is None or t < choice[0]:
                     choice = (t, s)
             if choice is None:
@@ -136,6 +170,8 @@ def main() -> int:
     records = FindDbFile.read(folder / f"{folder.name}.HIP.fdb.txt")
     perf = PerfDbFile.read(folder / f"{folder.name}.db.txt")
     result = evaluate(samples, records, perf, networks())
+    print("with the nearest same-layer record of the training networks:")
+    result["with_neighbours"] = evaluate(samples, records, perf, networks(), neighbours=True)
     meta = {"target": folder.name, "samples": len(samples), "method": __doc__.split("\n\n")[1]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     Path(str(args.out) + ".json").write_text(json.dumps({**meta, **result}, indent=1) + "\n")

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import _fsutil, config
 from .backends import Backend, Function, Module, open_backend
@@ -33,6 +33,17 @@ from .errors import (
     TargetError,
 )
 from .target import Target, basename_for
+
+if TYPE_CHECKING:
+    from .backends.base import PreparedLaunch
+    from .db.finddb import FindDb
+    from .db.kerneldb import KernelDb
+    from .db.perfdb import PerfDb
+    from .detect.device import Device
+    from .invoke import ConvSolution, Invoker
+    from .primitives.base import Primitive
+    from .problem import ConvProblem
+    from .solvers.base import CompileJob, Params, Solver
 
 __all__ = ["Handle", "KernelStats", "nearest_system_basename"]
 
@@ -103,15 +114,16 @@ class Handle:
     library's JIT compiler and solver registry; tests pass doubles.
     """
 
-    def __init__(self, device: Any = None, target: Target | str | None = None,
+    def __init__(self, device: Device | int | None = None, target: Target | str | None = None,
                  backend: Backend | None = None, *,
-                 compiler: Callable[[Any], bytes] | None = None,
-                 solvers: list[Any] | None = None) -> None:
+                 compiler: Callable[[CompileJob], bytes] | None = None,
+                 solvers: list[Solver] | None = None) -> None:
         if isinstance(target, str):
             target = Target.parse(target)
         if backend is None:
-            index = getattr(device, "index", device)
-            named = target or getattr(device, "target", None)
+            index = device if device is None or isinstance(device, int) else device.index
+            named = target or (None if device is None or isinstance(device, int)
+                               else device.target)
             if named is None and device is None:
                 arch, cu = config.device_overrides()
                 if arch is not None and cu is not None:
@@ -134,7 +146,9 @@ class Handle:
         self._modules: dict[tuple[str, str], Module] = {}
         self._blobs: dict[tuple[str, str], tuple[bytes, str]] = {}
         self._functions: dict[tuple[str, str, str], Function] = {}
-        self.invokers: dict[tuple[Any, str], Any] = {}
+        self.invokers: dict[tuple[ConvProblem, str], Invoker] = {}
+        self._primitive_launches: dict[tuple[object, str], PreparedLaunch] = {}
+        self._at_hand: dict[tuple[str, str], bool] = {}
         self._open_databases()
 
     # ------------------------------------------------------------------ databases
@@ -160,18 +174,33 @@ class Handle:
         # unusable cache folder no kernel cache: one warning each, never an OSError later.
         user_ok = _usable_dir(paths.user_dir, "MIOPEN_USER_DB_PATH", "no user databases: "
                               "finds and tuning results are not recorded")
-        self.finddb = FindDb(sys_paths.system_finddb, paths.user_finddb if user_ok else None)
+        self.finddb: FindDb = FindDb(sys_paths.system_finddb,
+                                     paths.user_finddb if user_ok else None)
         perf_system = sys_paths.system_perfdb
         if perf_system is not None and not perf_system.exists():
             perf_system = sys_paths.system_perfdb_text
-        self.perfdb = PerfDb(perf_system, paths.user_perfdb if user_ok else None)
-        self.system_kdb = self._open_system_kdb(sys_paths.system_kdb)
+        self.perfdb: PerfDb = PerfDb(perf_system, paths.user_perfdb if user_ok else None)
+        self._system_kdb_path = sys_paths.system_kdb
+        self._system_kdb: KernelDb | None = None
+        self._system_kdb_opened = False
         self.cache_disabled = config.cache_disabled() or not _usable_dir(
             paths.cache_dir, "MIOPEN_CUSTOM_CACHE_DIR", "no kernel cache: JIT-compiled kernels "
             "are not kept")
-        self._user_kdb: Any = None
+        self._user_kdb: KernelDb | None = None
 
-    def _open_system_kdb(self, path: Path | None) -> Any:
+    @property
+    def system_kdb(self) -> KernelDb | None:
+        """The installed package's kdb, opened on first use."""
+        if not self._system_kdb_opened:
+            self._system_kdb = self._open_system_kdb(self._system_kdb_path)
+            self._system_kdb_opened = True
+        return self._system_kdb
+
+    @system_kdb.setter
+    def system_kdb(self, db: KernelDb | None) -> None:
+        self._system_kdb, self._system_kdb_opened = db, True
+
+    def _open_system_kdb(self, path: Path | None) -> KernelDb | None:
         from .db.kerneldb import KernelDb
 
         if path is None or not path.exists():
@@ -183,13 +212,13 @@ class Handle:
         return KernelDb(path)
 
     @property
-    def user_kdb(self) -> Any:
+    def user_kdb(self) -> KernelDb | None:
         """The user kernel cache (`<cache>/<basename>.ukdb`), opened on first use."""
         if self._user_kdb is None and not self.cache_disabled and self.paths.user_kdb.exists():
             self._open_user_kdb()
         return self._user_kdb
 
-    def _user_kdb_for_write(self) -> Any:
+    def _user_kdb_for_write(self) -> KernelDb | None:
         if self._user_kdb is None and not self.cache_disabled:
             self._open_user_kdb()
         return self._user_kdb
@@ -261,17 +290,17 @@ class Handle:
 
     # ------------------------------------------------------------------ solvers
     @property
-    def solvers(self) -> list[Any]:
+    def solvers(self) -> list[Solver]:
         if self._solvers is None:
             from .solvers import SOLVERS
 
             return SOLVERS
         return self._solvers
 
-    def applicable_solvers(self, problem: Any) -> list[Any]:
+    def applicable_solvers(self, problem: ConvProblem) -> list[Solver]:
         return [s for s in self.solvers if s.is_applicable(problem, self.target)]
 
-    def params_for(self, problem: Any, solver: Any) -> tuple[int, ...]:
+    def params_for(self, problem: ConvProblem, solver: Solver) -> Params:
         """Tuned params from the PerfDb (user over system) when valid, else the defaults."""
         text = self.perfdb.load(problem).get(solver.name) if solver.tunable else None
         if text is not None:
@@ -286,7 +315,18 @@ class Handle:
         return tuple(solver.default_params(problem, self.target))
 
     # ------------------------------------------------------------------ kernels
-    def has_kernel(self, job: Any) -> bool:
+    def kernel_at_hand(self, job: CompileJob) -> bool:
+        """Whether `job`'s binary needs no compile (memory, system kdb, user ukdb), without
+        reading it; answers are kept for the Handle's life."""
+        key = (job.kdb_name, job.kdb_args)
+        hit = self._at_hand.get(key)
+        if hit is None:
+            hit = key in self._modules or key in self._blobs or any(
+                db is not None and db.contains(*key) for db in (self.system_kdb, self.user_kdb))
+            self._at_hand[key] = hit
+        return hit
+
+    def has_kernel(self, job: CompileJob) -> bool:
         """Whether `job`'s binary is available without compiling (memory, system kdb, ukdb)."""
         key = (job.kdb_name, job.kdb_args)
         if key in self._modules or key in self._blobs:
@@ -300,7 +340,7 @@ class Handle:
             return True
         return False
 
-    def kernel(self, job: Any) -> Function:
+    def kernel(self, job: CompileJob) -> Function:
         """The loaded kernel of a CompileJob: system kdb, then user ukdb, then JIT (cached)."""
         key = (job.kdb_name, job.kdb_args)
         fkey = (*key, job.kernel_name)
@@ -329,7 +369,7 @@ class Handle:
         self._functions[fkey] = fn
         return fn
 
-    def compile(self, job: Any) -> bytes:
+    def compile(self, job: CompileJob) -> bytes:
         """JIT-compile `job` and keep the result in the user kernel cache."""
         compiler = self._compiler
         if compiler is None:
@@ -346,6 +386,7 @@ class Handle:
             ukdb = self._user_kdb_for_write()
             if ukdb is not None:
                 ukdb.store(job.kdb_name, job.kdb_args, blob)
+                self._at_hand[(job.kdb_name, job.kdb_args)] = True
         except (DbError, OSError) as exc:  # a broken cache must not stop the computation
             self._cache_off(f"could not store a kernel in the user cache: {exc}")
         return blob
@@ -355,45 +396,45 @@ class Handle:
         return self.stats.jit
 
     # ------------------------------------------------------------------ find / immediate
-    def find(self, problem: Any, x: Any, w: Any, y: Any, *, mode: Any = None,
-             workspace: Any = None) -> list[Any]:
+    def find(self, problem: ConvProblem, x: object, w: object, y: object, *,
+             mode: str | int | None = None, workspace: object = None) -> list[ConvSolution]:
         """Find the solutions of `problem` (MIOPEN_FIND_MODE unless `mode`); see find.py."""
         from .find import find
 
         return find(self, problem, x, w, y, mode=mode, workspace=workspace)
 
-    def solutions(self, problem: Any) -> list[Any]:
-        """Immediate mode: ranked solutions without benchmarking."""
-        from .find import immediate_solutions
+    def solutions(self, problem: ConvProblem) -> list[ConvSolution]:
+        """Immediate mode: ranked solutions without benchmarking (record, else ranking)."""
+        from .invoke import immediate_solutions
 
         return immediate_solutions(self, problem)
 
-    def workspace_size(self, problem: Any, solution: Any) -> int:
-        from .find import solver_of
+    def workspace_size(self, problem: ConvProblem, solution: ConvSolution | str) -> int:
+        from .invoke import solver_of
 
         return int(solver_of(self, solution).workspace_bytes(problem))
 
-    def compile_solution(self, problem: Any, solution: Any) -> Any:
+    def compile_solution(self, problem: ConvProblem, solution: ConvSolution | str) -> Invoker:
         """Make the solution's kernel ready (load or compile) and cache its invoker."""
-        from .find import invoker
+        from .invoke import invoker
 
         return invoker(self, problem, solution)
 
-    def run(self, problem: Any, solution: Any, x: Any, w: Any, y: Any,
-            workspace: Any = None) -> None:
+    def run(self, problem: ConvProblem, solution: ConvSolution | str, x: object, w: object,
+            y: object, workspace: object = None) -> None:
         """Run one solution on the layer's x, w, y (whatever the direction computes)."""
-        from .find import run
+        from .invoke import run
 
         run(self, problem, solution, x, w, y, workspace)
 
-    def convolution(self, problem: Any, x: Any, w: Any, y: Any) -> Any:
+    def convolution(self, problem: ConvProblem, x: object, w: object, y: object) -> ConvSolution:
         """Immediate mode in one call: the best-ranked solution, run."""
         sols = self.solutions(problem)
         self.run(problem, sols[0], x, w, y)
         return sols[0]
 
-    def primitive(self, primitive: Any, problem: Any, outputs: tuple[str, ...] = ("y",),
-                  **tensors: Any) -> None:
+    def primitive(self, primitive: Primitive | str, problem: object,
+                  outputs: tuple[str, ...] = ("y",), **tensors: object) -> None:
         """Run a primitive (activation, pooling, batch norm, softmax, bias) on named tensors.
 
         `tensors` maps the kernel's pointer names (`x`, `y`, `scale`...) to numpy arrays (copied;
@@ -407,7 +448,7 @@ class Handle:
 
             primitive = get_primitive(primitive)
         key = (problem, primitive.name)
-        launch = self.invokers.get(key)
+        launch = self._primitive_launches.get(key)
         if launch is None:
             if not primitive.is_applicable(problem, self.target):
                 raise MIOpenKernelsError(f"{primitive.name} does not apply to {problem} on "
@@ -416,7 +457,7 @@ class Handle:
             spec = primitive.launch(problem)
             launch = self.backend.prepare(fn, spec.grid, spec.block, spec.args,
                                           spec.shared_bytes)
-            self.invokers[key] = launch
+            self._primitive_launches[key] = launch
         bound = {}
         try:
             for name in launch.slots:

@@ -156,6 +156,14 @@ class KernelDb:
         self._check_types(kernel_name, kernel_args, row[0], row[1], row[2])
         return unpack_blob(row[0], row[1], row[2], self._what(kernel_name, kernel_args))
 
+    def contains(self, kernel_name: str, kernel_args: str) -> bool:
+        """Whether the entry exists, without reading its code object."""
+        with sqlite_errors(self.path, "KernelDb"):
+            row = self._conn.execute(
+                "SELECT 1 FROM kern_db WHERE kernel_name = ? AND kernel_args = ?",
+                (kernel_name, kernel_args)).fetchone()
+        return row is not None
+
     def remove(self, kernel_name: str, kernel_args: str) -> None:
         """Delete one entry (a damaged one, before it is compiled again)."""
         if self.readonly:

@@ -1,0 +1,378 @@
+"""The hot path: a FindDb record or the miss ranking -> invoker -> launch.
+
+A first call of a shape needs no compile and no benchmark when the package is installed:
+`immediate_solutions` answers from the FindDb record, else from the miss ranking
+(library/ranking.py) over the (solver, parameters) whose kernels are at hand (system kdb, user
+kernel cache, memory), helped by the measured records of the same layer at other batch sizes.
+`invoker` loads the chosen kernel once per code object and packs its arguments once per (problem,
+solver); a repeated `run` writes the tensor pointers and launches. Benchmarking and parameter
+search live in find.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from .errors import DbError, MIOpenKernelsError, ProblemError
+from .problem import TYPE_BYTES
+
+if TYPE_CHECKING:
+    from .backends.base import Buffer, PreparedLaunch
+    from .db.finddb import FindDbRecord
+    from .handle import Handle
+    from .problem import ConvProblem
+    from .solvers.base import CompileJob, Params, Solver
+    from .tensor import DeviceTensor
+
+__all__ = [
+    "ConvSolution",
+    "Invoker",
+    "immediate_solutions",
+    "ranked_solutions",
+    "heuristic_solutions",
+    "solutions_from_record",
+    "invoker",
+    "make_invoker",
+    "run",
+    "bind",
+    "finish",
+    "pointers",
+    "tensor_roles",
+    "output_role",
+    "solver_of",
+    "algorithm_of",
+]
+
+log = logging.getLogger("miopenkernels")
+
+# Batch sizes probed for measured records of the same layer (nearest first is chosen).
+NEIGHBOUR_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+@dataclass(frozen=True)
+class ConvSolution:
+    """One way to compute a problem: solver, its time (ms) and workspace.
+
+    `source` says where the ranking came from: 'find' (measured now), 'finddb' (a record),
+    'ranking' (the miss ranking: `time` is its predicted ms, `params` its parameters) or
+    'heuristic' (no ranking model: `time` is the solver's rank value).
+    """
+
+    solver: str
+    algorithm: str
+    time: float
+    workspace: int
+    source: str = "find"
+    params: tuple[int, ...] | None = None
+    specialised: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"solver": self.solver, "algorithm": self.algorithm, "time_ms": self.time,
+                "workspace": self.workspace, "source": self.source}
+
+
+@dataclass
+class Invoker:
+    """A ready kernel launch for one (problem, solver); `__call__` is one launch."""
+
+    solver: str
+    launch: PreparedLaunch
+    pointers: tuple[tuple[str, str], ...]  # (kernel slot, layer tensor role)
+    workspace_bytes: int
+    specialised: bool
+    workspace: Buffer | None = field(default=None, repr=False)
+    zero_first: tuple[tuple[str, int], ...] = ()  # (layer tensor role, bytes) to clear first
+    params: tuple[int, ...] = ()
+
+    def __call__(self, ptrs: dict[str, int]) -> None:
+        for slot, role in self.pointers:
+            self.launch.set(slot, ptrs[role])
+        for role, nbytes in self.zero_first:
+            self.launch.backend.memset_ptr(ptrs[role], 0, nbytes)
+        self.launch()
+
+
+# ---------------------------------------------------------------------------- tensors
+def tensor_roles(problem: ConvProblem) -> dict[str, str]:
+    """Kernel pointer names -> the layer's tensor (x, w, y) for the problem's direction."""
+    d = problem.direction
+    if d == "F":
+        return {"x": "x", "w": "w", "y": "y", "workspace": "workspace"}
+    if d == "B":
+        return {"dy": "y", "w": "w", "dx": "x", "workspace": "workspace"}
+    return {"x": "x", "dy": "y", "dw": "w", "workspace": "workspace"}
+
+
+def output_role(problem: ConvProblem) -> str:
+    return {"F": "y", "B": "x", "W": "w"}[problem.direction]
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def bind(handle: Handle, problem: ConvProblem, x: object, w: object, y: object,
+         upload_output: bool = False) -> dict[str, DeviceTensor]:
+    """Device views of the layer's tensors, checked against the problem's sizes and types."""
+    from .tensor import as_device
+
+    out_role = output_role(problem)
+    spec = {"x": (x, problem.in_shape, problem.in_type),
+            "w": (w, problem.wei_shape, problem.wei_type),
+            "y": (y, problem.out_shape, problem.out_type)}
+    bound: dict[str, DeviceTensor] = {}
+    for role, (obj, shape, type_name) in spec.items():
+        t = as_device(obj, handle.backend, upload=upload_output or role != out_role)
+        t.temporary = t.temporary or (t is not obj and t.copied)
+        want = _elements(shape) * TYPE_BYTES[type_name]
+        if t.nbytes != want:
+            raise ProblemError(f"tensor {role} has {t.nbytes} bytes; the problem needs {want} "
+                               f"({type_name}, shape {shape})")
+        if t.type_name and t.type_name != type_name:
+            raise ProblemError(f"tensor {role} is {t.type_name}; the problem says {type_name}")
+        bound[role] = t
+    return bound
+
+
+def finish(handle: Handle, problem: ConvProblem, bound: dict[str, DeviceTensor]) -> None:
+    """Copy a copied output back and release the call's temporary tensors."""
+    out = bound[output_role(problem)]
+    if out.copied:
+        handle.backend.synchronize()
+        out.copy_back(handle.backend)
+    for t in bound.values():
+        if t.temporary:
+            t.release()
+
+
+# ---------------------------------------------------------------------------- solutions
+def solver_of(handle: Handle, solution: ConvSolution | str) -> Solver:
+    name = solution if isinstance(solution, str) else solution.solver
+    for s in handle.solvers:
+        if s.name == name:
+            return s
+    raise ProblemError(f"unknown solver {name!r}")
+
+
+def algorithm_of(solver: Solver, problem: ConvProblem) -> str:
+    try:
+        return str(solver.algorithm(problem))
+    except (KeyError, AttributeError, NotImplementedError):
+        return ""
+
+
+def solutions_from_record(handle: Handle, problem: ConvProblem, record: FindDbRecord
+                          ) -> list[ConvSolution]:
+    known = {s.name: s for s in handle.applicable_solvers(problem)}
+    implemented = {s.name for s in handle.solvers}
+    out = []
+    unknown = []
+    for sol in record.solutions:
+        if sol.solver not in known:
+            if sol.solver not in implemented:
+                unknown.append(sol.solver)
+            else:
+                log.debug("FindDb names solver %s, not applicable here for %s; skipped",
+                          sol.solver, record.key)
+            continue
+        out.append(ConvSolution(sol.solver, sol.algorithm, sol.time, sol.workspace, "finddb"))
+    if unknown:
+        handle.finddb.note_unknown_solvers(record, unknown)
+    return out
+
+
+def immediate_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]:
+    """Ranked solutions without a benchmark: a FindDb record, else the miss ranking."""
+    record = handle.finddb.lookup(problem)
+    if record is not None:
+        sols = solutions_from_record(handle, problem, record)
+        if sols:
+            return sols
+    return ranked_solutions(handle, problem)
+
+
+def _neighbours(handle: Handle, problem: ConvProblem
+                ) -> tuple[dict[str, list[Params]], dict[str, tuple[ConvProblem, Params, float]]]:
+    """From the nearest measured record of the same layer at another batch size: each solver's
+    tuned parameters (extra candidates) and its (problem, params, measured ms)."""
+    import math
+
+    extra: dict[str, list[Params]] = {}
+    measured: dict[str, tuple[ConvProblem, Params, float]] = {}
+    by_name = {s.name: s for s in handle.solvers}
+    order = sorted((b for b in NEIGHBOUR_BATCHES if b != problem.n),
+                   key=lambda b: (abs(math.log(b / problem.n)), b))
+    for batch in order:
+        near = replace(problem, n=batch)
+        record = handle.finddb.lookup(near)
+        if record is None:
+            continue
+        tuned = handle.perfdb.load(near)
+        for sol in record.solutions:
+            solver = by_name.get(sol.solver)
+            if solver is None:
+                continue
+            params = handle.params_for(near, solver) if sol.solver in tuned else \
+                tuple(solver.default_params(near, handle.target))
+            extra.setdefault(sol.solver, []).append(params)
+            measured[sol.solver] = (near, params, sol.time)
+        break
+    return extra, measured
+
+
+def ranked_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]:
+    """The miss ranking over the kernels at hand (no compile, no benchmark).
+
+    Without any candidate at hand (no package installed) every candidate is ranked and the
+    chosen one is compiled on first use; without a ranking model, `heuristic_solutions`.
+    """
+    from .ranking import load_model, rank_candidates
+
+    solvers = handle.applicable_solvers(problem)
+    if not solvers:
+        raise ProblemError(f"no solver applies to {problem.key()} on {handle.target.name}")
+    try:
+        model = load_model()
+    except DbError as exc:
+        log.warning("%s; ranking by the solvers' own estimates", exc)
+        return heuristic_solutions(handle, problem)
+    extra, measured = _neighbours(handle, problem)
+
+    def at_hand(solver: Solver, params: Params) -> bool:
+        try:
+            job = solver.compile_job(problem, params, handle.target, specialised=False)
+        except (NotImplementedError, MIOpenKernelsError):
+            return False
+        return handle.kernel_at_hand(job)
+
+    ranked = rank_candidates(problem, handle.target, solvers, at_hand, model=model,
+                             extra_params=extra, measured=measured)
+    if not ranked:
+        ranked = rank_candidates(problem, handle.target, solvers, lambda s, p: True,
+                                 model=model, extra_params=extra, measured=measured)
+    return [ConvSolution(c.solver.name, algorithm_of(c.solver, problem), c.time,
+                         int(c.solver.workspace_bytes(problem)), "ranking", c.params, False)
+            for c in ranked]
+
+
+def heuristic_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]:
+    """Applicable solvers by their own `heuristic_rank` (the fallback without a model)."""
+    ranked = []
+    for i, s in enumerate(handle.applicable_solvers(problem)):
+        ranked.append((float(s.heuristic_rank(problem, handle.target)), i, s))
+    if not ranked:
+        raise ProblemError(f"no solver applies to {problem.key()} on {handle.target.name}")
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    return [ConvSolution(s.name, algorithm_of(s, problem), rank, int(s.workspace_bytes(problem)),
+                         "heuristic") for rank, _, s in ranked]
+
+
+# ---------------------------------------------------------------------------- invokers
+def _job(handle: Handle, problem: ConvProblem, solver: Solver, params: Params,
+         allow_specialised_compile: bool) -> tuple[CompileJob, bool]:
+    """(compile job, specialised): a specialised binary if at hand or allowed, else dynamic."""
+    spec: CompileJob | None
+    try:
+        spec = solver.compile_job(problem, params, handle.target, specialised=True)
+    except (NotImplementedError, MIOpenKernelsError):
+        spec = None
+    if spec is not None and (allow_specialised_compile or handle.has_kernel(spec)):
+        return spec, True
+    return solver.compile_job(problem, params, handle.target, specialised=False), False
+
+
+def make_invoker(handle: Handle, problem: ConvProblem, solver: Solver, *,
+                 params: Params | None = None, allow_specialised_compile: bool = False,
+                 specialised: bool | None = None) -> Invoker:
+    """Load (or compile) the solver's kernel and pack its arguments."""
+    params = handle.params_for(problem, solver) if params is None else tuple(params)
+    if specialised is None:
+        job, spec = _job(handle, problem, solver, params, allow_specialised_compile)
+    else:
+        job, spec = solver.compile_job(problem, params, handle.target, specialised), specialised
+    fn = handle.kernel(job)
+    launch = solver.launch(problem, params, spec)
+    prepared = handle.backend.prepare(fn, launch.grid, launch.block, launch.args,
+                                      launch.shared_bytes)
+    roles = tensor_roles(problem)
+    ptrs = []
+    for arg in launch.args:
+        if arg.kind.startswith("ptr:"):
+            name = arg.kind[4:]
+            if name not in roles:
+                raise ProblemError(f"{solver.name} launch names tensor {name!r}, not one of "
+                                   f"{sorted(roles)} for direction {problem.direction}")
+            ptrs.append((name, roles[name]))
+    ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))
+    sizes = {"x": (problem.in_shape, problem.in_type), "w": (problem.wei_shape, problem.wei_type),
+             "y": (problem.out_shape, problem.out_type)}
+    zero = tuple((roles[n], _elements(sizes[roles[n]][0]) * TYPE_BYTES[sizes[roles[n]][1]])
+                 for n in launch.zero_first if roles.get(n) in sizes)
+    return Invoker(solver.name, prepared, tuple(ptrs), ws, spec, zero_first=zero, params=params)
+
+
+def invoker(handle: Handle, problem: ConvProblem, solution: ConvSolution | str) -> Invoker:
+    """The cached invoker of (problem, solver), built on first use (at the ranking's
+    parameters for a ranked solution, else the PerfDb's or the defaults)."""
+    name = solution if isinstance(solution, str) else solution.solver
+    key = (problem, name)
+    inv = handle.invokers.get(key)
+    if inv is None:
+        params = solution.params if isinstance(solution, ConvSolution) else None
+        inv = make_invoker(handle, problem, solver_of(handle, name), params=params)
+        handle.invokers[key] = inv
+    return inv
+
+
+def pointers(handle: Handle, inv: Invoker, bound: dict[str, DeviceTensor],
+             workspace: object) -> dict[str, int]:
+    """Tensor role -> device address for one launch, with the invoker's workspace."""
+    ptrs = {role: t.ptr for role, t in bound.items()}
+    if inv.workspace_bytes:
+        if workspace is not None:
+            from .tensor import as_device
+
+            ws = as_device(workspace, handle.backend)
+            if ws.nbytes < inv.workspace_bytes:
+                raise ProblemError(f"workspace of {ws.nbytes} bytes; {inv.solver} needs "
+                                   f"{inv.workspace_bytes}")
+            ptrs["workspace"] = ws.ptr
+        else:
+            if inv.workspace is None:
+                inv.workspace = handle.backend.alloc(inv.workspace_bytes)
+            ptrs["workspace"] = inv.workspace.ptr
+    else:
+        ptrs["workspace"] = 0
+    return ptrs
+
+
+def run(handle: Handle, problem: ConvProblem, solution: ConvSolution | str, x: object, w: object,
+        y: object, workspace: object = None) -> None:
+    """One launch of the solution (plus copies for numpy tensors)."""
+    inv = invoker(handle, problem, solution)
+    bound = bind(handle, problem, x, w, y)
+    ptrs = pointers(handle, inv, bound, workspace)
+    inv(ptrs)
+    if handle.backend.name == "null":
+        _null_result(handle, problem, ptrs)
+    finish(handle, problem, bound)
+
+
+def _null_result(handle: Handle, problem: ConvProblem, ptrs: dict[str, int]) -> None:
+    """No kernel ran: the null backend computes the output with the reference solver, or
+    says once, on the first run it cannot compute, that the output is left as it was."""
+    from .backends.null import compute_reference
+
+    if compute_reference(handle.backend, problem, ptrs):
+        return
+    if not handle.backend.warned_no_result:
+        handle.backend.warned_no_result = True
+        import warnings
+
+        warnings.warn(f"the null backend (no GPU) launches nothing and the reference cannot "
+                      f"compute {problem.key()}: its output is left as it was", stacklevel=3)
