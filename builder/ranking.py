@@ -96,7 +96,7 @@ def _db_samples(folder: Path) -> dict[tuple[str, str, str, str], list[float]]:
     fdb = folder / f"{base}.HIP.fdb.txt"
     if not fdb.is_file():
         return out
-    target = Target.parse(base)
+    target = Target.from_basename(base)
     perf_path = next((p for p in (folder / f"{base}.db", folder / f"{base}.db.txt")
                       if p.is_file()), None)
     perf = PerfDbFile.read(perf_path) if perf_path else PerfDbFile()
