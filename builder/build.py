@@ -30,7 +30,7 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.target import Target
 
 from .cache import CacheKeys, ObjectCache
-from .jobs import build_jobs
+from .jobs import TargetDbs, build_jobs
 
 __all__ = ["JobFailure", "TargetSummary", "BuildResult", "build", "write_kdb", "kdb_holds",
            "failure_text"]
@@ -63,12 +63,14 @@ class TargetSummary:
     kdb_bytes: int = 0
     kdb_unchanged: bool = False  # the kdb already held exactly these objects: not rewritten
     object_bytes: int = 0  # sum of the raw code objects in the kdb
+    predicted: Path | None = None  # folder of predicted FindDb/PerfDb (builder/predict.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target.name, "basename": self.target.basename, "jobs": self.jobs,
                 "compiled": self.compiled, "cached": self.cached, "failed": self.failed,
                 "kdb": str(self.kdb) if self.kdb else None, "kdb_bytes": self.kdb_bytes,
-                "kdb_unchanged": self.kdb_unchanged, "object_bytes": self.object_bytes}
+                "kdb_unchanged": self.kdb_unchanged, "object_bytes": self.object_bytes,
+                "predicted_dbs": str(self.predicted) if self.predicted else None}
 
 
 @dataclass
@@ -166,11 +168,14 @@ def build(
     manifests: Sequence[str] = (),
     on_progress: ProgressFn | None = None,
     on_failure: FailureFn | None = None,
+    predict_dbs: bool = False,
 ) -> BuildResult:
     """Build one kdb per target into `out_dir`. `jobs` overrides the registry's job lists.
 
     Beside each kdb, `<basename>.build.json` records the manifests (names, as given) and problem
     keys it was built for; `package --from-build` copies them into the package manifest.
+    With `predict_dbs`, each target without measured databases also gets a predicted FindDb
+    and PerfDb (builder/predict.py) under `out_dir/predicted/<basename>/`.
 
     With more than one worker, compiles run in a process pool started by forkserver, which
     imports the caller's main module: a script calling this needs `if __name__ == "__main__"`.
@@ -300,6 +305,12 @@ def build(
             _write_record(out / f"{target.basename}.build.json",
                           {"target": target.name, "manifests": list(manifests),
                            "problems": list(dict.fromkeys(p.key() for p in problems))})
+            if predict_dbs and TargetDbs(target, dbs_root).finddb_path is None:
+                from .predict import predict_dbs as write_predicted
+
+                summary.predicted = write_predicted(
+                    target, problems, out, plan.get(target, []),
+                    Path(dbs_root) if dbs_root else None)
     result.wall_seconds = time.perf_counter() - start
     return result
 

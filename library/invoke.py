@@ -228,8 +228,9 @@ def _neighbours(handle: Handle, problem: ConvProblem
 def ranked_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]:
     """The miss ranking over the kernels at hand (no compile, no benchmark).
 
-    Without any candidate at hand (no package installed) every candidate is ranked and the
-    chosen one is compiled on first use; without a ranking model, `heuristic_solutions`.
+    With a package installed (a system kdb) only candidates whose kernels are at hand count.
+    Without one, or with none at hand, every candidate is ranked and the chosen one is compiled
+    on first use (and kept in the user cache); without a ranking model, `heuristic_solutions`.
     """
     from .ranking import load_model, rank_candidates
 
@@ -250,8 +251,10 @@ def ranked_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]
             return False
         return handle.kernel_at_hand(job)
 
-    ranked = rank_candidates(problem, handle.target, solvers, at_hand, model=model,
-                             extra_params=extra, measured=measured)
+    ranked = []
+    if handle.system_kdb is not None:
+        ranked = rank_candidates(problem, handle.target, solvers, at_hand, model=model,
+                                 extra_params=extra, measured=measured)
     if not ranked:
         ranked = rank_candidates(problem, handle.target, solvers, lambda s, p: True,
                                  model=model, extra_params=extra, measured=measured)

@@ -176,6 +176,17 @@ def collect_build_files(
         if file.is_file():
             tf.files[f"{base}{suffix}"] = file
     tf.provenance = read_provenance(measured) if measured.is_dir() else None
+    # Predicted databases (build --predict-dbs) only where nothing was measured: never mixed.
+    predicted = build_dir / "predicted" / base
+    if len(tf.files) == 1 and predicted.is_dir():
+        for suffix in DB_SUFFIXES[1:]:
+            file = predicted / f"{base}{suffix}"
+            if file.is_file():
+                tf.files[f"{base}{suffix}"] = file
+        tf.provenance = read_provenance(predicted)
+        if not (tf.provenance or {}).get("predicted"):
+            raise DbError(f"{predicted} holds databases without a provenance.json that says "
+                          "they are predicted; rebuild with `miopenkernels build --predict-dbs`")
     # What the build covered, as `build` recorded it; --manifest replaces it.
     report = build_dir / f"{base}.build.json"
     if report.is_file() and not manifests:
@@ -222,6 +233,7 @@ def build_manifest(tf: TargetFiles, version: str) -> dict[str, Any]:
     measured_files = [n for n in tf.files if not n.endswith(".kdb")]
     contents = ("databases-only" if tf.kdb is None else
                 "kernels+databases" if measured_files else "kernels-only")
+    predicted = bool((tf.provenance or {}).get("predicted") is True)
     spec = spec_for(target.arch)
     toolchain = {"miopenkernels": __version__, "compiler": spec.compiler,
                  "compile_arch": spec.compile_arch, **tf.toolchain}
@@ -238,7 +250,8 @@ def build_manifest(tf: TargetFiles, version: str) -> dict[str, Any]:
         "contents": contents,
         "lacks": lacking(tf),
         "databases": {
-            "measured": bool(measured_files),
+            "measured": bool(measured_files) and not predicted,
+            "predicted": bool(measured_files) and predicted,
             "kernels_only": not measured_files,
             "databases_only": tf.kdb is None,
             "device": (tf.provenance or {}).get("device"),

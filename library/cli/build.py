@@ -50,6 +50,10 @@ def register(app: typer.Typer) -> None:
             None, "--kernels-dir",
             help="Read kernel sources from here instead of the installed kernels "
                  "(also $MIOPENKERNELS_KERNELS_DIR)."),
+        predict_dbs: bool = typer.Option(
+            False, "--predict-dbs",
+            help="For targets without measured databases, also write a FindDb and PerfDb "
+                 "predicted by the miss ranking (OUT/predicted/<basename>/, marked predicted)."),
         as_json: JsonFlag = False,
     ) -> None:
         """Compile every job of the chosen targets (cached, in parallel) into <basename>.kdb.
@@ -79,7 +83,7 @@ def register(app: typer.Typer) -> None:
 
             result = build(chosen, problems, out, workers=workers or None, cache_dir=cache_dir,
                            kernels=kernels_dir, manifests=names, on_progress=on_progress,
-                           on_failure=show_failure)
+                           on_failure=show_failure, predict_dbs=predict_dbs)
         if as_json:
             print_json(result.to_dict())
         else:

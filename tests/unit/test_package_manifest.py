@@ -57,8 +57,8 @@ def test_manifest_hashes_every_file_and_kernel_and_records_provenance(build_out)
 def test_kernels_only_package_says_so(tmp_path):
     make_kdb(tmp_path / "gfx90a6e.kdb", "gfx90a")
     m = build_manifest(collect_build_files(GFX90A, tmp_path, tmp_path / "nodbs"), "0.1.0")
-    assert m["databases"] == {"measured": False, "kernels_only": True, "device": None,
-                              "provenance": None, "databases_only": False}
+    assert m["databases"] == {"measured": False, "predicted": False, "kernels_only": True,
+                              "device": None, "provenance": None, "databases_only": False}
     assert m["contents"] == "kernels-only"
     assert list(m["files"]) == ["share/miopen/db/gfx90a6e.kdb"]
 
