@@ -248,9 +248,11 @@ class Handle:
         warnings.warn(f"{why}; no kernel cache: JIT-compiled kernels are not kept", stacklevel=4)
         self.cache_disabled = True
         self._user_kdb = None
+        self._at_hand.clear()
 
     def _set_aside(self, path: Path, why: str) -> None:
         """Rename a damaged user cache out of the way (kept for a look, never read again)."""
+        self._at_hand.clear()
         if self._user_kdb is not None:
             self._user_kdb.close()
             self._user_kdb = None
@@ -276,7 +278,7 @@ class Handle:
         if db is None:
             return None
         try:
-            return db.load(*key)  # type: ignore[no-any-return]
+            return db.load(*key)
         except IntegrityError as exc:
             warnings.warn(f"{exc}; removing the entry, the kernel will be compiled again",
                           stacklevel=3)
