@@ -182,11 +182,18 @@ def child_torch(dtype: str, benchmark: bool) -> dict:
 
 
 # ----------------------------------------------------------------------------- parent
+CHILD_TIMEOUT_S = {"miopenkernels": 110, "torch_heuristics": 30, "torch_benchmark": 45}
+
+
 def run_child(engine: str, dtype: str, env: dict[str, str], best: bool) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", engine, "--dtype", dtype]
     if not best:
         cmd.append("--no-best")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                              timeout=CHILD_TIMEOUT_S[engine])
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {CHILD_TIMEOUT_S[engine]} s"}
     if proc.returncode != 0:
         return {"error": proc.stderr.strip()[-3000:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -235,7 +242,20 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results" / "serving")
     ap.add_argument("--dtypes", default="FP32,FP16")
     ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--merge", nargs="+", type=Path,
+                    help="combine the JSON of runs of one type each into --out")
     args = ap.parse_args()
+    if args.merge:
+        merged: dict = {}
+        for path in args.merge:
+            if not path.is_file():
+                continue
+            part = json.loads(path.read_text())
+            for key in ("summary", "engines"):
+                merged.setdefault(key, {}).update(part.pop(key, {}))
+            merged = {**part, **merged}
+        write(args.out, merged)
+        return 0
     if args.child:
         if args.child == "miopenkernels":
             out = child_miopenkernels(args.dtype, not args.no_best)

@@ -144,7 +144,7 @@ def _row(job: CompileJob) -> tuple[str, str, str]:
     return (job.kdb_name, job.kdb_args, job.kernel_name)
 
 
-RANKING_PARAMS = 4
+RANKING_PARAMS = 2
 """How many of the ranking model's parameter sets per solver every target ships dynamically."""
 
 

@@ -13,7 +13,6 @@ kernels depend on the arch only, the measured choices nearly so).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import time
 import warnings
@@ -35,6 +34,8 @@ from .errors import (
 from .target import Target, basename_for
 
 if TYPE_CHECKING:
+    import logging
+
     from .backends.base import PreparedLaunch
     from .db.finddb import FindDb
     from .db.kerneldb import KernelDb
@@ -47,7 +48,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Handle", "KernelStats", "nearest_system_basename"]
 
-log = logging.getLogger("miopenkernels")
+
+def _log() -> logging.Logger:
+    """The library's logger (logging is imported on the first message, not at start-up)."""
+    import logging
+
+    return logging.getLogger("miopenkernels")
+
 
 _DB_SUFFIXES = (".kdb", ".HIP.fdb.txt", ".db", ".db.txt")
 # Files under this size are not databases (a Git LFS pointer is a common such file).
@@ -287,7 +294,7 @@ class Handle:
         except DamagedDbError as exc:
             self._set_aside(self.paths.user_kdb, str(exc))
         except DbError as exc:  # busy past the timeout: compile rather than fail
-            log.warning("user kernel cache unreadable now: %s", exc)
+            _log().warning("user kernel cache unreadable now: %s", exc)
         return None
 
     # ------------------------------------------------------------------ solvers
@@ -310,10 +317,10 @@ class Handle:
                 params = solver.params_from_string(text)
                 if solver.params_valid(problem, self.target, params):
                     return tuple(params)
-                log.warning("PerfDb params %r of %s are not valid for %s; using defaults",
+                _log().warning("PerfDb params %r of %s are not valid for %s; using defaults",
                             text, solver.name, problem)
             except MIOpenKernelsError as exc:
-                log.warning("PerfDb entry of %s unusable: %s", solver.name, exc)
+                _log().warning("PerfDb entry of %s unusable: %s", solver.name, exc)
         return tuple(solver.default_params(problem, self.target))
 
     # ------------------------------------------------------------------ kernels
@@ -378,7 +385,7 @@ class Handle:
             from .compiler import compile_job
 
             compiler = compile_job
-        log.info("JIT compiling %s %s", job.kdb_name, job.kdb_args)
+        _log().info("JIT compiling %s %s", job.kdb_name, job.kdb_args)
         try:
             blob = compiler(job)
         except CompileError:

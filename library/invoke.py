@@ -11,7 +11,6 @@ search live in find.py.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,8 @@ from .errors import DbError, MIOpenKernelsError, ProblemError
 from .problem import TYPE_BYTES
 
 if TYPE_CHECKING:
+    import logging
+
     from .backends.base import Buffer, PreparedLaunch
     from .db.finddb import FindDbRecord
     from .handle import Handle
@@ -45,7 +46,13 @@ __all__ = [
     "algorithm_of",
 ]
 
-log = logging.getLogger("miopenkernels")
+
+def _log() -> logging.Logger:
+    """The library's logger (logging is imported on the first message, not at start-up)."""
+    import logging
+
+    return logging.getLogger("miopenkernels")
+
 
 # Batch sizes probed for measured records of the same layer (nearest first is chosen).
 NEIGHBOUR_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -177,8 +184,8 @@ def solutions_from_record(handle: Handle, problem: ConvProblem, record: FindDbRe
             if sol.solver not in implemented:
                 unknown.append(sol.solver)
             else:
-                log.debug("FindDb names solver %s, not applicable here for %s; skipped",
-                          sol.solver, record.key)
+                _log().debug("FindDb names solver %s, not applicable here for %s; skipped",
+                             sol.solver, record.key)
             continue
         out.append(ConvSolution(sol.solver, sol.algorithm, sol.time, sol.workspace, "finddb"))
     if unknown:
@@ -240,7 +247,7 @@ def ranked_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]
     try:
         model = load_model()
     except DbError as exc:
-        log.warning("%s; ranking by the solvers' own estimates", exc)
+        _log().warning("%s; ranking by the solvers' own estimates", exc)
         return heuristic_solutions(handle, problem)
     extra, measured = _neighbours(handle, problem)
 
