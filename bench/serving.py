@@ -11,11 +11,13 @@ Per shape:
   it, the solver chosen and where the choice came from (FindDb record or miss ranking);
   then the chosen solution's steady-state time, and the best steady-state time over every
   (solver, parameters) whose kernel the package holds, found by benchmarking each: the regret is
-  chosen / best - 1 (what benchmarking the installed package would have gained);
+  chosen / best - 1 (what benchmarking the installed package would have gained; a candidate
+  whose first launch takes over 3x the best so far is not timed further);
 - torch_heuristics (cudnn.benchmark off) and torch_benchmark (on): first call (conv2d plus
   synchronise) and steady-state time. FP32 convolutions run without TF32 (allow_tf32 off) so that
   both engines compute in FP32.
-Steady state: median of 20 device-event timings after 3 warm-up launches.
+Steady state: median of 20 device-event timings after 3 warm-up launches. The best-at-hand
+sweep has a time budget (BEST_BUDGET_S); `regret_shapes` says how many shapes it reached.
 
     python bench/serving.py --system-db DIR --out bench/results/serving_h100
 """
@@ -39,6 +41,7 @@ BATCHES = (1, 2, 3, 4, 8, 16, 24, 32, 64)
 SIZES = (224, 320)
 ENGINES = ("miopenkernels", "torch_heuristics", "torch_benchmark")
 STEADY = 20
+BEST_BUDGET_S = 40  # the best-at-hand sweep stops here; later shapes have no regret
 
 
 def shapes(dtype: str) -> list:
@@ -104,11 +107,12 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
                      "params": list(handle.invokers[(p, sols[0].solver)].params)})
     # Steady state of the chosen solutions, then the best the package holds.
     model = load_model()
+    deadline = time.perf_counter() + BEST_BUDGET_S
     for row, p in zip(rows, problems, strict=True):
         ptrs = {"x": pool.ptr, "w": pool.ptr + xmax, "y": ybuf.ptr, "workspace": 0}
         inv = handle.invokers[(p, row["solver"])]
         row["steady_ms"] = _steady(be, inv, ptrs)
-        if not best:
+        if not best or time.perf_counter() > deadline:
             continue
         best_ms, best_what = row["steady_ms"], f"{row['solver']}({row['params']})"
         for solver in handle.applicable_solvers(p):
@@ -121,7 +125,10 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
                 try:
                     cand = make_invoker(handle, p, solver_of(handle, solver.name),
                                         params=params, specialised=False)
-                    ms = _steady(be, cand, ptrs, repeats=7)
+                    once = float(be.time_ms(lambda c=cand, q=ptrs: c(q), 1)[0])
+                    if once > 3 * best_ms:  # far behind: no need to time it closely
+                        continue
+                    ms = _steady(be, cand, ptrs, repeats=5)
                 except Exception as exc:  # noqa: BLE001 - a failing candidate is no best
                     print(f"{p.key()} {solver.name} {params}: {exc}", file=sys.stderr)
                     continue
@@ -182,7 +189,7 @@ def child_torch(dtype: str, benchmark: bool) -> dict:
 
 
 # ----------------------------------------------------------------------------- parent
-CHILD_TIMEOUT_S = {"miopenkernels": 110, "torch_heuristics": 30, "torch_benchmark": 45}
+CHILD_TIMEOUT_S = {"miopenkernels": 85, "torch_heuristics": 25, "torch_benchmark": 35}
 
 
 def run_child(engine: str, dtype: str, env: dict[str, str], best: bool) -> dict:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import logging
 
     from .backends.base import PreparedLaunch
-    from .db.finddb import FindDb
+    from .db.finddb import FindDb, FindDbRecord
     from .db.kerneldb import KernelDb
     from .db.perfdb import PerfDb
     from .detect.device import Device
@@ -156,6 +156,10 @@ class Handle:
         self.invokers: dict[tuple[ConvProblem, str], Invoker] = {}
         self._primitive_launches: dict[tuple[object, str], PreparedLaunch] = {}
         self._at_hand: dict[tuple[str, str], bool] = {}
+        # The miss ranking's answers per problem, and the FindDb records per layer (batch 1
+        # standing for the layer) by batch size, for the nearest-record correction.
+        self.ranked: dict[ConvProblem, list[ConvSolution]] = {}
+        self.layer_records: dict[ConvProblem, dict[int, FindDbRecord]] = {}
         self._open_databases()
 
     # ------------------------------------------------------------------ databases

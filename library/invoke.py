@@ -211,24 +211,30 @@ def _neighbours(handle: Handle, problem: ConvProblem
 
     extra: dict[str, list[Params]] = {}
     measured: dict[str, tuple[ConvProblem, Params, float]] = {}
+    layer = replace(problem, n=1)
+    records = handle.layer_records.get(layer)
+    if records is None:  # once per layer: which batch sizes have a record
+        records = {}
+        for batch in NEIGHBOUR_BATCHES:
+            record = handle.finddb.lookup(layer if batch == 1 else replace(layer, n=batch))
+            if record is not None:
+                records[batch] = record
+        handle.layer_records[layer] = records
+    others = [b for b in records if b != problem.n]
+    if not others:
+        return extra, measured
+    batch = min(others, key=lambda b: (abs(math.log(b / problem.n)), b))
+    near = replace(problem, n=batch)
+    tuned = handle.perfdb.load(near)
     by_name = {s.name: s for s in handle.solvers}
-    order = sorted((b for b in NEIGHBOUR_BATCHES if b != problem.n),
-                   key=lambda b: (abs(math.log(b / problem.n)), b))
-    for batch in order:
-        near = replace(problem, n=batch)
-        record = handle.finddb.lookup(near)
-        if record is None:
+    for sol in records[batch].solutions:
+        solver = by_name.get(sol.solver)
+        if solver is None:
             continue
-        tuned = handle.perfdb.load(near)
-        for sol in record.solutions:
-            solver = by_name.get(sol.solver)
-            if solver is None:
-                continue
-            params = handle.params_for(near, solver) if sol.solver in tuned else \
-                tuple(solver.default_params(near, handle.target))
-            extra.setdefault(sol.solver, []).append(params)
-            measured[sol.solver] = (near, params, sol.time)
-        break
+        params = handle.params_for(near, solver) if sol.solver in tuned else \
+            tuple(solver.default_params(near, handle.target))
+        extra.setdefault(sol.solver, []).append(params)
+        measured[sol.solver] = (near, params, sol.time)
     return extra, measured
 
 
@@ -241,6 +247,9 @@ def ranked_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]
     """
     from .ranking import load_model, rank_candidates
 
+    cached = handle.ranked.get(problem)
+    if cached is not None:
+        return cached
     solvers = handle.applicable_solvers(problem)
     if not solvers:
         raise ProblemError(f"no solver applies to {problem.key()} on {handle.target.name}")
@@ -265,9 +274,11 @@ def ranked_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]
     if not ranked:
         ranked = rank_candidates(problem, handle.target, solvers, lambda s, p: True,
                                  model=model, extra_params=extra, measured=measured)
-    return [ConvSolution(c.solver.name, algorithm_of(c.solver, problem), c.time,
+    sols = [ConvSolution(c.solver.name, algorithm_of(c.solver, problem), c.time,
                          int(c.solver.workspace_bytes(problem)), "ranking", c.params, False)
             for c in ranked]
+    handle.ranked[problem] = sols
+    return sols
 
 
 def heuristic_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]:

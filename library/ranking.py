@@ -95,14 +95,15 @@ def features(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
              ) -> tuple[float, ...]:
     """The FEATURES of one candidate: work, bytes, launch geometry and tile use, on `hw`.
 
-    Launch geometry comes from `Solver.launch`; the tile efficiency from the solver's optional
-    `efficiency(view, params)` (the fraction of launched work that is real; 1 without one).
+    Launch geometry comes from `Solver.launch_geometry`; the tile efficiency from the solver's
+    optional `efficiency(view, params)` (the fraction of launched work that is real; 1 without
+    one).
     """
     view, work, fp16, channel_last, log_flop, log_bytes, log_groups, log_r, log_mn = \
         _problem_terms(problem, hw)
-    launch = solver.launch(problem, params)
-    blocks = max(_prod(launch.grid), 1)
-    block = max(_prod(launch.block), 1)
+    grid, block_dims = solver.launch_geometry(problem, params)
+    blocks = max(_prod(grid), 1)
+    block = max(_prod(block_dims), 1)
     efficiency = getattr(solver, "efficiency", None)
     eff = float(efficiency(view, params)) if callable(efficiency) else 1.0
     waves = blocks / hw.cus

@@ -10,19 +10,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# `sniff` is both a submodule and a function: importing the submodule binds the package
+# attribute to the module, so the function is bound here, after it.
+from .sniff import Sniffed, sniff, target_from_name
+
 if TYPE_CHECKING:
     from .finddb import FindDb, FindDbFile, FindDbRecord, Solution, format_time
     from .kerneldb import KernelDb, KernelEntry
     from .perfdb import PerfDb, PerfDbFile, SqlitePerfDb
-    from .sniff import Sniffed, sniff, target_from_name
 
-# Each name is imported from its module on first use, so that reading a FindDb does not import
-# the KernelDb, PerfDb and sniffing code (the runtime's start-up).
+# Each other name is imported from its module on first use, so that reading a FindDb does not
+# import the KernelDb and PerfDb code (the runtime's start-up).
 _MODULES = {"FindDb": "finddb", "FindDbFile": "finddb", "FindDbRecord": "finddb",
             "Solution": "finddb", "format_time": "finddb", "PerfDb": "perfdb",
             "PerfDbFile": "perfdb", "SqlitePerfDb": "perfdb", "KernelDb": "kerneldb",
-            "KernelEntry": "kerneldb", "Sniffed": "sniff", "sniff": "sniff",
-            "target_from_name": "sniff"}
+            "KernelEntry": "kerneldb"}
 
 
 def __getattr__(name: str) -> Any:
