@@ -30,3 +30,5 @@ done
 python3 bench/serving.py --merge "$out/serving_${name}_FP32.json" "$out/serving_${name}_FP16.json" \
   --out "$out/serving_$name" > /dev/null 2>&1
 stamp "merged rc=$?"
+# The machine returns few files: everything in one archive.
+tar czf "$out/../results_$name.tgz" -C "$out" . && rm -rf "${out:?}"/* && mv "$out/../results_$name.tgz" "$out/"

@@ -83,8 +83,8 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
     wmax = max(math.prod(p.wei_shape) for p in problems) * size
     ymax = max(math.prod(p.out_shape) for p in problems) * size
     rng = np.random.default_rng(0)
-    host = (rng.random((xmax + wmax) // 4 + 1, dtype=np.float32) - 0.5).astype(
-        np.float16 if dtype == "FP16" else np.float32)
+    host = (rng.random((xmax + wmax) // size + 1, dtype=np.float32) - 0.5).astype(
+        np.float16 if dtype == "FP16" else np.float32)  # x then w, each at most xmax, wmax
     pool = be.alloc(host.nbytes)
     be.copy_in(pool, host)
     ybuf = be.alloc(ymax)
