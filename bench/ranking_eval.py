@@ -183,6 +183,10 @@ def main() -> int:
             lines.append(f"| {net} | {s['problems']} | {100 * s['top1']:.1f}% | "
                          f"{100 * s['regret_mean']:.1f}% | {100 * s['regret_geomean']:.1f}% | "
                          f"{100 * s['regret_p95']:.1f}% |")
+    near = result["with_neighbours"]["overall"]  # type: ignore[index]
+    lines.append(f"| all, with the nearest same-layer record | {near['problems']} | "
+                 f"{100 * near['top1']:.1f}% | {100 * near['regret_mean']:.1f}% | "
+                 f"{100 * near['regret_geomean']:.1f}% | {100 * near['regret_p95']:.1f}% |")
     Path(str(args.out) + ".md").write_text("\n".join(lines) + "\n")
     if args.json:
         print(json.dumps(result["overall"]))
