@@ -92,8 +92,15 @@ def package_targets(
 
 
 def _check_closed(tf: TargetFiles) -> None:
-    """DbError when the package's databases name a kernel its kdb lacks (builder/closure.py)."""
+    """DbError when a built package's databases name a kernel its kdb lacks (builder/closure.py).
+
+    Packages made `--from-dir` carry an existing installation's files as they are: there is
+    no build to complete them, so they are not held to it.
+    """
     from ..closure import check_closed
+
+    if tf.origin != "build":
+        return
 
     base = tf.target.basename
     fdb = tf.files.get(f"{base}.HIP.fdb.txt")
