@@ -387,12 +387,13 @@ def run(handle: Handle, problem: ConvProblem, solution: ConvSolution | str, x: o
 def _null_result(handle: Handle, problem: ConvProblem, ptrs: dict[str, int]) -> None:
     """No kernel ran: the null backend computes the output with the reference solver, or
     says once, on the first run it cannot compute, that the output is left as it was."""
-    from .backends.null import compute_reference
+    from .backends.null import NullBackend, compute_reference
 
-    if compute_reference(handle.backend, problem, ptrs):
+    backend = handle.backend
+    if not isinstance(backend, NullBackend) or compute_reference(backend, problem, ptrs):
         return
-    if not handle.backend.warned_no_result:
-        handle.backend.warned_no_result = True
+    if not backend.warned_no_result:
+        backend.warned_no_result = True
         import warnings
 
         warnings.warn(f"the null backend (no GPU) launches nothing and the reference cannot "
