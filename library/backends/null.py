@@ -142,7 +142,7 @@ class NullBackend(Backend):
 
 
 # MIOpen type -> numpy type the reference can read and write.
-_NUMPY_TYPES = {"FP32": np.float32, "FP16": np.float16, "FP64": np.float64}
+_NUMPY_TYPES = {"FP32": "float32", "FP16": "float16", "FP64": "float64"}
 
 
 def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) -> bool:
@@ -153,6 +153,8 @@ def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) 
     (and changes nothing) for problems the reference cannot compute: other types than
     FP32/FP16/FP64, or not a convolution.
     """
+    import numpy as np
+
     from ..solvers.reference import _names, conv_reference, conv_tensor_shapes
 
     types = {getattr(problem, a, None) for a in ("in_type", "wei_type", "out_type")}
