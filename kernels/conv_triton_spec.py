@@ -232,7 +232,7 @@ def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "co
         return False
     if dtype == "FP32" and config["BLOCK_K"] > 64:
         return False
-    return shared_bytes(config, dtype) <= space["smem"]
+    return bool(shared_bytes(config, dtype) <= space["smem"])
 
 
 def legal_space(kind: str, dtype: str, kernel: str = "conv2d_fwd") -> list[dict[str, int]]:

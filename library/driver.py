@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from ._numbers import INT32, parse_int
 from .errors import ProblemError
@@ -330,7 +331,7 @@ def parse_any_line(line: str) -> list[ConvProblem | PoolProblem]:
     return list(parse_driver_line(line))
 
 
-def parse_driver_lines(text: str, *, conv_only: bool = True) -> list:
+def parse_driver_lines(text: str, *, conv_only: bool = True) -> list[Any]:
     """Every problem of a file of driver lines; blank lines and `#` comments are skipped.
 
     Duplicates (same key) are kept once, in first-seen order. With `conv_only`, pool lines are

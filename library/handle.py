@@ -13,14 +13,13 @@ kernels depend on the arch only, the measured choices nearly so).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import _fsutil, config
 from .backends import Backend, Function, Module, open_backend
@@ -34,9 +33,28 @@ from .errors import (
 )
 from .target import Target, basename_for
 
+if TYPE_CHECKING:
+    import logging
+
+    from .backends.base import PreparedLaunch
+    from .db.finddb import FindDb, FindDbRecord
+    from .db.kerneldb import KernelDb
+    from .db.perfdb import PerfDb
+    from .detect.device import Device
+    from .invoke import ConvSolution, Invoker
+    from .primitives.base import Primitive
+    from .problem import ConvProblem
+    from .solvers.base import CompileJob, Params, Solver
+
 __all__ = ["Handle", "KernelStats", "nearest_system_basename"]
 
-log = logging.getLogger("miopenkernels")
+
+def _log() -> logging.Logger:
+    """The library's logger (logging is imported on the first message, not at start-up)."""
+    import logging
+
+    return logging.getLogger("miopenkernels")
+
 
 _DB_SUFFIXES = (".kdb", ".HIP.fdb.txt", ".db", ".db.txt")
 # Files under this size are not databases (a Git LFS pointer is a common such file).
@@ -103,16 +121,17 @@ class Handle:
     library's JIT compiler and solver registry; tests pass doubles.
     """
 
-    def __init__(self, device: Any = None, target: Target | str | None = None,
+    def __init__(self, device: Device | int | None = None, target: Target | str | None = None,
                  backend: Backend | None = None, *,
-                 compiler: Callable[[Any], bytes] | None = None,
-                 solvers: list[Any] | None = None,
+                 compiler: Callable[[CompileJob], bytes] | None = None,
+                 solvers: list[Solver] | None = None,
                  math_mode: config.MathMode | str | None = None) -> None:
         if isinstance(target, str):
             target = Target.parse(target)
         if backend is None:
-            index = getattr(device, "index", device)
-            named = target or getattr(device, "target", None)
+            index = device if device is None or isinstance(device, int) else device.index
+            named = target or (None if device is None or isinstance(device, int)
+                               else device.target)
             if named is None and device is None:
                 arch, cu = config.device_overrides()
                 if arch is not None and cu is not None:
@@ -137,7 +156,13 @@ class Handle:
         self._modules: dict[tuple[str, str], Module] = {}
         self._blobs: dict[tuple[str, str], tuple[bytes, str]] = {}
         self._functions: dict[tuple[str, str, str], Function] = {}
-        self.invokers: dict[tuple[Any, str], Any] = {}
+        self.invokers: dict[tuple[ConvProblem, str], Invoker] = {}
+        self._primitive_launches: dict[tuple[object, str], PreparedLaunch] = {}
+        self._at_hand: dict[tuple[str, str], bool] = {}
+        # The miss ranking's answers per problem, and the FindDb records per layer (batch 1
+        # standing for the layer) by batch size, for the nearest-record correction.
+        self.ranked: dict[ConvProblem, list[ConvSolution]] = {}
+        self.layer_records: dict[ConvProblem, dict[int, FindDbRecord]] = {}
         self._open_databases()
 
     # ------------------------------------------------------------------ databases
@@ -163,18 +188,33 @@ class Handle:
         # unusable cache folder no kernel cache: one warning each, never an OSError later.
         user_ok = _usable_dir(paths.user_dir, "MIOPEN_USER_DB_PATH", "no user databases: "
                               "finds and tuning results are not recorded")
-        self.finddb = FindDb(sys_paths.system_finddb, paths.user_finddb if user_ok else None)
+        self.finddb: FindDb = FindDb(sys_paths.system_finddb,
+                                     paths.user_finddb if user_ok else None)
         perf_system = sys_paths.system_perfdb
         if perf_system is not None and not perf_system.exists():
             perf_system = sys_paths.system_perfdb_text
-        self.perfdb = PerfDb(perf_system, paths.user_perfdb if user_ok else None)
-        self.system_kdb = self._open_system_kdb(sys_paths.system_kdb)
+        self.perfdb: PerfDb = PerfDb(perf_system, paths.user_perfdb if user_ok else None)
+        self._system_kdb_path = sys_paths.system_kdb
+        self._system_kdb: KernelDb | None = None
+        self._system_kdb_opened = False
         self.cache_disabled = config.cache_disabled() or not _usable_dir(
             paths.cache_dir, "MIOPEN_CUSTOM_CACHE_DIR", "no kernel cache: JIT-compiled kernels "
             "are not kept")
-        self._user_kdb: Any = None
+        self._user_kdb: KernelDb | None = None
 
-    def _open_system_kdb(self, path: Path | None) -> Any:
+    @property
+    def system_kdb(self) -> KernelDb | None:
+        """The installed package's kdb, opened on first use."""
+        if not self._system_kdb_opened:
+            self._system_kdb = self._open_system_kdb(self._system_kdb_path)
+            self._system_kdb_opened = True
+        return self._system_kdb
+
+    @system_kdb.setter
+    def system_kdb(self, db: KernelDb | None) -> None:
+        self._system_kdb, self._system_kdb_opened = db, True
+
+    def _open_system_kdb(self, path: Path | None) -> KernelDb | None:
         from .db.kerneldb import KernelDb
 
         if path is None or not path.exists():
@@ -186,13 +226,13 @@ class Handle:
         return KernelDb(path)
 
     @property
-    def user_kdb(self) -> Any:
+    def user_kdb(self) -> KernelDb | None:
         """The user kernel cache (`<cache>/<basename>.ukdb`), opened on first use."""
         if self._user_kdb is None and not self.cache_disabled and self.paths.user_kdb.exists():
             self._open_user_kdb()
         return self._user_kdb
 
-    def _user_kdb_for_write(self) -> Any:
+    def _user_kdb_for_write(self) -> KernelDb | None:
         if self._user_kdb is None and not self.cache_disabled:
             self._open_user_kdb()
         return self._user_kdb
@@ -222,9 +262,11 @@ class Handle:
         warnings.warn(f"{why}; no kernel cache: JIT-compiled kernels are not kept", stacklevel=4)
         self.cache_disabled = True
         self._user_kdb = None
+        self._at_hand.clear()
 
     def _set_aside(self, path: Path, why: str) -> None:
         """Rename a damaged user cache out of the way (kept for a look, never read again)."""
+        self._at_hand.clear()
         if self._user_kdb is not None:
             self._user_kdb.close()
             self._user_kdb = None
@@ -250,7 +292,7 @@ class Handle:
         if db is None:
             return None
         try:
-            return db.load(*key)  # type: ignore[no-any-return]
+            return db.load(*key)
         except IntegrityError as exc:
             warnings.warn(f"{exc}; removing the entry, the kernel will be compiled again",
                           stacklevel=3)
@@ -259,19 +301,19 @@ class Handle:
         except DamagedDbError as exc:
             self._set_aside(self.paths.user_kdb, str(exc))
         except DbError as exc:  # busy past the timeout: compile rather than fail
-            log.warning("user kernel cache unreadable now: %s", exc)
+            _log().warning("user kernel cache unreadable now: %s", exc)
         return None
 
     # ------------------------------------------------------------------ solvers
     @property
-    def solvers(self) -> list[Any]:
+    def solvers(self) -> list[Solver]:
         if self._solvers is None:
             from .solvers import SOLVERS
 
             return SOLVERS
         return self._solvers
 
-    def applicable_solvers(self, problem: Any) -> list[Any]:
+    def applicable_solvers(self, problem: ConvProblem) -> list[Solver]:
         """Solvers for `problem` here: TF32 ones only under the TF32 math mode, and Triton
         ones only where their object is at hand (kdb, cache) or Triton can compile it."""
         out = []
@@ -285,7 +327,7 @@ class Handle:
             out.append(s)
         return out
 
-    def _triton_ready(self, problem: Any, solver: Any) -> bool:
+    def _triton_ready(self, problem: ConvProblem, solver: Solver) -> bool:
         if self._compiler is not None:
             return True
         from .compiler.triton import available
@@ -296,7 +338,7 @@ class Handle:
         job = solver.compile_job(problem, params, self.target)
         return bool(self.has_kernel(job))
 
-    def finddb_key(self, problem: Any) -> str:
+    def finddb_key(self, problem: ConvProblem) -> str:
         """The FindDb key of `problem` under this handle's math mode: MIOpen's key, with
         `_tf32` appended for an FP32 problem under TF32 (config.MathMode)."""
         key = str(problem.key())
@@ -304,7 +346,7 @@ class Handle:
             key += config.FINDDB_TF32_SUFFIX
         return key
 
-    def params_for(self, problem: Any, solver: Any) -> tuple[int, ...]:
+    def params_for(self, problem: ConvProblem, solver: Solver) -> Params:
         """Tuned params from the PerfDb (user over system) when valid, else the defaults."""
         text = self.perfdb.load(problem).get(solver.name) if solver.tunable else None
         if text is not None:
@@ -312,14 +354,25 @@ class Handle:
                 params = solver.params_from_string(text)
                 if solver.params_valid(problem, self.target, params):
                     return tuple(params)
-                log.warning("PerfDb params %r of %s are not valid for %s; using defaults",
+                _log().warning("PerfDb params %r of %s are not valid for %s; using defaults",
                             text, solver.name, problem)
             except MIOpenKernelsError as exc:
-                log.warning("PerfDb entry of %s unusable: %s", solver.name, exc)
+                _log().warning("PerfDb entry of %s unusable: %s", solver.name, exc)
         return tuple(solver.default_params(problem, self.target))
 
     # ------------------------------------------------------------------ kernels
-    def has_kernel(self, job: Any) -> bool:
+    def kernel_at_hand(self, job: CompileJob) -> bool:
+        """Whether `job`'s binary needs no compile (memory, system kdb, user ukdb), without
+        reading it; answers are kept for the Handle's life."""
+        key = (job.kdb_name, job.kdb_args)
+        hit = self._at_hand.get(key)
+        if hit is None:
+            hit = key in self._modules or key in self._blobs or any(
+                db is not None and db.contains(*key) for db in (self.system_kdb, self.user_kdb))
+            self._at_hand[key] = hit
+        return hit
+
+    def has_kernel(self, job: CompileJob) -> bool:
         """Whether `job`'s binary is available without compiling (memory, system kdb, ukdb)."""
         key = (job.kdb_name, job.kdb_args)
         if key in self._modules or key in self._blobs:
@@ -333,7 +386,7 @@ class Handle:
             return True
         return False
 
-    def kernel(self, job: Any) -> Function:
+    def kernel(self, job: CompileJob) -> Function:
         """The loaded kernel of a CompileJob: system kdb, then user ukdb, then JIT (cached)."""
         key = (job.kdb_name, job.kdb_args)
         fkey = (*key, job.kernel_name)
@@ -362,14 +415,14 @@ class Handle:
         self._functions[fkey] = fn
         return fn
 
-    def compile(self, job: Any) -> bytes:
+    def compile(self, job: CompileJob) -> bytes:
         """JIT-compile `job` and keep the result in the user kernel cache."""
         compiler = self._compiler
         if compiler is None:
             from .compiler import compile_job
 
             compiler = compile_job
-        log.info("JIT compiling %s %s", job.kdb_name, job.kdb_args)
+        _log().info("JIT compiling %s %s", job.kdb_name, job.kdb_args)
         try:
             blob = compiler(job)
         except CompileError:
@@ -379,6 +432,7 @@ class Handle:
             ukdb = self._user_kdb_for_write()
             if ukdb is not None:
                 ukdb.store(job.kdb_name, job.kdb_args, blob)
+                self._at_hand[(job.kdb_name, job.kdb_args)] = True
         except (DbError, OSError) as exc:  # a broken cache must not stop the computation
             self._cache_off(f"could not store a kernel in the user cache: {exc}")
         return blob
@@ -388,45 +442,45 @@ class Handle:
         return self.stats.jit
 
     # ------------------------------------------------------------------ find / immediate
-    def find(self, problem: Any, x: Any, w: Any, y: Any, *, mode: Any = None,
-             workspace: Any = None) -> list[Any]:
+    def find(self, problem: ConvProblem, x: object, w: object, y: object, *,
+             mode: str | int | None = None, workspace: object = None) -> list[ConvSolution]:
         """Find the solutions of `problem` (MIOPEN_FIND_MODE unless `mode`); see find.py."""
         from .find import find
 
         return find(self, problem, x, w, y, mode=mode, workspace=workspace)
 
-    def solutions(self, problem: Any) -> list[Any]:
-        """Immediate mode: ranked solutions without benchmarking."""
-        from .find import immediate_solutions
+    def solutions(self, problem: ConvProblem) -> list[ConvSolution]:
+        """Immediate mode: ranked solutions without benchmarking (record, else ranking)."""
+        from .invoke import immediate_solutions
 
         return immediate_solutions(self, problem)
 
-    def workspace_size(self, problem: Any, solution: Any) -> int:
-        from .find import solver_of
+    def workspace_size(self, problem: ConvProblem, solution: ConvSolution | str) -> int:
+        from .invoke import solver_of
 
         return int(solver_of(self, solution).workspace_bytes(problem))
 
-    def compile_solution(self, problem: Any, solution: Any) -> Any:
+    def compile_solution(self, problem: ConvProblem, solution: ConvSolution | str) -> Invoker:
         """Make the solution's kernel ready (load or compile) and cache its invoker."""
-        from .find import invoker
+        from .invoke import invoker
 
         return invoker(self, problem, solution)
 
-    def run(self, problem: Any, solution: Any, x: Any, w: Any, y: Any,
-            workspace: Any = None) -> None:
+    def run(self, problem: ConvProblem, solution: ConvSolution | str, x: object, w: object,
+            y: object, workspace: object = None) -> None:
         """Run one solution on the layer's x, w, y (whatever the direction computes)."""
-        from .find import run
+        from .invoke import run
 
         run(self, problem, solution, x, w, y, workspace)
 
-    def convolution(self, problem: Any, x: Any, w: Any, y: Any) -> Any:
+    def convolution(self, problem: ConvProblem, x: object, w: object, y: object) -> ConvSolution:
         """Immediate mode in one call: the best-ranked solution, run."""
         sols = self.solutions(problem)
         self.run(problem, sols[0], x, w, y)
         return sols[0]
 
-    def primitive(self, primitive: Any, problem: Any, outputs: tuple[str, ...] = ("y",),
-                  **tensors: Any) -> None:
+    def primitive(self, primitive: Primitive | str, problem: object,
+                  outputs: tuple[str, ...] = ("y",), **tensors: object) -> None:
         """Run a primitive (activation, pooling, batch norm, softmax, bias) on named tensors.
 
         `tensors` maps the kernel's pointer names (`x`, `y`, `scale`...) to numpy arrays (copied;
@@ -440,7 +494,7 @@ class Handle:
 
             primitive = get_primitive(primitive)
         key = (problem, primitive.name)
-        launch = self.invokers.get(key)
+        launch = self._primitive_launches.get(key)
         if launch is None:
             if not primitive.is_applicable(problem, self.target):
                 raise MIOpenKernelsError(f"{primitive.name} does not apply to {problem} on "
@@ -449,7 +503,7 @@ class Handle:
             spec = primitive.launch(problem)
             launch = self.backend.prepare(fn, spec.grid, spec.block, spec.args,
                                           spec.shared_bytes)
-            self.invokers[key] = launch
+            self._primitive_launches[key] = launch
         bound = {}
         try:
             for name in launch.slots:

@@ -11,11 +11,9 @@ Python file of the kernels directory, since it may import any of them); system h
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from .errors import CompileError
@@ -36,6 +34,8 @@ def kernels_dir(override: str | Path | None = None) -> Path:
     env = os.environ.get(KERNELS_DIR_ENV)
     if env:
         return Path(env).resolve()
+    from importlib import resources
+
     return Path(str(resources.files("miopenkernels.kernels")))
 
 
@@ -80,6 +80,8 @@ def source_digest(kernel_file: str, directory: str | Path | None = None) -> str:
     """sha256 over the names (relative to the kernels directory) and bytes of every file the
     kernel's text depends on."""
     root = kernels_dir(directory).resolve()
+    import hashlib
+
     h = hashlib.sha256()
     for path in source_files(kernel_file, root):
         try:

@@ -40,6 +40,7 @@ FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_w
 """Feature names, in the order of every weight vector of the model file."""
 
 POOLED = "*"
+NEAR_LIMIT = 4.0  # a nearby measurement scales a solver's predictions by at most this
 _TYPE_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 
 
@@ -94,14 +95,15 @@ def features(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
              ) -> tuple[float, ...]:
     """The FEATURES of one candidate: work, bytes, launch geometry and tile use, on `hw`.
 
-    Launch geometry comes from `Solver.launch`; the tile efficiency from the solver's optional
-    `efficiency(view, params)` (the fraction of launched work that is real; 1 without one).
+    Launch geometry comes from `Solver.launch_geometry`; the tile efficiency from the solver's
+    optional `efficiency(view, params)` (the fraction of launched work that is real; 1 without
+    one).
     """
     view, work, fp16, channel_last, log_flop, log_bytes, log_groups, log_r, log_mn = \
         _problem_terms(problem, hw)
-    launch = solver.launch(problem, params)
-    blocks = max(_prod(launch.grid), 1)
-    block = max(_prod(launch.block), 1)
+    grid, block_dims = solver.launch_geometry(problem, params)
+    blocks = max(_prod(grid), 1)
+    block = max(_prod(block_dims), 1)
     efficiency = getattr(solver, "efficiency", None)
     eff = float(efficiency(view, params)) if callable(efficiency) else 1.0
     waves = blocks / hw.cus
@@ -206,16 +208,28 @@ def load_model(path: str | None = None) -> RankingModel:
 def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solver],
                     at_hand: Callable[[Solver, Params], bool], *,
                     model: RankingModel | None = None,
-                    extra_params: dict[str, list[Params]] | None = None) -> list[Candidate]:
+                    extra_params: dict[str, list[Params]] | None = None,
+                    measured: dict[str, tuple[ConvProblem, Params, float]] | None = None
+                    ) -> list[Candidate]:
     """Each solver's best candidate whose kernel is `at_hand`, fastest predicted first.
 
     `extra_params` adds parameter sets per solver name (e.g. those tuned for the same layer at
-    another batch size). A solver with no candidate at hand is left out.
+    another batch size). `measured` gives, per solver name, a measured (problem, params, ms) of
+    a nearby problem: the model's error there scales that solver's predictions here (within
+    NEAR_LIMIT either way). A solver with no candidate at hand is left out.
     """
     model = model or load_model()
     hw = model.hardware_for(target)
     out = []
     for solver in solvers:
+        scale = 1.0
+        near = (measured or {}).get(solver.name)
+        if near is not None:
+            try:
+                predicted = model.predict(near[0], solver, near[1], hw)
+                scale = min(NEAR_LIMIT, max(1.0 / NEAR_LIMIT, near[2] / predicted))
+            except Exception:  # noqa: BLE001 - a foreign record is no correction
+                scale = 1.0
         params_list = model.candidate_params(solver, problem, target)
         for p in (extra_params or {}).get(solver.name, ()):
             if p not in params_list:
@@ -227,12 +241,21 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
             if not at_hand(solver, params):
                 continue
             try:
-                t = model.predict(problem, solver, params, hw)
+                t = scale * model.predict(problem, solver, params, hw)
             except Exception:  # noqa: BLE001 - a launch that cannot be described is no candidate
                 continue
             if best is None or t < best.time:
                 best = Candidate(solver, params, t)
         if best is not None:
             out.append(best)
-    out.sort(key=lambda c: c.time)
+    # Equal predictions (solvers the model has no timings of share the pooled fit) fall back
+    # to the solvers' own estimates.
+    out.sort(key=lambda c: (c.time, _own_rank(c.solver, problem, target)))
     return out
+
+
+def _own_rank(solver: Solver, problem: ConvProblem, target: Target) -> float:
+    try:
+        return float(solver.heuristic_rank(problem, target))
+    except Exception:  # noqa: BLE001 - a solver without an estimate sorts last among equals
+        return math.inf

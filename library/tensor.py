@@ -8,25 +8,30 @@ pointer is taken, no copy.
 from __future__ import annotations
 
 import ctypes
+import math
+import sys
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .backends.base import Backend, Buffer
 from .errors import BackendError
 
-__all__ = ["DeviceTensor", "as_device", "DTYPES", "numpy_dtype"]
+if TYPE_CHECKING:
+    import numpy as np
 
-# MIOpen type name -> numpy dtype (BF16 travels as uint16 bits in numpy).
-DTYPES: dict[str, np.dtype] = {
-    "FP32": np.dtype(np.float32),
-    "FP16": np.dtype(np.float16),
-    "BF16": np.dtype(np.uint16),
-    "FP64": np.dtype(np.float64),
-    "INT8": np.dtype(np.int8),
-    "INT32": np.dtype(np.int32),
-}
+__all__ = ["DeviceTensor", "as_device", "numpy_dtype"]
+
+# MIOpen type name -> numpy dtype name (BF16 travels as uint16 bits in numpy). numpy is
+# imported only where a numpy array is met, so device tensors never pay for it.
+_NUMPY_TYPES = {"FP32": "float32", "FP16": "float16", "BF16": "uint16", "FP64": "float64",
+                "INT8": "int8", "INT32": "int32"}
+
+
+def _numpy() -> Any:
+    """numpy if the program imported it (a numpy array exists only then), else None."""
+    return sys.modules.get("numpy")
+
+
 _TYPESTR = {"<f4": "FP32", "<f2": "FP16", "<f8": "FP64", "|i1": "INT8", "<i4": "INT32",
             "<V2": "BF16", "<u2": "BF16"}
 # DLPack type codes: 0 int, 1 uint, 2 float, 4 bfloat.
@@ -35,9 +40,11 @@ _DLPACK = {(2, 32): "FP32", (2, 16): "FP16", (2, 64): "FP64", (4, 16): "BF16", (
 _KDLCUDA, _KDLROCM = 2, 10
 
 
-def numpy_dtype(type_name: str) -> np.dtype:
+def numpy_dtype(type_name: str) -> np.dtype[Any]:
+    import numpy as np
+
     try:
-        return DTYPES[type_name]
+        return np.dtype(_NUMPY_TYPES[type_name])
     except KeyError:
         raise BackendError(f"data type {type_name} has no host representation here") from None
 
@@ -61,7 +68,8 @@ class DeviceTensor:
 
     def copy_back(self, backend: Backend) -> None:
         """Write device contents back into the numpy array this tensor came from."""
-        if self.buffer is not None and isinstance(self.source, np.ndarray):
+        np = _numpy()
+        if self.buffer is not None and np is not None and isinstance(self.source, np.ndarray):
             if not self.source.flags.c_contiguous:
                 raise BackendError("output numpy arrays must be C-contiguous")
             backend.copy_out(self.source, self.buffer)
@@ -111,7 +119,7 @@ def _from_cai(obj: Any) -> DeviceTensor:
     if not _contiguous(shape, tuple(strides) if strides else None, item):
         raise BackendError(f"tensor of shape {shape} is not contiguous; call .contiguous() "
                            "(or pass memory laid out as the problem's layout)")
-    nbytes = int(np.prod(shape, dtype=np.int64)) * item
+    nbytes = math.prod(shape) * item
     return DeviceTensor(int(iface["data"][0]), nbytes, type_name, shape, obj)
 
 
@@ -136,7 +144,7 @@ def _from_dlpack(obj: Any) -> DeviceTensor:
     item = dl.dtype.bits // 8
     if strides is not None and not _contiguous(shape, tuple(s * item for s in strides), item):
         raise BackendError(f"DLPack tensor of shape {shape} is not contiguous")
-    nbytes = int(np.prod(shape, dtype=np.int64)) * item
+    nbytes = math.prod(shape) * item
     return DeviceTensor(int(dl.data or 0) + int(dl.byte_offset), nbytes, type_name, shape, obj,
                         _keep=capsule)
 
@@ -149,10 +157,11 @@ def as_device(obj: Any, backend: Backend, upload: bool = True) -> DeviceTensor:
         return DeviceTensor(obj.ptr, obj.nbytes, "", (obj.nbytes,), obj)
     if hasattr(obj, "__cuda_array_interface__"):
         return _from_cai(obj)
-    if isinstance(obj, np.ndarray):
+    np = _numpy()
+    if np is not None and isinstance(obj, np.ndarray):
         arr = obj
-        names = {v: k for k, v in DTYPES.items() if k != "BF16"}
-        type_name = names.get(arr.dtype, "BF16" if arr.dtype == np.uint16 else "")
+        names = {v: k for k, v in _NUMPY_TYPES.items() if k != "BF16"}
+        type_name = names.get(arr.dtype.name, "BF16" if arr.dtype.name == "uint16" else "")
         if not type_name:
             raise BackendError(f"numpy dtype {arr.dtype} is not a supported tensor type")
         buf = backend.alloc(arr.nbytes)

@@ -124,7 +124,8 @@ def write_recipe_files(targets: list[Target], recipes_dir: Path | None = None) -
     return root
 
 
-def render_v1(recipe: Path, variants: Path, env: dict[str, str] | None = None) -> list[dict]:
+def render_v1(recipe: Path, variants: Path, env: dict[str, str] | None = None
+              ) -> list[dict[str, Any]]:
     """Render a rattler-build v1 recipe for every variant into plain comparable dicts."""
 
     from rattler_build import Stage0Recipe, VariantConfig
@@ -170,7 +171,8 @@ def _normalise_v1(d: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def render_meta_yaml(meta: Path, config: Path, env: dict[str, str] | None = None) -> list[dict]:
+def render_meta_yaml(meta: Path, config: Path, env: dict[str, str] | None = None
+                     ) -> list[dict[str, Any]]:
     """Render conda-build's meta.yaml for each zipped variant of conda_build_config.yaml.
 
     conda-build is not needed: its jinja context here is `environ` and the variant keys, which

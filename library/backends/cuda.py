@@ -6,6 +6,8 @@ pointers are valid here without copies. Every driver call goes through `check()`
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +49,20 @@ def check(result: Any, what: str = "") -> Any:
     return unpack(_cuda(), result, what or "CUDA driver call", BackendError)
 
 
+def _no_driver() -> bool:
+    """Whether no NVIDIA device can be present: CUDA_VISIBLE_DEVICES set empty, or (Linux) no
+    NVIDIA device node and no driver entry in /proc. Spares a machine without a GPU the import
+    of the bindings (the longest part of a null-backend start)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return True
+    return sys.platform.startswith("linux") and not (
+        os.path.exists("/dev/nvidiactl") or os.path.exists("/proc/driver/nvidia"))
+
+
 def device_count() -> int:
     """Number of CUDA devices; 0 when there is no driver (never raises)."""
+    if _no_driver():
+        return 0
     try:
         return int(check(_cuda().cuDeviceGetCount(), "cuDeviceGetCount"))
     except Exception:  # noqa: BLE001 - absence of a GPU is an answer here

@@ -25,7 +25,7 @@ def _runtime() -> Any:
     global _hip
     if _hip is None:
         try:
-            from hip import hip  # type: ignore[import-not-found]
+            from hip import hip
         except ImportError as exc:
             raise NoDeviceError(
                 f"the HIP backend needs hip-python (pip install hip-python) and ROCm: {exc}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -11,6 +12,9 @@ from ..errors import TargetError
 from ..target import Target
 from ._options import JsonFlag, ManifestsOption, PackageKind, globs, out_option, targets_option
 from ._output import console, print_json
+
+if TYPE_CHECKING:
+    from ..target import Target
 
 
 def register(app: typer.Typer) -> None:

@@ -66,7 +66,7 @@ class Nvrtc:
             _check(nvrtc, err, what)
             cubin = b" " * size
             _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin), what)
-            return cubin
+            return bytes(cubin)
         finally:
             nvrtc.nvrtcDestroyProgram(prog)
 

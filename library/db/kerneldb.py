@@ -10,7 +10,6 @@ the user cache `.ukdb` uses WAL journaling so readers never wait for a writer.
 from __future__ import annotations
 
 import bz2
-import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +31,19 @@ KDB_SCHEMA_SQL = (
 _COLUMNS = ["id", "kernel_name", "kernel_args", "kernel_blob", "kernel_hash", "uncompressed_size"]
 
 
+def _md5(data: bytes) -> Any:
+    """MD5 of a blob: the interpreter's own module where it has one (no OpenSSL to load on a
+    runtime's first kernel), else hashlib's."""
+    try:
+        from _md5 import md5
+    except ImportError:  # pragma: no cover - builds without it
+        from hashlib import md5
+    return md5(data)
+
+
 def pack_blob(blob: bytes) -> tuple[bytes, int, str]:
     """(stored bytes, uncompressed_size, md5) as MIOpen stores a code object."""
-    digest = hashlib.md5(blob).hexdigest()
+    digest = _md5(blob).hexdigest()
     packed = bz2.compress(blob, 9)
     if len(packed) < len(blob):
         return packed, len(blob), digest
@@ -52,7 +61,7 @@ def unpack_blob(stored: bytes, uncompressed_size: int, digest: str, what: str) -
         if len(blob) != uncompressed_size:
             raise IntegrityError(f"{what}: decompressed to {len(blob)} bytes, the row says "
                                  f"{uncompressed_size}")
-    actual = hashlib.md5(blob).hexdigest()
+    actual = _md5(blob).hexdigest()
     if actual != digest.lower():
         raise IntegrityError(f"{what}: md5 of the code object is {actual}, the row says {digest}; "
                              "the kernel database is corrupt, reinstall it")
@@ -155,6 +164,14 @@ class KernelDb:
             return None
         self._check_types(kernel_name, kernel_args, row[0], row[1], row[2])
         return unpack_blob(row[0], row[1], row[2], self._what(kernel_name, kernel_args))
+
+    def contains(self, kernel_name: str, kernel_args: str) -> bool:
+        """Whether the entry exists, without reading its code object."""
+        with sqlite_errors(self.path, "KernelDb"):
+            row = self._conn.execute(
+                "SELECT 1 FROM kern_db WHERE kernel_name = ? AND kernel_args = ?",
+                (kernel_name, kernel_args)).fetchone()
+        return row is not None
 
     def remove(self, kernel_name: str, kernel_args: str) -> None:
         """Delete one entry (a damaged one, before it is compiled again)."""

@@ -106,6 +106,11 @@ class ConvView:
         f = self.field
         return f("n") * f("in_d") * f("in_h") * f("in_w")
 
+    @cached_property
+    def gemm(self) -> tuple[int, int, int]:
+        """`gemm_sizes` of this view, computed once."""
+        return _gemm_sizes(self)
+
     @property
     def taps(self) -> int:
         f = self.field
@@ -192,6 +197,10 @@ def _prod(values: tuple[int, ...]) -> int:
 
 def gemm_sizes(view: ConvView) -> tuple[int, int, int]:
     """(M, N, R) of the per-group GEMM the direction solves (kernels/conv_igemm.hip's table)."""
+    return view.gemm
+
+
+def _gemm_sizes(view: ConvView) -> tuple[int, int, int]:
     f = view.field
     cg, kg = f("c") // f("g"), f("k") // f("g")
     if view.direction == "F":
@@ -282,6 +291,11 @@ class ConvKernelSolver(Solver):
         view = conv_view(problem)
         grid, block, shared = self.grid_block(view, params)
         return Launch(self.kernel_name, grid, block, view.kernel_args(), shared_bytes=shared)
+
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        grid, block, _ = self.grid_block(conv_view(problem), params)
+        return grid, block
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         view = conv_view(problem)

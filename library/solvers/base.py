@@ -256,6 +256,13 @@ class Solver:
         """Grid, block and arguments for the binary of `compile_job(problem, params, ...)`."""
         raise NotImplementedError
 
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) of `launch(problem, params)`, for cost models; solvers may answer
+        without building the argument list."""
+        launch = self.launch(problem, params)
+        return launch.grid, launch.block
+
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """Device scratch memory the solver needs (0 for every solver here)."""
         return 0

@@ -249,7 +249,7 @@ def tolerance(data_type: str, terms: int) -> float:
     """
     eps = {"FP32": 2.0**-23, "TF32": 2.0**-10, "FP16": 2.0**-10, "BF16": 2.0**-7}[data_type]
     magnitude = max(1.0, float(np.sqrt(terms)))
-    return 4.0 * eps * magnitude + 1e-5 * terms**0.5
+    return float(4.0 * eps * magnitude + 1e-5 * terms**0.5)
 
 
 # ----------------------------------------------------------------------------- primitives
@@ -270,13 +270,15 @@ def activation(x: Array, mode: str, alpha: float = 0.0) -> Array:
 
 
 def _per_channel(vec: Array, ndim: int) -> Array:
-    return np.asarray(vec, dtype=np.float64).reshape((1, -1) + (1,) * (ndim - 2))
+    out: Array = np.asarray(vec, dtype=np.float64).reshape((1, -1) + (1,) * (ndim - 2))
+    return out
 
 
 def bias_add(x: Array, bias: Array) -> Array:
     """x + bias[c] on a logical (N, C, ...) array."""
     v = np.asarray(x, dtype=np.float64)
-    return v + _per_channel(bias, v.ndim)
+    out: Array = v + _per_channel(bias, v.ndim)
+    return out
 
 
 def batchnorm_inference(
@@ -285,8 +287,9 @@ def batchnorm_inference(
     """scale * (x - mean) / sqrt(var + epsilon) + bias per channel (logical array)."""
     v = np.asarray(x, dtype=np.float64)
     nd = v.ndim
-    return (_per_channel(scale, nd) * (v - _per_channel(mean, nd))
-            / np.sqrt(_per_channel(var, nd) + epsilon) + _per_channel(bias, nd))
+    out: Array = (_per_channel(scale, nd) * (v - _per_channel(mean, nd))
+                  / np.sqrt(_per_channel(var, nd) + epsilon) + _per_channel(bias, nd))
+    return out
 
 
 def softmax(x: Array, log: bool = False) -> Array:
@@ -294,7 +297,8 @@ def softmax(x: Array, log: bool = False) -> Array:
     v = np.asarray(x, dtype=np.float64)
     shifted = v - v.max(axis=1, keepdims=True)
     lse = np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    return shifted - lse if log else np.exp(shifted - lse)
+    out: Array = shifted - lse if log else np.exp(shifted - lse)
+    return out
 
 
 def pooling(
@@ -314,11 +318,15 @@ def pooling(
         taps.append(vp[sl])
         counts += valid[sl[2:]]
     stack = np.stack(taps)
+    result: Array
     if mode == "max":
-        return stack.max(axis=0)
+        result = stack.max(axis=0)
+        return result
     total = stack.sum(axis=0)
     if mode == "avg":
-        return total / np.maximum(counts, 1.0)
+        result = total / np.maximum(counts, 1.0)
+        return result
     if mode == "avg_in":
-        return total / float(np.prod(window))
+        result = total / float(np.prod(window))
+        return result
     raise ProblemError(f"unknown pooling mode {mode!r}")

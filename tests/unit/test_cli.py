@@ -210,7 +210,7 @@ def test_tune_without_a_gpu_says_where_to_run_it(monkeypatch: pytest.MonkeyPatch
 def test_null_backend_run_says_once_when_it_cannot_compute(monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     from miopenkernels.backends import NullBackend
-    from miopenkernels.find import _null_result
+    from miopenkernels.invoke import _null_result
     from miopenkernels.problem import ConvProblem
     from miopenkernels.target import Target
 
