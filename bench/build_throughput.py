@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _machine import cpu_model
 from miopenkernels.builder.build import BuildResult, build
 from miopenkernels.builder.jobs import build_jobs
 from miopenkernels.builder.manifest import load_manifest
@@ -35,15 +36,6 @@ from rich.table import Table
 TARGETS = "gfx906-60,gfx90a-110,gfx1100-48,sm90-132"
 TOUCHED = "conv_direct.hip"
 
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _timed(label: str, console: Console, **kwargs: object) -> BuildResult:
@@ -95,7 +87,7 @@ def main() -> int:
         "benchmark": "build_throughput",
         "subset": {"manifest": "resnet50", "filter": "forward FP32 NCHW",
                    "problems": len(problems), "targets": TARGETS.split(",")},
-        "machine": {"host": socket.gethostname(), "cpus": os.cpu_count(), "cpu": _cpu_model(),
+        "machine": {"host": socket.gethostname(), "cpus": os.cpu_count(), "cpu": cpu_model(),
                     "python": sys.version.split()[0], "platform": platform.platform(),
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in load_after]},

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _machine import cpu_model
 from rich.console import Console
 from rich.table import Table
 
@@ -211,7 +212,7 @@ def main() -> int:
         "benchmark": "db_lookup",
         "machine": {"description": "the project's 2-core development box (shared with other "
                                    "work: see the load averages)",
-                    "cpus": os.cpu_count(), "cpu": _cpu_model(), "platform": platform.platform(),
+                    "cpus": os.cpu_count(), "cpu": cpu_model(), "platform": platform.platform(),
                     "load_before": load_before, "load_after": load_after},
         "versions": {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
                      "miopenkernels": miopenkernels.__version__},
@@ -243,15 +244,6 @@ def _driver_key(cfg: tuple, problem_cls: Any) -> str | None:
         return None
     return str(p.key())
 
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":
