@@ -48,13 +48,19 @@ def test_normal_find_times_every_solver_records_them_and_leaves_the_result(handl
     _check(y, inputs)
 
 
-def test_dynamic_hybrid_hit_then_immediate_run_is_correct(handle, rng) -> None:
+def test_dynamic_hybrid_miss_ranks_then_hit_and_immediate_run_are_correct(handle, rng) -> None:
     inputs, x, w = _inputs(rng)
     y = np.full(PROBLEM.out_shape, np.nan, np.float32)
+    # A miss in the default mode is answered by the ranking: nothing timed, nothing recorded.
     first = handle.find(PROBLEM, x, w, y)
-    assert first[0].source == "find"
+    assert first[0].source == "ranking"
+    assert not handle.paths.user_finddb.exists()
+    handle.run(PROBLEM, first[0], x, w, y)
+    _check(y, inputs)
+    timed = handle.find(PROBLEM, x, w, y, mode="NORMAL")
+    assert timed[0].source == "find" and handle.paths.user_finddb.exists()
     again = handle.find(PROBLEM, x, w, y)
-    assert again[0].source == "finddb" and again[0].solver == first[0].solver
+    assert again[0].source == "finddb" and again[0].solver == timed[0].solver
     y[:] = np.nan
     handle.run(PROBLEM, handle.solutions(PROBLEM)[0], x, w, y)
     _check(y, inputs)
