@@ -5,8 +5,9 @@ fitted on the timings of every problem outside it and asked to choose, for each 
 problems with a FindDb record, one (solver, parameters) among the candidates a package ships as
 dynamic kernels (each solver's defaults and the parameter sets tuned on the other networks) whose
 time was measured. Reported per network and overall:
-- top-1: the chosen solver is the FindDb record's fastest solver;
-- regret: measured time of the choice / the record's fastest time - 1 (the record's time is the
+- top-1: the chosen solver is the fastest measured one (the FindDb record's first, or a
+  tensor-core solver that bench/triton_conv.py timed faster at the same problem);
+- regret: measured time of the choice / the fastest measured time - 1 (the record's time is the
   best that tuning found, over every parameter set it tried): mean, geometric mean, p95.
 
     python bench/ranking_eval.py [--out bench/results/ranking_eval_sm9084] [--json]
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from miopenkernels.builder.manifest import available_manifests, load_manifest
 from miopenkernels.builder.ranking import (
+    REPO_BENCH,
     REPO_LOGS,
     Sample,
     fit,
@@ -75,9 +77,13 @@ def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
             record = records.records.get(key)
             if record is None or key not in by_problem:
                 continue
-            best_ms = record.solutions[0].time
-            found = record.solutions[0].solver
             measured = {(s.solver.name, s.params): s for s in by_problem[key]}
+            # The best measured: the record's fastest, or a faster timing of another solver
+            # (the tensor-core kernels' benchmark covers solvers the record predates).
+            fastest = min(by_problem[key], key=lambda s: s.ms)
+            best_ms, found = record.solutions[0].time, record.solutions[0].solver
+            if fastest.ms < best_ms:
+                best_ms, found = fastest.ms, fastest.solver.name
             problem = by_problem[key][0].problem
             target = by_problem[key][0].target
             hw = model.hardware_for(target)
@@ -131,7 +137,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args()
     folders = measured_folders(ROOT / "dbs")
-    samples = load_samples(sorted(ROOT.glob(REPO_LOGS)), folders)
+    samples = load_samples(sorted(ROOT.glob(REPO_LOGS)), folders, sorted(ROOT.glob(REPO_BENCH)))
     folder = folders[0]
     records = FindDbFile.read(folder / f"{folder.name}.HIP.fdb.txt")
     perf = PerfDbFile.read(folder / f"{folder.name}.db.txt")

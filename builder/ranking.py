@@ -1,14 +1,18 @@
 """Fit the miss ranking (library/ranking.py) on measured timings; write dbs/ranking.json.
 
 Samples are every timing the tuning runs recorded: the gzipped `*.tune.json.gz` logs (each
-candidate parameter set of each tunable solver, and each solver's final time) and the measured
+candidate parameter set of each tunable solver, and each solver's final time), the measured
 databases under `dbs/<basename>/` (a FindDb record's time per solver at the PerfDb's parameters,
-for runs whose log is lost). Repeated timings of one (problem, solver, parameters) are reduced to
-their median. Each solver name gets a ridge least-squares fit of `log(ms)` on the features;
-`"*"` is the pooled fit over every solver. The hardware table (dbs/hardware.toml) is copied in so
-that the runtime reads one JSON file.
+for runs whose log is lost) and the tensor-core kernel benchmarks
+(`bench/results/triton_kernels_*.json` of bench/triton_conv.py: every tile configuration tried
+on every layer, type, direction and layout, as the ConvTritonImplicitGemm* solvers run them;
+only correct, one-launch (SPLIT_K 1) timings count). Repeated timings of one (problem, solver,
+parameters) are reduced to their median. Each solver name gets a ridge least-squares fit of
+`log(ms)` on the features; `"*"` is the pooled fit over every solver. The hardware table
+(dbs/hardware.toml) is copied in so that the runtime reads one JSON file.
 
-    python -m miopenkernels.builder.ranking [--logs GLOB ...] [--dbs DIR] [--out FILE] [--json]
+    python -m miopenkernels.builder.ranking [--logs FILE ...] [--bench FILE ...] [--dbs DIR]
+                                           [--out FILE] [--json]
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ from miopenkernels.solvers import get_solver
 from miopenkernels.solvers.base import Params, Solver
 from miopenkernels.target import Target
 
-__all__ = ["Sample", "load_samples", "load_hardware", "fit", "main", "REPO_LOGS"]
+__all__ = ["Sample", "load_samples", "load_hardware", "fit", "main", "REPO_LOGS", "REPO_BENCH",
+           "bench_samples"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REPO_LOGS = "bench/results/tune_*/*.tune.json.gz"
+REPO_BENCH = "bench/results/triton_kernels_*.json"
 RIDGE = 1e-2  # chosen by bench/ranking_eval.py (leave one network out)
 BIAS_SHRINK = 5  # a parameter set's bias is its residual sum / (count + this)
 
@@ -89,6 +95,52 @@ def _log_samples(paths: Iterable[Path]) -> dict[tuple[str, str, str, str], list[
     return out
 
 
+def _config_params(name: str) -> str | None:
+    """bench/triton_conv.py's `128x64x32 w4 s3 g8 k1` as the solvers' PerfDb text
+    (BLOCK_M,BLOCK_N,BLOCK_K,GROUP_M,SPLIT_K,num_warps,num_stages); None if malformed."""
+    try:
+        tile, warps, stages, group, split = name.split()
+        bm, bn, bk = (int(v) for v in tile.split("x"))
+        values = (bm, bn, bk, int(group[1:]), int(split[1:]), int(warps[1:]), int(stages[1:]))
+    except ValueError:
+        return None
+    return ",".join(str(v) for v in values)
+
+
+def bench_samples(paths: Iterable[Path]) -> dict[tuple[str, str, str, str], list[float]]:
+    """{(target, key, solver, params): [ms...]} from bench/triton_conv.py results: each tried
+    configuration that was correct and ran as one launch (SPLIT_K 1, what the solvers run)."""
+    from dataclasses import replace
+
+    from miopenkernels.solvers._conv import DIRECTION_SUFFIX
+
+    out: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for path in paths:
+        data = json.loads(path.read_text())
+        kind, arch, _ = data["target"]
+        if kind != "cuda":
+            continue  # AMD objects cannot run here: no such results exist
+        target = f"sm{int(arch)}-{int(data['sms'])}"
+        for row in data.get("rows", []):
+            try:
+                base = ConvProblem.from_key(str(row["problem"]))
+                math_mode = "Tf32" if row["type"] == "TF32" else ""
+                dtype = "FP32" if row["type"] == "TF32" else str(row["type"])
+                layout = str(row["layout"])
+                problem = replace(base, direction=str(row["direction"]), in_type=dtype,
+                                  wei_type=dtype, out_type=dtype, in_layout=layout,
+                                  wei_layout=layout, out_layout=layout)
+                solver = f"ConvTritonImplicitGemm{math_mode}{DIRECTION_SUFFIX[problem.direction]}"
+            except (MIOpenKernelsError, KeyError, TypeError, ValueError):
+                continue
+            for name, ms, _err, ok in row.get("tried", []):
+                params = _config_params(str(name))
+                if not ok or params is None or params.split(",")[4] != "1" or not ms > 0:
+                    continue
+                out[(target, problem.key(), solver, params)].append(float(ms))
+    return out
+
+
 def _db_samples(folder: Path) -> dict[tuple[str, str, str, str], list[float]]:
     """FindDb times at the PerfDb's parameters (defaults where the PerfDb has none)."""
     base = folder.name
@@ -118,9 +170,12 @@ def _db_samples(folder: Path) -> dict[tuple[str, str, str, str], list[float]]:
     return out
 
 
-def load_samples(log_paths: Sequence[Path], db_folders: Sequence[Path]) -> list[Sample]:
+def load_samples(log_paths: Sequence[Path], db_folders: Sequence[Path],
+                 bench_paths: Sequence[Path] = ()) -> list[Sample]:
     """Every measured timing, one sample per (target, problem, solver, params) (median)."""
     merged = _log_samples(log_paths)
+    for sample_key, times in bench_samples(bench_paths).items():
+        merged[sample_key].extend(times)
     logged = {(t, k) for t, k, _, _ in merged}
     for folder in db_folders:
         for (t, k, s, p), times in _db_samples(folder).items():
@@ -221,14 +276,17 @@ def main(argv: list[str] | None = None) -> int:
                                  description="Fit the miss ranking on measured timings.")
     ap.add_argument("--logs", nargs="*", type=Path,
                     help=f"tune logs (default: {REPO_LOGS} of the checkout)")
+    ap.add_argument("--bench", nargs="*", type=Path,
+                    help=f"tensor-core kernel benchmarks (default: {REPO_BENCH} of the checkout)")
     ap.add_argument("--dbs", type=Path, help="folder of dbs/<basename>/ (default: dbs/)")
     ap.add_argument("--out", type=Path, help="model file (default: dbs/ranking.json)")
     ap.add_argument("--json", action="store_true", help="print the fit summary as JSON")
     args = ap.parse_args(argv)
     logs = args.logs if args.logs is not None else sorted(REPO_ROOT.glob(REPO_LOGS))
+    bench = args.bench if args.bench is not None else sorted(REPO_ROOT.glob(REPO_BENCH))
     folders = measured_folders(args.dbs)
     try:
-        model = fit(load_samples(logs, folders), load_hardware(), tuned_params(folders))
+        model = fit(load_samples(logs, folders, bench), load_hardware(), tuned_params(folders))
     except MIOpenKernelsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -26,9 +26,11 @@ LAYER = ConvProblem(n=3, c=64, k=64, in_spatial=(56, 56), filter=(3, 3), pad=(1,
 
 def test_committed_model_covers_every_solver_and_default_target() -> None:
     model = load_model()
-    measured = {"ConvWinograd3x3Fwd", "ConvImplicitGemmFwd", "Conv1x1GemmFwd", "ConvDirectWrw"}
+    measured = {"ConvWinograd3x3Fwd", "ConvImplicitGemmFwd", "Conv1x1GemmFwd", "ConvDirectWrw",
+                "ConvTritonImplicitGemmFwd", "ConvTritonImplicitGemmBwd",
+                "ConvTritonImplicitGemmWrw", "ConvTritonImplicitGemmTf32Fwd"}
     assert measured <= set(model.weights)
-    # Solvers without timings yet (the tensor-core ones) are ranked by the pooled fit.
+    # Solvers without enough timings are ranked by the pooled fit.
     for s in SOLVERS:
         assert model.weights_for(s.name) == model.weights.get(s.name, model.weights["*"])
     for target in default_targets():
@@ -97,3 +99,38 @@ def test_fit_recovers_a_known_cost_law() -> None:
     small, large = samples[0], samples[-1]
     assert model.predict(small.problem, solver, small.params, hw) < \
         model.predict(large.problem, solver, large.params, hw)
+
+
+def test_tensor_core_benchmark_rows_become_samples_of_the_triton_solvers(tmp_path) -> None:
+    from pathlib import Path
+
+    from miopenkernels.builder.ranking import REPO_BENCH, bench_samples
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted(root.glob(REPO_BENCH))
+    assert files, "the committed tensor-core benchmark results are the Triton solvers' timings"
+    samples = bench_samples(files)
+    names = {s for _, _, s, _ in samples}
+    assert {"ConvTritonImplicitGemmFwd", "ConvTritonImplicitGemmBwd",
+            "ConvTritonImplicitGemmWrw", "ConvTritonImplicitGemmTf32Fwd"} <= names
+    for (target, key, name, params), times in list(samples.items())[::50]:
+        problem = ConvProblem.from_key(key)
+        solver = get_solver(name)
+        assert target == "sm90-132" and times and min(times) > 0
+        assert solver.is_applicable(problem, SM90), key
+        assert solver.params_valid(problem, SM90, solver.params_from_string(params)), params
+    # Wrong results, split-K configurations and malformed rows are no samples.
+    row = {"problem": "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F", "type": "FP16",
+           "direction": "F", "layout": "NHWC",
+           "tried": [["128x64x32 w4 s3 g8 k1", 0.5, 1e-4, True],
+                     ["128x64x32 w4 s3 g8 k4", 0.1, 1e-4, True],
+                     ["128x128x32 w8 s3 g8 k1", 0.2, 0.3, False], ["nonsense", 0.1, 0, True]]}
+    bad = {"problem": "not-a-key", "type": "FP16", "direction": "F", "layout": "NHWC",
+           "tried": [["128x64x32 w4 s3 g8 k1", 0.5, 1e-4, True]]}
+    path = tmp_path / "triton_kernels_x.json"
+    path.write_text(json.dumps({"target": ["cuda", 90, 32], "sms": 132, "rows": [row, bad]}))
+    got = bench_samples([path])
+    assert list(got.values()) == [[0.5]]
+    ((_, key, name, params),) = got
+    assert name == "ConvTritonImplicitGemmFwd" and params == "128,64,32,8,1,4,3"
+    assert ConvProblem.from_key(key).in_layout == "NHWC"
