@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -433,14 +434,23 @@ def shape_key(sizes: Mapping[str, int]) -> str:
             f"l{z['dil_h']}j{z['dil_w']}")
 
 
+@cache
+def _tuned_table(kind: str) -> dict[str, Any] | None:
+    """A kind's tuned table, read once per process."""
+    name = TUNED_FILES.get(kind)
+    if name is None:
+        return None
+    table: dict[str, Any] = json.loads(Path(__file__).with_name(name).read_text())
+    return table
+
+
 def tuned_config(kind: str, case: str, sizes: Mapping[str, int]) -> dict[str, int] | None:
     """The measured best configuration of `case` (e.g. "FP16-F-NHWC") for a problem on a
     target kind: the layer's own where it was measured, else the case's most frequent winner;
     None where nothing was measured for the kind or case."""
-    name = TUNED_FILES.get(kind)
-    if name is None:
+    table = _tuned_table(kind)
+    if table is None:
         return None
-    table = json.loads(Path(__file__).with_name(name).read_text())
     own = table["configs"].get(case, {}).get(shape_key(sizes))
     return dict(own) if own else (dict(table["defaults"][case]) if case in table["defaults"]
                                   else None)

@@ -168,8 +168,9 @@ class RankingModel:
     def predict(self, problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
                 ) -> float:
         """Predicted milliseconds of one candidate."""
-        return self.predict_ms(solver.name, features(problem, solver, params, hw),
-                               solver.params_to_string(params))
+        bias = self.bias.get(solver.name)
+        text = solver.params_to_string(params) if bias else ""
+        return self.predict_ms(solver.name, features(problem, solver, params, hw), text)
 
     def candidate_params(self, solver: Solver, problem: ConvProblem, target: Target
                          ) -> list[Params]:

@@ -300,6 +300,16 @@ class ConvTritonImplicitGemm(Solver):
                       workspace_bytes=int(spec.workspace_bytes(kernel, sizes, config)),
                       needs_meta=True)
 
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) without the argument list (the miss ranking asks for it per
+        candidate)."""
+        view = conv_view(problem)
+        config = self._config(params)
+        grid = spec_module().grid(spec_module().kernel_for(view.direction, _sizes(view)),
+                                  _sizes(view), config)
+        return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
+
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         from ._conv import macs
 
