@@ -435,8 +435,9 @@ def shape_key(sizes: Mapping[str, int]) -> str:
 
 
 @cache
-def _tuned_table(kind: str) -> dict[str, Any] | None:
-    """A kind's tuned table, read once per process."""
+def tuned_table(kind: str) -> dict[str, Any] | None:
+    """A kind's tuned table ({"configs": {case: {shape_key: config}}, "defaults": {case:
+    config}, ...}), read once per process; None for a kind without one."""
     name = TUNED_FILES.get(kind)
     if name is None:
         return None
@@ -448,7 +449,7 @@ def tuned_config(kind: str, case: str, sizes: Mapping[str, int]) -> dict[str, in
     """The measured best configuration of `case` (e.g. "FP16-F-NHWC") for a problem on a
     target kind: the layer's own where it was measured, else the case's most frequent winner;
     None where nothing was measured for the kind or case."""
-    table = _tuned_table(kind)
+    table = tuned_table(kind)
     if table is None:
         return None
     own = table["configs"].get(case, {}).get(shape_key(sizes))

@@ -208,7 +208,8 @@ def find(handle: Handle, problem: ConvProblem, x: object, w: object, y: object, 
 
 def candidate_params(solver: Solver, problem: ConvProblem, target: Target,
                      max_candidates: int = 48) -> list[Params]:
-    """The defaults, then up to `max_candidates` legal sets chosen by a fixed hash order.
+    """The defaults, the solver's legal seeds (`seed_params`), then up to `max_candidates`
+    legal sets chosen by a fixed hash order.
 
     The order does not depend on the problem, so neighbouring problems try mostly the same
     sets and tuning a manifest needs few distinct binaries.
@@ -216,10 +217,14 @@ def candidate_params(solver: Solver, problem: ConvProblem, target: Target,
     import zlib
 
     space = [tuple(p) for p in solver.param_space(problem, target)]
-    default = tuple(solver.default_params(problem, target))
+    out = [tuple(solver.default_params(problem, target))]
+    for seed in solver.seed_params(problem, target):
+        seed = tuple(seed)
+        if seed not in out and solver.params_valid(problem, target, seed):
+            out.append(seed)
     if len(space) > max_candidates:
         space = sorted(space, key=lambda p: zlib.crc32(repr(p).encode()))[:max_candidates]
-    return [default] + [p for p in space if p != default]
+    return out + [p for p in space if p not in out]
 
 
 def search_params(handle: Handle, problem: ConvProblem, solver: Solver,

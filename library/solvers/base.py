@@ -216,6 +216,11 @@ class Solver:
         """The parameters used without a PerfDb entry."""
         return ()
 
+    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """Parameter sets a search tries right after the defaults (e.g. those measured fastest
+        on similar problems); none by default."""
+        return []
+
     def params_to_string(self, params: Params) -> str:
         """PerfDb `params` text: values joined by ','."""
         return ",".join(str(int(v)) for v in params)

@@ -211,6 +211,21 @@ class ConvTritonImplicitGemm(Solver):
                                  _sizes(view), kernel, problem.in_type)
         return self._params(config or spec_module().default_config(kernel, problem.in_type))
 
+    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """The configurations measured fastest on any layer of the problem's case on the
+        target's kind (kernels/conv_triton_tuned_*.json), most frequent winner first."""
+        kind = self._kind(target)
+        table = spec_module().tuned_table(kind) if kind is not None else None
+        if not table:
+            return []
+        view, _, _, cl = self._view(problem)
+        counts: dict[Params, int] = {}
+        for config in table["configs"].get(self._case(problem.in_type, view.direction, cl),
+                                           {}).values():
+            params = self._params({**config, "SPLIT_K": 1})
+            counts[params] = counts.get(params, 0) + 1
+        return sorted(counts, key=lambda p: (-counts[p], p))
+
     # ------------------------------------------------------------------ kernels
     def _job(self, kernel: str, data_type: str, config: dict[str, int], channels_last: bool,
              aligned: bool, target: Target) -> CompileJob:

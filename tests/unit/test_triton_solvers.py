@@ -282,3 +282,22 @@ def test_miopenkernels_triton_0_turns_the_solvers_off(monkeypatch) -> None:  # n
     monkeypatch.setenv("MIOPENKERNELS_TRITON", "0")
     assert not fwd.is_applicable(CONV, SM90) and fwd.dynamic_jobs(SM90) == []
     assert not any(j.kernel_file.endswith(".py") for j in all_dynamic_jobs(SM90))
+
+
+def test_search_tries_the_measured_winners_of_the_case_right_after_the_defaults() -> None:
+    from miopenkernels.find import candidate_params
+
+    target = Target.parse("sm90-132")
+    solver = get_solver("ConvTritonImplicitGemmFwd")
+    seeds = solver.seed_params(CONV, target)
+    table = spec.tuned_table("sm90")["configs"]["FP16-F-NCHW"]
+    assert 1 < len(seeds) <= len(table)
+    assert all(p[4] == 1 and solver.params_valid(CONV, target, p) for p in seeds)
+    got = candidate_params(solver, CONV, target, max_candidates=3)
+    default = solver.default_params(CONV, target)
+    assert got[0] == default and len(set(got)) == len(got)
+    assert [p for p in got[1:] if p in seeds] == [p for p in seeds if p != default]
+    assert len(got) <= 1 + len(seeds) + 3
+    # A target kind without a tuned table has no seeds; the portable solvers have none.
+    assert solver.seed_params(CONV, Target.parse("gfx942-304")) == []
+    assert get_solver("ConvDirectFwd").seed_params(CONV, target) == []
