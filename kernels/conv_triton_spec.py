@@ -284,6 +284,36 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
     raise KeyError(kernel)
 
 
+def gemm_dims(kernel: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    """(M, N, inner) of a kernel's implicit GEMM: the rows and columns its programs tile by
+    BLOCK_M x BLOCK_N, and the length of the loop it steps by BLOCK_K (per filter tap, or over
+    (r, s, c) flattened for few channels); backward data per stride phase."""
+    z = sizes
+    if kernel == "conv2d_fwd":
+        return z["N"] * z["P"] * z["Q"], z["K"], z["C"]
+    if kernel == "conv2d_fwd_smallc":
+        return z["N"] * z["P"] * z["Q"], z["K"], z["R"] * z["S"] * z["C"]
+    if kernel == "conv2d_bwd_data":
+        m = z["N"] * cdiv(z["H"], z["stride_h"]) * cdiv(z["W"], z["stride_w"])
+        return m, z["C"], z["K"]
+    if kernel == "conv2d_bwd_weight":
+        return z["K"], z["C"], z["N"] * z["P"] * z["Q"]
+    if kernel == "conv2d_bwd_weight_smallc":
+        return z["K"], z["R"] * z["S"] * z["C"], z["N"] * z["P"] * z["Q"]
+    raise KeyError(kernel)
+
+
+def tile_efficiency(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:
+    """The fraction of the launched tile work that is real: how much of each BLOCK_M x BLOCK_N
+    tile and each BLOCK_K step falls inside the problem (a cost-model input)."""
+    out = 1.0
+    for dim, block in zip(gemm_dims(kernel, sizes),
+                          (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]), strict=True):
+        dim = max(int(dim), 1)
+        out *= dim / (cdiv(dim, int(block)) * int(block))
+    return out
+
+
 #: Which tensor a direction's kernel writes: the reduce kernel's output after a split launch.
 OUTPUT_OF = {"conv2d_fwd": "y", "conv2d_bwd_data": "x", "conv2d_bwd_weight": "w",
              "conv2d_bwd_weight_smallc": "w"}

@@ -325,6 +325,13 @@ class ConvTritonImplicitGemm(Solver):
                                   _sizes(view), config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
+    def efficiency(self, view: ConvView, params: Params) -> float:
+        """The fraction of launched tile work that is real (the miss ranking's feature)."""
+        sizes = _sizes(view)
+        spec = spec_module()
+        return float(spec.tile_efficiency(spec.kernel_for(view.direction, sizes), sizes,
+                                          self._config(params)))
+
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         from ._conv import macs
 

@@ -141,3 +141,22 @@ def test_tuned_configurations_are_legal() -> None:
         for c in by_shape.values():
             kernel = "conv2d_bwd_weight" if "-W-" in case else "conv2d_fwd"
             assert spec.is_legal(c, dtype, "sm90", kernel), (case, c)
+
+
+def test_tile_efficiency_is_the_real_share_of_the_launched_tiles() -> None:
+    # Forward: M = 32*28*28 = 25088 = 196 tiles of 128, N = K = 128, inner = C = 128.
+    cfg = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+    assert spec.gemm_dims("conv2d_fwd", SIZES) == (25088, 128, 128)
+    assert spec.tile_efficiency("conv2d_fwd", SIZES, cfg) == 1.0
+    # Few output channels fill a quarter of each 128-wide tile; 3 input channels spread over
+    # (r, s, c) = 27 fill 27 of a BLOCK_K of 32.
+    small = {**SIZES, "K": 32, "C": 3}
+    assert spec.tile_efficiency("conv2d_fwd", small, cfg) == pytest.approx(0.25 * 3 / 64)
+    assert spec.tile_efficiency("conv2d_fwd_smallc", small,
+                                {**cfg, "BLOCK_K": 32}) == pytest.approx(0.25 * 27 / 32)
+    # Backward data tiles each stride phase: 32 * 28 * 28 rows for stride 2.
+    assert spec.gemm_dims("conv2d_bwd_data", SIZES) == (25088, 128, 128)
+    assert spec.gemm_dims("conv2d_bwd_weight", SIZES) == (128, 128, 25088)
+    for kernel in ("conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weight",
+                   "conv2d_bwd_weight_smallc", "conv2d_fwd_smallc"):
+        assert 0 < spec.tile_efficiency(kernel, small, cfg) <= 1
