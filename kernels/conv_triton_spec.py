@@ -38,7 +38,6 @@ for) or "tf32x3" (three TF32 products, close to FP32). FP16/BF16 ignore PRECISIO
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -471,6 +470,8 @@ def tuned_table(kind: str) -> dict[str, Any] | None:
     name = TUNED_FILES.get(kind)
     if name is None:
         return None
+    import json  # here: the runtime's start-up reads no tuning table
+
     table: dict[str, Any] = json.loads(Path(__file__).with_name(name).read_text())
     return table
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,6 +54,8 @@ def atomic_path(path: Path, *, create: bool = True) -> Iterator[Path]:
     """A temporary path beside `path` to write; when the block ends without an error the file
     is synced and renamed over `path`, otherwise removed. `create=False` yields a name that does
     not exist yet (for writers that must create the file themselves, like SQLite)."""
+    import tempfile  # here, not on the runtime's start-up path
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=tmp_prefix(path), suffix=".tmp", dir=path.parent)
@@ -84,5 +84,7 @@ def atomic_write(path: Path, data: bytes | str) -> None:
 
 def atomic_copy(src: Path, dest: Path) -> None:
     """Copy `src` to `dest` with the same guarantee as `atomic_write`."""
+    import shutil
+
     with atomic_path(dest) as tmp:
         shutil.copyfile(src, tmp)

@@ -4,18 +4,18 @@ of the tool's own output in the message and all of it in `log`."""
 
 from __future__ import annotations
 
-import logging
 import os
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ._log import get_logger
 from .errors import MIOpenKernelsError
 
 __all__ = ["run_tool"]
 
-log = logging.getLogger("miopenkernels.proc")
+log = get_logger("miopenkernels.proc")
 _TAIL_LINES = 6
 
 

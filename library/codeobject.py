@@ -24,7 +24,6 @@ CodeObjectError, never another exception.
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from collections.abc import Mapping
@@ -118,6 +117,8 @@ class LaunchMetadata:
                 "assumptions": list(self.assumptions)}
 
     def to_json(self) -> str:
+        import json
+
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -138,6 +139,8 @@ class LaunchMetadata:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> LaunchMetadata:
+        import json
+
         try:
             data = json.loads(text)
         except ValueError as exc:

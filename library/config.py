@@ -24,7 +24,9 @@ __all__ = [
     "FINDDB_TF32_SUFFIX",
     "fp32_math",
     "triton_solvers_enabled",
+    "triton_importable",
     "Paths",
+    "package_dir",
     "system_db_dirs",
     "user_db_dir",
     "kernel_cache_dir",
@@ -104,6 +106,19 @@ def _env(name: str) -> str | None:
     return value if value else None
 
 
+def package_dir(package: str) -> Path:
+    """The folder of one of the project's data packages (`miopenkernels.dbs`,
+    `miopenkernels.kernels`), from its module's location: importlib.resources would import
+    zipfile and tempfile on the runtime's first call for the same answer."""
+    import importlib
+
+    file = importlib.import_module(package).__file__
+    if file is None:
+        raise MIOpenKernelsError(f"{package} is not installed as a folder; reinstall "
+                                 "miopenkernels")
+    return Path(file).parent
+
+
 def system_db_dirs() -> list[Path]:
     """Where system databases are looked for, first hit wins per file.
 
@@ -151,6 +166,17 @@ def triton_solvers_enabled() -> bool:
     return value not in ("0", "off", "no", "false", "disable")
 
 
+def triton_importable() -> bool:
+    """Whether Triton can be imported here (the JIT fallback of the Triton solvers needs it;
+    their launches do not). Asks the import system only: Triton itself is not imported."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("triton") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def find_enforce() -> FindEnforce:
     return FindEnforce.parse(_env("MIOPEN_FIND_ENFORCE"))
 
@@ -174,6 +200,7 @@ class Paths:
     system_dir: Path | None
     user_dir: Path
     cache_dir: Path
+    db_arch: str | None = None  # the basename's arch when the caller knows it (a Handle does)
 
     @property
     def system_finddb(self) -> Path | None:
@@ -190,6 +217,8 @@ class Paths:
     @property
     def arch(self) -> str | None:
         """The arch of the basename (`gfx90a68` -> `gfx90a`), None when the name does not say."""
+        if self.db_arch is not None:
+            return self.db_arch
         from .db.sniff import target_from_name
 
         target = target_from_name(f"{self.basename}.kdb")
@@ -223,13 +252,13 @@ class Paths:
         return self.cache_dir / f"{self.basename}.ukdb"
 
     @classmethod
-    def for_basename(cls, basename: str) -> Paths:
+    def for_basename(cls, basename: str, arch: str | None = None) -> Paths:
         system = None
-        probe = cls(basename, None, user_db_dir(), kernel_cache_dir())
+        probe = cls(basename, None, user_db_dir(), kernel_cache_dir(), arch)
         names = [*probe.kdb_names(), *(f"{basename}{ext}" for ext in
                                        (".HIP.fdb.txt", ".db", ".db.txt"))]
         for d in system_db_dirs():
             if any((d / name).exists() for name in names):
                 system = d
                 break
-        return cls(basename, system, probe.user_dir, probe.cache_dir)
+        return cls(basename, system, probe.user_dir, probe.cache_dir, arch)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _fsutil, config
+from ._log import get_logger
 from .backends import Backend, Function, Module, open_backend
 from .errors import (
     CompileError,
@@ -34,8 +35,6 @@ from .errors import (
 from .target import Target, basename_for
 
 if TYPE_CHECKING:
-    import logging
-
     from .backends.base import PreparedLaunch
     from .db.finddb import FindDb, FindDbRecord
     from .db.kerneldb import KernelDb
@@ -49,11 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["Handle", "KernelStats", "nearest_system_basename"]
 
 
-def _log() -> logging.Logger:
-    """The library's logger (logging is imported on the first message, not at start-up)."""
-    import logging
-
-    return logging.getLogger("miopenkernels")
+log = get_logger()
 
 
 _DB_SUFFIXES = (".kdb", ".HIP.fdb.txt", ".db", ".db.txt")
@@ -171,7 +166,7 @@ class Handle:
         from .db.perfdb import PerfDb
 
         self.basename = self.target.basename
-        paths = config.Paths.for_basename(self.basename)
+        paths = config.Paths.for_basename(self.basename, self.target.arch)
         self.system_basename = self.basename
         if paths.system_dir is None:
             near = nearest_system_basename(self.target, config.system_db_dirs())
@@ -180,10 +175,11 @@ class Handle:
                 warnings.warn(
                     f"no system databases for {self.basename}; using {self.system_basename} "
                     f"from {folder} (same arch, nearest CU count)", stacklevel=3)
-                paths = config.Paths(self.basename, folder, paths.user_dir, paths.cache_dir)
+                paths = config.Paths(self.basename, folder, paths.user_dir, paths.cache_dir,
+                                     self.target.arch)
         self.paths = paths
         sys_paths = config.Paths(self.system_basename, paths.system_dir, paths.user_dir,
-                                 paths.cache_dir)
+                                 paths.cache_dir, self.target.arch)
         # An unusable user folder means no user databases (finds are not recorded), an
         # unusable cache folder no kernel cache: one warning each, never an OSError later.
         user_ok = _usable_dir(paths.user_dir, "MIOPEN_USER_DB_PATH", "no user databases: "
@@ -301,7 +297,7 @@ class Handle:
         except DamagedDbError as exc:
             self._set_aside(self.paths.user_kdb, str(exc))
         except DbError as exc:  # busy past the timeout: compile rather than fail
-            _log().warning("user kernel cache unreadable now: %s", exc)
+            log.warning("user kernel cache unreadable now: %s", exc)
         return None
 
     # ------------------------------------------------------------------ solvers
@@ -330,9 +326,7 @@ class Handle:
     def _triton_ready(self, problem: ConvProblem, solver: Solver) -> bool:
         if self._compiler is not None:
             return True
-        from .compiler.triton import available
-
-        if available():
+        if config.triton_importable():
             return True
         params = self.params_for(problem, solver)
         job = solver.compile_job(problem, params, self.target)
@@ -354,10 +348,10 @@ class Handle:
                 params = solver.params_from_string(text)
                 if solver.params_valid(problem, self.target, params):
                     return tuple(params)
-                _log().warning("PerfDb params %r of %s are not valid for %s; using defaults",
+                log.warning("PerfDb params %r of %s are not valid for %s; using defaults",
                             text, solver.name, problem)
             except MIOpenKernelsError as exc:
-                _log().warning("PerfDb entry of %s unusable: %s", solver.name, exc)
+                log.warning("PerfDb entry of %s unusable: %s", solver.name, exc)
         return tuple(solver.default_params(problem, self.target))
 
     # ------------------------------------------------------------------ kernels
@@ -422,7 +416,7 @@ class Handle:
             from .compiler import compile_job
 
             compiler = compile_job
-        _log().info("JIT compiling %s %s", job.kdb_name, job.kdb_args)
+        log.info("JIT compiling %s %s", job.kdb_name, job.kdb_args)
         try:
             blob = compiler(job)
         except CompileError:

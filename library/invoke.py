@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ._log import get_logger
 from .errors import DbError, MIOpenKernelsError, ProblemError
 from .problem import TYPE_BYTES
 
 if TYPE_CHECKING:
-    import logging
     from collections.abc import Callable
 
     from .backends.base import Buffer, PreparedLaunch
@@ -50,11 +50,7 @@ __all__ = [
 ]
 
 
-def _log() -> logging.Logger:
-    """The library's logger (logging is imported on the first message, not at start-up)."""
-    import logging
-
-    return logging.getLogger("miopenkernels")
+log = get_logger()
 
 
 # Batch sizes probed for measured records of the same layer (nearest first is chosen).
@@ -203,7 +199,7 @@ def solutions_from_record(handle: Handle, problem: ConvProblem, record: FindDbRe
             if sol.solver not in implemented:
                 unknown.append(sol.solver)
             else:
-                _log().debug("FindDb names solver %s, not applicable here for %s; skipped",
+                log.debug("FindDb names solver %s, not applicable here for %s; skipped",
                              sol.solver, record.key)
             continue
         out.append(ConvSolution(sol.solver, sol.algorithm, sol.time, sol.workspace, "finddb"))
@@ -276,7 +272,7 @@ def ranked_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]
     try:
         model = load_model()
     except DbError as exc:
-        _log().warning("%s; ranking by the solvers' own estimates", exc)
+        log.warning("%s; ranking by the solvers' own estimates", exc)
         return heuristic_solutions(handle, problem)
     extra, measured = _neighbours(handle, problem)
 

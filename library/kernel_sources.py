@@ -34,9 +34,9 @@ def kernels_dir(override: str | Path | None = None) -> Path:
     env = os.environ.get(KERNELS_DIR_ENV)
     if env:
         return Path(env).resolve()
-    from importlib import resources
+    from .config import package_dir
 
-    return Path(str(resources.files("miopenkernels.kernels")))
+    return package_dir("miopenkernels.kernels")
 
 
 def kernel_source(kernel_file: str, directory: str | Path | None = None) -> Path:

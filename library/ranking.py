@@ -20,7 +20,6 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,7 +188,9 @@ class RankingModel:
 
 
 def model_path() -> Path:
-    return Path(str(resources.files("miopenkernels.dbs").joinpath("ranking.json")))
+    from .config import package_dir
+
+    return package_dir("miopenkernels.dbs") / "ranking.json"
 
 
 @lru_cache(maxsize=4)

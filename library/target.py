@@ -175,15 +175,16 @@ class Target:
         m = re.fullmatch(r"(.+)_(\d+)", s)
         if m and (_AMD_RE.match(m.group(1)) or _NV_BASE_RE.match(m.group(1))):
             return cls(m.group(1), _cu(m.group(2), f"CU count of basename {_short(basename)}"))
-        known = known_archs()
-        found: list[tuple[bool, str, int]] = []
+        splits: list[tuple[str, int]] = []
         for i in range(4, len(s)):  # the shortest arch is sm<NN>
             arch, tail = s[:i], s[i:]
             if not (_AMD_RE.match(arch) or _NV_BASE_RE.match(arch)):
                 continue
             if len(tail) <= 8 and re.fullmatch(r"[0-9a-f]+", tail) and int(tail, 16) > 64:
-                found.append((arch not in known, arch, int(tail, 16)))
-        found.sort()
+                splits.append((arch, int(tail, 16)))
+        # targets.toml is read only when the name splits more than one way (`sm9084` does not).
+        known = known_archs() if len(splits) > 1 else frozenset(a for a, _ in splits)
+        found = sorted((arch not in known, arch, cu) for arch, cu in splits)
         if not found or (found[0][0] and len(found) > 1):
             raise TargetError(f"{basename!r} is not a database basename such as 'gfx906_60' or "
                               "'gfx90a6e' (<arch>_<cu> up to 64 CUs, <arch><hex cu> above)")
@@ -232,9 +233,9 @@ class TargetSpec:
 
 
 def _targets_file() -> Path:
-    from importlib import resources
+    from .config import package_dir
 
-    return Path(str(resources.files("miopenkernels.dbs").joinpath("targets.toml")))
+    return package_dir("miopenkernels.dbs") / "targets.toml"
 
 
 @lru_cache(maxsize=4)

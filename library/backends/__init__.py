@@ -18,13 +18,13 @@ def open_backend(device: int | None = None, target: Target | None = None) -> Bac
 
     With `target` given and no GPU of that vendor present, the null backend stands in.
     """
-    from . import cuda, hip
+    import importlib
 
     errors: list[str] = []
-    vendors: list[tuple[str, Any]] = [("nvidia", cuda), ("amd", hip)]
-    for vendor, mod in vendors:
+    for vendor, module in (("nvidia", "cuda"), ("amd", "hip")):
         if target is not None and target.vendor != vendor:
-            continue
+            continue  # the other vendor's backend is not even imported
+        mod: Any = importlib.import_module(f".{module}", __name__)
         if mod.device_count() > 0:
             cls: Any = mod.CudaBackend if vendor == "nvidia" else mod.HipBackend
             return cls(device or 0)  # type: ignore[no-any-return]

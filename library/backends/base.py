@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..codeobject import LaunchMetadata, check_code_object, split_kdb_blob
 from ..errors import BackendError
 from ..target import Target
 
 if TYPE_CHECKING:  # numpy is imported where memory is touched, not on `import`
     import numpy as np
+
+    from ..codeobject import LaunchMetadata
 
 __all__ = [
     "Arg",
@@ -178,6 +179,8 @@ class Backend(ABC):
     def load(self, blob: bytes) -> Module:
         """Load a code object (cubin/PTX, AMDGPU ELF or offload bundle) from bytes; a launch
         metadata trailer (codeobject.split_kdb_blob) is split off and kept on the Module."""
+        from ..codeobject import check_code_object, split_kdb_blob
+
         code, meta = split_kdb_blob(blob)
         if self.target is not None:
             check_code_object(code, self.target, bare=False)

@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from ..codeobject import LaunchMetadata, attach_launch_metadata
+from ..config import triton_importable
 from ..errors import CompileError
 
 __all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "available",
@@ -41,10 +42,7 @@ _INT_OPTIONS = {"num_warps", "num_stages", "num_ctas", "waves_per_eu", "matrix_i
 
 def available() -> bool:
     """Whether Triton can be imported here (the JIT fallback needs it; launches do not)."""
-    try:
-        return importlib.util.find_spec("triton") is not None
-    except (ImportError, ValueError):
-        return False
+    return triton_importable()
 
 
 def _triton() -> Any:

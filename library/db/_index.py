@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import hashlib
-import logging
 import mmap
 import os
 import struct
@@ -26,13 +24,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._log import get_logger
 from ..errors import DbError
 from ._files import check_exists
 from ._text import Skipped
 
 __all__ = ["LineIndex", "file_stamp", "index_path", "PERSIST_MIN_BYTES"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 PERSIST_MIN_BYTES = 1 << 20
 _MAGIC = b"MKLIDX01"
@@ -40,10 +39,23 @@ _HEADER = struct.Struct("<8sQqQQ32s")  # magic, size, mtime_ns, lines, malformed
 _SAMPLE = 1 << 20
 
 
+def _sha256(data: bytes = b"") -> Any:
+    """SHA-256: the interpreter's own module where it has one (no OpenSSL to load on a
+    runtime's first lookup), else hashlib's."""
+    try:
+        from _sha256 import sha256  # Python 3.10, 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # Python 3.12 and later
+        except ImportError:  # pragma: no cover - builds without either
+            from hashlib import sha256
+    return sha256(data)
+
+
 def file_stamp(path: Path) -> tuple[int, int, bytes]:
     """(size, mtime_ns, sha256 of the first and last MiB): what an index of `path` is valid for."""
     st = os.stat(path)
-    h = hashlib.sha256()
+    h = _sha256()
     with path.open("rb") as fh:
         h.update(fh.read(_SAMPLE))
         if st.st_size > _SAMPLE:
@@ -54,7 +66,7 @@ def file_stamp(path: Path) -> tuple[int, int, bytes]:
 
 def index_path(path: Path, index_dir: Path, suffix: str) -> Path:
     """Where the index of `path` is kept: its name and a hash of its full path."""
-    where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    where = _sha256(str(path.resolve()).encode()).hexdigest()[:12]
     return index_dir / f"{path.name}.{where}{suffix}"
 
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import re
 import sqlite3
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -158,6 +156,8 @@ def create_sqlite(path: Path, statements: Iterable[str], *, wal: bool) -> None:
         remove_orphans(path)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here, not on the runtime's start-up path
+
     fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
     os.fchmod(fd, new_file_mode())
     os.close(fd)
@@ -210,6 +210,8 @@ def retry_busy(fn: Callable[[], T], path: Path) -> T:
             if not _is_busy(exc) or time.monotonic() > deadline:
                 raise DbError(f"{path}: {exc}; another process holds the database") from None
             # Jitter so that waiting writers do not retry in lockstep.
+            import random
+
             time.sleep(_POLL_S * (0.5 + random.random()))
 
 

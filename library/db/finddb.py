@@ -10,7 +10,6 @@ byte; new times are written like MIOpen's stream output (6 significant digits).
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import time
@@ -21,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import _fsutil
+from .._log import get_logger
 from ..errors import DbError
 from ._index import LineIndex
 from ._lock import atomic_write, locked_update
 from ._text import CachedFile, Skipped, iter_lines, malformed, read_text, split_line
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 __all__ = [
     "Solution",

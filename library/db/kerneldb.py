@@ -9,7 +9,6 @@ the user cache `.ukdb` uses WAL journaling so readers never wait for a writer.
 
 from __future__ import annotations
 
-import bz2
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,8 @@ def _md5(data: bytes) -> Any:
 def pack_blob(blob: bytes) -> tuple[bytes, int, str]:
     """(stored bytes, uncompressed_size, md5) as MIOpen stores a code object."""
     digest = _md5(blob).hexdigest()
+    import bz2
+
     packed = bz2.compress(blob, 9)
     if len(packed) < len(blob):
         return packed, len(blob), digest
@@ -55,6 +56,8 @@ def unpack_blob(stored: bytes, uncompressed_size: int, digest: str, what: str) -
     blob = stored
     if uncompressed_size:
         try:
+            import bz2
+
             blob = bz2.decompress(stored)
         except (OSError, ValueError) as exc:
             raise IntegrityError(f"{what}: the stored bzip2 stream is corrupt ({exc})") from None

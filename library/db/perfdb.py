@@ -16,7 +16,6 @@ kept beside the user databases), text through a `LineIndex`.
 
 from __future__ import annotations
 
-import logging
 import re
 import sqlite3
 import warnings
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._fsutil import atomic_path
+from .._log import get_logger
 from ..errors import DamagedDbError, DbError, MIOpenKernelsError
 from ._files import check_sqlite_file, sqlite_errors
 from ._index import LineIndex, file_stamp, index_path
@@ -38,7 +38,7 @@ from ._lock import (
 )
 from ._text import CachedFile, Skipped, iter_lines, read_text
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 __all__ = [
     "CONFIG_COLUMNS",

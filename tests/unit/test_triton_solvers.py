@@ -258,10 +258,8 @@ def test_tf32_is_a_math_mode_with_its_own_finddb_keys(monkeypatch, tmp_path) -> 
 
 def test_without_triton_or_a_kdb_object_the_portable_solvers_remain(monkeypatch,
                                                                       tmp_path) -> None:  # noqa: ANN001
-    from miopenkernels.compiler import triton as triton_compiler
-
     db_env(monkeypatch, tmp_path)
-    monkeypatch.setattr(triton_compiler, "available", lambda: False)
+    monkeypatch.setattr(config, "triton_importable", lambda: False)
     h = Handle(backend=NullBackend(SM90))
     names = [s.name for s in h.applicable_solvers(CONV)]
     assert names and not any("Triton" in n for n in names)
