@@ -9,6 +9,12 @@ per version of the file under `<user db dir>/index/`, stamped with the file's si
 hash of its first and last MiB, so that a later process opens it in microseconds. Files under
 `PERSIST_MIN_BYTES` are indexed in memory only. Any line order works (MIOpen's system files are
 sorted; user files are not).
+
+The first process on a large file does not wait for the index: its first lookup searches the
+map for `\\n<key>=` (one pass at memory speed) and only then starts building the index on a
+thread, so that the work between the first lookup and the next overlaps it; a later lookup
+waits for the index. A data line is `<key>=<value>` with a key that is not empty and does not
+start with `#`, the lines `split_line` reads.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import contextlib
 import mmap
 import os
 import struct
+import threading
 import zlib
 from array import array
 from collections.abc import Iterator
@@ -34,9 +41,13 @@ __all__ = ["LineIndex", "file_stamp", "index_path", "PERSIST_MIN_BYTES"]
 log = get_logger(__name__)
 
 PERSIST_MIN_BYTES = 1 << 20
-_MAGIC = b"MKLIDX01"
+_MAGIC = b"MKLIDX02"
 _HEADER = struct.Struct("<8sQqQQ32s")  # magic, size, mtime_ns, lines, malformed, digest
 _SAMPLE = 1 << 20
+# The map is read in blocks of this size and each block's pages are given back after use, so
+# that a pass over the file does not leave the whole file in this process's memory.
+_BLOCK = 4 << 20
+_NL, _EQ, _HASH = 10, 61, 35  # b"\n", b"=", b"#"
 
 
 def _sha256(data: bytes = b"") -> Any:
@@ -70,8 +81,67 @@ def index_path(path: Path, index_dir: Path, suffix: str) -> Path:
     return index_dir / f"{path.name}.{where}{suffix}"
 
 
-def _key_hash(key: bytes) -> int:
-    return zlib.crc32(key)
+def _drop_pages(mm: Any, start: int, end: int) -> None:
+    """Give back the pages of [start, end) of a read-only file map (they stay in the page
+    cache; touching them again reads them from there)."""
+    start -= start % mmap.PAGESIZE
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+
+
+def _index_lines(mm: Any, size: int, skipped: Skipped) -> tuple[array[int], array[int], array[int]]:
+    """(CRC-32 of the key, offset, line number) of every data line, sorted by CRC and then by
+    line. Lines and keys are found with numpy a block at a time; only the keys become bytes."""
+    import numpy as np
+
+    hashes, offsets, numbers = array("Q"), array("Q"), array("Q")
+    begin, first_number, span = 0, 1, _BLOCK
+    while begin < size:
+        end = min(size, begin + span)
+        buf = np.frombuffer(mm, np.uint8, count=end - begin, offset=begin)
+        ends = np.flatnonzero(buf == _NL)  # line i ends at its newline ...
+        if end < size:
+            if not len(ends):  # a line longer than a block: read a larger one
+                del buf
+                span *= 2
+                continue
+            end = begin + int(ends[-1]) + 1
+            buf = buf[: end - begin]
+        elif not len(ends) or ends[-1] != len(buf) - 1:
+            ends = np.append(ends, len(buf))  # ... or at the end of the file
+        span = _BLOCK
+        starts = np.empty(len(ends), np.int64)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
+        eqs = np.flatnonzero(buf == _EQ)
+        eq = np.append(eqs, len(buf))[np.searchsorted(eqs, starts)]  # first '=' of each line
+        lead = buf[np.minimum(starts, len(buf) - 1)]
+        data = (eq < ends) & (eq > starts) & (lead != _HASH)
+        numbers_here = np.arange(first_number, first_number + len(ends), dtype=np.uint64)
+        for i in np.flatnonzero(~data).tolist():
+            raw = bytes(buf[starts[i]: ends[i]]).rstrip(b"\r")
+            if raw.strip() and not raw.startswith(b"#"):
+                skipped.add(first_number + i, "not a '<key>=<value>' line",
+                            raw.decode("utf-8", "replace"))
+        line_starts = starts[data] + begin
+        hashes.extend(map(zlib.crc32, map(mm.__getitem__, map(
+            slice, line_starts.tolist(), (eq[data] + begin).tolist()))))
+        offsets.frombytes(line_starts.astype(np.uint64).tobytes())
+        numbers.frombytes(numbers_here[data].tobytes())
+        del buf, lead
+        _drop_pages(mm, begin, end)
+        first_number += len(ends)
+        begin = end
+    order = np.argsort(np.frombuffer(hashes, np.uint64), kind="stable")
+    return _reorder(hashes, order), _reorder(offsets, order), _reorder(numbers, order)
+
+
+def _reorder(values: array[int], order: Any) -> array[int]:
+    import numpy as np
+
+    out = array("Q")
+    out.frombytes(np.frombuffer(values, np.uint64)[order].tobytes())
+    return out
 
 
 class LineIndex:
@@ -81,21 +151,26 @@ class LineIndex:
         self.path = path
         check_exists(path, "database")
         self._fh = path.open("rb")
-        size = os.fstat(self._fh.fileno()).st_size
+        self._size = os.fstat(self._fh.fileno()).st_size
         self._mm: Any = (mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
-                         if size else b"")
+                         if self._size else b"")
         self.skipped = Skipped(str(path))
         self.built = False  # True when this process built the index (no kept index matched)
         self._index_mm: Any = None
-        self._hashes: Any
-        self._offsets: Any
-        self._numbers: Any
-        stamp = file_stamp(path) if size >= PERSIST_MIN_BYTES else None
-        kept = index_path(path, index_dir, ".idx") if index_dir and stamp else None
-        if kept is None or not self._open_kept(kept, stamp):
+        self._hashes: Any = array("Q")
+        self._offsets: Any = array("Q")
+        self._numbers: Any = array("Q")
+        self._ready = False
+        self._builder: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._stamp = file_stamp(path) if self._size >= PERSIST_MIN_BYTES else None
+        self._kept = index_path(path, index_dir, ".idx") if index_dir and self._stamp else None
+        if self._kept is not None and self._open_kept(self._kept, self._stamp):
+            self._ready = True
+            return
+        self.built = True
+        if self._stamp is None:  # small: indexed now, in memory only
             self._build()
-            if kept is not None and stamp is not None:
-                self._keep(kept, stamp)
 
     # ------------------------------------------------------------------ index file
     def _open_kept(self, kept: Path, stamp: Any) -> bool:
@@ -120,77 +195,152 @@ class LineIndex:
         self._index_mm = mm
         return True
 
-    def _keep(self, kept: Path, stamp: Any) -> None:
+    def _keep(self, kept: Path, stamp: Any, index: tuple[array[int], array[int], array[int]],
+              bad: int) -> None:
         from ._lock import atomic_write
 
         size, mtime, digest = stamp
-        n = len(self._hashes)
-        data = b"".join([_HEADER.pack(_MAGIC, size, mtime, n, self.skipped.count, digest),
-                         self._hashes.tobytes(), self._offsets.tobytes(),
-                         self._numbers.tobytes()])
+        hashes, offsets, numbers = index
+        data = b"".join([_HEADER.pack(_MAGIC, size, mtime, len(hashes), bad, digest),
+                         hashes.tobytes(), offsets.tobytes(), numbers.tobytes()])
         try:
             atomic_write(kept, data)
         except OSError as exc:  # a read-only home: the index lives in this process only
             log.debug("could not keep the index of %s at %s: %s", self.path, kept, exc)
 
     def _build(self) -> None:
-        """One pass over the file: the (hash, line) of every `key=` line, sorted by hash. Read
-        through a buffer, not the map, so that the pass leaves no file pages in this process."""
-        self.built = True
-        entries: list[int] = []
-        offsets = array("Q")
-        numbers = array("Q")
-        pos = 0
-        with self.path.open("rb") as fh:
-            for number, line in enumerate(fh, 1):
-                key, sep, _ = line.partition(b"=")
-                if sep and key:
-                    entries.append((_key_hash(key) << 32) | len(offsets))
-                    offsets.append(pos)
-                    numbers.append(number)
-                elif line.strip() and not line.startswith(b"#"):
-                    self.skipped.add(number, "not a '<key>=<value>' line",
-                                     line.rstrip(b"\r\n").decode("utf-8", "replace"))
-                pos += len(line)
-        entries.sort()  # by hash, then by line: a key's lines stay in file order
-        mask = (1 << 32) - 1
-        self._hashes = array("Q", (e >> 32 for e in entries))
-        self._offsets = array("Q", (offsets[e & mask] for e in entries))
-        self._numbers = array("Q", (numbers[e & mask] for e in entries))
+        """Index the file (on its own map, so that `close` never pulls one from under it),
+        publish the index, then keep it for later processes."""
+        skipped = Skipped(str(self.path))
+        if self._size:
+            with self.path.open("rb") as fh:
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                try:
+                    index = _index_lines(mm, min(self._size, len(mm)), skipped)
+                finally:
+                    mm.close()
+        else:
+            index = (array("Q"), array("Q"), array("Q"))
+        self._hashes, self._offsets, self._numbers = index
+        self.skipped.count += skipped.count
+        self.skipped.first[:0] = skipped.first[: max(0, 5 - len(self.skipped.first))]
+        self._ready = True
+        if self._kept is not None and self._stamp is not None:
+            self._keep(self._kept, self._stamp, index, skipped.count)
+
+    def _build_in_background(self) -> None:
+        try:
+            self._build()
+        except Exception as exc:  # noqa: BLE001 - the lookup that waits builds again, and says it
+            log.debug("building the index of %s failed: %s", self.path, exc)
+
+    def _start_builder(self) -> None:
+        # Not a daemon: a process that ends right after its first lookup still keeps the index.
+        self._builder = threading.Thread(target=self._build_in_background,
+                                         name=f"index {self.path.name}")
+        self._builder.start()
+
+    def wait(self) -> None:
+        """Block until the index is built (at once when it was kept or is built)."""
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            if self._builder is not None:
+                self._builder.join()
+            if not self._ready:
+                # No builder yet, it failed, or this is a forked child that has none: build
+                # here (an error of the file itself is said here, to the caller).
+                self._builder = None
+                self._build()
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
         """Data lines (`key=value`), duplicates of a key included."""
+        self.wait()
         return len(self._hashes)
 
     def _line_at(self, offset: int) -> bytes:
         nl = self._mm.find(b"\n", offset)
         return bytes(self._mm[offset: len(self._mm) if nl < 0 else nl]).rstrip(b"\r")
 
+    def _scan(self, want: bytes) -> list[int]:
+        """Offsets of the lines of `want`, found by searching the map (no index needed)."""
+        mm, size = self._mm, self._size
+        found = [0] if mm[: len(want) + 1] == want + b"=" else []
+        needle = b"\n" + want + b"="
+        begin = 0
+        while begin < size:
+            end = min(size, begin + _BLOCK)
+            at = mm.find(needle, begin, min(size, end + len(needle) - 1))
+            while at >= 0:
+                found.append(at + 1)
+                at = mm.find(needle, at + 1, min(size, end + len(needle) - 1))
+            _drop_pages(mm, begin, end)
+            begin = end
+        return sorted(set(found))
+
     def lines(self, key: str) -> Iterator[tuple[int, str]]:
-        """(line number, line) of every line of `key`, in file order (lines of one hash are
-        sorted by line in the index)."""
+        """(offset, line) of every line of `key`, in file order (lines of one hash are sorted by
+        line in the index). `line_number(offset)` gives the line's number."""
         want = key.encode()
-        h = _key_hash(want)
-        hashes = self._hashes
+        if not want or b"=" in want or b"\n" in want or want.startswith(b"#"):
+            return  # no data line has such a key
+        if not self._ready:
+            if self._builder is None and not self._lock.locked():
+                # The first lookup of a process that found no kept index: answered by one
+                # search of the map, then the index is built while the caller goes on.
+                with self._lock:
+                    found = self._scan(want)
+                    if not self._ready and self._builder is None:
+                        self._start_builder()
+                for offset in found:
+                    yield offset, self._decode(self._line_at(offset), offset)
+                return
+            self.wait()
+        hashes, offsets, mm = self._hashes, self._offsets, self._mm
+        h = zlib.crc32(want)
         i = bisect.bisect_left(hashes, h)
         n = len(hashes)
+        prefix = want + b"="
         while i < n and hashes[i] == h:
-            raw = self._line_at(self._offsets[i])
-            if raw.partition(b"=")[0] == want:
-                number = int(self._numbers[i])
-                try:
-                    yield number, raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise DbError(f"{self.path}:{number} is not UTF-8 text; check that the right "
-                                  "file was given") from None
+            offset = offsets[i]
             i += 1
+            nl = mm.find(b"\n", offset)
+            raw = mm[offset: nl if nl >= 0 else len(mm)]
+            if raw.startswith(prefix):
+                yield offset, self._decode(raw.rstrip(b"\r"), offset)
+
+    def _decode(self, raw: bytes, offset: int) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DbError(f"{self.path}:{self.line_number(offset)} is not UTF-8 text; check "
+                          "that the right file was given") from None
+
+    def line_number(self, offset: int) -> int:
+        """The 1-based number of the line starting at `offset` (for messages)."""
+        self.wait()
+        raw = self._line_at(offset)
+        want = raw.partition(b"=")[0]
+        h = zlib.crc32(want)
+        i = bisect.bisect_left(self._hashes, h)
+        while i < len(self._hashes) and self._hashes[i] == h:
+            if self._offsets[i] == offset:
+                return int(self._numbers[i])
+            i += 1
+        return 0
 
     def first(self, key: str) -> tuple[int, str] | None:
-        """The first line of `key` (the one MIOpen's lookup returns), or None."""
+        """The first line of `key` (the one MIOpen's lookup returns) as (offset, line), or
+        None."""
         return next(self.lines(key), None)
 
     def close(self) -> None:
+        builder = self._builder
+        if builder is not None:
+            builder.join()  # it works on its own map; waiting keeps its index write whole
         for attr in ("_hashes", "_offsets", "_numbers"):
             view = getattr(self, attr, None)
             if isinstance(view, memoryview):

@@ -103,6 +103,7 @@ class CachedFile(Generic[T]):
 
     def __init__(self, path: Path, parse: Callable[[Path], T], empty: Callable[[], T]) -> None:
         self.path = path
+        self._where = os.fspath(path)  # stat'ed on every read: no Path conversion each time
         self._parse = parse
         self._empty = empty
         self._stamp: tuple[int, int] | None = None
@@ -111,7 +112,7 @@ class CachedFile(Generic[T]):
 
     def get(self) -> T:
         try:
-            st = os.stat(self.path)
+            st = os.stat(self._where)
             stamp = (st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
             self._stamp, self._value = None, None

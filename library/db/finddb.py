@@ -78,12 +78,16 @@ class Solution:
                 "algorithm": self.algorithm}
 
 
+def _time(solution: Solution) -> float:
+    return solution.time
+
+
 def _sorted(solutions: Iterable[Solution]) -> tuple[Solution, ...]:
     # Stable: equal times keep the order they were measured or read in.
     sols = tuple(solutions)
     if all(a.time <= b.time for a, b in zip(sols, sols[1:], strict=False)):
         return sols
-    return tuple(sorted(sols, key=lambda s: s.time))
+    return tuple(sorted(sols, key=_time))
 
 
 @dataclass(frozen=True)
@@ -149,23 +153,60 @@ def parse_entry(entry: str) -> tuple[Solution, str]:
     time = _number(time_text, "time")
     if not ws.isdigit():
         raise ValueError(f"workspace {ws!r} is not a byte count")
-    return Solution(solver, time, int(ws), algo, time_text), version
+    return _solution(solver, time, int(ws), algo, time_text), version
+
+
+def _solution(solver: str, time: float, workspace: int, algorithm: str,
+              time_text: str) -> Solution:
+    """A Solution of checked fields, made without the frozen dataclass's per-field setattr."""
+    sol = object.__new__(Solution)
+    d = sol.__dict__
+    d["solver"], d["time"], d["workspace"] = solver, time, workspace
+    d["algorithm"], d["time_text"] = algorithm, time_text
+    return sol
 
 
 def parse_value(key: str, value: str) -> tuple[FindDbRecord, str]:
     """The record of one line's key and value -> (record, '2.0' | '1.0'); ValueError."""
-    versions = set()
     solutions = []
+    version = ""
+    ranked = True
+    last = 0.0
     for entry in value.split(";"):
-        sol, version = parse_entry(entry)
+        # Every lookup parses a line: a well-formed 2.0 entry, the common case, is taken here
+        # in one go; anything else goes to parse_entry, which checks it and says what is wrong.
+        solver, _, values = entry.partition(":")
+        fields = values.split(",")
+        if len(fields) == 3 and solver and not solver.startswith(_ALGO_PREFIX) and \
+                fields[2].startswith(_ALGO_PREFIX) and fields[1].isdigit():
+            try:
+                time = float(fields[0])
+            except ValueError:
+                time = -1.0
+            if 0.0 <= time < math.inf:
+                sol, v = _solution(solver, time, int(fields[1]), fields[2], fields[0]), "2.0"
+            else:
+                sol, v = parse_entry(entry)
+                time = sol.time
+        else:
+            sol, v = parse_entry(entry)
+            time = sol.time
+        if v != version:
+            if version:
+                raise ValueError("mixes 1.0 and 2.0 entries")
+            version = v
+        if time < last:
+            ranked = False
+        last = time
         solutions.append(sol)
-        versions.add(version)
-    if len(versions) > 1:
-        raise ValueError("mixes 1.0 and 2.0 entries")
-    version = versions.pop()
+    written = tuple(solutions)
+    fastest = written if ranked else tuple(sorted(written, key=_time))  # stable, as _sorted
+    record = object.__new__(FindDbRecord)  # fields checked above: no __post_init__ pass
+    d = record.__dict__
+    d["key"], d["solutions"] = key, fastest
     # A 2.0 line is written back as it was; a 1.0 line converts to 2.0 fastest first.
-    written = tuple(solutions) if version == "2.0" else _sorted(solutions)
-    return FindDbRecord(key, tuple(solutions), written), version
+    d["written"] = written if version == "2.0" else fastest
+    return record, version
 
 
 def parse_line(line: str, source: str = "<text>", number: int = 1) -> tuple[FindDbRecord, str]:
@@ -262,16 +303,15 @@ class FindDbReader:
 
     def get(self, problem: Any) -> FindDbRecord | None:
         key = problem_key(problem)
-        try:
+        if key in self._cache:
             return self._cache[key]
-        except KeyError:
-            pass
         record = None
-        for number, line in self._index.lines(key):
+        for offset, line in self._index.lines(key):
             try:
-                record = parse_value(*line.split("=", 1))[0]
+                record = parse_value(key, line[len(key) + 1:])[0]
                 break
             except ValueError as exc:
+                number = self._index.line_number(offset)
                 if self.skipped.count == 0:
                     log.warning("%s:%d: %s; the line is skipped, as MIOpen skips it",
                                 self.path, number, exc)

@@ -668,11 +668,11 @@ class PerfDbTextReader:
 
     def load(self, problem: Any) -> dict[str, str]:
         cfg = problem if isinstance(problem, tuple) else config_key(problem)
-        for number, line in self._index.lines(text_key(cfg)):
+        for offset, line in self._index.lines(text_key(cfg)):
             try:
                 return parse_entries(line.split("=", 1)[1])
             except ValueError as exc:
-                self.skipped.add(number, str(exc), line)
+                self.skipped.add(self._index.line_number(offset), str(exc), line)
         return {}
 
     def close(self) -> None:

@@ -113,3 +113,33 @@ def test_db_lookup_and_inspect_on_the_full_finddb(full: dict[str, Path], tmp_pat
     assert counts["per_solver"]["ConvWinograd3x3MultipassWrW<3-2>"] > 0
     assert "ConvWinograd3x3MultipassWrW<3-2>" in counts["not_in_this_runtime"]
     assert sum(counts["per_solver"].values()) == counts["solutions"]
+
+
+def test_finddb_lookups_give_the_records_of_a_straight_parse(full: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    """The full file read whole (the one parser, as `db convert` reads it) against the reader:
+    its first lookup (a search of the map) and every later one (the index), for a sample."""
+    whole = FindDbFile.read(full["finddb"])
+    keys = random.Random(7).sample(list(whole.records), 1000)
+    keys += [k for k in ("1-1-1-4x4-512-1-1-128-0x0-1x1-1x1-0-NCHW-FP32-B",) if k in whole.records]
+    keys.append(next(iter(whole.records)))  # the first line: no newline before it
+    keys.append(next(reversed(whole.records)))
+    reader = FindDbReader(full["finddb"], tmp_path / "index")
+    try:
+        assert reader._index.built and not reader._index._ready
+        first = reader.get(keys[0])
+        assert reader._index._builder is not None  # answered before the index was there
+        assert first == whole.records[keys[0]] and first.to_line() == \
+            whole.records[keys[0]].to_line()
+        for key in keys:
+            record = reader.get(key)
+            assert record is not None and record == whole.records[key], key
+            assert record.written == whole.records[key].written, key
+        assert reader._index._ready and reader.get("1-1-1-1x1-1-1-1-1-0x0-1x1-1x1-0-NCHW-FP32-F") \
+            is None
+        # The search that answers a first lookup finds what the index finds.
+        for key in keys[:100]:
+            assert reader._index._scan(key.encode()) == \
+                [off for off, _ in reader._index.lines(key)], key
+    finally:
+        reader.close()
