@@ -144,6 +144,7 @@ class Handle:
         if backend.target is None:
             backend.target = base
         self._compiler = compiler
+        self._triton_importable: bool | None = None
         self._solvers = solvers
         self.math_mode = (config.MathMode.parse(math_mode) if math_mode is not None
                           else config.fp32_math())
@@ -326,7 +327,9 @@ class Handle:
     def _triton_ready(self, problem: ConvProblem, solver: Solver) -> bool:
         if self._compiler is not None:
             return True
-        if config.triton_importable():
+        if self._triton_importable is None:  # looked up once: a search of sys.path
+            self._triton_importable = config.triton_importable()
+        if self._triton_importable:
             return True
         params = self.params_for(problem, solver)
         job = solver.compile_job(problem, params, self.target)

@@ -133,7 +133,7 @@ class PreparedLaunch:
         self.kinds = [a.kind for a in args]
         self.values = [_ctype(a.kind)(a.value or 0) for a in args]
         self.pointers = (ctypes.c_void_p * max(1, len(args)))(
-            *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in self.values]
+            *[ctypes.addressof(v) for v in self.values]
         )
         self.slots = {a.kind.split(":", 1)[1]: i for i, a in enumerate(args) if ":" in a.kind}
         if any(g < 1 for g in self.grid) or any(b < 1 for b in self.block):

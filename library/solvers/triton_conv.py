@@ -28,6 +28,7 @@ cores do TF32) apply too. Their own names keep their PerfDb records apart.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from ..errors import ProblemError
@@ -55,6 +56,59 @@ def spec_module() -> Any:
     return conv_triton_spec
 
 
+@lru_cache(maxsize=4096)
+def _problem_view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], str, bool]:
+    """(view, i32 arguments, kernel name, channels_last) of a problem (kept: the ranking asks
+    for it per candidate)."""
+    spec = spec_module()
+    view = conv_view(problem)
+    sizes = _sizes(view)
+    args = spec.conv_args(sizes, _strides(view))
+    channels_last = args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1
+    return view, args, spec.kernel_for(view.direction, sizes), channels_last
+
+
+@lru_cache(maxsize=64)
+def _target_kind(arch: str) -> str | None:
+    """The spec's kind of an arch; None without the kernels or for an arch it does not know."""
+    if not _have_kernels():
+        return None
+    try:
+        return str(spec_module().target_kind(arch))
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
+    config = dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
+    return config["SPLIT_K"] == 1 and bool(
+        spec_module().is_legal(config, data_type, kind, kernel))
+
+
+@lru_cache(maxsize=4096)
+def _triton_job(kernel_file: str, math: str, kernel: str, data_type: str,
+                config_items: tuple[tuple[str, int], ...], channels_last: bool, aligned: bool,
+                target: Target) -> CompileJob:
+    """The compile job of one kernel configuration (kept: the miss ranking asks per
+    candidate whether its object is at hand)."""
+    config = dict(config_items)
+    spec = spec_module()
+    precision = "tf32" if math == "tf32" else "ieee"
+    sig, constexprs = spec.triton_signature(kernel, data_type, config, channels_last,
+                                            precision)
+    # The symbol is part of the kdb row's args: one row per (source, args) holds one kernel.
+    options = [f"--kernel={kernel}", *(f"-D{k}={v}" for k, v in constexprs.items())]
+    options.append("--signature=" + ",".join(
+        f"{k}:{v}" for k, v in sig.items() if v != "constexpr"))
+    options += [f"--num-warps={config['num_warps']}",
+                f"--num-stages={config['num_stages']}"]
+    if aligned:
+        options.append("--assume=" + ",".join(
+            f"{a}:16" for a in spec.align16_args(kernel, channels_last)))
+    return CompileJob(kernel_file, tuple(options), kernel, target)
+
+
 def _have_kernels() -> bool:
     """Whether the Triton kernels' spec is installed (a tree without them has no such
     solvers: they never apply)."""
@@ -71,7 +125,9 @@ def tf32_capable(target: Target) -> bool:
     return bool(matrix) and (target.vendor == "nvidia" or target.arch == "gfx942")
 
 
+@lru_cache(maxsize=4096)
 def _sizes(view: ConvView) -> dict[str, int]:
+    """The spec's sizes of a view (kept per view: read them, never change them)."""
     f = view.field
     g = f("g")
     return {"N": f("n"), "C": f("c") // g, "H": f("in_h"), "W": f("in_w"), "K": f("k") // g,
@@ -106,24 +162,16 @@ class ConvTritonImplicitGemm(Solver):
     # ------------------------------------------------------------------ problem mapping
     def _view(self, problem: ConvProblem) -> tuple[ConvView, dict[str, int], str, bool]:
         """(view, i32 arguments, kernel name, channels_last) of a problem."""
-        spec = spec_module()
-        view = conv_view(problem)
-        sizes = _sizes(view)
-        args = spec.conv_args(sizes, _strides(view))
-        channels_last = args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1
-        return view, args, spec.kernel_for(view.direction, sizes), channels_last
+        return _problem_view(problem)
 
     def _kind(self, target: Target) -> str | None:
         """The spec's target kind, or None where these solvers do not exist (no matrix
         cores, no kernels installed, or MIOPENKERNELS_TRITON=0)."""
         from ..config import triton_solvers_enabled
 
-        if not triton_solvers_enabled() or not _have_kernels():
+        if not triton_solvers_enabled():
             return None
-        try:
-            return str(spec_module().target_kind(target.arch))
-        except ValueError:
-            return None
+        return _target_kind(target.arch)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
@@ -173,10 +221,11 @@ class ConvTritonImplicitGemm(Solver):
         kind = self._kind(target)
         if kind is None or len(params) != len(PARAM_NAMES):
             return False
-        config = self._config(params)
         _, _, kernel, _ = self._view(problem)
-        return config["SPLIT_K"] == 1 and bool(
-            spec_module().is_legal(config, problem.in_type, kind, kernel))
+        try:
+            return _legal(tuple(int(v) for v in params), problem.in_type, kind, kernel)
+        except (TypeError, ValueError):
+            return False
 
     def _case(self, data_type: str, direction: str, channels_last: bool) -> str:
         """The spec's name of a tuned case: `FP16-F-NHWC`, `TF32-W-NCHW`."""
@@ -229,20 +278,8 @@ class ConvTritonImplicitGemm(Solver):
     # ------------------------------------------------------------------ kernels
     def _job(self, kernel: str, data_type: str, config: dict[str, int], channels_last: bool,
              aligned: bool, target: Target) -> CompileJob:
-        spec = spec_module()
-        precision = "tf32" if self.math == "tf32" else "ieee"
-        sig, constexprs = spec.triton_signature(kernel, data_type, config, channels_last,
-                                                precision)
-        # The symbol is part of the kdb row's args: one row per (source, args) holds one kernel.
-        options = [f"--kernel={kernel}", *(f"-D{k}={v}" for k, v in constexprs.items())]
-        options.append("--signature=" + ",".join(
-            f"{k}:{v}" for k, v in sig.items() if v != "constexpr"))
-        options += [f"--num-warps={config['num_warps']}",
-                    f"--num-stages={config['num_stages']}"]
-        if aligned:
-            options.append("--assume=" + ",".join(
-                f"{a}:16" for a in spec.align16_args(kernel, channels_last)))
-        return CompileJob(self.kernel_file, tuple(options), kernel, target)
+        return _triton_job(self.kernel_file, self.math, kernel, data_type,
+                           tuple(sorted(config.items())), channels_last, aligned, target)
 
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:

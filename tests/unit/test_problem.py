@@ -197,3 +197,16 @@ def test_parse_takes_a_key_or_a_driver_line():
     assert ConvProblem.parse(key) == [ConvProblem.from_key(key)]
     line = "conv -n 128 -c 1024 -H 14 -W 14 -k 2048 -y 1 -x 1 -u 2 -v 2 -F 1"
     assert [p.key() for p in ConvProblem.parse(line)] == [key]
+
+
+def test_hash_is_kept_per_object_and_never_pickled() -> None:
+    import pickle
+    from dataclasses import replace
+
+    p = ConvProblem(n=2, c=8, k=16, in_spatial=(9, 9), filter=(3, 3), in_layout="NHWC")
+    assert hash(p) == hash(replace(p)) and {p: 1}[replace(p)] == 1
+    assert "_hash" in p.__dict__
+    # String hashes differ between processes: the state a worker receives holds no hash.
+    assert "_hash" not in p.__getstate__()
+    q = pickle.loads(pickle.dumps(p))
+    assert q == p and hash(q) == hash(p)
