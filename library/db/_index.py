@@ -24,17 +24,19 @@ import contextlib
 import mmap
 import os
 import struct
-import threading
 import zlib
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._log import get_logger
 from ..errors import DbError
 from ._files import check_exists
 from ._text import Skipped
+
+if TYPE_CHECKING:
+    import threading
 
 __all__ = ["LineIndex", "file_stamp", "index_path", "PERSIST_MIN_BYTES"]
 
@@ -91,7 +93,39 @@ def _drop_pages(mm: Any, start: int, end: int) -> None:
 
 def _index_lines(mm: Any, size: int, skipped: Skipped) -> tuple[array[int], array[int], array[int]]:
     """(CRC-32 of the key, offset, line number) of every data line, sorted by CRC and then by
-    line. Lines and keys are found with numpy a block at a time; only the keys become bytes."""
+    line. A small file (the runtime's own databases) line by line; a large one with numpy
+    (imported for it only, on the index thread), a block at a time."""
+    if size < PERSIST_MIN_BYTES:
+        return _index_small(mm, size, skipped)
+    return _index_large(mm, size, skipped)
+
+
+def _index_small(mm: Any, size: int, skipped: Skipped) -> tuple[array[int], array[int], array[int]]:
+    entries: list[int] = []
+    offsets, numbers = array("Q"), array("Q")
+    lines = mm[:size].split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the file ends with a newline: no line after it
+    pos = 0
+    for number, line in enumerate(lines, 1):
+        key, sep, _ = line.partition(b"=")
+        if sep and key and not key.startswith(b"#"):
+            entries.append((zlib.crc32(key) << 32) | len(offsets))
+            offsets.append(pos)
+            numbers.append(number)
+        else:
+            raw = line.rstrip(b"\r")
+            if raw.strip() and not raw.startswith(b"#"):
+                skipped.add(number, "not a '<key>=<value>' line", raw.decode("utf-8", "replace"))
+        pos += len(line) + 1
+    entries.sort()  # by hash, then by line: a key's lines stay in file order
+    mask = (1 << 32) - 1
+    return (array("Q", [e >> 32 for e in entries]),
+            array("Q", [offsets[e & mask] for e in entries]),
+            array("Q", [numbers[e & mask] for e in entries]))
+
+
+def _index_large(mm: Any, size: int, skipped: Skipped) -> tuple[array[int], array[int], array[int]]:
     import numpy as np
 
     hashes, offsets, numbers = array("Q"), array("Q"), array("Q")
@@ -162,7 +196,7 @@ class LineIndex:
         self._numbers: Any = array("Q")
         self._ready = False
         self._builder: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._lock: Any = None  # made with the builder: a small file is indexed at once
         self._stamp = file_stamp(path) if self._size >= PERSIST_MIN_BYTES else None
         self._kept = index_path(path, index_dir, ".idx") if index_dir and self._stamp else None
         if self._kept is not None and self._open_kept(self._kept, self._stamp):
@@ -171,6 +205,10 @@ class LineIndex:
         self.built = True
         if self._stamp is None:  # small: indexed now, in memory only
             self._build()
+        else:
+            import threading
+
+            self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ index file
     def _open_kept(self, kept: Path, stamp: Any) -> bool:
@@ -235,6 +273,8 @@ class LineIndex:
             log.debug("building the index of %s failed: %s", self.path, exc)
 
     def _start_builder(self) -> None:
+        import threading
+
         # Not a daemon: a process that ends right after its first lookup still keeps the index.
         self._builder = threading.Thread(target=self._build_in_background,
                                          name=f"index {self.path.name}")

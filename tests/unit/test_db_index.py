@@ -98,6 +98,25 @@ def test_first_lookup_search_and_index_give_a_straight_readings_lines(
         kept.close()
 
 
+@pytest.mark.parametrize("trailing_newline", [True, False])
+def test_a_small_file_is_indexed_at_once_with_the_same_lines(tmp_path: Path,
+                                                             trailing_newline: bool) -> None:
+    path = _tricky(tmp_path, trailing_newline)  # under PERSIST_MIN_BYTES: no thread, no numpy
+    expected, bad = _expected(path.read_bytes())
+    index = LineIndex(path, tmp_path / "index")
+    try:
+        assert index._ready and index._builder is None
+        assert index.skipped.count == bad and len(index) == sum(map(len, expected.values()))
+        for key in [*expected, "absent", "", "#k", "k=B", "1-1-1", "k-"]:
+            got = list(index.lines(key))
+            assert got == [(off, line) for off, _, line in expected.get(key, [])], key
+            assert [index.line_number(off) for off, _ in got] == \
+                [n for _, n, _ in expected.get(key, [])]
+    finally:
+        index.close()
+    assert not (tmp_path / "index").exists()  # kept in memory only
+
+
 def test_the_first_lookup_does_not_wait_for_the_index(tmp_path: Path, small_blocks: None,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     path = _tricky(tmp_path, True)
