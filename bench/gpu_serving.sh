@@ -23,7 +23,7 @@ timeout 75 python3 bench/cold_start.py --system-db "$sys" --out "$out/cold_start
   --cases installed,torch_cudnn_off,torch_cudnn_on --repeats 1 > "$out/cold_start.log" 2>&1
 stamp "cold_start rc=$?"
 for dtype in FP32 FP16; do
-  timeout 150 python3 bench/serving.py --system-db "$sys" --dtypes "$dtype" \
+  timeout 185 python3 bench/serving.py --system-db "$sys" --dtypes "$dtype" \
     --out "$out/serving_${name}_$dtype" > "$out/serving_$dtype.log" 2>&1
   stamp "serving $dtype rc=$?"
 done

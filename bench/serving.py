@@ -41,7 +41,7 @@ BATCHES = (1, 2, 3, 4, 8, 16, 24, 32, 64)
 SIZES = (224, 320)
 ENGINES = ("miopenkernels", "torch_heuristics", "torch_benchmark")
 STEADY = 20
-BEST_BUDGET_S = 40  # the best-at-hand sweep stops here; later shapes have no regret
+BEST_BUDGET_S = 60  # the best-at-hand sweep stops here; later shapes have no regret
 
 
 def shapes(dtype: str) -> list:
@@ -189,7 +189,7 @@ def child_torch(dtype: str, benchmark: bool) -> dict:
 
 
 # ----------------------------------------------------------------------------- parent
-CHILD_TIMEOUT_S = {"miopenkernels": 85, "torch_heuristics": 25, "torch_benchmark": 35}
+CHILD_TIMEOUT_S = {"miopenkernels": 110, "torch_heuristics": 25, "torch_benchmark": 35}
 
 
 def run_child(engine: str, dtype: str, env: dict[str, str], best: bool) -> dict:
