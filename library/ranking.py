@@ -39,6 +39,7 @@ FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_w
 """Feature names, in the order of every weight vector of the model file."""
 
 POOLED = "*"
+KNOWN_CANDIDATES = 6  # the model's most frequent parameter sets tried per solver (cost per call)
 NEAR_LIMIT = 4.0  # a nearby measurement scales a solver's predictions by at most this
 _TYPE_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 
@@ -173,7 +174,9 @@ class RankingModel:
 
     def candidate_params(self, solver: Solver, problem: ConvProblem, target: Target
                          ) -> list[Params]:
-        """Defaults first, then every parameter set the model saw for the solver."""
+        """Defaults first, then the KNOWN_CANDIDATES parameter sets the model saw most often
+        for the solver (the tuned sets of the nearest measured record come on top, see
+        `rank_candidates`)."""
         default = tuple(solver.default_params(problem, target))
         known = self._parsed.get(solver.name)
         if known is None:
@@ -184,7 +187,7 @@ class RankingModel:
                 except Exception:  # noqa: BLE001 - a foreign entry is skipped, never fatal
                     continue
             self._parsed[solver.name] = known
-        return [default, *(p for p in known if p != default)]
+        return [default, *(p for p in known[:KNOWN_CANDIDATES] if p != default)]
 
 
 def model_path() -> Path:

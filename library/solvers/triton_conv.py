@@ -49,11 +49,17 @@ _NO_SIZES = {k: 0 for k in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "G", "s
                             "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")}
 
 
+_SPEC: Any = None
+
+
 def spec_module() -> Any:
     """`kernels/conv_triton_spec.py`: stdlib-only launch data of the Triton kernels."""
-    from ..kernels import conv_triton_spec
+    global _SPEC
+    if _SPEC is None:
+        from ..kernels import conv_triton_spec
 
-    return conv_triton_spec
+        _SPEC = conv_triton_spec
+    return _SPEC
 
 
 @lru_cache(maxsize=4096)
@@ -66,6 +72,11 @@ def _problem_view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], str, 
     args = spec.conv_args(sizes, _strides(view))
     channels_last = args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1
     return view, args, spec.kernel_for(view.direction, sizes), channels_last
+
+
+@lru_cache(maxsize=1024)
+def _config_items(params: Params) -> tuple[tuple[str, int], ...]:
+    return tuple(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
 
 
 @lru_cache(maxsize=64)
@@ -201,10 +212,11 @@ class ConvTritonImplicitGemm(Solver):
 
     # ------------------------------------------------------------------ parameters
     def _config(self, params: Params) -> dict[str, int]:
+        """The constexprs of a parameter set (a fresh dict: callers may extend it)."""
         if len(params) != len(PARAM_NAMES):
             raise ProblemError(f"{self.name}: params {params} are not "
                                f"{','.join(PARAM_NAMES)}")
-        return dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
+        return dict(_config_items(tuple(params)))
 
     def _params(self, config: dict[str, int]) -> Params:
         return tuple(int(config.get(k, 1)) for k in PARAM_NAMES)
