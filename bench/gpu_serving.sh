@@ -3,7 +3,8 @@
 # databases of dbs/sm9084 beside its kdb (checked closed by kdb verify), then the cold-start and
 # serving benchmarks against it; results under OUTDIR (first argument), each step bounded.
 #
-#   bash bench/gpu_serving.sh OUTDIR [NAME]     NAME: h100 (default) or h200
+#   [PROFILE=1] bash bench/gpu_serving.sh OUTDIR [NAME]     NAME: h100 (default) or h200;
+#   PROFILE=1 adds a cProfile report of the first calls per type
 set -uo pipefail
 out="${1:?usage: bash bench/gpu_serving.sh OUTDIR [NAME]}"
 name="${2:-h100}"
@@ -30,5 +31,13 @@ done
 python3 bench/serving.py --merge "$out/serving_${name}_FP32.json" "$out/serving_${name}_FP16.json" \
   --out "$out/serving_$name" > /dev/null 2>&1
 stamp "merged rc=$?"
+if [ "${PROFILE:-0}" = 1 ]; then  # where the first calls' host time goes (cProfile)
+  for dtype in FP32 FP16; do
+    MIOPEN_SYSTEM_DB_PATH="$sys" MIOPEN_USER_DB_PATH="$(mktemp -d)" \
+      MIOPEN_CUSTOM_CACHE_DIR="$(mktemp -d)" SERVING_PROFILE="$out/profile" timeout 90 \
+      python3 bench/serving.py --child miopenkernels --dtype "$dtype" --no-best > /dev/null
+  done
+  stamp "profiles rc=$?"
+fi
 # The machine returns few files: everything in one archive.
 tar czf "$out/../results_$name.tgz" -C "$out" . && rm -rf "${out:?}"/* && mv "$out/../results_$name.tgz" "$out/"

@@ -17,7 +17,9 @@ Per shape:
   synchronise) and steady-state time. FP32 convolutions run without TF32 (allow_tf32 off) so that
   both engines compute in FP32.
 Steady state: median of 20 device-event timings after 3 warm-up launches. The best-at-hand
-sweep has a time budget (BEST_BUDGET_S); `regret_shapes` says how many shapes it reached.
+sweep has a time budget (BEST_BUDGET_S); `regret_shapes` says how many shapes it reached. The
+first call is also reported in phases (find, run, the wait for the kernel); SERVING_PROFILE=FILE
+writes a cProfile report of the first calls to FILE_<type>.txt.
 
     python bench/serving.py --system-db DIR --out bench/results/serving_h100
 """
@@ -90,6 +92,12 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
     ybuf = be.alloc(ymax)
     be.synchronize()
     rows = []
+    profile = os.environ.get("SERVING_PROFILE")  # a file: cProfile of the first calls
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     for p in problems:
         x = DeviceTensor(pool.ptr, math.prod(p.in_shape) * size, dtype, p.in_shape)
         w = DeviceTensor(pool.ptr + xmax, math.prod(p.wei_shape) * size, dtype, p.wei_shape)
@@ -97,14 +105,28 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
         jit = handle.stats.jit
         t0 = time.perf_counter()
         sols = handle.find(p, x, w, y)
+        t1 = time.perf_counter()
         if sols[0].source != "find":
             handle.run(p, sols[0], x, w, y)
+        t2 = time.perf_counter()
         be.synchronize()
-        first_ms = (time.perf_counter() - t0) * 1e3
+        t3 = time.perf_counter()
+        first_ms = (t3 - t0) * 1e3
         rows.append({"key": p.key(), "n": p.n, "size": p.in_spatial[0],
-                     "first_call_ms": first_ms, "compiles": handle.stats.jit - jit,
+                     "first_call_ms": first_ms, "find_ms": (t1 - t0) * 1e3,
+                     "run_ms": (t2 - t1) * 1e3, "sync_ms": (t3 - t2) * 1e3,
+                     "compiles": handle.stats.jit - jit,
                      "solver": sols[0].solver, "source": sols[0].source,
                      "params": list(handle.invokers[(p, sols[0].solver)].params)})
+    if profile:
+        import io
+        import pstats
+
+        profiler.disable()
+        text = io.StringIO()
+        for order in ("tottime", "cumulative"):
+            pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(35)
+        Path(f"{profile}_{dtype}.txt").write_text(text.getvalue())
     # Steady state of the chosen solutions, then the best the package holds.
     model = load_model()
     deadline = time.perf_counter() + BEST_BUDGET_S
@@ -206,6 +228,11 @@ def run_child(engine: str, dtype: str, env: dict[str, str], best: bool) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _median_of(rows: list[dict], name: str) -> float | None:
+    values = [r[name] for r in rows if name in r]
+    return round(statistics.median(values), 4) if values else None
+
+
 def summarise(mk: dict, torch_h: dict, torch_b: dict) -> dict:
     rows = mk.get("rows", [])
     if not rows:
@@ -220,6 +247,11 @@ def summarise(mk: dict, torch_h: dict, torch_b: dict) -> dict:
         "first_call_median_ms": round(statistics.median(firsts), 4),
         "first_call_p95_ms": round(_pct(firsts, 95), 4),
         "first_call_max_ms": round(max(firsts), 4),
+        # Host time of find (record or ranking) and of the first run (invoker, launch), then
+        # the wait for the kernel, each as a median.
+        "find_median_ms": _median_of(rows, "find_ms"),
+        "run_median_ms": _median_of(rows, "run_ms"),
+        "sync_median_ms": _median_of(rows, "sync_ms"),
         "regret_shapes": len(regrets),
         "regret_geomean": round(math.exp(statistics.fmean(math.log1p(r) for r in regrets)) - 1,
                                 4) if regrets else None,
