@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._record import dataclass, field
 from .errors import CodeObjectError
 
 if TYPE_CHECKING:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from . import __version__
 from ._numbers import parse_int
+from ._record import dataclass
 from .errors import MIOpenKernelsError, TargetError
 
 __all__ = [

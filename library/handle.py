@@ -17,12 +17,12 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _fsutil, config
 from ._log import get_logger
+from ._record import dataclass
 from .backends import Backend, Function, Module, open_backend
 from .errors import (
     CompileError,

@@ -11,10 +11,10 @@ search live in find.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ._log import get_logger
+from ._record import dataclass, field, replace
 from .errors import DbError, MIOpenKernelsError, ProblemError
 from .problem import TYPE_BYTES
 

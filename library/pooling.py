@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ._record import dataclass
 from .errors import ProblemError
 
 __all__ = ["PoolProblem"]

@@ -11,10 +11,10 @@ input and output are swapped (MIOpen does the same), so its key shows that direc
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ._numbers import INT32, parse_int
+from ._record import dataclass, field, fields, replace
 from .errors import ProblemError
 
 __all__ = [

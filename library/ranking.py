@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._record import dataclass
 from .errors import DbError
 
 if TYPE_CHECKING:

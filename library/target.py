@@ -11,12 +11,12 @@ from __future__ import annotations
 import fnmatch
 import re
 import sys
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ._numbers import parse_int
+from ._record import dataclass, field
 from .errors import TargetError
 
 CU_RANGE = (1, 65535)  # compute units (SMs) of one device, as a package name or override gives it

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ctypes
 import math
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._record import dataclass, field
 from .backends.base import Backend, Buffer
 from .errors import BackendError
 

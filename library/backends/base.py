@@ -11,9 +11,9 @@ from __future__ import annotations
 import ctypes
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._record import dataclass, field
 from ..errors import BackendError
 from ..target import Target
 

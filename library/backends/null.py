@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._record import dataclass
 from ..errors import BackendError
 from ..target import Target
 from .base import Backend, Buffer, Module, PreparedLaunch

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from .._record import dataclass, field
 from ..errors import DbError
 from ._files import check_exists
 

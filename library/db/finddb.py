@@ -15,12 +15,12 @@ import os
 import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import _fsutil
 from .._log import get_logger
+from .._record import dataclass, field
 from ..errors import DbError
 from ._index import LineIndex
 from ._lock import atomic_write, locked_update

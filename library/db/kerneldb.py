@@ -10,10 +10,10 @@ the user cache `.ukdb` uses WAL journaling so readers never wait for a writer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._record import dataclass
 from ..errors import DamagedDbError, DbError, IntegrityError
 from ._files import check_sqlite_file, sqlite_errors
 from ._lock import connect, create_sqlite, retry_busy, write_transaction

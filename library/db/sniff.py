@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._record import dataclass
 from ..errors import DbError, TargetError
 from ..target import Target
 from ._files import SQLITE_MAGIC, check_exists, check_sqlite_file, sqlite_errors

@@ -6,9 +6,9 @@ Primitives use the solvers' `CompileJob` and `Launch` records. Their kernels are
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from .._record import dataclass
 from ..errors import ProblemError
 from ..solvers._conv import TYPE_CODES, ceil_div
 from ..solvers.base import CompileJob, Launch, type_supported

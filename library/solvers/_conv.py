@@ -8,9 +8,9 @@ mapping once, so solvers never look at `problem.mode`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
+from .._record import dataclass
 from ..problem import ConvProblem
 from ..target import Target
 from .base import CompileJob, KernelArg, Launch, Params, Solver, type_supported

@@ -53,10 +53,10 @@ forward `x, w, y`; backward data `dy, w, dx`; backward weights `x, dy, dw`; prim
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._record import dataclass, field
 from ..errors import ProblemError
 from ..kernel_sources import kernels_dir
 from ..problem import ConvProblem

@@ -21,10 +21,12 @@ from miopenkernels.db.kerneldb import KernelDb
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import get_solver
 
-# Never on the runtime's path: tools, the CLI, the builder, numpy (memory only), locks.
+# Never on the runtime's path: tools, the CLI, the builder, numpy (memory only), locks, and
+# the standard library's dataclasses (library/_record.py stands in for them).
 NEVER = {"numpy", "filelock", "rich", "typer", "click", "packaging", "jsonschema", "yaml",
          "triton", "cuda.bindings", "hip", "logging", "subprocess", "tempfile", "shutil",
          "importlib.resources", "zipfile", "hashlib", "_hashlib", "random", "threading",
+         "dataclasses", "inspect",
          "miopenkernels.cli", "miopenkernels.builder", "miopenkernels.install",
          "miopenkernels.compiler", "miopenkernels.find", "miopenkernels.detect",
          "miopenkernels.backends.hip"}
