@@ -92,6 +92,9 @@ class Function:
     name: str
     handle: Any
     module: Module
+    # Dynamic shared memory the function has been allowed beyond the default 48 KiB (set once
+    # per function, not per launch).
+    shared_optin: int = 0
 
 
 class Module:

@@ -119,7 +119,7 @@ class CudaBackend(Backend):
     # ---- launches
     def _launch(self, launch: PreparedLaunch, stream: Any) -> None:
         fn = launch.fn.handle
-        if launch.shared > 48 * 1024 and not getattr(launch, "_optin", False):
+        if launch.shared > 48 * 1024 and launch.shared > launch.fn.shared_optin:
             if launch.shared > self.max_shared_optin:
                 raise BackendError(f"{launch.fn.name} needs {launch.shared} bytes of shared "
                                    f"memory per block; {self.device_name} allows "
@@ -127,7 +127,7 @@ class CudaBackend(Backend):
             check(self.d.cuFuncSetAttribute(
                 fn, self.d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 launch.shared), "cuFuncSetAttribute")
-            launch._optin = True  # type: ignore[attr-defined]
+            launch.fn.shared_optin = launch.shared
         g, b = launch.grid, launch.block
         check(self.d.cuLaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], launch.shared,
                                     stream or 0, launch.params_address, 0),
