@@ -68,8 +68,9 @@ def package_targets(
         from .index import write_simple_index
         from .wheel import build_wheel
 
-        for r in results:
-            r.wheel = build_wheel(r.staged, r.target, version, out)
+        for r, tf in zip(results, files, strict=True):
+            r.wheel = build_wheel(r.staged, r.target, version, out,
+                                  databases_only=tf.kdb is None)
         write_simple_index([r.wheel for r in results if r.wheel], out / "simple")
     if kind in ("conda", "both"):
         from .conda import build_conda_packages, build_selector_package, package_name
@@ -77,8 +78,9 @@ def package_targets(
 
         targets = [r.target for r in results]
         channel = out / "channel"
-        built = {package_name(p): p for p in build_conda_packages(out / "stage", targets,
-                                                                  version, channel)}
+        built = {package_name(p): p for p in build_conda_packages(
+            out / "stage", targets, version, channel,
+            databases_only=[tf.target for tf in files if tf.kdb is None])}
         for r in results:
             r.conda = built.get(r.target.package)
             if r.conda is None:

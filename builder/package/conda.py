@@ -7,6 +7,7 @@ built, and the staged files reach the build script through MIOPENKERNELS_STAGE.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 from miopenkernels._fsutil import atomic_copy
@@ -66,15 +67,16 @@ def _build(recipe: Path, variants_text: str, out_dir: Path, env: dict[str, str])
 
 def build_conda_packages(
     stage_root: Path, targets: list[Target], version: str, out_dir: Path,
-    recipe: Path | None = None,
+    recipe: Path | None = None, databases_only: Collection[Target] = (),
 ) -> list[Path]:
     """Build `miopenkernels-<arch>-<cu>` for each staged target; packages go to
-    `out_dir/noarch/`."""
+    `out_dir/noarch/`. Those of `databases_only` (no kdb) are built as the databases-only
+    variant: build string `<arch>_<cu>_databases_only_<n>`, down-prioritized."""
     for t in targets:
         if not (stage_root / t.name).is_dir():
             raise PackageBuildError(f"{t.name} is not staged under {stage_root}")
     return _build(
-        recipe or RECIPES_DIR / "recipe.yaml", variants_yaml(targets), out_dir,
+        recipe or RECIPES_DIR / "recipe.yaml", variants_yaml(targets, databases_only), out_dir,
         {"MIOPENKERNELS_STAGE": str(stage_root.resolve()), "MIOPENKERNELS_VERSION": version},
     )
 

@@ -9,6 +9,7 @@ it builds. Also renders both recipe formats into comparable dicts.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,22 +39,27 @@ def _yaml_list(values: list[str]) -> str:
     return "[" + ", ".join(f'"{v}"' for v in values) + "]"
 
 
-def _zipped(targets: list[Target]) -> str:
+def _zipped(targets: list[Target], databases_only: Collection[Target]) -> str:
+    # `contents` marks a databases-only package (no kdb): its build string says so and its
+    # track_features make conda solvers prefer the build with kernels.
+    contents = ["databases-only" if t in databases_only else "kernels" for t in targets]
     return (
         f"arch: {_yaml_list([t.arch for t in targets])}\n"
         f"cu: {_yaml_list([str(t.cu) for t in targets])}\n"
         f"basename: {_yaml_list([t.basename for t in targets])}\n"
-        "zip_keys:\n  - [arch, cu, basename]\n"
+        f"contents: {_yaml_list(contents)}\n"
+        "zip_keys:\n  - [arch, cu, basename, contents]\n"
     )
 
 
-def variants_yaml(targets: list[Target]) -> str:
-    """rattler-build variants: one (arch, cu, basename) per package."""
-    return _HEADER + _zipped(targets)
+def variants_yaml(targets: list[Target], databases_only: Collection[Target] = ()) -> str:
+    """rattler-build variants: one (arch, cu, basename, contents) per package."""
+    return _HEADER + _zipped(targets, databases_only)
 
 
-def conda_build_config_yaml(targets: list[Target]) -> str:
-    return _HEADER + _zipped(targets)
+def conda_build_config_yaml(targets: list[Target], databases_only: Collection[Target] = ()
+                            ) -> str:
+    return _HEADER + _zipped(targets, databases_only)
 
 
 def virtual_package_of(arch: str) -> str:
@@ -161,6 +167,7 @@ def _normalise_v1(d: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
         "version": str(pkg.get("version")),
         "build_number": int(build.get("number", 0)),
         "build_string": str(build.get("string")),
+        "down_prioritize": int((build.get("variant") or {}).get("down_prioritize_variant") or 0),
         "noarch": noarch,
         "run": list((d.get("requirements") or {}).get("run", []) or []),
         "files": sorted(files),
@@ -199,6 +206,8 @@ def render_meta_yaml(meta: Path, config: Path, env: dict[str, str] | None = None
             "version": str(pkg["version"]),
             "build_number": int(build.get("number", 0)),
             "build_string": str(build.get("string")),
+            # conda-build's form of rattler-build's down_prioritize_variant
+            "down_prioritize": len(build.get("track_features") or []),
             "noarch": build.get("noarch"),
             "run": list((d.get("requirements") or {}).get("run", []) or []),
             "files": files,

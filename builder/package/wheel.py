@@ -17,7 +17,7 @@ from pathlib import Path
 from miopenkernels._fsutil import atomic_copy
 from miopenkernels._proc import run_tool
 from miopenkernels.errors import MIOpenKernelsError, PackageBuildError
-from miopenkernels.install.manifest import DB_DIR, MANIFEST_DIR
+from miopenkernels.install.manifest import DATABASES_ONLY_WHEEL_TAG, DB_DIR, MANIFEST_DIR
 from miopenkernels.target import Target
 
 __all__ = ["ENTRY_POINT_GROUP", "write_wheel_project", "build_wheel"]
@@ -89,9 +89,23 @@ def write_wheel_project(staged: Path, target: Target, version: str, project: Pat
     return project
 
 
-def build_wheel(staged: Path, target: Target, version: str, out_dir: Path) -> Path:
+def _tag_build(wheel: Path, tag: str, env: Mapping[str, str], what: str) -> Path:
+    """The wheel again with build tag `tag` (file name and WHEEL's `Build:`), made by pypa's
+    `wheel tags`, which prints the new file's name."""
+    out = run_tool([sys.executable, "-m", "wheel", "tags", "--remove", "--build", tag,
+                    str(wheel)], error=PackageBuildError, what=what, cwd=wheel.parent,
+                   env=dict(env))
+    tagged = wheel.parent / out.stdout.strip().splitlines()[-1]
+    if not tagged.is_file():
+        raise PackageBuildError(f"{what}: `wheel tags` left no {tagged.name}")
+    return tagged
+
+
+def build_wheel(staged: Path, target: Target, version: str, out_dir: Path,
+                databases_only: bool = False) -> Path:
     """Build the data wheel of one staged target into `out_dir` (PEP 517, through `build`,
-    without isolation); the path is the one the build backend returns."""
+    without isolation); the path is the one the build backend returns. A databases-only
+    package (no kdb) gets the build tag `0_databases_only`, set by pypa's `wheel tags`."""
     from build import BuildBackendException, ProjectBuilder
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -115,6 +129,8 @@ def build_wheel(staged: Path, target: Target, version: str, out_dir: Path) -> Pa
             raise PackageBuildError(f"{what} failed: {exc}") from None
         if not built.is_file():
             raise PackageBuildError(f"{what}: the build returned {built}, which does not exist")
+        if databases_only:
+            built = _tag_build(built, DATABASES_ONLY_WHEEL_TAG, env, what)
         dest = out_dir / built.name
         atomic_copy(built, dest)
     return dest

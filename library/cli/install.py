@@ -62,15 +62,17 @@ def register(app: typer.Typer) -> None:
                          targets=select_targets(targets) if targets else None, version=version)
         for w in report.warnings:
             err_console.print(f"[yellow]warning:[/yellow] {w}")
+        for note in report.notes:
+            err_console.print(f"note: {note}", highlight=False)
         if as_json:
             print_json(report.to_dict())
             return
         table = Table(title=f"{report.method} -> {report.prefix}")
-        for col in ("GPU", "package", "version", "status", "files"):
+        for col in ("GPU", "package", "version", "contents", "status", "files"):
             table.add_column(col, overflow="fold", no_wrap=col != "GPU")
         for item in report.items:
             table.add_row("\n".join(item["devices"]), item["package"], item["version"],
-                          item["status"], str(len(item["files"]) or "-"))
+                          item["contents"], item["status"], str(len(item["files"]) or "-"))
         console.print(table)
         if report.items:
             console.print(f"into {report.items[0]['location']}", highlight=False)

@@ -24,7 +24,7 @@ from .choose import Choice, choose_packages
 from .commit import commit_files
 from .manifest import DB_DIR, MANIFEST_DIR, manifest_relpath, read_manifest
 from .sources import Available, Source, list_available
-from .verify import PackageCheck, check_package, verify_prefix
+from .verify import PackageCheck, check_package, manifest_contents, verify_prefix
 
 __all__ = [
     "Source",
@@ -48,10 +48,12 @@ class InstallReport:
     dry_run: bool
     items: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # which package of a target, and why
 
     def to_dict(self) -> dict[str, Any]:
         return {"prefix": str(self.prefix), "method": self.method, "source": str(self.source),
-                "dry_run": self.dry_run, "packages": self.items, "warnings": self.warnings}
+                "dry_run": self.dry_run, "packages": self.items, "warnings": self.warnings,
+                "notes": self.notes}
 
 
 def is_conda_prefix(prefix: Path) -> bool:
@@ -124,6 +126,8 @@ def _installed_same(prefix: Path, c: Choice, method: str) -> bool:
         return False
     if not same_version(str(data.get("version")), c.available.version):
         return False
+    if (manifest_contents(data) == "databases-only") != c.available.databases_only:
+        return False  # the same version with kernels replaces a databases-only one
     if method == "conda":
         from .conda import conda_meta_records
 
@@ -191,7 +195,7 @@ def _obsolete(prefix: Path, method: str, chosen: list[Choice]) -> list[Path]:
             from .conda import conda_meta_records
 
             old += [p for p in conda_meta_records(prefix, [a.package])
-                    if not p.name.startswith(f"{a.package}-{a.version}-")]
+                    if p.name != f"{a.package}-{a.version}-{a.build}.json"]
         else:
             from .pip import site_packages_of
 
@@ -257,7 +261,8 @@ def install(
                  if a.kind == ("conda" if source.method == "conda" else "wheel")]
     chosen = choose_packages(wanted, available, version, where=str(source))
     report = InstallReport(prefix, source.method, source, dry_run,
-                           warnings=[c.warning for c in chosen if c.warning])
+                           warnings=[c.warning for c in chosen if c.warning],
+                           notes=[c.why for c in chosen if c.why])
     todo = [c for c in chosen if force or not _installed_same(prefix, c, source.method)]
     for c in chosen:
         status = ("would install" if dry_run else "installed") if c in todo else \

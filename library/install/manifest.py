@@ -25,11 +25,27 @@ __all__ = [
     "check_manifest",
     "read_manifest",
     "installed_manifests",
+    "DATABASES_ONLY_MARK",
+    "DATABASES_ONLY_WHEEL_TAG",
+    "is_databases_only",
 ]
 
 DB_DIR = "share/miopen/db"
 MANIFEST_DIR = "share/miopenkernels"
 MANIFEST_SCHEMA = 1
+
+# A databases-only package (no KernelDb: `package --from-dir` on a folder without one) keeps its
+# target's package name and is marked where an index lists each file, so that an installer tells
+# it from a package with kernels without fetching it: its conda build string is
+# `<arch>_<cu>_databases_only_<number>` (with kernels: `<arch>_<cu>_<number>`), its wheel's build
+# tag `0_databases_only` (with kernels: none).
+DATABASES_ONLY_MARK = "databases_only"
+DATABASES_ONLY_WHEEL_TAG = "0_" + DATABASES_ONLY_MARK
+
+
+def is_databases_only(build: str) -> bool:
+    """Whether a conda build string or a wheel build tag marks a databases-only package."""
+    return DATABASES_ONLY_MARK in build
 
 
 def manifest_relpath(basename: str) -> str:

@@ -34,7 +34,8 @@ def fetch_wheel(avail: Available, dest_dir: Path) -> Path:
 def check_wheel(wheel: Path, avail: Available) -> dict[str, Any]:
     """Every data file in the wheel against the manifest it carries; returns the manifest."""
     base = avail.target.basename
-    data_dir = wheel.name.split("-py3-", 1)[0] + ".data/data/"
+    # `<name>-<version>.data`, also for a wheel with a build tag (a databases-only package).
+    data_dir = "-".join(wheel.name.split("-")[:2]) + ".data/data/"
     try:
         with zipfile.ZipFile(wheel) as zf:
             names = set(zf.namelist())

@@ -48,15 +48,27 @@ class Available:
     url: str
     sha256: str | None
     kind: str  # 'wheel' | 'conda'
-    build: str = ""
+    build: str = ""  # conda build string, or wheel build tag ('' for none)
 
     @property
     def package(self) -> str:
         return self.target.package
 
+    @property
+    def databases_only(self) -> bool:
+        """The package has no KernelDb (its build string or build tag says so)."""
+        from .manifest import is_databases_only
+
+        return is_databases_only(self.build)
+
+    @property
+    def contents(self) -> str:
+        return "databases-only" if self.databases_only else "kernels"
+
     def to_dict(self) -> dict[str, Any]:
         return {"package": self.package, "target": self.target.name, "version": self.version,
-                "kind": self.kind, "url": self.url, "sha256": self.sha256}
+                "kind": self.kind, "build": self.build, "contents": self.contents,
+                "url": self.url, "sha256": self.sha256}
 
 
 def _as_url(location: str) -> str:
@@ -138,14 +150,14 @@ def _from_wheel_link(base: str, href: str) -> Available | None:
     url, _, fragment = urllib.parse.urljoin(base, href).partition("#")
     name = urllib.parse.unquote(url.rsplit("/", 1)[-1])
     try:
-        dist, version, _build, _tags = parse_wheel_filename(name)
+        dist, version, build, _tags = parse_wheel_filename(name)
     except (InvalidWheelFilename, InvalidVersion):
         return None
     target = _target(dist)
     if target is None:
         return None
     sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
-    return Available(target, str(version), url, sha, "wheel")
+    return Available(target, str(version), url, sha, "wheel", "".join(map(str, build)))
 
 
 def _list_index(index_url: str) -> list[Available]:
@@ -177,7 +189,8 @@ def _list_find_links(location: str) -> list[Available]:
         for whl in sorted(folder.glob("*.whl")):
             a = _from_wheel_link(url.rstrip("/") + "/", whl.name)
             if a:
-                found.append(Available(a.target, a.version, a.url, sha256_file(whl), "wheel"))
+                found.append(Available(a.target, a.version, a.url, sha256_file(whl), "wheel",
+                                       a.build))
         return found
     page = url if url.endswith("/") else url + "/"
     return [a for href, _ in _links(read_url(page, "find-links page"))

@@ -57,7 +57,7 @@ def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
         version=str(data.get("version", "?")),
         target=f"{target.get('arch')}-{target.get('cu')}",
         files=len(data["files"]),
-        contents=_contents(data),
+        contents=manifest_contents(data),
     )
     for rel, info in sorted(data["files"].items()):
         path = Path(prefix) / rel
@@ -73,7 +73,7 @@ def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
     return check
 
 
-def _contents(manifest: dict[str, Any]) -> str:
+def manifest_contents(manifest: dict[str, Any]) -> str:
     """What the package holds, from its manifest (older manifests: from its files)."""
     said = manifest.get("contents")
     if said in ("kernels+databases", "kernels-only", "databases-only"):

@@ -25,8 +25,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ROCMINFO = FIXTURES / "rocminfo_two_gpus.txt"
 
 
-def avail(name: str, version: str = "0.1.0") -> Available:
-    return Available(Target.parse(name), version, f"file:///x/{name}", None, "wheel")
+def avail(name: str, version: str = "0.1.0", build: str = "") -> Available:
+    return Available(Target.parse(name), version, f"file:///x/{name}", None, "wheel", build)
 
 
 def test_exact_match_and_newest_version_win():
@@ -54,6 +54,29 @@ def test_a_pinned_version_that_is_missing_is_an_error():
         choose_packages({Target("gfx906", 60): ["0"]}, [avail("gfx906-60")], version="9.9")
 
 
+@pytest.mark.parametrize("mark", ["0_databases_only", "gfx90a_104_databases_only_0"])
+def test_a_package_with_kernels_is_taken_before_a_databases_only_one(mark):
+    dbs_new, kernels = avail("gfx90a-104", "0.2.0", mark), avail("gfx90a-104", "0.1.0")
+    assert dbs_new.databases_only and not kernels.databases_only
+    [c] = choose_packages({Target("gfx90a", 104): ["0"]}, [dbs_new, kernels])
+    assert c.available is kernels and c.to_dict()["contents"] == "kernels"
+    assert "has kernels" in c.why and f"0.2.0 ({mark})" in c.why
+    # Only databases-only is offered, or asked for by version: it is taken, and said so.
+    [c] = choose_packages({Target("gfx90a", 104): ["0"]}, [dbs_new])
+    assert c.available is dbs_new and "databases-only" in c.why and "compiled" in c.why
+    [c] = choose_packages({Target("gfx90a", 104): ["0"]}, [dbs_new, kernels], version="0.2.0")
+    assert c.available is dbs_new
+    # Between packages with kernels (or without) the newest wins, as before, with no note.
+    [c] = choose_packages({Target("gfx90a", 104): ["0"]},
+                          [kernels, avail("gfx90a-104", "0.3.0")])
+    assert c.available.version == "0.3.0" and c.why is None
+    # The nearest CU count follows the same rule, and the error says what is databases-only.
+    [c] = choose_packages({Target("gfx90a", 110): ["0"]}, [dbs_new, kernels])
+    assert c.available is kernels and c.warning and c.why
+    with pytest.raises(PackageNotFoundError, match=r"gfx90a-104 0.2.0 \(databases-only\)"):
+        choose_packages({Target("gfx942", 304): ["0"]}, [dbs_new])
+
+
 def _simple_index(root: Path) -> Path:
     simple = root / "simple"
     (simple / "miopenkernels-gfx906-60").mkdir(parents=True)
@@ -63,14 +86,17 @@ def _simple_index(root: Path) -> Path:
         '<a href="other-project/">other-project</a></body></html>')
     (simple / "miopenkernels-gfx906-60" / "index.html").write_text(
         '<a href="miopenkernels_gfx906_60-0.1.0-py3-none-any.whl#sha256=abc">x</a>'
-        '<a href="miopenkernels_gfx906_60-0.2.0-py3-none-any.whl#sha256=def">y</a>')
+        '<a href="miopenkernels_gfx906_60-0.2.0-py3-none-any.whl#sha256=def">y</a>'
+        '<a href="miopenkernels_gfx906_60-0.2.0-0_databases_only-py3-none-any.whl#sha256=0">z</a>')
     return simple
 
 
 def test_simple_index_lists_every_wheel_with_its_hash(tmp_path):
     found = list_available(Source("index", str(_simple_index(tmp_path))))
-    assert [(a.target.name, a.version, a.sha256) for a in found] == [
-        ("gfx906-60", "0.1.0", "abc"), ("gfx906-60", "0.2.0", "def")]
+    assert [(a.target.name, a.version, a.sha256, a.databases_only) for a in found] == [
+        ("gfx906-60", "0.1.0", "abc", False), ("gfx906-60", "0.2.0", "def", False),
+        ("gfx906-60", "0.2.0", "0", True)]
+    assert found[2].build == "0_databases_only"
     assert found[0].url.endswith("/simple/miopenkernels-gfx906-60/"
                                  "miopenkernels_gfx906_60-0.1.0-py3-none-any.whl")
 
@@ -81,11 +107,15 @@ def test_channel_repodata_lists_kernel_packages_only(tmp_path):
         "miopenkernels-gfx90a-104-0.1.0-gfx90a_104_0.conda": {
             "name": "miopenkernels-gfx90a-104", "version": "0.1.0", "build": "gfx90a_104_0",
             "sha256": "00"},
+        "miopenkernels-gfx90a-104-0.1.0-gfx90a_104_databases_only_0.conda": {
+            "name": "miopenkernels-gfx90a-104", "version": "0.1.0",
+            "build": "gfx90a_104_databases_only_0", "sha256": "01"},
         "miopenkernels-gpu-0.1.0-gfx90a_0.conda": {"name": "miopenkernels-gpu",
                                                    "version": "0.1.0"},
     }}))
-    [a] = list_available(Source("channel", str(tmp_path)))
+    a, b = sorted(list_available(Source("channel", str(tmp_path))), key=lambda a: a.build)
     assert (a.target.name, a.build, a.kind) == ("gfx90a-104", "gfx90a_104_0", "conda")
+    assert not a.databases_only and b.databases_only
 
 
 @pytest.mark.parametrize("kind", ["index", "channel", "find-links"])
