@@ -23,6 +23,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dataclasses import FrozenInstanceError, dataclass, field, fields, replace
 else:
+    import operator
+
     _MISSING = object()
 
     class FrozenInstanceError(AttributeError):
@@ -45,34 +47,34 @@ else:
         return _Field(default, default_factory, repr, compare)
 
     def _init(self, *args, **kwargs):
-        fields = self.__record_fields__
-        if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__}() takes {len(fields)} positional arguments "
+        # Hot: launches and the miss ranking make many records. `__record_init__` holds
+        # (name, default, default_factory) per field.
+        spec = self.__record_init__
+        if len(args) > len(spec):
+            raise TypeError(f"{type(self).__name__}() takes {len(spec)} positional arguments "
                             f"but {len(args)} were given")
-        values = dict(zip((f.name for f in fields), args, strict=False))
-        for name, value in kwargs.items():
-            if name in values:
-                raise TypeError(f"{type(self).__name__}() got multiple values for argument "
-                                f"{name!r}")
-            values[name] = value
         state = self.__dict__
-        for f in fields:
-            value = values.pop(f.name, _MISSING)
-            if value is _MISSING:
-                if f.default is not _MISSING:
-                    value = f.default
-                elif f.default_factory is not _MISSING:
-                    value = f.default_factory()
-                else:
-                    raise TypeError(f"{type(self).__name__}() missing 1 required argument: "
-                                    f"{f.name!r}")
-            state[f.name] = value
-        if values:
+        for i, (name, default, factory) in enumerate(spec):
+            if i < len(args):
+                if name in kwargs:
+                    raise TypeError(f"{type(self).__name__}() got multiple values for "
+                                    f"argument {name!r}")
+                state[name] = args[i]
+            elif name in kwargs:
+                state[name] = kwargs.pop(name)
+            elif default is not _MISSING:
+                state[name] = default
+            elif factory is not _MISSING:
+                state[name] = factory()
+            else:
+                raise TypeError(f"{type(self).__name__}() missing 1 required argument: "
+                                f"{name!r}")
+        if kwargs:  # what is left names no field
             raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
-                            f"{next(iter(values))!r}")
-        post = getattr(self, "__post_init__", None)
+                            f"{next(iter(kwargs))!r}")
+        post = type(self).__record_post__
         if post is not None:
-            post()
+            post(self)
 
     def _repr(self):
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}"
@@ -80,7 +82,7 @@ else:
         return f"{type(self).__qualname__}({shown})"
 
     def _compared(self):
-        return tuple(getattr(self, f.name) for f in self.__record_fields__ if f.compare)
+        return type(self).__record_key__(self)
 
     def _eq(self, other):
         if other.__class__ is not self.__class__:
@@ -89,6 +91,21 @@ else:
 
     def _hash(self):
         return hash(_compared(self))
+
+    def _frozen_hash(self):
+        # A frozen record's hash is made once (records key the hot path's caches) and never
+        # pickled: string hashes differ between processes.
+        state = self.__dict__
+        cached = state.get("__record_hash__")
+        if cached is None:
+            cached = state["__record_hash__"] = hash(_compared(self))
+        return cached
+
+    def _getstate(self):
+        state = self.__dict__
+        if "__record_hash__" not in state:
+            return state
+        return {k: v for k, v in state.items() if k != "__record_hash__"}
 
     def _frozen_setattr(self, name, value):
         if type(self) is self.__record_class__ or name in self.__record_names__:
@@ -158,6 +175,13 @@ else:
             cls.__record_class__ = cls
             cls.__match_args__ = tuple(f.name for f in fields)
             cls.__dataclass_fields__ = _StdlibFields()
+            compared = tuple(f.name for f in fields if f.compare)
+            cls.__record_key__ = (operator.attrgetter(*compared) if len(compared) > 1 else
+                                  (lambda obj, get=operator.attrgetter(*compared): (get(obj),))
+                                  if compared else (lambda obj: ()))
+            cls.__record_init__ = tuple((f.name, f.default, f.default_factory) for f in fields)
+            post = getattr(cls, "__post_init__", None)
+            cls.__record_post__ = post
             _set_new(cls, "__init__", _init)
             if repr:
                 _set_new(cls, "__repr__", _repr)
@@ -165,7 +189,9 @@ else:
                 _set_new(cls, "__eq__", _eq)
             explicit_hash = cls.__dict__.get("__hash__", _MISSING) not in (_MISSING, None)
             if not explicit_hash and eq:
-                cls.__hash__ = _hash if frozen else None
+                cls.__hash__ = _frozen_hash if frozen else None
+                if frozen:
+                    _set_new(cls, "__getstate__", _getstate)
             if frozen:
                 cls.__setattr__ = _frozen_setattr
                 cls.__delattr__ = _frozen_delattr

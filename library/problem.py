@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ._numbers import INT32, parse_int
-from ._record import dataclass, field, fields, replace
+from ._record import dataclass, field, replace
 from .errors import ProblemError
 
 __all__ = [
@@ -97,18 +97,6 @@ class ConvProblem:
         set_(self, "wei_type", self.wei_type or self.in_type)
         set_(self, "out_type", self.out_type or self.in_type)
         self._validate()
-
-    def __hash__(self) -> int:
-        # Problems key every cache of the hot path: hash the fields once per object.
-        cached: int | None = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached
-
-    def __getstate__(self) -> dict[str, Any]:
-        # String hashes differ between processes: a pickled problem hashes anew.
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     # ----------------------------------------------------------------- validation
     def _validate(self) -> None:

@@ -205,8 +205,8 @@ def test_hash_is_kept_per_object_and_never_pickled() -> None:
 
     p = ConvProblem(n=2, c=8, k=16, in_spatial=(9, 9), filter=(3, 3), in_layout="NHWC")
     assert hash(p) == hash(replace(p)) and {p: 1}[replace(p)] == 1
-    assert "_hash" in p.__dict__
+    assert "__record_hash__" in p.__dict__
     # String hashes differ between processes: the state a worker receives holds no hash.
-    assert "_hash" not in p.__getstate__()
+    assert "__record_hash__" not in p.__getstate__()
     q = pickle.loads(pickle.dumps(p))
     assert q == p and hash(q) == hash(p)
