@@ -74,6 +74,12 @@ def _problem_view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], str, 
     return view, args, spec.kernel_for(view.direction, sizes), channels_last
 
 
+@lru_cache(maxsize=8192)
+def _arg(name: str, kind: str, value: int | None) -> KernelArg:
+    """A kernel argument (immutable, so shared between launches: a first call packs about 35)."""
+    return KernelArg(name, kind, value)
+
+
 @lru_cache(maxsize=1024)
 def _config_items(params: Params) -> tuple[tuple[str, int], ...]:
     return tuple(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
@@ -352,13 +358,13 @@ class ConvTritonImplicitGemm(Solver):
         kargs = []
         for name, kind in spec.arg_list(kernel):
             if kind.startswith("ptr"):
-                kargs.append(KernelArg(name, "ptr:" + tensors[name]))
+                kargs.append(_arg(name, "ptr:" + tensors[name], None))
             elif kind == "i32":
-                kargs.append(KernelArg(name, "i32", args[name]))
+                kargs.append(_arg(name, "i32", args[name]))
         # Triton appends two scratch pointers (global, profile): null, as the objects here
         # need no scratch (the runtime checks the object's LaunchMetadata says so).
-        kargs += [KernelArg("global_scratch", "ptr:workspace"),
-                  KernelArg("profile_scratch", "ptr:workspace")]
+        kargs += [_arg("global_scratch", "ptr:workspace", None),
+                  _arg("profile_scratch", "ptr:workspace", None)]
         warps = config["num_warps"]
         return Launch(kernel, (grid[0], grid[1], grid[2]), (warps * 32, 1, 1), tuple(kargs),
                       workspace_bytes=int(spec.workspace_bytes(kernel, sizes, config)),
