@@ -163,9 +163,7 @@ class Handle:
 
     # ------------------------------------------------------------------ databases
     def _open_databases(self) -> None:
-        from .db.finddb import FindDb
-        from .db.perfdb import PerfDb
-
+        """Where the databases are; each is opened (and its module imported) on first use."""
         self.basename = self.target.basename
         paths = config.Paths.for_basename(self.basename, self.target.arch)
         self.system_basename = self.basename
@@ -185,12 +183,10 @@ class Handle:
         # unusable cache folder no kernel cache: one warning each, never an OSError later.
         user_ok = _usable_dir(paths.user_dir, "MIOPEN_USER_DB_PATH", "no user databases: "
                               "finds and tuning results are not recorded")
-        self.finddb: FindDb = FindDb(sys_paths.system_finddb,
-                                     paths.user_finddb if user_ok else None)
-        perf_system = sys_paths.system_perfdb
-        if perf_system is not None and not perf_system.exists():
-            perf_system = sys_paths.system_perfdb_text
-        self.perfdb: PerfDb = PerfDb(perf_system, paths.user_perfdb if user_ok else None)
+        self._user_dbs_ok = user_ok
+        self._system_paths = sys_paths
+        self._finddb: FindDb | None = None
+        self._perfdb: PerfDb | None = None
         self._system_kdb_path = sys_paths.system_kdb
         self._system_kdb: KernelDb | None = None
         self._system_kdb_opened = False
@@ -198,6 +194,36 @@ class Handle:
             paths.cache_dir, "MIOPEN_CUSTOM_CACHE_DIR", "no kernel cache: JIT-compiled kernels "
             "are not kept")
         self._user_kdb: KernelDb | None = None
+
+    @property
+    def finddb(self) -> FindDb:
+        """The system and user FindDb, made on first use."""
+        if self._finddb is None:
+            from .db.finddb import FindDb
+
+            self._finddb = FindDb(self._system_paths.system_finddb,
+                                  self.paths.user_finddb if self._user_dbs_ok else None)
+        return self._finddb
+
+    @finddb.setter
+    def finddb(self, db: FindDb) -> None:
+        self._finddb = db
+
+    @property
+    def perfdb(self) -> PerfDb:
+        """The system PerfDb (SQLite, else text) and the user PerfDb, made on first use."""
+        if self._perfdb is None:
+            from .db.perfdb import PerfDb
+
+            system = self._system_paths.system_perfdb
+            if system is not None and not system.exists():
+                system = self._system_paths.system_perfdb_text
+            self._perfdb = PerfDb(system, self.paths.user_perfdb if self._user_dbs_ok else None)
+        return self._perfdb
+
+    @perfdb.setter
+    def perfdb(self, db: PerfDb) -> None:
+        self._perfdb = db
 
     @property
     def system_kdb(self) -> KernelDb | None:
@@ -522,10 +548,12 @@ class Handle:
                     t.release()
 
     def close(self) -> None:
-        for db in (self.system_kdb, self._user_kdb):
+        """Close what was opened (a database never used is not opened to be closed)."""
+        for db in (self._system_kdb, self._user_kdb):
             if db is not None:
                 db.close()
-        self.perfdb.close()
+        if self._perfdb is not None:
+            self._perfdb.close()
 
     def __repr__(self) -> str:
         return f"<Handle {self.target.name} {self.backend.name} dbs={self.paths.system_dir}>"
