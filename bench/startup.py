@@ -150,6 +150,12 @@ def main() -> int:
         summary[case] = med
     import miopenkernels
 
+    build = args.system_db / "sm9084.build.json"
+    package = {"kdb_bytes": (args.system_db / "sm9084.kdb").stat().st_size,
+               "finddb_lines": sum(1 for _ in (args.system_db / "sm9084.HIP.fdb.txt").open())
+               if (args.system_db / "sm9084.HIP.fdb.txt").is_file() else 0,
+               "manifests": json.loads(build.read_text()).get("manifests")
+               if build.is_file() else None}
     out = {"machine": platform.machine(), "cpu": cpu_model(), "cpus": os.cpu_count(),
            "python": sys.version.split()[0], "numpy": numpy_runs[0]["numpy"],
            "miopenkernels": miopenkernels.__version__,
@@ -157,7 +163,8 @@ def main() -> int:
            "load_average_before": [round(x, 2) for x in load_before],
            "load_average_after": [round(x, 2) for x in load_after],
            "preloaded_modules": numpy_runs[0]["preloaded_modules"],
-           "repeats": args.repeats, "method": __doc__.split("\n\n")[1], "summary": summary,
+           "package": package, "repeats": args.repeats, "method": __doc__.split("\n\n")[1],
+           "summary": summary,
            "numpy_runs": numpy_runs, "runs": results}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     Path(str(args.out) + ".json").write_text(json.dumps(out, indent=1) + "\n")
