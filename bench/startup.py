@@ -10,7 +10,8 @@ processes. Two layers: one with a FindDb record (batch 32) and one without (batc
 ranking). Bytecode is compiled before timing (one untimed process per case, as an installer
 compiles it) and the children run with it; PYTHONDONTWRITEBYTECODE is left out of their
 environment. The bar: the runtime's three phases under half of numpy's import. Medians over
-`--repeats` processes; the load average before and after is recorded.
+`--repeats` processes (and the fastest of each, as numpy's import is often bimodal on a shared
+machine); the load average before and after is recorded.
 
     python bench/startup.py --system-db DIR --out bench/results/startup_null
 """
@@ -138,6 +139,11 @@ def main() -> int:
         med: dict = {k: round(statistics.median(r[k] for r in runs), 3) for k in PHASES}
         med["numpy_ms"] = numpy_ms
         med["ratio"] = round(med["runtime_ms"] / numpy_ms, 3)
+        # numpy's import is often bimodal on a shared machine: the fastest of each says how
+        # the two compare when neither waits.
+        med["runtime_min_ms"] = round(min(r["runtime_ms"] for r in runs), 3)
+        med["numpy_min_ms"] = round(min(r["numpy_ms"] for r in numpy_runs), 3)
+        med["ratio_min"] = round(med["runtime_min_ms"] / med["numpy_min_ms"], 3)
         med["ratio_after"] = round(statistics.median(
             r["runtime_ms"] / r["numpy_after_ms"] for r in runs), 3)
         med["modules_on_import"] = max(r["modules_on_import"] for r in runs)
@@ -171,15 +177,17 @@ def main() -> int:
     lines = [f"Start-up without a GPU ({out['cpus']} CPUs, {out['cpu']}, Python "
              f"{out['python']}, numpy {out['numpy']}, load {load_before[0]:.2f} before / "
              f"{load_after[0]:.2f} after): ms, median of {args.repeats} processes each; "
-             "ratio = runtime / `import numpy` in a fresh interpreter (bar: < 0.5); after = "
-             "`import numpy` in the runtime's interpreter afterwards.", "",
+             "ratio = runtime / `import numpy` in a fresh interpreter (bar: < 0.5); fastest = "
+             "the fastest process of each (runtime / numpy); after = `import numpy` in the "
+             "runtime's interpreter afterwards.", "",
              "| layer | import handle | Handle() | first invoker | runtime | import numpy | "
-             "ratio | numpy after | solution | JIT |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "ratio | fastest | numpy after | solution | JIT |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for case, s in summary.items():
         lines.append(f"| {case} | {s['import_ms']:.1f} | {s['handle_ms']:.1f} | "
                      f"{s['invoker_ms']:.1f} | {s['runtime_ms']:.1f} | {s['numpy_ms']:.1f} | "
-                     f"{s['ratio']:.2f} | {s['numpy_after_ms']:.1f} | "
+                     f"{s['ratio']:.2f} | {s['runtime_min_ms']:.1f} / {s['numpy_min_ms']:.1f} "
+                     f"= {s['ratio_min']:.2f} | {s['numpy_after_ms']:.1f} | "
                      f"{s['solver']} ({s['source']}) | {s['jit']} |")
     Path(str(args.out) + ".md").write_text("\n".join(lines) + "\n")
     print(json.dumps(summary) if args.json else "\n".join(lines))
