@@ -35,7 +35,7 @@ __all__ = ["FEATURES", "Hardware", "RankingModel", "Candidate", "features", "loa
 
 FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_waves",
             "log_block", "log_work_per_thread", "log_tail", "log_groups", "log_tile_efficiency",
-            "log_reduction", "log_gemm_mn", "log_flop_us_sq", "log_waves_sq")
+            "log_reduction", "log_gemm_mn", "log_flop_us_sq", "log_waves_sq", "log_serial")
 """Feature names, in the order of every weight vector of the model file."""
 
 POOLED = "*"
@@ -95,6 +95,10 @@ def features(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
              ) -> tuple[float, ...]:
     """The FEATURES of one candidate: work, bytes, launch geometry and tile use, on `hw`.
 
+    `log_serial` is how far the launch falls short of one wave (max(0, -log waves)) times the
+    log of the reduction length: a launch that leaves SMs idle runs about as long as each of
+    its blocks' serial loop over the reduction, whatever the batch.
+
     Launch geometry comes from `Solver.launch_geometry`; the tile efficiency from the solver's
     optional `efficiency(view, params)` (the fraction of launched work that is real; 1 without
     one).
@@ -111,7 +115,7 @@ def features(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
     return (1.0, fp16, channel_last, log_flop, log_bytes, log_waves, math.log(block),
             math.log(work / (blocks * block)), math.log(math.ceil(waves) / waves), log_groups,
             math.log(max(eff, 1e-6)), log_r, log_mn, log_flop * log_flop,
-            log_waves * log_waves)
+            log_waves * log_waves, max(0.0, -log_waves) * log_r)
 
 
 @dataclass(frozen=True)
