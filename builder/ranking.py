@@ -34,7 +34,7 @@ from miopenkernels.db.finddb import FindDbFile
 from miopenkernels.db.perfdb import PerfDbFile
 from miopenkernels.errors import MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
-from miopenkernels.ranking import FEATURES, POOLED, Hardware, features
+from miopenkernels.ranking import FEATURES, POOLED, Hardware, bias_key, features
 from miopenkernels.solvers import get_solver
 from miopenkernels.solvers.base import Params, Solver
 from miopenkernels.target import Target
@@ -234,7 +234,8 @@ def fit(samples: Sequence[Sample], hardware: dict[str, dict[str, Any]],
         residual[name] = round(float(np.sqrt(np.mean((pred - y[idx]) ** 2))), 4)
         sums: dict[str, list[float]] = defaultdict(list)
         for i, r in zip(idx, y[idx] - pred, strict=True):
-            sums[samples[i].solver.params_to_string(samples[i].params)].append(float(r))
+            sums[bias_key(samples[i].problem,
+                          samples[i].solver.params_to_string(samples[i].params))].append(float(r))
         bias[name] = {p: round(sum(rs) / (len(rs) + BIAS_SHRINK), 5)
                       for p, rs in sorted(sums.items()) if p}
     return {

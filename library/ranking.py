@@ -5,7 +5,8 @@ log-linear cost model: `log(ms) = w . features`, with one weight vector per solv
 `builder/ranking.py` on every timing the tuning runs recorded. The features are the same for every
 solver and come from the solver protocol alone (the problem's work and bytes, the launch geometry
 of `Solver.launch`) and from the target's published hardware figures (dbs/hardware.toml); a
-parameter set's mean residual in the fit (shrunk towards zero) is added as its own bias. A new
+parameter set's mean residual in the fit per element type (shrunk towards zero) is added as its
+own bias. A new
 solver joins the ranking by refitting the data file, with no change here. A solver the model has
 no timings of is ranked by the pooled fit (`"*"`).
 
@@ -118,6 +119,12 @@ def features(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
             log_waves * log_waves, max(0.0, -log_waves) * log_r)
 
 
+def bias_key(problem: ConvProblem, params_text: str) -> str:
+    """The key of a parameter set's bias in the model: per element type (a tile that suits
+    16-bit data may not suit FP32), e.g. `FP32:128,64,32,8,1,4,2`."""
+    return f"{problem.in_type}:{params_text}" if params_text else ""
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One ranked way to compute a problem: solver, parameters and predicted time (ms)."""
@@ -173,7 +180,7 @@ class RankingModel:
                 ) -> float:
         """Predicted milliseconds of one candidate."""
         bias = self.bias.get(solver.name)
-        text = solver.params_to_string(params) if bias else ""
+        text = bias_key(problem, solver.params_to_string(params)) if bias else ""
         return self.predict_ms(solver.name, features(problem, solver, params, hw), text)
 
     def candidate_params(self, solver: Solver, problem: ConvProblem, target: Target

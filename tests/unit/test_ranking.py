@@ -12,6 +12,7 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import (
     FEATURES,
     RankingModel,
+    bias_key,
     features,
     load_model,
     model_path,
@@ -149,7 +150,8 @@ def test_prediction_is_the_model_of_the_full_feature_vector() -> None:
                     continue
                 feats = features(problem, solver, params, hw)
                 assert len(feats) == len(FEATURES)
-                want = model.predict_ms(solver.name, feats, solver.params_to_string(params))
+                want = model.predict_ms(solver.name, feats,
+                                        bias_key(problem, solver.params_to_string(params)))
                 assert model.predict(problem, solver, params, hw) == pytest.approx(want)
                 checked += 1
     assert checked >= 6
