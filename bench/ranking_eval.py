@@ -63,14 +63,16 @@ def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
     all_rows = []
     for net, keys in sorted(nets.items()):
         train = [s for s in samples if s.problem.key() not in keys]
-        # Parameter sets a package would ship: those tuned on the training problems.
-        shipped: dict[str, list[str]] = defaultdict(list)
+        # Parameter sets a package would ship: those tuned on the training problems, most
+        # frequent first (as builder.ranking.tuned_params orders them).
+        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         train_keys = {s.problem.key() for s in train}
         for key in sorted(train_keys):
             rec_problem = by_problem[key][0].problem
             for solver, params in perf.load(rec_problem).items():
-                if params not in shipped[solver]:
-                    shipped[solver].append(params)
+                counts[solver][params] += 1
+        shipped = {solver: sorted(c, key=lambda p, c=c: (-c[p], p))
+                   for solver, c in counts.items()}
         model = RankingModel(fit(train, hardware, dict(shipped)), f"without {net}")
         rows = []
         for key in sorted(keys):
