@@ -238,20 +238,69 @@ def _targets_file() -> Path:
     return package_dir("miopenkernels.dbs") / "targets.toml"
 
 
-@lru_cache(maxsize=4)
-def load_targets(path: str | None = None) -> tuple[TargetSpec, ...]:
-    """Read dbs/targets.toml (or `path`)."""
+def _parse_toml(file: Path, text: str) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    file = Path(path) if path else _targets_file()
     try:
-        data = tomllib.loads(file.read_text())
-    except FileNotFoundError:
-        raise TargetError(f"targets file {file} not found") from None
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TargetError(f"targets file {file} is not valid TOML: {exc}") from None
+    return data
+
+
+def _mirror(file: Path, text: str) -> dict[str, Any] | None:
+    """The content of targets.toml from its JSON mirror beside it (`targets.json`, written by
+    `python -m miopenkernels.target`), if the mirror was made from exactly this text: the
+    runtime then needs no TOML parser (tomllib imports typing, datetime and re: about 5 ms of
+    a first call). A missing or stale mirror is ignored: the TOML is the source."""
+    mirror = file.with_suffix(".json")
+    try:
+        raw = mirror.read_bytes()
+    except OSError:
+        return None
+    import json
+    import zlib
+
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("source_crc32") != zlib.crc32(text.encode()):
+        return None
+    content = data.get("content")
+    return content if isinstance(content, dict) else None
+
+
+def write_mirror(path: str | None = None) -> Path:
+    """Write targets.json beside targets.toml (or `path`): its parsed content and the CRC-32
+    of the text it came from."""
+    import json
+    import zlib
+
+    from ._fsutil import atomic_write
+
+    file = Path(path) if path else _targets_file()
+    text = file.read_text()
+    data = {"source": file.name, "source_crc32": zlib.crc32(text.encode()),
+            "content": _parse_toml(file, text)}
+    out = file.with_suffix(".json")
+    atomic_write(out, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+@lru_cache(maxsize=4)
+def load_targets(path: str | None = None) -> tuple[TargetSpec, ...]:
+    """Read dbs/targets.toml (or `path`), through its JSON mirror when that is current."""
+    file = Path(path) if path else _targets_file()
+    try:
+        text = file.read_text()
+    except FileNotFoundError:
+        raise TargetError(f"targets file {file} not found") from None
+    data = _mirror(file, text)
+    if data is None:
+        data = _parse_toml(file, text)
     specs = []
     for entry in data.get("target", []):
         try:
@@ -314,3 +363,7 @@ def select_targets(patterns: str | list[str] | None) -> list[Target]:
             raise TargetError(f"no target matches {pat!r}; the defaults are: {names}")
         chosen += [t for t in hits if t not in chosen]
     return chosen
+
+
+if __name__ == "__main__":  # python -m miopenkernels.target: refresh dbs/targets.json
+    print(write_mirror())

@@ -190,3 +190,45 @@ def test_kdb_verify_checks_the_arch_of_a_gfx950_database(tmp_path) -> None:
     kdb = make_kdb(tmp_path / "gfx950100.kdb", "gfx942")
     checks = verify_kdb(kdb)
     assert checks and all("gfx950100.kdb is a gfx950 database" in c.error for c in checks)
+
+
+def test_the_shipped_json_mirror_of_targets_toml_is_current() -> None:
+    import json
+    import sys
+    import zlib
+
+    from miopenkernels import target
+
+    toml = target._targets_file()
+    mirror = json.loads(toml.with_suffix(".json").read_text())
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    text = toml.read_text()
+    assert mirror["source_crc32"] == zlib.crc32(text.encode()), \
+        "dbs/targets.json is stale: run `python -m miopenkernels.target`"
+    assert mirror["content"] == tomllib.loads(text)
+
+
+def test_a_stale_or_damaged_mirror_is_ignored_and_the_toml_read(tmp_path) -> None:
+    from miopenkernels import target
+
+    toml = tmp_path / "targets.toml"
+    toml.write_text('[[target]]\narch = "gfx942"\ncompiler = "clang-19"\ncus = [304]\n')
+    out = target.write_mirror(str(toml))
+    assert out == tmp_path / "targets.json"
+    assert [s.arch for s in target.load_targets(str(toml))] == ["gfx942"]
+    # The TOML changes after the mirror was made: the new TOML wins.
+    toml.write_text('[[target]]\narch = "gfx90a"\ncompiler = "clang-19"\ncus = [104]\n')
+    assert [s.cus for s in target.load_targets.__wrapped__(str(toml))] == [(104,)]
+    out.write_text("{not json")
+    assert [s.arch for s in target.load_targets.__wrapped__(str(toml))] == ["gfx90a"]
+    # A mirror that matches the text is what is read (it is never parsed from TOML then).
+    target.write_mirror(str(toml))
+    import json
+
+    data = json.loads(out.read_text())
+    data["content"]["target"][0]["description"] = "from the mirror"
+    out.write_text(json.dumps(data))
+    assert target.load_targets.__wrapped__(str(toml))[0].description == "from the mirror"
