@@ -53,8 +53,8 @@ _NL, _EQ, _HASH = 10, 61, 35  # b"\n", b"=", b"#"
 
 
 def _sha256(data: bytes = b"") -> Any:
-    """SHA-256: the interpreter's own module where it has one (no OpenSSL to load on a
-    runtime's first lookup), else hashlib's."""
+    """SHA-256 (of a path, for the kept index's name): the interpreter's own module where it has
+    one (no OpenSSL to load on a runtime's first lookup), else hashlib's."""
     try:
         from _sha256 import sha256  # Python 3.10, 3.11
     except ImportError:
@@ -65,10 +65,22 @@ def _sha256(data: bytes = b"") -> Any:
     return sha256(data)
 
 
+def _digest() -> Any:
+    """A 32-byte BLAKE2b from the interpreter's own module (no OpenSSL to load on a runtime's
+    first lookup; about four times the speed of its SHA-256 over the 2 MiB a stamp reads),
+    else hashlib's."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - builds without it
+        from hashlib import blake2b
+    return blake2b(digest_size=32)
+
+
 def file_stamp(path: Path) -> tuple[int, int, bytes]:
-    """(size, mtime_ns, sha256 of the first and last MiB): what an index of `path` is valid for."""
+    """(size, mtime_ns, BLAKE2b of the first and last MiB): what an index of `path` is valid
+    for."""
     st = os.stat(path)
-    h = _sha256()
+    h = _digest()
     with path.open("rb") as fh:
         h.update(fh.read(_SAMPLE))
         if st.st_size > _SAMPLE:

@@ -111,6 +111,11 @@ class CachedFile(Generic[T]):
         self._none: T | None = None  # what a missing file reads as, made once
 
     def get(self) -> T:
+        if self._value is None and self._none is not None and \
+                not os.access(self._where, os.F_OK):
+            # Still missing (a user database nothing was recorded in yet, the usual case with
+            # an installed package): said by a call that raises nothing.
+            return self._none
         try:
             st = os.stat(self._where)
             stamp = (st.st_mtime_ns, st.st_size)

@@ -171,6 +171,7 @@ def parse_value(key: str, value: str) -> tuple[FindDbRecord, str]:
     solutions = []
     version = ""
     ranked = True
+    new = object.__new__
     last = 0.0
     for entry in value.split(";"):
         # Every lookup parses a line: a well-formed 2.0 entry, the common case, is taken here
@@ -184,7 +185,11 @@ def parse_value(key: str, value: str) -> tuple[FindDbRecord, str]:
             except ValueError:
                 time = -1.0
             if 0.0 <= time < math.inf:
-                sol, v = _solution(solver, time, int(fields[1]), fields[2], fields[0]), "2.0"
+                sol = new(Solution)  # as _solution does, without the call
+                d = sol.__dict__
+                d["solver"], d["time"], d["workspace"] = solver, time, int(fields[1])
+                d["algorithm"], d["time_text"] = fields[2], fields[0]
+                v = "2.0"
             else:
                 sol, v = parse_entry(entry)
                 time = sol.time

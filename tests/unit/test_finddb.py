@@ -175,3 +175,16 @@ def test_a_text_db_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch) 
     monkeypatch.setattr(_text, "MAX_TEXT_DB_BYTES", 100)
     with pytest.raises(DbError, match="over the 0 MiB"):
         FindDbFile.read(path)
+
+
+def test_a_user_finddb_created_by_another_process_is_read_at_the_next_lookup(tmp_path) -> None:  # noqa: ANN001
+    algo = "miopenConvolutionFwdAlgoDirect"
+    user = tmp_path / "user" / "gfx90a68.HIP.3_4_0_.ufdb.txt"
+    reader = FindDb(None, user)
+    key = "1-8-8-3x3-1-6-6-1-0x0-1x1-1x1-0-NCHW-FP32-F"
+    assert reader.lookup(key) is None and reader.lookup(key) is None  # missing, checked twice
+    FindDb(None, user).store(key, [Solution("A", 1.0, 0, algo)])  # another writer
+    record = reader.lookup(key)
+    assert record is not None and record.best.solver == "A"
+    user.unlink()
+    assert reader.lookup(key) is None
