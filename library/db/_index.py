@@ -193,8 +193,11 @@ def _reorder(values: array[int], order: Any) -> array[int]:
 class LineIndex:
     """The lines of each key of one text database file, read through a memory map."""
 
-    def __init__(self, path: Path, index_dir: Path | None = None) -> None:
+    def __init__(self, path: Path, index_dir: Path | None = None, *, build: bool = True) -> None:
+        """`build=False` (a one-shot reader such as `db lookup`): with no kept index, every
+        lookup is a search of the map and no index is built or kept."""
         self.path = path
+        self._build_wanted = build
         check_exists(path, "database")
         self._fh = path.open("rb")
         self._size = os.fstat(self._fh.fileno()).st_size
@@ -340,12 +343,12 @@ class LineIndex:
         if not want or b"=" in want or b"\n" in want or want.startswith(b"#"):
             return  # no data line has such a key
         if not self._ready:
-            if self._builder is None and not self._lock.locked():
+            if not self._build_wanted or (self._builder is None and not self._lock.locked()):
                 # The first lookup of a process that found no kept index: answered by one
                 # search of the map, then the index is built while the caller goes on.
                 with self._lock:
                     found = self._scan(want)
-                    if not self._ready and self._builder is None:
+                    if not self._ready and self._builder is None and self._build_wanted:
                         self._start_builder()
                 for offset in found:
                     yield offset, self._decode(self._line_at(offset), offset)

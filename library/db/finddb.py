@@ -300,9 +300,10 @@ class FindDbReader:
     FindDb at run time, `db lookup`): the file is never parsed whole. A line that does not
     parse is skipped, as MIOpen skips it, and counted in `skipped`."""
 
-    def __init__(self, path: Path, index_dir: Path | None = None) -> None:
+    def __init__(self, path: Path, index_dir: Path | None = None, *,
+                 build_index: bool = True) -> None:
         self.path = path
-        self._index = LineIndex(path, index_dir)
+        self._index = LineIndex(path, index_dir, build=build_index)
         self._cache: dict[str, FindDbRecord | None] = {}
         self.skipped = self._index.skipped
 

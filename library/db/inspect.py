@@ -174,7 +174,8 @@ def lookup_file(path: Path | str, query: str) -> dict[str, Any]:
                 "results": results}
     keys = _keys(query)
     if found.kind == "finddb":
-        fdb = FindDbReader(found.path, index_dir())
+        # One process, a few keys: each a search of the file (or the kept index), none built.
+        fdb = FindDbReader(found.path, index_dir(), build_index=False)
         try:
             for key, _ in keys:
                 record = fdb.get(key)
@@ -184,7 +185,8 @@ def lookup_file(path: Path | str, query: str) -> dict[str, Any]:
         finally:
             fdb.close()
     elif found.kind in ("perfdb-text", "perfdb-sqlite"):
-        pdb: Any = (PerfDbTextReader(found.path, index_dir()) if found.kind == "perfdb-text"
+        pdb: Any = (PerfDbTextReader(found.path, index_dir(), build_index=False)
+                    if found.kind == "perfdb-text"
                     else SqlitePerfDb(found.path, index_dir=index_dir()))
         try:
             for key, problem in keys:

@@ -661,9 +661,10 @@ class PerfDbTextReader:
     """A read-only text PerfDb (`<base>.db.txt`) of any size, answered per problem through a
     `LineIndex`; a malformed line is skipped, as MIOpen skips it."""
 
-    def __init__(self, path: Path, index_dir: Path | None = None) -> None:
+    def __init__(self, path: Path, index_dir: Path | None = None, *,
+                 build_index: bool = True) -> None:
         self.path = path
-        self._index = LineIndex(path, index_dir)
+        self._index = LineIndex(path, index_dir, build=build_index)
         self.skipped = self._index.skipped
 
     def load(self, problem: Any) -> dict[str, str]:

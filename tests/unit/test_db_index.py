@@ -197,3 +197,18 @@ def test_the_quick_path_reads_entries_as_parse_entry_does(value: str) -> None:
 def test_the_quick_path_refuses_what_parse_entry_refuses(value: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         parse_value("k", value)
+
+
+def test_a_one_shot_reader_searches_the_file_and_builds_nothing(tmp_path: Path,
+                                                                small_blocks: None) -> None:
+    path = _tricky(tmp_path, True)
+    expected, _ = _expected(path.read_bytes())
+    index = LineIndex(path, tmp_path / "index", build=False)  # as `db lookup` opens a file
+    try:
+        for key in ("k", "k2", "last", "absent"):
+            assert list(index.lines(key)) == \
+                [(off, line) for off, _, line in expected.get(key, [])], key
+        assert index._builder is None and not index._ready
+    finally:
+        index.close()
+    assert not (tmp_path / "index").exists()
