@@ -260,27 +260,23 @@ def cdiv(a: int, b: int) -> int:
 
 def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tuple[int, int, int]:
     """Launch grid (x, y, z) of a kernel. `sizes`: N C H W K P Q R S G stride_h stride_w
-    (C, K per group), `config`: the constexprs (BLOCK_M, BLOCK_N, SPLIT_K)."""
+    (C, K per group), `config`: the constexprs (BLOCK_M, BLOCK_N, SPLIT_K). x counts the
+    BLOCK_M x BLOCK_N tiles of the kernel's GEMM (`gemm_dims`)."""
     z = sizes
-    bm, bn = config.get("BLOCK_M", 0), config.get("BLOCK_N", 0)
-    split = int(config.get("SPLIT_K", 1))
-    if kernel == "conv2d_fwd":
-        return cdiv(z["N"] * z["P"] * z["Q"], bm) * cdiv(z["K"], bn), z["G"], split
-    if kernel == "conv2d_fwd_smallc":
-        return cdiv(z["N"] * z["P"] * z["Q"], bm) * cdiv(z["K"], bn), z["G"], 1
-    if kernel == "conv2d_bwd_data":
-        sh, sw = z["stride_h"], z["stride_w"]
-        m = z["N"] * cdiv(z["H"], sh) * cdiv(z["W"], sw)
-        return cdiv(m, bm) * cdiv(z["C"], bn), z["G"], sh * sw * split
-    if kernel == "conv2d_bwd_weight":
-        return (cdiv(z["K"], bm) * cdiv(z["C"], bn), z["G"] * z["R"] * z["S"],
-                int(config.get("SPLIT_K", 1)))
-    if kernel == "conv2d_bwd_weight_smallc":
-        return (cdiv(z["K"], bm) * cdiv(z["R"] * z["S"] * z["C"], bn), z["G"],
-                int(config.get("SPLIT_K", 1)))
     if kernel == "conv2d_bwd_weight_reduce":
         return cdiv(z["G"] * z["K"] * z["C"] * z["R"] * z["S"], REDUCE_BLOCK), 1, 1
-    raise KeyError(kernel)
+    m, n, _ = gemm_dims(kernel, z)
+    tiles = cdiv(m, config.get("BLOCK_M", 0)) * cdiv(n, config.get("BLOCK_N", 0))
+    split = int(config.get("SPLIT_K", 1))
+    if kernel == "conv2d_fwd":
+        return tiles, z["G"], split
+    if kernel == "conv2d_fwd_smallc":
+        return tiles, z["G"], 1
+    if kernel == "conv2d_bwd_data":
+        return tiles, z["G"], z["stride_h"] * z["stride_w"] * split
+    if kernel == "conv2d_bwd_weight":
+        return tiles, z["G"] * z["R"] * z["S"], split
+    return tiles, z["G"], split  # conv2d_bwd_weight_smallc (gemm_dims rejected the rest)
 
 
 def gemm_dims(kernel: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:

@@ -12,8 +12,6 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import (
     FEATURES,
     RankingModel,
-    bias_key,
-    features,
     load_model,
     model_path,
     rank_candidates,
@@ -137,21 +135,3 @@ def test_tensor_core_benchmark_rows_become_samples_of_the_triton_solvers(tmp_pat
     assert name == "ConvTritonImplicitGemmFwd" and params == "128,64,32,8,1,4,3"
     assert ConvProblem.from_key(key).in_layout == "NHWC"
 
-
-def test_prediction_is_the_model_of_the_full_feature_vector() -> None:
-    model = load_model()
-    hw = model.hardware_for(SM90)
-    checked = 0
-    for problem in (LAYER, ConvProblem(n=7, c=3, k=64, in_spatial=(224, 224), filter=(7, 7),
-                                       pad=(3, 3), stride=(2, 2), in_type="FP16")):
-        for solver in applicable_solvers(problem, SM90):
-            for params in model.candidate_params(solver, problem, SM90)[:3]:
-                if solver.tunable and not solver.params_valid(problem, SM90, params):
-                    continue
-                feats = features(problem, solver, params, hw)
-                assert len(feats) == len(FEATURES)
-                want = model.predict_ms(solver.name, feats,
-                                        bias_key(problem, solver.params_to_string(params)))
-                assert model.predict(problem, solver, params, hw) == pytest.approx(want)
-                checked += 1
-    assert checked >= 6
