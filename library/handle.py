@@ -159,6 +159,8 @@ class Handle:
         # standing for the layer) by batch size, for the nearest-record correction.
         self.ranked: dict[ConvProblem, list[ConvSolution]] = {}
         self.layer_records: dict[ConvProblem, dict[int, FindDbRecord]] = {}
+        self.layer_neighbours: dict[tuple[ConvProblem, int], tuple[
+            dict[str, list[Params]], dict[str, tuple[ConvProblem, Params, float]]]] = {}
         self._open_databases()
 
     # ------------------------------------------------------------------ databases

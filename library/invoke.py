@@ -221,26 +221,31 @@ def immediate_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSoluti
 def _neighbours(handle: Handle, problem: ConvProblem
                 ) -> tuple[dict[str, list[Params]], dict[str, tuple[ConvProblem, Params, float]]]:
     """From the nearest measured record of the same layer at another batch size: each solver's
-    tuned parameters (extra candidates) and its (problem, params, measured ms)."""
+    tuned parameters (extra candidates) and its (problem, params, measured ms).
+
+    Kept per (layer, batch of that record): every batch size that picks the same record gets
+    the same answer (callers do not change it)."""
     import math
 
-    extra: dict[str, list[Params]] = {}
-    measured: dict[str, tuple[ConvProblem, Params, float]] = {}
-    layer = replace(problem, n=1)
+    layer = problem.with_batch(1)
     records = handle.layer_records.get(layer)
     if records is None:  # once per layer: which batch sizes have a record
         records = {}
         for batch in NEIGHBOUR_BATCHES:
-            record = handle.finddb.lookup(
-                finddb_key(handle, layer if batch == 1 else replace(layer, n=batch)))
+            record = handle.finddb.lookup(finddb_key(handle, layer.with_batch(batch)))
             if record is not None:
                 records[batch] = record
         handle.layer_records[layer] = records
     others = [b for b in records if b != problem.n]
     if not others:
-        return extra, measured
+        return {}, {}
     batch = min(others, key=lambda b: (abs(math.log(b / problem.n)), b))
-    near = replace(problem, n=batch)
+    kept = handle.layer_neighbours.get((layer, batch))
+    if kept is not None:
+        return kept
+    extra: dict[str, list[Params]] = {}
+    measured: dict[str, tuple[ConvProblem, Params, float]] = {}
+    near = problem.with_batch(batch)
     tuned = handle.perfdb.load(near)
     by_name = {s.name: s for s in handle.solvers}
     for sol in records[batch].solutions:
@@ -251,6 +256,7 @@ def _neighbours(handle: Handle, problem: ConvProblem
             tuple(solver.default_params(near, handle.target))
         extra.setdefault(sol.solver, []).append(params)
         measured[sol.solver] = (near, params, sol.time)
+    handle.layer_neighbours[(layer, batch)] = (extra, measured)
     return extra, measured
 
 

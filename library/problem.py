@@ -140,6 +140,19 @@ class ConvProblem:
                 f"(dilation {self.dilation}) does not fit the padded input {self.in_spatial}"
             )
 
+    def with_batch(self, n: int) -> ConvProblem:
+        """The same layer at batch size `n` (what `replace(self, n=n)` gives, without checking
+        again what a batch size cannot change: the miss ranking asks per first call)."""
+        if n == self.n:
+            return self
+        if not isinstance(n, int) or n < 1:
+            raise ProblemError(f"n must be at least 1, got {n}")
+        out = object.__new__(ConvProblem)
+        state = {k: v for k, v in self.__dict__.items() if k != "__record_hash__"}
+        state["n"] = n
+        out.__dict__.update(state)
+        return out
+
     # ----------------------------------------------------------------- derived
     @property
     def spatial_dim(self) -> int:

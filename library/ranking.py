@@ -125,6 +125,12 @@ def bias_key(problem: ConvProblem, params_text: str) -> str:
     return f"{problem.in_type}:{params_text}" if params_text else ""
 
 
+@lru_cache(maxsize=4096)
+def params_text(solver: Solver, params: Params) -> str:
+    """`solver.params_to_string(params)`, kept (the ranking asks per candidate)."""
+    return solver.params_to_string(params)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One ranked way to compute a problem: solver, parameters and predicted time (ms)."""
@@ -157,6 +163,7 @@ class RankingModel:
             raise DbError(f"ranking model {source}: a weight vector is not {len(FEATURES)} long")
         self.source = source
         self._parsed: dict[str, list[Params]] = {}
+        self._near: dict[tuple[str, tuple[ConvProblem, Params, float], Hardware], float] = {}
 
     def hardware_for(self, target: Target) -> Hardware:
         """The figures of `target.arch`, scaled to its CU count (nearest known arch if none)."""
@@ -180,8 +187,24 @@ class RankingModel:
                 ) -> float:
         """Predicted milliseconds of one candidate."""
         bias = self.bias.get(solver.name)
-        text = bias_key(problem, solver.params_to_string(params)) if bias else ""
+        text = bias_key(problem, params_text(solver, params)) if bias else ""
         return self.predict_ms(solver.name, features(problem, solver, params, hw), text)
+
+    def near_scale(self, solver: Solver, near: tuple[ConvProblem, Params, float], hw: Hardware
+                   ) -> float:
+        """How far the model is from a measurement of a nearby problem, `near` = (problem,
+        params, ms): measured / predicted within NEAR_LIMIT either way (1 where the record
+        cannot be predicted). Kept: every batch size of a layer asks about the same record."""
+        key = (solver.name, near, hw)
+        scale = self._near.get(key)
+        if scale is None:
+            try:
+                predicted = self.predict(near[0], solver, near[1], hw)
+                scale = min(NEAR_LIMIT, max(1.0 / NEAR_LIMIT, near[2] / predicted))
+            except Exception:  # noqa: BLE001 - a foreign record is no correction
+                scale = 1.0
+            self._near[key] = scale
+        return scale
 
     def candidate_params(self, solver: Solver, problem: ConvProblem, target: Target
                          ) -> list[Params]:
@@ -238,28 +261,32 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
     hw = model.hardware_for(target)
     out = []
     for solver in solvers:
+        name = solver.name
         scale = 1.0
-        near = (measured or {}).get(solver.name)
+        near = (measured or {}).get(name)
         if near is not None:
-            try:
-                predicted = model.predict(near[0], solver, near[1], hw)
-                scale = min(NEAR_LIMIT, max(1.0 / NEAR_LIMIT, near[2] / predicted))
-            except Exception:  # noqa: BLE001 - a foreign record is no correction
-                scale = 1.0
+            scale = model.near_scale(solver, near, hw)
         params_list = model.candidate_params(solver, problem, target)
-        for p in (extra_params or {}).get(solver.name, ()):
+        for p in (extra_params or {}).get(name, ()):
             if p not in params_list:
                 params_list.append(p)
+        weights = model.weights_for(name)
+        bias = model.bias.get(name)
+        tunable = solver.tunable
         best: Candidate | None = None
         for params in params_list:
-            if solver.tunable and not solver.params_valid(problem, target, params):
+            if tunable and not solver.params_valid(problem, target, params):
                 continue
             if not at_hand(solver, params):
                 continue
             try:
-                t = scale * model.predict(problem, solver, params, hw)
+                feats = features(problem, solver, params, hw)
             except Exception:  # noqa: BLE001 - a launch that cannot be described is no candidate
                 continue
+            log_ms = sum(a * b for a, b in zip(weights, feats, strict=True))
+            if bias:
+                log_ms += bias.get(bias_key(problem, params_text(solver, params)), 0.0)
+            t = scale * math.exp(log_ms)
             if best is None or t < best.time:
                 best = Candidate(solver, params, t)
         if best is not None:

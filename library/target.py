@@ -325,8 +325,10 @@ def load_targets(path: str | None = None) -> tuple[TargetSpec, ...]:
     return tuple(specs)
 
 
+@lru_cache(maxsize=64)
 def spec_for(arch: str) -> TargetSpec:
-    """The targets.toml entry of `arch`; unknown archs get a spec derived from their vendor."""
+    """The targets.toml entry of `arch`; unknown archs get a spec derived from their vendor
+    (kept: solvers ask on every applicability check)."""
     base, _ = _normalise_arch(arch)
     for spec in load_targets():
         if spec.arch == base:

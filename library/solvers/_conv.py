@@ -166,8 +166,10 @@ def conv_view(problem: ConvProblem) -> ConvView:
     )
 
 
+@lru_cache(maxsize=4096)
 def common_applicable(problem: ConvProblem, target: Target) -> bool:
-    """Checks every conv kernel here needs: one compute type throughout, 32-bit indexing."""
+    """Checks every conv kernel here needs: one compute type throughout, 32-bit indexing
+    (kept: each solver of the problem's direction asks)."""
     p = problem
     if not (p.in_type == p.wei_type == p.out_type):
         return False
@@ -176,6 +178,16 @@ def common_applicable(problem: ConvProblem, target: Target) -> bool:
     sizes = (_prod(p.in_shape), _prod(p.wei_shape), _prod(p.out_shape))
     # Grid y/z carry channel tiles and groups: CUDA caps those dimensions at 65535.
     return max(sizes) <= _INT32_MAX and p.groups <= 65535 and max(p.c, p.k) <= 65535
+
+
+@lru_cache(maxsize=4096)
+def _dynamic_job(solver: ConvKernelSolver, direction: str, data_type: str, params: Params,
+                 target: Target) -> CompileJob:
+    """The shape-agnostic job of (solver, solved direction, type, params): kept, since the
+    miss ranking asks per candidate whether its object is at hand."""
+    options = (f"-DMK_DIR={DIR_CODES[direction]}", f"-DMK_TYPE={TYPE_CODES[data_type]}",
+               *solver.param_options(params))
+    return CompileJob(solver.kernel_file, options, solver.kernel_name, target)
 
 
 def type_dir_options(view: ConvView) -> tuple[str, ...]:
@@ -269,9 +281,9 @@ class ConvKernelSolver(Solver):
         self, problem: ConvProblem, params: Params, target: Target, specialised: bool = False
     ) -> CompileJob:
         view = conv_view(problem)
-        options = type_dir_options(view) + self.param_options(params)
-        if specialised:
-            options += view.spec_options()
+        if not specialised:
+            return _dynamic_job(self, view.direction, view.data_type, tuple(params), target)
+        options = type_dir_options(view) + self.param_options(params) + view.spec_options()
         return CompileJob(self.kernel_file, options, self.kernel_name, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:

@@ -53,6 +53,7 @@ forward `x, w, y`; backward data `dy, w, dx`; backward weights `x, dy, dw`; prim
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -96,12 +97,12 @@ class CompileJob:
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", tuple(sorted(self.options)))
 
-    @property
+    @cached_property
     def kdb_name(self) -> str:
         """KernelDb `kernel_name`: the source file name plus `.o`."""
         return self.kernel_file + ".o"
 
-    @property
+    @cached_property
     def kdb_args(self) -> str:
         """KernelDb `kernel_args`: options, then ` -mcpu=<arch>` (DbId; NVIDIA: `sm90`)."""
         return " ".join(self.options) + " -mcpu=" + self.target.arch

@@ -236,7 +236,9 @@ class ConvTritonImplicitGemm(Solver):
         return [self._params(c) for c in space if int(c.get("SPLIT_K", 1)) == 1]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        kind = self._kind(target)
+        # The target's kind alone (not MIOPENKERNELS_TRITON): whether the solvers are on is
+        # is_applicable's question; the ranking asks this per candidate.
+        kind = _target_kind(target.arch)
         if kind is None or len(params) != len(PARAM_NAMES):
             return False
         _, _, kernel, _ = self._view(problem)
