@@ -36,7 +36,7 @@ from miopenkernels.builder.ranking import (
 )
 from miopenkernels.db.finddb import FindDbFile
 from miopenkernels.db.perfdb import PerfDbFile
-from miopenkernels.ranking import RankingModel
+from miopenkernels.ranking import RankingModel, rank_candidates
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -62,7 +62,9 @@ def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
     per_net = {}
     all_rows = []
     for net, keys in sorted(nets.items()):
-        train = [s for s in samples if s.problem.key() not in keys]
+        # Nothing of the held-out network trains: none of its layers at any batch size.
+        layers = {by_problem[k][0].problem.with_batch(1).key() for k in keys if k in by_problem}
+        train = [s for s in samples if s.problem.with_batch(1).key() not in layers]
         # Parameter sets a package would ship: those tuned on the training problems, most
         # frequent first (as builder.ranking.tuned_params orders them).
         counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -88,17 +90,14 @@ def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
                 best_ms, found = fastest.ms, fastest.solver.name
             problem = by_problem[key][0].problem
             target = by_problem[key][0].target
-            hw = model.hardware_for(target)
-            choice = None
-            for (_name, params), s in measured.items():
-                allowed = model.candidate_params(s.solver, problem, target)
-                if params not in allowed:
-                    continue
-                t = model.predict(problem, s.solver, params, hw)
-                if choice is None or t < choice[0]:
-                    choice = (t, s)
-            if choice is None:
+            # The runtime's own choice (rank_candidates) among the measured candidates.
+            solvers = list({s.solver.name: s.solver for s in by_problem[key]}.values())
+            ranked = rank_candidates(problem, target, solvers,
+                                     lambda solver, params, m=measured: (solver.name, params) in m,
+                                     model=model)
+            if not ranked:
                 continue
+            choice = (ranked[0].time, measured[(ranked[0].solver.name, ranked[0].params)])
             chosen = choice[1]
             rows.append({"key": key, "found": found, "chosen": chosen.solver.name,
                          "params": ",".join(map(str, chosen.params)),

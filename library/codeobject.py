@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ._record import dataclass, field
@@ -213,9 +214,15 @@ _ASSUMPTION_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*%\s*(\d+)\s*==\s*0\s*$")
 
 def assumed_divisors(meta: LaunchMetadata | None) -> dict[str, int]:
     """{argument: divisor} of assumptions written `name % D == 0` (a pointer aligned to D
-    bytes, an integer a multiple of D); others are not of this kind and are left out."""
+    bytes, an integer a multiple of D); others are not of this kind and are left out. The dict
+    is shared between callers (each launch asks): read it, never change it."""
+    return _divisors(meta.assumptions) if meta is not None else {}
+
+
+@lru_cache(maxsize=1024)
+def _divisors(assumptions: tuple[str, ...]) -> dict[str, int]:
     out: dict[str, int] = {}
-    for text in meta.assumptions if meta is not None else ():
+    for text in assumptions:
         m = _ASSUMPTION_RE.match(text)
         if m:
             out[m.group(1)] = int(m.group(2))

@@ -350,11 +350,13 @@ def _apply_meta(solver: Solver, launch: Launch, meta: LaunchMetadata | None) -> 
     if any(size for _, size, _ in meta.scratch_args):
         raise ProblemError(f"{solver.name}: {meta.kernel} needs Triton scratch memory, which "
                            "the runtime does not provide")
-    scalars = launch.scalars()
-    for name, div in assumed_divisors(meta).items():
-        if name in scalars and int(scalars[name]) % div:
-            raise ProblemError(f"{solver.name}: {meta.kernel} was compiled assuming {name} is "
-                               f"a multiple of {div}; the problem has {scalars[name]}")
+    assumed = assumed_divisors(meta)
+    if assumed:
+        for a in launch.args:
+            div = assumed.get(a.name)
+            if div and a.value is not None and not a.is_pointer and int(a.value) % div:
+                raise ProblemError(f"{solver.name}: {meta.kernel} was compiled assuming "
+                                   f"{a.name} is a multiple of {div}; the problem has {a.value}")
     block = (meta.threads_per_block, 1, 1) if meta.threads_per_block else launch.block
     return replace(launch, block=block, shared_bytes=meta.shared_bytes)
 
@@ -381,13 +383,11 @@ def make_invoker(handle: Handle, problem: ConvProblem, solver: Solver, *,
                                       launch.shared_bytes)
     roles = tensor_roles(problem)
     ptrs = []
-    for arg in launch.args:
-        if arg.kind.startswith("ptr:"):
-            name = arg.kind[4:]
-            if name not in roles:
-                raise ProblemError(f"{solver.name} launch names tensor {name!r}, not one of "
-                                   f"{sorted(roles)} for direction {problem.direction}")
-            ptrs.append((name, roles[name]))
+    for name in prepared.slots:  # the pointer arguments' tensors, in argument order
+        if name not in roles:
+            raise ProblemError(f"{solver.name} launch names tensor {name!r}, not one of "
+                               f"{sorted(roles)} for direction {problem.direction}")
+        ptrs.append((name, roles[name]))
     ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))
     sizes = {"x": (problem.in_shape, problem.in_type), "w": (problem.wei_shape, problem.wei_type),
              "y": (problem.out_shape, problem.out_type)}
@@ -397,7 +397,8 @@ def make_invoker(handle: Handle, problem: ConvProblem, solver: Solver, *,
 
     assumed = assumed_divisors(meta)
     align = tuple(sorted({(roles[a.tensor], assumed[a.name]) for a in launch.args
-                          if a.is_pointer and a.name in assumed and a.tensor in roles}))
+                          if a.name in assumed and a.is_pointer and a.tensor in roles})) \
+        if assumed else ()
     fallback = None
     if align:
         def fallback() -> Invoker:

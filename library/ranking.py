@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +43,11 @@ FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_w
 POOLED = "*"
 KNOWN_CANDIDATES = 6  # the model's most frequent parameter sets tried per solver (cost per call)
 NEAR_LIMIT = 4.0  # a nearby measurement scales a solver's predictions by at most this
+# A candidate whose tiles are mostly padding (a 64-wide tile over one channel per group) is
+# beyond what the log-linear model extrapolates to (bench/ranking_eval.py: depthwise layers
+# chose such tiles at 10x the best); it counts only where no other candidate is at hand.
+MIN_TILE_EFFICIENCY = 0.04
+_LOG_MIN_EFFICIENCY = math.log(MIN_TILE_EFFICIENCY)
 _TYPE_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 
 
@@ -104,19 +110,49 @@ def features(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
     optional `efficiency(view, params)` (the fraction of launched work that is real; 1 without
     one).
     """
-    view, work, fp16, channel_last, log_flop, log_bytes, log_groups, log_r, log_mn = \
-        _problem_terms(problem, hw)
+    terms = _problem_terms(problem, hw)
+    _, _, fp16, channel_last, log_flop, log_bytes, log_groups, log_r, log_mn = terms
+    log_waves, log_block, log_wpt, log_tail, log_eff, log_waves_sq, log_serial = \
+        _launch_terms(problem, solver, params, hw, terms)
+    return (1.0, fp16, channel_last, log_flop, log_bytes, log_waves, log_block, log_wpt,
+            log_tail, log_groups, log_eff, log_r, log_mn, log_flop * log_flop, log_waves_sq,
+            log_serial)
+
+
+# FEATURES that depend on the problem alone, and those of the launch (a candidate's own).
+_PROBLEM_FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_groups",
+                     "log_reduction", "log_gemm_mn", "log_flop_us_sq")
+_LAUNCH_FEATURES = ("log_waves", "log_block", "log_work_per_thread", "log_tail",
+                    "log_tile_efficiency", "log_waves_sq", "log_serial")
+
+
+def _launch_terms(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware,
+                  terms: tuple[Any, ...]) -> tuple[float, float, float, float, float, float,
+                                                   float]:
+    """The _LAUNCH_FEATURES of one candidate, given the problem's `_problem_terms`."""
+    view, work = terms[0], terms[1]
     grid, block_dims = solver.launch_geometry(problem, params)
-    blocks = max(_prod(grid), 1)
+    blocks = max(grid[0] * grid[1] * grid[2], 1)
     block = max(_prod(block_dims), 1)
     efficiency = getattr(solver, "efficiency", None)
     eff = float(efficiency(view, params)) if callable(efficiency) else 1.0
     waves = blocks / hw.cus
     log_waves = math.log(waves)
-    return (1.0, fp16, channel_last, log_flop, log_bytes, log_waves, math.log(block),
-            math.log(work / (blocks * block)), math.log(math.ceil(waves) / waves), log_groups,
-            math.log(max(eff, 1e-6)), log_r, log_mn, log_flop * log_flop,
-            log_waves * log_waves, max(0.0, -log_waves) * log_r)
+    return (log_waves, math.log(block), math.log(work / (blocks * block)),
+            math.log(math.ceil(waves) / waves), math.log(max(eff, 1e-6)),
+            log_waves * log_waves, max(0.0, -log_waves) * terms[7])
+
+
+def _problem_values(terms: tuple[Any, ...]) -> tuple[float, ...]:
+    """The _PROBLEM_FEATURES values from `_problem_terms`."""
+    _, _, fp16, channel_last, log_flop, log_bytes, log_groups, log_r, log_mn = terms
+    return (1.0, fp16, channel_last, log_flop, log_bytes, log_groups, log_r, log_mn,
+            log_flop * log_flop)
+
+
+_PROBLEM_INDEX = tuple(FEATURES.index(f) for f in _PROBLEM_FEATURES)
+_LAUNCH_INDEX = tuple(FEATURES.index(f) for f in _LAUNCH_FEATURES)
+_EFFICIENCY_INDEX = _LAUNCH_FEATURES.index("log_tile_efficiency")
 
 
 def bias_key(problem: ConvProblem, params_text: str) -> str:
@@ -250,7 +286,8 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
                     extra_params: dict[str, list[Params]] | None = None,
                     measured: dict[str, tuple[ConvProblem, Params, float]] | None = None
                     ) -> list[Candidate]:
-    """Each solver's best candidate whose kernel is `at_hand`, fastest predicted first.
+    """Each solver's best candidate whose kernel is `at_hand`, fastest predicted first; a
+    solver whose every candidate falls below MIN_TILE_EFFICIENCY ranks after the others.
 
     `extra_params` adds parameter sets per solver name (e.g. those tuned for the same layer at
     another batch size). `measured` gives, per solver name, a measured (problem, params, ms) of
@@ -259,7 +296,10 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
     """
     model = model or load_model()
     hw = model.hardware_for(target)
-    out = []
+    terms = _problem_terms(problem, hw)  # once: the candidates share the problem's features
+    problem_values = _problem_values(terms)
+    out: list[Candidate] = []
+    wasteful: list[Candidate] = []  # below MIN_TILE_EFFICIENCY: only if nothing else is
     for solver in solvers:
         name = solver.name
         scale = 1.0
@@ -271,30 +311,42 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
             if p not in params_list:
                 params_list.append(p)
         weights = model.weights_for(name)
+        # w . features = the problem's part (once per solver) + the launch's (per candidate).
+        base = sum(weights[i] * v for i, v in zip(_PROBLEM_INDEX, problem_values, strict=True))
+        launch_weights = tuple(weights[i] for i in _LAUNCH_INDEX)
         bias = model.bias.get(name)
         tunable = solver.tunable
         best: Candidate | None = None
+        worst_case: Candidate | None = None
         for params in params_list:
             if tunable and not solver.params_valid(problem, target, params):
                 continue
             if not at_hand(solver, params):
                 continue
             try:
-                feats = features(problem, solver, params, hw)
+                launch = _launch_terms(problem, solver, params, hw, terms)
             except Exception:  # noqa: BLE001 - a launch that cannot be described is no candidate
                 continue
-            log_ms = sum(a * b for a, b in zip(weights, feats, strict=True))
+            log_ms = base + sum(map(operator.mul, launch_weights, launch))
             if bias:
                 log_ms += bias.get(bias_key(problem, params_text(solver, params)), 0.0)
             t = scale * math.exp(log_ms)
-            if best is None or t < best.time:
+            if launch[_EFFICIENCY_INDEX] < _LOG_MIN_EFFICIENCY:
+                if worst_case is None or t < worst_case.time:
+                    worst_case = Candidate(solver, params, t)
+            elif best is None or t < best.time:
                 best = Candidate(solver, params, t)
         if best is not None:
             out.append(best)
+        elif worst_case is not None:
+            wasteful.append(worst_case)
     # Equal predictions (solvers the model has no timings of share the pooled fit) fall back
     # to the solvers' own estimates.
-    out.sort(key=lambda c: (c.time, _own_rank(c.solver, problem, target)))
-    return out
+    def order(c: Candidate) -> tuple[float, float]:
+        return c.time, _own_rank(c.solver, problem, target)
+
+    # Wasteful candidates rank after every other, whatever their predicted time.
+    return sorted(out, key=order) + sorted(wasteful, key=order)
 
 
 def _own_rank(solver: Solver, problem: ConvProblem, target: Target) -> float:

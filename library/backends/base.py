@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .._record import dataclass, field
@@ -56,6 +57,14 @@ def _ctype(kind: str) -> type:
     except KeyError:
         raise BackendError(f"kernel argument kind {kind!r} is not one of {sorted(ARG_CTYPES)}")\
             from None
+
+
+@lru_cache(maxsize=256)
+def _layout(kinds: tuple[str, ...]) -> tuple[tuple[type, ...], dict[str, int]]:
+    """(C type per argument, {tensor name: slot} of the pointers) of an argument list's kinds,
+    worked out once per kernel signature (shared: never change the dict)."""
+    return (tuple(_ctype(k) for k in kinds),
+            {k.split(":", 1)[1]: i for i, k in enumerate(kinds) if ":" in k})
 
 
 @dataclass
@@ -133,12 +142,13 @@ class PreparedLaunch:
         self.grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         self.block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
         self.shared = int(shared)
-        self.kinds = [a.kind for a in args]
-        self.values = [_ctype(a.kind)(a.value or 0) for a in args]
+        kinds = tuple(a.kind for a in args)
+        types, self.slots = _layout(kinds)
+        self.kinds = list(kinds)
+        self.values = [t(a.value or 0) for t, a in zip(types, args, strict=True)]
         self.pointers = (ctypes.c_void_p * max(1, len(args)))(
             *[ctypes.addressof(v) for v in self.values]
         )
-        self.slots = {a.kind.split(":", 1)[1]: i for i, a in enumerate(args) if ":" in a.kind}
         if any(g < 1 for g in self.grid) or any(b < 1 for b in self.block):
             raise BackendError(f"launch of {fn.name} with an empty grid {self.grid} or block "
                                f"{self.block}")

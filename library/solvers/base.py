@@ -139,11 +139,11 @@ class KernelArg:
         elif not _PTR_RE.match(self.kind):
             raise ValueError(f"argument kind {self.kind!r} is not ptr:<name>, i32 or f32")
 
-    @property
+    @cached_property
     def is_pointer(self) -> bool:
         return self.kind.startswith("ptr:")
 
-    @property
+    @cached_property
     def tensor(self) -> str:
         """The tensor a pointer argument names (`x`, `dw`, `workspace`...)."""
         return self.kind[4:] if self.is_pointer else ""

@@ -52,6 +52,45 @@ def test_ranking_picks_only_kernels_at_hand() -> None:
     assert rank_candidates(LAYER, SM90, solvers, lambda s, p: False) == []
 
 
+@pytest.mark.parametrize("problem", [
+    LAYER,
+    ConvProblem(n=1, c=1024, k=2048, in_spatial=(14, 14), filter=(1, 1), stride=(2, 2),
+                in_type="FP16"),
+    ConvProblem(n=8, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3), stride=2,
+                in_layout="NHWC"),
+    ConvProblem(n=4, c=144, k=144, in_spatial=(56, 56), filter=(3, 3), pad=1, groups=144),
+])
+def test_ranked_times_are_the_models_predictions(problem: ConvProblem) -> None:
+    """rank_candidates splits w . features into the problem's and the launch's parts: each
+    candidate's time is still what `predict` (the full feature vector) says."""
+    model = load_model()
+    hw = model.hardware_for(SM90)
+    ranked = rank_candidates(problem, SM90, applicable_solvers(problem, SM90),
+                             lambda s, p: True, model=model)
+    assert ranked
+    for c in ranked:
+        assert c.time == pytest.approx(model.predict(problem, c.solver, c.params, hw), rel=1e-9)
+
+
+def test_a_candidate_of_mostly_padded_tiles_ranks_after_the_others() -> None:
+    """A depthwise layer (one channel per group): the tensor-core tiles waste over 96% of
+    their work, so that solver ranks last whatever its prediction."""
+    from miopenkernels.ranking import MIN_TILE_EFFICIENCY
+    from miopenkernels.solvers._conv import conv_view
+
+    dw = ConvProblem(n=64, c=576, k=576, in_spatial=(14, 14), filter=(3, 3), pad=1, groups=576,
+                     in_type="FP16", in_layout="NHWC")
+    ranked = rank_candidates(dw, SM90, applicable_solvers(dw, SM90), lambda s, p: True)
+    names = [c.solver.name for c in ranked]
+    assert "ConvTritonImplicitGemmFwd" in names and len(names) > 1
+    triton = ranked[names.index("ConvTritonImplicitGemmFwd")]
+    assert triton.solver.efficiency(conv_view(dw), triton.params) < MIN_TILE_EFFICIENCY
+    assert names[-1] == "ConvTritonImplicitGemmFwd"
+    # Alone, it is still a candidate: nothing else would run the problem.
+    alone = rank_candidates(dw, SM90, [triton.solver], lambda s, p: True)
+    assert [c.solver.name for c in alone] == ["ConvTritonImplicitGemmFwd"]
+
+
 def test_winograd_wins_a_large_3x3_layer_direct_never_wins_a_1x1() -> None:
     big = ConvProblem(n=32, c=256, k=256, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1))
     one = ConvProblem(n=32, c=256, k=1024, in_spatial=(14, 14), filter=(1, 1))
