@@ -159,6 +159,8 @@ class Handle:
         # standing for the layer) by batch size, for the nearest-record correction.
         self.ranked: dict[ConvProblem, list[ConvSolution]] = {}
         self.layer_records: dict[ConvProblem, dict[int, FindDbRecord]] = {}
+        self._by_direction: dict[str, list[Solver]] = {}
+        self._by_direction_stamp: tuple[int, int, object] | None = None
         self.layer_neighbours: dict[tuple[ConvProblem, int], tuple[
             dict[str, list[Params]], dict[str, tuple[ConvProblem, Params, float]]]] = {}
         self._open_databases()
@@ -342,14 +344,29 @@ class Handle:
         """Solvers for `problem` here: TF32 ones only under the TF32 math mode, and Triton
         ones only where their object is at hand (kdb, cache) or Triton can compile it."""
         out = []
-        for s in self.solvers:
-            if getattr(s, "math", "ieee") == "tf32" and self.math_mode != config.MathMode.TF32:
-                continue
+        for s in self._solvers_for(problem.key_direction):
             if not s.is_applicable(problem, self.target):
                 continue
             if getattr(s, "language", "hip") == "triton" and not self._triton_ready(problem, s):
                 continue
             out.append(s)
+        return out
+
+    def _solvers_for(self, key_direction: str) -> list[Solver]:
+        """The registry's solvers that may apply to a problem of this key direction (by their
+        `algorithm_names`; a solver naming none is asked every time), TF32 ones only under the
+        TF32 math mode. Kept per direction while the registry list stays the same."""
+        solvers = self.solvers
+        stamp = (id(solvers), len(solvers), self.math_mode)
+        if self._by_direction_stamp != stamp:
+            self._by_direction, self._by_direction_stamp = {}, stamp
+        out = self._by_direction.get(key_direction)
+        if out is None:
+            tf32 = self.math_mode == config.MathMode.TF32
+            out = [s for s in solvers
+                   if (not s.algorithm_names or key_direction in s.algorithm_names)
+                   and (tf32 or getattr(s, "math", "ieee") != "tf32")]
+            self._by_direction[key_direction] = out
         return out
 
     def _triton_ready(self, problem: ConvProblem, solver: Solver) -> bool:

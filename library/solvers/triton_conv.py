@@ -31,6 +31,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from ..config import triton_solvers_enabled
 from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target, spec_for
@@ -143,6 +144,7 @@ def tf32_capable(target: Target) -> bool:
 
 
 @lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)
 def _sizes(view: ConvView) -> dict[str, int]:
     """The spec's sizes of a view (kept per view: read them, never change them)."""
     f = view.field
@@ -158,6 +160,16 @@ def _strides(view: ConvView) -> dict[str, tuple[int, int, int, int]]:
     return {"x": (f("xs_n"), f("xs_c"), f("xs_h"), f("xs_w")),
             "w": (f("ws_k"), f("ws_c"), f("ws_h"), f("ws_w")),
             "y": (f("ys_n"), f("ys_k"), f("ys_h"), f("ys_w"))}
+
+
+@lru_cache(maxsize=4096)
+def _shape_fits(view: ConvView) -> bool:
+    """32-bit indexing and grid y/z limits of a view's sizes."""
+    sizes = _sizes(view)
+    if not spec_module().fits_int32(sizes):
+        return False
+    return (sizes["G"] <= _GRID_YZ_MAX and sizes["G"] * sizes["R"] * sizes["S"]
+            <= _GRID_YZ_MAX and sizes["stride_h"] * sizes["stride_w"] <= _GRID_YZ_MAX)
 
 
 class ConvTritonImplicitGemm(Solver):
@@ -184,8 +196,6 @@ class ConvTritonImplicitGemm(Solver):
     def _kind(self, target: Target) -> str | None:
         """The spec's target kind, or None where these solvers do not exist (no matrix
         cores, no kernels installed, or MIOPENKERNELS_TRITON=0)."""
-        from ..config import triton_solvers_enabled
-
         if not triton_solvers_enabled():
             return None
         return _target_kind(target.arch)
@@ -208,13 +218,7 @@ class ConvTritonImplicitGemm(Solver):
             # conv2d_bwd_data offsets the weights of group g along C instead of K (measured
             # wrong on the H100 for every type and layout): the portable solvers take these.
             return False
-        view, args, _, _ = self._view(p)
-        sizes = _sizes(view)
-        spec = spec_module()
-        if not spec.fits_int32(sizes):
-            return False
-        return (sizes["G"] <= _GRID_YZ_MAX and sizes["G"] * sizes["R"] * sizes["S"]
-                <= _GRID_YZ_MAX and sizes["stride_h"] * sizes["stride_w"] <= _GRID_YZ_MAX)
+        return _shape_fits(self._view(p)[0])
 
     # ------------------------------------------------------------------ parameters
     def _config(self, params: Params) -> dict[str, int]:
