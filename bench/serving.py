@@ -18,7 +18,8 @@ Per shape:
   both engines compute in FP32.
 Steady state: median of 20 device-event timings after 3 warm-up launches. The best-at-hand
 sweep has a time budget (BEST_BUDGET_S); `regret_shapes` says how many shapes it reached. The
-first call is also reported in phases (find, run, the wait for the kernel); SERVING_PROFILE=FILE
+first call is also reported in phases (find, run, the wait for the kernel, and the garbage
+collector's pauses inside it); SERVING_PROFILE=FILE
 writes a cProfile report of the first calls to FILE_<type>.txt.
 
     python bench/serving.py --system-db DIR --out bench/results/serving_h100
@@ -92,6 +93,17 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
     ybuf = be.alloc(ymax)
     be.synchronize()
     rows = []
+    import gc
+
+    gc_state = {"start": 0.0, "ms": 0.0}
+
+    def gc_timer(phase: str, info: dict) -> None:  # the garbage collector's pauses
+        if phase == "start":
+            gc_state["start"] = time.perf_counter()
+        else:
+            gc_state["ms"] += (time.perf_counter() - gc_state["start"]) * 1e3
+
+    gc.callbacks.append(gc_timer)
     profile = os.environ.get("SERVING_PROFILE")  # a file: cProfile of the first calls
     if profile:
         import cProfile
@@ -103,6 +115,7 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
         w = DeviceTensor(pool.ptr + xmax, math.prod(p.wei_shape) * size, dtype, p.wei_shape)
         y = DeviceTensor(ybuf.ptr, math.prod(p.out_shape) * size, dtype, p.out_shape)
         jit = handle.stats.jit
+        gc_state["ms"] = 0.0
         t0 = time.perf_counter()
         sols = handle.find(p, x, w, y)
         t1 = time.perf_counter()
@@ -115,9 +128,11 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
         rows.append({"key": p.key(), "n": p.n, "size": p.in_spatial[0],
                      "first_call_ms": first_ms, "find_ms": (t1 - t0) * 1e3,
                      "run_ms": (t2 - t1) * 1e3, "sync_ms": (t3 - t2) * 1e3,
+                     "gc_ms": gc_state["ms"],
                      "compiles": handle.stats.jit - jit,
                      "solver": sols[0].solver, "source": sols[0].source,
                      "params": list(handle.invokers[(p, sols[0].solver)].params)})
+    gc.callbacks.remove(gc_timer)
     if profile:
         import io
         import pstats
@@ -252,6 +267,9 @@ def summarise(mk: dict, torch_h: dict, torch_b: dict) -> dict:
         "find_median_ms": _median_of(rows, "find_ms"),
         "run_median_ms": _median_of(rows, "run_ms"),
         "sync_median_ms": _median_of(rows, "sync_ms"),
+        # Shapes whose first call held a garbage-collector pause, and those pauses in all.
+        "gc_shapes": sum(1 for r in rows if r.get("gc_ms", 0.0) > 0.0),
+        "gc_total_ms": round(sum(r.get("gc_ms", 0.0) for r in rows), 3),
         "regret_shapes": len(regrets),
         "regret_geomean": round(math.exp(statistics.fmean(math.log1p(r) for r in regrets)) - 1,
                                 4) if regrets else None,
