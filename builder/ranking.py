@@ -47,6 +47,7 @@ REPO_LOGS = "bench/results/tune_*/*.tune.json.gz"
 REPO_BENCH = "bench/results/triton_kernels_*.json"
 RIDGE = 1e-2  # chosen by bench/ranking_eval.py (leave one network out)
 BIAS_SHRINK = 5  # a parameter set's bias is its residual sum / (count + this)
+SLOPE_SHRINK = 20.0  # and its slope over log GEMM size is shrunk by this many squared units
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,22 @@ def _ridge(x: np.ndarray, y: np.ndarray) -> list[float]:
     return [round(float(v), 6) for v in w]
 
 
+MN_INDEX = FEATURES.index("log_gemm_mn")
+
+
+def _bias(pairs: list[tuple[float, float]]) -> list[float]:
+    """A parameter set's (offset, slope, centre) from its (log_gemm_mn, residual) pairs: the
+    mean residual and its slope over the problem's GEMM size, both shrunk towards zero (by
+    BIAS_SHRINK samples and SLOPE_SHRINK squared log units): a large tile may gain on large
+    problems what it loses on small ones."""
+    n = len(pairs)
+    center = sum(x for x, _ in pairs) / n
+    offset = sum(r for _, r in pairs) / (n + BIAS_SHRINK)
+    sxx = sum((x - center) ** 2 for x, _ in pairs)
+    slope = sum((x - center) * r for x, r in pairs) / (sxx + SLOPE_SHRINK)
+    return [round(offset, 5), round(slope, 5), round(center, 4)]
+
+
 def fit(samples: Sequence[Sample], hardware: dict[str, dict[str, Any]],
         shipped_params: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """The model file's content: weights per solver and pooled, params, hardware."""
@@ -224,7 +241,7 @@ def fit(samples: Sequence[Sample], hardware: dict[str, dict[str, Any]],
         by_solver[s.solver.name].append(i)
     weights: dict[str, list[float]] = {POOLED: _ridge(x, y)}
     residual: dict[str, float] = {}
-    bias: dict[str, dict[str, float]] = {}
+    bias: dict[str, dict[str, list[float]]] = {}
     for name, idx in sorted(by_solver.items()):
         if len(idx) < 2 * len(FEATURES):
             continue
@@ -232,12 +249,12 @@ def fit(samples: Sequence[Sample], hardware: dict[str, dict[str, Any]],
         weights[name] = w
         pred = x[idx] @ np.array(w)
         residual[name] = round(float(np.sqrt(np.mean((pred - y[idx]) ** 2))), 4)
-        sums: dict[str, list[float]] = defaultdict(list)
+        groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for i, r in zip(idx, y[idx] - pred, strict=True):
-            sums[bias_key(samples[i].problem,
-                          samples[i].solver.params_to_string(samples[i].params))].append(float(r))
-        bias[name] = {p: round(sum(rs) / (len(rs) + BIAS_SHRINK), 5)
-                      for p, rs in sorted(sums.items()) if p}
+            key = bias_key(samples[i].problem,
+                           samples[i].solver.params_to_string(samples[i].params))
+            groups[key].append((float(x[i, MN_INDEX]), float(r)))
+        bias[name] = {p: _bias(pairs) for p, pairs in sorted(groups.items()) if p}
     return {
         "features": list(FEATURES),
         "weights": weights,

@@ -5,9 +5,8 @@ log-linear cost model: `log(ms) = w . features`, with one weight vector per solv
 `builder/ranking.py` on every timing the tuning runs recorded. The features are the same for every
 solver and come from the solver protocol alone (the problem's work and bytes, the launch geometry
 of `Solver.launch`) and from the target's published hardware figures (dbs/hardware.toml); a
-parameter set's mean residual in the fit per element type (shrunk towards zero) is added as its
-own bias. A new
-solver joins the ranking by refitting the data file, with no change here. A solver the model has
+parameter set's residual in the fit per element type, an offset and a slope over the problem's
+GEMM size (both shrunk towards zero), is added as its own bias. A new solver joins the ranking by refitting the data file, with no change here. A solver the model has
 no timings of is ranked by the pooled fit (`"*"`).
 
 The model is a small JSON file (`miopenkernels.dbs/ranking.json`, the fit's output) read once per
@@ -155,6 +154,19 @@ _LAUNCH_INDEX = tuple(FEATURES.index(f) for f in _LAUNCH_FEATURES)
 _EFFICIENCY_INDEX = _LAUNCH_FEATURES.index("log_tile_efficiency")
 
 
+_MN_INDEX = FEATURES.index("log_gemm_mn")
+_NO_BIAS = (0.0, 0.0, 0.0)
+
+
+def _bias_entry(value: Any) -> tuple[float, float, float]:
+    """A parameter set's bias as (offset, slope, centre): the log-time correction is
+    offset + slope * (log_gemm_mn - centre); a plain number is an offset alone."""
+    if isinstance(value, (int, float)):
+        return float(value), 0.0, 0.0
+    b0, b1, center = value
+    return float(b0), float(b1), float(center)
+
+
 def bias_key(problem: ConvProblem, params_text: str) -> str:
     """The key of a parameter set's bias in the model: per element type (a tile that suits
     16-bit data may not suit FP32), e.g. `FP32:128,64,32,8,1,4,2`."""
@@ -188,8 +200,8 @@ class RankingModel:
                 str(k): tuple(float(x) for x in v) for k, v in data["weights"].items()}
             self.params: dict[str, list[str]] = {
                 str(k): [str(p) for p in v] for k, v in data.get("params", {}).items()}
-            self.bias: dict[str, dict[str, float]] = {
-                str(k): {str(p): float(b) for p, b in v.items()}
+            self.bias: dict[str, dict[str, tuple[float, float, float]]] = {
+                str(k): {str(p): _bias_entry(b) for p, b in v.items()}
                 for k, v in data.get("bias", {}).items()}
             self.hardware: dict[str, dict[str, Any]] = dict(data["hardware"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -216,8 +228,9 @@ class RankingModel:
     def predict_ms(self, solver_name: str, feats: tuple[float, ...], params_text: str = ""
                    ) -> float:
         w = self.weights_for(solver_name)
-        bias = self.bias.get(solver_name, {}).get(params_text, 0.0)
-        return math.exp(bias + sum(a * b for a, b in zip(w, feats, strict=True)))
+        b0, b1, center = self.bias.get(solver_name, {}).get(params_text, _NO_BIAS)
+        return math.exp(b0 + b1 * (feats[_MN_INDEX] - center)
+                        + sum(a * b for a, b in zip(w, feats, strict=True)))
 
     def predict(self, problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
                 ) -> float:
@@ -298,6 +311,7 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
     hw = model.hardware_for(target)
     terms = _problem_terms(problem, hw)  # once: the candidates share the problem's features
     problem_values = _problem_values(terms)
+    log_mn = terms[8]
     out: list[Candidate] = []
     wasteful: list[Candidate] = []  # below MIN_TILE_EFFICIENCY: only if nothing else is
     for solver in solvers:
@@ -329,7 +343,9 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
                 continue
             log_ms = base + sum(map(operator.mul, launch_weights, launch))
             if bias:
-                log_ms += bias.get(bias_key(problem, params_text(solver, params)), 0.0)
+                b0, b1, center = bias.get(bias_key(problem, params_text(solver, params)),
+                                          _NO_BIAS)
+                log_ms += b0 + b1 * (log_mn - center)
             t = scale * math.exp(log_ms)
             if launch[_EFFICIENCY_INDEX] < _LOG_MIN_EFFICIENCY:
                 if worst_case is None or t < worst_case.time:

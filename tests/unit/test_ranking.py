@@ -174,3 +174,19 @@ def test_tensor_core_benchmark_rows_become_samples_of_the_triton_solvers(tmp_pat
     assert name == "ConvTritonImplicitGemmFwd" and params == "128,64,32,8,1,4,3"
     assert ConvProblem.from_key(key).in_layout == "NHWC"
 
+
+
+def test_a_parameter_sets_bias_has_a_slope_over_gemm_size() -> None:
+    """A tile that gains on large problems: its residual grows with log_gemm_mn, and the bias
+    follows it (shrunk); a plain number in a model file is an offset alone."""
+    from miopenkernels.builder.ranking import SLOPE_SHRINK, _bias
+    from miopenkernels.ranking import _bias_entry
+
+    pairs = [(float(x), 0.5 * (x - 10.0)) for x in range(5, 16)]
+    offset, slope, center = _bias(pairs)
+    sxx = sum((x - 10.0) ** 2 for x, _ in pairs)
+    assert center == pytest.approx(10.0)
+    assert offset == pytest.approx(0.0, abs=1e-9)
+    assert slope == pytest.approx(0.5 * sxx / (sxx + SLOPE_SHRINK), rel=1e-4)
+    assert _bias_entry(0.25) == (0.25, 0.0, 0.0)
+    assert _bias_entry([0.1, -0.2, 9.0]) == (0.1, -0.2, 9.0)
