@@ -6,8 +6,9 @@ log-linear cost model: `log(ms) = w . features`, with one weight vector per solv
 solver and come from the solver protocol alone (the problem's work and bytes, the launch geometry
 of `Solver.launch`) and from the target's published hardware figures (dbs/hardware.toml); a
 parameter set's residual in the fit per element type, an offset and a slope over the problem's
-GEMM size (both shrunk towards zero), is added as its own bias. A new solver joins the ranking by refitting the data file, with no change here. A solver the model has
-no timings of is ranked by the pooled fit (`"*"`).
+GEMM size (both shrunk towards zero), is added as its own bias. A new solver joins the ranking
+by refitting the data file, with no change here. A solver the model has no timings of is ranked
+by the pooled fit (`"*"`).
 
 The model is a small JSON file (`miopenkernels.dbs/ranking.json`, the fit's output) read once per
 process; only the standard library is used here.
@@ -46,6 +47,11 @@ NEAR_LIMIT = 4.0  # a nearby measurement scales a solver's predictions by at mos
 # beyond what the log-linear model extrapolates to (bench/ranking_eval.py: depthwise layers
 # chose such tiles at 10x the best); it counts only where no other candidate is at hand.
 MIN_TILE_EFFICIENCY = 0.04
+# A solver whose defaults are predicted this many times slower than the best candidate so far
+# has its other parameter sets skipped (they are tiles of the same kernel: within this factor of
+# its defaults on the problems the model was fitted on); tuned sets of the same layer are
+# always tried.
+PRUNE_FACTOR = 4.0
 _LOG_MIN_EFFICIENCY = math.log(MIN_TILE_EFFICIENCY)
 _TYPE_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 
@@ -314,6 +320,7 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
     log_mn = terms[8]
     out: list[Candidate] = []
     wasteful: list[Candidate] = []  # below MIN_TILE_EFFICIENCY: only if nothing else is
+    leader: Candidate | None = None  # the fastest so far
     for solver in solvers:
         name = solver.name
         scale = 1.0
@@ -332,7 +339,11 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
         tunable = solver.tunable
         best: Candidate | None = None
         worst_case: Candidate | None = None
-        for params in params_list:
+        extra = bool((extra_params or {}).get(name))
+        for index, params in enumerate(params_list):
+            if index == 1 and not extra and best is not None and leader is not None and \
+                    best.time > PRUNE_FACTOR * leader.time:
+                break  # its defaults are far behind the leader: its other tiles are not tried
             if tunable and not solver.params_valid(problem, target, params):
                 continue
             if not at_hand(solver, params):
@@ -354,6 +365,8 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
                 best = Candidate(solver, params, t)
         if best is not None:
             out.append(best)
+            if leader is None or best.time < leader.time:
+                leader = best
         elif worst_case is not None:
             wasteful.append(worst_case)
     # Equal predictions (solvers the model has no timings of share the pooled fit) fall back

@@ -190,3 +190,22 @@ def test_a_parameter_sets_bias_has_a_slope_over_gemm_size() -> None:
     assert slope == pytest.approx(0.5 * sxx / (sxx + SLOPE_SHRINK), rel=1e-4)
     assert _bias_entry(0.25) == (0.25, 0.0, 0.0)
     assert _bias_entry([0.1, -0.2, 9.0]) == (0.1, -0.2, 9.0)
+
+
+def test_skipping_far_behind_solvers_keeps_the_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A solver whose defaults are PRUNE_FACTOR behind the leader has its other tiles skipped:
+    on ResNet-50's layers at other batch sizes, the first choice is the full ranking's."""
+    import miopenkernels.ranking as ranking
+    from miopenkernels.problem import ConvProblem as P
+
+    layers = [P(n=n, c=c, k=k, in_spatial=(s, s), filter=(f, f), pad=f // 2, in_type=t)
+              for n in (1, 4, 48) for t in ("FP32", "FP16")
+              for c, k, s, f in ((64, 64, 56, 3), (256, 64, 56, 1), (512, 2048, 7, 1),
+                                 (256, 256, 14, 3), (3, 64, 224, 7))]
+    pruned = [rank_candidates(p, SM90, applicable_solvers(p, SM90), lambda s, q: True)[0]
+              for p in layers]
+    monkeypatch.setattr(ranking, "PRUNE_FACTOR", math.inf)
+    full = [rank_candidates(p, SM90, applicable_solvers(p, SM90), lambda s, q: True)[0]
+            for p in layers]
+    assert [(c.solver.name, c.params) for c in pruned] == \
+        [(c.solver.name, c.params) for c in full]
