@@ -1,14 +1,26 @@
-"""Steady-state time per ResNet-50 layer: the solution find picked vs cuDNN (same process, data).
+"""Steady state of what find picks against cuDNN: every type, direction and layout.
 
-For each of the 23 forward layers (batch 32, NCHW, FP32 and FP16): torch tensors on the GPU are
-used in place by the Handle; find (default mode; an installed package's FindDb when
-MIOPEN_SYSTEM_DB_PATH points at one) picks a solution, its invoker is timed with CUDA events
-(median of repeats after warm-up), and torch.nn.functional.conv2d with cudnn.benchmark on is
-timed the same way. FP32 is compared with cuDNN both with TF32 allowed (PyTorch's default for
-convolutions) and with TF32 off (plain FP32, what these kernels compute). The ratio is
-ours / cuDNN (above 1: cuDNN is faster); the geometric mean of the ratios is reported.
+The 23 distinct ResNet-50 forward convolutions, as forward (F), backward data (B) and backward
+weights (W) problems, in NCHW and NHWC, for FP32 (IEEE, against cuDNN with TF32 off), TF32 (the
+handle's TF32 math mode, against cuDNN with TF32 on), FP16 and BF16; at batch 32 (the shipped
+databases' batch: find answers from the FindDb where it has the record) and at batch 1 and 64
+(no record: the miss ranking picks among the shape-agnostic kernels at hand). Per problem, in one
+process: the tensors are made on the device outside any timing (NHWC ones stored channels-last,
+which PyTorch sees as channels_last views); find picks a solution with the default find mode
+(an installed package's databases when MIOPEN_SYSTEM_DB_PATH points at one), its invoker is
+launched `--warmup` times, then timed `--repeats` times between CUDA events (median); the
+PyTorch peer (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input / conv2d_weight, cuDNN with
+cudnn.benchmark on) is timed the same way on the same tensors, and the two outputs are compared
+(relative L2 error). The ratio is ours / cuDNN (above 1: cuDNN is faster).
 
-    python bench/kernels.py --out bench/results/kernels_h100
+The JSON keeps, under `summary` (batch 32) and `summary_b1`, `summary_b64`, one entry per
+`<type>-<direction>-<layout>` (e.g. `FP16-F-NHWC`, `TF32-B-NCHW`) with `geomean_ratio`,
+`max_ratio`, `max_layer`, `layers`, `max_rel_err` and the totals; `rows` holds every problem.
+A time budget (`--budget-s`) stops the run between problems; cases and batches not reached are
+listed under `not_reached`.
+
+    python bench/kernels.py --out bench/results/kernels_h100 [--types FP16,BF16]
+        [--directions F,B,W] [--layouts NCHW,NHWC] [--batches 32,1,64] [--json]
 """
 
 from __future__ import annotations
@@ -18,12 +30,32 @@ import json
 import math
 import statistics
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+TYPES = ("FP32", "TF32", "FP16", "BF16")
+DIRECTIONS = ("F", "B", "W")
+LAYOUTS = ("NCHW", "NHWC")
+BATCHES = (32, 1, 64)
 
 
-def _median_ms(fn, repeats: int, warmup: int = 3) -> float:  # noqa: ANN001
+def case_name(type_name: str, direction: str, layout: str) -> str:
+    return f"{type_name}-{direction}-{layout}"
+
+
+def problems(type_name: str, direction: str, layout: str, batch: int) -> list:
+    """The 23 layers as problems of one case (TF32 problems are FP32 ones)."""
+    sys.path.insert(0, str(HERE))
+    from _layers import resnet50_layers
+
+    storage = "FP32" if type_name == "TF32" else type_name
+    return [replace(p, direction=direction, in_layout=layout, wei_layout=layout,
+                    out_layout=layout) for p in resnet50_layers(storage, batch)]
+
+
+def _median_ms(fn, repeats: int, warmup: int) -> float:  # noqa: ANN001
     import torch
 
     for _ in range(warmup):
@@ -40,102 +72,188 @@ def _median_ms(fn, repeats: int, warmup: int = 3) -> float:  # noqa: ANN001
     return float(statistics.median(times))
 
 
-def measure(handle, p, dtype: str, tdt, repeats: int) -> dict:  # noqa: ANN001
-    """Find, then time our invoker and cuDNN on the same torch tensors."""
+def _tensors(p, tdt, channels_last: bool) -> dict:  # noqa: ANN001
+    """{role: (stored tensor, logical NCHW view)}: stored contiguous in the problem's layout."""
+    import torch
+
+    out = {}
+    for role, shape in (("x", p.in_shape), ("w", p.wei_shape), ("y", p.out_shape)):
+        if channels_last:
+            stored = torch.randn((shape[0], *shape[2:], shape[1]), device="cuda", dtype=tdt)
+            view = stored.permute(0, 3, 1, 2)
+        else:
+            stored = torch.randn(shape, device="cuda", dtype=tdt)
+            view = stored
+        if role == "w":
+            stored /= math.sqrt(shape[1] * math.prod(shape[2:]))
+        out[role] = (stored, view)
+    return out
+
+
+def _peer(p, views: dict):  # noqa: ANN001, ANN202
+    """The PyTorch call computing the problem's output from the other two tensors."""
     import torch
     import torch.nn.functional as F
-    from miopenkernels.find import bind
 
-    x = torch.randn(p.in_shape, device="cuda", dtype=tdt)
-    w = torch.randn(p.wei_shape, device="cuda", dtype=tdt) / math.sqrt(
-        p.wei_shape[1] * math.prod(p.filter))
-    y = torch.full(p.out_shape, float("nan"), device="cuda", dtype=tdt)
-    sols = handle.find(p, x, w, y)
+    x, w, y = views["x"], views["w"], views["y"]
+    args = (p.stride, p.pad, p.dilation, p.groups)
+    if p.direction == "F":
+        return lambda: F.conv2d(x, w, None, *args)
+    if p.direction == "B":
+        return lambda: torch.nn.grad.conv2d_input(tuple(x.shape), w, y, *args)
+    return lambda: torch.nn.grad.conv2d_weight(x, tuple(w.shape), y, *args)
+
+
+def measure(handle, p, type_name: str, repeats: int, warmup: int) -> dict:  # noqa: ANN001
+    """Find, then ours and cuDNN on the same tensors; the outputs compared."""
+    import torch
+    from miopenkernels.invoke import output_role
+    from miopenkernels.problem import TYPE_BYTES
+    from miopenkernels.tensor import DeviceTensor
+
+    tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
+    tensors = _tensors(p, tdt, p.in_layout == "NHWC")
+    storage = p.in_type
+    shapes = {"x": p.in_shape, "w": p.wei_shape, "y": p.out_shape}
+    dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[storage], storage,
+                              shapes[role]) for role, (t, _) in tensors.items()}
+    out_role = output_role(p)
+    tensors[out_role][0].fill_(float("nan"))
+    t0 = time.perf_counter()
+    sols = handle.find(p, dev["x"], dev["w"], dev["y"])
+    find_ms = (time.perf_counter() - t0) * 1e3
     best = sols[0]
     inv = handle.compile_solution(p, best)
-    bound = bind(handle, p, x, w, y)
-    ptrs = {r: t.ptr for r, t in bound.items()}
+    ptrs = {role: t.ptr for role, t in dev.items()}
     ptrs["workspace"] = inv.workspace.ptr if inv.workspace is not None else 0
     inv(ptrs)
     torch.cuda.synchronize()
-
-    def conv() -> torch.Tensor:
-        return F.conv2d(x, w, None, p.stride, p.pad, p.dilation, p.groups)
-
+    ours_out = tensors[out_role][1].double().clone()
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    ref = conv()
-    err = float((y.double() - ref.double()).norm() / ref.double().norm())
-    row = {"dtype": dtype, "key": p.key(), "solver": best.solver,
-           "source": best.source, "rel_err_vs_cudnn": err,
-           "ours_ms": _median_ms(lambda: inv(ptrs), repeats),
-           "cudnn_ms": _median_ms(conv, repeats)}
-    if dtype == "FP32":
-        torch.backends.cudnn.allow_tf32 = True
-        row["cudnn_tf32_ms"] = _median_ms(conv, repeats)
-    row["ratio"] = row["ours_ms"] / row["cudnn_ms"]
-    return row
+    torch.backends.cudnn.allow_tf32 = type_name == "TF32"
+    peer = _peer(p, {role: view for role, (_, view) in tensors.items()})
+    ref = peer().double()
+    err = float((ours_out - ref).norm() / max(float(ref.norm()), 1e-30))
+    ours_ms = _median_ms(lambda: inv(ptrs), repeats, warmup)
+    cudnn_ms = _median_ms(peer, repeats, warmup)
+    return {"case": case_name(type_name, p.direction, p.in_layout), "n": p.n, "key": p.key(),
+            "solver": best.solver, "source": best.source,
+            "params": list(inv.params), "find_ms": find_ms, "ours_ms": ours_ms,
+            "cudnn_ms": cudnn_ms, "ratio": ours_ms / cudnn_ms, "rel_err": err}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def summarise(rows: list[dict]) -> dict:
+    """One entry per case: geomean and max of the ratios, the worst layer, totals, max error."""
+    out: dict[str, dict] = {}
+    for case in sorted({r["case"] for r in rows}):
+        rs = [r for r in rows if r["case"] == case]
+        worst = max(rs, key=lambda r: r["ratio"])
+        out[case] = {"geomean_ratio": round(math.exp(statistics.fmean(math.log(r["ratio"])
+                                                                      for r in rs)), 4),
+                     "max_ratio": round(worst["ratio"], 4), "max_layer": worst["key"],
+                     "layers": len(rs),
+                     "ours_total_ms": round(sum(r["ours_ms"] for r in rs), 4),
+                     "cudnn_total_ms": round(sum(r["cudnn_ms"] for r in rs), 4),
+                     "max_rel_err": max(r["rel_err"] for r in rs)}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=HERE / "results" / "kernels")
-    ap.add_argument("--repeats", type=int, default=30)
-    ap.add_argument("--dtypes", default="FP32,FP16")
+    ap.add_argument("--types", default=",".join(TYPES), help="FP32, TF32, FP16, BF16")
+    ap.add_argument("--directions", default=",".join(DIRECTIONS), help="F, B, W")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS), help="NCHW, NHWC")
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)),
+                    help="batch sizes, in the order run (32 first: the summary's)")
+    ap.add_argument("--repeats", type=int, default=20, help="timed launches per engine")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed launches first")
+    ap.add_argument("--budget-s", type=float, default=540.0, help="stop between problems after")
+    ap.add_argument("--json", action="store_true", help="print the summaries as JSON")
     args = ap.parse_args()
-
-    import torch
-
-    sys.path.insert(0, str(HERE))
-    from _layers import resnet50_layers
+    types = [t for t in args.types.split(",") if t]
+    directions = [d for d in args.directions.split(",") if d]
+    layouts = [lay for lay in args.layouts.split(",") if lay]
+    try:
+        batches = [int(b) for b in args.batches.split(",") if b]
+    except ValueError:
+        print(f"kernels: --batches {args.batches!r} is not a list of integers", file=sys.stderr)
+        return 3
+    bad = [t for t in types if t not in TYPES] + [d for d in directions if d not in DIRECTIONS] \
+        + [lay for lay in layouts if lay not in LAYOUTS]
+    if bad or any(b < 1 for b in batches):
+        print(f"kernels: unknown {', '.join(bad) or 'batch size'}; see --help", file=sys.stderr)
+        return 3
+    try:
+        import torch
+    except ImportError:
+        print("kernels: PyTorch is not installed; run this on the GPU machine", file=sys.stderr)
+        return 6
+    if not torch.cuda.is_available():
+        print("kernels: no CUDA device; run this on the GPU machine", file=sys.stderr)
+        return 6
     from miopenkernels.handle import Handle
 
-    handle = Handle()
-    rows = []
-    for dtype in args.dtypes.split(","):
-        tdt = torch.float16 if dtype == "FP16" else torch.float32
-        for p in resnet50_layers(dtype):
-            row = measure(handle, p, dtype, tdt, args.repeats)
-            rows.append(row)
-            print(f"{dtype} {p.key():55s} {row['solver']:22s} {row['ours_ms']:8.3f} ms "
-                  f"cuDNN {row['cudnn_ms']:8.3f} ms x{row['ratio']:.2f} "
-                  f"err {row['rel_err_vs_cudnn']:.1e}",
-                  flush=True)
-    summary = {}
-    for dtype in args.dtypes.split(","):
-        rs = [r for r in rows if r["dtype"] == dtype]
-        summary[dtype] = {"geomean_ratio": math.exp(statistics.mean(math.log(r["ratio"])
-                                                                   for r in rs)),
-                          "layers": len(rs),
-                          "ours_total_ms": sum(r["ours_ms"] for r in rs),
-                          "cudnn_total_ms": sum(r["cudnn_ms"] for r in rs)}
-        if dtype == "FP32":
-            summary[dtype]["geomean_ratio_vs_tf32"] = math.exp(statistics.mean(
-                math.log(r["ours_ms"] / r["cudnn_tf32_ms"]) for r in rs))
-    meta = {"device": handle.backend.device_name, "torch": torch.__version__,
-            "cudnn": torch.backends.cudnn.version(), "kernel_sources": handle.stats.to_dict(),
-            "summary": summary, "rows": rows}
+    handles = {"ieee": Handle(), "tf32": Handle(math_mode="tf32") if "TF32" in types else None}
+    rows: list[dict] = []
+    failures: list[dict] = []
+    not_reached: list[str] = []
+    start = time.perf_counter()
+    for batch in batches:
+        for type_name in types:
+            handle = handles["tf32" if type_name == "TF32" else "ieee"]
+            for direction in directions:
+                for layout in layouts:
+                    name = f"{case_name(type_name, direction, layout)}@{batch}"
+                    if time.perf_counter() - start > args.budget_s:
+                        not_reached.append(name)
+                        continue
+                    for p in problems(type_name, direction, layout, batch):
+                        try:
+                            row = measure(handle, p, type_name, args.repeats, args.warmup)
+                        except Exception as exc:  # noqa: BLE001 - a failing problem is reported
+                            failures.append({"case": name, "key": p.key(),
+                                             "error": str(exc).splitlines()[0][:300]})
+                            print(f"{name} {p.key()}: {exc}", file=sys.stderr, flush=True)
+                            continue
+                        rows.append(row)
+                    done = [r for r in rows if f"{r['case']}@{r['n']}" == name]
+                    if done:
+                        s = summarise(done)[done[0]["case"]]
+                        print(f"[{time.perf_counter() - start:6.1f} s] {name:18s} geomean "
+                              f"{s['geomean_ratio']:.2f} max {s['max_ratio']:.2f} "
+                              f"({s['layers']} layers, max err {s['max_rel_err']:.1e})",
+                              flush=True)
+    be = handles["ieee"].backend
+    result = {"device": be.device_name, "driver": getattr(be, "driver_version", ""),
+              "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+              "method": __doc__.split("\n\n")[1], "repeats": args.repeats,
+              "warmup": args.warmup, "seconds": round(time.perf_counter() - start, 1)}
+    for batch in batches:
+        key = "summary" if batch == 32 else f"summary_b{batch}"
+        result[key] = summarise([r for r in rows if r["n"] == batch])
+    result.update({"not_reached": not_reached, "failures": failures, "rows": rows})
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    Path(str(args.out) + ".json").write_text(json.dumps(meta, indent=1) + "\n")
-    md = [f"Steady state per layer, ResNet-50 forward, batch 32, NCHW, {meta['device']}, "
-          f"torch {meta['torch']}, cuDNN {meta['cudnn']}. Median of {args.repeats} CUDA-event "
-          "timings; ratio = ours / cuDNN (cudnn.benchmark on, TF32 off).", "",
-          "| type | layer | solver | ours ms | cuDNN ms | ratio | rel. err |",
+    Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
+    md = [f"Steady state of find's pick against cuDNN (cudnn.benchmark on), ResNet-50's 23 layers, "
+          f"{result['device']}, torch {result['torch']}, cuDNN {result['cudnn']}; median of "
+          f"{args.repeats} CUDA-event timings; ratio = ours / cuDNN.", "",
+          "| case | batch | layers | geomean ratio | max ratio | worst layer | max rel. err |",
           "| --- | --- | --- | --- | --- | --- | --- |"]
-    md += [f"| {r['dtype']} | {r['key']} | {r['solver']} | {r['ours_ms']:.3f} | "
-           f"{r['cudnn_ms']:.3f} | {r['ratio']:.2f} | {r['rel_err_vs_cudnn']:.1e} |" for r in rows]
-    md += ["", "| type | geomean ratio | ours total ms | cuDNN total ms |",
-           "| --- | --- | --- | --- |"]
-    for dtype, s in summary.items():
-        md.append(f"| {dtype} | {s['geomean_ratio']:.2f} | {s['ours_total_ms']:.2f} | "
-                  f"{s['cudnn_total_ms']:.2f} |")
-    if "FP32" in summary:
-        md.append("")
-        md.append(f"FP32 against cuDNN with TF32 allowed (PyTorch's default): geomean ratio "
-                  f"{summary['FP32']['geomean_ratio_vs_tf32']:.2f}.")
+    for batch in batches:
+        for case, s in result["summary" if batch == 32 else f"summary_b{batch}"].items():
+            md.append(f"| {case} | {batch} | {s['layers']} | {s['geomean_ratio']:.2f} | "
+                      f"{s['max_ratio']:.2f} | {s['max_layer']} | {s['max_rel_err']:.1e} |")
+    if not_reached or failures:
+        md += ["", f"Not reached in the time budget: {', '.join(not_reached) or 'none'}; "
+               f"failed problems: {len(failures)}."]
     Path(str(args.out) + ".md").write_text("\n".join(md) + "\n")
-    print("\n".join(md[-6:]))
+    if args.json:
+        print(json.dumps({k: v for k, v in result.items() if k.startswith("summary")}))
+    else:
+        print("\n".join(md))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

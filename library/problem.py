@@ -148,7 +148,8 @@ class ConvProblem:
         if not isinstance(n, int) or n < 1:
             raise ProblemError(f"n must be at least 1, got {n}")
         out = object.__new__(ConvProblem)
-        state = {k: v for k, v in self.__dict__.items() if k != "__record_hash__"}
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("__record_hash__", "__key__")}
         state["n"] = n
         out.__dict__.update(state)
         return out
@@ -249,7 +250,14 @@ class ConvProblem:
         return self._solver_view()[0]
 
     def key(self) -> str:
-        """The FindDb key exactly as MIOpen serialises it."""
+        """The FindDb key exactly as MIOpen serialises it (made once per problem: every
+        database lookup of a first call asks for it)."""
+        key = self.__dict__.get("__key__")
+        if key is None:
+            key = self.__dict__["__key__"] = self._make_key()
+        return key
+
+    def _make_key(self) -> str:
         kc, kin, kk, kout = self._key_tensors()
         x = "x".join
         parts = [
