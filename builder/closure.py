@@ -18,7 +18,7 @@ from miopenkernels.db.finddb import FindDbFile
 from miopenkernels.db.perfdb import PerfDbFile
 from miopenkernels.errors import DbError, MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
-from miopenkernels.solvers import SOLVERS, CompileJob, Solver
+from miopenkernels.solvers import SOLVERS, CompileJob, Solver, companion_jobs
 from miopenkernels.target import Target
 
 __all__ = ["Requirement", "db_problems", "required_kernels", "missing_kernels",
@@ -34,10 +34,17 @@ class Requirement:
     params: tuple[int, ...]
     specialised: CompileJob | None
     dynamic: CompileJob
+    companions: tuple[CompileJob, ...] = ()  # needed after either (a split's reduce kernel)
 
     def rows(self) -> list[tuple[str, str]]:
         jobs = [j for j in (self.specialised, self.dynamic) if j is not None]
         return [(j.kdb_name, j.kdb_args) for j in jobs]
+
+    def met(self, kdb_rows: set[tuple[str, str]]) -> bool:
+        """Whether a kdb with these rows runs it: one of the two binaries, and every
+        companion."""
+        return any(row in kdb_rows for row in self.rows()) and all(
+            (j.kdb_name, j.kdb_args) in kdb_rows for j in self.companions)
 
     def describe(self) -> str:
         return (f"{self.key}: {self.solver} ({','.join(map(str, self.params)) or 'no params'}) "
@@ -103,14 +110,13 @@ def required_kernels(target: Target, finddb: Path | None, perfdb: Path | None,
             except (NotImplementedError, MIOpenKernelsError):
                 spec = None
             dynamic = solver.compile_job(problem, params, target, specialised=False)
-            yield Requirement(record.key, name, params, spec, dynamic)
+            yield Requirement(record.key, name, params, spec, dynamic, companion_jobs(dynamic))
 
 
 def missing_kernels(target: Target, kdb_rows: set[tuple[str, str]], finddb: Path | None,
                     perfdb: Path | None) -> list[Requirement]:
     """The requirements of the databases that no row of the kdb meets."""
-    return [r for r in required_kernels(target, finddb, perfdb)
-            if not any(row in kdb_rows for row in r.rows())]
+    return [r for r in required_kernels(target, finddb, perfdb) if not r.met(kdb_rows)]
 
 
 def check_closed(target: Target, kdb: Path, finddb: Path | None, perfdb: Path | None) -> int:
@@ -120,7 +126,7 @@ def check_closed(target: Target, kdb: Path, finddb: Path | None, perfdb: Path | 
     with KernelDb(kdb) as db:
         rows = {(e.kernel_name, e.kernel_args) for e in db.entries()}
     required = list(required_kernels(target, finddb, perfdb))
-    missing = [r for r in required if not any(row in rows for row in r.rows())]
+    missing = [r for r in required if not r.met(rows)]
     if missing:
         first = "; ".join(r.describe() for r in missing[:3])
         raise DbError(f"{kdb.name}: {len(missing)} of the {len(required)} kernels the "

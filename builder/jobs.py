@@ -30,7 +30,13 @@ from typing import Any
 
 from miopenkernels.errors import MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
-from miopenkernels.solvers import CompileJob, Solver, all_dynamic_jobs, applicable_solvers
+from miopenkernels.solvers import (
+    CompileJob,
+    Solver,
+    all_dynamic_jobs,
+    applicable_solvers,
+    with_companions,
+)
 from miopenkernels.target import Target
 
 __all__ = ["TargetDbs", "Specialisation", "specialisations", "target_jobs", "build_jobs",
@@ -193,7 +199,7 @@ def target_jobs(target: Target, problems: Iterable[ConvProblem],
         every.setdefault(problem, None)
     for job in _ranking_jobs(target, list(every), dbs):
         jobs.setdefault(job, None)
-    return sorted(jobs, key=_row)
+    return sorted(with_companions(jobs), key=_row)
 
 
 def build_jobs(targets: Sequence[Target], problems: Sequence[ConvProblem],

@@ -16,7 +16,7 @@ from miopenkernels.db.kerneldb import KernelDb
 from miopenkernels.errors import MIOpenKernelsError
 from miopenkernels.find import candidate_params
 from miopenkernels.problem import ConvProblem
-from miopenkernels.solvers import SOLVERS, CompileJob
+from miopenkernels.solvers import SOLVERS, CompileJob, with_companions
 from miopenkernels.target import Target
 
 __all__ = ["candidate_params", "tuning_jobs", "precompile"]
@@ -33,7 +33,7 @@ def tuning_jobs(problems: Iterable[ConvProblem], target: Target, max_candidates:
                 [tuple(s.default_params(p, target))]
             for q in params:
                 jobs.setdefault(s.compile_job(p, q, target, specialised=False))
-    return list(jobs)
+    return with_companions(jobs)
 
 
 def _compile(job: CompileJob) -> tuple[CompileJob, bytes | None, str]:

@@ -95,6 +95,9 @@ class Invoker:
     # build the invoker of a variant without them (for tensors that are not aligned).
     alignment: tuple[tuple[str, int], ...] = ()
     unaligned: Invoker | Callable[[], Invoker] | None = field(default=None, repr=False)
+    # Launches after the main one (a split reduction's sum), each with its own
+    # (kernel slot, layer tensor role) pointers.
+    then: tuple[tuple[PreparedLaunch, tuple[tuple[str, str], ...]], ...] = ()
 
     def __call__(self, ptrs: dict[str, int]) -> None:
         if self.alignment and any(ptrs[role] % div for role, div in self.alignment):
@@ -108,6 +111,10 @@ class Invoker:
         for role, nbytes in self.zero_first:
             self.launch.backend.memset_ptr(ptrs[role], 0, nbytes)
         self.launch()
+        for launch, pointers in self.then:
+            for slot, role in pointers:
+                launch.set(slot, ptrs[role])
+            launch()
 
 
 # ---------------------------------------------------------------------------- tensors
@@ -382,12 +389,14 @@ def make_invoker(handle: Handle, problem: ConvProblem, solver: Solver, *,
     prepared = handle.backend.prepare(fn, launch.grid, launch.block, launch.args,
                                       launch.shared_bytes)
     roles = tensor_roles(problem)
-    ptrs = []
-    for name in prepared.slots:  # the pointer arguments' tensors, in argument order
-        if name not in roles:
-            raise ProblemError(f"{solver.name} launch names tensor {name!r}, not one of "
-                               f"{sorted(roles)} for direction {problem.direction}")
-        ptrs.append((name, roles[name]))
+    ptrs = _pointer_roles(solver, problem, prepared, roles)
+    then = []
+    for follow_job, follow in solver.follow_ups(problem, params, handle.target):
+        follow_fn = handle.kernel(follow_job)
+        follow = _apply_meta(solver, follow, follow_fn.module.meta)
+        follow_prepared = handle.backend.prepare(follow_fn, follow.grid, follow.block,
+                                                 follow.args, follow.shared_bytes)
+        then.append((follow_prepared, _pointer_roles(solver, problem, follow_prepared, roles)))
     ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))
     sizes = {"x": (problem.in_shape, problem.in_type), "w": (problem.wei_shape, problem.wei_type),
              "y": (problem.out_shape, problem.out_type)}
@@ -405,7 +414,19 @@ def make_invoker(handle: Handle, problem: ConvProblem, solver: Solver, *,
             return make_invoker(handle, problem, solver, params=params, specialised=spec,
                                 unaligned=True)
     return Invoker(solver.name, prepared, tuple(ptrs), ws, spec, zero_first=zero,
-                   params=params, alignment=align, unaligned=fallback)
+                   params=params, alignment=align, unaligned=fallback, then=tuple(then))
+
+
+def _pointer_roles(solver: Solver, problem: ConvProblem, prepared: PreparedLaunch,
+                   roles: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """(kernel slot, layer tensor role) of a prepared launch's pointer arguments, in order."""
+    out = []
+    for name in prepared.slots:
+        if name not in roles:
+            raise ProblemError(f"{solver.name} launch names tensor {name!r}, not one of "
+                               f"{sorted(roles)} for direction {problem.direction}")
+        out.append((name, roles[name]))
+    return tuple(out)
 
 
 def invoker(handle: Handle, problem: ConvProblem, solution: ConvSolution | str) -> Invoker:

@@ -62,9 +62,14 @@ def _ctype(kind: str) -> type:
 @lru_cache(maxsize=256)
 def _layout(kinds: tuple[str, ...]) -> tuple[tuple[type, ...], dict[str, int]]:
     """(C type per argument, {tensor name: slot} of the pointers) of an argument list's kinds,
-    worked out once per kernel signature (shared: never change the dict)."""
-    return (tuple(_ctype(k) for k in kinds),
-            {k.split(":", 1)[1]: i for i, k in enumerate(kinds) if ":" in k})
+    worked out once per kernel signature (shared: never change the dict). A tensor named by
+    several pointers is set through the first (a Triton kernel's workspace pointer); the others
+    stay null (its scratch pointers, which the objects here never use)."""
+    slots: dict[str, int] = {}
+    for i, k in enumerate(kinds):
+        if ":" in k:
+            slots.setdefault(k.split(":", 1)[1], i)
+    return tuple(_ctype(k) for k in kinds), slots
 
 
 @dataclass
@@ -158,7 +163,7 @@ class PreparedLaunch:
         return ctypes.addressof(self.pointers)
 
     def set(self, name: str, value: int) -> None:
-        """Point slot 'ptr:<name>' at `value`."""
+        """Point slot 'ptr:<name>' (the first that names it) at `value`."""
         self.values[self.slots[name]].value = value
 
     def args(self) -> list[Arg]:

@@ -6,6 +6,8 @@ The order is MIOpen's habit of listing cheaper-to-try solvers first; immediate m
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
@@ -14,6 +16,7 @@ from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
 from .triton_conv import TRITON_SOLVERS
+from .triton_conv import companion_jobs as _triton_companions
 from .winograd import ConvWinograd3x3
 
 __all__ = [
@@ -22,6 +25,8 @@ __all__ = [
     "applicable_solvers",
     "ranked_solvers",
     "all_dynamic_jobs",
+    "companion_jobs",
+    "with_companions",
     "CompileJob",
     "KernelArg",
     "Launch",
@@ -43,6 +48,22 @@ SOLVERS: list[Solver] = [
     ConvDirect("B"),
     ConvDirect("W"),
 ]
+
+
+def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:
+    """The jobs whose objects a launch of `job`'s object needs after it (`Solver.follow_ups`):
+    every build, package closure and tuning set that holds `job` holds them too."""
+    return _triton_companions(job)
+
+
+def with_companions(jobs: Iterable[CompileJob]) -> list[CompileJob]:
+    """`jobs` and their companions, without repeats, in first-seen order."""
+    out: dict[CompileJob, None] = {}
+    for job in jobs:
+        out.setdefault(job, None)
+        for companion in companion_jobs(job):
+            out.setdefault(companion, None)
+    return list(out)
 
 
 def get_solver(name: str) -> Solver:

@@ -262,6 +262,13 @@ class Solver:
         """Grid, block and arguments for the binary of `compile_job(problem, params, ...)`."""
         raise NotImplementedError
 
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """Launches that finish the main one, in order, each with its own job (a split
+        reduction's sum of partials); none for most solvers. Their objects are built wherever
+        the main one is (`solvers.companion_jobs`)."""
+        return ()
+
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(grid, block) of `launch(problem, params)`, for cost models; solvers may answer

@@ -39,7 +39,7 @@ from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view
 from .base import CompileJob, KernelArg, Launch, Params, Solver
 
 __all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "spec_module", "tf32_capable",
-           "PARAM_NAMES"]
+           "PARAM_NAMES", "SPLIT_KERNELS", "companion_jobs"]
 
 KERNEL_FILE = "conv_triton.py"
 PARAM_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
@@ -97,11 +97,45 @@ def _target_kind(arch: str) -> str | None:
         return None
 
 
+# Kernels whose SPLIT_K > 1 variant the solvers use: backward weights, whose reduction over
+# every pixel is long and whose output (K x C x R x S) has few tiles. The partial sums go to the
+# workspace and REDUCE_KERNEL adds them into the output in a second launch.
+SPLIT_KERNELS = ("conv2d_bwd_weight", "conv2d_bwd_weight_smallc")
+REDUCE_KERNEL = "conv2d_bwd_weight_reduce"
+
+
 @lru_cache(maxsize=4096)
 def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
     config = dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
-    return config["SPLIT_K"] == 1 and bool(
+    return (config["SPLIT_K"] == 1 or kernel in SPLIT_KERNELS) and bool(
         spec_module().is_legal(config, data_type, kind, kernel))
+
+
+@lru_cache(maxsize=256)
+def _reduce_job(data_type: str, split: int, target: Target) -> CompileJob:
+    """The job of the reduce kernel that finishes a SPLIT_K = `split` launch (no alignment
+    assumptions: its output is any tensor the caller passes)."""
+    spec = spec_module()
+    config = (("SPLIT_K", int(split)), ("num_warps", int(spec.REDUCE_WARPS)), ("num_stages", 1))
+    return _triton_job(KERNEL_FILE, "ieee", REDUCE_KERNEL, data_type, config, False, False,
+                       target)
+
+
+def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:
+    """The jobs a launch of `job`'s object needs after it: the reduce kernel of a SPLIT_K > 1
+    object of SPLIT_KERNELS (read from the job's options), else none."""
+    if job.kernel_file != KERNEL_FILE or job.kernel_name not in SPLIT_KERNELS:
+        return ()
+    options = dict(o.split("=", 1) for o in job.options if "=" in o)
+    split = int(options.get("-DSPLIT_K", "1"))
+    if split <= 1:
+        return ()
+    signature = dict(item.split(":", 1) for item in options.get("--signature", "").split(","))
+    element = signature.get("w_ptr", "")
+    data_type = {v: k for k, v in spec_module().ELEMENT_TYPES.items()}.get(element.lstrip("*"))
+    if data_type is None:
+        return ()
+    return (_reduce_job(data_type, split, job.target),)
 
 
 @lru_cache(maxsize=4096)
@@ -237,7 +271,8 @@ class ConvTritonImplicitGemm(Solver):
             return []
         _, _, kernel, _ = self._view(problem)
         space = spec_module().legal_space(kind, problem.in_type, kernel)
-        return [self._params(c) for c in space if int(c.get("SPLIT_K", 1)) == 1]
+        return [self._params(c) for c in space
+                if int(c.get("SPLIT_K", 1)) == 1 or kernel in SPLIT_KERNELS]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         # The target's kind alone (not MIOPENKERNELS_TRITON): whether the solvers are on is
@@ -375,6 +410,31 @@ class ConvTritonImplicitGemm(Solver):
         return Launch(kernel, (grid[0], grid[1], grid[2]), (warps * 32, 1, 1), tuple(kargs),
                       workspace_bytes=int(spec.workspace_bytes(kernel, sizes, config)),
                       needs_meta=True)
+
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """With SPLIT_K > 1: the reduce kernel's job and launch, which sums the partials the
+        main launch left in the workspace into the output."""
+        config = self._config(params)
+        split = config["SPLIT_K"]
+        if split <= 1:
+            return ()
+        spec = spec_module()
+        view, args, kernel, _ = self._view(problem)
+        if kernel not in SPLIT_KERNELS:
+            raise ProblemError(f"{self.name}: kernel {kernel} has no SPLIT_K > 1 variant here")
+        out_tensor = {"y": view.out_tensor, "x": view.in_tensor,
+                      "w": view.wei_tensor}[spec.OUTPUT_OF[kernel]]
+        values = spec.reduce_args(kernel, args)
+        kargs = [_arg("ws_ptr", "ptr:workspace", None), _arg("w_ptr", "ptr:" + out_tensor, None)]
+        kargs += [_arg(name, "i32", values[name]) for name, kind in spec.REDUCE_ARGS
+                  if kind == "i32"]
+        kargs += [_arg("global_scratch", "ptr:workspace", None),
+                  _arg("profile_scratch", "ptr:workspace", None)]
+        grid = (int(spec.cdiv(values["TOTAL"], spec.REDUCE_BLOCK)), 1, 1)
+        launch = Launch(REDUCE_KERNEL, grid, (int(spec.REDUCE_WARPS) * 32, 1, 1), tuple(kargs),
+                        needs_meta=True)
+        return ((_reduce_job(problem.in_type, split, target), launch),)
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

@@ -40,6 +40,8 @@ BASE = [
 # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, warps, stages: 192 KiB of shared memory for FP16
 # and BF16 on sm90, 96-128 KiB for FP32.
 TRITON_BIG = [(256, 256, 64, 8, 1, 8, 3), (128, 128, 32, 8, 1, 8, 4)]
+# Backward weights split four ways: FP32 partials in the workspace, summed by a second launch.
+TRITON_SPLIT = [(64, 64, 32, 8, 4, 4, 3)]
 
 
 def _variants() -> list[ConvProblem]:
@@ -67,6 +69,7 @@ def _cases() -> list[tuple[ConvProblem, str, tuple[int, ...] | None]]:
                 last = others[-1:]
                 if s.language == "triton":
                     last = [q for q in TRITON_BIG if q in others][:1]
+                    last += [q for q in TRITON_SPLIT if q in others][:1]
                 for q in dict.fromkeys(others[:1] + last):
                     cases.append((p, s.name, q))
     return cases

@@ -72,3 +72,38 @@ def test_foreign_solver_names_are_not_kernels_of_this_package(tmp_path: Path) ->
     fdb.write_text("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F="
                    "ConvDirectNaiveConvFwd:0.25,0,miopenConvolutionFwdAlgoDirect\n")
     assert check_closed(GFX906, kdb, fdb, None) == 0
+
+
+def test_a_split_k_record_needs_its_reduce_kernel_too(tmp_path: Path) -> None:
+    """A PerfDb naming a SPLIT_K > 1 backward-weights set: the package must hold the main
+    object and the reduce kernel that finishes it; the build's jobs include both."""
+    from miopenkernels.builder.closure import Requirement
+    from miopenkernels.db.finddb import FindDbFile, FindDbRecord, Solution
+    from miopenkernels.db.perfdb import PerfDbFile
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers import companion_jobs, get_solver
+
+    pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
+    target = Target("sm90", 132)
+    problem = ConvProblem(n=32, c=512, k=512, in_spatial=(7, 7), filter=(3, 3), pad=(1, 1),
+                          direction="W", in_type="FP16")
+    solver = get_solver("ConvTritonImplicitGemmWrw")
+    params = next(p for p in solver.param_space(problem, target) if p[4] == 8)
+    folder = tmp_path / target.basename
+    folder.mkdir()
+    fdb, pdb = folder / "sm9084.HIP.fdb.txt", folder / "sm9084.db.txt"
+    find = FindDbFile()
+    find.put(FindDbRecord(problem.key(), (Solution(solver.name, 0.1, 0,
+                                                   "miopenConvolutionBwdWeightsAlgoImplicitGEMM"),)))
+    find.write(fdb)
+    perf = PerfDbFile()
+    perf.put(problem, solver.name, solver.params_to_string(params))
+    perf.write(pdb)
+    [req] = [r for r in required_kernels(target, fdb, pdb) if r.solver == solver.name]
+    assert isinstance(req, Requirement) and req.companions == companion_jobs(req.dynamic)
+    assert [j.kernel_name for j in req.companions] == ["conv2d_bwd_weight_reduce"]
+    main_only = {(req.dynamic.kdb_name, req.dynamic.kdb_args)}
+    both = main_only | {(j.kdb_name, j.kdb_args) for j in req.companions}
+    assert not req.met(main_only) and req.met(both)
+    jobs = target_jobs(target, [problem], TargetDbs(target, tmp_path))
+    assert req.dynamic in jobs and set(req.companions) <= set(jobs)

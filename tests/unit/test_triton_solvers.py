@@ -299,3 +299,63 @@ def test_search_tries_the_measured_winners_of_the_case_right_after_the_defaults(
     # A target kind without a tuned table has no seeds; the portable solvers have none.
     assert solver.seed_params(CONV, Target.parse("gfx942-304")) == []
     assert get_solver("ConvDirectFwd").seed_params(CONV, target) == []
+
+
+# ------------------------------------------------------------------ split-K backward weights
+def _split_params(problem: ConvProblem, split: int) -> tuple[int, ...]:
+    solver = get_solver("ConvTritonImplicitGemmWrw")
+    for params in solver.param_space(problem, SM90):
+        if params[4] == split:  # SPLIT_K
+            return tuple(params)
+    raise AssertionError(f"no SPLIT_K={split} set in the space")
+
+
+def test_only_backward_weights_searches_split_k() -> None:
+    for name, problem in (("ConvTritonImplicitGemmWrw", _p(direction="W")),
+                          ("ConvTritonImplicitGemmFwd", _p()),
+                          ("ConvTritonImplicitGemmBwd", _p(direction="B"))):
+        splits = {p[4] for p in get_solver(name).param_space(problem, SM90)}
+        assert (splits > {1}) == (name == "ConvTritonImplicitGemmWrw"), name
+
+
+def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
+        monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    """SPLIT_K = 4: the main kernel writes FP32 partials to the workspace, then the reduce
+    kernel (its own object, a companion of the main one in every build) sums them into dw."""
+    from miopenkernels.solvers import companion_jobs, with_companions
+
+    db_env(monkeypatch, tmp_path)
+    backend = NullBackend(SM90)
+    built: list[CompileJob] = []
+
+    def compiler(job: CompileJob) -> bytes:
+        built.append(job)
+        warps = next(int(o.split("=")[1]) for o in job.options if o.startswith("--num-warps="))
+        meta = LaunchMetadata(job.kernel_name, threads_per_block=32 * warps, shared_bytes=0,
+                              scratch_args=(("global_scratch", 0, 1), ("profile_scratch", 0, 1)))
+        return attach_launch_metadata(fake_cubin(90, [job.kernel_name]), meta)
+
+    problem = _p(direction="W")
+    solver = get_solver("ConvTritonImplicitGemmWrw")
+    params = _split_params(problem, 4)
+    assert solver.params_valid(problem, SM90, params)
+    h = Handle(backend=backend, compiler=compiler, solvers=[solver])
+    inv = make_invoker(h, problem, solver, params=params)
+    k, c, r, s = problem.wei_shape
+    assert inv.workspace_bytes == 4 * k * c * r * s * 4  # FP32 partials per split
+    main, reduce = built
+    assert reduce.kernel_name == "conv2d_bwd_weight_reduce" and "-DSPLIT_K=4" in reduce.options
+    assert companion_jobs(main) == (reduce,) and companion_jobs(reduce) == ()
+    assert with_companions([main]) == [main, reduce]
+    one = solver.compile_job(problem, (*params[:4], 1, *params[5:]), SM90)
+    assert companion_jobs(one) == ()
+    bufs = {role: backend.alloc(1 << 20) for role in ("x", "w", "y", "workspace")}
+    ptrs = {role: b.ptr for role, b in bufs.items()}
+    inv(ptrs)
+    first, second = backend.recorded[-2:]
+    assert (first.kernel, second.kernel) == ("conv2d_bwd_weight", "conv2d_bwd_weight_reduce")
+    assert first.grid[2] == 4 and second.block == (spec.REDUCE_WARPS * 32, 1, 1)
+    assert second.grid == (spec.cdiv(k * c * r * s, spec.REDUCE_BLOCK), 1, 1)
+    args = second.args
+    assert args[0] == ("ptr:workspace", ptrs["workspace"]) and args[1] == ("ptr:dw", ptrs["w"])
+    assert [v for kind, v in args if kind == "i32"][:4] == [k * c * r * s, c, r, s]
