@@ -161,7 +161,13 @@ class ConvProblem:
 
     @property
     def out_spatial(self) -> tuple[int, ...]:
-        """Spatial size of the layer output y."""
+        """Spatial size of the layer output y (worked out once per problem)."""
+        out = self.__dict__.get("__out_spatial__")
+        if out is None:
+            out = self.__dict__["__out_spatial__"] = self._out_spatial()
+        return out
+
+    def _out_spatial(self) -> tuple[int, ...]:
         if self.mode == "trans":
             return tuple(
                 s * (i - 1) + d * (f - 1) + 1 - 2 * p + op

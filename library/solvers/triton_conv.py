@@ -86,6 +86,25 @@ def _config_items(params: Params) -> tuple[tuple[str, int], ...]:
     return tuple(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
 
 
+@lru_cache(maxsize=1024)
+def _job_items(params: Params) -> tuple[tuple[str, int], ...]:
+    """The configuration as a job's key: its items sorted by name."""
+    return tuple(sorted(_config_items(params)))
+
+
+@lru_cache(maxsize=1024)
+def _config_view(params: Params) -> dict[str, int]:
+    """The configuration of a parameter set, shared: read it, never change it."""
+    return dict(_config_items(params))
+
+
+@lru_cache(maxsize=4096)
+def _aligned(problem: ConvProblem) -> bool:
+    """Whether the problem meets the align16 assumption (kept per problem)."""
+    _, args, _, cl = _problem_view(problem)
+    return bool(spec_module().meets_align16(args, cl))
+
+
 @lru_cache(maxsize=64)
 def _target_kind(arch: str) -> str | None:
     """The spec's kind of an arch; None without the kernels or for an arch it does not know."""
@@ -255,11 +274,14 @@ class ConvTritonImplicitGemm(Solver):
         return _shape_fits(self._view(p)[0])
 
     # ------------------------------------------------------------------ parameters
-    def _config(self, params: Params) -> dict[str, int]:
-        """The constexprs of a parameter set (a fresh dict: callers may extend it)."""
+    def _check_length(self, params: Params) -> None:
         if len(params) != len(PARAM_NAMES):
             raise ProblemError(f"{self.name}: params {params} are not "
                                f"{','.join(PARAM_NAMES)}")
+
+    def _config(self, params: Params) -> dict[str, int]:
+        """The constexprs of a parameter set (a fresh dict: callers may extend it)."""
+        self._check_length(params)
         return dict(_config_items(tuple(params)))
 
     def _params(self, config: dict[str, int]) -> Params:
@@ -344,9 +366,10 @@ class ConvTritonImplicitGemm(Solver):
                     specialised: bool = False) -> CompileJob:
         """The (always shape-agnostic) job; with the align16 assumption where the problem
         meets it."""
-        _, args, kernel, cl = self._view(problem)
-        aligned = bool(spec_module().meets_align16(args, cl))
-        return self._job(kernel, problem.in_type, self._config(params), cl, aligned, target)
+        _, _, kernel, cl = self._view(problem)
+        self._check_length(params)
+        return _triton_job(self.kernel_file, self.math, kernel, problem.in_type,
+                           _job_items(tuple(params)), cl, _aligned(problem), target)
 
     def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
                       ) -> CompileJob:
@@ -440,18 +463,19 @@ class ConvTritonImplicitGemm(Solver):
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(grid, block) without the argument list (the miss ranking asks for it per
         candidate)."""
-        view = conv_view(problem)
-        config = self._config(params)
-        grid = spec_module().grid(spec_module().kernel_for(view.direction, _sizes(view)),
-                                  _sizes(view), config)
+        view, _, kernel, _ = self._view(problem)
+        self._check_length(params)
+        config = _config_view(tuple(params))
+        grid = spec_module().grid(kernel, _sizes(view), config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
     def efficiency(self, view: ConvView, params: Params) -> float:
         """The fraction of launched tile work that is real (the miss ranking's feature)."""
         sizes = _sizes(view)
         spec = spec_module()
+        self._check_length(params)
         return float(spec.tile_efficiency(spec.kernel_for(view.direction, sizes), sizes,
-                                          self._config(params)))
+                                          _config_view(tuple(params))))
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         from ._conv import macs
