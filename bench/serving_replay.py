@@ -59,7 +59,9 @@ def replay(result: dict, system_db: Path) -> dict[str, dict[str, object]]:
             "not_measured": unmeasured,
             "regret_geomean": round(math.exp(statistics.fmean(math.log1p(r) for r in scored))
                                     - 1, 4) if scored else None,
-            "recorded_regret_geomean": result["summary"][dtype].get("regret_geomean")}
+            "recorded_regret_geomean": result["summary"][dtype].get("regret_geomean"),
+            "regret_p95": round(serving._pct(scored, 95), 4) if scored else None,
+            "recorded_regret_p95": result["summary"][dtype].get("regret_p95")}
     return out
 
 
@@ -75,11 +77,12 @@ def main() -> int:
         print(json.dumps(out))
         return 0
     print("| type | ranked shapes | picks the best | as recorded | not measured | regret geomean "
-          "(measured picks) | recorded |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "(measured picks) | recorded | regret p95 (measured picks) | recorded |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for dtype, s in out.items():
         print(f"| {dtype} | {s['ranked_shapes']} | {s['best']} | {s['as_recorded']} | "
-              f"{s['not_measured']} | {s['regret_geomean']} | {s['recorded_regret_geomean']} |")
+              f"{s['not_measured']} | {s['regret_geomean']} | {s['recorded_regret_geomean']} | "
+              f"{s['regret_p95']} | {s['recorded_regret_p95']} |")
     return 0
 
 

@@ -43,6 +43,7 @@ FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_w
 POOLED = "*"
 KNOWN_CANDIDATES = 6  # the model's most frequent parameter sets tried per solver (cost per call)
 NEAR_LIMIT = 4.0  # a nearby measurement scales a solver's predictions by at most this
+NEAR_FADE_OCTAVES = 5.0  # ... and counts for nothing at a batch ratio of 2**this
 # A candidate whose tiles are mostly padding (a 64-wide tile over one channel per group) is
 # beyond what the log-linear model extrapolates to (bench/ranking_eval.py: depthwise layers
 # chose such tiles at 10x the best); it counts only where no other candidate is at hand.
@@ -326,7 +327,7 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
         scale = 1.0
         near = (measured or {}).get(name)
         if near is not None:
-            scale = model.near_scale(solver, near, hw)
+            scale = model.near_scale(solver, near, hw) ** _near_weight(problem, near[0])
         params_list = model.candidate_params(solver, problem, target)
         for p in (extra_params or {}).get(name, ()):
             if p not in params_list:
@@ -376,6 +377,14 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
 
     # Wasteful candidates rank after every other, whatever their predicted time.
     return sorted(out, key=order) + sorted(wasteful, key=order)
+
+
+def _near_weight(problem: ConvProblem, near: ConvProblem) -> float:
+    """How much a nearby record's correction counts: fully at the same batch size, fading
+    linearly in log2 of the batch ratio to nothing at NEAR_FADE_OCTAVES (a record at batch 32
+    says little about the launch shape of batch 1)."""
+    octaves = abs(math.log2(max(problem.n, 1) / max(near.n, 1)))
+    return max(0.0, 1.0 - octaves / NEAR_FADE_OCTAVES)
 
 
 def _own_rank(solver: Solver, problem: ConvProblem, target: Target) -> float:

@@ -209,3 +209,22 @@ def test_skipping_far_behind_solvers_keeps_the_choice(monkeypatch: pytest.Monkey
             for p in layers]
     assert [(c.solver.name, c.params) for c in pruned] == \
         [(c.solver.name, c.params) for c in full]
+
+
+def test_a_neighbours_correction_fades_with_the_batch_ratio() -> None:
+    """A record at batch 32 corrects batch 32 fully, batch 16 and 64 by 4/5, and batch 1 (five
+    octaves away) not at all."""
+    from miopenkernels.ranking import NEAR_FADE_OCTAVES, _near_weight
+
+    near = LAYER.with_batch(32)
+    assert _near_weight(near, near) == 1.0
+    assert _near_weight(LAYER.with_batch(64), near) == pytest.approx(1 - 1 / NEAR_FADE_OCTAVES)
+    assert _near_weight(LAYER.with_batch(16), near) == pytest.approx(1 - 1 / NEAR_FADE_OCTAVES)
+    assert _near_weight(LAYER.with_batch(1), near) == 0.0
+    solvers = applicable_solvers(LAYER.with_batch(1), SM90)
+    solver = solvers[0]
+    params = tuple(solver.default_params(near, SM90))
+    far = rank_candidates(LAYER.with_batch(1), SM90, [solver], lambda s, p: True,
+                          measured={solver.name: (near, params, 1e3)})
+    plain = rank_candidates(LAYER.with_batch(1), SM90, [solver], lambda s, p: True)
+    assert far[0].time == pytest.approx(plain[0].time)  # a 32x-away record changes nothing
