@@ -325,9 +325,14 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
     for solver in solvers:
         name = solver.name
         scale = 1.0
+        tuned_scale, tuned = 1.0, None
         near = (measured or {}).get(name)
         if near is not None:
-            scale = model.near_scale(solver, near, hw) ** _near_weight(problem, near[0])
+            tuned_scale = model.near_scale(solver, near, hw) ** _near_weight(problem, near[0])
+            tuned = near[1]
+            # Tuning found `tuned` the fastest of the solver's sets at the neighbour: a gain
+            # measured there is its own; a loss holds for every set of the solver.
+            scale = max(1.0, tuned_scale)
         params_list = model.candidate_params(solver, problem, target)
         for p in (extra_params or {}).get(name, ()):
             if p not in params_list:
@@ -358,7 +363,7 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
                 b0, b1, center = bias.get(bias_key(problem, params_text(solver, params)),
                                           _NO_BIAS)
                 log_ms += b0 + b1 * (log_mn - center)
-            t = scale * math.exp(log_ms)
+            t = (tuned_scale if params == tuned else scale) * math.exp(log_ms)
             if launch[_EFFICIENCY_INDEX] < _LOG_MIN_EFFICIENCY:
                 if worst_case is None or t < worst_case.time:
                     worst_case = Candidate(solver, params, t)

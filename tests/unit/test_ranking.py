@@ -228,3 +228,35 @@ def test_a_neighbours_correction_fades_with_the_batch_ratio() -> None:
                           measured={solver.name: (near, params, 1e3)})
     plain = rank_candidates(LAYER.with_batch(1), SM90, [solver], lambda s, p: True)
     assert far[0].time == pytest.approx(plain[0].time)  # a 32x-away record changes nothing
+
+
+def test_a_neighbours_gain_goes_to_its_tuned_set_a_loss_to_every_set() -> None:
+    """The neighbour (same layer, batch 32) ran its tuned set faster than predicted: that set
+    alone gains here; had it run slower, every set of the solver would lose alike."""
+    from miopenkernels.ranking import _near_weight
+
+    model = load_model()
+    hw = model.hardware_for(SM90)
+    here, near = LAYER.with_batch(48), LAYER.with_batch(32)
+    solver = get_solver("ConvTritonImplicitGemmFwd")
+    sets = [p for p in model.candidate_params(solver, here, SM90)
+            if solver.params_valid(here, SM90, p)]
+    tuned, other = sets[0], sets[1]
+    predicted = model.predict(near, solver, tuned, hw)
+    weight = _near_weight(here, near)
+
+    def times(ms: float) -> dict[tuple[int, ...], float]:
+        out = {}
+        for p in (tuned, other):
+            [c] = rank_candidates(here, SM90, [solver], lambda s, q, p=p: q == p, model=model,
+                                  measured={solver.name: (near, tuned, ms)})
+            out[p] = c.time
+        return out
+
+    plain = {p: model.predict(here, solver, p, hw) for p in (tuned, other)}
+    fast = times(predicted / 2)
+    assert fast[tuned] == pytest.approx(plain[tuned] * 0.5 ** weight)
+    assert fast[other] == pytest.approx(plain[other])
+    slow = times(predicted * 2)
+    assert slow[tuned] == pytest.approx(plain[tuned] * 2 ** weight)
+    assert slow[other] == pytest.approx(plain[other] * 2 ** weight)
