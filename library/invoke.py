@@ -55,6 +55,9 @@ log = get_logger()
 
 # Batch sizes probed for measured records of the same layer (nearest first is chosen).
 NEIGHBOUR_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# A system FindDb up to this size is read whole, once per handle, for records of the same layer
+# at other image sizes; a larger one (AMD's full files) is searched per batch size only.
+CLASS_INDEX_MAX_BYTES = 2 << 20
 
 
 @dataclass(frozen=True)
@@ -225,13 +228,44 @@ def immediate_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSoluti
     return ranked_solutions(handle, problem)
 
 
+def _key_class(key: str) -> tuple[tuple[str, ...], int] | None:
+    """(layer class, output positions) of a 2D FindDb key: the key without its image sizes
+    and batch (C-H-W-RxS-K-P-Q-N-...: H, W, P, Q, N dropped), and N x P x Q; None for other
+    keys (3D ones are left to the batch-size search)."""
+    parts = key.split("-")
+    if len(parts) < 12 or parts[3].count("x") != 1:
+        return None
+    try:
+        positions = int(parts[7]) * int(parts[5]) * int(parts[6])
+    except ValueError:
+        return None
+    return (parts[0], parts[3], parts[4], *parts[8:]), positions
+
+
+def _classes(handle: Handle) -> dict[tuple[str, ...], list[tuple[int, str]]]:
+    """{layer class: [(output positions, key)]} of every FindDb record under the handle's
+    math mode, made once per handle from the keys alone (empty when the system FindDb is
+    larger than CLASS_INDEX_MAX_BYTES: such a file is never read whole at run time)."""
+    classes = handle.layer_classes
+    if classes is not None:
+        return classes
+    classes = {}
+    for key in handle.finddb.keys(CLASS_INDEX_MAX_BYTES) or ():
+        found = _key_class(key)
+        if found is not None:
+            classes.setdefault(found[0], []).append((found[1], key))
+    handle.layer_classes = classes
+    return classes
+
+
 def _neighbours(handle: Handle, problem: ConvProblem
                 ) -> tuple[dict[str, list[Params]], dict[str, tuple[ConvProblem, Params, float]]]:
-    """From the nearest measured record of the same layer at another batch size: each solver's
+    """From the nearest measured record of the same layer at another batch size (else, for a
+    plain convolution, at another image size, nearest in output positions): each solver's
     tuned parameters (extra candidates) and its (problem, params, measured ms).
 
-    Kept per (layer, batch of that record): every batch size that picks the same record gets
-    the same answer (callers do not change it)."""
+    Kept per (layer, that record): every size that picks the same record gets the same answer
+    (callers do not change it)."""
     import math
 
     layer = problem.with_batch(1)
@@ -244,18 +278,39 @@ def _neighbours(handle: Handle, problem: ConvProblem
                 records[batch] = record
         handle.layer_records[layer] = records
     others = [b for b in records if b != problem.n]
-    if not others:
+    if others:
+        batch = min(others, key=lambda b: (abs(math.log(b / problem.n)), b))
+        near, record = problem.with_batch(batch), records[batch]
+    elif problem.mode == "conv" and not records:
+        from .config import FINDDB_TF32_SUFFIX
+        from .problem import ConvProblem
+
+        mine = _key_class(finddb_key(handle, problem))
+        if mine is None:
+            return {}, {}
+        sizes = [(abs(math.log(m / mine[1])), key) for m, key in
+                 _classes(handle).get(mine[0], ())]
+        if not sizes:
+            return {}, {}
+        key = min(sizes)[1]
+        found = handle.finddb.lookup(key)
+        try:
+            near = ConvProblem.from_key(key.removesuffix(FINDDB_TF32_SUFFIX))
+        except MIOpenKernelsError:
+            return {}, {}
+        if found is None or near.in_spatial == problem.in_spatial:
+            return {}, {}
+        record = found
+    else:
         return {}, {}
-    batch = min(others, key=lambda b: (abs(math.log(b / problem.n)), b))
-    kept = handle.layer_neighbours.get((layer, batch))
+    kept = handle.layer_neighbours.get((layer, near))
     if kept is not None:
         return kept
     extra: dict[str, list[Params]] = {}
     measured: dict[str, tuple[ConvProblem, Params, float]] = {}
-    near = problem.with_batch(batch)
     tuned = handle.perfdb.load(near)
     by_name = {s.name: s for s in handle.solvers}
-    for sol in records[batch].solutions:
+    for sol in record.solutions:
         solver = by_name.get(sol.solver)
         if solver is None:
             continue
@@ -263,7 +318,7 @@ def _neighbours(handle: Handle, problem: ConvProblem
             tuple(solver.default_params(near, handle.target))
         extra.setdefault(sol.solver, []).append(params)
         measured[sol.solver] = (near, params, sol.time)
-    handle.layer_neighbours[(layer, batch)] = (extra, measured)
+    handle.layer_neighbours[(layer, near)] = (extra, measured)
     return extra, measured
 
 

@@ -385,10 +385,13 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
 
 
 def _near_weight(problem: ConvProblem, near: ConvProblem) -> float:
-    """How much a nearby record's correction counts: fully at the same batch size, fading
-    linearly in log2 of the batch ratio to nothing at NEAR_FADE_OCTAVES (a record at batch 32
-    says little about the launch shape of batch 1)."""
-    octaves = abs(math.log2(max(problem.n, 1) / max(near.n, 1)))
+    """How much a nearby record's correction counts: fully at the same size, fading linearly
+    in log2 of the ratio of output positions (batch x output pixels; the batch ratio for the
+    same image size) to nothing at NEAR_FADE_OCTAVES (a record at batch 32 says little about
+    the launch shape of batch 1)."""
+    here = problem.n * _prod(problem.out_spatial)
+    there = near.n * _prod(near.out_spatial)
+    octaves = abs(math.log2(max(here, 1) / max(there, 1)))
     return max(0.0, 1.0 - octaves / NEAR_FADE_OCTAVES)
 
 

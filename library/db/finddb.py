@@ -370,6 +370,20 @@ class FindDb:
             self._system = FindDbReader(self.system_path, self.index_dir)
         return self._system
 
+    def keys(self, max_system_bytes: int) -> list[str] | None:
+        """Every key of the user and the system file, or None when the system file is larger
+        than `max_system_bytes` (it is never read whole at run time beyond that size)."""
+        out = [record.key for record in self.user]
+        if self.system_path is not None and self.system_path.exists():
+            if self.system_path.stat().st_size > max_system_bytes:
+                return None
+            with open(self.system_path, "rb") as fh:
+                for line in fh:
+                    key, sep, _ = line.partition(b"=")
+                    if sep and key and not key.startswith(b"#"):
+                        out.append(key.decode("utf-8", "replace").strip())
+        return out
+
     @property
     def user(self) -> FindDbFile:
         """The user FindDb; one that cannot be read as text (garbage bytes, a Git LFS pointer)
