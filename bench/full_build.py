@@ -28,6 +28,16 @@ def _load() -> list[float]:
     return [round(v, 2) for v in os.getloadavg()]
 
 
+def _tree() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -50,6 +60,10 @@ def main() -> int:
                        workers=args.workers, cache_dir=Path(tmp) / "cache",
                        on_progress=progress)
         summary = result.to_dict()
+        # The same build again, nothing changed: it must compile nothing.
+        again = build(select_targets(args.targets), load_manifests(None), Path(tmp) / "kdb",
+                      workers=args.workers, cache_dir=Path(tmp) / "cache").to_dict()
+        rebuild = {k: again[k] for k in ("wall_seconds", "compiled", "cached", "objects", "ok")}
     load_after = _load()
 
     table = Table(title=f"full default build, {args.workers} workers")
@@ -59,13 +73,17 @@ def main() -> int:
         table.add_row(t["target"], str(t["jobs"]), str(t["compiled"]), str(t["failed"]),
                       f"{t['kdb_bytes'] / 2**20:.1f}", f"{t['object_bytes'] / 2**20:.1f}")
     Console().print(table)
-    Console().print(f"wall {summary['wall_seconds']:.0f} s, {summary['objects']} distinct objects")
+    Console().print(f"wall {summary['wall_seconds']:.0f} s, {summary['objects']} distinct objects; "
+                    f"no-op rebuild {rebuild['wall_seconds']:.1f} s, {rebuild['compiled']} "
+                    "compiled")
 
     record = {
         "machine": {"cores": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
                     "load_before": load_before, "load_after": load_after},
         "command": "miopenkernels build (all default targets, default manifest, fresh cache)",
+        "tree": _tree(),
         **summary,
+        "rebuild": rebuild,
     }
     for t in record["targets"]:
         t.pop("kdb", None)
