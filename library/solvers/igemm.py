@@ -7,6 +7,7 @@ stepping tile_k along the reduction through shared memory.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import product
 
 from ..errors import ProblemError
@@ -37,9 +38,10 @@ def _legal(p: Params) -> bool:
     )
 
 
-_ALL_PARAMS: tuple[Params, ...] = tuple(
-    p for p in product(_TILES, _TILES, _TILE_K, _MICRO, _MICRO) if _legal(p)
-)
+@lru_cache(maxsize=1)
+def _all_params() -> tuple[Params, ...]:
+    """Every legal tile set (made on first use: a first call never asks for the whole space)."""
+    return tuple(p for p in product(_TILES, _TILES, _TILE_K, _MICRO, _MICRO) if _legal(p))
 
 
 class GemmTiles(ConvKernelSolver):
@@ -52,7 +54,7 @@ class GemmTiles(ConvKernelSolver):
         # next power of two of each side (but always the shipped ones).
         m, n, _ = gemm_sizes(conv_view(problem))
         keep = [
-            p for p in _ALL_PARAMS
+            p for p in _all_params()
             if (p[0] <= max(16, _pow2(m)) and p[1] <= max(16, _pow2(n)))
             or p in (LARGE_TILE, SMALL_TILE)
         ]
