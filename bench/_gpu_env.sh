@@ -19,3 +19,21 @@ export MIOPEN_SYSTEM_DB_PATH="${MIOPEN_SYSTEM_DB_PATH:-/tmp/nosys}" \
        MIOPEN_USER_DB_PATH="${MIOPEN_USER_DB_PATH:-/tmp/mkuser}" \
        MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_CUSTOM_CACHE_DIR:-/tmp/mkcache}"
 mkdir -p "$MIOPEN_SYSTEM_DB_PATH"
+
+# sm90_package DIR OUTDIR: the sm90-132 package of the default manifests in DIR, with the
+# databases of dbs/sm9084 beside its kdb, checked closed by `kdb verify` (a warm machine's
+# earlier build makes this a no-op rebuild); logs and a timed line per step under OUTDIR.
+sm90_package() {
+  local sys="$1" out="$2" t0 rc
+  t0=$(date +%s)
+  mkdir -p "$sys" "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/device.txt"
+  timeout 150 miopenkernels build --targets sm90-132 --out "$sys" -j "$(nproc)" --json \
+    > "$out/build.json" 2> "$out/build.err"
+  rc=$?
+  echo "[$(( $(date +%s) - t0 )) s] build rc=$rc"
+  cp dbs/sm9084/sm9084.HIP.fdb.txt dbs/sm9084/sm9084.db.txt "$sys/"
+  miopenkernels kdb verify "$sys/sm9084.kdb" > "$out/kdb_verify.txt" 2>&1
+  rc=$?
+  echo "[$(( $(date +%s) - t0 )) s] kdb verify rc=$rc $(tail -1 "$out/kdb_verify.txt")"
+}

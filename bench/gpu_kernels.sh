@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: the sm90-132 package built from the default manifests with the databases
-# of dbs/sm9084 (kept in /tmp/sys between calls on a warm machine), then bench/kernels.py
+# of dbs/sm9084 (a no-op rebuild on a warm machine), then bench/kernels.py
 # against it; results under OUTDIR. Arguments after NAME go to bench/kernels.py (e.g.
 # `--types FP16,BF16 --batches 32 --budget-s 400`).
 #
@@ -11,16 +11,9 @@ name="${2:-h100}"
 shift $(( $# < 2 ? $# : 2 ))
 source "$(dirname "$0")/_gpu_env.sh"
 sys=/tmp/sys
-mkdir -p "$sys" "$out"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/device.txt"
-if [ ! -s "$sys/sm9084.kdb" ]; then
-  timeout 150 miopenkernels build --targets sm90-132 --out "$sys" -j "$(nproc)" --json \
-    > "$out/build.json" 2> "$out/build.err"
-  stamp "build rc=$?"
-  cp dbs/sm9084/sm9084.HIP.fdb.txt dbs/sm9084/sm9084.db.txt "$sys/"
-fi
+sm90_package "$sys" "$out"
 MIOPEN_SYSTEM_DB_PATH="$sys" MIOPEN_USER_DB_PATH="$(mktemp -d)" \
   MIOPEN_CUSTOM_CACHE_DIR="$(mktemp -d)" \
   python3 bench/kernels.py --out "$out/kernels_$name" "$@" > "$out/kernels.log" 2>&1

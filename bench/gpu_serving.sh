@@ -10,16 +10,9 @@ out="${1:?usage: bash bench/gpu_serving.sh OUTDIR [NAME]}"
 name="${2:-h100}"
 source "$(dirname "$0")/_gpu_env.sh"
 sys=/tmp/sys
-mkdir -p "$sys" "$out"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/device.txt"
-timeout 150 miopenkernels build --targets sm90-132 --out "$sys" -j "$(nproc)" --json \
-  > "$out/build.json" 2> "$out/build.err"
-stamp "build rc=$?"
-cp dbs/sm9084/sm9084.HIP.fdb.txt dbs/sm9084/sm9084.db.txt "$sys/"
-miopenkernels kdb verify "$sys/sm9084.kdb" > "$out/kdb_verify.txt" 2>&1
-stamp "kdb verify rc=$? $(tail -1 "$out/kdb_verify.txt")"
+sm90_package "$sys" "$out"
 timeout 75 python3 bench/cold_start.py --system-db "$sys" --out "$out/cold_start_$name" \
   --cases installed,torch_cudnn_off,torch_cudnn_on --repeats 1 > "$out/cold_start.log" 2>&1
 stamp "cold_start rc=$?"

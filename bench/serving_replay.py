@@ -9,6 +9,7 @@ apart). It measures a change to the ranking against a GPU run without the GPU; t
 stays the figure of record.
 
     python bench/serving_replay.py --system-db DIR bench/results/serving_h200.json [--json]
+        [--out bench/results/serving_replay_h200.json]
 """
 
 from __future__ import annotations
@@ -71,8 +72,16 @@ def main() -> int:
     ap.add_argument("--system-db", type=Path, required=True,
                     help="folder with the sm90-132 package's kdb and databases")
     ap.add_argument("--json", action="store_true", help="print JSON")
+    ap.add_argument("--out", type=Path, help="also write the scores, the run and the tree here")
     args = ap.parse_args()
     out = replay(json.loads(args.result.read_text()), args.system_db)
+    if args.out:
+        import subprocess
+
+        tree = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=HERE).stdout.strip()
+        args.out.write_text(json.dumps({"run": args.result.name, "tree": tree, "types": out},
+                                       indent=1) + "\n")
     if args.json:
         print(json.dumps(out))
         return 0

@@ -43,7 +43,7 @@ FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_w
 POOLED = "*"
 KNOWN_CANDIDATES = 6  # the model's most frequent parameter sets tried per solver (cost per call)
 NEAR_LIMIT = 4.0  # a nearby measurement scales a solver's predictions by at most this
-NEAR_FADE_OCTAVES = 5.0  # ... and counts for nothing at a batch ratio of 2**this
+NEAR_FADE_OCTAVES = 5.0  # ... and counts for nothing at a size ratio of 2**this
 # A candidate whose tiles are mostly padding (a 64-wide tile over one channel per group) is
 # beyond what the log-linear model extrapolates to (bench/ranking_eval.py: depthwise layers
 # chose such tiles at 10x the best); it counts only where no other candidate is at hand.
@@ -165,6 +165,12 @@ _MN_INDEX = FEATURES.index("log_gemm_mn")
 _NO_BIAS = (0.0, 0.0, 0.0)
 
 
+def _bias_log(entry: tuple[float, float, float], log_mn: float) -> float:
+    """A parameter set's log-time correction on a problem of log GEMM size `log_mn`."""
+    offset, slope, center = entry
+    return offset + slope * (log_mn - center)
+
+
 def _bias_entry(value: Any) -> tuple[float, float, float]:
     """A parameter set's bias as (offset, slope, centre): the log-time correction is
     offset + slope * (log_gemm_mn - centre); a plain number is an offset alone."""
@@ -235,8 +241,8 @@ class RankingModel:
     def predict_ms(self, solver_name: str, feats: tuple[float, ...], params_text: str = ""
                    ) -> float:
         w = self.weights_for(solver_name)
-        b0, b1, center = self.bias.get(solver_name, {}).get(params_text, _NO_BIAS)
-        return math.exp(b0 + b1 * (feats[_MN_INDEX] - center)
+        entry = self.bias.get(solver_name, {}).get(params_text, _NO_BIAS)
+        return math.exp(_bias_log(entry, feats[_MN_INDEX])
                         + sum(a * b for a, b in zip(w, feats, strict=True)))
 
     def predict(self, problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
@@ -360,9 +366,8 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
                 continue
             log_ms = base + sum(map(operator.mul, launch_weights, launch))
             if bias:
-                b0, b1, center = bias.get(bias_key(problem, params_text(solver, params)),
-                                          _NO_BIAS)
-                log_ms += b0 + b1 * (log_mn - center)
+                log_ms += _bias_log(bias.get(bias_key(problem, params_text(solver, params)),
+                                             _NO_BIAS), log_mn)
             t = (tuned_scale if params == tuned else scale) * math.exp(log_ms)
             if launch[_EFFICIENCY_INDEX] < _LOG_MIN_EFFICIENCY:
                 if worst_case is None or t < worst_case.time:

@@ -81,6 +81,13 @@ def _arg(name: str, kind: str, value: int | None) -> KernelArg:
     return KernelArg(name, kind, value)
 
 
+def _scratch_args() -> list[KernelArg]:
+    """The two scratch pointers Triton appends to every kernel (global, profile): null, as the
+    objects here need no scratch (the runtime checks the object's LaunchMetadata says so)."""
+    return [_arg("global_scratch", "ptr:workspace", None),
+            _arg("profile_scratch", "ptr:workspace", None)]
+
+
 @lru_cache(maxsize=1024)
 def _config_items(params: Params) -> tuple[tuple[str, int], ...]:
     return tuple(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
@@ -196,7 +203,6 @@ def tf32_capable(target: Target) -> bool:
     return bool(matrix) and (target.vendor == "nvidia" or target.arch == "gfx942")
 
 
-@lru_cache(maxsize=4096)
 @lru_cache(maxsize=4096)
 def _sizes(view: ConvView) -> dict[str, int]:
     """The spec's sizes of a view (kept per view: read them, never change them)."""
@@ -366,16 +372,19 @@ class ConvTritonImplicitGemm(Solver):
                     specialised: bool = False) -> CompileJob:
         """The (always shape-agnostic) job; with the align16 assumption where the problem
         meets it."""
-        _, _, kernel, cl = self._view(problem)
-        self._check_length(params)
-        return _triton_job(self.kernel_file, self.math, kernel, problem.in_type,
-                           _job_items(tuple(params)), cl, _aligned(problem), target)
+        return self._problem_job(problem, params, _aligned(problem), target)
 
     def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
                       ) -> CompileJob:
         """The variant without alignment assumptions, for pointers that are not aligned."""
+        return self._problem_job(problem, params, False, target)
+
+    def _problem_job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
+                     ) -> CompileJob:
         _, _, kernel, cl = self._view(problem)
-        return self._job(kernel, problem.in_type, self._config(params), cl, False, target)
+        self._check_length(params)
+        return _triton_job(self.kernel_file, self.math, kernel, problem.in_type,
+                           _job_items(tuple(params)), cl, aligned, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Default configuration of every kernel, type and layout, with and without align16:
@@ -425,10 +434,7 @@ class ConvTritonImplicitGemm(Solver):
                 kargs.append(_arg(name, "ptr:" + tensors[name], None))
             elif kind == "i32":
                 kargs.append(_arg(name, "i32", args[name]))
-        # Triton appends two scratch pointers (global, profile): null, as the objects here
-        # need no scratch (the runtime checks the object's LaunchMetadata says so).
-        kargs += [_arg("global_scratch", "ptr:workspace", None),
-                  _arg("profile_scratch", "ptr:workspace", None)]
+        kargs += _scratch_args()
         warps = config["num_warps"]
         return Launch(kernel, (grid[0], grid[1], grid[2]), (warps * 32, 1, 1), tuple(kargs),
                       workspace_bytes=int(spec.workspace_bytes(kernel, sizes, config)),
@@ -452,8 +458,7 @@ class ConvTritonImplicitGemm(Solver):
         kargs = [_arg("ws_ptr", "ptr:workspace", None), _arg("w_ptr", "ptr:" + out_tensor, None)]
         kargs += [_arg(name, "i32", values[name]) for name, kind in spec.REDUCE_ARGS
                   if kind == "i32"]
-        kargs += [_arg("global_scratch", "ptr:workspace", None),
-                  _arg("profile_scratch", "ptr:workspace", None)]
+        kargs += _scratch_args()
         grid = (int(spec.cdiv(values["TOTAL"], spec.REDUCE_BLOCK)), 1, 1)
         launch = Launch(REDUCE_KERNEL, grid, (int(spec.REDUCE_WARPS) * 32, 1, 1), tuple(kargs),
                         needs_meta=True)

@@ -64,6 +64,15 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_index, "PERSIST_MIN_BYTES", 64)
 
 
+def _assert_lines(index: LineIndex, expected: dict, keys: list[str]) -> None:
+    """Each key's lines and their line numbers are those the file holds for it."""
+    for key in keys:
+        got = list(index.lines(key))
+        assert got == [(off, line) for off, _, line in expected.get(key, [])], key
+        assert [index.line_number(off) for off, _ in got] == \
+            [n for _, n, _ in expected.get(key, [])]
+
+
 @pytest.mark.parametrize("trailing_newline", [True, False])
 def test_first_lookup_search_and_index_give_a_straight_readings_lines(
         tmp_path: Path, small_blocks: None, trailing_newline: bool) -> None:
@@ -89,11 +98,7 @@ def test_first_lookup_search_and_index_give_a_straight_readings_lines(
         assert not kept.built and kept._ready
         assert len(kept) == sum(len(v) for v in expected.values())
         assert kept.skipped.count == bad == 2
-        for key in [*expected, *queries]:
-            got = list(kept.lines(key))
-            assert got == [(off, line) for off, _, line in expected.get(key, [])], key
-            assert [kept.line_number(off) for off, _ in got] == \
-                [n for _, n, _ in expected.get(key, [])]
+        _assert_lines(kept, expected, [*expected, *queries])
     finally:
         kept.close()
 
@@ -107,11 +112,7 @@ def test_a_small_file_is_indexed_at_once_with_the_same_lines(tmp_path: Path,
     try:
         assert index._ready and index._builder is None
         assert index.skipped.count == bad and len(index) == sum(map(len, expected.values()))
-        for key in [*expected, "absent", "", "#k", "k=B", "1-1-1", "k-"]:
-            got = list(index.lines(key))
-            assert got == [(off, line) for off, _, line in expected.get(key, [])], key
-            assert [index.line_number(off) for off, _ in got] == \
-                [n for _, n, _ in expected.get(key, [])]
+        _assert_lines(index, expected, [*expected, "absent", "", "#k", "k=B", "1-1-1", "k-"])
     finally:
         index.close()
     assert not (tmp_path / "index").exists()  # kept in memory only

@@ -202,11 +202,21 @@ def test_skipping_far_behind_solvers_keeps_the_choice(monkeypatch: pytest.Monkey
               for n in (1, 4, 48) for t in ("FP32", "FP16")
               for c, k, s, f in ((64, 64, 56, 3), (256, 64, 56, 1), (512, 2048, 7, 1),
                                  (256, 256, 14, 3), (3, 64, 224, 7))]
+    calls = [0]
+    launch_terms = ranking._launch_terms
+
+    def counted(*args: object) -> tuple[float, ...]:
+        calls[0] += 1
+        return launch_terms(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ranking, "_launch_terms", counted)
     pruned = [rank_candidates(p, SM90, applicable_solvers(p, SM90), lambda s, q: True)[0]
               for p in layers]
+    pruned_calls, calls[0] = calls[0], 0
     monkeypatch.setattr(ranking, "PRUNE_FACTOR", math.inf)
     full = [rank_candidates(p, SM90, applicable_solvers(p, SM90), lambda s, q: True)[0]
             for p in layers]
+    assert pruned_calls < calls[0]  # some solvers' other tiles were skipped
     assert [(c.solver.name, c.params) for c in pruned] == \
         [(c.solver.name, c.params) for c in full]
 
