@@ -15,3 +15,18 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def python_speed_ms(repeats: int = 5) -> float:
+    """Milliseconds the interpreter takes for a fixed pure-Python loop (best of `repeats`):
+    host-side timings of two runs compare only as far as this figure agrees."""
+    import time
+
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        total = 0
+        for i in range(200_000):
+            total += i % 7
+        best = min(best, time.perf_counter() - t0)
+    return round(best * 1e3, 3)

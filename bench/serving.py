@@ -343,6 +343,9 @@ def main() -> int:
         th = data.get("torch_heuristics", {})
         result.update(device=mk.get("device") or th.get("device"), driver=mk.get("driver"),
                       torch=th.get("torch"), cudnn=th.get("cudnn"))
+    from _machine import cpu_model, python_speed_ms
+
+    result.update(cpu=cpu_model(), python_loop_ms=python_speed_ms())
     write(args.out, result)
     return 0
 
@@ -358,7 +361,10 @@ def write(out: Path, result: dict) -> None:
              f"{' and '.join(f'{s}x{s}' for s in SIZES)} ({result.get('device')}, torch "
              f"{result.get('torch')}, cuDNN {result.get('cudnn')}). First call in ms; regret of "
              "the chosen solution against the best the package holds (shapes without a FindDb "
-             "record); steady ratio = miopenkernels / cuDNN.", "",
+             "record); steady ratio = miopenkernels / cuDNN. Host CPU: "
+             f"{result.get('cpu', 'unknown')}, a fixed Python loop "
+             f"{result.get('python_loop_ms', '?')} ms (host-side times compare as far as it "
+             "does).", "",
              "| type | shapes | FindDb hits | compiles | first call median | p95 | regret geomean "
              "| regret p95 | cuDNN heur. first median | p95 | cuDNN bench. first median | steady "
              "ratio vs heur. | vs bench. |",

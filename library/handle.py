@@ -161,7 +161,8 @@ class Handle:
         self.layer_records: dict[ConvProblem, dict[int, FindDbRecord]] = {}
         self._by_direction: dict[str, list[Solver]] = {}
         self._by_direction_stamp: tuple[int, int, object] | None = None
-        self.layer_classes: dict[tuple[str, ...], list[tuple[int, str]]] | None = None
+        self.layer_classes: dict[tuple[str, ...], list[tuple[float, str]]] | None = None
+        self.size_neighbours: dict[str, tuple[ConvProblem, FindDbRecord] | None] = {}
         self.layer_neighbours: dict[tuple[ConvProblem, ConvProblem], tuple[
             dict[str, list[Params]], dict[str, tuple[ConvProblem, Params, float]]]] = {}
         self._open_databases()

@@ -242,20 +242,41 @@ def _key_class(key: str) -> tuple[tuple[str, ...], int] | None:
     return (parts[0], parts[3], parts[4], *parts[8:]), positions
 
 
-def _classes(handle: Handle) -> dict[tuple[str, ...], list[tuple[int, str]]]:
-    """{layer class: [(output positions, key)]} of every FindDb record under the handle's
+def _classes(handle: Handle) -> dict[tuple[str, ...], list[tuple[float, str]]]:
+    """{layer class: [(log output positions, key)]} of every FindDb record under the handle's
     math mode, made once per handle from the keys alone (empty when the system FindDb is
     larger than CLASS_INDEX_MAX_BYTES: such a file is never read whole at run time)."""
+    import math
+
     classes = handle.layer_classes
     if classes is not None:
         return classes
     classes = {}
     for key in handle.finddb.keys(CLASS_INDEX_MAX_BYTES) or ():
         found = _key_class(key)
-        if found is not None:
-            classes.setdefault(found[0], []).append((found[1], key))
+        if found is not None and found[1] > 0:
+            classes.setdefault(found[0], []).append((math.log(found[1]), key))
     handle.layer_classes = classes
     return classes
+
+
+def _size_neighbour(handle: Handle, key: str) -> tuple[ConvProblem, FindDbRecord] | None:
+    """The record of FindDb key `key` and its problem (kept per handle: every batch size of a
+    layer at a new image size asks for the same one)."""
+    if key in handle.size_neighbours:
+        return handle.size_neighbours[key]
+    from .config import FINDDB_TF32_SUFFIX
+    from .problem import ConvProblem
+
+    found = handle.finddb.lookup(key)
+    near = None
+    if found is not None:
+        try:
+            near = (ConvProblem.from_key(key.removesuffix(FINDDB_TF32_SUFFIX)), found)
+        except MIOpenKernelsError:
+            near = None
+    handle.size_neighbours[key] = near
+    return near
 
 
 def _neighbours(handle: Handle, problem: ConvProblem
@@ -282,25 +303,18 @@ def _neighbours(handle: Handle, problem: ConvProblem
         batch = min(others, key=lambda b: (abs(math.log(b / problem.n)), b))
         near, record = problem.with_batch(batch), records[batch]
     elif problem.mode == "conv" and not records:
-        from .config import FINDDB_TF32_SUFFIX
-        from .problem import ConvProblem
-
         mine = _key_class(finddb_key(handle, problem))
-        if mine is None:
+        if mine is None or mine[1] <= 0:
             return {}, {}
-        sizes = [(abs(math.log(m / mine[1])), key) for m, key in
-                 _classes(handle).get(mine[0], ())]
-        if not sizes:
+        entries = _classes(handle).get(mine[0])
+        if not entries:
             return {}, {}
-        key = min(sizes)[1]
-        found = handle.finddb.lookup(key)
-        try:
-            near = ConvProblem.from_key(key.removesuffix(FINDDB_TF32_SUFFIX))
-        except MIOpenKernelsError:
+        here = math.log(mine[1])  # nearest in log positions; equal distances by key
+        nearest = min(entries, key=lambda e: (round(abs(e[0] - here), 9), e[1]))
+        found = _size_neighbour(handle, nearest[1])
+        if found is None or found[0].in_spatial == problem.in_spatial:
             return {}, {}
-        if found is None or near.in_spatial == problem.in_spatial:
-            return {}, {}
-        record = found
+        near, record = found
     else:
         return {}, {}
     kept = handle.layer_neighbours.get((layer, near))

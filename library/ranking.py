@@ -380,13 +380,18 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
                 leader = best
         elif worst_case is not None:
             wasteful.append(worst_case)
-    # Equal predictions (solvers the model has no timings of share the pooled fit) fall back
-    # to the solvers' own estimates.
-    def order(c: Candidate) -> tuple[float, float]:
-        return c.time, _own_rank(c.solver, problem, target)
-
     # Wasteful candidates rank after every other, whatever their predicted time.
-    return sorted(out, key=order) + sorted(wasteful, key=order)
+    return _ordered(out, problem, target) + _ordered(wasteful, problem, target)
+
+
+def _ordered(candidates: list[Candidate], problem: ConvProblem, target: Target
+             ) -> list[Candidate]:
+    """Fastest predicted first; equal predictions (solvers the model has no timings of share
+    the pooled fit) by the solvers' own estimates, asked only where there is a tie."""
+    times = [c.time for c in candidates]
+    if len(set(times)) == len(times):
+        return sorted(candidates, key=lambda c: c.time)
+    return sorted(candidates, key=lambda c: (c.time, _own_rank(c.solver, problem, target)))
 
 
 def _near_weight(problem: ConvProblem, near: ConvProblem) -> float:
