@@ -192,9 +192,13 @@ class TritonCompiler:
         target = gpu_target(arch)
         src = ASTSource(fn, signature=signature, constexprs=dict(opts.constexprs), attrs=attrs)
         try:
-            with triton.knobs.cache.scope(), tempfile.TemporaryDirectory(prefix="mk-tt-") as tmp:
+            with triton.knobs.cache.scope(), triton.knobs.compilation.scope(), \
+                    tempfile.TemporaryDirectory(prefix="mk-tt-") as tmp:
                 triton.knobs.cache.home_dir = tmp
                 triton.knobs.cache.dir = tmp
+                # No line tables: they (and the PTX text that ptxas embeds with them) are most
+                # of a cubin, and every byte is decompressed and loaded on a first call.
+                triton.knobs.compilation.disable_line_info = True
                 kernel = triton.compile(src, target=target, options=dict(opts.compile))
         except Exception as exc:  # noqa: BLE001 - Triton raises many types; all mean "failed"
             raise CompileError(f"{what} failed: {type(exc).__name__}: {str(exc)[:2000]}",
@@ -220,8 +224,9 @@ class TritonCompiler:
         raise CompileError(f"{what}: a Triton job names its kernel symbol; use compile_kernel")
 
     def identity(self) -> str:
-        """`triton <version>`: the one thing of the compiler that shapes the output."""
-        return f"triton {_triton().__version__}"
+        """`triton <version>` and the debug-info setting: what of the compiler shapes the
+        output."""
+        return f"triton {_triton().__version__} no-line-info"
 
 
 TRITON = TritonCompiler()
