@@ -114,7 +114,8 @@ def features(problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
 
     Launch geometry comes from `Solver.launch_geometry`; the tile efficiency from the solver's
     optional `efficiency(view, params)` (the fraction of launched work that is real; 1 without
-    one).
+    one); a solver may answer both at once with `ranking_geometry(problem, params)` ->
+    (blocks, threads per block, efficiency).
     """
     terms = _problem_terms(problem, hw)
     _, _, fp16, channel_last, log_flop, log_bytes, log_groups, log_r, log_mn = terms
@@ -137,11 +138,16 @@ def _launch_terms(problem: ConvProblem, solver: Solver, params: Params, hw: Hard
                                                    float]:
     """The _LAUNCH_FEATURES of one candidate, given the problem's `_problem_terms`."""
     view, work = terms[0], terms[1]
-    grid, block_dims = solver.launch_geometry(problem, params)
-    blocks = max(grid[0] * grid[1] * grid[2], 1)
-    block = max(_prod(block_dims), 1)
-    efficiency = getattr(solver, "efficiency", None)
-    eff = float(efficiency(view, params)) if callable(efficiency) else 1.0
+    geometry = getattr(solver, "ranking_geometry", None)
+    if geometry is not None:  # (blocks, threads per block, efficiency) in one call
+        blocks, block, eff = geometry(problem, params)
+        blocks, block = max(blocks, 1), max(block, 1)
+    else:
+        grid, block_dims = solver.launch_geometry(problem, params)
+        blocks = max(grid[0] * grid[1] * grid[2], 1)
+        block = max(_prod(block_dims), 1)
+        efficiency = getattr(solver, "efficiency", None)
+        eff = float(efficiency(view, params)) if callable(efficiency) else 1.0
     waves = blocks / hw.cus
     log_waves = math.log(waves)
     return (log_waves, math.log(block), math.log(work / (blocks * block)),

@@ -474,6 +474,18 @@ class ConvTritonImplicitGemm(Solver):
         grid = spec_module().grid(kernel, _sizes(view), config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
+    def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
+        """(blocks, threads per block, tile efficiency) in one go: `launch_geometry` and
+        `efficiency` together, for the miss ranking's per-candidate features."""
+        view, _, kernel, _ = self._view(problem)
+        self._check_length(params)
+        sizes = _sizes(view)
+        config = _config_view(tuple(params))
+        spec = spec_module()
+        gx, gy, gz = spec.grid(kernel, sizes, config)
+        return (int(gx) * int(gy) * int(gz), config["num_warps"] * 32,
+                float(spec.tile_efficiency(kernel, sizes, config)))
+
     def efficiency(self, view: ConvView, params: Params) -> float:
         """The fraction of launched tile work that is real (the miss ranking's feature)."""
         sizes = _sizes(view)

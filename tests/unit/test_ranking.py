@@ -72,6 +72,31 @@ def test_ranked_times_are_the_models_predictions(problem: ConvProblem) -> None:
         assert c.time == pytest.approx(model.predict(problem, c.solver, c.params, hw), rel=1e-9)
 
 
+@pytest.mark.parametrize("problem", [
+    LAYER,
+    ConvProblem(n=8, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3), stride=2,
+                in_layout="NHWC", in_type="FP16"),
+    ConvProblem(n=2, c=256, k=512, in_spatial=(28, 28), filter=(1, 1), stride=2,
+                direction="B"),
+    ConvProblem(n=16, c=64, k=64, in_spatial=(56, 56), filter=(3, 3), pad=1, direction="W"),
+])
+def test_a_solvers_ranking_geometry_is_its_launch_and_efficiency(problem: ConvProblem) -> None:
+    """`ranking_geometry` (the ranking's one-call path) answers what `launch_geometry` and
+    `efficiency` say, for every parameter set of the solver's space."""
+    from miopenkernels.solvers._conv import conv_view
+
+    solvers = [s for s in applicable_solvers(problem, SM90) if hasattr(s, "ranking_geometry")]
+    assert solvers
+    for s in solvers:
+        space = s.param_space(problem, SM90)
+        assert space
+        for params in space[:: max(1, len(space) // 40)]:
+            grid, block = s.launch_geometry(problem, params)
+            assert s.ranking_geometry(problem, params) == (
+                grid[0] * grid[1] * grid[2], block[0] * block[1] * block[2],
+                s.efficiency(conv_view(problem), params))
+
+
 def test_a_candidate_of_mostly_padded_tiles_ranks_after_the_others() -> None:
     """A depthwise layer (one channel per group): the tensor-core tiles waste over 96% of
     their work, so that solver ranks last whatever its prediction."""
