@@ -24,12 +24,12 @@ CodeObjectError, never another exception.
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ._lazy_re import lazy
 from ._record import dataclass, field
 from .errors import CodeObjectError
 
@@ -209,7 +209,7 @@ def split_kdb_blob(blob: bytes, what: str = "kdb blob"
     return blob[: end - size], meta
 
 
-_ASSUMPTION_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*%\s*(\d+)\s*==\s*0\s*$")
+_ASSUMPTION_RE = lazy(r"^\s*([A-Za-z_]\w*)\s*%\s*(\d+)\s*==\s*0\s*$")
 
 
 def assumed_divisors(meta: LaunchMetadata | None) -> dict[str, int]:
@@ -445,8 +445,8 @@ def _bundle_entries(blob: bytes, what: str) -> list[tuple[str, bytes]]:
     return out
 
 
-_PTX_TARGET_RE = re.compile(rb"^\s*\.target\s+sm_(\d+)[af]?\b", re.M)
-_PTX_ENTRY_RE = re.compile(rb"\.entry\s+([A-Za-z_$][\w$]*)")
+_PTX_TARGET_RE = lazy(rb"(?m)^\s*\.target\s+sm_(\d+)[af]?\b")
+_PTX_ENTRY_RE = lazy(rb"\.entry\s+([A-Za-z_$][\w$]*)")
 
 
 def read_code_object(blob: bytes, what: str = "code object", arch: str | None = None

@@ -16,13 +16,14 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from ._lazy_re import lazy
 from .errors import CompileError
 
 __all__ = ["KERNELS_DIR_ENV", "kernels_dir", "kernel_source", "source_files", "source_digest",
            "expand_source"]
 
 KERNELS_DIR_ENV = "MIOPENKERNELS_KERNELS_DIR"
-_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+_INCLUDE_RE = lazy(r'(?m)^\s*#\s*include\s*"([^"]+)"')
 
 
 def kernels_dir(override: str | Path | None = None) -> Path:
@@ -94,7 +95,7 @@ def source_digest(kernel_file: str, directory: str | Path | None = None) -> str:
     return h.hexdigest()
 
 
-_INCLUDE_LINE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+_INCLUDE_LINE_RE = lazy(r'(?m)^\s*#\s*include\s+"([^"]+)"\s*$')
 
 
 def expand_source(kernel_file: str, directory: str | Path | None = None) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ._lazy_re import lazy
 from ._numbers import INT32, parse_int
 from ._record import dataclass, field, replace
 from .errors import ProblemError
@@ -38,7 +39,7 @@ LAYOUTS_2D = ("NCHW", "NHWC")
 LAYOUTS_3D = ("NCDHW", "NDHWC")
 LAYOUTS = LAYOUTS_2D + LAYOUTS_3D
 _DEFAULT_LAYOUT = {2: "NCHW", 3: "NCDHW"}
-_TYPE_RE = re.compile("|".join(sorted(DATA_TYPES, key=len, reverse=True)))
+_TYPE_RE = lazy("|".join(sorted(DATA_TYPES, key=len, reverse=True)))
 
 
 def _tuple(value: Any, dims: int, name: str) -> tuple[int, ...]:

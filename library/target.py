@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ._lazy_re import lazy
 from ._numbers import parse_int
 from ._record import dataclass, field
 from .errors import TargetError
@@ -32,10 +33,10 @@ __all__ = [
     "vendor_of",
 ]
 
-_AMD_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
-_NV_RE = re.compile(r"^sm_?(\d{2,3})[af]?$")
-_NV_BASE_RE = re.compile(r"^sm\d{2,3}$")
-_FEATURE_RE = re.compile(r"^(sramecc|xnack)[+-]$")
+_AMD_RE = lazy(r"^gfx[0-9a-f]{3,4}$")
+_NV_RE = lazy(r"^sm_?(\d{2,3})[af]?$")
+_NV_BASE_RE = lazy(r"^sm\d{2,3}$")
+_FEATURE_RE = lazy(r"^(sramecc|xnack)[+-]$")
 PACKAGE_PREFIX = "miopenkernels"
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._fsutil import atomic_path
+from .._lazy_re import lazy
 from .._log import get_logger
 from ..errors import DamagedDbError, DbError, MIOpenKernelsError
 from ._files import check_sqlite_file, sqlite_errors
@@ -90,7 +91,7 @@ SCHEMA_SQL = (
 CONFIG_INDEX_SQL = "CREATE INDEX IF NOT EXISTS `idx_perf_db_config` ON perf_db(config)"
 _TEXT_FIELDS = ("layout", "data_type", "direction")
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
-_INT_TEXT = re.compile(r"-?[0-9]+")
+_INT_TEXT = lazy(r"-?[0-9]+")
 _WHERE = " AND ".join(f"c.{c} = ?" for c in CONFIG_COLUMNS)
 # The text key of a config row, computed by SQLite (for the kept index of a foreign file).
 _KEY_SQL = " || 'x' || ".join([*CONFIG_COLUMNS[3:], "layout", "data_type", "direction"])
@@ -489,7 +490,7 @@ class SqlitePerfDb:
                         "VALUES (?, ?, ?)", (cid, solver, params))
 
 
-_LEGACY_KEY = re.compile(r"^[0-9]+-[0-9]+-")
+_LEGACY_KEY = lazy(r"^[0-9]+-[0-9]+-")
 
 
 def parse_entries(value: str) -> dict[str, str]:

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from .._lazy_re import lazy
 from .._record import dataclass
 from ..errors import DbError, TargetError
 from ..target import Target
@@ -47,9 +48,9 @@ class Sniffed:
                 "target": self.target.to_dict() if self.target else None}
 
 
-_ARCH_RE = re.compile(r"(gfx[0-9a-f]{3,}|sm_?\d{2,3}[0-9a-f]*)(?:_(\d+))?")
-_AMD_ARCH = re.compile(r"^gfx[0-9a-f]{3,4}$")
-_NV_ARCH = re.compile(r"^sm\d{2,3}$")
+_ARCH_RE = lazy(r"(gfx[0-9a-f]{3,}|sm_?\d{2,3}[0-9a-f]*)(?:_(\d+))?")
+_AMD_ARCH = lazy(r"^gfx[0-9a-f]{3,4}$")
+_NV_ARCH = lazy(r"^sm\d{2,3}$")
 
 
 def target_from_name(name: str) -> Target | None:

@@ -52,11 +52,11 @@ forward `x, w, y`; backward data `dy, w, dx`; backward weights `x, dy, dw`; prim
 
 from __future__ import annotations
 
-import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from .._lazy_re import lazy
 from .._record import dataclass, field
 from ..errors import ProblemError
 from ..kernel_sources import kernels_dir
@@ -78,7 +78,7 @@ Params = tuple[int, ...]
 ARG_KINDS = ("i32", "f32")
 """Scalar argument kinds; pointer kinds are `ptr:<tensor name>`."""
 
-_PTR_RE = re.compile(r"^ptr:[a-z_]+$")
+_PTR_RE = lazy(r"^ptr:[a-z_]+$")
 
 
 @dataclass(frozen=True)
