@@ -71,7 +71,7 @@ class NullBackend(Backend):
         self.launches += 1
         self.recorded.append(RecordedLaunch(
             launch.fn.name, launch.grid, launch.block, launch.shared,
-            tuple((a.kind, a.value) for a in launch.args()),
+            tuple(zip(launch.kinds, [v.value for v in launch.values], strict=True)),
         ))
 
     def _find(self, ptr: int) -> tuple[int, np.ndarray] | None:
