@@ -41,7 +41,7 @@ FEATURES = ("one", "fp16", "channel_last", "log_flop_us", "log_bytes_us", "log_w
 """Feature names, in the order of every weight vector of the model file."""
 
 POOLED = "*"
-# The model's most frequent parameter sets tried per solver (each costs a first call about 5 us;
+# The model's most frequent parameter sets tried per solver (each adds to every miss's first call;
 # bench/serving_replay.py over serving_h100/h200: 4 instead of 6 chose better in FP32, p95
 # regret 24% -> 15%, and as well in FP16).
 KNOWN_CANDIDATES = 4
