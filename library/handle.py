@@ -155,15 +155,16 @@ class Handle:
         self.invokers: dict[tuple[ConvProblem, str], Invoker] = {}
         self._primitive_launches: dict[tuple[object, str], PreparedLaunch] = {}
         self._at_hand: dict[tuple[str, str], bool] = {}
-        # The miss ranking's answers per problem, and the FindDb records per layer (batch 1
-        # standing for the layer) by batch size, for the nearest-record correction.
+        # The miss ranking's answers per problem, and the FindDb records per layer (its FindDb
+        # key without the batch size standing for it) by batch size, for the nearest-record
+        # correction.
         self.ranked: dict[ConvProblem, list[ConvSolution]] = {}
-        self.layer_records: dict[ConvProblem, dict[int, FindDbRecord]] = {}
+        self.layer_records: dict[object, dict[int, FindDbRecord]] = {}
         self._by_direction: dict[str, list[Solver]] = {}
         self._by_direction_stamp: tuple[int, int, object] | None = None
         self.layer_classes: dict[tuple[str, ...], list[tuple[float, str]]] | None = None
         self.size_neighbours: dict[str, tuple[ConvProblem, FindDbRecord] | None] = {}
-        self.layer_neighbours: dict[tuple[ConvProblem, ConvProblem], tuple[
+        self.layer_neighbours: dict[tuple[object, object], tuple[
             dict[str, list[Params]], dict[str, tuple[ConvProblem, Params, float]]]] = {}
         self._open_databases()
 

@@ -279,6 +279,15 @@ def _size_neighbour(handle: Handle, key: str) -> tuple[ConvProblem, FindDbRecord
     return near
 
 
+def _layer_key(key: str, problem: ConvProblem) -> object:
+    """The layer of a problem (all but its batch size) as a dict key: its FindDb key without
+    the batch field for a 2D key (C-H-W-RxS-K-P-Q-N-...), else the problem at batch 1."""
+    parts = key.split("-")
+    if len(parts) > 8 and parts[7] == str(problem.n) and parts[3].count("x") == 1:
+        return "-".join(parts[:7] + parts[8:])
+    return problem.with_batch(1)
+
+
 def _neighbours(handle: Handle, problem: ConvProblem
                 ) -> tuple[dict[str, list[Params]], dict[str, tuple[ConvProblem, Params, float]]]:
     """From the nearest measured record of the same layer at another batch size (else, for a
@@ -289,21 +298,24 @@ def _neighbours(handle: Handle, problem: ConvProblem
     (callers do not change it)."""
     import math
 
-    layer = problem.with_batch(1)
+    key = finddb_key(handle, problem)
+    layer = _layer_key(key, problem)
     records = handle.layer_records.get(layer)
     if records is None:  # once per layer: which batch sizes have a record
         records = {}
         for batch in NEIGHBOUR_BATCHES:
-            record = handle.finddb.lookup(finddb_key(handle, layer.with_batch(batch)))
+            record = handle.finddb.lookup(finddb_key(handle, problem.with_batch(batch)))
             if record is not None:
                 records[batch] = record
         handle.layer_records[layer] = records
     others = [b for b in records if b != problem.n]
+    near: ConvProblem | None = None
     if others:
         batch = min(others, key=lambda b: (abs(math.log(b / problem.n)), b))
-        near, record = problem.with_batch(batch), records[batch]
+        which: object = batch
+        record = records[batch]
     elif problem.mode == "conv" and not records:
-        mine = _key_class(finddb_key(handle, problem))
+        mine = _key_class(key)
         if mine is None or mine[1] <= 0:
             return {}, {}
         entries = _classes(handle).get(mine[0])
@@ -315,11 +327,14 @@ def _neighbours(handle: Handle, problem: ConvProblem
         if found is None or found[0].in_spatial == problem.in_spatial:
             return {}, {}
         near, record = found
+        which = nearest[1]
     else:
         return {}, {}
-    kept = handle.layer_neighbours.get((layer, near))
+    kept = handle.layer_neighbours.get((layer, which))
     if kept is not None:
         return kept
+    if near is None:
+        near = problem.with_batch(batch)
     extra: dict[str, list[Params]] = {}
     measured: dict[str, tuple[ConvProblem, Params, float]] = {}
     tuned = handle.perfdb.load(near)
@@ -332,7 +347,7 @@ def _neighbours(handle: Handle, problem: ConvProblem
             tuple(solver.default_params(near, handle.target))
         extra.setdefault(sol.solver, []).append(params)
         measured[sol.solver] = (near, params, sol.time)
-    handle.layer_neighbours[(layer, near)] = (extra, measured)
+    handle.layer_neighbours[(layer, which)] = (extra, measured)
     return extra, measured
 
 

@@ -235,9 +235,17 @@ class RankingModel:
         self.source = source
         self._parsed: dict[str, list[Params]] = {}
         self._near: dict[tuple[str, tuple[ConvProblem, Params, float], Hardware], float] = {}
+        self._hardware: dict[Target, Hardware] = {}
 
     def hardware_for(self, target: Target) -> Hardware:
-        """The figures of `target.arch`, scaled to its CU count (nearest known arch if none)."""
+        """The figures of `target.arch`, scaled to its CU count (nearest known arch if none);
+        kept per target (the ranking asks on every miss)."""
+        hw = self._hardware.get(target)
+        if hw is None:
+            hw = self._hardware[target] = self._hardware_for(target)
+        return hw
+
+    def _hardware_for(self, target: Target) -> Hardware:
         entry = self.hardware.get(target.arch)
         if entry is None:
             vendor_prefix = target.arch[:3]
