@@ -82,17 +82,10 @@ def candidates(kernel: str, dtype: str, sizes: dict[str, int]) -> list[dict[str,
 
 
 def split_for(kernel: str, sizes: dict[str, int], cfg: dict[str, int], sms: int) -> int:
-    """SPLIT_K for backward weights: enough programs for two waves, at least 8 blocks each."""
+    """SPLIT_K for backward weights: the spec's rule (the solvers' default split)."""
     from miopenkernels.kernels import conv_triton_spec as spec
-    from miopenkernels.kernels.conv_triton_spec import cdiv
 
-    gx, gy, _ = spec.grid(kernel, sizes, dict(cfg, SPLIT_K=1))
-    tiles = gx * gy
-    blocks = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], cfg["BLOCK_K"])
-    split = 1
-    while split < 64 and tiles * split * 2 <= 2 * sms and blocks // (split * 2) >= 8:
-        split *= 2
-    return split
+    return int(spec.split_for(kernel, sizes, cfg, sms))
 
 
 def layer_sizes(p: Any) -> dict[str, int]:

@@ -348,6 +348,26 @@ def reduce_args(kernel: str, args: Mapping[str, int]) -> dict[str, int]:
     return res
 
 
+#: Kernels whose reduction a launch may cut in SPLIT_K parts by default (`split_for`): backward
+#: weights, whose output (K x C x R x S) has few tiles and whose reduction (every pixel) is long.
+SPLIT_BY_DEFAULT = ("conv2d_bwd_weight", "conv2d_bwd_weight_smallc")
+
+
+def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
+    """The SPLIT_K that fills a GPU of `sms` multiprocessors (CUs): doubled from 1 while the
+    launch stays within two waves of programs and each part keeps at least 8 BLOCK_K steps of
+    the reduction over N x P x Q pixels, at most 64; 1 for kernels not in SPLIT_BY_DEFAULT."""
+    if kernel not in SPLIT_BY_DEFAULT:
+        return 1
+    gx, gy, _ = grid(kernel, sizes, {**config, "SPLIT_K": 1})
+    tiles = gx * gy
+    blocks = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], int(config["BLOCK_K"]))
+    split = 1
+    while split < 64 and tiles * split * 2 <= 2 * sms and blocks // (split * 2) >= 8:
+        split *= 2
+    return split
+
+
 def workspace_bytes(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
     """FP32 workspace a launch needs (SPLIT_K > 1: the partial sums), else 0."""
     split = int(config.get("SPLIT_K", 1))

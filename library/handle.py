@@ -501,9 +501,15 @@ class Handle:
         return immediate_solutions(self, problem)
 
     def workspace_size(self, problem: ConvProblem, solution: ConvSolution | str) -> int:
-        from .invoke import solver_of
+        """Device scratch memory the solution needs: at its own parameters (a ranked
+        solution's), else at the PerfDb's or the defaults."""
+        from .invoke import ConvSolution, solver_of
 
-        return int(solver_of(self, solution).workspace_bytes(problem))
+        solver = solver_of(self, solution)
+        params = solution.params if isinstance(solution, ConvSolution) else None
+        if not params:
+            params = self.params_for(problem, solver)
+        return int(solver.workspace_for(problem, params))
 
     def compile_solution(self, problem: ConvProblem, solution: ConvSolution | str) -> Invoker:
         """Make the solution's kernel ready (load or compile) and cache its invoker."""

@@ -388,7 +388,8 @@ def ranked_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSolution]
         ranked = rank_candidates(problem, handle.target, solvers, lambda s, p: True,
                                  model=model, extra_params=extra, measured=measured)
     sols = [ConvSolution(c.solver.name, algorithm_of(c.solver, problem), c.time,
-                         int(c.solver.workspace_bytes(problem)), "ranking", c.params, False)
+                         int(c.solver.workspace_for(problem, c.params)), "ranking", c.params,
+                         False)
             for c in ranked]
     handle.ranked[problem] = sols
     return sols
@@ -402,7 +403,8 @@ def heuristic_solutions(handle: Handle, problem: ConvProblem) -> list[ConvSoluti
     if not ranked:
         raise ProblemError(f"no solver applies to {problem.key()} on {handle.target.name}")
     ranked.sort(key=lambda r: (r[0], r[1]))
-    return [ConvSolution(s.name, algorithm_of(s, problem), rank, int(s.workspace_bytes(problem)),
+    return [ConvSolution(s.name, algorithm_of(s, problem), rank,
+                         int(s.workspace_for(problem, handle.params_for(problem, s))),
                          "heuristic") for rank, _, s in ranked]
 
 

@@ -277,8 +277,14 @@ class Solver:
         return launch.grid, launch.block
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """Device scratch memory the solver needs (0 for every solver here)."""
+        """Device scratch memory the solver needs whatever its parameters (0 for the solvers
+        here; see `workspace_for`)."""
         return 0
+
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        """Device scratch memory one parameter set needs (a split reduction's partial sums);
+        `workspace_bytes` unless a solver's parameters change it."""
+        return self.workspace_bytes(problem)
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         """Estimated cost (lower is better) for immediate mode when no FindDb entry exists."""

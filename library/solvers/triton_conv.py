@@ -338,14 +338,37 @@ class ConvTritonImplicitGemm(Solver):
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The configuration measured fastest for the problem's case on the target's kind
-        (kernels/conv_triton_tuned_*.json) where there is one, else the spec's default."""
+        (kernels/conv_triton_tuned_*.json) where there is one, else the spec's default.
+        Backward weights on a measured kind: the case's usual tile with its reduction split to
+        fill the target's CUs (`spec.split_for`; its objects are in `dynamic_jobs`)."""
         view, _, kernel, cl = self._view(problem)
         kind = self._kind(target)
         config = None
         if kind is not None:
-            config = self._tuned(kind, self._case(problem.in_type, view.direction, cl),
-                                 _sizes(view), kernel, problem.in_type)
+            case = self._case(problem.in_type, view.direction, cl)
+            config = self._tuned(kind, case, _sizes(view), kernel, problem.in_type)
+            if config is not None and kernel in SPLIT_KERNELS:
+                config = self._split(kind, case, _sizes(view), kernel, problem.in_type,
+                                     target.cu) or config
         return self._params(config or spec_module().default_config(kernel, problem.in_type))
+
+    def _split(self, kind: str, case: str, sizes: dict[str, int], kernel: str,
+               data_type: str, cus: int) -> dict[str, int] | None:
+        """The case's usual tile with SPLIT_K by `spec.split_for` for `cus` CUs (None where the
+        case has no usual tile or the split is not legal)."""
+        spec = spec_module()
+        usual = self._tuned(kind, case, _NO_SIZES, kernel, data_type)
+        if usual is None:
+            return None
+        config = {**usual, "SPLIT_K": int(spec.split_for(kernel, sizes, usual, cus))}
+        return config if spec.is_legal(config, data_type, kind, kernel) else None
+
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        """The FP32 partial sums of a SPLIT_K > 1 launch (backward weights), else 0."""
+        view, _, kernel, _ = self._view(problem)
+        self._check_length(params)
+        return int(spec_module().workspace_bytes(kernel, _sizes(view),
+                                                 _config_view(tuple(params))))
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         """The configurations measured fastest on any layer of the problem's case on the
@@ -407,6 +430,10 @@ class ConvTritonImplicitGemm(Solver):
                     usual = self._tuned(kind, self._case(data_type, self.direction, cl),
                                         _NO_SIZES, kernel, data_type)
                     configs += [usual] if usual else []
+                    if usual and kernel in SPLIT_KERNELS:  # every split `_split` may choose
+                        configs += [c for c in ({**usual, "SPLIT_K": k}
+                                                for k in spec.TARGET_KINDS[kind]["SPLIT_K"])
+                                    if spec.is_legal(c, data_type, kind, kernel)]
                     for config in configs:
                         for aligned in (True, False):
                             jobs.setdefault(self._job(kernel, data_type, config, cl, aligned,

@@ -123,7 +123,9 @@ def test_dynamic_jobs_deterministic_and_moderate():
         assert jobs == all_dynamic_jobs(target) + all_primitive_jobs(target)
         triton = [j for j in jobs if j.kernel_file.endswith(".py")]
         assert len(jobs) == len(set(jobs)) and len(jobs) - len(triton) <= 100
-        assert len(triton) <= 160  # (default, usual winner) x kernels x types x layouts x align16
+        # (default, usual winner) x kernels x types x layouts x align16, and the usual
+        # backward-weights tile at each of its six further splits.
+        assert len(triton) <= 360
         for job in jobs:
             assert list(job.options) == sorted(job.options)
             assert job.kdb_args.endswith(f" -mcpu={target.arch}")

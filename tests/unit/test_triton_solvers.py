@@ -359,3 +359,35 @@ def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
     args = second.args
     assert args[0] == ("ptr:workspace", ptrs["workspace"]) and args[1] == ("ptr:dw", ptrs["w"])
     assert [v for kind, v in args if kind == "i32"][:4] == [k * c * r * s, c, r, s]
+
+
+def test_backward_weights_defaults_split_the_reduction_to_fill_the_gpu() -> None:
+    """On a measured kind, backward weights default to the case's usual tile with SPLIT_K from
+    the spec's rule: a layer of few output tiles is split, a large one is not; the object of
+    every split the rule can choose (and its reduce companion) is among the shipped jobs, and the
+    workspace a ranked solution reports is its split's partial sums."""
+    from miopenkernels.solvers import with_companions
+    from miopenkernels.solvers.triton_conv import SPLIT_KERNELS
+
+    assert set(SPLIT_KERNELS) == set(spec.SPLIT_BY_DEFAULT)
+    target = Target.parse("sm90-132")
+    solver = get_solver("ConvTritonImplicitGemmWrw")
+    few = ConvProblem(n=32, c=64, k=64, in_spatial=(56, 56), filter=(3, 3), pad=(1, 1),
+                      direction="W", in_type="FP16", wei_type="FP16", out_type="FP16")
+    many = ConvProblem(n=64, c=512, k=512, in_spatial=(14, 14), filter=(3, 3), pad=(1, 1),
+                       direction="W")
+    split_few = solver.default_params(few, target)
+    split_many = solver.default_params(many, target)
+    assert split_few[4] > 1 and split_many[4] == 1
+    assert solver.params_valid(few, target, split_few)
+    k, c, r, s = few.wei_shape
+    assert solver.workspace_for(few, split_few) == split_few[4] * k * c * r * s * 4
+    assert solver.workspace_for(many, split_many) == 0
+    # Fewer CUs, fewer parts; no target kind without a tuned table splits by default.
+    assert solver.default_params(few, Target.parse("sm90-16"))[4] < split_few[4]
+    assert solver.default_params(few, Target.parse("gfx942-304"))[4] == 1
+    shipped = set(with_companions(solver.dynamic_jobs(target)))
+    for problem in (few, many, replace(few, n=1), replace(few, in_spatial=(112, 112))):
+        params = solver.default_params(problem, target)
+        assert solver.compile_job(problem, params, target) in shipped, (problem.key(), params)
+        assert all(job in shipped for job, _ in solver.follow_ups(problem, params, target))
