@@ -391,3 +391,21 @@ def test_backward_weights_defaults_split_the_reduction_to_fill_the_gpu() -> None
         params = solver.default_params(problem, target)
         assert solver.compile_job(problem, params, target) in shipped, (problem.key(), params)
         assert all(job in shipped for job, _ in solver.follow_ups(problem, params, target))
+
+
+def test_a_ranked_split_solution_reports_its_workspace(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    """Immediate mode over a backward-weights problem of few output tiles: the tensor-core
+    solution carries its split parameters and reports their partial sums as its workspace,
+    as `Handle.workspace_size` does for it; the invoker allocates no less."""
+    db_env(monkeypatch, tmp_path)
+    monkeypatch.setattr(config, "triton_importable", lambda: True)  # rank as if compilable
+    h = Handle(backend=NullBackend(Target.parse("sm90-132")))
+    problem = ConvProblem(n=32, c=64, k=64, in_spatial=(56, 56), filter=(3, 3), pad=(1, 1),
+                          direction="W", in_type="FP16", wei_type="FP16", out_type="FP16")
+    sols = h.solutions(problem)
+    mine = [s for s in sols if s.solver == "ConvTritonImplicitGemmWrw"]
+    assert mine and mine[0].params and mine[0].params[4] > 1, sols
+    k, c, r, s = problem.wei_shape
+    assert mine[0].workspace == mine[0].params[4] * k * c * r * s * 4
+    assert h.workspace_size(problem, mine[0]) == mine[0].workspace
+    assert h.workspace_size(problem, "ConvDirectWrw") == 0
