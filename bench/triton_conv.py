@@ -81,13 +81,6 @@ def candidates(kernel: str, dtype: str, sizes: dict[str, int]) -> list[dict[str,
              "GROUP_M": 8, "SPLIT_K": 1} for m, n, k, w, s in tiles]
 
 
-def split_for(kernel: str, sizes: dict[str, int], cfg: dict[str, int], sms: int) -> int:
-    """SPLIT_K for backward weights: the spec's rule (the solvers' default split)."""
-    from miopenkernels.kernels import conv_triton_spec as spec
-
-    return int(spec.split_for(kernel, sizes, cfg, sms))
-
-
 def layer_sizes(p: Any) -> dict[str, int]:
     h, w = p.in_spatial
     r, s = p.filter
@@ -224,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                         # The split that fills the GPU, and twice that where blocks allow.
                         ws_cfgs = []
                         for c in cfgs:
-                            k = split_for(kernel, sz, c, sms)
+                            k = spec.split_for(kernel, sz, c, sms)
                             ws_cfgs.append(dict(c, SPLIT_K=k))
                             blocks = sz["N"] * sz["P"] * sz["Q"] // c["BLOCK_K"]
                             if k < 64 and blocks // (2 * k) >= 4:

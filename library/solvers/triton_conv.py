@@ -39,7 +39,7 @@ from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view
 from .base import CompileJob, KernelArg, Launch, Params, Solver
 
 __all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "spec_module", "tf32_capable",
-           "PARAM_NAMES", "SPLIT_KERNELS", "companion_jobs"]
+           "PARAM_NAMES", "companion_jobs"]
 
 KERNEL_FILE = "conv_triton.py"
 PARAM_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
@@ -123,17 +123,20 @@ def _target_kind(arch: str) -> str | None:
         return None
 
 
-# Kernels whose SPLIT_K > 1 variant the solvers use: backward weights, whose reduction over
-# every pixel is long and whose output (K x C x R x S) has few tiles. The partial sums go to the
-# workspace and REDUCE_KERNEL adds them into the output in a second launch.
-SPLIT_KERNELS = ("conv2d_bwd_weight", "conv2d_bwd_weight_smallc")
 REDUCE_KERNEL = "conv2d_bwd_weight_reduce"
+
+
+def _splits(kernel: str) -> bool:
+    """Whether the solvers use `kernel`'s SPLIT_K > 1 variant (the spec's SPLIT_BY_DEFAULT:
+    backward weights); its partial sums go to the workspace and REDUCE_KERNEL adds them into
+    the output in a second launch."""
+    return kernel in spec_module().SPLIT_BY_DEFAULT
 
 
 @lru_cache(maxsize=4096)
 def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
     config = dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
-    return (config["SPLIT_K"] == 1 or kernel in SPLIT_KERNELS) and bool(
+    return (config["SPLIT_K"] == 1 or _splits(kernel)) and bool(
         spec_module().is_legal(config, data_type, kind, kernel))
 
 
@@ -149,8 +152,8 @@ def _reduce_job(data_type: str, split: int, target: Target) -> CompileJob:
 
 def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:
     """The jobs a launch of `job`'s object needs after it: the reduce kernel of a SPLIT_K > 1
-    object of SPLIT_KERNELS (read from the job's options), else none."""
-    if job.kernel_file != KERNEL_FILE or job.kernel_name not in SPLIT_KERNELS:
+    object of a splitting kernel (read from the job's options), else none."""
+    if job.kernel_file != KERNEL_FILE or not _splits(job.kernel_name):
         return ()
     options = dict(o.split("=", 1) for o in job.options if "=" in o)
     split = int(options.get("-DSPLIT_K", "1"))
@@ -300,7 +303,7 @@ class ConvTritonImplicitGemm(Solver):
         _, _, kernel, _ = self._view(problem)
         space = spec_module().legal_space(kind, problem.in_type, kernel)
         return [self._params(c) for c in space
-                if int(c.get("SPLIT_K", 1)) == 1 or kernel in SPLIT_KERNELS]
+                if int(c.get("SPLIT_K", 1)) == 1 or _splits(kernel)]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         # The target's kind alone (not MIOPENKERNELS_TRITON): whether the solvers are on is
@@ -347,7 +350,7 @@ class ConvTritonImplicitGemm(Solver):
         if kind is not None:
             case = self._case(problem.in_type, view.direction, cl)
             config = self._tuned(kind, case, _sizes(view), kernel, problem.in_type)
-            if config is not None and kernel in SPLIT_KERNELS:
+            if config is not None and _splits(kernel):
                 config = self._split(kind, case, _sizes(view), kernel, problem.in_type,
                                      target.cu) or config
         return self._params(config or spec_module().default_config(kernel, problem.in_type))
@@ -430,7 +433,7 @@ class ConvTritonImplicitGemm(Solver):
                     usual = self._tuned(kind, self._case(data_type, self.direction, cl),
                                         _NO_SIZES, kernel, data_type)
                     configs += [usual] if usual else []
-                    if usual and kernel in SPLIT_KERNELS:  # every split `_split` may choose
+                    if usual and _splits(kernel):  # every split `_split` may choose
                         configs += [c for c in ({**usual, "SPLIT_K": k}
                                                 for k in spec.TARGET_KINDS[kind]["SPLIT_K"])
                                     if spec.is_legal(c, data_type, kind, kernel)]
@@ -477,7 +480,7 @@ class ConvTritonImplicitGemm(Solver):
             return ()
         spec = spec_module()
         view, args, kernel, _ = self._view(problem)
-        if kernel not in SPLIT_KERNELS:
+        if not _splits(kernel):
             raise ProblemError(f"{self.name}: kernel {kernel} has no SPLIT_K > 1 variant here")
         out_tensor = {"y": view.out_tensor, "x": view.in_tensor,
                       "w": view.wei_tensor}[spec.OUTPUT_OF[kernel]]
