@@ -67,6 +67,22 @@ def _tile_ids(pid, num_m, num_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
+def _load_tile(ptr, row_off, col_off, row_ok, col_ok, TRANSPOSED: tl.constexpr):
+    """The [rows, cols] tile at ptr + row_off[:, None] + col_off[None, :]. TRANSPOSED reads it
+    as [cols, rows] and transposes it in the kernel: Triton lays the threads of a warp along
+    the first dimension of a load whose strides it cannot see, so the near index (pixels, in
+    NCHW) must come first to be read coalesced."""
+    if TRANSPOSED:
+        t = tl.load(ptr + col_off[:, None] + row_off[None, :],
+                    mask=col_ok[:, None] & row_ok[None, :], other=0.0)
+        tile = tl.trans(t)
+    else:
+        tile = tl.load(ptr + row_off[:, None] + col_off[None, :],
+                       mask=row_ok[:, None] & col_ok[None, :], other=0.0)
+    return tile
+
+
+@triton.jit
 def _mma(a, b, acc, PRECISION: tl.constexpr):
     if a.dtype == tl.float32:
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
@@ -363,8 +379,8 @@ def conv2d_bwd_weight(
         ih = op * stride_h - pad_h + r * dil_h
         iw = oq * stride_w - pad_w + s * dil_w
         x_ok = j_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        a = tl.load(y_ptr + y_col[:, None] + (img * syn + op * syh + oq * syw)[None, :],
-                    mask=m_ok[:, None] & j_ok[None, :], other=0.0)
+        a = _load_tile(y_ptr, y_col, img * syn + op * syh + oq * syw, m_ok, j_ok,
+                       not CHANNELS_LAST)
         b = tl.load(x_ptr + (img * sxn + ih * sxh + iw * sxw)[:, None] + x_col[None, :],
                     mask=x_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
@@ -428,8 +444,8 @@ def conv2d_bwd_weight_smallc(
         ih = ih0[:, None] + (r * dil_h)[None, :]
         iw = iw0[:, None] + (s * dil_w)[None, :]
         x_ok = (j_ok[:, None] & n_ok[None, :]) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        a = tl.load(y_ptr + y_col[:, None] + (img * syn + op * syh + oq * syw)[None, :],
-                    mask=m_ok[:, None] & j_ok[None, :], other=0.0)
+        a = _load_tile(y_ptr, y_col, img * syn + op * syh + oq * syw, m_ok, j_ok,
+                       not CHANNELS_LAST)
         b = tl.load(x_ptr + (img * sxn + ih0 * sxh + iw0 * sxw)[:, None] + x_col[None, :],
                     mask=x_ok, other=0.0)
         acc = _mma(a, b, acc, PRECISION)
