@@ -349,21 +349,45 @@ def reduce_args(kernel: str, args: Mapping[str, int]) -> dict[str, int]:
 
 
 #: Kernels whose reduction a launch may cut in SPLIT_K parts by default (`split_for`): backward
-#: weights, whose output (K x C x R x S) has few tiles and whose reduction (every pixel) is long.
-SPLIT_BY_DEFAULT = ("conv2d_bwd_weight", "conv2d_bwd_weight_smallc")
+#: weights, whose output (K x C x R x S) has few tiles and whose reduction (every pixel) is long;
+#: forward and backward data where their output tiles leave most of the GPU idle (small images,
+#: small batches).
+SPLIT_BY_DEFAULT = ("conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weight",
+                    "conv2d_bwd_weight_smallc")
+
+#: The fewest BLOCK_K steps each part of a split keeps, per kernel (others: 8).
+_MIN_SPLIT_STEPS = {"conv2d_fwd": 4, "conv2d_bwd_data": 4}
+#: The largest default split, per kernel (others: 64): forward and backward data reductions
+#: (taps x channels) are short, so a package ships their splits up to 16 only.
+MAX_SPLIT = {"conv2d_fwd": 16, "conv2d_bwd_data": 16}
+
+
+def reduction_steps(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
+    """BLOCK_K steps of one program's reduction: taps x channel blocks (forward), taps of the
+    fullest stride phase x filter blocks (backward data), pixel blocks (backward weights)."""
+    z = sizes
+    bk = int(config["BLOCK_K"])
+    if kernel == "conv2d_fwd":
+        return z["R"] * z["S"] * cdiv(z["C"], bk)
+    if kernel == "conv2d_bwd_data":
+        return cdiv(z["R"], z["stride_h"]) * cdiv(z["S"], z["stride_w"]) * cdiv(z["K"], bk)
+    return cdiv(z["N"] * z["P"] * z["Q"], bk)
 
 
 def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
     """The SPLIT_K that fills a GPU of `sms` multiprocessors (CUs): doubled from 1 while the
     launch stays within two waves of programs and each part keeps at least 8 BLOCK_K steps of
-    the reduction over N x P x Q pixels, at most 64; 1 for kernels not in SPLIT_BY_DEFAULT."""
-    if kernel not in SPLIT_BY_DEFAULT:
+    its reduction (4 for forward and backward data), at most 64 (MAX_SPLIT); 1 for kernels
+    not in SPLIT_BY_DEFAULT or problems `split_applies` rejects."""
+    if kernel not in SPLIT_BY_DEFAULT or not split_applies(kernel, sizes):
         return 1
-    gx, gy, _ = grid(kernel, sizes, {**config, "SPLIT_K": 1})
-    tiles = gx * gy
-    blocks = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], int(config["BLOCK_K"]))
+    gx, gy, gz = grid(kernel, sizes, {**config, "SPLIT_K": 1})
+    tiles = gx * gy * gz
+    steps = reduction_steps(kernel, sizes, config)
+    least = _MIN_SPLIT_STEPS.get(kernel, 8)
+    most = MAX_SPLIT.get(kernel, 64)
     split = 1
-    while split < 64 and tiles * split * 2 <= 2 * sms and blocks // (split * 2) >= 8:
+    while split < most and tiles * split * 2 <= 2 * sms and steps // (split * 2) >= least:
         split *= 2
     return split
 

@@ -13,8 +13,9 @@ the fallback for everything else.
 
 Parameters (PerfDb order): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps,
 num_stages; the legal space per target comes from the spec (shared memory/LDS respected).
-SPLIT_K is 1 for now: split-K backward weights needs a second (reduce) launch, which the
-one-launch solver protocol does not carry yet.
+SPLIT_K > 1 (backward weights by default; forward and backward data where their tiles alone
+would leave most CUs idle) leaves FP32 partial sums in the workspace, which a second launch of
+the reduce kernel (`follow_ups`) adds into the output.
 
 Every object is shape-agnostic (sizes are arguments), so `compile_job` gives the same job with
 `specialised` or not. An object may assume 16-byte aligned pointers and multiples of 16 in the
@@ -128,7 +129,7 @@ REDUCE_KERNEL = "conv2d_bwd_weight_reduce"
 
 def _splits(kernel: str) -> bool:
     """Whether the solvers use `kernel`'s SPLIT_K > 1 variant (the spec's SPLIT_BY_DEFAULT:
-    backward weights); its partial sums go to the workspace and REDUCE_KERNEL adds them into
+    backward weights, forward, backward data); its partial sums go to the workspace and REDUCE_KERNEL adds them into
     the output in a second launch."""
     return kernel in spec_module().SPLIT_BY_DEFAULT
 
@@ -300,10 +301,11 @@ class ConvTritonImplicitGemm(Solver):
         kind = self._kind(target)
         if kind is None:
             return []
-        _, _, kernel, _ = self._view(problem)
-        space = spec_module().legal_space(kind, problem.in_type, kernel)
-        return [self._params(c) for c in space
-                if int(c.get("SPLIT_K", 1)) == 1 or _splits(kernel)]
+        view, _, kernel, _ = self._view(problem)
+        spec = spec_module()
+        space = spec.legal_space(kind, problem.in_type, kernel)
+        split_ok = _splits(kernel) and spec.split_applies(kernel, _sizes(view))
+        return [self._params(c) for c in space if int(c.get("SPLIT_K", 1)) == 1 or split_ok]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         # The target's kind alone (not MIOPENKERNELS_TRITON): whether the solvers are on is
@@ -311,11 +313,16 @@ class ConvTritonImplicitGemm(Solver):
         kind = _target_kind(target.arch)
         if kind is None or len(params) != len(PARAM_NAMES):
             return False
-        _, _, kernel, _ = self._view(problem)
+        view, _, kernel, _ = self._view(problem)
         try:
-            return _legal(tuple(int(v) for v in params), problem.in_type, kind, kernel)
+            values = tuple(int(v) for v in params)
+            if not _legal(values, problem.in_type, kind, kernel):
+                return False
         except (TypeError, ValueError):
             return False
+        # A split where some stride phase has no tap is not one this kernel computes right.
+        return values[PARAM_NAMES.index("SPLIT_K")] == 1 or bool(
+            spec_module().split_applies(kernel, _sizes(view)))
 
     def _case(self, data_type: str, direction: str, channels_last: bool) -> str:
         """The spec's name of a tuned case: `FP16-F-NHWC`, `TF32-W-NCHW`."""
@@ -343,17 +350,30 @@ class ConvTritonImplicitGemm(Solver):
         """The configuration measured fastest for the problem's case on the target's kind
         (kernels/conv_triton_tuned_*.json) where there is one, else the spec's default.
         Backward weights on a measured kind: the case's usual tile with its reduction split to
-        fill the target's CUs (`spec.split_for`; its objects are in `dynamic_jobs`)."""
+        fill the target's CUs (`spec.split_for`; its objects are in `dynamic_jobs`); forward
+        and backward data likewise where the table does not hold the problem itself and the
+        usual tile alone would leave most CUs idle."""
         view, _, kernel, cl = self._view(problem)
         kind = self._kind(target)
         config = None
         if kind is not None:
             case = self._case(problem.in_type, view.direction, cl)
-            config = self._tuned(kind, case, _sizes(view), kernel, problem.in_type)
+            sizes = _sizes(view)
+            config = self._tuned(kind, case, sizes, kernel, problem.in_type)
             if config is not None and _splits(kernel):
-                config = self._split(kind, case, _sizes(view), kernel, problem.in_type,
-                                     target.cu) or config
+                split = self._split(kind, case, sizes, kernel, problem.in_type, target.cu)
+                # Forward and backward data: a layer measured on its own keeps its tile; any
+                # other takes the usual tile, split where its tiles leave the GPU idle.
+                if split is not None and (spec_module().OUTPUT_OF[kernel] == "w" or (
+                        split["SPLIT_K"] > 1 and not self._measured(kind, case, sizes))):
+                    config = split
         return self._params(config or spec_module().default_config(kernel, problem.in_type))
+
+    def _measured(self, kind: str, case: str, sizes: dict[str, int]) -> bool:
+        """Whether the tuned table holds this very problem (not only the case's usual tile)."""
+        spec = spec_module()
+        table = spec.tuned_table(kind)
+        return bool(table and table["configs"].get(case, {}).get(spec.shape_key(sizes)))
 
     def _split(self, kind: str, case: str, sizes: dict[str, int], kernel: str,
                data_type: str, cus: int) -> dict[str, int] | None:
@@ -434,8 +454,10 @@ class ConvTritonImplicitGemm(Solver):
                                         _NO_SIZES, kernel, data_type)
                     configs += [usual] if usual else []
                     if usual and _splits(kernel):  # every split `_split` may choose
+                        most = spec.MAX_SPLIT.get(kernel, 64)
                         configs += [c for c in ({**usual, "SPLIT_K": k}
-                                                for k in spec.TARGET_KINDS[kind]["SPLIT_K"])
+                                                for k in spec.TARGET_KINDS[kind]["SPLIT_K"]
+                                                if k <= most)
                                     if spec.is_legal(c, data_type, kind, kernel)]
                     for config in configs:
                         for aligned in (True, False):

@@ -113,9 +113,10 @@ def test_jobs_name_their_kernel_and_assumptions() -> None:
     loose = s.unaligned_job(CONV, params, SM90)
     assert not any(o.startswith("--assume") for o in loose.options)
     # Channels that are not multiples of 16 never get the assumption.
-    odd = s.compile_job(_p(c=24), params, SM90)
+    odd = s.compile_job(_p(c=24), s.default_params(_p(c=24), SM90), SM90)
     assert not any(o.startswith("--assume") for o in odd.options)
-    small_c = s.compile_job(_p(c=3, filter=(7, 7)), params, SM90)
+    few = _p(c=3, filter=(7, 7))
+    small_c = s.compile_job(few, s.default_params(few, SM90), SM90)
     assert small_c.kernel_name == "conv2d_fwd_smallc"
     # Every job of the solver for a problem it accepts ships in the package.
     shipped = set(s.dynamic_jobs(SM90))
@@ -310,12 +311,40 @@ def _split_params(problem: ConvProblem, split: int) -> tuple[int, ...]:
     raise AssertionError(f"no SPLIT_K={split} set in the space")
 
 
-def test_only_backward_weights_searches_split_k() -> None:
-    for name, problem in (("ConvTritonImplicitGemmWrw", _p(direction="W")),
-                          ("ConvTritonImplicitGemmFwd", _p()),
-                          ("ConvTritonImplicitGemmBwd", _p(direction="B"))):
-        splits = {p[4] for p in get_solver(name).param_space(problem, SM90)}
-        assert (splits > {1}) == (name == "ConvTritonImplicitGemmWrw"), name
+def test_split_k_is_searched_where_the_kernel_computes_it() -> None:
+    """Every direction searches SPLIT_K > 1, except backward data where a stride phase has no
+    filter tap (1x1, stride 2) and the few-channel forward kernel, which has no split."""
+    for name, problem, split in (
+            ("ConvTritonImplicitGemmWrw", _p(direction="W"), True),
+            ("ConvTritonImplicitGemmFwd", _p(), True),
+            ("ConvTritonImplicitGemmBwd", _p(direction="B"), True),
+            ("ConvTritonImplicitGemmBwd", _p(direction="B", filter=(1, 1), pad=(0, 0),
+                                             stride=(2, 2)), False),
+            ("ConvTritonImplicitGemmFwd", _p(c=3, filter=(7, 7)), False)):
+        solver = get_solver(name)
+        splits = {p[4] for p in solver.param_space(problem, SM90)}
+        assert (splits > {1}) == split, name
+        split_params = (64, 64, 32, 8, 4, 4, 2)
+        assert solver.params_valid(problem, SM90, split_params) == split, name
+
+
+def test_an_idle_grid_splits_forward_and_backward_data_by_default() -> None:
+    """A shape the tuned table does not hold, whose usual tiles would leave most SMs idle
+    (batch 1, 7x7), splits its reduction; a measured layer keeps its own tile; the split's
+    objects ship with the package."""
+    small = _p(n=1, c=512, k=512, in_spatial=(7, 7))
+    for name in ("ConvTritonImplicitGemmFwd", "ConvTritonImplicitGemmBwd"):
+        solver = get_solver(name)
+        problem = small if name.endswith("Fwd") else _p(n=1, c=512, k=512, in_spatial=(7, 7),
+                                                        direction="B")
+        params = solver.default_params(problem, SM90)
+        assert params[4] > 1, name
+        assert solver.params_valid(problem, SM90, params)
+        assert solver.workspace_for(problem, params) > 0
+        assert solver.compile_job(problem, params, SM90) in set(solver.dynamic_jobs(SM90))
+        assert len(solver.follow_ups(problem, params, SM90)) == 1  # the reduce launch
+    big = _p(n=256, c=64, k=64, in_spatial=(56, 56))
+    assert get_solver("ConvTritonImplicitGemmFwd").default_params(big, SM90)[4] == 1
 
 
 def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
