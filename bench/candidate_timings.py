@@ -96,6 +96,7 @@ def main() -> int:
     import numpy as np
     from miopenkernels.find import make_invoker
     from miopenkernels.handle import Handle
+    from miopenkernels.invoke import workspace_ptr
     from miopenkernels.ranking import load_model
 
     handle = Handle()
@@ -131,7 +132,8 @@ def main() -> int:
                      "params": solver.params_to_string(params)}
             try:
                 inv = make_invoker(handle, p, solver, params=params, specialised=False)
-                times = be.time_kernel(lambda c=inv, q=ptrs: c(q), args.repeats, 1)
+                q_ptrs = {**ptrs, "workspace": workspace_ptr(be, inv)}
+                times = be.time_kernel(lambda c=inv, q=q_ptrs: c(q), args.repeats, 1)
                 entry["time_ms"] = float(statistics.median(times))
             except Exception as exc:  # noqa: BLE001 - a failing candidate is logged, not fatal
                 entry["time_ms"] = None

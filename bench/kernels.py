@@ -107,7 +107,7 @@ def _peer(p, views: dict):  # noqa: ANN001, ANN202
 def measure(handle, p, type_name: str, repeats: int, warmup: int) -> dict:  # noqa: ANN001
     """Find, then ours and cuDNN on the same tensors; the outputs compared."""
     import torch
-    from miopenkernels.invoke import output_role
+    from miopenkernels.invoke import output_role, workspace_ptr
     from miopenkernels.problem import TYPE_BYTES
     from miopenkernels.tensor import DeviceTensor
 
@@ -125,7 +125,7 @@ def measure(handle, p, type_name: str, repeats: int, warmup: int) -> dict:  # no
     best = sols[0]
     inv = handle.compile_solution(p, best)
     ptrs = {role: t.ptr for role, t in dev.items()}
-    ptrs["workspace"] = inv.workspace.ptr if inv.workspace is not None else 0
+    ptrs["workspace"] = workspace_ptr(handle.backend, inv)  # a split's partial sums
     inv(ptrs)
     torch.cuda.synchronize()
     ours_out = tensors[out_role][1].double().clone()

@@ -98,6 +98,7 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
     import numpy as np
     from miopenkernels.find import make_invoker, solver_of
     from miopenkernels.handle import Handle
+    from miopenkernels.invoke import workspace_ptr
     from miopenkernels.problem import TYPE_BYTES
     from miopenkernels.ranking import load_model
 
@@ -162,8 +163,9 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
     model = load_model()
     deadline = time.perf_counter() + BEST_BUDGET_S
     for row, p in zip(rows, problems, strict=True):
-        ptrs = {"x": pool.ptr, "w": pool.ptr + xmax, "y": ybuf.ptr, "workspace": 0}
+        ptrs = {"x": pool.ptr, "w": pool.ptr + xmax, "y": ybuf.ptr}
         inv = handle.invokers[(p, row["solver"])]
+        ptrs["workspace"] = workspace_ptr(be, inv)
         row["steady_ms"] = _steady(be, inv, ptrs)
         if not best or time.perf_counter() > deadline:
             continue
@@ -178,10 +180,11 @@ def child_miopenkernels(dtype: str, best: bool) -> dict:
                 try:
                     cand = make_invoker(handle, p, solver_of(handle, solver.name),
                                         params=params, specialised=False)
-                    once = float(be.time_ms(lambda c=cand, q=ptrs: c(q), 1)[0])
+                    q_ptrs = {**ptrs, "workspace": workspace_ptr(be, cand)}
+                    once = float(be.time_ms(lambda c=cand, q=q_ptrs: c(q), 1)[0])
                     if once > 3 * best_ms:  # far behind: no need to time it closely
                         continue
-                    ms = _steady(be, cand, ptrs, repeats=5)
+                    ms = _steady(be, cand, q_ptrs, repeats=5)
                 except Exception as exc:  # noqa: BLE001 - a failing candidate is no best
                     print(f"{p.key()} {solver.name} {params}: {exc}", file=sys.stderr)
                     continue

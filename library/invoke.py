@@ -103,6 +103,9 @@ class Invoker:
     then: tuple[tuple[PreparedLaunch, tuple[tuple[str, str], ...]], ...] = ()
 
     def __call__(self, ptrs: dict[str, int]) -> None:
+        if self.workspace_bytes and not ptrs.get("workspace"):
+            raise ProblemError(f"{self.solver} needs {self.workspace_bytes} bytes of workspace; "
+                               "pass its address as ptrs['workspace'] (find.pointers does)")
         if self.alignment and any(ptrs[role] % div for role, div in self.alignment):
             if not isinstance(self.unaligned, Invoker):
                 assert self.unaligned is not None
@@ -542,12 +545,20 @@ def pointers(handle: Handle, inv: Invoker, bound: dict[str, DeviceTensor],
                                    f"{inv.workspace_bytes}")
             ptrs["workspace"] = ws.ptr
         else:
-            if inv.workspace is None:
-                inv.workspace = handle.backend.alloc(inv.workspace_bytes)
-            ptrs["workspace"] = inv.workspace.ptr
+            ptrs["workspace"] = workspace_ptr(handle.backend, inv)
     else:
         ptrs["workspace"] = 0
     return ptrs
+
+
+def workspace_ptr(backend: Any, inv: Invoker) -> int:
+    """The address of the invoker's own workspace (allocated on first use); 0 where its
+    launches need none."""
+    if not inv.workspace_bytes:
+        return 0
+    if inv.workspace is None:
+        inv.workspace = backend.alloc(inv.workspace_bytes)
+    return int(inv.workspace.ptr)
 
 
 def run(handle: Handle, problem: ConvProblem, solution: ConvSolution | str, x: object, w: object,

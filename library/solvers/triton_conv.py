@@ -129,8 +129,8 @@ REDUCE_KERNEL = "conv2d_bwd_weight_reduce"
 
 def _splits(kernel: str) -> bool:
     """Whether the solvers use `kernel`'s SPLIT_K > 1 variant (the spec's SPLIT_BY_DEFAULT:
-    backward weights, forward, backward data); its partial sums go to the workspace and REDUCE_KERNEL adds them into
-    the output in a second launch."""
+    backward weights, forward, backward data); its partial sums go to the workspace and
+    REDUCE_KERNEL adds them into the output in a second launch."""
     return kernel in spec_module().SPLIT_BY_DEFAULT
 
 

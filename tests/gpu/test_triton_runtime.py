@@ -75,8 +75,9 @@ CHILD = textwrap.dedent('''
         ptrs = {r: bufs[r].ptr + (2 if shift and r == role else 0) for r in layer}
         for r, a in layer.items():
             be.copy_in(Buffer(ptrs[r], a.nbytes, None), np.ascontiguousarray(a))
-        ptrs["workspace"] = 0
         inv = make_invoker(h, p, get_solver(solver), params=tuple(params) if params else None)
+        # A split launch (small problems split their reduction) needs its partials' space.
+        ptrs["workspace"] = be.alloc(inv.workspace_bytes).ptr if inv.workspace_bytes else 0
         inv(ptrs)
         be.synchronize()
         got = np.empty_like(layer[role])

@@ -388,6 +388,11 @@ def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
     args = second.args
     assert args[0] == ("ptr:workspace", ptrs["workspace"]) and args[1] == ("ptr:dw", ptrs["w"])
     assert [v for kind, v in args if kind == "i32"][:4] == [k * c * r * s, c, r, s]
+    # No workspace address: a one-line error before anything is launched.
+    launched = len(backend.recorded)
+    with pytest.raises(ProblemError, match="bytes of workspace"):
+        inv({**ptrs, "workspace": 0})
+    assert len(backend.recorded) == launched
 
 
 def test_backward_weights_defaults_split_the_reduction_to_fill_the_gpu() -> None:
