@@ -358,9 +358,13 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
             # measured there is its own; a loss holds for every set of the solver.
             scale = max(1.0, tuned_scale)
         params_list = model.candidate_params(solver, problem, target)
-        for p in (extra_params or {}).get(name, ()):
-            if p not in params_list:
-                params_list.append(p)
+        if solver.tunable and solver.defaults_rule(problem, target) and \
+                at_hand(solver, params_list[0]):
+            params_list = params_list[:1]  # the defaults alone (Solver.defaults_rule)
+        else:
+            for p in (extra_params or {}).get(name, ()):
+                if p not in params_list:
+                    params_list.append(p)
         weights = model.weights_for(name)
         # w . features = the problem's part (once per solver) + the launch's (per candidate).
         base = sum(weights[i] * v for i, v in zip(_PROBLEM_INDEX, problem_values, strict=True))

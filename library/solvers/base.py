@@ -217,6 +217,12 @@ class Solver:
         """The parameters used without a PerfDb entry."""
         return ()
 
+    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
+        """Whether the miss ranking should consider `default_params` alone for this problem
+        (the defaults were shaped to the problem, e.g. a split that fills the GPU, in a way the
+        ranking's model cannot weigh against other sets); False by default."""
+        return False
+
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         """Parameter sets a search tries right after the defaults (e.g. those measured fastest
         on similar problems); none by default."""

@@ -141,6 +141,12 @@ def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
         spec_module().is_legal(config, data_type, kind, kernel))
 
 
+def _programs(kernel: str, sizes: dict[str, int], config: dict[str, int]) -> int:
+    """Programs (thread blocks) one launch of `config` runs."""
+    gx, gy, gz = spec_module().grid(kernel, sizes, config)
+    return int(gx) * int(gy) * int(gz)
+
+
 @lru_cache(maxsize=256)
 def _reduce_job(data_type: str, split: int, target: Target) -> CompileJob:
     """The job of the reduce kernel that finishes a SPLIT_K = `split` launch (no alignment
@@ -351,8 +357,9 @@ class ConvTritonImplicitGemm(Solver):
         (kernels/conv_triton_tuned_*.json) where there is one, else the spec's default.
         Backward weights on a measured kind: the case's usual tile with its reduction split to
         fill the target's CUs (`spec.split_for`; its objects are in `dynamic_jobs`); forward
-        and backward data likewise where the table does not hold the problem itself and the
-        usual tile alone would leave most CUs idle."""
+        and backward data likewise where the usual tile alone would leave most CUs idle and the
+        table does not hold the problem itself, or holds a tile that fills under half the
+        CUs."""
         view, _, kernel, cl = self._view(problem)
         kind = self._kind(target)
         config = None
@@ -362,12 +369,23 @@ class ConvTritonImplicitGemm(Solver):
             config = self._tuned(kind, case, sizes, kernel, problem.in_type)
             if config is not None and _splits(kernel):
                 split = self._split(kind, case, sizes, kernel, problem.in_type, target.cu)
-                # Forward and backward data: a layer measured on its own keeps its tile; any
-                # other takes the usual tile, split where its tiles leave the GPU idle.
+                # Forward and backward data: a layer measured on its own keeps its tile unless
+                # that tile leaves most of the GPU idle; any other takes the usual tile, split
+                # where its tiles leave the GPU idle.
                 if split is not None and (spec_module().OUTPUT_OF[kernel] == "w" or (
-                        split["SPLIT_K"] > 1 and not self._measured(kind, case, sizes))):
+                        split["SPLIT_K"] > 1 and (not self._measured(kind, case, sizes)
+                                                  or _programs(kernel, sizes, config)
+                                                  < target.cu // 2))):
                     config = split
         return self._params(config or spec_module().default_config(kernel, problem.in_type))
+
+    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
+        """Where the defaults split the reduction (a grid that alone would leave the GPU idle),
+        the ranking takes them alone: its model, fitted on unsplit launches, ranks unsplit
+        tiles ahead there that measure 2-15x slower (bench/results/kernels_h100.json)."""
+        if self._kind(target) is None:
+            return False
+        return self.default_params(problem, target)[PARAM_NAMES.index("SPLIT_K")] > 1
 
     def _measured(self, kind: str, case: str, sizes: dict[str, int]) -> bool:
         """Whether the tuned table holds this very problem (not only the case's usual tile)."""

@@ -345,6 +345,12 @@ def test_an_idle_grid_splits_forward_and_backward_data_by_default() -> None:
         assert len(solver.follow_ups(problem, params, SM90)) == 1  # the reduce launch
     big = _p(n=256, c=64, k=64, in_spatial=(56, 56))
     assert get_solver("ConvTritonImplicitGemmFwd").default_params(big, SM90)[4] == 1
+    # A measured ResNet-50 layer keeps its own tile where it fills the GPU, and is split where
+    # its own tile would run on under half the SMs (7x7 backward data at batch 32).
+    wide = _p(n=32, c=64, k=64, in_spatial=(56, 56), filter=(1, 1), pad=(0, 0))
+    assert get_solver("ConvTritonImplicitGemmFwd").default_params(wide, SM90)[4] == 1
+    late = _p(n=32, c=512, k=512, in_spatial=(7, 7), direction="B")
+    assert get_solver("ConvTritonImplicitGemmBwd").default_params(late, SM90)[4] > 1
 
 
 def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
@@ -441,3 +447,24 @@ def test_a_ranked_split_solution_reports_its_workspace(monkeypatch, tmp_path) ->
     assert mine[0].workspace == mine[0].params[4] * k * c * r * s * 4
     assert h.workspace_size(problem, mine[0]) == mine[0].workspace
     assert h.workspace_size(problem, "ConvDirectWrw") == 0
+
+
+def test_the_ranking_keeps_split_defaults_over_unsplit_sets() -> None:
+    """Where the defaults split the reduction, the miss ranking weighs them alone: an unsplit
+    set offered beside them (a neighbour's tuned set) is not picked; where their object is not
+    at hand, the other sets are weighed as before."""
+    from miopenkernels.ranking import rank_candidates
+
+    solver = get_solver("ConvTritonImplicitGemmWrw")
+    problem = _p(direction="W")
+    default = solver.default_params(problem, SM90)
+    assert default[4] > 1 and solver.defaults_rule(problem, SM90)
+    unsplit = (64, 64, 32, 8, 1, 4, 2)
+    extra = {solver.name: [unsplit]}
+    picked = rank_candidates(problem, SM90, [solver], lambda s, q: True, extra_params=extra)
+    assert [c.params for c in picked] == [default]
+    missing = rank_candidates(problem, SM90, [solver], lambda s, q: q != default,
+                              extra_params=extra)
+    assert missing and missing[0].params != default
+    assert not get_solver("ConvTritonImplicitGemmFwd").defaults_rule(
+        _p(n=256, in_spatial=(56, 56)), SM90)
