@@ -402,8 +402,10 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
                 leader = best
         elif worst_case is not None:
             wasteful.append(worst_case)
-    # Wasteful candidates rank after every other, whatever their predicted time.
-    return _ordered(out, problem, target) + _ordered(wasteful, problem, target)
+    # Wasteful candidates rank after every other, whatever their predicted time; a solver
+    # that ranks first (Solver.rank_first) goes ahead of the others in its group.
+    return [c for group in (out, wasteful) for first in (True, False)
+            for c in _ordered(group, problem, target) if c.solver.rank_first == first]
 
 
 def _ordered(candidates: list[Candidate], problem: ConvProblem, target: Target

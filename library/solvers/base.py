@@ -194,6 +194,9 @@ class Solver:
     algorithm_names: dict[str, str] = {}
     directions: frozenset[str] = frozenset()
     tunable: bool = False
+    #: The miss ranking puts this solver's candidate ahead of those of solvers without it
+    #: (the TF32 tensor-core solvers, which apply only under the TF32 math mode).
+    rank_first: bool = False
     kernel_file: str = ""
     language: str = "hip"  # 'hip' (portable C++) or 'triton'
     math: str = "ieee"  # FP32 math: 'ieee', or 'tf32' (only under a TF32 math mode)

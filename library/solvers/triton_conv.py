@@ -141,12 +141,6 @@ def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
         spec_module().is_legal(config, data_type, kind, kernel))
 
 
-def _programs(kernel: str, sizes: dict[str, int], config: dict[str, int]) -> int:
-    """Programs (thread blocks) one launch of `config` runs."""
-    gx, gy, gz = spec_module().grid(kernel, sizes, config)
-    return int(gx) * int(gy) * int(gz)
-
-
 @lru_cache(maxsize=256)
 def _reduce_job(data_type: str, split: int, target: Target) -> CompileJob:
     """The job of the reduce kernel that finishes a SPLIT_K = `split` launch (no alignment
@@ -251,6 +245,10 @@ class ConvTritonImplicitGemm(Solver):
     def __init__(self, direction: str, math: str = "ieee") -> None:
         self.direction = direction
         self.math = math
+        # Under the TF32 math mode its products run on tensor cores at 8x the IEEE kernels'
+        # rate; the ranking's model, fitted on few TF32 timings, ranked IEEE and portable
+        # kernels 2-30x slower ahead of it (bench/results/kernels_h100.json).
+        self.rank_first = math == "tf32"
         infix = "Tf32" if math == "tf32" else ""
         self.name = f"ConvTritonImplicitGemm{infix}{DIRECTION_SUFFIX[direction]}"
         self.directions = frozenset({direction})
@@ -353,30 +351,21 @@ class ConvTritonImplicitGemm(Solver):
         return config if spec.is_legal(config, data_type, kind, kernel) else None
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        """The configuration measured fastest for the problem's case on the target's kind
-        (kernels/conv_triton_tuned_*.json) where there is one, else the spec's default.
-        Backward weights on a measured kind: the case's usual tile with its reduction split to
-        fill the target's CUs (`spec.split_for`; its objects are in `dynamic_jobs`); forward
-        and backward data likewise where the usual tile alone would leave most CUs idle and the
-        table does not hold the problem itself, or holds a tile that fills under half the
-        CUs."""
+        """The case's usual tile on the target's kind: the configuration measured fastest on
+        most layers of the case (kernels/conv_triton_tuned_*.json), whose objects every package
+        ships (`dynamic_jobs`), with its reduction split where its tiles alone would leave most
+        CUs idle (`spec.split_for`); the spec's default on a kind nothing was measured on. A
+        layer's own measured tile is a tuning seed (`seed_params`) and reaches a problem through
+        its PerfDb record, whose object the build compiles."""
         view, _, kernel, cl = self._view(problem)
         kind = self._kind(target)
         config = None
         if kind is not None:
             case = self._case(problem.in_type, view.direction, cl)
-            sizes = _sizes(view)
-            config = self._tuned(kind, case, sizes, kernel, problem.in_type)
+            config = self._tuned(kind, case, _NO_SIZES, kernel, problem.in_type)
             if config is not None and _splits(kernel):
-                split = self._split(kind, case, sizes, kernel, problem.in_type, target.cu)
-                # Forward and backward data: a layer measured on its own keeps its tile unless
-                # that tile leaves most of the GPU idle; any other takes the usual tile, split
-                # where its tiles leave the GPU idle.
-                if split is not None and (spec_module().OUTPUT_OF[kernel] == "w" or (
-                        split["SPLIT_K"] > 1 and (not self._measured(kind, case, sizes)
-                                                  or _programs(kernel, sizes, config)
-                                                  < target.cu // 2))):
-                    config = split
+                config = self._split(kind, case, _sizes(view), kernel, problem.in_type,
+                                     target.cu) or config
         return self._params(config or spec_module().default_config(kernel, problem.in_type))
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
@@ -386,12 +375,6 @@ class ConvTritonImplicitGemm(Solver):
         if self._kind(target) is None:
             return False
         return self.default_params(problem, target)[PARAM_NAMES.index("SPLIT_K")] > 1
-
-    def _measured(self, kind: str, case: str, sizes: dict[str, int]) -> bool:
-        """Whether the tuned table holds this very problem (not only the case's usual tile)."""
-        spec = spec_module()
-        table = spec.tuned_table(kind)
-        return bool(table and table["configs"].get(case, {}).get(spec.shape_key(sizes)))
 
     def _split(self, kind: str, case: str, sizes: dict[str, int], kernel: str,
                data_type: str, cus: int) -> dict[str, int] | None:

@@ -345,12 +345,16 @@ def test_an_idle_grid_splits_forward_and_backward_data_by_default() -> None:
         assert len(solver.follow_ups(problem, params, SM90)) == 1  # the reduce launch
     big = _p(n=256, c=64, k=64, in_spatial=(56, 56))
     assert get_solver("ConvTritonImplicitGemmFwd").default_params(big, SM90)[4] == 1
-    # A measured ResNet-50 layer keeps its own tile where it fills the GPU, and is split where
-    # its own tile would run on under half the SMs (7x7 backward data at batch 32).
-    wide = _p(n=32, c=64, k=64, in_spatial=(56, 56), filter=(1, 1), pad=(0, 0))
-    assert get_solver("ConvTritonImplicitGemmFwd").default_params(wide, SM90)[4] == 1
+    # Every default is the case's usual tile, whose objects ship, also for a ResNet-50 layer
+    # the tuned table holds with a tile of its own (1x1 stride 2 backward data at batch 32);
+    # 7x7 backward data at batch 32 is split.
+    bwd = get_solver("ConvTritonImplicitGemmBwd")
+    own = _p(n=32, c=1024, k=2048, in_spatial=(14, 14), filter=(1, 1), pad=(0, 0),
+             stride=(2, 2), direction="B")
+    assert bwd.compile_job(own, bwd.default_params(own, SM90), SM90) in set(
+        bwd.dynamic_jobs(SM90))
     late = _p(n=32, c=512, k=512, in_spatial=(7, 7), direction="B")
-    assert get_solver("ConvTritonImplicitGemmBwd").default_params(late, SM90)[4] > 1
+    assert bwd.default_params(late, SM90)[4] > 1
 
 
 def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
@@ -468,3 +472,17 @@ def test_the_ranking_keeps_split_defaults_over_unsplit_sets() -> None:
     assert missing and missing[0].params != default
     assert not get_solver("ConvTritonImplicitGemmFwd").defaults_rule(
         _p(n=256, in_spatial=(56, 56)), SM90)
+
+
+def test_tf32_solvers_rank_first() -> None:
+    """Under the TF32 math mode the TF32 tensor-core solver's candidate goes first, whatever
+    the model predicts for the IEEE and portable solvers."""
+    from miopenkernels.ranking import rank_candidates
+    from miopenkernels.solvers import applicable_solvers
+
+    problem = _p(in_type="FP32", n=32, c=256, k=256, in_spatial=(14, 14))
+    tf32 = get_solver("ConvTritonImplicitGemmTf32Fwd")
+    solvers = [*applicable_solvers(problem, SM90), tf32]
+    assert tf32.rank_first and not get_solver("ConvTritonImplicitGemmFwd").rank_first
+    picked = rank_candidates(problem, SM90, solvers, lambda s, q: True)
+    assert picked[0].solver is tf32 and len(picked) > 1
