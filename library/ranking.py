@@ -288,10 +288,11 @@ class RankingModel:
 
     def candidate_params(self, solver: Solver, problem: ConvProblem, target: Target
                          ) -> list[Params]:
-        """Defaults first, then the KNOWN_CANDIDATES parameter sets the model saw most often
-        for the solver (the tuned sets of the nearest measured record come on top, see
-        `rank_candidates`)."""
+        """Defaults first, then the sets every package ships (`Solver.usual_params`), then
+        the KNOWN_CANDIDATES parameter sets the model saw most often for the solver (the
+        tuned sets of the nearest measured record come on top, see `rank_candidates`)."""
         default = tuple(solver.default_params(problem, target))
+        shipped = [tuple(p) for p in solver.usual_params(problem, target)]
         known = self._parsed.get(solver.name)
         if known is None:
             known = []
@@ -301,7 +302,8 @@ class RankingModel:
                 except Exception:  # noqa: BLE001 - a foreign entry is skipped, never fatal
                     continue
             self._parsed[solver.name] = known
-        return [default, *(p for p in known[:KNOWN_CANDIDATES] if p != default)]
+        return [default, *shipped, *(p for p in known[:KNOWN_CANDIDATES]
+                                     if p != default and p not in shipped)]
 
 
 def model_path() -> Path:

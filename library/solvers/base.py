@@ -220,6 +220,11 @@ class Solver:
         """The parameters used without a PerfDb entry."""
         return ()
 
+    def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """Parameter sets whose kernels every package holds, for the miss ranking to try after
+        `default_params` when those are not at hand; none by default."""
+        return []
+
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
         """Whether the miss ranking should consider `default_params` alone for this problem
         (the defaults were shaped to the problem, e.g. a split that fills the GPU, in a way the

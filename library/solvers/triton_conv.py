@@ -141,6 +141,12 @@ def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
         spec_module().is_legal(config, data_type, kind, kernel))
 
 
+def _programs(kernel: str, sizes: dict[str, int], config: dict[str, int]) -> int:
+    """Programs (thread blocks) one launch of `config` runs."""
+    gx, gy, gz = spec_module().grid(kernel, sizes, config)
+    return int(gx) * int(gy) * int(gz)
+
+
 @lru_cache(maxsize=256)
 def _reduce_job(data_type: str, split: int, target: Target) -> CompileJob:
     """The job of the reduce kernel that finishes a SPLIT_K = `split` launch (no alignment
@@ -351,22 +357,53 @@ class ConvTritonImplicitGemm(Solver):
         return config if spec.is_legal(config, data_type, kind, kernel) else None
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        """The case's usual tile on the target's kind: the configuration measured fastest on
-        most layers of the case (kernels/conv_triton_tuned_*.json), whose objects every package
-        ships (`dynamic_jobs`), with its reduction split where its tiles alone would leave most
-        CUs idle (`spec.split_for`); the spec's default on a kind nothing was measured on. A
-        layer's own measured tile is a tuning seed (`seed_params`) and reaches a problem through
-        its PerfDb record, whose object the build compiles."""
+        """The configuration measured fastest for the problem's case on the target's kind
+        (kernels/conv_triton_tuned_*.json): the layer's own where it was measured, else the
+        case's usual tile; the spec's default on a kind nothing was measured on. Backward
+        weights take the usual tile with its reduction split to fill the target's CUs
+        (`spec.split_for`; its objects are in `dynamic_jobs`); forward and backward data
+        likewise where the usual tile alone would leave most CUs idle and the layer has no
+        tile of its own, or one that fills under half the CUs. A layer's own tile ships only
+        where a database record names it: `usual_params` gives the ranking the usual tile
+        beside it."""
         view, _, kernel, cl = self._view(problem)
         kind = self._kind(target)
         config = None
         if kind is not None:
             case = self._case(problem.in_type, view.direction, cl)
-            config = self._tuned(kind, case, _NO_SIZES, kernel, problem.in_type)
+            sizes = _sizes(view)
+            config = self._tuned(kind, case, sizes, kernel, problem.in_type)
             if config is not None and _splits(kernel):
-                config = self._split(kind, case, _sizes(view), kernel, problem.in_type,
-                                     target.cu) or config
+                split = self._split(kind, case, sizes, kernel, problem.in_type, target.cu)
+                if split is not None and (spec_module().OUTPUT_OF[kernel] == "w" or (
+                        split["SPLIT_K"] > 1 and (not self._measured(kind, case, sizes)
+                                                  or _programs(kernel, sizes, config)
+                                                  < target.cu // 2))):
+                    config = split
         return self._params(config or spec_module().default_config(kernel, problem.in_type))
+
+    def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """The case's usual tile (split where its tiles leave the GPU idle), whose objects
+        every package ships, where it differs from `default_params`."""
+        view, _, kernel, cl = self._view(problem)
+        kind = self._kind(target)
+        if kind is None:
+            return []
+        case = self._case(problem.in_type, view.direction, cl)
+        usual = self._tuned(kind, case, _NO_SIZES, kernel, problem.in_type)
+        if usual is None:
+            return []
+        if _splits(kernel):
+            usual = self._split(kind, case, _sizes(view), kernel, problem.in_type,
+                                target.cu) or usual
+        params = self._params(usual)
+        return [] if params == tuple(self.default_params(problem, target)) else [params]
+
+    def _measured(self, kind: str, case: str, sizes: dict[str, int]) -> bool:
+        """Whether the tuned table holds this very problem (not only the case's usual tile)."""
+        spec = spec_module()
+        table = spec.tuned_table(kind)
+        return bool(table and table["configs"].get(case, {}).get(spec.shape_key(sizes)))
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
         """Where the defaults split the reduction (a grid that alone would leave the GPU idle),

@@ -345,16 +345,20 @@ def test_an_idle_grid_splits_forward_and_backward_data_by_default() -> None:
         assert len(solver.follow_ups(problem, params, SM90)) == 1  # the reduce launch
     big = _p(n=256, c=64, k=64, in_spatial=(56, 56))
     assert get_solver("ConvTritonImplicitGemmFwd").default_params(big, SM90)[4] == 1
-    # Every default is the case's usual tile, whose objects ship, also for a ResNet-50 layer
-    # the tuned table holds with a tile of its own (1x1 stride 2 backward data at batch 32);
-    # 7x7 backward data at batch 32 is split.
+    # A ResNet-50 layer the tuned table holds with a tile of its own (1x1 stride 2 backward
+    # data at batch 32) defaults to it, and the ranking gets the usual tile beside it, whose
+    # objects ship; 7x7 backward data at batch 32, whose own tile fills under half the SMs,
+    # is split.
     bwd = get_solver("ConvTritonImplicitGemmBwd")
     own = _p(n=32, c=1024, k=2048, in_spatial=(14, 14), filter=(1, 1), pad=(0, 0),
              stride=(2, 2), direction="B")
-    assert bwd.compile_job(own, bwd.default_params(own, SM90), SM90) in set(
-        bwd.dynamic_jobs(SM90))
+    shipped = set(bwd.dynamic_jobs(SM90))
+    assert bwd.compile_job(own, bwd.default_params(own, SM90), SM90) not in shipped
+    usual = bwd.usual_params(own, SM90)
+    assert len(usual) == 1 and bwd.compile_job(own, usual[0], SM90) in shipped
     late = _p(n=32, c=512, k=512, in_spatial=(7, 7), direction="B")
     assert bwd.default_params(late, SM90)[4] > 1
+    assert bwd.usual_params(small, SM90) == []  # the default is the shipped tile
 
 
 def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
