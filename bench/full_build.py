@@ -48,6 +48,7 @@ def main() -> int:
     out = args.out or Path(__file__).parent / "results" / f"full_build-{os.cpu_count()}cpu.json"
 
     load_before = _load()
+    tree = _tree()  # the commit the build starts from (HEAD may move while it runs)
     with tempfile.TemporaryDirectory(prefix="mk-full-build-") as tmp:
         done = [0]
 
@@ -81,7 +82,7 @@ def main() -> int:
         "machine": {"cores": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
                     "load_before": load_before, "load_after": load_after},
         "command": "miopenkernels build (all default targets, default manifest, fresh cache)",
-        "tree": _tree(),
+        "tree": tree,
         **summary,
         "rebuild": rebuild,
     }
