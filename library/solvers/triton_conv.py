@@ -141,6 +141,15 @@ def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
         spec_module().is_legal(config, data_type, kind, kernel))
 
 
+@lru_cache(maxsize=4096)
+def _choices(solver: ConvTritonImplicitGemm, problem: ConvProblem, target: Target,
+             kind: str | None) -> tuple[Params, Params | None]:
+    """A solver's (default_params, usual tile where it differs) for a problem, worked out once:
+    the miss ranking asks for both, and whether the defaults split, for every candidate solver.
+    `kind` (None while MIOPENKERNELS_TRITON turns the solvers off) is part of the key."""
+    return solver._choose(problem, target, kind)
+
+
 def _programs(kernel: str, sizes: dict[str, int], config: dict[str, int]) -> int:
     """Programs (thread blocks) one launch of `config` runs."""
     gx, gy, gz = spec_module().grid(kernel, sizes, config)
@@ -366,38 +375,37 @@ class ConvTritonImplicitGemm(Solver):
         tile of its own, or one that fills under half the CUs. A layer's own tile ships only
         where a database record names it: `usual_params` gives the ranking the usual tile
         beside it."""
-        view, _, kernel, cl = self._view(problem)
-        kind = self._kind(target)
-        config = None
-        if kind is not None:
-            case = self._case(problem.in_type, view.direction, cl)
-            sizes = _sizes(view)
-            config = self._tuned(kind, case, sizes, kernel, problem.in_type)
-            if config is not None and _splits(kernel):
-                split = self._split(kind, case, sizes, kernel, problem.in_type, target.cu)
-                if split is not None and (spec_module().OUTPUT_OF[kernel] == "w" or (
-                        split["SPLIT_K"] > 1 and (not self._measured(kind, case, sizes)
-                                                  or _programs(kernel, sizes, config)
-                                                  < target.cu // 2))):
-                    config = split
-        return self._params(config or spec_module().default_config(kernel, problem.in_type))
+        return _choices(self, problem, target, self._kind(target))[0]
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         """The case's usual tile (split where its tiles leave the GPU idle), whose objects
         every package ships, where it differs from `default_params`."""
+        usual = _choices(self, problem, target, self._kind(target))[1]
+        return [] if usual is None else [usual]
+
+    def _choose(self, problem: ConvProblem, target: Target, kind: str | None
+                ) -> tuple[Params, Params | None]:
+        """(default_params, the usual tile where it differs from them) on a kind; see
+        `_choices`, which keeps them."""
         view, _, kernel, cl = self._view(problem)
-        kind = self._kind(target)
         if kind is None:
-            return []
+            return self._params(spec_module().default_config(kernel, problem.in_type)), None
         case = self._case(problem.in_type, view.direction, cl)
+        sizes = _sizes(view)
+        config = self._tuned(kind, case, sizes, kernel, problem.in_type)
         usual = self._tuned(kind, case, _NO_SIZES, kernel, problem.in_type)
-        if usual is None:
-            return []
-        if _splits(kernel):
-            usual = self._split(kind, case, _sizes(view), kernel, problem.in_type,
-                                target.cu) or usual
-        params = self._params(usual)
-        return [] if params == tuple(self.default_params(problem, target)) else [params]
+        split = (self._split(kind, usual, sizes, kernel, problem.in_type, target.cu)
+                 if _splits(kernel) and usual is not None else None)
+        if config is not None and split is not None and (
+                spec_module().OUTPUT_OF[kernel] == "w" or (
+                    split["SPLIT_K"] > 1 and (not self._measured(kind, case, sizes)
+                                              or _programs(kernel, sizes, config)
+                                              < target.cu // 2))):
+            config = split
+        default = self._params(config or spec_module().default_config(kernel, problem.in_type))
+        shipped_config = split or usual
+        shipped = self._params(shipped_config) if shipped_config is not None else None
+        return default, (None if shipped == default else shipped)
 
     def _measured(self, kind: str, case: str, sizes: dict[str, int]) -> bool:
         """Whether the tuned table holds this very problem (not only the case's usual tile)."""
@@ -409,23 +417,21 @@ class ConvTritonImplicitGemm(Solver):
         """Where the defaults split the reduction (a grid that alone would leave the GPU idle),
         the ranking takes them alone: its model, fitted on unsplit launches, ranks unsplit
         tiles ahead there that measure 2-15x slower (bench/results/kernels_h100.json)."""
-        if self._kind(target) is None:
+        kind = self._kind(target)
+        if kind is None:
             return False
-        return self.default_params(problem, target)[PARAM_NAMES.index("SPLIT_K")] > 1
+        return _choices(self, problem, target, kind)[0][PARAM_NAMES.index("SPLIT_K")] > 1
 
-    def _split(self, kind: str, case: str, sizes: dict[str, int], kernel: str,
+    def _split(self, kind: str, usual: dict[str, int], sizes: dict[str, int], kernel: str,
                data_type: str, cus: int) -> dict[str, int] | None:
         """The case's usual tile with SPLIT_K by `spec.split_for` for `cus` CUs (None where the
-        case has no usual tile or the split is not legal)."""
+        split is not legal)."""
         spec = spec_module()
-        usual = self._tuned(kind, case, _NO_SIZES, kernel, data_type)
-        if usual is None:
-            return None
         config = {**usual, "SPLIT_K": int(spec.split_for(kernel, sizes, usual, cus))}
         return config if spec.is_legal(config, data_type, kind, kernel) else None
 
     def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        """The FP32 partial sums of a SPLIT_K > 1 launch (backward weights), else 0."""
+        """The FP32 partial sums of a SPLIT_K > 1 launch, else 0."""
         view, _, kernel, _ = self._view(problem)
         self._check_length(params)
         return int(spec_module().workspace_bytes(kernel, _sizes(view),
@@ -571,10 +577,8 @@ class ConvTritonImplicitGemm(Solver):
         self._check_length(params)
         sizes = _sizes(view)
         config = _config_view(tuple(params))
-        spec = spec_module()
-        gx, gy, gz = spec.grid(kernel, sizes, config)
-        return (int(gx) * int(gy) * int(gz), config["num_warps"] * 32,
-                float(spec.tile_efficiency(kernel, sizes, config)))
+        return (_programs(kernel, sizes, config), config["num_warps"] * 32,
+                float(spec_module().tile_efficiency(kernel, sizes, config)))
 
     def efficiency(self, view: ConvView, params: Params) -> float:
         """The fraction of launched tile work that is real (the miss ranking's feature)."""
