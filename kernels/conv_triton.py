@@ -8,7 +8,8 @@ Programs walk the output in groups of GROUP_M row tiles (L2 reuse). Backward dat
 stride phase at a time, so it never multiplies by the zeros that a strided forward leaves out;
 backward weights splits its long pixel reduction over SPLIT_K programs (forward and backward
 data may too, where few output tiles would leave the GPU idle); few input channels (the first
-layer, C=3) have forward and backward-weights kernels of their own.
+layer, C=3) have forward and backward-weights kernels of their own. `transpose_021` turns NCHW
+operands into NHWC ones and back, for the solvers that run NCHW problems on the NHWC kernels.
 
 Importing this module needs Triton but no GPU. How to launch each kernel (arguments, grid,
 tunables, legal spaces per target, workspace and the assumptions a compiled object may carry)
@@ -484,6 +485,22 @@ def conv2d_bwd_weight_reduce(
              mask=ok)
 
 
+@triton.jit
+def transpose_021(
+    src_ptr, dst_ptr, B, R, S,
+    BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    """dst[b, s, r] = src[b, r, s] for packed [B][R][S] -> [B][S][R]: NCHW <-> NHWC (b = n,
+    r = channels, s = pixels or the reverse) and KCRS <-> KRSC weights. Loads run along s and
+    stores along r, both coalesced; Triton turns the tile round in shared memory."""
+    rs = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ss = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    ok = (rs < R)[:, None] & (ss < S)[None, :]
+    base = tl.program_id(2) * R * S
+    t = tl.load(src_ptr + base + rs[:, None] * S + ss[None, :], mask=ok)
+    tl.store(dst_ptr + base + ss[None, :] * R + rs[:, None], t, mask=ok)
+
+
 #: The jit functions by the names KERNELS uses.
 JIT = {
     "conv2d_fwd": conv2d_fwd,
@@ -492,4 +509,5 @@ JIT = {
     "conv2d_bwd_weight": conv2d_bwd_weight,
     "conv2d_bwd_weight_smallc": conv2d_bwd_weight_smallc,
     "conv2d_bwd_weight_reduce": conv2d_bwd_weight_reduce,
+    "transpose_021": transpose_021,
 }

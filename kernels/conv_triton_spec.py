@@ -73,6 +73,16 @@ REDUCE_ARGS: tuple[tuple[str, str], ...] = (
 REDUCE_BLOCK = 1024
 REDUCE_WARPS = 4
 
+#: `transpose_021`: packed [B][R][S] -> [B][S][R] in the element type (NCHW <-> NHWC
+#: activations, KCRS <-> KRSC weights) for the solvers that compute an NCHW problem with the
+#: NHWC kernels (`VIA_NHWC`). Grid: `transpose_grid`.
+TRANSPOSE_ARGS: tuple[tuple[str, str], ...] = (
+    ("src_ptr", "ptr"), ("dst_ptr", "ptr"), ("B", "i32"), ("R", "i32"), ("S", "i32"),
+    ("BLOCK_R", "constexpr"), ("BLOCK_S", "constexpr"),
+)
+TRANSPOSE_BLOCK = 64
+TRANSPOSE_WARPS = 4
+
 #: i32 arguments that an "align16" object assumes to be multiples of 16 (besides the pointers),
 #: by CHANNELS_LAST. Channels-last: the channel counts and every stride but the unit channel
 #: stride (this is what lets loads along channels be 16-byte vectors). Otherwise the channel
@@ -163,6 +173,13 @@ KERNELS: dict[str, dict[str, Any]] = {
         "applies": "after any kernel launched with SPLIT_K > 1, same SPLIT_K; its i32 arguments "
                    "come from reduce_args (the name is kept for compatibility: it reduces the "
                    "partials of every direction)",
+    },
+    "transpose_021": {
+        "direction": "", "reads": ("src",), "writes": ("dst",), "args": "TRANSPOSE_ARGS",
+        "grid": ("cdiv(S, BLOCK_S)", "cdiv(R, BLOCK_R)", "B"),
+        "tunables": (), "fixed": {"BLOCK_R": TRANSPOSE_BLOCK, "BLOCK_S": TRANSPOSE_BLOCK,
+                                  "num_warps": TRANSPOSE_WARPS, "num_stages": 1},
+        "applies": "packed tensors, B and cdiv(R, BLOCK_R) at most 65535, B*R*S below 2**31",
     },
 }
 
@@ -265,6 +282,8 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
     z = sizes
     if kernel == "conv2d_bwd_weight_reduce":
         return cdiv(z["G"] * z["K"] * z["C"] * z["R"] * z["S"], REDUCE_BLOCK), 1, 1
+    if kernel == "transpose_021":
+        return transpose_grid(z["B"], z["R"], z["S"])
     m, n, _ = gemm_dims(kernel, z)
     tiles = cdiv(m, config.get("BLOCK_M", 0)) * cdiv(n, config.get("BLOCK_N", 0))
     split = int(config.get("SPLIT_K", 1))
@@ -454,7 +473,19 @@ def default_config(kernel: str, dtype: str) -> dict[str, int]:
 
 def arg_list(kernel: str) -> tuple[tuple[str, str], ...]:
     """The (name, kind) argument list of a kernel."""
-    return REDUCE_ARGS if KERNELS[kernel]["args"] == "REDUCE_ARGS" else CONV_ARGS
+    return {"REDUCE_ARGS": REDUCE_ARGS, "TRANSPOSE_ARGS": TRANSPOSE_ARGS}.get(
+        KERNELS[kernel]["args"], CONV_ARGS)
+
+
+def transpose_grid(b: int, r: int, s: int) -> tuple[int, int, int]:
+    """Grid of `transpose_021` over a [b][r][s] tensor."""
+    return cdiv(s, TRANSPOSE_BLOCK), cdiv(r, TRANSPOSE_BLOCK), b
+
+
+def transpose_fits(b: int, r: int, s: int) -> bool:
+    """Whether `transpose_021` takes a [b][r][s] tensor (grid limits, 32-bit offsets)."""
+    return 0 < b <= 65535 and 0 < cdiv(r, TRANSPOSE_BLOCK) <= 65535 and s > 0 and \
+        b * r * s < 2**31
 
 
 def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
@@ -469,6 +500,7 @@ def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
         "BLOCK_K": config.get("BLOCK_K"), "GROUP_M": config.get("GROUP_M", 8),
         "SPLIT_K": int(config.get("SPLIT_K", 1)), "CHANNELS_LAST": int(channels_last),
         "PRECISION": precision, "BLOCK": REDUCE_BLOCK,
+        "BLOCK_R": TRANSPOSE_BLOCK, "BLOCK_S": TRANSPOSE_BLOCK,
     }
     sig: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
@@ -487,6 +519,20 @@ def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
     if KERNELS[kernel]["args"] == "CONV_ARGS":
         names += list(ALIGN16_ARGS[channels_last])
     return tuple(names)
+
+
+#: Per target kind, the NCHW cases (`<type>-<direction>`, type FP16/BF16/FP32/TF32) that the
+#: NHWC kernels compute faster, with the operands transposed into the workspace around them,
+#: than the NCHW kernels: the ViaNhwc solvers apply there alone. sm90: on the H100 the NHWC
+#: kernels took 0.35-0.54 of the NCHW kernels' time in these cases (geomean over the 23
+#: ResNet-50 layers at batch 32, bench/results/kernels_h100-ec37f22.json), before the
+#: transposes, which move each activation tensor once more; forward (FP16, BF16 and TF32
+#: 0.60-0.67 before them, FP32 1.18) and TF32 backward weights (1.82: TF32 tensor cores read
+#: 32-bit operands K-major, as the NCHW kernel has them there) stay on the NCHW kernels.
+#: tests/unit/test_triton_via_nhwc.py checks the table against that file.
+VIA_NHWC: dict[str, tuple[str, ...]] = {
+    "sm90": ("FP16-B", "FP16-W", "BF16-B", "BF16-W", "FP32-B", "FP32-W", "TF32-B"),
+}
 
 
 #: Tile configurations measured fastest per ResNet-50 layer on a target kind (written by

@@ -88,7 +88,9 @@ class Invoker:
 
     solver: str
     launch: PreparedLaunch
-    pointers: tuple[tuple[str, str], ...]  # (kernel slot, layer tensor role)
+    # (kernel slot, layer tensor role, byte offset): a role's address plus the offset (a part
+    # of the workspace, Solver.workspace_slots; 0 for the layer's tensors).
+    pointers: tuple[tuple[str, str, int], ...]
     workspace_bytes: int
     specialised: bool
     workspace: Buffer | None = field(default=None, repr=False)
@@ -98,9 +100,10 @@ class Invoker:
     # build the invoker of a variant without them (for tensors that are not aligned).
     alignment: tuple[tuple[str, int], ...] = ()
     unaligned: Invoker | Callable[[], Invoker] | None = field(default=None, repr=False)
-    # Launches after the main one (a split reduction's sum), each with its own
-    # (kernel slot, layer tensor role) pointers.
-    then: tuple[tuple[PreparedLaunch, tuple[tuple[str, str], ...]], ...] = ()
+    # Launches after the main one (a split reduction's sum) and before it (layout transposes
+    # into the workspace), each with its own pointers as `pointers`.
+    then: tuple[tuple[PreparedLaunch, tuple[tuple[str, str, int], ...]], ...] = ()
+    first: tuple[tuple[PreparedLaunch, tuple[tuple[str, str, int], ...]], ...] = ()
 
     def __call__(self, ptrs: dict[str, int]) -> None:
         if self.workspace_bytes and not ptrs.get("workspace"):
@@ -112,14 +115,18 @@ class Invoker:
                 self.unaligned = self.unaligned()  # built on first use
             self.unaligned(ptrs)
             return
-        for slot, role in self.pointers:
-            self.launch.set(slot, ptrs[role])
+        for launch, pointers in self.first:
+            for slot, role, offset in pointers:
+                launch.set(slot, ptrs[role] + offset)
+            launch()
+        for slot, role, offset in self.pointers:
+            self.launch.set(slot, ptrs[role] + offset)
         for role, nbytes in self.zero_first:
             self.launch.backend.memset_ptr(ptrs[role], 0, nbytes)
         self.launch()
         for launch, pointers in self.then:
-            for slot, role in pointers:
-                launch.set(slot, ptrs[role])
+            for slot, role, offset in pointers:
+                launch.set(slot, ptrs[role] + offset)
             launch()
 
 
@@ -478,14 +485,24 @@ def make_invoker(handle: Handle, problem: ConvProblem, solver: Solver, *,
     prepared = handle.backend.prepare(fn, launch.grid, launch.block, launch.args,
                                       launch.shared_bytes)
     roles = tensor_roles(problem)
-    ptrs = _pointer_roles(solver, problem, prepared, roles)
-    then = []
-    for follow_job, follow in solver.follow_ups(problem, params, handle.target):
-        follow_fn = handle.kernel(follow_job)
-        follow = _apply_meta(solver, follow, follow_fn.module.meta)
-        follow_prepared = handle.backend.prepare(follow_fn, follow.grid, follow.block,
-                                                 follow.args, follow.shared_bytes)
-        then.append((follow_prepared, _pointer_roles(solver, problem, follow_prepared, roles)))
+    slots = solver.workspace_slots(problem, params)
+    ptrs = _pointer_roles(solver, problem, prepared, roles, slots)
+
+    def extra(pairs: tuple[tuple[CompileJob, Launch], ...]
+              ) -> tuple[tuple[PreparedLaunch, tuple[tuple[str, str, int], ...]], ...]:
+        out = []
+        for extra_job, extra_launch in pairs:
+            extra_fn = handle.kernel(extra_job)
+            extra_launch = _apply_meta(solver, extra_launch, extra_fn.module.meta)
+            extra_prepared = handle.backend.prepare(extra_fn, extra_launch.grid,
+                                                    extra_launch.block, extra_launch.args,
+                                                    extra_launch.shared_bytes)
+            out.append((extra_prepared,
+                        _pointer_roles(solver, problem, extra_prepared, roles, slots)))
+        return tuple(out)
+
+    first = extra(solver.lead_ins(problem, params, handle.target))
+    then = extra(solver.follow_ups(problem, params, handle.target))
     ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))
     sizes = {"x": (problem.in_shape, problem.in_type), "w": (problem.wei_shape, problem.wei_type),
              "y": (problem.out_shape, problem.out_type)}
@@ -494,27 +511,33 @@ def make_invoker(handle: Handle, problem: ConvProblem, solver: Solver, *,
     from .codeobject import assumed_divisors
 
     assumed = assumed_divisors(meta)
-    align = tuple(sorted({(roles[a.tensor], assumed[a.name]) for a in launch.args
-                          if a.name in assumed and a.is_pointer and a.tensor in roles})) \
-        if assumed else ()
+    align = tuple(sorted({("workspace" if a.tensor in slots else roles[a.tensor],
+                           assumed[a.name]) for a in launch.args
+                          if a.name in assumed and a.is_pointer
+                          and (a.tensor in roles or a.tensor in slots)})) if assumed else ()
     fallback = None
     if align:
         def fallback() -> Invoker:
             return make_invoker(handle, problem, solver, params=params, specialised=spec,
                                 unaligned=True)
     return Invoker(solver.name, prepared, tuple(ptrs), ws, spec, zero_first=zero,
-                   params=params, alignment=align, unaligned=fallback, then=tuple(then))
+                   params=params, alignment=align, unaligned=fallback, then=then, first=first)
 
 
 def _pointer_roles(solver: Solver, problem: ConvProblem, prepared: PreparedLaunch,
-                   roles: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """(kernel slot, layer tensor role) of a prepared launch's pointer arguments, in order."""
+                   roles: dict[str, str], slots: dict[str, int] | None = None
+                   ) -> tuple[tuple[str, str, int], ...]:
+    """(kernel slot, layer tensor role, byte offset) of a prepared launch's pointer
+    arguments, in order; `slots` names parts of the workspace (Solver.workspace_slots)."""
     out = []
     for name in prepared.slots:
+        if slots and name in slots:
+            out.append((name, "workspace", int(slots[name])))
+            continue
         if name not in roles:
             raise ProblemError(f"{solver.name} launch names tensor {name!r}, not one of "
                                f"{sorted(roles)} for direction {problem.direction}")
-        out.append((name, roles[name]))
+        out.append((name, roles[name], 0))
     return tuple(out)
 
 

@@ -266,9 +266,9 @@ class RankingModel:
     def predict(self, problem: ConvProblem, solver: Solver, params: Params, hw: Hardware
                 ) -> float:
         """Predicted milliseconds of one candidate."""
-        bias = self.bias.get(solver.name)
+        bias = self.bias.get(solver.ranking_name)
         text = bias_key(problem, params_text(solver, params)) if bias else ""
-        return self.predict_ms(solver.name, features(problem, solver, params, hw), text)
+        return self.predict_ms(solver.ranking_name, features(problem, solver, params, hw), text)
 
     def near_scale(self, solver: Solver, near: tuple[ConvProblem, Params, float], hw: Hardware
                    ) -> float:
@@ -293,15 +293,15 @@ class RankingModel:
         tuned sets of the nearest measured record come on top, see `rank_candidates`)."""
         default = tuple(solver.default_params(problem, target))
         shipped = [tuple(p) for p in solver.usual_params(problem, target)]
-        known = self._parsed.get(solver.name)
+        known = self._parsed.get(solver.ranking_name)
         if known is None:
             known = []
-            for text in self.params.get(solver.name, ()):
+            for text in self.params.get(solver.ranking_name, ()):
                 try:
                     known.append(tuple(solver.params_from_string(text)))
                 except Exception:  # noqa: BLE001 - a foreign entry is skipped, never fatal
                     continue
-            self._parsed[solver.name] = known
+            self._parsed[solver.ranking_name] = known
         return [default, *shipped, *(p for p in known[:KNOWN_CANDIDATES]
                                      if p != default and p not in shipped)]
 
@@ -367,11 +367,11 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
             for p in (extra_params or {}).get(name, ()):
                 if p not in params_list:
                     params_list.append(p)
-        weights = model.weights_for(name)
+        weights = model.weights_for(solver.ranking_name)
         # w . features = the problem's part (once per solver) + the launch's (per candidate).
         base = sum(weights[i] * v for i, v in zip(_PROBLEM_INDEX, problem_values, strict=True))
         launch_weights = tuple(weights[i] for i in _LAUNCH_INDEX)
-        bias = model.bias.get(name)
+        bias = model.bias.get(solver.ranking_name)
         tunable = solver.tunable
         best: Candidate | None = None
         worst_case: Candidate | None = None
@@ -405,9 +405,12 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
         elif worst_case is not None:
             wasteful.append(worst_case)
     # Wasteful candidates rank after every other, whatever their predicted time; a solver
-    # that ranks first (Solver.rank_first) goes ahead of the others in its group.
-    return [c for group in (out, wasteful) for first in (True, False)
-            for c in _ordered(group, problem, target) if c.solver.rank_first == first]
+    # that ranks first (Solver.ranks_first) goes ahead of the others in its group, TF32 ones
+    # (there only under the TF32 math mode, which asks for them) ahead of IEEE ones.
+    tier = {id(c.solver): 2 if not c.solver.ranks_first(problem, target) else
+            0 if c.solver.math == "tf32" else 1 for c in (*out, *wasteful)}
+    return [c for group in (out, wasteful) for level in (0, 1, 2)
+            for c in _ordered(group, problem, target) if tier[id(c.solver)] == level]
 
 
 def _ordered(candidates: list[Candidate], problem: ConvProblem, target: Target

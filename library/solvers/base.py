@@ -195,13 +195,25 @@ class Solver:
     directions: frozenset[str] = frozenset()
     tunable: bool = False
     #: The miss ranking puts this solver's candidate ahead of those of solvers without it
-    #: (the TF32 tensor-core solvers, which apply only under the TF32 math mode).
+    #: (the TF32 tensor-core solvers, which apply only under the TF32 math mode); per problem,
+    #: `ranks_first` says.
     rank_first: bool = False
     kernel_file: str = ""
     language: str = "hip"  # 'hip' (portable C++) or 'triton'
     math: str = "ieee"  # FP32 math: 'ieee', or 'tf32' (only under a TF32 math mode)
 
     # ------------------------------------------------------------------ identity
+    @property
+    def ranking_name(self) -> str:
+        """The name whose weights and parameter sets the miss ranking's model uses: the
+        solver's own, or that of the solver whose kernels it launches."""
+        return self.name
+
+    def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Whether the miss ranking puts this solver's candidate for `problem` ahead of those
+        of solvers that do not (`rank_first` unless a solver knows better per problem)."""
+        return self.rank_first
+
     def algorithm(self, problem: ConvProblem) -> str:
         """MIOpen's algorithm name for the problem's key direction."""
         return self.algorithm_names[problem.key_direction]
@@ -275,6 +287,18 @@ class Solver:
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False) -> Launch:
         """Grid, block and arguments for the binary of `compile_job(problem, params, ...)`."""
         raise NotImplementedError
+
+    def lead_ins(self, problem: ConvProblem, params: Params, target: Target
+                 ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """Launches that prepare the main one, in order, each with its own job (a layout
+        transpose into the workspace); none for most solvers. Their objects are in the
+        solver's `dynamic_jobs`."""
+        return ()
+
+    def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
+        """Pointer names of this solver's launches that address parts of the workspace, with
+        their byte offsets into it ({"ws_x": 0, ...}); none for most solvers."""
+        return {}
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:

@@ -40,7 +40,7 @@ from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view
 from .base import CompileJob, KernelArg, Launch, Params, Solver
 
 __all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "spec_module", "tf32_capable",
-           "PARAM_NAMES", "companion_jobs"]
+           "PARAM_NAMES", "companion_jobs", "via_nhwc"]
 
 KERNEL_FILE = "conv_triton.py"
 PARAM_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
@@ -250,6 +250,18 @@ def _shape_fits(view: ConvView) -> bool:
             <= _GRID_YZ_MAX and sizes["stride_h"] * sizes["stride_w"] <= _GRID_YZ_MAX)
 
 
+def via_nhwc(problem: ConvProblem, target: Target, math: str) -> bool:
+    """Whether an NCHW problem's case is one the spec's VIA_NHWC lists for the target's kind
+    (the NHWC kernels, with transposes, are the faster path there)."""
+    if problem.in_layout != "NCHW":
+        return False
+    kind = _target_kind(target.arch)
+    if kind is None:
+        return False
+    type_name = "TF32" if math == "tf32" else problem.in_type
+    return f"{type_name}-{problem.key_direction}" in spec_module().VIA_NHWC.get(kind, ())
+
+
 class ConvTritonImplicitGemm(Solver):
     """One direction of the Triton implicit GEMM, in one math mode ('ieee' or 'tf32')."""
 
@@ -281,6 +293,11 @@ class ConvTritonImplicitGemm(Solver):
         if not triton_solvers_enabled():
             return None
         return _target_kind(target.arch)
+
+    def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
+        """TF32 ranks first, except where the NCHW problem's case goes through the NHWC
+        kernels (`via_nhwc`: the ViaNhwc solver ranks first there)."""
+        return self.rank_first and not via_nhwc(problem, target, self.math)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
@@ -596,6 +613,19 @@ class ConvTritonImplicitGemm(Solver):
         return 5.0 + macs(problem) / (1e6 * speed)
 
 
-TRITON_SOLVERS: list[Solver] = [
-    ConvTritonImplicitGemm(d, m) for m in ("ieee", "tf32") for d in ("F", "B", "W")
-]
+def _solvers() -> list[Solver]:
+    """The direct solvers, then a ViaNhwc one for each (math, direction) that some kind's
+    VIA_NHWC lists (none without the kernels)."""
+    from .triton_conv_nhwc import ConvTritonImplicitGemmViaNhwc
+
+    direct: list[Solver] = [ConvTritonImplicitGemm(d, m) for m in ("ieee", "tf32")
+                            for d in ("F", "B", "W")]
+    if not _have_kernels():
+        return direct
+    cases = {c for kind_cases in spec_module().VIA_NHWC.values() for c in kind_cases}
+    listed = {("tf32" if c.startswith("TF32") else "ieee", c[-1]) for c in cases}
+    return direct + [ConvTritonImplicitGemmViaNhwc(d, m) for m in ("ieee", "tf32")
+                     for d in ("F", "B", "W") if (m, d) in listed]
+
+
+TRITON_SOLVERS: list[Solver] = _solvers()

@@ -1,0 +1,183 @@
+"""The ViaNhwc solvers: an NCHW problem on the NHWC Triton kernels, with transposes around them."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from find_doubles import db_env, fake_cubin
+from miopenkernels.backends import NullBackend
+from miopenkernels.codeobject import LaunchMetadata, attach_launch_metadata
+from miopenkernels.find import make_invoker
+from miopenkernels.handle import Handle
+from miopenkernels.problem import ConvProblem
+from miopenkernels.ranking import load_model, rank_candidates
+from miopenkernels.solvers import SOLVERS, get_solver
+from miopenkernels.solvers.base import CompileJob
+from miopenkernels.target import Target
+
+spec = pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
+
+SM90 = Target("sm90", 132)
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "kernels_h100-ec37f22.json"
+# ResNet-50's 3x3 layer at 28x28, batch 32, and its first layer (C=3, 7x7 stride 2).
+LAYER = ConvProblem(n=32, c=128, k=128, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1))
+FIRST = ConvProblem(n=32, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
+                    stride=(2, 2))
+
+
+def _as(p: ConvProblem, direction: str, data_type: str, layout: str = "NCHW") -> ConvProblem:
+    return replace(p, direction=direction, in_type=data_type, wei_type=data_type,
+                   out_type=data_type, in_layout=layout, wei_layout=layout, out_layout=layout)
+
+
+def test_the_table_is_what_the_committed_run_measured() -> None:
+    """VIA_NHWC lists exactly the cases whose NHWC kernels took under 0.58 of the NCHW
+    kernels' time (geomean over the batch-32 layers of the run it cites)."""
+    rows = json.loads(RESULTS.read_text())["rows"]
+    by_case: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r["n"] == 32:
+            layer = r["key"].split("-NCHW")[0].split("-NHWC")[0]
+            by_case.setdefault(r["case"], {})[layer] = r["ours_ms"]
+    faster = set()
+    for t in ("FP16", "BF16", "FP32", "TF32"):
+        for d in "FBW":
+            nchw, nhwc = by_case[f"{t}-{d}-NCHW"], by_case[f"{t}-{d}-NHWC"]
+            logs = [math.log(nhwc[layer] / nchw[layer]) for layer in nchw]
+            if math.exp(sum(logs) / len(logs)) < 0.58:
+                faster.add(f"{t}-{d}")
+    assert set(spec.VIA_NHWC["sm90"]) == faster
+
+
+def test_registered_where_the_table_lists_a_case() -> None:
+    names = {s.name for s in SOLVERS if "ViaNhwc" in s.name}
+    assert names == {"ConvTritonImplicitGemmViaNhwcBwd", "ConvTritonImplicitGemmViaNhwcWrw",
+                     "ConvTritonImplicitGemmTf32ViaNhwcBwd"}
+
+
+def test_applies_to_listed_nchw_cases_on_listed_kinds_only() -> None:
+    bwd = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    wrw = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
+    for t in ("FP16", "BF16", "FP32"):
+        assert bwd.is_applicable(_as(LAYER, "B", t), SM90)
+        assert wrw.is_applicable(_as(LAYER, "W", t), SM90)
+        assert not bwd.is_applicable(_as(LAYER, "B", t, "NHWC"), SM90)
+    assert bwd.is_applicable(_as(FIRST, "B", "FP16"), SM90)
+    assert not bwd.is_applicable(_as(LAYER, "F", "FP16"), SM90)
+    # No measurement on the AMD kinds or sm80: the NCHW kernels stay alone there.
+    for other in ("gfx942-304", "sm80-108"):
+        assert not bwd.is_applicable(_as(LAYER, "B", "FP16"), Target.parse(other))
+    # Transposed convolutions and grouped backward data are not taken.
+    assert not wrw.is_applicable(replace(_as(LAYER, "W", "FP16"), mode="trans"), SM90)
+    assert not bwd.is_applicable(replace(_as(LAYER, "B", "FP16"), groups=2), SM90)
+
+
+def test_the_nhwc_solvers_objects_and_parameters() -> None:
+    via = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
+    nhwc = get_solver("ConvTritonImplicitGemmWrw")
+    p = _as(LAYER, "W", "FP16")
+    q = _as(LAYER, "W", "FP16", "NHWC")
+    params = via.default_params(p, SM90)
+    assert params == nhwc.default_params(q, SM90)
+    assert via.compile_job(p, params, SM90) == nhwc.compile_job(q, params, SM90)
+    assert via.param_space(p, SM90) == nhwc.param_space(q, SM90)
+    assert via.ranking_name == nhwc.name
+    # The package adds one transpose object per element type, nothing else.
+    jobs = via.dynamic_jobs(SM90)
+    assert sorted(j.kernel_name for j in jobs) == ["transpose_021"] * 3
+    assert via.dynamic_jobs(Target.parse("gfx942-304")) == []
+
+
+def test_backward_data_transposes_in_and_out() -> None:
+    via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    p = _as(LAYER, "B", "FP16")
+    params = (128, 64, 64, 8, 1, 4, 4)
+    slots = via.workspace_slots(p, params)
+    total = via.workspace_for(p, params)
+    elem = 2
+    sizes = {"ws_x": 32 * 128 * 28 * 28 * elem, "ws_w": 128 * 128 * 9 * elem,
+             "ws_y": 32 * 128 * 28 * 28 * elem, "ws_part": 0}
+    ends = sorted((slots[s], slots[s] + sizes[s]) for s in sizes)
+    assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:], strict=False))  # no overlap
+    assert all(off % 256 == 0 for off in slots.values()) and ends[-1][1] <= total
+    ins = via.lead_ins(p, params, SM90)
+    assert [(launch.pointer_args()[:2], launch.scalars()) for _, launch in ins] == [
+        (["w", "ws_w"], {"B": 128, "R": 128, "S": 9}),
+        (["dy", "ws_y"], {"B": 32, "R": 128, "S": 784})]
+    main = via.launch(p, params)
+    assert main.kernel_name == "conv2d_bwd_data" and main.workspace_bytes == total
+    assert main.pointer_args()[:4] == ["ws_x", "ws_w", "ws_y", "ws_part"]
+    (_, out), = via.follow_ups(p, params, SM90)
+    assert out.kernel_name == "transpose_021" and out.pointer_args()[:2] == ["ws_x", "dx"]
+    assert out.scalars() == {"B": 32, "R": 784, "S": 128}  # [n][pixels][c] -> [n][c][pixels]
+
+
+def test_a_split_reduction_writes_the_nchw_output_itself() -> None:
+    via = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
+    p = _as(LAYER, "W", "FP32")
+    params = (64, 64, 32, 8, 4, 4, 2)
+    slots = via.workspace_slots(p, params)
+    assert "ws_w" not in slots  # no NHWC copy of dw: the reduce writes dw
+    main = via.launch(p, params)
+    assert main.pointer_args()[:4] == ["ws_x", "dw", "ws_y", "ws_part"]
+    (job, reduce), = via.follow_ups(p, params, SM90)
+    assert job.kernel_name == "conv2d_bwd_weight_reduce"
+    assert reduce.pointer_args()[:2] == ["ws_part", "dw"]
+    # KCRS strides of the NCHW problem's dw.
+    assert [reduce.scalars()[k] for k in ("swk", "swc", "swr", "sws")] == [128 * 9, 9, 3, 1]
+    assert slots["ws_part"] + 4 * 128 * 128 * 9 * 4 <= via.workspace_for(p, params)
+
+
+def _compiler(job: CompileJob) -> bytes:
+    meta = LaunchMetadata(job.kernel_name, threads_per_block=128, shared_bytes=0,
+                          scratch_args=(("global_scratch", 0, 1), ("profile_scratch", 0, 1)),
+                          assumptions=("x_ptr % 16 == 0",)
+                          if any(o.startswith("--assume") for o in job.options) else ())
+    return attach_launch_metadata(fake_cubin(90, [job.kernel_name]), meta)
+
+
+def test_one_call_runs_transposes_kernel_and_transpose_back_in_the_workspace(
+        monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    db_env(monkeypatch, tmp_path)
+    backend = NullBackend(SM90)
+    via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    h = Handle(backend=backend, compiler=_compiler, solvers=[via])
+    p = _as(LAYER, "B", "FP16")
+    params = (128, 64, 64, 8, 1, 4, 4)
+    inv = make_invoker(h, p, via, params=params)
+    assert inv.workspace_bytes == via.workspace_for(p, params)
+    assert inv.alignment == (("workspace", 16),)
+    ws = backend.alloc(inv.workspace_bytes)
+    bufs = {r: backend.alloc(4096) for r in ("x", "w", "y")}
+    ptrs = {r: b.ptr for r, b in bufs.items()} | {"workspace": ws.ptr}
+    before = len(backend.recorded)
+    inv(ptrs)
+    launches = backend.recorded[before:]
+    assert [r.kernel for r in launches] == ["transpose_021", "transpose_021",
+                                            "conv2d_bwd_data", "transpose_021"]
+    slots = via.workspace_slots(p, params)
+    first, second, conv, last = (dict(r.args) for r in launches)
+    assert first["ptr:w"] == ptrs["w"] and first["ptr:ws_w"] == ws.ptr + slots["ws_w"]
+    assert second["ptr:dy"] == ptrs["y"] and second["ptr:ws_y"] == ws.ptr + slots["ws_y"]
+    assert conv["ptr:ws_x"] == ws.ptr + slots["ws_x"]
+    assert last["ptr:dx"] == ptrs["x"]
+
+
+def test_the_miss_ranking_puts_them_first_in_their_cases() -> None:
+    model = load_model()
+
+    def first(p: ConvProblem, tf32: bool = False) -> str:
+        solvers = [s for s in SOLVERS if s.is_applicable(p, SM90)
+                   and (tf32 or s.math != "tf32")]
+        return rank_candidates(p, SM90, solvers, lambda s, q: True, model=model)[0].solver.name
+
+    assert first(_as(LAYER, "W", "FP32")) == "ConvTritonImplicitGemmViaNhwcWrw"
+    assert first(_as(LAYER, "B", "BF16")) == "ConvTritonImplicitGemmViaNhwcBwd"
+    assert first(_as(LAYER, "B", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32ViaNhwcBwd"
+    # TF32 backward weights stay on the NCHW kernel, which still ranks first.
+    assert first(_as(LAYER, "W", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32Wrw"
+    assert first(_as(LAYER, "W", "FP16", "NHWC")) == "ConvTritonImplicitGemmWrw"
