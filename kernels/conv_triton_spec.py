@@ -523,16 +523,42 @@ def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
 
 #: Per target kind, the NCHW cases (`<type>-<direction>`, type FP16/BF16/FP32/TF32) that the
 #: NHWC kernels compute faster, with the operands transposed into the workspace around them,
-#: than the NCHW kernels: the ViaNhwc solvers apply there alone. sm90: on the H100 the NHWC
-#: kernels took 0.35-0.54 of the NCHW kernels' time in these cases (geomean over the 23
-#: ResNet-50 layers at batch 32, bench/results/kernels_h100-ec37f22.json), before the
-#: transposes, which move each activation tensor once more; forward (FP16, BF16 and TF32
-#: 0.60-0.67 before them, FP32 1.18) and TF32 backward weights (1.82: TF32 tensor cores read
-#: 32-bit operands K-major, as the NCHW kernel has them there) stay on the NCHW kernels.
-#: tests/unit/test_triton_via_nhwc.py checks the table against that file.
-VIA_NHWC: dict[str, tuple[str, ...]] = {
-    "sm90": ("FP16-B", "FP16-W", "BF16-B", "BF16-W", "FP32-B", "FP32-W", "TF32-B"),
+#: than the NCHW kernels, each with the fewest filter taps (R*S) it holds for: the Via solvers
+#: apply there alone (`via_other_layout`), from VIA_NHWC_MIN_C channels per group up.
+#: sm90, on the H100: the NHWC kernels took 0.35-0.54 of the NCHW kernels' time in these cases
+#: (geomean over the 23 ResNet-50 layers at batch 32, bench/results/kernels_h100-ec37f22.json),
+#: before the transposes; forward (FP16, BF16 and TF32 0.60-0.67, FP32 1.18) and TF32 backward
+#: weights (1.82: TF32 tensor cores read 32-bit operands K-major, as the NCHW kernel has them
+#: there) stay on the NCHW kernels. With the transposes (bench/results/kernels_h100-8f40ce6.json
+#: against the first file, batch 32): the 3x3 layers took 0.38-0.59 of the NCHW kernels' time,
+#: the 1x1 layers 0.64-0.68 in FP32 but 1.05-1.18 in the others, so 1x1 goes through NHWC in
+#: FP32 only; the first layer (C=3) 0.59-2.29, 1.30 in geomean.
+#: tests/unit/test_triton_relayout.py checks the table against both files.
+VIA_NHWC: dict[str, dict[str, int]] = {
+    "sm90": {"FP16-B": 2, "FP16-W": 2, "BF16-B": 2, "BF16-W": 2, "FP32-B": 1, "FP32-W": 1,
+             "TF32-B": 2},
 }
+VIA_NHWC_MIN_C = 16
+#: The same for NHWC problems that run faster on the NCHW kernels, transposed. sm90: TF32
+#: backward weights, whose NCHW kernel took 0.37 of the NHWC kernel's time on the 3x3 layers
+#: and 0.65 on the 1x1 layers (bench/results/kernels_h100-ec37f22.json, batch 32).
+VIA_NCHW: dict[str, dict[str, int]] = {
+    "sm90": {"TF32-W": 2},
+}
+
+
+def via_cases(kind: str, layout: str) -> dict[str, int]:
+    """{case: fewest filter taps} of problems in `layout` that a target kind computes in the
+    other layout (VIA_NHWC for NCHW problems, VIA_NCHW for NHWC ones)."""
+    return (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {})
+
+
+def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]) -> bool:
+    """Whether a problem in `layout` (NCHW or NHWC) of `case` (`FP16-B`, `TF32-W`...) with
+    `sizes` runs faster on the other layout's kernels, transposed, on a target kind."""
+    taps = via_cases(kind, layout).get(case)
+    return taps is not None and sizes["R"] * sizes["S"] >= taps and \
+        sizes["C"] >= VIA_NHWC_MIN_C
 
 
 #: Tile configurations measured fastest per ResNet-50 layer on a target kind (written by

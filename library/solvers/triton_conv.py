@@ -40,7 +40,7 @@ from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view
 from .base import CompileJob, KernelArg, Launch, Params, Solver
 
 __all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "spec_module", "tf32_capable",
-           "PARAM_NAMES", "companion_jobs", "via_nhwc"]
+           "PARAM_NAMES", "companion_jobs", "via_layout"]
 
 KERNEL_FILE = "conv_triton.py"
 PARAM_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
@@ -250,16 +250,23 @@ def _shape_fits(view: ConvView) -> bool:
             <= _GRID_YZ_MAX and sizes["stride_h"] * sizes["stride_w"] <= _GRID_YZ_MAX)
 
 
-def via_nhwc(problem: ConvProblem, target: Target, math: str) -> bool:
-    """Whether an NCHW problem's case is one the spec's VIA_NHWC lists for the target's kind
-    (the NHWC kernels, with transposes, are the faster path there)."""
-    if problem.in_layout != "NCHW":
-        return False
+def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
+    """The layout ("NHWC" or "NCHW") whose kernels, with transposes, compute the problem
+    faster than its own layout's on the target's kind (the spec's VIA_NHWC / VIA_NCHW), or
+    None where its own are the ones to use."""
+    p = problem
+    if p.mode != "conv" or len(p.in_spatial) != 2 or p.in_layout not in ("NCHW", "NHWC") or \
+            not p.in_layout == p.wei_layout == p.out_layout:
+        return None
     kind = _target_kind(target.arch)
     if kind is None:
-        return False
+        return None
     type_name = "TF32" if math == "tf32" else problem.in_type
-    return f"{type_name}-{problem.key_direction}" in spec_module().VIA_NHWC.get(kind, ())
+    case = f"{type_name}-{problem.key_direction}"
+    if not spec_module().via_other_layout(kind, p.in_layout, case,
+                                          _sizes(_problem_view(problem)[0])):
+        return None
+    return "NHWC" if p.in_layout == "NCHW" else "NCHW"
 
 
 class ConvTritonImplicitGemm(Solver):
@@ -295,9 +302,9 @@ class ConvTritonImplicitGemm(Solver):
         return _target_kind(target.arch)
 
     def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
-        """TF32 ranks first, except where the NCHW problem's case goes through the NHWC
-        kernels (`via_nhwc`: the ViaNhwc solver ranks first there)."""
-        return self.rank_first and not via_nhwc(problem, target, self.math)
+        """TF32 ranks first, except where the problem goes through the other layout's kernels
+        (`via_layout`: the Via solver ranks first there)."""
+        return self.rank_first and via_layout(problem, target, self.math) is None
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
@@ -614,18 +621,20 @@ class ConvTritonImplicitGemm(Solver):
 
 
 def _solvers() -> list[Solver]:
-    """The direct solvers, then a ViaNhwc one for each (math, direction) that some kind's
-    VIA_NHWC lists (none without the kernels)."""
-    from .triton_conv_nhwc import ConvTritonImplicitGemmViaNhwc
+    """The direct solvers, then a Via solver for each (math, direction, layout) that some
+    kind's VIA_NHWC or VIA_NCHW lists (none without the kernels)."""
+    from .triton_conv_relayout import ConvTritonImplicitGemmRelayout
 
     direct: list[Solver] = [ConvTritonImplicitGemm(d, m) for m in ("ieee", "tf32")
                             for d in ("F", "B", "W")]
     if not _have_kernels():
         return direct
-    cases = {c for kind_cases in spec_module().VIA_NHWC.values() for c in kind_cases}
-    listed = {("tf32" if c.startswith("TF32") else "ieee", c[-1]) for c in cases}
-    return direct + [ConvTritonImplicitGemmViaNhwc(d, m) for m in ("ieee", "tf32")
-                     for d in ("F", "B", "W") if (m, d) in listed]
+    spec = spec_module()
+    listed = {("tf32" if c.startswith("TF32") else "ieee", c[-1], layout)
+              for layout, table in (("NHWC", spec.VIA_NHWC), ("NCHW", spec.VIA_NCHW))
+              for cases in table.values() for c in cases}
+    return direct + [ConvTritonImplicitGemmRelayout(d, m, lay) for lay in ("NHWC", "NCHW")
+                     for m in ("ieee", "tf32") for d in ("F", "B", "W") if (m, d, lay) in listed]
 
 
 TRITON_SOLVERS: list[Solver] = _solvers()

@@ -1,4 +1,4 @@
-"""The ViaNhwc solvers: an NCHW problem on the NHWC Triton kernels, with transposes around them."""
+"""The Via solvers: a problem on the other layout's Triton kernels, with transposes around them."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from miopenkernels.target import Target
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
 
 SM90 = Target("sm90", 132)
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "kernels_h100-ec37f22.json"
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 # ResNet-50's 3x3 layer at 28x28, batch 32, and its first layer (C=3, 7x7 stride 2).
 LAYER = ConvProblem(n=32, c=128, k=128, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1))
 FIRST = ConvProblem(n=32, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
@@ -34,29 +34,62 @@ def _as(p: ConvProblem, direction: str, data_type: str, layout: str = "NCHW") ->
                    out_type=data_type, in_layout=layout, wei_layout=layout, out_layout=layout)
 
 
-def test_the_table_is_what_the_committed_run_measured() -> None:
+def _times(name: str) -> dict[tuple[str, str], float]:
+    """{(case, layer): our ms} at batch 32 of a committed bench/results/kernels_h100 run."""
+    rows = json.loads((RESULTS / name).read_text())["rows"]
+    return {(r["case"], r["key"].split("-NCHW")[0].split("-NHWC")[0]): r["ours_ms"]
+            for r in rows if r["n"] == 32}
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def test_the_table_is_what_the_committed_runs_measured() -> None:
     """VIA_NHWC lists exactly the cases whose NHWC kernels took under 0.58 of the NCHW
-    kernels' time (geomean over the batch-32 layers of the run it cites)."""
-    rows = json.loads(RESULTS.read_text())["rows"]
-    by_case: dict[str, dict[str, float]] = {}
-    for r in rows:
-        if r["n"] == 32:
-            layer = r["key"].split("-NCHW")[0].split("-NHWC")[0]
-            by_case.setdefault(r["case"], {})[layer] = r["ours_ms"]
+    kernels' time (geomean over the batch-32 layers, before the ViaNhwc solvers); with them,
+    the filter sizes it takes are those whose layers got faster, and the others got slower."""
+    before = _times("kernels_h100-ec37f22.json")
     faster = set()
     for t in ("FP16", "BF16", "FP32", "TF32"):
         for d in "FBW":
-            nchw, nhwc = by_case[f"{t}-{d}-NCHW"], by_case[f"{t}-{d}-NHWC"]
-            logs = [math.log(nhwc[layer] / nchw[layer]) for layer in nchw]
-            if math.exp(sum(logs) / len(logs)) < 0.58:
+            layers = [lay for case, lay in before if case == f"{t}-{d}-NCHW"]
+            if _geomean([before[(f"{t}-{d}-NHWC", lay)] / before[(f"{t}-{d}-NCHW", lay)]
+                         for lay in layers]) < 0.58:
                 faster.add(f"{t}-{d}")
-    assert set(spec.VIA_NHWC["sm90"]) == faster
+    table = spec.VIA_NHWC["sm90"]
+    assert set(table) == faster
+    after = _times("kernels_h100-8f40ce6.json")
+    small_c = []
+    for case, taps in table.items():
+        by_taps: dict[int, list[float]] = {}
+        for (c, lay), ms in after.items():
+            if c == f"{case}-NCHW":
+                channels = int(lay.split("-")[4])  # backward keys: K-P-Q-RxS-C-H-W-N...
+                if channels < spec.VIA_NHWC_MIN_C:
+                    small_c.append(ms / before[(c, lay)])
+                    continue
+                fil = lay.split("-")[3]
+                rs = int(fil.split("x")[0]) * int(fil.split("x")[1])
+                by_taps.setdefault(rs, []).append(ms / before[(c, lay)])
+        for rs, ratios in by_taps.items():
+            assert (_geomean(ratios) < 0.95) == (rs >= taps), (case, rs, _geomean(ratios))
+    assert _geomean(small_c) > 1.0
+    # NHWC TF32 backward weights: the NCHW kernel's share of the NHWC kernel's time, by taps.
+    shares: dict[int, list[float]] = {}
+    for (c, lay), ms in before.items():
+        if c == "TF32-W-NCHW" and int(lay.split("-")[4]) >= spec.VIA_NHWC_MIN_C:
+            a, b = (int(v) for v in lay.split("-")[3].split("x"))
+            shares.setdefault(a * b, []).append(ms / before[("TF32-W-NHWC", lay)])
+    assert spec.VIA_NCHW["sm90"] == {"TF32-W": 2}
+    assert _geomean(shares[9]) < 0.5 and _geomean(shares[1]) > 0.6
 
 
 def test_registered_where_the_table_lists_a_case() -> None:
-    names = {s.name for s in SOLVERS if "ViaNhwc" in s.name}
+    names = {s.name for s in SOLVERS if "Via" in s.name}
     assert names == {"ConvTritonImplicitGemmViaNhwcBwd", "ConvTritonImplicitGemmViaNhwcWrw",
-                     "ConvTritonImplicitGemmTf32ViaNhwcBwd"}
+                     "ConvTritonImplicitGemmTf32ViaNhwcBwd",
+                     "ConvTritonImplicitGemmTf32ViaNchwWrw"}
 
 
 def test_applies_to_listed_nchw_cases_on_listed_kinds_only() -> None:
@@ -66,7 +99,12 @@ def test_applies_to_listed_nchw_cases_on_listed_kinds_only() -> None:
         assert bwd.is_applicable(_as(LAYER, "B", t), SM90)
         assert wrw.is_applicable(_as(LAYER, "W", t), SM90)
         assert not bwd.is_applicable(_as(LAYER, "B", t, "NHWC"), SM90)
-    assert bwd.is_applicable(_as(FIRST, "B", "FP16"), SM90)
+    # Few channels (the first layer) stay on the NCHW kernels; 1x1 filters do in FP16 and
+    # BF16, not in FP32.
+    assert not bwd.is_applicable(_as(FIRST, "B", "FP16"), SM90)
+    one = replace(LAYER, filter=(1, 1), pad=(0, 0))
+    assert wrw.is_applicable(_as(one, "W", "FP32"), SM90)
+    assert not wrw.is_applicable(_as(one, "W", "FP16"), SM90)
     assert not bwd.is_applicable(_as(LAYER, "F", "FP16"), SM90)
     # No measurement on the AMD kinds or sm80: the NCHW kernels stay alone there.
     for other in ("gfx942-304", "sm80-108"):
@@ -178,6 +216,36 @@ def test_the_miss_ranking_puts_them_first_in_their_cases() -> None:
     assert first(_as(LAYER, "W", "FP32")) == "ConvTritonImplicitGemmViaNhwcWrw"
     assert first(_as(LAYER, "B", "BF16")) == "ConvTritonImplicitGemmViaNhwcBwd"
     assert first(_as(LAYER, "B", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32ViaNhwcBwd"
-    # TF32 backward weights stay on the NCHW kernel, which still ranks first.
+    # TF32 backward weights stay on the NCHW kernel, which still ranks first; in NHWC they go
+    # through it.
     assert first(_as(LAYER, "W", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32Wrw"
+    assert first(_as(LAYER, "W", "FP32", "NHWC"), tf32=True) == \
+        "ConvTritonImplicitGemmTf32ViaNchwWrw"
     assert first(_as(LAYER, "W", "FP16", "NHWC")) == "ConvTritonImplicitGemmWrw"
+
+
+def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
+    via = get_solver("ConvTritonImplicitGemmTf32ViaNchwWrw")
+    nchw = get_solver("ConvTritonImplicitGemmTf32Wrw")
+    p = _as(LAYER, "W", "FP32", "NHWC")
+    q = _as(LAYER, "W", "FP32")
+    assert via.is_applicable(p, SM90) and not via.is_applicable(q, SM90)
+    assert not via.is_applicable(_as(replace(LAYER, filter=(1, 1), pad=(0, 0)), "W", "FP32",
+                                     "NHWC"), SM90)
+    params = via.default_params(p, SM90)
+    assert params == nchw.default_params(q, SM90)
+    assert via.compile_job(p, params, SM90) == nchw.compile_job(q, params, SM90)
+    ins = via.lead_ins(p, params, SM90)
+    # NHWC [n][pixels][c] -> NCHW [n][c][pixels], for x and dy.
+    assert [(launch.pointer_args()[:2], launch.scalars()) for _, launch in ins] == [
+        (["x", "ws_x"], {"B": 32, "R": 784, "S": 128}),
+        (["dy", "ws_y"], {"B": 32, "R": 784, "S": 128})]
+    split = (64, 64, 32, 8, 4, 4, 3)
+    (_, reduce), = via.follow_ups(p, split, SM90)
+    # The reduce writes dw in KRSC, the caller's layout.
+    assert [reduce.scalars()[k] for k in ("swk", "swc", "swr", "sws")] == [9 * 128, 1,
+                                                                            3 * 128, 128]
+    (_, back), = via.follow_ups(p, (64, 64, 32, 8, 1, 4, 3), SM90)
+    # KCRS [k][c][taps] -> KRSC [k][taps][c].
+    assert back.pointer_args()[:2] == ["ws_w", "dw"]
+    assert back.scalars() == {"B": 128, "R": 128, "S": 9}

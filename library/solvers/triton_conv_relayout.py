@@ -1,20 +1,22 @@
-"""ConvTritonImplicitGemmViaNhwc{Fwd,Bwd,Wrw} (+ Tf32): an NCHW problem on the NHWC kernels.
+"""ConvTritonImplicitGemmVia{Nhwc,Nchw}{Bwd,Wrw} (+ Tf32): a problem on the other layout's kernels.
 
 The Triton implicit GEMM reads NHWC operands along channels, the reduction's inner dimension,
-which is what the tensor cores want; in NCHW the same loads run along pixels, and on the H100
-several cases measure 1.7-2.5x slower than the same layer in NHWC (the spec's `VIA_NHWC`
-lists them, with the measurement behind it). For those cases these solvers transpose the
-NCHW operands into the workspace (`transpose_021`), run the NHWC kernel of
-`ConvTritonImplicitGemm` on them with the same parameters, and transpose the result back;
-where that kernel splits its reduction, the reduce launch writes the NCHW output directly
-(it takes any strides), so the output needs no transpose. MIOpen's NHWC implicit-GEMM solvers
-serve NCHW problems the same way.
+which is what the tensor cores want for 16-bit types; in NCHW the same loads run along pixels,
+and on the H100 several cases measure 1.7-2.5x slower than the same layer in NHWC. TF32 is the
+other way round in backward weights: its tensor cores read 32-bit operands K-major, which is
+how the NCHW kernel has them there (pixels are its reduction). The spec's `VIA_NHWC` and
+`VIA_NCHW` list those cases per target kind, with the measurements behind them. For them these
+solvers transpose the operands into the workspace (`transpose_021`), run the other layout's
+kernel of `ConvTritonImplicitGemm` on them with the same parameters, and transpose the result
+back; where that kernel splits its reduction, the reduce launch writes the output in the
+caller's layout directly (it takes any strides), so the output needs no transpose. MIOpen's
+NHWC implicit-GEMM solvers serve NCHW problems the same way.
 
-Every conv object is the NHWC solver's own (`compile_job` is its job on the NHWC problem);
-only the transpose kernel (one object per element type) is added to a package. Parameters,
-defaults and the ranking's model are those of the NHWC solver (`ranking_name`); the miss
-ranking puts these solvers first in the cases `VIA_NHWC` lists (`ranks_first`), and the NCHW
-solver of the same math then no longer ranks first.
+Every conv object is the other layout's solver's own (`compile_job` is its job on the relaid
+problem); only the transpose kernel (one object per element type) is added to a package.
+Parameters, defaults and the ranking's model are those of that solver (`ranking_name`); the
+miss ranking puts these solvers first in the cases the tables list (`ranks_first`), and the
+direct solver of the same math then no longer ranks first.
 """
 
 from __future__ import annotations
@@ -35,10 +37,10 @@ from .triton_conv import (
     _target_kind,
     _triton_job,
     spec_module,
-    via_nhwc,
+    via_layout,
 )
 
-__all__ = ["ConvTritonImplicitGemmViaNhwc", "TRANSPOSE_KERNEL"]
+__all__ = ["ConvTritonImplicitGemmRelayout", "TRANSPOSE_KERNEL", "relaid"]
 
 TRANSPOSE_KERNEL = "transpose_021"
 _ALIGN = 256  # byte alignment of each part of the workspace
@@ -47,11 +49,11 @@ _SLOTS = {"x": "ws_x", "w": "ws_w", "y": "ws_y", "part": "ws_part"}
 
 
 @lru_cache(maxsize=4096)
-def nhwc_problem(problem: ConvProblem) -> ConvProblem:
-    """The same problem with NHWC activations and KRSC (channels-last) weights."""
+def relaid(problem: ConvProblem, layout: str) -> ConvProblem:
+    """The same problem in `layout` (NHWC: channels-last activations and KRSC weights)."""
     from .._record import replace
 
-    return replace(problem, in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
+    return replace(problem, in_layout=layout, wei_layout=layout, out_layout=layout)
 
 
 def _round(n: int) -> int:
@@ -69,63 +71,67 @@ def _shapes(view: ConvView) -> dict[str, tuple[int, int, int]]:
             "y": (z["N"], g * z["K"], z["P"] * z["Q"])}
 
 
-class ConvTritonImplicitGemmViaNhwc(ConvTritonImplicitGemm):
-    """One direction of the Triton implicit GEMM for NCHW problems, through the NHWC kernels."""
+class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
+    """One direction of the Triton implicit GEMM for problems of one layout, through the
+    kernels of the other (`layout`: the one its kernels run in, NHWC or NCHW)."""
 
-    def __init__(self, direction: str, math: str = "ieee") -> None:
+    def __init__(self, direction: str, math: str = "ieee", layout: str = "NHWC") -> None:
         super().__init__(direction, math)
-        self.nhwc = ConvTritonImplicitGemm(direction, math)
-        self.name = f"{self.nhwc.name[:-3]}ViaNhwc{self.nhwc.name[-3:]}"  # ...ViaNhwcFwd
+        self.layout = layout
+        self.inner = ConvTritonImplicitGemm(direction, math)
+        self.name = (f"{self.inner.name[:-3]}Via{layout.capitalize()}"
+                     f"{self.inner.name[-3:]}")  # ...ViaNhwcBwd
         self.rank_first = True
 
     @property
     def ranking_name(self) -> str:
-        return self.nhwc.name
+        return self.inner.name
 
     def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
-        return True  # it applies only where VIA_NHWC says it is the faster path
+        return True  # it applies only where the spec's tables say it is the faster path
+
+    def _relaid(self, problem: ConvProblem) -> ConvProblem:
+        return relaid(problem, self.layout)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
-        if p.key_direction != self.direction or p.mode != "conv" or len(p.in_spatial) != 2:
+        if p.key_direction != self.direction or \
+                via_layout(p, target, self.math) != self.layout:
             return False
-        if (p.in_layout, p.wei_layout, p.out_layout) != ("NCHW", "NCHW", "NCHW"):
-            return False
-        if not via_nhwc(p, target, self.math) or not self.nhwc.is_applicable(
-                nhwc_problem(p), target):
+        if not self.inner.is_applicable(self._relaid(p), target):
             return False
         fits = spec_module().transpose_fits
         return all(fits(*shape) for shape in _shapes(conv_view(p)).values())
 
-    # ------------------------------------------------------------------ parameters (NHWC's)
+    # ------------------------------------------------------------------ parameters (inner's)
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return self.nhwc.param_space(nhwc_problem(problem), target)
+        return self.inner.param_space(self._relaid(problem), target)
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        return self.nhwc.params_valid(nhwc_problem(problem), target, params)
+        return self.inner.params_valid(self._relaid(problem), target, params)
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        return self.nhwc.default_params(nhwc_problem(problem), target)
+        return self.inner.default_params(self._relaid(problem), target)
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return self.nhwc.usual_params(nhwc_problem(problem), target)
+        return self.inner.usual_params(self._relaid(problem), target)
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
-        return self.nhwc.defaults_rule(nhwc_problem(problem), target)
+        return self.inner.defaults_rule(self._relaid(problem), target)
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return self.nhwc.seed_params(nhwc_problem(problem), target)
+        return self.inner.seed_params(self._relaid(problem), target)
 
     # ------------------------------------------------------------------ kernels
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:
         """The NHWC solver's job: the same object."""
-        return self.nhwc.compile_job(nhwc_problem(problem), params, target, specialised)
+        return self.inner.compile_job(self._relaid(problem), params, target, specialised)
 
     def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
                       ) -> CompileJob:
-        return self.nhwc.unaligned_job(nhwc_problem(problem), params, target)
+        return self.inner.unaligned_job(self._relaid(problem), params, target)
 
     def _transpose_job(self, data_type: str, target: Target) -> CompileJob:
         spec = spec_module()
@@ -135,9 +141,9 @@ class ConvTritonImplicitGemmViaNhwc(ConvTritonImplicitGemm):
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The transpose kernel for each element type the solver takes on `target`, on the
-        kinds where it applies (the conv objects are the NHWC solver's)."""
+        kinds where it applies (the conv objects are the inner solver's)."""
         kind = _target_kind(target.arch)
-        if kind is None or not spec_module().VIA_NHWC.get(kind) or \
+        if kind is None or not spec_module().via_cases(kind, self.layout) or \
                 self._kind(target) is None:
             return []
         return [self._transpose_job(t, target) for t in ("FP16", "BF16", "FP32")
@@ -145,8 +151,8 @@ class ConvTritonImplicitGemmViaNhwc(ConvTritonImplicitGemm):
 
     # ------------------------------------------------------------------ workspace
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
-        """({slot: byte offset}, total bytes) of the workspace: the NHWC copies of the three
-        tensors (the output's only where no reduce launch writes it), then the NHWC kernel's
+        """({slot: byte offset}, total bytes) of the workspace: the relaid copies of the three
+        tensors (the output's only where no reduce launch writes it), then the inner kernel's
         own partial sums."""
         view = conv_view(problem)
         elem = int(spec_module().ELEMENT_BYTES[problem.in_type])
@@ -159,12 +165,12 @@ class ConvTritonImplicitGemmViaNhwc(ConvTritonImplicitGemm):
                 continue
             offsets[_SLOTS[tensor]] = at
             at += _round(b * r * s * elem)
-        part = self.nhwc.workspace_for(nhwc_problem(problem), params)
+        part = self.inner.workspace_for(self._relaid(problem), params)
         offsets[_SLOTS["part"]] = at if part else 0  # unused without a split: any address
         return offsets, at + _round(part)
 
     def _kernel(self, problem: ConvProblem) -> str:
-        return self.nhwc._view(nhwc_problem(problem))[2]
+        return self.inner._view(self._relaid(problem))[2]
 
     def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
         return self._layout(problem, params)[0]
@@ -191,19 +197,20 @@ class ConvTritonImplicitGemmViaNhwc(ConvTritonImplicitGemm):
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """Each tensor the kernel reads, NCHW -> NHWC into its workspace part."""
+        """Each tensor the kernel reads, into the kernel's layout in its workspace part."""
         shapes = _shapes(conv_view(problem))
         names = self._names(problem)
         reads = spec_module().KERNELS[self._kernel(problem)]["reads"]
-        return tuple(self._transpose(problem, target, names[t], _SLOTS[t], shapes[t])
-                     for t in ("x", "w", "y") if t in reads)
+        return tuple(self._transpose(problem, target, names[t], _SLOTS[t],
+                                     self._into(shapes[t])) for t in ("x", "w", "y")
+                     if t in reads)
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
-        """The NHWC kernel's launch, its tensors in the workspace."""
+        """The inner kernel's launch, its tensors in the workspace."""
         from .._record import replace
 
-        inner = self.nhwc.launch(nhwc_problem(problem), params, specialised)
+        inner = self.inner.launch(self._relaid(problem), params, specialised)
         names = self._names(problem)
         slots = self.workspace_slots(problem, params)
         # A split launch writes partials, not its output: that pointer stays the caller's.
@@ -221,24 +228,29 @@ class ConvTritonImplicitGemmViaNhwc(ConvTritonImplicitGemm):
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """The NHWC kernel's reduce (partials from the workspace into the NCHW output, with
-        its strides), or the output's NHWC -> NCHW transpose."""
+        """The inner kernel's reduce (partials from the workspace into the caller's output,
+        with its strides), or the output's transpose back into the caller's layout."""
         from .._record import replace
 
         kernel = self._kernel(problem)
         out = spec_module().OUTPUT_OF[kernel]
         names = self._names(problem)
         if int(self._config(params)["SPLIT_K"]) > 1 and _splits(kernel):
-            # The NCHW problem's reduce: the same partials (logical order), NCHW strides.
+            # The caller's problem's reduce: the same partials (logical order), its strides.
             (job, launch), = super().follow_ups(problem, params, target)
             args = tuple(_arg(a.name, "ptr:" + _SLOTS["part"], None)
                          if a.kind == "ptr:workspace" and a.name == "ws_ptr" else a
                          for a in launch.args)
             return ((job, replace(launch, args=args)),)
-        b, r, s = _shapes(conv_view(problem))[out]
-        # The NHWC copy is [b][s][r]; back to [b][r][s].
+        b, r, s = self._into(_shapes(conv_view(problem))[out])
         return (self._transpose(problem, target, _SLOTS[out], names[out], (b, s, r)),)
 
+    def _into(self, shape: tuple[int, int, int]) -> tuple[int, int, int]:
+        """The [B][R][S] a tensor is in the caller's layout, whose transpose is the layout the
+        kernel runs in: NCHW [b][r][s] into NHWC, or NHWC [b][s][r] into NCHW."""
+        b, r, s = shape
+        return (b, r, s) if self.layout == "NHWC" else (b, s, r)
+
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
-        """The NHWC kernel's estimate plus the transposes (after the NCHW solver on a tie)."""
+        """The inner kernel's estimate plus the transposes (after the direct solver on a tie)."""
         return super().heuristic_rank(problem, target) + 1.0
