@@ -18,13 +18,13 @@ from pathlib import Path
 import test_conv_correctness as tc
 from miopenkernels.builder.precompile import precompile
 from miopenkernels.primitives import all_primitive_jobs
-from miopenkernels.solvers import get_solver, with_companions
+from miopenkernels.solvers import get_solver, launch_jobs, with_companions
 t = tc.SM90
 jobs = set(all_primitive_jobs(t))
 for p, s, q in tc.CASES:
     solver = get_solver(s)
     params = q if q is not None else tuple(solver.default_params(p, t))
-    jobs.add(solver.compile_job(p, params, t, False))
+    jobs.update(launch_jobs(solver, p, params, t))
 t0 = time.time()
 print("test-grid jobs", precompile(with_companions(jobs), Path("/tmp/mkcache/sm9084.ukdb"), 16),
       round(time.time() - t0, 1), "s")

@@ -18,7 +18,7 @@ from miopenkernels.db.finddb import FindDbFile
 from miopenkernels.db.perfdb import PerfDbFile
 from miopenkernels.errors import DbError, MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
-from miopenkernels.solvers import SOLVERS, CompileJob, Solver, companion_jobs
+from miopenkernels.solvers import SOLVERS, CompileJob, Solver, launch_jobs
 from miopenkernels.target import Target
 
 __all__ = ["Requirement", "db_problems", "required_kernels", "missing_kernels",
@@ -34,7 +34,8 @@ class Requirement:
     params: tuple[int, ...]
     specialised: CompileJob | None
     dynamic: CompileJob
-    companions: tuple[CompileJob, ...] = ()  # needed after either (a split's reduce kernel)
+    # Needed with either: a split's reduce kernel, a Via solver's transposes.
+    companions: tuple[CompileJob, ...] = ()
 
     def rows(self) -> list[tuple[str, str]]:
         jobs = [j for j in (self.specialised, self.dynamic) if j is not None]
@@ -110,7 +111,9 @@ def required_kernels(target: Target, finddb: Path | None, perfdb: Path | None,
             except (NotImplementedError, MIOpenKernelsError):
                 spec = None
             dynamic = solver.compile_job(problem, params, target, specialised=False)
-            yield Requirement(record.key, name, params, spec, dynamic, companion_jobs(dynamic))
+            others = tuple(j for j in launch_jobs(solver, problem, params, target)
+                           if j != dynamic)
+            yield Requirement(record.key, name, params, spec, dynamic, others)
 
 
 def missing_kernels(target: Target, kdb_rows: set[tuple[str, str]], finddb: Path | None,

@@ -16,7 +16,7 @@ from miopenkernels.db.kerneldb import KernelDb
 from miopenkernels.errors import MIOpenKernelsError
 from miopenkernels.find import candidate_params
 from miopenkernels.problem import ConvProblem
-from miopenkernels.solvers import SOLVERS, CompileJob, with_companions
+from miopenkernels.solvers import SOLVERS, CompileJob, launch_jobs
 from miopenkernels.target import Target
 
 __all__ = ["candidate_params", "tuning_jobs", "precompile"]
@@ -32,8 +32,9 @@ def tuning_jobs(problems: Iterable[ConvProblem], target: Target, max_candidates:
             params = candidate_params(s, p, target, max_candidates) if s.tunable else \
                 [tuple(s.default_params(p, target))]
             for q in params:
-                jobs.setdefault(s.compile_job(p, q, target, specialised=False))
-    return with_companions(jobs)
+                for job in launch_jobs(s, p, q, target):
+                    jobs.setdefault(job)
+    return list(jobs)
 
 
 def _compile(job: CompileJob) -> tuple[CompileJob, bytes | None, str]:

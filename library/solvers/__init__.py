@@ -27,6 +27,7 @@ __all__ = [
     "all_dynamic_jobs",
     "companion_jobs",
     "with_companions",
+    "launch_jobs",
     "CompileJob",
     "KernelArg",
     "Launch",
@@ -63,6 +64,19 @@ def with_companions(jobs: Iterable[CompileJob]) -> list[CompileJob]:
         out.setdefault(job, None)
         for companion in companion_jobs(job):
             out.setdefault(companion, None)
+    return list(out)
+
+
+def launch_jobs(solver: Solver, problem: ConvProblem, params: Params, target: Target
+                ) -> list[CompileJob]:
+    """Every object one call of `solver` on `problem` runs: the main (shape-agnostic) job,
+    its companions, and the jobs of its lead-ins and follow-ups (a Via solver's transposes),
+    without repeats."""
+    main = solver.compile_job(problem, params, target, specialised=False)
+    out: dict[CompileJob, None] = dict.fromkeys(with_companions([main]))
+    for job, _ in (*solver.lead_ins(problem, params, target),
+                   *solver.follow_ups(problem, params, target)):
+        out.setdefault(job, None)
     return list(out)
 
 

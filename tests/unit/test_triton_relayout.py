@@ -249,3 +249,20 @@ def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
     # KCRS [k][c][taps] -> KRSC [k][taps][c].
     assert back.pointer_args()[:2] == ["ws_w", "dw"]
     assert back.scalars() == {"B": 128, "R": 128, "S": 9}
+
+
+def test_every_object_of_a_call_is_named_for_precompiles_and_closures(tmp_path) -> None:  # noqa: ANN001
+    from miopenkernels.builder.closure import required_kernels
+    from miopenkernels.solvers import launch_jobs
+
+    via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    p = _as(LAYER, "B", "FP16")
+    params = via.default_params(p, SM90)
+    jobs = launch_jobs(via, p, params, SM90)
+    assert jobs[0] == via.compile_job(p, params, SM90)
+    assert {j.kernel_name for j in jobs[1:]} == {"transpose_021"}
+    fdb = tmp_path / "sm9084.HIP.fdb.txt"
+    fdb.write_text(f"{p.key()}=ConvTritonImplicitGemmViaNhwcBwd:0.1,0,"
+                   "miopenConvolutionBwdDataAlgoImplicitGEMM\n")
+    (req,) = required_kernels(SM90, fdb, None)
+    assert req.solver == via.name and set(req.companions) == set(jobs[1:])
