@@ -525,18 +525,19 @@ def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
 #: NHWC kernels compute faster, with the operands transposed into the workspace around them,
 #: than the NCHW kernels, each with the fewest filter taps (R*S) it holds for: the Via solvers
 #: apply there alone (`via_other_layout`), from VIA_NHWC_MIN_C channels per group up.
-#: sm90, on the H100: the NHWC kernels took 0.35-0.54 of the NCHW kernels' time in these cases
+#: sm90, on the H100: the NHWC kernels took 0.35-0.67 of the NCHW kernels' time in these cases
 #: (geomean over the 23 ResNet-50 layers at batch 32, bench/results/kernels_h100-ec37f22.json),
-#: before the transposes; forward (FP16, BF16 and TF32 0.60-0.67, FP32 1.18) and TF32 backward
-#: weights (1.82: TF32 tensor cores read 32-bit operands K-major, as the NCHW kernel has them
-#: there) stay on the NCHW kernels. With the transposes (bench/results/kernels_h100-8f40ce6.json
-#: against the first file, batch 32): the 3x3 layers took 0.38-0.59 of the NCHW kernels' time,
-#: the 1x1 layers 0.64-0.68 in FP32 but 1.05-1.18 in the others, so 1x1 goes through NHWC in
-#: FP32 only; the first layer (C=3) 0.59-2.29, 1.30 in geomean.
-#: tests/unit/test_triton_relayout.py checks the table against both files.
+#: before the transposes; FP32 forward (1.18) and TF32 backward weights (1.82: TF32 tensor cores
+#: read 32-bit operands K-major, as the NCHW kernel has them there) stay on the NCHW kernels.
+#: With the transposes, against the NCHW kernels: backward (kernels_h100-8f40ce6.json against
+#: the ec37f22 run, batch 32) 0.38-0.59 on the 3x3 layers, 0.64-0.68 on the 1x1 layers in FP32
+#: but 1.05-1.18 in the others, 1.30 on the first layer (C=3); forward (kernels_h100-b1b1a34-*
+#: against kernels_h100-35f27da.json) on the 3x3 layers 0.64 in TF32 (batch 32), 0.71 in FP16
+#: and 0.70 in BF16 (batch 64), 0.98-1.07 on the 1x1 layers. tests/unit/test_triton_relayout.py
+#: checks the table against these files.
 VIA_NHWC: dict[str, dict[str, int]] = {
-    "sm90": {"FP16-B": 2, "FP16-W": 2, "BF16-B": 2, "BF16-W": 2, "FP32-B": 1, "FP32-W": 1,
-             "TF32-B": 2},
+    "sm90": {"FP16-F": 2, "FP16-B": 2, "FP16-W": 2, "BF16-F": 2, "BF16-B": 2, "BF16-W": 2,
+             "FP32-B": 1, "FP32-W": 1, "TF32-F": 2, "TF32-B": 2},
 }
 VIA_NHWC_MIN_C = 16
 #: The same for NHWC problems that run faster on the NCHW kernels, transposed. sm90: TF32

@@ -484,7 +484,9 @@ def test_tf32_solvers_rank_first() -> None:
     from miopenkernels.ranking import rank_candidates
     from miopenkernels.solvers import applicable_solvers
 
-    problem = _p(in_type="FP32", n=32, c=256, k=256, in_spatial=(14, 14))
+    # NHWC: in NCHW the TF32 solver that runs the NHWC kernel goes first instead
+    # (tests/unit/test_triton_relayout.py).
+    problem = _p(in_type="FP32", n=32, c=256, k=256, in_spatial=(14, 14), in_layout="NHWC")
     tf32 = get_solver("ConvTritonImplicitGemmTf32Fwd")
     solvers = [*applicable_solvers(problem, SM90), tf32]
     assert tf32.rank_first and not get_solver("ConvTritonImplicitGemmFwd").rank_first
