@@ -32,6 +32,8 @@ BASE = [
     ConvProblem(n=2, c=3, k=16, in_spatial=(20, 20), filter=(7, 7), pad=(3, 3), stride=(2, 2)),
     ConvProblem(n=2, c=33, k=65, in_spatial=(7, 7), filter=(3, 3), pad=(1, 1)),
     ConvProblem(n=4, c=64, k=64, in_spatial=(14, 14), filter=(3, 3), pad=(1, 1)),
+    # Groups of 16 channels: the Via solvers' transposes of grouped weights and activations.
+    ConvProblem(n=2, c=32, k=32, in_spatial=(8, 8), filter=(3, 3), pad=(1, 1), groups=2),
     ConvProblem(n=2, c=16, k=16, in_spatial=(8, 8), filter=(3, 3), stride=(2, 2), pad=(1, 1),
                 mode="trans", trans_output_pad=(1, 1)),
 ]
