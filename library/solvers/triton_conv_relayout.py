@@ -1,4 +1,4 @@
-"""ConvTritonImplicitGemmVia{Nhwc,Nchw}{Bwd,Wrw} (+ Tf32): a problem on the other layout's kernels.
+"""ConvTritonImplicitGemmVia{Nhwc,Nchw}{Fwd,Bwd,Wrw} (+ Tf32): the other layout's kernels.
 
 The Triton implicit GEMM reads NHWC operands along channels, the reduction's inner dimension,
 which is what the tensor cores want for 16-bit types; in NCHW the same loads run along pixels,
@@ -88,7 +88,9 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         return self.inner.name
 
     def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
-        return True  # it applies only where the spec's tables say it is the faster path
+        # Always: it applies only where the spec's tables say it is the faster path (the
+        # direct solver's rule, inherited, would say the opposite there).
+        return True
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         return relaid(problem, self.layout)
@@ -126,7 +128,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
     # ------------------------------------------------------------------ kernels
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:
-        """The NHWC solver's job: the same object."""
+        """The inner solver's job on the relaid problem: the same object."""
         return self.inner.compile_job(self._relaid(problem), params, target, specialised)
 
     def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
@@ -212,7 +214,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
 
         inner = self.inner.launch(self._relaid(problem), params, specialised)
         names = self._names(problem)
-        slots = self.workspace_slots(problem, params)
+        slots, total = self._layout(problem, params)
         # A split launch writes partials, not its output: that pointer stays the caller's.
         to_slot = {"ptr:" + names[t]: "ptr:" + _SLOTS[t] for t in ("x", "w", "y")
                    if _SLOTS[t] in slots}
@@ -223,8 +225,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
                 args.append(a)
             else:
                 args.append(_arg(a.name, to_slot.get(a.kind, a.kind), a.value))
-        return replace(inner, args=tuple(args),
-                       workspace_bytes=self.workspace_for(problem, params))
+        return replace(inner, args=tuple(args), workspace_bytes=total)
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
