@@ -1,7 +1,11 @@
 """The 23 distinct forward convolutions of ResNet-50 (batch 32, NCHW), FP32 and FP16.
 
 Taken from the shipped resnet50 manifest (its forward NCHW FP32 problems), with batch 32.
-`python bench/_layers.py` writes them as a manifest of MIOpenDriver lines for tune and build.
+`python bench/_layers.py` writes them as a manifest of MIOpenDriver lines for tune and build
+(bench/resnet50_b32.txt); `python bench/_layers.py --all` writes every case bench/kernels.py
+measures at batch 32 (FP32, FP16 and BF16; forward, backward data and backward weights; NCHW
+and NHWC: 414 problems, bench/resnet50_b32_all.txt), which `miopenkernels tune --fp32-math both`
+also tunes under TF32.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from miopenkernels.problem import ConvProblem
 
 BATCH = 32
 MANIFEST = Path(__file__).with_name("resnet50_b32.txt")
+MANIFEST_ALL = Path(__file__).with_name("resnet50_b32_all.txt")
 
 
 def resnet50_layers(dtype: str = "FP32", batch: int = BATCH) -> list[ConvProblem]:
@@ -36,6 +41,25 @@ def write_manifest(path: Path = MANIFEST) -> Path:
     return path
 
 
+def write_all_manifest(path: Path = MANIFEST_ALL) -> Path:
+    from miopenkernels.driver import to_driver_line
+
+    lines = ["# ResNet-50 convolutions, batch 32: FP32, FP16 and BF16; forward, backward data and",
+             "# backward weights; NCHW and NHWC (bench/_layers.py --all)"]
+    for dtype in ("FP32", "FP16", "BF16"):
+        for layout in ("NCHW", "NHWC"):
+            for direction in ("F", "B", "W"):
+                lines += [to_driver_line(replace(p, direction=direction, in_layout=layout,
+                                                 wei_layout=layout, out_layout=layout))
+                          for p in resnet50_layers(dtype)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 if __name__ == "__main__":
-    out = write_manifest(Path(sys.argv[1]) if len(sys.argv) > 1 else MANIFEST)
+    args = [a for a in sys.argv[1:] if a != "--all"]
+    if "--all" in sys.argv[1:]:
+        out = write_all_manifest(Path(args[0]) if args else MANIFEST_ALL)
+    else:
+        out = write_manifest(Path(args[0]) if args else MANIFEST)
     print(out)

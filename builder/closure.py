@@ -67,7 +67,7 @@ def db_problems(finddb: Path | None) -> list[ConvProblem]:
     out = []
     for record in FindDbFile.read(finddb):
         try:
-            out.append(ConvProblem.from_key(record.key))
+            out.append(ConvProblem.from_record_key(record.key))
         except MIOpenKernelsError:
             continue
     return out
@@ -94,7 +94,7 @@ def required_kernels(target: Target, finddb: Path | None, perfdb: Path | None,
         return
     for record in FindDbFile.read(finddb):
         try:
-            problem = ConvProblem.from_key(record.key)
+            problem = ConvProblem.from_record_key(record.key)
         except MIOpenKernelsError:
             continue
         tuned = perf.load(problem)

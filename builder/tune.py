@@ -4,7 +4,9 @@ For each problem (deduplicated, optionally one shard of them) and each applicabl
 name matches the glob: a tunable solver's `param_space` is searched (defaults first, the space
 thinned evenly, time-bounded; a candidate that fails to compile or launch scores infinity), then
 every solver is timed with its best parameters (median of device-event timings) and the problem's
-FindDb record lists them fastest first. Results are written as shards named by basename:
+FindDb record lists them fastest first. Under the TF32 math mode an FP32 problem's record is
+keyed with `_tf32` (`Handle.finddb_key`) and lists the TF32 solvers beside the IEEE ones; `maths`
+tunes each FP32 problem under each mode it names. Results are written as shards named by basename:
 `<basename>.db.txt` (text PerfDb) and/or `<basename>.db` (SQLite), `<basename>.HIP.fdb.txt`,
 and every timing goes to `<basename>.tune.json`.
 
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from miopenkernels.config import MathMode
 from miopenkernels.db.finddb import FindDbFile, FindDbRecord, Solution
 from miopenkernels.db.perfdb import PerfDb, PerfDbFile
 from miopenkernels.errors import MIOpenKernelsError, ProblemError
@@ -33,7 +36,7 @@ from miopenkernels.find import Invoker, make_invoker, search_params
 from miopenkernels.problem import TYPE_BYTES, ConvProblem
 from miopenkernels.tensor import DeviceTensor
 
-__all__ = ["TuneResult", "tune", "select_shard"]
+__all__ = ["TuneResult", "tune", "select_shard", "tuning_items"]
 
 
 @dataclass
@@ -65,6 +68,16 @@ def select_shard(problems: list[ConvProblem], shard: str | None) -> list[ConvPro
     return problems[i::n]
 
 
+def tuning_items(problems: list[ConvProblem], maths: tuple[MathMode, ...]
+                 ) -> list[tuple[ConvProblem, MathMode]]:
+    """(problem, math mode) pairs: an FP32 problem once per mode of `maths`, others once."""
+    out = []
+    for p in problems:
+        modes = maths if "FP32" in p.data_type else maths[:1]
+        out += [(p, m) for m in modes]
+    return out
+
+
 def _pool(handle: Any, problems: list[ConvProblem]) -> dict[str, DeviceTensor]:
     """Random device buffers big enough for x, w and y of every problem."""
     rng = np.random.default_rng()
@@ -90,8 +103,10 @@ def _time(handle: Any, inv: Invoker, ptrs: dict[str, int], repeats: int) -> floa
 def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: str = "*",
          time_limit_s: float = 600.0, per_solver_s: float = 20.0, max_candidates: int = 48,
          repeats: int = 5, formats: tuple[str, ...] = ("text",),
-         progress: Any = None) -> TuneResult:
-    """Tune `problems` on `handle`'s GPU and write the shards into `out`."""
+         progress: Any = None, maths: tuple[MathMode, ...] | None = None,
+         done: set[str] | None = None) -> TuneResult:
+    """Tune `problems` on `handle`'s GPU and write the shards into `out`: under each math mode
+    of `maths` (default: the handle's) for FP32 problems; records keyed in `done` are skipped."""
     start = time.perf_counter()
     basename = handle.basename
     out.mkdir(parents=True, exist_ok=True)
@@ -100,27 +115,38 @@ def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: st
     perf = PerfDbFile()
     find = FindDbFile()
     log: list[dict[str, Any]] = []
-    result = TuneResult(basename, problems=len(problems))
-    pool = _pool(handle, problems) if problems else {}
-    for index, problem in enumerate(problems):
+    modes = tuple(maths) if maths else (handle.math_mode,)
+    items = []
+    for problem, mode in tuning_items(problems, modes):
+        handle.math_mode = mode
+        if handle.finddb_key(problem) not in (done or ()):
+            items.append((problem, mode, handle.finddb_key(problem)))
+    result = TuneResult(basename, problems=len(items))
+    pool = _pool(handle, [p for p, _m, _k in items]) if items else {}
+    searched: dict[tuple[ConvProblem, str], tuple[int, ...]] = {}  # one search per mode pair
+    for index, (problem, mode, key) in enumerate(items):
         if time.perf_counter() - start > time_limit_s:
-            result.skipped += [p.key() for p in problems[index:]]
+            result.skipped += [k for _p, _m, k in items[index:]]
             break
+        handle.math_mode = mode
         solvers = [s for s in handle.applicable_solvers(problem)
                    if fnmatch.fnmatchcase(s.name, solver_glob)]
         bound = {r: pool[r] for r in ("x", "w", "y")}
         solutions = []
         for solver in solvers:
             params: tuple[int, ...] = tuple(solver.default_params(problem, handle.target))
-            if solver.tunable:
+            if solver.tunable and (problem, solver.name) in searched:
+                params = searched[(problem, solver.name)]
+            elif solver.tunable:
                 params, best_ms = search_params(
                     handle, problem, solver, bound, time_limit_s=per_solver_s,
                     max_candidates=max_candidates, repeats=3, log_entries=log)
                 if not math.isfinite(best_ms):
                     continue
+                searched[(problem, solver.name)] = params
                 perf.put(problem, solver.name, solver.params_to_string(params))
                 result.perf_entries += 1
-            entry: dict[str, Any] = {"solver": solver.name, "key": problem.key(),
+            entry: dict[str, Any] = {"solver": solver.name, "key": key,
                                      "params": solver.params_to_string(params), "final": True}
             try:
                 inv = make_invoker(handle, problem, solver, params=params, specialised=False)
@@ -139,10 +165,10 @@ def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: st
             solutions.append(Solution(solver.name, ms, inv.workspace_bytes,
                                       solver.algorithm(problem)))
         if solutions:
-            find.put(FindDbRecord(problem.key(), tuple(solutions)))
+            find.put(FindDbRecord(key, tuple(solutions)))
             result.tuned += 1
         if progress is not None:
-            progress(index + 1, len(problems), problem, solutions)
+            progress(index + 1, len(items), key, solutions)
     for t in pool.values():
         t.release()
     if "text" in formats:

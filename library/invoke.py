@@ -275,14 +275,13 @@ def _size_neighbour(handle: Handle, key: str) -> tuple[ConvProblem, FindDbRecord
     layer at a new image size asks for the same one)."""
     if key in handle.size_neighbours:
         return handle.size_neighbours[key]
-    from .config import FINDDB_TF32_SUFFIX
     from .problem import ConvProblem
 
     found = handle.finddb.lookup(key)
     near = None
     if found is not None:
         try:
-            near = (ConvProblem.from_key(key.removesuffix(FINDDB_TF32_SUFFIX)), found)
+            near = (ConvProblem.from_record_key(key), found)
         except MIOpenKernelsError:
             near = None
     handle.size_neighbours[key] = near

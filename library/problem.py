@@ -368,6 +368,14 @@ class ConvProblem:
         return _parse_key(key)
 
     @classmethod
+    def from_record_key(cls, key: str) -> ConvProblem:
+        """Parse a FindDb record's key: MIOpen's key, or one made under the TF32 math mode
+        (`config.FINDDB_TF32_SUFFIX` appended); the problem is the same."""
+        from .config import FINDDB_TF32_SUFFIX
+
+        return _parse_key(key.removesuffix(FINDDB_TF32_SUFFIX))
+
+    @classmethod
     def from_driver(cls, line: str) -> list[ConvProblem]:
         """Parse an MIOpenDriver command line; `-F 0/3/5/6` give several problems."""
         from .driver import parse_driver_line

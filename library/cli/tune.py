@@ -7,12 +7,25 @@ from typing import Any
 
 import typer
 
-from ..errors import NoDeviceError, TargetError
+from ..config import MathMode
+from ..errors import NoDeviceError, ProblemError, TargetError
 from ._options import JsonFlag, ManifestsOption, PerfDbFormats, globs, out_option, targets_option
 from ._output import err_console, print_json
 
 _NO_GPU = ("tuning measures kernels on this machine's GPU and {what}; run 'miopenkernels tune' "
            "on a machine with the GPU to tune ('miopenkernels detect' shows a machine's GPUs)")
+
+
+def _maths(text: str) -> tuple[MathMode, ...]:
+    """`--fp32-math`: () for the environment's mode, else the modes named."""
+    if not text:
+        return ()
+    name = text.strip().upper()
+    if name == "BOTH":
+        return (MathMode.IEEE, MathMode.TF32)
+    if name not in MathMode.__members__:
+        raise ProblemError(f"--fp32-math {text!r} is not IEEE, TF32 or BOTH")
+    return (MathMode[name],)
 
 
 def register(app: typer.Typer) -> None:
@@ -39,6 +52,10 @@ def register(app: typer.Typer) -> None:
         precompile: bool = typer.Option(
             True, "--precompile/--no-precompile",
             help="Compile every candidate on all cores into the user kernel cache first."),
+        fp32_math: str = typer.Option(
+            "", "--fp32-math", metavar="IEEE|TF32|BOTH",
+            help="Math mode(s) FP32 problems are tuned under; TF32 records are keyed "
+                 "'<key>_tf32'. Default: MIOPENKERNELS_FP32_MATH, else IEEE."),
         fmt: PerfDbFormats = typer.Option(PerfDbFormats.text, "--perfdb-format",
                                           help="Format of the PerfDb shard."),
         as_json: JsonFlag = False,
@@ -50,6 +67,7 @@ def register(app: typer.Typer) -> None:
         from miopenkernels.target import select_targets
 
         targets = globs(targets_given)
+        maths = _maths(fp32_math)
 
         def run() -> Any:
             try:
@@ -67,13 +85,12 @@ def register(app: typer.Typer) -> None:
                                       f"{names} here")
             problems = [p for p in load_manifests(manifests) if p.direction in directions]
             problems = select_shard(problems, shard)
+            done: set[str] = set()
             if resume:
                 from miopenkernels.db.finddb import FindDbFile
 
-                done: set[str] = set()
                 for path in resume:
                     done |= set(FindDbFile.read(path).records)
-                problems = [p for p in problems if p.key() not in done]
             if max_problems:
                 problems = problems[:max_problems]
             formats = ("text", "sqlite") if fmt == PerfDbFormats.both else (fmt.value,)
@@ -85,13 +102,13 @@ def register(app: typer.Typer) -> None:
                 compiled = compile_ahead(jobs, handle.paths.user_kdb)
                 err_console.print(f"precompiled: {compiled}", highlight=False)
 
-            def progress(i: int, n: int, problem: Any, sols: list[Any]) -> None:
+            def progress(i: int, n: int, key: str, sols: list[Any]) -> None:
                 best = f"{sols[0].solver} {sols[0].time:.4g} ms" if sols else "no solver ran"
-                err_console.print(f"[{i}/{n}] {problem.key()}: {best}", highlight=False)
+                err_console.print(f"[{i}/{n}] {key}: {best}", highlight=False)
 
             return tune(handle, problems, out, solver_glob=solvers, time_limit_s=time_limit,
                         per_solver_s=per_solver, formats=formats, progress=progress,
-                        max_candidates=candidates)
+                        max_candidates=candidates, maths=maths or None, done=done)
 
         result = run()
         if as_json:

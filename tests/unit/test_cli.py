@@ -205,6 +205,9 @@ def test_tune_without_a_gpu_says_where_to_run_it(monkeypatch: pytest.MonkeyPatch
     r = runner.invoke(app, ["tune", "--out", str(tmp_path / "s")])
     assert r.exit_code == 6 and "no sm90-132 GPU was found" in r.stderr
     assert not (tmp_path / "s").exists()
+    r = runner.invoke(app, ["tune", "--out", str(tmp_path / "s"), "--fp32-math", "half"])
+    assert r.exit_code not in (0, 1, 6) and "--fp32-math 'half' is not IEEE, TF32 or BOTH" \
+        in r.stderr, r.output
 
 
 def test_null_backend_run_says_once_when_it_cannot_compute(monkeypatch: pytest.MonkeyPatch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from find_doubles import PROBLEM, SM90, FakeCompiler, FakeSolver, db_env
@@ -51,3 +52,32 @@ def test_shards_partition_the_problems() -> None:
     assert sorted(sum(parts, [])) == items and parts[1] == [1, 4, 7]
     with pytest.raises(ProblemError, match="I/N"):
         select_shard(items, "x")  # type: ignore[arg-type]
+
+
+def test_both_math_modes_give_an_ieee_and_a_tf32_record(monkeypatch, tmp_path) -> None:
+    from miopenkernels.builder.closure import db_problems
+    from miopenkernels.config import MathMode
+
+    db_env(monkeypatch, tmp_path)
+    be = NullBackend(SM90)
+    be.kernel_ms = {"tun_p1": 3.0, "tun_p2": 1.0, "fast_p0": 0.5}
+    tf32 = FakeSolver("Fast", 0.5)
+    tf32.math = "tf32"  # type: ignore[attr-defined]
+    h = Handle(backend=be, compiler=FakeCompiler(),
+               solvers=[FakeSolver("Tun", 1.0, tunable=True, space=(1, 2)), tf32])
+    fp16 = replace(PROBLEM, in_type="FP16", wei_type="FP16", out_type="FP16")
+    res = tune(h, [PROBLEM, fp16], tmp_path / "out", maths=(MathMode.IEEE, MathMode.TF32))
+    fdb = FindDbFile.read(tmp_path / "out" / "sm9084.HIP.fdb.txt")
+    keys = sorted(fdb.records)
+    assert keys == sorted([PROBLEM.key(), PROBLEM.key() + "_tf32", fp16.key()])
+    assert [s.solver for s in fdb.records[PROBLEM.key()].solutions] == ["Tun"]
+    assert [s.solver for s in fdb.records[PROBLEM.key() + "_tf32"].solutions] == ["Fast", "Tun"]
+    # The IEEE solver is searched once and its PerfDb row serves both records.
+    searches = [t for t in json.loads((tmp_path / "out" / "sm9084.tune.json").read_text())
+                ["timings"] if t["solver"] == "Tun" and not t.get("final")]
+    assert len(searches) == 4 and res.perf_entries == 2  # FP32 once, FP16 once
+    assert PROBLEM in db_problems(tmp_path / "out" / "sm9084.HIP.fdb.txt")
+    # Resuming past both records leaves nothing to do.
+    again = tune(h, [PROBLEM], tmp_path / "again", maths=(MathMode.IEEE, MathMode.TF32),
+                 done=set(keys))
+    assert again.problems == 0

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# On the GPU machine: tune every solver on the batch-32 cases bench/kernels.py measures
+# (bench/resnet50_b32_all.txt: FP32, FP16, BF16; F, B, W; NCHW, NHWC), FP32 problems under both
+# math modes (IEEE records and `_tf32` ones), so that find answers them from the FindDb with the
+# fastest measured kernel. SHARD=I/N tunes every N-th problem from I (one call per shard fits
+# a 10-minute command). Everything comes back as one archive under OUTDIR (first argument);
+# merge its shards into dbs/sm9084 with `miopenkernels db merge`.
+set -uo pipefail
+out="${1:?usage: SHARD=0/3 bash bench/gpu_tune_bench.sh OUTDIR}"
+source "$(dirname "$0")/_gpu_env.sh"
+mkdir -p "$out/tune"
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import cuda.bindings, triton; print('cuda-bindings', cuda.bindings.__version__, \
+'triton', triton.__version__)"
+  echo "shard ${SHARD:-0/1}"
+  date -u +%FT%TZ; } > "$out/tune/device.txt" 2>&1
+cat "$out/tune/device.txt"
+timeout "${TUNE_TIMEOUT_S:-560}" miopenkernels tune -m bench/resnet50_b32_all.txt \
+  --fp32-math both --shard "${SHARD:-0/1}" --out "$out/tune" --time-limit "${TUNE_S:-420}" \
+  --per-solver "${PER_SOLVER:-2}" --candidates "${CANDIDATES:-8}" --json \
+  > "$out/tune/tune.json" 2> "$out/tune/tune.err"
+echo "tune rc=$? $(tail -c 400 "$out/tune/tune.json")"
+grep -m1 precompiled "$out/tune/tune.err"
+date -u +%FT%TZ >> "$out/tune/device.txt"
+tar czf "$out/../tune_bench.tgz" -C "$out" tune && rm -rf "${out:?}"/* && mv "$out/../tune_bench.tgz" "$out/"
