@@ -48,11 +48,29 @@ class TuneResult:
     perf_entries: int = 0
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    stopped: str = ""  # why the run stopped early: the GPU context was lost
 
     def to_dict(self) -> dict[str, Any]:
         return {"basename": self.basename, "problems": self.problems, "tuned": self.tuned,
                 "not_reached": len(self.skipped), "perf_entries": self.perf_entries,
-                "files": [str(f) for f in self.files], "seconds": round(self.seconds, 1)}
+                "files": [str(f) for f in self.files], "seconds": round(self.seconds, 1),
+                "stopped": self.stopped}
+
+
+CONTEXT_LOST = ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_UNKNOWN",
+                "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_MISALIGNED_ADDRESS",
+                "CUDA_ERROR_HARDWARE_STACK_ERROR", "hipErrorIllegalAddress",
+                "hipErrorLaunchFailure")
+"""Driver errors after which the GPU context is unusable: every later timing would fail, so
+tuning stops and writes what it measured before."""
+
+
+def _context_lost(entries: list[dict[str, Any]]) -> str:
+    for entry in entries:
+        error = str(entry.get("error", ""))
+        if any(code in error for code in CONTEXT_LOST):
+            return f"{entry['solver']} on {entry['key']} ({entry['params']}): {error}"
+    return ""
 
 
 def select_shard(problems: list[ConvProblem], shard: str | None) -> list[ConvProblem]:
@@ -129,6 +147,7 @@ def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: st
             result.skipped += [k for _p, _m, k in items[index:]]
             break
         handle.math_mode = mode
+        first_entry = len(log)
         solvers = [s for s in handle.applicable_solvers(problem)
                    if fnmatch.fnmatchcase(s.name, solver_glob)]
         bound = {r: pool[r] for r in ("x", "w", "y")}
@@ -148,6 +167,7 @@ def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: st
                 result.perf_entries += 1
             entry: dict[str, Any] = {"solver": solver.name, "key": key,
                                      "params": solver.params_to_string(params), "final": True}
+            inv: Invoker | None = None
             try:
                 inv = make_invoker(handle, problem, solver, params=params, specialised=False)
                 ptrs = {r: t.ptr for r, t in bound.items()}
@@ -156,14 +176,23 @@ def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: st
                     inv.workspace = inv.workspace or handle.backend.alloc(inv.workspace_bytes)
                     ptrs["workspace"] = inv.workspace.ptr
                 ms = _time(handle, inv, ptrs, repeats)
+                ws_bytes = inv.workspace_bytes
             except MIOpenKernelsError as exc:
                 entry["error"] = str(exc).splitlines()[0][:300]
                 log.append(entry)
                 continue
+            finally:
+                if inv is not None and inv.workspace is not None:
+                    inv.workspace.free()
+                    inv.workspace = None
             entry["time_ms"] = ms
             log.append(entry)
-            solutions.append(Solution(solver.name, ms, inv.workspace_bytes,
+            solutions.append(Solution(solver.name, ms, ws_bytes,
                                       solver.algorithm(problem)))
+        result.stopped = _context_lost(log[first_entry:])
+        if result.stopped:  # this problem's timings after the loss are not worth a record
+            result.skipped += [k for _p, _m, k in items[index:]]
+            break
         if solutions:
             find.put(FindDbRecord(key, tuple(solutions)))
             result.tuned += 1

@@ -250,6 +250,7 @@ def search_params(handle: Handle, problem: ConvProblem, solver: Solver,
             break
         entry: dict[str, Any] = {"solver": solver.name, "key": problem.key(),
                                  "params": solver.params_to_string(params)}
+        inv: Invoker | None = None
         try:
             inv = make_invoker(handle, problem, solver, params=params, specialised=False)
             ptrs = pointers(handle, inv, bound, None)
@@ -261,6 +262,11 @@ def search_params(handle: Handle, problem: ConvProblem, solver: Solver,
         except MIOpenKernelsError as exc:
             ms = math.inf
             entry["error"] = str(exc).splitlines()[0][:300]
+        finally:
+            if inv is not None and inv.workspace is not None:
+                # A candidate's workspace goes back at once: a search tries hundreds.
+                inv.workspace.free()
+                inv.workspace = None
         entry["time_ms"] = ms if math.isfinite(ms) else None
         if log_entries is not None:
             log_entries.append(entry)

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from ..config import MathMode
-from ..errors import NoDeviceError, ProblemError, TargetError
+from ..errors import BackendError, NoDeviceError, ProblemError, TargetError
 from ._options import JsonFlag, ManifestsOption, PerfDbFormats, globs, out_option, targets_option
 from ._output import err_console, print_json
 
@@ -118,3 +118,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"tuned {s['tuned']}/{s['problems']} problems of {s['basename']} in "
                        f"{s['seconds']} s ({s['not_reached']} not reached); wrote "
                        + ", ".join(s["files"]))
+        if result.stopped:
+            raise BackendError(f"tuning stopped, the GPU context was lost: {result.stopped}; "
+                               "what was measured before is written; --resume from its FindDb "
+                               "in a new process")

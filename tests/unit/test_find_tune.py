@@ -81,3 +81,28 @@ def test_both_math_modes_give_an_ieee_and_a_tf32_record(monkeypatch, tmp_path) -
     again = tune(h, [PROBLEM], tmp_path / "again", maths=(MathMode.IEEE, MathMode.TF32),
                  done=set(keys))
     assert again.problems == 0
+
+
+def test_a_lost_gpu_context_stops_tuning_and_keeps_what_was_measured(monkeypatch,
+                                                                     tmp_path) -> None:
+    import miopenkernels.builder.tune as tune_module
+    from miopenkernels.errors import BackendError
+
+    db_env(monkeypatch, tmp_path)
+    h = Handle(backend=NullBackend(SM90), compiler=FakeCompiler(),
+               solvers=[FakeSolver("Plain", 1.0)])
+    real = tune_module.make_invoker
+    calls = []
+
+    def dies_on_the_second(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        if len(calls) == 2:
+            raise BackendError("cuLaunchKernel(k) failed: CUDA_ERROR_ILLEGAL_ADDRESS: bad")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tune_module, "make_invoker", dies_on_the_second)
+    probs = [PROBLEM, PROBLEM.with_direction("B"), PROBLEM.with_direction("W")]
+    res = tune(h, probs, tmp_path / "o")
+    assert res.tuned == 1 and "CUDA_ERROR_ILLEGAL_ADDRESS" in res.stopped
+    assert res.skipped == [p.key() for p in probs[1:]] and len(calls) == 2
+    assert list(FindDbFile.read(tmp_path / "o" / "sm9084.HIP.fdb.txt").records) == [PROBLEM.key()]
