@@ -8,9 +8,10 @@ For each target the job list is
   `dbs/<basename>/`, else the best `heuristic_rank`), plus every applicable solver that has a
   tuned PerfDb record there. Parameters come from that PerfDb record when it holds legal ones,
   else from `default_params`;
-- dynamic jobs at the parameter sets the miss ranking may choose (library/ranking.py): every set
-  the target's PerfDb holds, and the most frequent few of the ranking model's, for each type and
-  direction that a manifest problem or a FindDb record needs. These also close the package:
+- dynamic jobs at the parameter sets the miss ranking may choose (library/ranking.py): the most
+  frequent few of the ranking model's, for each type, direction and layout that a manifest
+  problem or a FindDb record needs, and every set the target's PerfDb holds, for the problems of
+  the same type, direction and layout as its records. These also close the package:
   every kernel its databases name (a record's solver at its PerfDb parameters) is in its kdb,
   as a specialised binary or a dynamic one (builder/closure.py).
 
@@ -154,21 +155,36 @@ RANKING_PARAMS = 2
 """How many of the ranking model's parameter sets per solver every target ships dynamically."""
 
 
-def ranking_params(problems: Iterable[ConvProblem], dbs: TargetDbs | None) -> dict[str, set[str]]:
-    """{solver: params texts} whose dynamic binaries the miss ranking can choose from."""
+Case = tuple[str, str, str]
+"""(data type, direction, layout) of a problem: the problems whose records share kernels."""
+
+
+def case_of(problem: ConvProblem) -> Case:
+    return (problem.data_type, problem.direction, problem.in_layout)
+
+
+def ranking_params(problems: Iterable[ConvProblem], dbs: TargetDbs | None
+                   ) -> dict[str, dict[str, set[Case] | None]]:
+    """{solver: {params text: the cases it serves, None for every case}} whose dynamic
+    binaries the miss ranking can choose from: the ranking model's few sets for every case,
+    and each PerfDb set for the cases of the records that hold it (the ranking takes a
+    record's sets for the same layer at another batch size: the same case)."""
     from miopenkernels.ranking import load_model
 
-    out: dict[str, set[str]] = {}
+    out: dict[str, dict[str, set[Case] | None]] = {}
     try:
         model_params = load_model().params
     except MIOpenKernelsError:
         model_params = {}
     for name, texts in model_params.items():
-        out.setdefault(name, set()).update(texts[:RANKING_PARAMS])
+        for text in texts[:RANKING_PARAMS]:
+            out.setdefault(name, {})[text] = None
     if dbs is not None:
         for problem in problems:
             for name, text in dbs.tuned(problem).items():
-                out.setdefault(name, set()).add(text)
+                cases = out.setdefault(name, {}).setdefault(text, set())
+                if cases is not None:
+                    cases.add(case_of(problem))
     return out
 
 
@@ -176,8 +192,11 @@ def _ranking_jobs(target: Target, problems: list[ConvProblem], dbs: TargetDbs | 
                   ) -> Iterable[CompileJob]:
     wanted = ranking_params(problems, dbs)
     for problem in problems:
+        case = case_of(problem)
         for solver in applicable_solvers(problem, target):
-            for text in sorted(wanted.get(solver.name, ())):
+            for text, cases in sorted(wanted.get(solver.name, {}).items()):
+                if cases is not None and case not in cases:
+                    continue
                 params = _tuned_params(solver, text, problem, target, quiet=True)
                 if params is not None:
                     yield solver.compile_job(problem, params, target, specialised=False)

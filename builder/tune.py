@@ -194,7 +194,7 @@ def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: st
             result.skipped += [k for _p, _m, k in items[index:]]
             break
         if solutions:
-            find.put(FindDbRecord(key, tuple(solutions)))
+            find.put(FindDbRecord(key, tuple(sorted(solutions, key=lambda x: x.time))))
             result.tuned += 1
         if progress is not None:
             progress(index + 1, len(items), key, solutions)

@@ -117,6 +117,29 @@ def test_finddb_winner_and_tuned_perfdb_params_are_specialised(
     assert SHIFT.compile_job(problem, (4,), GFX906, specialised=True) in jobs
 
 
+def test_a_tuned_set_is_compiled_for_its_records_case_only(
+        registry: None, problems: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PerfDb set serves the miss ranking of the same layer at other batch sizes: the same
+    type, direction and layout. Other cases do not get its dynamic binary."""
+    from miopenkernels.builder.jobs import _ranking_jobs, case_of, ranking_params
+
+    fp32, fp16 = problems[0], next(p for p in problems if p.data_type == "FP16"
+                                   and p.direction == "F")
+    folder = tmp_path / GFX906.basename
+    folder.mkdir()
+    perf = PerfDbFile()
+    perf.put(fp32, "FxShift", "4")
+    perf.write(folder / f"{GFX906.basename}.db.txt")
+    dbs = TargetDbs(GFX906, tmp_path)
+    assert ranking_params([fp32, fp16], dbs)["FxShift"] == {"4": {case_of(fp32)}}
+    asked: list = []
+    real = SHIFT.compile_job
+    monkeypatch.setattr(SHIFT, "compile_job", lambda problem, params, target, specialised=False:
+                        asked.append((problem, params)) or real(problem, params, target))
+    list(_ranking_jobs(GFX906, [fp32, fp16], dbs))
+    assert (fp32, (4,)) in asked and (fp16, (4,)) not in asked
+
+
 def test_primitive_jobs_join_every_target(problems: list) -> None:
     """The real primitive registry's jobs are in every target's list, once each."""
     from miopenkernels.builder.jobs import primitive_jobs

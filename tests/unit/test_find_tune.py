@@ -65,12 +65,14 @@ def test_both_math_modes_give_an_ieee_and_a_tf32_record(monkeypatch, tmp_path) -
     tf32.math = "tf32"  # type: ignore[attr-defined]
     h = Handle(backend=be, compiler=FakeCompiler(),
                solvers=[FakeSolver("Tun", 1.0, tunable=True, space=(1, 2)), tf32])
+    assert [s.name for s in h.solvers] == ["Tun", "Fast"]
     fp16 = replace(PROBLEM, in_type="FP16", wei_type="FP16", out_type="FP16")
     res = tune(h, [PROBLEM, fp16], tmp_path / "out", maths=(MathMode.IEEE, MathMode.TF32))
     fdb = FindDbFile.read(tmp_path / "out" / "sm9084.HIP.fdb.txt")
     keys = sorted(fdb.records)
     assert keys == sorted([PROBLEM.key(), PROBLEM.key() + "_tf32", fp16.key()])
     assert [s.solver for s in fdb.records[PROBLEM.key()].solutions] == ["Tun"]
+    # Fastest first, whatever the registry's order.
     assert [s.solver for s in fdb.records[PROBLEM.key() + "_tf32"].solutions] == ["Fast", "Tun"]
     # The IEEE solver is searched once and its PerfDb row serves both records.
     searches = [t for t in json.loads((tmp_path / "out" / "sm9084.tune.json").read_text())
