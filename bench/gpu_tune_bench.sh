@@ -3,8 +3,10 @@
 # (bench/resnet50_b32_all.txt: FP32, FP16, BF16; F, B, W; NCHW, NHWC), FP32 problems under both
 # math modes (IEEE records and `_tf32` ones), so that find answers them from the FindDb with the
 # fastest measured kernel. SHARD=I/N tunes every N-th problem from I (one call per shard fits
-# a 10-minute command). Everything comes back as one archive under OUTDIR (first argument);
-# merge its shards into dbs/sm9084 with `miopenkernels db merge`.
+# a 10-minute command). CASES=TF32-B-NCHW,FP32-F-NCHW tunes those cases only, SOLVERS (a glob)
+# those solvers, CANDIDATES sets of each tunable solver's legal space. Everything comes back as
+# one archive under OUTDIR (first argument); merge its shards into dbs/sm9084 with
+# `miopenkernels db merge`.
 set -uo pipefail
 out="${1:?usage: SHARD=0/3 bash bench/gpu_tune_bench.sh OUTDIR}"
 source "$(dirname "$0")/_gpu_env.sh"
@@ -15,8 +17,15 @@ mkdir -p "$out/tune"
   echo "shard ${SHARD:-0/1}"
   date -u +%FT%TZ; } > "$out/tune/device.txt" 2>&1
 cat "$out/tune/device.txt"
-timeout "${TUNE_TIMEOUT_S:-560}" miopenkernels tune -m bench/resnet50_b32_all.txt \
-  --fp32-math both --shard "${SHARD:-0/1}" --out "$out/tune" --time-limit "${TUNE_S:-420}" \
+manifest=bench/resnet50_b32_all.txt math=both
+if [ -n "${CASES:-}" ]; then
+  manifest="$out/tune/cases.txt"
+  python3 bench/_layers.py --all "--cases=$CASES" "$manifest" > /dev/null
+  case "$CASES" in *TF32*) case "$CASES" in *FP32*) ;; *) math=tf32 ;; esac ;; *) math=ieee ;; esac
+  echo "cases $CASES ($(grep -vc '^#' "$manifest") problems), fp32 math $math" >> "$out/tune/device.txt"
+fi
+timeout "${TUNE_TIMEOUT_S:-560}" miopenkernels tune -m "$manifest" --solvers "${SOLVERS:-*}" \
+  --fp32-math "$math" --shard "${SHARD:-0/1}" --out "$out/tune" --time-limit "${TUNE_S:-420}" \
   --per-solver "${PER_SOLVER:-2}" --candidates "${CANDIDATES:-8}" --json \
   > "$out/tune/tune.json" 2> "$out/tune/tune.err"
 echo "tune rc=$? $(tail -c 400 "$out/tune/tune.json")"
