@@ -45,7 +45,10 @@ TOLERANCE = {"FP16": 5e-3, "BF16": 3e-2, "FP32": 2e-5, "TF32": 5e-3}
 # Candidate tile configurations (sm90), by direction and arithmetic: the search space here.
 _T16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (256, 128, 64, 8, 3),
         (64, 64, 64, 4, 4), (128, 256, 64, 8, 3), (128, 128, 128, 8, 3), (64, 128, 64, 4, 4)]
-_TF32 = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (128, 128, 32, 4, 3), (64, 64, 32, 4, 4)]
+# TF32: one stage too, where operands that are not K-major load faster through registers.
+_TF32 = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (128, 128, 32, 4, 3), (64, 64, 32, 4, 4),
+         (64, 64, 32, 4, 1), (64, 64, 64, 4, 1), (128, 64, 32, 4, 1), (128, 64, 64, 4, 1),
+         (64, 128, 32, 4, 1), (128, 128, 32, 8, 1), (256, 128, 32, 8, 1), (128, 256, 32, 8, 1)]
 _IEEE = [(64, 64, 32, 4, 2), (128, 64, 32, 4, 2), (128, 128, 32, 8, 2), (64, 128, 32, 4, 2)]
 _SMALLC = {"16": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3), (128, 64, 64, 4, 3)],
            "TF32": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3)],
@@ -173,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="no GPU: re-read a result JSON of this script (for --out / --tuned)")
     ap.add_argument("--tuned", default="",
                     help="write the best configuration per case and layer (kernels/"
-                         "conv_triton_tuned_sm90.json)")
+                         "conv_triton_tuned_sm90.json); into an existing file, this run's "
+                         "cases replace its own and the others stay")
     args = ap.parse_args(argv)
     if args.from_json:
         result = json.loads(Path(args.from_json).read_text())
@@ -280,8 +284,11 @@ def finish(result: dict, args: Any) -> None:
         Path(args.out + ".json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
         Path(args.out + ".md").write_text(text + "\n")
     if args.tuned:
-        Path(args.tuned).write_text(json.dumps(tuned(result, args.from_json or args.out),
-                                               indent=1, sort_keys=True) + "\n")
+        best = tuned(result, args.from_json or args.out)
+        path = Path(args.tuned)
+        if path.is_file():
+            best = merge_tuned(json.loads(path.read_text()), best)
+        path.write_text(json.dumps(best, indent=1, sort_keys=True) + "\n")
     if args.json:
         print(json.dumps(result))
 
@@ -303,8 +310,25 @@ def tuned(result: dict, source: str) -> dict:
     for case, by_shape in configs.items():
         counts = Counter(json.dumps(c, sort_keys=True) for c in by_shape.values())
         defaults[case] = json.loads(counts.most_common(1)[0][0])
+    name = source and Path(source).name
+    name = name if not name or name.endswith(".json") else name + ".json"
     return {"device": result["device"], "triton": result["triton"],
-            "source": source and Path(source).name, "configs": configs, "defaults": defaults}
+            "sources": {case: name for case in configs}, "configs": configs,
+            "defaults": defaults}
+
+
+def merge_tuned(old: dict, new: dict) -> dict:
+    """An existing tuned table with the cases of a new run replaced (a run of some types,
+    directions or layouts keeps the others' configurations and where they came from)."""
+    if (old.get("device"), old.get("triton")) != (new["device"], new["triton"]):
+        raise SystemExit(f"the tuned table was measured on {old.get('device')} with Triton "
+                         f"{old.get('triton')}, this run on {new['device']} with Triton "
+                         f"{new['triton']}: write a new table instead")
+    sources = old.get("sources") or {c: old.get("source") for c in old["configs"]}
+    return {"device": new["device"], "triton": new["triton"],
+            "sources": {**sources, **new["sources"]},
+            "configs": {**old["configs"], **new["configs"]},
+            "defaults": {**old["defaults"], **new["defaults"]}}
 
 
 def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> list[dict]:

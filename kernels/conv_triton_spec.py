@@ -186,11 +186,17 @@ KERNELS: dict[str, dict[str, Any]] = {
 #: Legal tunable values and the memory a configuration may use, per target kind. "smem" is the
 #: most dynamic shared memory / LDS one workgroup may take (bytes); `shared_bytes` counts
 #: num_stages operand tiles (what Triton 3.6 allocates for sm90, an upper bound elsewhere).
+#: num_stages 1 on sm90 is for TF32 operands that are not K-major (NCHW backward data and
+#: forward, NHWC backward weights): wgmma reads 32-bit operands K-major only, and Triton's
+#: cp.async pipeline copies such a tile into shared memory 4 bytes at a time, while one stage
+#: loads it into registers 16 bytes at a time and stores it transposed. On the H100 the
+#: fastest one-stage tile took 0.65-0.95x (backward weights NHWC) and 0.45-0.97x (backward
+#: data NCHW) of the fastest pipelined one (bench/results/triton_kernels_tf32_h100.json).
 _SPLITS = (1, 2, 4, 8, 16, 32, 64)
 _N = (16, 32, 64, 128, 256)
 TARGET_KINDS: dict[str, dict[str, Any]] = {
     "sm90": {"smem": 232448, "warp": 32, "BLOCK_M": (64, 128, 256), "BLOCK_N": _N,
-             "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (2, 3, 4, 5),
+             "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (1, 2, 3, 4, 5),
              "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
     "sm80": {"smem": 166912, "warp": 32, "BLOCK_M": (32, 64, 128, 256), "BLOCK_N": _N,
              "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (2, 3, 4),
