@@ -45,10 +45,15 @@ TOLERANCE = {"FP16": 5e-3, "BF16": 3e-2, "FP32": 2e-5, "TF32": 5e-3}
 # Candidate tile configurations (sm90), by direction and arithmetic: the search space here.
 _T16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (256, 128, 64, 8, 3),
         (64, 64, 64, 4, 4), (128, 256, 64, 8, 3), (128, 128, 128, 8, 3), (64, 128, 64, 4, 4)]
-# TF32: one stage too, where operands that are not K-major load faster through registers.
+# TF32: one stage too, where operands that are not K-major load faster through registers, and
+# mma.sync in place of wgmma (a sixth value, the spec's MMA = 2), which reads them from
+# registers whatever their order.
 _TF32 = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (128, 128, 32, 4, 3), (64, 64, 32, 4, 4),
          (64, 64, 32, 4, 1), (64, 64, 64, 4, 1), (128, 64, 32, 4, 1), (128, 64, 64, 4, 1),
-         (64, 128, 32, 4, 1), (128, 128, 32, 8, 1), (256, 128, 32, 8, 1), (128, 256, 32, 8, 1)]
+         (64, 128, 32, 4, 1), (128, 128, 32, 8, 1), (256, 128, 32, 8, 1), (128, 256, 32, 8, 1),
+         (64, 64, 32, 4, 4, 2), (128, 64, 32, 4, 4, 2), (128, 128, 32, 4, 3, 2),
+         (64, 128, 32, 4, 1, 2), (64, 64, 32, 4, 3, 2), (64, 128, 32, 4, 4, 2),
+         (128, 128, 32, 8, 3, 2)]
 _IEEE = [(64, 64, 32, 4, 2), (128, 64, 32, 4, 2), (128, 128, 32, 8, 2), (64, 128, 32, 4, 2),
          (64, 64, 32, 4, 1), (128, 64, 32, 4, 1), (128, 128, 32, 8, 1), (64, 128, 32, 4, 1),
          (128, 128, 32, 8, 1), (128, 64, 16, 4, 1), (64, 64, 16, 4, 2)]
@@ -82,8 +87,12 @@ def candidates(kernel: str, dtype: str, sizes: dict[str, int]) -> list[dict[str,
         tiles = _W16
     else:
         tiles = {"16": _T16, "TF32": _TF32, "FP32": _IEEE}[a]
-    return [{"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_warps": w, "num_stages": s,
-             "GROUP_M": 8, "SPLIT_K": 1} for m, n, k, w, s in tiles]
+    out = []
+    for m, n, k, w, s, *mma in tiles:
+        c = {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_warps": w, "num_stages": s,
+             "GROUP_M": 8, "SPLIT_K": 1}
+        out.append({**c, "MMA": mma[0]} if mma else c)
+    return out
 
 
 def layer_sizes(p: Any) -> dict[str, int]:
@@ -124,8 +133,15 @@ def _compiled(kernel: str, dtype: str, cfg: dict[str, int], channels_last: bool,
             attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]]
                      for a in ct.align16_args(kernel, channels_last)}
         opts = {"num_warps": cfg.get("num_warps", 4), "num_stages": cfg.get("num_stages", 2)}
-        _CACHE[key] = tcompile(ASTSource(fn, sig, cx, attrs), target=GPUTarget(*target),
-                               options=opts)
+        import triton
+        from miopenkernels.compiler.triton import _mma_env
+
+        # Triton's cache key does not hold DISABLE_MMA_V3: mma.sync objects get a folder.
+        with _mma_env(cfg.get("MMA", 0)), triton.knobs.cache.scope():
+            if cfg.get("MMA"):
+                triton.knobs.cache.dir = os.path.join(triton.knobs.cache.dir, "mma2")
+            _CACHE[key] = tcompile(ASTSource(fn, sig, cx, attrs), target=GPUTarget(*target),
+                                   options=opts)
     return _CACHE[key]
 
 
@@ -426,7 +442,7 @@ def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> 
 
 def config_name(c: dict[str, int]) -> str:
     return (f"{c['BLOCK_M']}x{c['BLOCK_N']}x{c['BLOCK_K']} w{c['num_warps']} s{c['num_stages']} "
-            f"g{c['GROUP_M']} k{c['SPLIT_K']}")
+            f"g{c['GROUP_M']} k{c['SPLIT_K']}{' mma' + str(c['MMA']) if c.get('MMA') else ''}")
 
 
 def _cudnn(d: str, x: Any, w: Any, dy: Any, p: Any) -> Any:

@@ -195,12 +195,17 @@ KERNELS: dict[str, dict[str, Any]] = {
 #: TF32-W-NHWC, 0.89-0.92x in TF32-B-NHWC and -W-NCHW, 1.10x in TF32-F-NHWC
 #: (bench/results/triton_kernels_tf32_h100.json) and 0.96x in IEEE FP32-F-NCHW
 #: (triton_kernels_fp32_f_nchw_h100.json); tests/unit/test_conv_triton_spec.py reads them.
+#: "MMA" picks the matrix instruction where a kind has two: 0 is the target's own (wgmma on
+#: sm90), 2 the previous generation's mma.sync (Triton's DISABLE_MMA_V3), which takes its
+#: operands from registers whatever their order in memory: for TF32 NHWC backward weights and
+#: data, whose 32-bit operands are not K-major, it ran faster than wgmma on the H100
+#: (bench/results/triton_kernels_tf32_mma_h100.json). Only FP32 (TF32) configurations offer it.
 _SPLITS = (1, 2, 4, 8, 16, 32, 64)
 _N = (16, 32, 64, 128, 256)
 TARGET_KINDS: dict[str, dict[str, Any]] = {
     "sm90": {"smem": 232448, "warp": 32, "BLOCK_M": (64, 128, 256), "BLOCK_N": _N,
              "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (1, 2, 3, 4, 5),
-             "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
+             "GROUP_M": (1, 8), "SPLIT_K": _SPLITS, "MMA": (0, 2)},
     "sm80": {"smem": 166912, "warp": 32, "BLOCK_M": (32, 64, 128, 256), "BLOCK_N": _N,
              "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (2, 3, 4),
              "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
@@ -256,6 +261,9 @@ def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "co
     split = config.get("SPLIT_K", 1)
     if split != 1 and (kernel not in OUTPUT_OF or split not in space["SPLIT_K"]):
         return False
+    mma = config.get("MMA", 0)
+    if mma != 0 and (dtype != "FP32" or mma not in space.get("MMA", (0,))):
+        return False
     if dtype == "FP32" and config["BLOCK_K"] > 64:
         return False
     return bool(shared_bytes(config, dtype) <= space["smem"])
@@ -265,6 +273,7 @@ def legal_space(kind: str, dtype: str, kernel: str = "conv2d_fwd") -> list[dict[
     """Every legal configuration of a kernel on a target kind (the tuning search space)."""
     space = TARGET_KINDS[kind]
     splits = space["SPLIT_K"] if kernel in OUTPUT_OF else (1,)
+    mmas = space.get("MMA", (0,)) if dtype == "FP32" else (0,)
     out = []
     for bm in space["BLOCK_M"]:
         for bn in space["BLOCK_N"]:
@@ -273,10 +282,14 @@ def legal_space(kind: str, dtype: str, kernel: str = "conv2d_fwd") -> list[dict[
                     for ns in space["num_stages"]:
                         for gm in space["GROUP_M"]:
                             for sk in splits:
-                                c = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": nw,
-                                     "num_stages": ns, "GROUP_M": gm, "SPLIT_K": sk}
-                                if is_legal(c, dtype, kind, kernel):
-                                    out.append(c)
+                                for mma in mmas:
+                                    c = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                                         "num_warps": nw, "num_stages": ns, "GROUP_M": gm,
+                                         "SPLIT_K": sk}
+                                    if mma:
+                                        c["MMA"] = mma
+                                    if is_legal(c, dtype, kind, kernel):
+                                        out.append(c)
     return out
 
 

@@ -21,8 +21,11 @@ under the home directory.
 from __future__ import annotations
 
 import importlib.util
+import os
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -72,6 +75,7 @@ class TritonOptions:
         self.assumptions: list[tuple[str, int]] = []
         self.compile: dict[str, Any] = {}
         self.kernel = ""
+        self.mma = 0  # 0: the target's own matrix instruction; 2: mma.sync on sm90
         for opt in options:
             if opt.startswith("-D") and "=" in opt:
                 name, _, value = opt[2:].partition("=")
@@ -90,6 +94,12 @@ class TritonOptions:
                     self.assumptions.append((name, int(div)))
             elif opt.startswith("--kernel="):
                 self.kernel = opt.split("=", 1)[1]
+            elif opt.startswith("--mma="):
+                value = opt.split("=", 1)[1]
+                if value not in ("0", "2"):
+                    raise CompileError(f"Triton job option {opt!r}: --mma is 0 (the target's "
+                                       "own matrix instruction) or 2 (mma.sync)")
+                self.mma = int(value)
             elif opt.startswith("--") and "=" in opt:
                 name, _, value = opt[2:].partition("=")
                 key = _ALIASES.get(name, name.replace("-", "_"))
@@ -154,6 +164,30 @@ def kernel_function(source: Path, symbol: str) -> Any:
     return fn
 
 
+@contextmanager
+def _mma_env(mma: int) -> Iterator[None]:
+    """DISABLE_MMA_V3=1 while compiling an --mma=2 job (Triton then lowers tl.dot to
+    mma.sync on sm90), and the environment as it was afterwards. The builder's workers are
+    processes; within one process (a kdb miss compiled at run time) the lock keeps every other
+    Triton compile out while the variable is set."""
+    with _COMPILE_LOCK:
+        if mma != 2:
+            yield
+            return
+        old = os.environ.get("DISABLE_MMA_V3")
+        os.environ["DISABLE_MMA_V3"] = "1"
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("DISABLE_MMA_V3", None)
+            else:
+                os.environ["DISABLE_MMA_V3"] = old
+
+
+_COMPILE_LOCK = threading.Lock()
+
+
 class TritonCompiler:
     """Triton from PyPI, used as a cross-compiler for every matrix-core target."""
 
@@ -190,10 +224,15 @@ class TritonCompiler:
                 raise CompileError(f"{what}: assumption on {name!r}, not a run-time argument")
             attrs[(names.index(name),)] = [["tt.divisibility", div]]
         target = gpu_target(arch)
+        if opts.mma and not (target.backend == "cuda" and target.arch == 90):
+            raise CompileError(f"{what}: --mma={opts.mma} (mma.sync in place of wgmma) is for "
+                               f"sm90 only, not {arch}")
         src = ASTSource(fn, signature=signature, constexprs=dict(opts.constexprs), attrs=attrs)
         try:
+            # A private cache directory per compile: Triton's cache key does not hold
+            # DISABLE_MMA_V3, which its C++ passes read from the environment.
             with triton.knobs.cache.scope(), triton.knobs.compilation.scope(), \
-                    tempfile.TemporaryDirectory(prefix="mk-tt-") as tmp:
+                    tempfile.TemporaryDirectory(prefix="mk-tt-") as tmp, _mma_env(opts.mma):
                 triton.knobs.cache.home_dir = tmp
                 triton.knobs.cache.dir = tmp
                 # No line tables: they (and the PTX text that ptxas embeds with them) are most

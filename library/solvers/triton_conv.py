@@ -44,6 +44,9 @@ __all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "spec_module", "tf32_capa
 
 KERNEL_FILE = "conv_triton.py"
 PARAM_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
+#: An eighth parameter, written only where it is not 0: the matrix instruction (the spec's
+#: "MMA"; 2 is mma.sync on sm90, for TF32 solvers). Seven values mean the target's own.
+MMA_PARAM = "MMA"
 _TYPES = ("FP16", "BF16", "FP32")
 _GRID_YZ_MAX = 65535
 # Sizes no tuned table holds: `tuned_config` then gives the case's usual winner.
@@ -91,7 +94,10 @@ def _scratch_args() -> list[KernelArg]:
 
 @lru_cache(maxsize=1024)
 def _config_items(params: Params) -> tuple[tuple[str, int], ...]:
-    return tuple(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
+    """The (name, value) pairs of a parameter set; MMA only where it is not 0."""
+    names = PARAM_NAMES + (MMA_PARAM,) if len(params) == len(PARAM_NAMES) + 1 else PARAM_NAMES
+    items = tuple(zip(names, (int(v) for v in params), strict=True))
+    return tuple(i for i in items if i != (MMA_PARAM, 0))
 
 
 @lru_cache(maxsize=1024)
@@ -136,7 +142,7 @@ def _splits(kernel: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
-    config = dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
+    config = dict(_config_items(params))
     return (config["SPLIT_K"] == 1 or _splits(kernel)) and bool(
         spec_module().is_legal(config, data_type, kind, kernel))
 
@@ -200,6 +206,8 @@ def _triton_job(kernel_file: str, math: str, kernel: str, data_type: str,
         f"{k}:{v}" for k, v in sig.items() if v != "constexpr"))
     options += [f"--num-warps={config['num_warps']}",
                 f"--num-stages={config['num_stages']}"]
+    if config.get(MMA_PARAM):
+        options.append(f"--mma={config[MMA_PARAM]}")
     if aligned:
         options.append("--assume=" + ",".join(
             f"{a}:16" for a in spec.align16_args(kernel, channels_last)))
@@ -328,9 +336,9 @@ class ConvTritonImplicitGemm(Solver):
 
     # ------------------------------------------------------------------ parameters
     def _check_length(self, params: Params) -> None:
-        if len(params) != len(PARAM_NAMES):
+        if len(params) not in (len(PARAM_NAMES), len(PARAM_NAMES) + 1):
             raise ProblemError(f"{self.name}: params {params} are not "
-                               f"{','.join(PARAM_NAMES)}")
+                               f"{','.join(PARAM_NAMES)}[,{MMA_PARAM}]")
 
     def _config(self, params: Params) -> dict[str, int]:
         """The constexprs of a parameter set (a fresh dict: callers may extend it)."""
@@ -338,7 +346,8 @@ class ConvTritonImplicitGemm(Solver):
         return dict(_config_items(tuple(params)))
 
     def _params(self, config: dict[str, int]) -> Params:
-        return tuple(int(config.get(k, 1)) for k in PARAM_NAMES)
+        mma = int(config.get(MMA_PARAM, 0))
+        return tuple(int(config.get(k, 1)) for k in PARAM_NAMES) + ((mma,) if mma else ())
 
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
         kind = self._kind(target)
@@ -348,13 +357,15 @@ class ConvTritonImplicitGemm(Solver):
         spec = spec_module()
         space = spec.legal_space(kind, problem.in_type, kernel)
         split_ok = _splits(kernel) and spec.split_applies(kernel, _sizes(view))
-        return [self._params(c) for c in space if int(c.get("SPLIT_K", 1)) == 1 or split_ok]
+        return [self._params(c) for c in space
+                if (int(c.get("SPLIT_K", 1)) == 1 or split_ok)
+                and (self.math == "tf32" or not c.get(MMA_PARAM))]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         # The target's kind alone (not MIOPENKERNELS_TRITON): whether the solvers are on is
         # is_applicable's question; the ranking asks this per candidate.
         kind = _target_kind(target.arch)
-        if kind is None or len(params) != len(PARAM_NAMES):
+        if kind is None or len(params) not in (len(PARAM_NAMES), len(PARAM_NAMES) + 1):
             return False
         view, _, kernel, _ = self._view(problem)
         try:
@@ -363,6 +374,8 @@ class ConvTritonImplicitGemm(Solver):
                 return False
         except (TypeError, ValueError):
             return False
+        if self.math != "tf32" and dict(_config_items(values)).get(MMA_PARAM):
+            return False  # the IEEE kernels use no matrix instruction to choose
         # A split where some stride phase has no tap is not one this kernel computes right.
         return values[PARAM_NAMES.index("SPLIT_K")] == 1 or bool(
             spec_module().split_applies(kernel, _sizes(view)))

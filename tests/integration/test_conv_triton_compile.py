@@ -62,3 +62,34 @@ def test_reduce_and_generic_variant() -> None:
     assert k.metadata.name == "conv2d_bwd_weight_reduce"
     k = _compile("conv2d_fwd", "BF16", tgt, aligned=False, channels_last=False)
     assert "wgmma.mma_async" in k.asm["ptx"]
+
+
+def test_mma_2_compiles_tf32_to_mma_sync_on_sm90_alone() -> None:
+    """A TF32 job with --mma=2 gives an sm90 object of its own (mma.sync, through Triton's
+    DISABLE_MMA_V3 for that compile alone); other targets refuse it."""
+    import os
+
+    from miopenkernels.compiler import compile_job
+    from miopenkernels.compiler.triton import _mma_env
+    from miopenkernels.errors import CompileError
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers import get_solver
+    from miopenkernels.target import Target
+
+    with _mma_env(2):
+        v2 = _compile("conv2d_bwd_weight", "FP32", TARGETS["sm90"][0], aligned=True,
+                      channels_last=True, precision="tf32")
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in v2.asm["ptx"]
+    assert "wgmma" not in v2.asm["ptx"]
+    assert "DISABLE_MMA_V3" not in os.environ
+    solver = get_solver("ConvTritonImplicitGemmTf32Wrw")
+    problem = ConvProblem(n=8, c=64, k=64, in_spatial=(14, 14), filter=(1, 1), in_type="FP32",
+                          in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC",
+                          direction="W")
+    sm90 = Target.parse("sm90-132")
+    params = (64, 64, 32, 8, 1, 4, 2)
+    own = compile_job(solver.compile_job(problem, params, sm90))
+    sync = compile_job(solver.compile_job(problem, params + (2,), sm90))
+    assert own != sync and "DISABLE_MMA_V3" not in os.environ
+    with pytest.raises(CompileError, match="sm90 only"):
+        compile_job(solver.compile_job(problem, params + (2,), Target.parse("sm80-108")))

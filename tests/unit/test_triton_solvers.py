@@ -101,6 +101,31 @@ def test_parameter_space_fits_shared_memory_and_round_trips(name: str) -> None:
         s.compile_job(CONV, (1, 2, 3), t)
 
 
+def test_mma_sync_is_a_tf32_choice_on_sm90_alone() -> None:
+    """An eighth parameter, MMA=2, asks for mma.sync in place of wgmma: in the TF32 solvers'
+    sm90 space only, written only where it is not 0, and its job carries --mma=2."""
+    fp32 = _p(in_type="FP32")
+    tf32 = get_solver("ConvTritonImplicitGemmTf32Wrw")
+    ieee = get_solver("ConvTritonImplicitGemmWrw")
+    space = tf32.param_space(fp32, SM90)
+    with_mma = [q for q in space if len(q) == 8]
+    assert with_mma and all(q[7] == 2 for q in with_mma)
+    assert len(with_mma) == len(space) - len(with_mma)  # each tile with and without
+    assert not any(len(q) == 8 for q in ieee.param_space(fp32, SM90))
+    q = with_mma[0]
+    assert tf32.params_to_string(q).endswith(",2")
+    assert tf32.params_from_string(tf32.params_to_string(q)) == q
+    assert tf32.params_valid(fp32, SM90, q) and not ieee.params_valid(fp32, SM90, q)
+    assert not tf32.params_valid(fp32, Target.parse("sm100-148"), q)
+    assert not tf32.params_valid(fp32, SM90, q[:7] + (3,))
+    assert tf32.params_valid(fp32, SM90, q[:7]) and tf32.params_valid(fp32, SM90, q[:7] + (0,))
+    job = tf32.compile_job(fp32, q, SM90)
+    plain = tf32.compile_job(fp32, q[:7], SM90)
+    assert "--mma=2" in job.options and not any(o.startswith("--mma") for o in plain.options)
+    assert tf32.compile_job(fp32, q[:7] + (0,), SM90) == plain
+    assert job.kdb_args != plain.kdb_args  # two kdb rows
+
+
 def test_jobs_name_their_kernel_and_assumptions() -> None:
     s = get_solver("ConvTritonImplicitGemmFwd")
     params = s.default_params(CONV, SM90)
