@@ -162,9 +162,10 @@ def test_tile_efficiency_is_the_real_share_of_the_launched_tiles() -> None:
         assert 0 < spec.tile_efficiency(kernel, small, cfg) <= 1
 
 
-def _one_stage_share(name: str) -> dict[str, float]:
+def _one_stage_share(name: str, mark: str = " s1 ") -> dict[str, float]:
     """Per case of a committed bench/triton_conv.py run: the geomean over its layers of the
-    fastest correct one-stage tile's time over the fastest correct pipelined tile's."""
+    fastest correct tile's time whose name holds `mark` (one stage) over the fastest correct
+    other tile's."""
     import json
     import math
 
@@ -172,8 +173,8 @@ def _one_stage_share(name: str) -> dict[str, float]:
                       .read_text())["rows"]
     shares: dict[str, list[float]] = {}
     for r in rows:
-        one = [t[1] for t in r["tried"] if " s1 " in t[0] and t[3]]
-        more = [t[1] for t in r["tried"] if " s1 " not in t[0] and t[3]]
+        one = [t[1] for t in r["tried"] if mark in t[0] and t[3]]
+        more = [t[1] for t in r["tried"] if mark not in t[0] and t[3]]
         if one and more:
             case = f"{r['type']}-{r['direction']}-{r['layout']}"
             shares.setdefault(case, []).append(min(one) / min(more))
@@ -189,5 +190,20 @@ def test_one_stage_tiles_are_legal_on_sm90_for_the_cases_they_won() -> None:
     assert tf32["TF32-W-NHWC"] < 0.85 and tf32["TF32-F-NHWC"] > 1.0
     assert _one_stage_share("triton_kernels_fp32_f_nchw_h100.json")["FP32-F-NCHW"] < 1.0
     assert 1 in spec.TARGET_KINDS["sm90"]["num_stages"]
-    for case in ("TF32-B-NCHW", "TF32-F-NCHW", "TF32-W-NHWC"):
+    for case in ("TF32-B-NCHW", "TF32-F-NCHW"):
         assert spec.tuned_table("sm90")["defaults"][case]["num_stages"] == 1, case
+
+
+def test_mma_sync_is_legal_on_sm90_tf32_for_the_cases_it_won() -> None:
+    """MMA=2 (mma.sync) is in sm90's FP32 space because it measured faster than wgmma for TF32
+    NHWC backward weights and data; the tuned table ships it as those cases' usual tile."""
+    share = _one_stage_share("triton_kernels_tf32_mma_h100.json", " mma2")
+    assert share["TF32-W-NHWC"] < 0.6 and share["TF32-B-NHWC"] < 0.75
+    assert all(share[c] > 1.0 for c in ("TF32-B-NCHW", "TF32-F-NCHW", "TF32-F-NHWC"))
+    for case in ("TF32-W-NHWC", "TF32-B-NHWC"):
+        assert spec.tuned_table("sm90")["defaults"][case].get("MMA") == 2, case
+    assert spec.is_legal({**spec.default_config("conv2d_fwd", "FP32"), "MMA": 2}, "FP32", "sm90")
+    assert not spec.is_legal({**spec.default_config("conv2d_fwd", "FP16"), "MMA": 2}, "FP16",
+                             "sm90")
+    assert not spec.is_legal({**spec.default_config("conv2d_fwd", "FP32"), "MMA": 2}, "FP32",
+                             "sm100")
