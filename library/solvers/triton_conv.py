@@ -289,7 +289,7 @@ class ConvTritonImplicitGemm(Solver):
         self.math = math
         # Under the TF32 math mode its products run on tensor cores at 8x the IEEE kernels'
         # rate; the ranking's model, fitted on few TF32 timings, ranked IEEE and portable
-        # kernels 2-30x slower ahead of it (bench/results/kernels_h100.json).
+        # kernels 2-30x slower ahead of it (bench/kernels.py on the H100, before this rule).
         self.rank_first = math == "tf32"
         infix = "Tf32" if math == "tf32" else ""
         self.name = f"ConvTritonImplicitGemm{infix}{DIRECTION_SUFFIX[direction]}"
@@ -453,7 +453,8 @@ class ConvTritonImplicitGemm(Solver):
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
         """Where the defaults split the reduction (a grid that alone would leave the GPU idle),
         the ranking takes them alone: its model, fitted on unsplit launches, ranks unsplit
-        tiles ahead there that measure 2-15x slower (bench/results/kernels_h100.json)."""
+        tiles ahead there that measure 2-15x slower (bench/kernels.py on the H100, before
+        this rule)."""
         kind = self._kind(target)
         if kind is None:
             return False
