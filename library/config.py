@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -104,6 +106,21 @@ def _parse_enum(cls: type[_E], variable: str, text: str | int | None, default: _
 def _env(name: str) -> str | None:
     value = os.environ.get(name)
     return value if value else None
+
+
+@contextmanager
+def scoped_env(name: str, value: str) -> Iterator[None]:
+    """The environment variable `name` set to `value` inside the block, and as it was (set or
+    not) after it."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
 
 
 def package_dir(package: str) -> Path:

@@ -21,7 +21,6 @@ under the home directory.
 from __future__ import annotations
 
 import importlib.util
-import os
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -32,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from ..codeobject import LaunchMetadata, attach_launch_metadata
-from ..config import triton_importable
+from ..config import scoped_env, triton_importable
 from ..errors import CompileError
 
 __all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "available",
@@ -174,15 +173,8 @@ def _mma_env(mma: int) -> Iterator[None]:
         if mma != 2:
             yield
             return
-        old = os.environ.get("DISABLE_MMA_V3")
-        os.environ["DISABLE_MMA_V3"] = "1"
-        try:
+        with scoped_env("DISABLE_MMA_V3", "1"):
             yield
-        finally:
-            if old is None:
-                os.environ.pop("DISABLE_MMA_V3", None)
-            else:
-                os.environ["DISABLE_MMA_V3"] = old
 
 
 _COMPILE_LOCK = threading.Lock()

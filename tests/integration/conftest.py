@@ -6,10 +6,10 @@ handful of Triton objects on purpose."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
+from miopenkernels.config import scoped_env
 
 _TRITON_MODULES = ("test_triton_compile", "test_conv_triton_compile")
 
@@ -19,12 +19,5 @@ def _no_triton_solvers(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.module.__name__.rsplit(".", 1)[-1] in _TRITON_MODULES:
         yield
         return
-    old = os.environ.get("MIOPENKERNELS_TRITON")
-    os.environ["MIOPENKERNELS_TRITON"] = "0"
-    try:
+    with scoped_env("MIOPENKERNELS_TRITON", "0"):
         yield
-    finally:
-        if old is None:
-            os.environ.pop("MIOPENKERNELS_TRITON", None)
-        else:
-            os.environ["MIOPENKERNELS_TRITON"] = old
