@@ -20,6 +20,18 @@ export MIOPEN_SYSTEM_DB_PATH="${MIOPEN_SYSTEM_DB_PATH:-/tmp/nosys}" \
        MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_CUSTOM_CACHE_DIR:-/tmp/mkcache}"
 mkdir -p "$MIOPEN_SYSTEM_DB_PATH"
 
+# tune_stamp FILE [LINE...]: the GPU, driver, cuda-bindings and Triton versions, the given lines
+# and the UTC time into FILE (the tuning scripts' device.txt), then print it.
+tune_stamp() {
+  local file="$1"; shift
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    python3 -c "import cuda.bindings, triton; print('cuda-bindings', cuda.bindings.__version__, \
+'triton', triton.__version__)"
+    if [ $# -gt 0 ]; then printf '%s\n' "$@"; fi
+    date -u +%FT%TZ; } > "$file" 2>&1
+  cat "$file"
+}
+
 # sm90_package DIR OUTDIR: the sm90-132 package of the default manifests in DIR, with the
 # databases of dbs/sm9084 beside its kdb, checked closed by `kdb verify` (a warm machine's
 # earlier build makes this a no-op rebuild); logs and a timed line per step under OUTDIR.

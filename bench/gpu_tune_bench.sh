@@ -11,12 +11,7 @@ set -uo pipefail
 out="${1:?usage: SHARD=0/3 bash bench/gpu_tune_bench.sh OUTDIR}"
 source "$(dirname "$0")/_gpu_env.sh"
 mkdir -p "$out/tune"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import cuda.bindings, triton; print('cuda-bindings', cuda.bindings.__version__, \
-'triton', triton.__version__)"
-  echo "shard ${SHARD:-0/1}"
-  date -u +%FT%TZ; } > "$out/tune/device.txt" 2>&1
-cat "$out/tune/device.txt"
+tune_stamp "$out/tune/device.txt" "shard ${SHARD:-0/1}"
 manifest=bench/resnet50_b32_all.txt math=both
 if [ -n "${CASES:-}" ]; then
   manifest="$out/tune/cases.txt"

@@ -9,11 +9,7 @@ set -uo pipefail
 out="${1:?usage: bash bench/gpu_tune_triton.sh OUTDIR}"
 source "$(dirname "$0")/_gpu_env.sh"
 mkdir -p "$out/tune"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import cuda.bindings, triton; print('cuda-bindings', cuda.bindings.__version__, \
-'triton', triton.__version__)"
-  date -u +%FT%TZ; } > "$out/tune/device.txt" 2>&1
-cat "$out/tune/device.txt"
+tune_stamp "$out/tune/device.txt"
 timeout "${TUNE_TIMEOUT_S:-500}" miopenkernels tune --solvers 'ConvTriton*' \
   -m bench/resnet50_b32.txt -m resnet50 -m vgg16 -m inception_v3 -m mobilenet_v2 -m unet \
   --out "$out/tune" --time-limit "${TUNE_S:-420}" --per-solver 3 --candidates 2 --json \

@@ -134,10 +134,10 @@ def _compiled(kernel: str, dtype: str, cfg: dict[str, int], channels_last: bool,
                      for a in ct.align16_args(kernel, channels_last)}
         opts = {"num_warps": cfg.get("num_warps", 4), "num_stages": cfg.get("num_stages", 2)}
         import triton
-        from miopenkernels.compiler.triton import _mma_env
+        from miopenkernels.compiler.triton import mma_env
 
         # Triton's cache key does not hold DISABLE_MMA_V3: mma.sync objects get a folder.
-        with _mma_env(cfg.get("MMA", 0)), triton.knobs.cache.scope():
+        with mma_env(cfg.get("MMA", 0)), triton.knobs.cache.scope():
             if cfg.get("MMA"):
                 triton.knobs.cache.dir = os.path.join(triton.knobs.cache.dir, "mma2")
             _CACHE[key] = tcompile(ASTSource(fn, sig, cx, attrs), target=GPUTarget(*target),

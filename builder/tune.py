@@ -182,9 +182,8 @@ def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: st
                 log.append(entry)
                 continue
             finally:
-                if inv is not None and inv.workspace is not None:
-                    inv.workspace.free()
-                    inv.workspace = None
+                if inv is not None:
+                    inv.free_workspace()
             entry["time_ms"] = ms
             log.append(entry)
             solutions.append(Solution(solver.name, ms, ws_bytes,

@@ -263,10 +263,8 @@ def search_params(handle: Handle, problem: ConvProblem, solver: Solver,
             ms = math.inf
             entry["error"] = str(exc).splitlines()[0][:300]
         finally:
-            if inv is not None and inv.workspace is not None:
-                # A candidate's workspace goes back at once: a search tries hundreds.
-                inv.workspace.free()
-                inv.workspace = None
+            if inv is not None:
+                inv.free_workspace()
         entry["time_ms"] = ms if math.isfinite(ms) else None
         if log_entries is not None:
             log_entries.append(entry)

@@ -105,6 +105,13 @@ class Invoker:
     then: tuple[tuple[PreparedLaunch, tuple[tuple[str, str, int], ...]], ...] = ()
     first: tuple[tuple[PreparedLaunch, tuple[tuple[str, str, int], ...]], ...] = ()
 
+    def free_workspace(self) -> None:
+        """Give back the workspace this invoker allocated for itself, if any (a tuning search
+        times hundreds of invokers: theirs must not pile up on the GPU)."""
+        if self.workspace is not None:
+            self.workspace.free()
+            self.workspace = None
+
     def __call__(self, ptrs: dict[str, int]) -> None:
         if self.workspace_bytes and not ptrs.get("workspace"):
             raise ProblemError(f"{self.solver} needs {self.workspace_bytes} bytes of workspace; "

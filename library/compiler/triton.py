@@ -34,7 +34,7 @@ from ..codeobject import LaunchMetadata, attach_launch_metadata
 from ..config import scoped_env, triton_importable
 from ..errors import CompileError
 
-__all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "available",
+__all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "mma_env", "available",
            "gpu_target"]
 
 _ALIASES = {"dot-precision": "default_dot_input_precision"}
@@ -164,7 +164,7 @@ def kernel_function(source: Path, symbol: str) -> Any:
 
 
 @contextmanager
-def _mma_env(mma: int) -> Iterator[None]:
+def mma_env(mma: int) -> Iterator[None]:
     """DISABLE_MMA_V3=1 while compiling an --mma=2 job (Triton then lowers tl.dot to
     mma.sync on sm90), and the environment as it was afterwards. The builder's workers are
     processes; within one process (a kdb miss compiled at run time) the lock keeps every other
@@ -224,7 +224,7 @@ class TritonCompiler:
             # A private cache directory per compile: Triton's cache key does not hold
             # DISABLE_MMA_V3, which its C++ passes read from the environment.
             with triton.knobs.cache.scope(), triton.knobs.compilation.scope(), \
-                    tempfile.TemporaryDirectory(prefix="mk-tt-") as tmp, _mma_env(opts.mma):
+                    tempfile.TemporaryDirectory(prefix="mk-tt-") as tmp, mma_env(opts.mma):
                 triton.knobs.cache.home_dir = tmp
                 triton.knobs.cache.dir = tmp
                 # No line tables: they (and the PTX text that ptxas embeds with them) are most

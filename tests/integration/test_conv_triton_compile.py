@@ -70,13 +70,13 @@ def test_mma_2_compiles_tf32_to_mma_sync_on_sm90_alone() -> None:
     import os
 
     from miopenkernels.compiler import compile_job
-    from miopenkernels.compiler.triton import _mma_env
+    from miopenkernels.compiler.triton import mma_env
     from miopenkernels.errors import CompileError
     from miopenkernels.problem import ConvProblem
     from miopenkernels.solvers import get_solver
     from miopenkernels.target import Target
 
-    with _mma_env(2):
+    with mma_env(2):
         v2 = _compile("conv2d_bwd_weight", "FP32", TARGETS["sm90"][0], aligned=True,
                       channels_last=True, precision="tf32")
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in v2.asm["ptx"]

@@ -54,3 +54,31 @@ def test_a_malformed_command_line_exits_3_in_one_line(argv: list[str]) -> None:
                           timeout=60)
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("kernels: ")
+
+
+def test_compare_kernels_reads_the_committed_runs() -> None:
+    """bench/compare_kernels.py, whose figures bench/results/README.md quotes: the run of
+    record against the fdd5c89 run, with the 45341a7 run for cuDNN's spread."""
+    results = BENCH.parent / "results"
+    spec = importlib.util.spec_from_file_location("compare_kernels",
+                                                  BENCH.with_name("compare_kernels.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import json
+
+    runs = [json.loads((results / n).read_text()) for n in
+            ("kernels_h100.json", "kernels_h100-fdd5c89.json", "kernels_h100-45341a7.json")]
+    table = module.compare(runs, 32)
+    assert len(table) == 24 and all(v["layers"] == 23 for v in table.values())
+    assert table["TF32-W-NHWC"]["ours"] < 0.65  # mma.sync
+    assert all(v["cudnn_spread"] >= 1.0 for v in table.values())
+    assert max(v["cudnn_spread"] for v in table.values()) > 1.5
+    # Against itself nothing moved.
+    same = module.compare([runs[0], runs[0]], 32)
+    assert all(math.isclose(v["ours"], 1.0) and math.isclose(v["cudnn_spread"], 1.0)
+               for v in same.values())
+    bad = subprocess.run([sys.executable, str(BENCH.with_name("compare_kernels.py")),
+                          str(results / "kernels_h100.json"), "/nonexistent.json"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
