@@ -1,7 +1,8 @@
 """The Triton convolution kernels (kernels/conv_triton.py) against cuDNN, per ResNet-50 layer.
 
 For the 23 forward layers of ResNet-50 (bench/_layers.py, batch 32) and each direction (F, B, W),
-type (FP16, BF16, FP32 with IEEE products, TF32 as a math mode) and layout (NCHW, NHWC): the
+type (FP16, BF16, FP32 with IEEE products, TF32 as a math mode; FP32X3, asked for by name:
+FP32 data with three TF32 products each, "tf32x3") and layout (NCHW, NHWC): the
 kernels are compiled ahead of time exactly as the builder does (triton.compile of an ASTSource
 for the GPU's target, the align16 variant where the problem meets its assumptions, else the
 generic one; in parallel, into Triton's cache), launched as compiled objects, checked against
@@ -37,10 +38,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 TYPES = ("FP16", "BF16", "FP32", "TF32")
+#: Asked for by name only: FP32 data with three TF32 products per product (the dot's "tf32x3"
+#: input precision), against cuDNN with TF32 off and at FP32's tolerance.
+EXTRA_TYPES = ("FP32X3",)
 DIRS = ("F", "B", "W")
 LAYOUTS = ("NHWC", "NCHW")
 #: Relative error (Frobenius) allowed against the float64 reference, by type.
-TOLERANCE = {"FP16": 5e-3, "BF16": 3e-2, "FP32": 2e-5, "TF32": 5e-3}
+TOLERANCE = {"FP16": 5e-3, "BF16": 3e-2, "FP32": 2e-5, "TF32": 5e-3, "FP32X3": 2e-5}
 
 # Candidate tile configurations (sm90), by direction and arithmetic: the search space here.
 _T16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (256, 128, 64, 8, 3),
@@ -57,22 +61,25 @@ _TF32 = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (128, 128, 32, 4, 3), (64, 6
 _IEEE = [(64, 64, 32, 4, 2), (128, 64, 32, 4, 2), (128, 128, 32, 8, 2), (64, 128, 32, 4, 2),
          (64, 64, 32, 4, 1), (128, 64, 32, 4, 1), (128, 128, 32, 8, 1), (64, 128, 32, 4, 1),
          (128, 128, 32, 8, 1), (128, 64, 16, 4, 1), (64, 64, 16, 4, 2)]
-_SMALLC = {"16": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3), (128, 64, 64, 4, 3)],
-           "TF32": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3)],
-           "FP32": [(128, 64, 32, 4, 2), (64, 64, 32, 4, 2)]}
+_SMALLC = {"16": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3), (128, 64, 32, 4, 1)],
+           "TF32": [(128, 64, 32, 4, 1), (128, 64, 32, 4, 3), (256, 64, 32, 8, 3)],
+           "FP32": [(128, 64, 32, 4, 1), (128, 64, 32, 4, 2), (64, 64, 32, 4, 2)]}
 _W16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 64, 64, 4, 4),
         (64, 128, 64, 4, 4)]
-# Few input channels: backward data with a narrow N tile, backward weights over (r, s, c).
-_B_SMALLC = {"16": [(128, 16, 64, 4, 3), (256, 16, 64, 4, 3), (64, 16, 64, 4, 4)],
-             "TF32": [(128, 16, 32, 4, 3), (256, 16, 32, 4, 3)],
-             "FP32": [(128, 16, 32, 4, 2), (64, 16, 32, 4, 2)]}
+# Few input channels: backward data with a narrow N tile (every stride phase at once where
+# there is a stride), backward weights over (r, s, c).
+_B_SMALLC = {"16": [(128, 16, 64, 4, 3), (256, 16, 64, 8, 3), (256, 16, 32, 4, 4),
+                    (128, 16, 32, 4, 3)],
+             "TF32": [(128, 16, 32, 4, 1), (128, 16, 16, 4, 2), (128, 16, 32, 4, 3)],
+             "FP32": [(128, 16, 32, 4, 1), (128, 16, 32, 4, 2), (64, 16, 32, 4, 2)]}
 _W_SMALLC = {"16": [(64, 64, 64, 4, 4), (64, 128, 64, 4, 3), (64, 32, 64, 4, 4)],
              "TF32": [(64, 64, 32, 4, 4), (64, 128, 32, 4, 3)],
              "FP32": [(64, 64, 32, 4, 2), (64, 32, 32, 4, 2)]}
 
 
 def arith(dtype: str) -> str:
-    return "16" if dtype in ("FP16", "BF16") else dtype
+    """The candidate list of a type: 16-bit, TF32 tiles (FP32X3 too) or FP32 ones."""
+    return "16" if dtype in ("FP16", "BF16") else "TF32" if dtype == "FP32X3" else dtype
 
 
 def candidates(kernel: str, dtype: str, sizes: dict[str, int]) -> list[dict[str, int]]:
@@ -81,7 +88,8 @@ def candidates(kernel: str, dtype: str, sizes: dict[str, int]) -> list[dict[str,
         tiles = _SMALLC[a]
     elif kernel == "conv2d_bwd_weight_smallc":
         tiles = _W_SMALLC[a]
-    elif kernel == "conv2d_bwd_data" and sizes["C"] < 16:
+    elif kernel == "conv2d_bwd_data_smallc" or (
+            kernel == "conv2d_bwd_data" and sizes["C"] < 16):
         tiles = _B_SMALLC[a]
     elif kernel == "conv2d_bwd_weight" and a == "16":
         tiles = _W16
@@ -206,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     from miopenkernels.kernels import conv_triton_spec as spec
 
     types = [t for t in args.types.split(",") if t]
+    unknown = sorted(set(types) - set(TYPES + EXTRA_TYPES))
+    if unknown:
+        raise SystemExit(f"unknown type(s) {', '.join(unknown)}: pick from "
+                         f"{', '.join(TYPES + EXTRA_TYPES)}")
     dirs = [d for d in args.dirs.split(",") if d]
     layouts = [lay for lay in args.layouts.split(",") if lay]
     layers = resnet50_layers("FP32", args.batch)
@@ -224,8 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     for li in picked:
         sz = layer_sizes(layers[li])
         for t in types:
-            dtype = "FP32" if t == "TF32" else t
-            precision = "tf32" if t == "TF32" else "ieee"
+            dtype = "FP32" if t in ("TF32", "FP32X3") else t
+            precision = {"TF32": "tf32", "FP32X3": "tf32x3"}.get(t, "ieee")
             for lay in layouts:
                 cl = lay == "NHWC"
                 aligned = sz["C"] % 16 == 0 and sz["K"] % 16 == 0 and (
@@ -270,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "conv2d_bwd_weight_reduce", dtype, rc, False, "ieee", False,
                                 target)
                     cases.append((li, t, dtype, precision, lay, d, kernel, cfgs, aligned))
-    order = {t: i for i, t in enumerate(TYPES + LAYOUTS + DIRS)}
+    order = {t: i for i, t in enumerate(TYPES + EXTRA_TYPES + LAYOUTS + DIRS)}
     cases.sort(key=lambda c: (order[c[1]], order[c[4]], order[c[5]], c[0]))
     t0 = time.time()
     ctx = multiprocessing.get_context("spawn")

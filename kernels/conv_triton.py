@@ -8,8 +8,10 @@ Programs walk the output in groups of GROUP_M row tiles (L2 reuse). Backward dat
 stride phase at a time, so it never multiplies by the zeros that a strided forward leaves out;
 backward weights splits its long pixel reduction over SPLIT_K programs (forward and backward
 data may too, where few output tiles would leave the GPU idle); few input channels (the first
-layer, C=3) have forward and backward-weights kernels of their own. `transpose_021` turns NCHW
-operands into NHWC ones and back, for the solvers that run NCHW problems on the NHWC kernels.
+layer, C=3) have kernels of their own in every direction: forward and backward weights over
+(s, c) or (r, s, c) flattened, backward data over all stride phases at once. `transpose_021`
+turns NCHW operands into NHWC ones and back, for the solvers that run NCHW problems on the NHWC
+kernels.
 
 Importing this module needs Triton but no GPU. How to launch each kernel (arguments, grid,
 tunables, legal spaces per target, workspace and the assumptions a compiled object may carry)
@@ -34,6 +36,7 @@ from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and 
     TARGET_KINDS,
     TUNED_FILES,
     align16_args,
+    align16_variants,
     arg_list,
     cdiv,
     conv_args,
@@ -164,9 +167,11 @@ def conv2d_fwd_smallc(
     GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    """Forward for few input channels: the reduction runs over (r, s, c) flattened, so a block
-    of BLOCK_K spans several taps instead of padding 3 channels to BLOCK_K. The tap of each
-    reduction column is worked out once per block (a BLOCK_K vector), not per element."""
+    """Forward for few input channels: per filter row r, the reduction runs over (s, c)
+    flattened, so a block of BLOCK_K spans a whole row of taps (7 x 3 = 21 of 32 for the
+    first layer) instead of padding 3 channels to BLOCK_K. The column offsets and the
+    horizontal bounds of a block are worked out once for all R rows; a row then costs one
+    add per element for the address and one AND for the mask."""
     if CHANNELS_LAST:
         sxc = 1
         swc = 1
@@ -185,25 +190,27 @@ def conv2d_fwd_smallc(
     oq = pq % Q
     ih0 = op * stride_h - pad_h
     iw0 = oq * stride_w - pad_w
-    x_row = img * sxn + g * C * sxc
+    x_row = img * sxn + g * C * sxc + iw0 * sxw
     w_col = (g * K + offs_n) * swk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    RSC = R * S * C
-    for k0 in range(0, RSC, BLOCK_K):
+    SC = S * C
+    for k0 in range(0, SC, BLOCK_K):
         j = k0 + offs_k
-        j_ok = j < RSC
-        c = j % C
-        rs = j // C
-        r = rs // S
-        s = rs - r * S
-        ih = ih0[:, None] + (r * dil_h)[None, :]
+        j_ok = j < SC
+        s = j // C
+        c = j - s * C
+        col = s * dil_w * sxw + c * sxc
         iw = iw0[:, None] + (s * dil_w)[None, :]
-        a_ok = (m_ok[:, None] & j_ok[None, :]) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        a = tl.load(x_ptr + x_row[:, None] + ih * sxh + iw * sxw + (c * sxc)[None, :],
-                    mask=a_ok, other=0.0)
-        b = tl.load(w_ptr + w_col[None, :] + (r * swr + s * sws + c * swc)[:, None],
-                    mask=j_ok[:, None] & n_ok[None, :], other=0.0)
-        acc = _mma(a, b, acc, PRECISION)
+        w_ok = (m_ok[:, None] & j_ok[None, :]) & (iw >= 0) & (iw < W)
+        w_tap = s * sws + c * swc
+        for r in range(0, R):
+            ih = ih0 + r * dil_h
+            h_ok = (ih >= 0) & (ih < H)
+            a = tl.load(x_ptr + (x_row + ih * sxh)[:, None] + col[None, :],
+                        mask=w_ok & h_ok[:, None], other=0.0)
+            b = tl.load(w_ptr + w_col[None, :] + (r * swr + w_tap)[:, None],
+                        mask=j_ok[:, None] & n_ok[None, :], other=0.0)
+            acc = _mma(a, b, acc, PRECISION)
     y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
     tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
@@ -306,6 +313,88 @@ def conv2d_bwd_data(
         ws_row = (split * N + img) * (G * C * H * W) + ih * W + iw
         ws_off = ws_row[:, None] + ((g * C + offs_n) * (H * W))[None, :]
         tl.store(ws_ptr + ws_off, acc, mask=mask)
+
+
+@triton.jit
+def _floor_div(a, b):
+    """a // b rounded towards minus infinity (b > 0); Triton's // truncates."""
+    return tl.where(a >= 0, a // b, -((b - 1 - a) // b))
+
+
+@triton.jit
+def conv2d_bwd_data_smallc(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, H, W, K, P, Q, R, S, G,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Backward data for few input channels and a stride (dilation 1): every stride phase at
+    once. dx[n, c, i*stride_h + a, j*stride_w + b] for the phases (a, b) are the GEMM's
+    columns (a, b, c), stride_h*stride_w*C of them (12 for the first layer, C=3 stride 2, in
+    a 16-wide tile where one phase at a time would fill 3 of 16); rows are (n, i, j). The
+    reduction runs over the offsets (dr, ds) of dy from (i, j) and over K: dy[n, k, i - dr,
+    j - ds] is the same for every phase, and the tap it meets is r = a + pad_h + dr*stride_h
+    (zero weight where that falls outside the filter)."""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    g = tl.program_id(1)
+    Hs = tl.cdiv(H, stride_h)
+    Ws = tl.cdiv(W, stride_w)
+    M = N * Hs * Ws
+    NC = stride_h * stride_w * C
+    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(NC, BLOCK_N), GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    img = offs_m // (Hs * Ws)
+    hw = offs_m % (Hs * Ws)
+    ii = hw // Ws
+    jj = hw % Ws
+    m_ok = offs_m < M
+    n_ok = offs_n < NC
+    c = offs_n % C
+    ab = offs_n // C
+    pa = ab // stride_w
+    pb = ab - pa * stride_w
+    dr0 = -((stride_h - 1 + pad_h) // stride_h)
+    ds0 = -((stride_w - 1 + pad_w) // stride_w)
+    n_dr = _floor_div(R - 1 - pad_h, stride_h) - dr0 + 1
+    n_ds = _floor_div(S - 1 - pad_w, stride_w) - ds0 + 1
+    y_row = img * syn + g * K * syk
+    w_col = c * swc  # w is (G*K, C, R, S): the group selects filters, not channels
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    k_blocks = tl.cdiv(K, BLOCK_K)
+    for t in range(0, n_dr * n_ds * k_blocks):
+        tap = t // k_blocks
+        kb = t - tap * k_blocks
+        dri = tap // n_ds
+        dr = dr0 + dri
+        ds = ds0 + (tap - dri * n_ds)
+        op = ii - dr
+        oq = jj - ds
+        a_ok = m_ok & (op >= 0) & (op < P) & (oq >= 0) & (oq < Q)
+        ks = kb * BLOCK_K + offs_k
+        k_ok = ks < K
+        a = tl.load(y_ptr + (y_row + op * syh + oq * syw)[:, None] + (ks * syk)[None, :],
+                    mask=a_ok[:, None] & k_ok[None, :], other=0.0)
+        r = pa + pad_h + dr * stride_h
+        s = pb + pad_w + ds * stride_w
+        tap_ok = n_ok & (r >= 0) & (r < R) & (s >= 0) & (s < S)
+        b = tl.load(w_ptr + (w_col + r * swr + s * sws)[None, :] + ((g * K + ks) * swk)[:, None],
+                    mask=k_ok[:, None] & tap_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+    hh = ii * stride_h
+    ww = jj * stride_w
+    ok = (m_ok[:, None] & n_ok[None, :]) & (hh[:, None] + pa[None, :] < H) & (
+        ww[:, None] + pb[None, :] < W)
+    x_off = (img * sxn + hh * sxh + ww * sxw)[:, None] + (
+        (g * C + c) * sxc + pa * sxh + pb * sxw)[None, :]
+    tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=ok)
 
 
 @triton.jit
@@ -506,6 +595,7 @@ JIT = {
     "conv2d_fwd": conv2d_fwd,
     "conv2d_fwd_smallc": conv2d_fwd_smallc,
     "conv2d_bwd_data": conv2d_bwd_data,
+    "conv2d_bwd_data_smallc": conv2d_bwd_data_smallc,
     "conv2d_bwd_weight": conv2d_bwd_weight,
     "conv2d_bwd_weight_smallc": conv2d_bwd_weight_smallc,
     "conv2d_bwd_weight_reduce": conv2d_bwd_weight_reduce,

@@ -8,7 +8,8 @@ The three directions share ONE argument list (`CONV_ARGS`): the pointers are alw
 of the three tensors in element units, in (n, c, h, w) / (k, c, r, s) / (n, k, h, w) order:
 
 - forward           (`conv2d_fwd`, `conv2d_fwd_smallc`): reads x and w, writes y.
-- backward data     (`conv2d_bwd_data`): reads y (dy) and w, writes x (dx).
+- backward data     (`conv2d_bwd_data`, `conv2d_bwd_data_smallc`): reads y (dy) and w,
+  writes x (dx).
 - backward weights  (`conv2d_bwd_weight`, `conv2d_bwd_weight_smallc`): reads x and y (dy),
   writes w (dw).
 
@@ -98,6 +99,8 @@ ELEMENT_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
 
 #: Per kernel: function name in conv_triton.py, direction it computes, tensors it reads/writes,
 #: which tunables matter, how its grid is computed (see `grid`), and when it applies.
+#: "few_channels": `kernel_for` picks it for C < 16 alone, which never meets align16 (C is one
+#: of ALIGN16_ARGS), so no align16 object of it is ever launched (`align16_variants`).
 KERNELS: dict[str, dict[str, Any]] = {
     "conv2d_fwd": {
         "direction": "F", "reads": ("x", "w"), "writes": ("y",), "args": "CONV_ARGS",
@@ -113,9 +116,11 @@ KERNELS: dict[str, dict[str, Any]] = {
         "applies": "any problem; channels below BLOCK_K waste MACs (use conv2d_fwd_smallc)",
     },
     "conv2d_fwd_smallc": {
+        "few_channels": True,
         "direction": "F", "reads": ("x", "w"), "writes": ("y",), "args": "CONV_ARGS",
-        "gemm": "M = N*P*Q, N = K, reduction = R*S*C flattened (BLOCK_K of it at a time): for "
-                "few input channels (the first layer, C=3 7x7)",
+        "gemm": "M = N*P*Q, N = K, reduction = R filter rows (outside) x S*C flattened "
+                "(inside, BLOCK_K at a time): for few input channels (the first layer, C=3 "
+                "7x7: 21 of 32 per row)",
         "grid": ("cdiv(N*P*Q, BLOCK_M) * cdiv(K, BLOCK_N)", "G", "1"),
         "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
         "fixed": {"SPLIT_K": 1},
@@ -142,6 +147,20 @@ KERNELS: dict[str, dict[str, Any]] = {
                    "(tests/integration/test_conv_triton_interpret.py) but has not yet run on "
                    "a GPU with groups",
     },
+    "conv2d_bwd_data_smallc": {
+        "few_channels": True,
+        "direction": "B", "reads": ("y", "w"), "writes": ("x",), "args": "CONV_ARGS",
+        "gemm": "all stride phases at once: M = N*cdiv(H,stride_h)*cdiv(W,stride_w), N = "
+                "stride_h*stride_w*C (phase, channel), reduction = the offsets of dy "
+                "(outside, cdiv-ish R/stride_h x S/stride_w of them) x K (inside)",
+        "grid": ("cdiv(N*cdiv(H,stride_h)*cdiv(W,stride_w), BLOCK_M) * "
+                 "cdiv(stride_h*stride_w*C, BLOCK_N)", "G", "1"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
+        "fixed": {"SPLIT_K": 1},
+        "applies": "dilation 1; faster than conv2d_bwd_data where C < 16 and the stride is "
+                   "above 1 (kernel_for), where one phase at a time fills few of a tile's "
+                   "columns. Writes every element of x",
+    },
     "conv2d_bwd_weight": {
         "direction": "W", "reads": ("x", "y"), "writes": ("w", "ws"), "args": "CONV_ARGS",
         "gemm": "per tap (r, s): M = K, N = C, reduction = N*P*Q pixels, cut in SPLIT_K parts",
@@ -155,6 +174,7 @@ KERNELS: dict[str, dict[str, Any]] = {
         "applies": "any problem with G*R*S <= 65535",
     },
     "conv2d_bwd_weight_smallc": {
+        "few_channels": True,
         "direction": "W", "reads": ("x", "y"), "writes": ("w", "ws"), "args": "CONV_ARGS",
         "gemm": "M = K, N = R*S*C flattened (several taps per program), reduction = N*P*Q "
                 "pixels cut in SPLIT_K parts: for few input channels (the first layer)",
@@ -316,6 +336,8 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
         return tiles, z["G"], 1
     if kernel == "conv2d_bwd_data":
         return tiles, z["G"], z["stride_h"] * z["stride_w"] * split
+    if kernel == "conv2d_bwd_data_smallc":
+        return tiles, z["G"], 1
     if kernel == "conv2d_bwd_weight":
         return tiles, z["G"] * z["R"] * z["S"], split
     return tiles, z["G"], split  # conv2d_bwd_weight_smallc (gemm_dims rejected the rest)
@@ -323,16 +345,20 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
 
 def gemm_dims(kernel: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     """(M, N, inner) of a kernel's implicit GEMM: the rows and columns its programs tile by
-    BLOCK_M x BLOCK_N, and the length of the loop it steps by BLOCK_K (per filter tap, or over
-    (r, s, c) flattened for few channels); backward data per stride phase."""
+    BLOCK_M x BLOCK_N, and the length of the loop it steps by BLOCK_K (per filter tap; per
+    filter row over (s, c) in the few-channel forward, over (r, s, c) in backward weights);
+    backward data per stride phase, or all phases at once for few channels."""
     z = sizes
     if kernel == "conv2d_fwd":
         return z["N"] * z["P"] * z["Q"], z["K"], z["C"]
     if kernel == "conv2d_fwd_smallc":
-        return z["N"] * z["P"] * z["Q"], z["K"], z["R"] * z["S"] * z["C"]
+        return z["N"] * z["P"] * z["Q"], z["K"], z["S"] * z["C"]
     if kernel == "conv2d_bwd_data":
         m = z["N"] * cdiv(z["H"], z["stride_h"]) * cdiv(z["W"], z["stride_w"])
         return m, z["C"], z["K"]
+    if kernel == "conv2d_bwd_data_smallc":
+        m = z["N"] * cdiv(z["H"], z["stride_h"]) * cdiv(z["W"], z["stride_w"])
+        return m, z["stride_h"] * z["stride_w"] * z["C"], z["K"]
     if kernel == "conv2d_bwd_weight":
         return z["K"], z["C"], z["N"] * z["P"] * z["Q"]
     if kernel == "conv2d_bwd_weight_smallc":
@@ -466,11 +492,15 @@ def fits_int32(sizes: Mapping[str, int]) -> bool:
 
 
 def kernel_for(direction: str, sizes: Mapping[str, int]) -> str:
-    """The main kernel of a direction for a problem (forward: small C takes its own)."""
+    """The main kernel of a direction for a problem: few input channels (C < 16) take their
+    own in forward and backward weights, and in backward data with a stride (dilation 1)."""
     if direction == "F":
         return "conv2d_fwd_smallc" if sizes["C"] < 16 else "conv2d_fwd"
     if direction == "W":
         return "conv2d_bwd_weight_smallc" if sizes["C"] < 16 else "conv2d_bwd_weight"
+    if direction == "B" and sizes["C"] < 16 and sizes["stride_h"] * sizes["stride_w"] > 1 \
+            and sizes["dil_h"] == sizes["dil_w"] == 1:
+        return "conv2d_bwd_data_smallc"
     return {"B": "conv2d_bwd_data"}[direction]
 
 
@@ -534,6 +564,12 @@ def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
         else:
             sig[name] = {"ptr": f"*{elem}", "ptr_fp32": "*fp32", "i32": "i32"}[kind]
     return sig, constexprs
+
+
+def align16_variants(kernel: str) -> tuple[bool, ...]:
+    """The align16 settings a kernel's objects are built with: both, or only the generic one
+    for a few-channel kernel (its problems never meet the assumption)."""
+    return (False,) if KERNELS[kernel].get("few_channels") else (True, False)
 
 
 def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:

@@ -542,7 +542,7 @@ class ConvTritonImplicitGemm(Solver):
                                                 if k <= most)
                                     if spec.is_legal(c, data_type, kind, kernel)]
                     for config in configs:
-                        for aligned in (True, False):
+                        for aligned in spec.align16_variants(kernel):
                             jobs.setdefault(self._job(kernel, data_type, config, cl, aligned,
                                                       target))
         return list(jobs)

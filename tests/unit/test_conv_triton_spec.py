@@ -124,6 +124,24 @@ def test_signature() -> None:
     assert "sxw" not in spec.align16_args("conv2d_fwd", False)
     assert spec.kernel_for("F", dict(SIZES, C=3)) == "conv2d_fwd_smallc"
     assert spec.kernel_for("F", SIZES) == "conv2d_fwd"
+    # Backward data: few channels with a stride take every phase at once; without a stride,
+    # or dilated, the per-phase kernel.
+    assert spec.kernel_for("B", dict(SIZES, C=3)) == "conv2d_bwd_data_smallc"
+    assert spec.kernel_for("B", SIZES) == "conv2d_bwd_data"
+    assert spec.kernel_for("B", dict(SIZES, C=3, stride_h=1, stride_w=1)) == "conv2d_bwd_data"
+    assert spec.kernel_for("B", dict(SIZES, C=3, dil_h=2)) == "conv2d_bwd_data"
+    assert spec.grid("conv2d_bwd_data_smallc", dict(SIZES, C=3),
+                     {"BLOCK_M": 128, "BLOCK_N": 16}) == (196, 1, 1)
+    assert spec.workspace_bytes("conv2d_bwd_data_smallc", dict(SIZES, C=3),
+                                {"SPLIT_K": 2}) == 0
+    # C < 16 never meets align16 (C is one of its arguments): no aligned object is built.
+    assert spec.align16_variants("conv2d_bwd_data_smallc") == (False,)
+    assert spec.align16_variants("conv2d_fwd") == (True, False)
+    assert not spec.meets_align16(spec.conv_args(dict(SIZES, C=3), {
+        "x": (3 * 56 * 56, 1, 3 * 56, 3), "w": (27, 1, 9, 3), "y": (128 * 784, 1, 128 * 28, 128)}),
+        True)
+    assert not spec.is_legal({**spec.default_config("conv2d_bwd_data_smallc", "FP16"),
+                              "SPLIT_K": 2}, "FP16", "sm90", "conv2d_bwd_data_smallc")
 
 
 def test_tuned_configurations_are_legal() -> None:
@@ -148,17 +166,24 @@ def test_tile_efficiency_is_the_real_share_of_the_launched_tiles() -> None:
     cfg = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
     assert spec.gemm_dims("conv2d_fwd", SIZES) == (25088, 128, 128)
     assert spec.tile_efficiency("conv2d_fwd", SIZES, cfg) == 1.0
-    # Few output channels fill a quarter of each 128-wide tile; 3 input channels spread over
-    # (r, s, c) = 27 fill 27 of a BLOCK_K of 32.
+    # Few output channels fill a quarter of each 128-wide tile; 3 input channels spread over a
+    # filter row's (s, c) = 9 fill 9 of a BLOCK_K of 32 (the first layer's 7 x 3: 21 of 32).
     small = {**SIZES, "K": 32, "C": 3}
     assert spec.tile_efficiency("conv2d_fwd", small, cfg) == pytest.approx(0.25 * 3 / 64)
     assert spec.tile_efficiency("conv2d_fwd_smallc", small,
-                                {**cfg, "BLOCK_K": 32}) == pytest.approx(0.25 * 27 / 32)
-    # Backward data tiles each stride phase: 32 * 28 * 28 rows for stride 2.
+                                {**cfg, "BLOCK_K": 32}) == pytest.approx(0.25 * 9 / 32)
+    first = {**small, "K": 64, "R": 7, "S": 7}
+    assert spec.tile_efficiency("conv2d_fwd_smallc", first, {**cfg, "BLOCK_N": 64,
+                                                             "BLOCK_K": 32}) == 21 / 32
+    # Backward data tiles each stride phase: 32 * 28 * 28 rows for stride 2; with few
+    # channels all four phases at once, (phase, channel) = 12 columns.
     assert spec.gemm_dims("conv2d_bwd_data", SIZES) == (25088, 128, 128)
+    assert spec.gemm_dims("conv2d_bwd_data_smallc", small) == (25088, 12, 32)
+    assert spec.tile_efficiency("conv2d_bwd_data_smallc", small,
+                                {**cfg, "BLOCK_N": 16, "BLOCK_K": 32}) == 12 / 16
     assert spec.gemm_dims("conv2d_bwd_weight", SIZES) == (128, 128, 25088)
     for kernel in ("conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weight",
-                   "conv2d_bwd_weight_smallc", "conv2d_fwd_smallc"):
+                   "conv2d_bwd_weight_smallc", "conv2d_fwd_smallc", "conv2d_bwd_data_smallc"):
         assert 0 < spec.tile_efficiency(kernel, small, cfg) <= 1
 
 
