@@ -232,6 +232,23 @@ def _first_taps(phase, pad, dil, stride, R):
 
 
 @triton.jit
+def _phase_tile(N, H, W, stride_h, stride_w, cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                GROUP_M: tl.constexpr):
+    """A backward-data program's tile over rows (n, i, j), i < cdiv(H, stride_h), j <
+    cdiv(W, stride_w), and `cols` columns: (M, row and column indices, n, i, j)."""
+    Hs = tl.cdiv(H, stride_h)
+    Ws = tl.cdiv(W, stride_w)
+    M = N * Hs * Ws
+    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(cols, BLOCK_N),
+                             GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    img = offs_m // (Hs * Ws)
+    hw = offs_m % (Hs * Ws)
+    return M, offs_m, offs_n, img, hw // Ws, hw % Ws
+
+
+@triton.jit
 def conv2d_bwd_data(
     x_ptr, w_ptr, y_ptr, ws_ptr,
     N, C, H, W, K, P, Q, R, S, G,
@@ -260,17 +277,9 @@ def conv2d_bwd_data(
         split = tl.program_id(2) // (stride_h * stride_w)
     ph = phase // stride_w
     pw = phase % stride_w
-    Hs = tl.cdiv(H, stride_h)
-    Ws = tl.cdiv(W, stride_w)
-    M = N * Hs * Ws
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(C, BLOCK_N), GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    M, offs_m, offs_n, img, hh, ww = _phase_tile(N, H, W, stride_h, stride_w, C, BLOCK_M,
+                                                 BLOCK_N, GROUP_M)
     offs_k = tl.arange(0, BLOCK_K)
-    img = offs_m // (Hs * Ws)
-    hw = offs_m % (Hs * Ws)
-    hh = hw // Ws
-    ww = hw % Ws
     ih = ph + hh * stride_h
     iw = pw + ww * stride_w
     m_ok = (offs_m < M) & (ih < H) & (iw < W)
@@ -343,18 +352,10 @@ def conv2d_bwd_data_smallc(
         swc = 1
         syk = 1
     g = tl.program_id(1)
-    Hs = tl.cdiv(H, stride_h)
-    Ws = tl.cdiv(W, stride_w)
-    M = N * Hs * Ws
     NC = stride_h * stride_w * C
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(NC, BLOCK_N), GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    M, offs_m, offs_n, img, ii, jj = _phase_tile(N, H, W, stride_h, stride_w, NC, BLOCK_M,
+                                                 BLOCK_N, GROUP_M)
     offs_k = tl.arange(0, BLOCK_K)
-    img = offs_m // (Hs * Ws)
-    hw = offs_m % (Hs * Ws)
-    ii = hw // Ws
-    jj = hw % Ws
     m_ok = offs_m < M
     n_ok = offs_n < NC
     c = offs_n % C
