@@ -67,14 +67,14 @@ _SMALLC = {"16": [(128, 64, 32, 4, 3), (256, 64, 32, 8, 3), (128, 64, 32, 4, 1)]
 _W16 = [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 64, 64, 4, 4),
         (64, 128, 64, 4, 4)]
 # Few input channels: backward data with a narrow N tile (every stride phase at once where
-# there is a stride), backward weights over (r, s, c).
+# there is a stride), backward weights over a filter row's (s, c).
 _B_SMALLC = {"16": [(128, 16, 64, 4, 3), (256, 16, 64, 8, 3), (256, 16, 32, 4, 4),
                     (128, 16, 32, 4, 3)],
              "TF32": [(128, 16, 32, 4, 1), (128, 16, 16, 4, 2), (128, 16, 32, 4, 3)],
              "FP32": [(128, 16, 32, 4, 1), (128, 16, 32, 4, 2), (64, 16, 32, 4, 2)]}
-_W_SMALLC = {"16": [(64, 64, 64, 4, 4), (64, 128, 64, 4, 3), (64, 32, 64, 4, 4)],
-             "TF32": [(64, 64, 32, 4, 4), (64, 128, 32, 4, 3)],
-             "FP32": [(64, 64, 32, 4, 2), (64, 32, 32, 4, 2)]}
+_W_SMALLC = {"16": [(64, 32, 64, 4, 4), (64, 32, 32, 4, 4), (64, 32, 128, 4, 3)],
+             "TF32": [(64, 32, 32, 4, 4), (64, 32, 32, 4, 1), (64, 32, 64, 4, 2)],
+             "FP32": [(64, 32, 32, 4, 1), (64, 32, 32, 4, 2)]}
 
 
 def arith(dtype: str) -> str:
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tuned", default="",
                     help="write the best configuration per case and layer (kernels/"
                          "conv_triton_tuned_sm90.json); into an existing file, this run's "
-                         "cases replace its own and the others stay")
+                         "layers replace their own and the others stay")
     args = ap.parse_args(argv)
     if args.from_json:
         result = json.loads(Path(args.from_json).read_text())
@@ -348,17 +348,32 @@ def tuned(result: dict, source: str) -> dict:
 
 
 def merge_tuned(old: dict, new: dict) -> dict:
-    """An existing tuned table with the cases of a new run replaced (a run of some types,
-    directions or layouts keeps the others' configurations and where they came from)."""
+    """An existing tuned table with a new run's measurements merged in per layer: a layer the
+    run measured takes its configuration, the others keep theirs; each case's usual winner is
+    worked out again over its merged layers, and `sources` lists every run a case's layers
+    come from."""
+    from collections import Counter
+
     if (old.get("device"), old.get("triton")) != (new["device"], new["triton"]):
         raise SystemExit(f"the tuned table was measured on {old.get('device')} with Triton "
                          f"{old.get('triton')}, this run on {new['device']} with Triton "
                          f"{new['triton']}: write a new table instead")
-    sources = old.get("sources") or {c: old.get("source") for c in old["configs"]}
-    return {"device": new["device"], "triton": new["triton"],
-            "sources": {**sources, **new["sources"]},
-            "configs": {**old["configs"], **new["configs"]},
-            "defaults": {**old["defaults"], **new["defaults"]}}
+    sources = {case: [v] if isinstance(v, str) else list(v) for case, v in (
+        old.get("sources") or {c: old.get("source") for c in old["configs"]}).items()}
+    configs = {case: dict(by_shape) for case, by_shape in old["configs"].items()}
+    defaults = dict(old["defaults"])
+    for case, by_shape in new["configs"].items():
+        merged = configs.setdefault(case, {})
+        merged.update(by_shape)
+        counts = Counter(json.dumps(c, sort_keys=True) for c in merged.values())
+        defaults[case] = json.loads(counts.most_common(1)[0][0])
+        names = sources.setdefault(case, [])
+        for name in ([new["sources"][case]] if isinstance(new["sources"][case], str)
+                     else new["sources"][case]):
+            if name not in names:
+                names.append(name)
+    return {"device": new["device"], "triton": new["triton"], "sources": sources,
+            "configs": configs, "defaults": defaults}
 
 
 def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> list[dict]:

@@ -8,10 +8,10 @@ Programs walk the output in groups of GROUP_M row tiles (L2 reuse). Backward dat
 stride phase at a time, so it never multiplies by the zeros that a strided forward leaves out;
 backward weights splits its long pixel reduction over SPLIT_K programs (forward and backward
 data may too, where few output tiles would leave the GPU idle); few input channels (the first
-layer, C=3) have kernels of their own in every direction: forward and backward weights over
-(s, c) or (r, s, c) flattened, backward data over all stride phases at once. `transpose_021`
-turns NCHW operands into NHWC ones and back, for the solvers that run NCHW problems on the NHWC
-kernels.
+layer, C=3) have kernels of their own in every direction: forward and backward weights one
+filter row at a time over (s, c) flattened, backward data over all stride phases at once.
+`transpose_021` turns NCHW operands into NHWC ones and back, for the solvers that run NCHW
+problems on the NHWC kernels.
 
 Importing this module needs Triton but no GPU. How to launch each kernel (arguments, grid,
 tunables, legal spaces per target, workspace and the assumptions a compiled object may carry)
@@ -496,29 +496,30 @@ def conv2d_bwd_weight_smallc(
     GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    """Backward weights for few input channels: the GEMM's N dimension is (r, s, c) flattened,
-    so one program covers several taps instead of padding C to BLOCK_N. Program axis 1 is the
-    group, axis 2 the split; partials go to ws as in conv2d_bwd_weight."""
+    """Backward weights for few input channels: one filter row r per program (axis 1 is
+    g*R + r) and the GEMM's N dimension (s, c) flattened, so a program covers a whole row of
+    taps (7 x 3 = 21 of 32 for the first layer) instead of padding C to BLOCK_N. The row's
+    vertical bound is one compare per pixel, the column offsets are worked out once. Axis 2 is
+    the split; partials go to ws as in conv2d_bwd_weight."""
     if CHANNELS_LAST:
         sxc = 1
         swc = 1
         syk = 1
-    g = tl.program_id(1)
+    gr = tl.program_id(1)
+    g = gr // R
+    r = gr - g * R
     split = tl.program_id(2)
-    RS = R * S
-    RSC = RS * C
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(RSC, BLOCK_N),
+    SC = S * C
+    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(SC, BLOCK_N),
                              GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     m_ok = offs_m < K
-    n_ok = cols < RSC
-    c = cols % C
-    rs = cols // C
-    r = rs // S
-    s = rs - r * S
-    x_col = (g * C + c) * sxc + r * dil_h * sxh + s * dil_w * sxw
+    n_ok = cols < SC
+    s = cols // C
+    c = cols - s * C
+    x_col = (g * C + c) * sxc + s * dil_w * sxw
     PQ = P * Q
     NPQ = N * PQ
     blocks = tl.cdiv(NPQ, BLOCK_K)
@@ -530,14 +531,14 @@ def conv2d_bwd_weight_smallc(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kb in range(kb0, kb1):
         j_ok = kb * BLOCK_K + offs_k < NPQ
-        ih0 = op * stride_h - pad_h
+        ih = op * stride_h - pad_h + r * dil_h
         iw0 = oq * stride_w - pad_w
-        ih = ih0[:, None] + (r * dil_h)[None, :]
         iw = iw0[:, None] + (s * dil_w)[None, :]
-        x_ok = (j_ok[:, None] & n_ok[None, :]) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        row_ok = j_ok & (ih >= 0) & (ih < H)
+        x_ok = (row_ok[:, None] & n_ok[None, :]) & (iw >= 0) & (iw < W)
         a = _load_tile(y_ptr, y_col, img * syn + op * syh + oq * syw, m_ok, j_ok,
                        not CHANNELS_LAST)
-        b = tl.load(x_ptr + (img * sxn + ih0 * sxh + iw0 * sxw)[:, None] + x_col[None, :],
+        b = tl.load(x_ptr + (img * sxn + ih * sxh + iw0 * sxw)[:, None] + x_col[None, :],
                     mask=x_ok, other=0.0)
         acc = _mma(a, b, acc, PRECISION)
         img, op, oq = _advance(img, op, oq, d_img, d_p, d_q, P, Q)
@@ -546,7 +547,9 @@ def conv2d_bwd_weight_smallc(
         w_off = ((g * K + offs_m) * swk)[:, None] + (c * swc + r * swr + s * sws)[None, :]
         tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
     else:
-        ws_off = (split * (G * K) + g * K + offs_m)[:, None] * RSC + (c * RS + rs)[None, :]
+        RS = R * S
+        ws_off = (split * (G * K) + g * K + offs_m)[:, None] * (C * RS) + (
+            c * RS + r * S + s)[None, :]
         tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 

@@ -176,14 +176,15 @@ KERNELS: dict[str, dict[str, Any]] = {
     "conv2d_bwd_weight_smallc": {
         "few_channels": True,
         "direction": "W", "reads": ("x", "y"), "writes": ("w", "ws"), "args": "CONV_ARGS",
-        "gemm": "M = K, N = R*S*C flattened (several taps per program), reduction = N*P*Q "
-                "pixels cut in SPLIT_K parts: for few input channels (the first layer)",
-        "grid": ("cdiv(K, BLOCK_M) * cdiv(R*S*C, BLOCK_N)", "G", "SPLIT_K"),
+        "gemm": "per filter row r: M = K, N = S*C flattened (a whole row of taps per "
+                "program), reduction = N*P*Q pixels cut in SPLIT_K parts: for few input "
+                "channels (the first layer: 21 of 32 columns)",
+        "grid": ("cdiv(K, BLOCK_M) * cdiv(S*C, BLOCK_N)", "G*R", "SPLIT_K"),
         "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
                      "num_stages"),
         "fixed": {},
         "workspace": "as conv2d_bwd_weight (same partial layout, same reduce kernel)",
-        "applies": "any problem; faster than conv2d_bwd_weight where C < 16",
+        "applies": "any problem with G*R <= 65535; faster than conv2d_bwd_weight where C < 16",
     },
     "conv2d_bwd_weight_reduce": {
         "direction": "W", "reads": ("ws",), "writes": ("w",), "args": "REDUCE_ARGS",
@@ -221,6 +222,11 @@ KERNELS: dict[str, dict[str, Any]] = {
 #: layers, the fastest mma.sync tile took a geomean 0.50x of the fastest wgmma one (one stage
 #: included) in TF32-W-NHWC and 0.66x in TF32-B-NHWC, and 1.11-1.47x in the other TF32 cases
 #: (bench/results/triton_kernels_tf32_mma_h100.json). Only FP32 (TF32) configurations offer it.
+#: Kinds whose FP32 problems also get the three-TF32-product solvers (PRECISION "tf32x3",
+#: FP32 accuracy on TF32 tensor cores): measured on the H100 alone
+#: (bench/results/triton_kernels_fp32x3_h100.json); Triton compiles it for every NVIDIA kind,
+#: and AMD's backend has no such precision.
+TF32X3_KINDS = ("sm90",)
 _SPLITS = (1, 2, 4, 8, 16, 32, 64)
 _N = (16, 32, 64, 128, 256)
 TARGET_KINDS: dict[str, dict[str, Any]] = {
@@ -340,13 +346,13 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
         return tiles, z["G"], 1
     if kernel == "conv2d_bwd_weight":
         return tiles, z["G"] * z["R"] * z["S"], split
-    return tiles, z["G"], split  # conv2d_bwd_weight_smallc (gemm_dims rejected the rest)
+    return tiles, z["G"] * z["R"], split  # conv2d_bwd_weight_smallc (gemm_dims rejected the rest)
 
 
 def gemm_dims(kernel: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     """(M, N, inner) of a kernel's implicit GEMM: the rows and columns its programs tile by
     BLOCK_M x BLOCK_N, and the length of the loop it steps by BLOCK_K (per filter tap; per
-    filter row over (s, c) in the few-channel forward, over (r, s, c) in backward weights);
+    filter row over (s, c) in the few-channel forward; backward weights' N per filter row too);
     backward data per stride phase, or all phases at once for few channels."""
     z = sizes
     if kernel == "conv2d_fwd":
@@ -362,7 +368,7 @@ def gemm_dims(kernel: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     if kernel == "conv2d_bwd_weight":
         return z["K"], z["C"], z["N"] * z["P"] * z["Q"]
     if kernel == "conv2d_bwd_weight_smallc":
-        return z["K"], z["R"] * z["S"] * z["C"], z["N"] * z["P"] * z["Q"]
+        return z["K"], z["S"] * z["C"], z["N"] * z["P"] * z["Q"]
     raise KeyError(kernel)
 
 
@@ -623,7 +629,8 @@ def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]
 
 #: Tile configurations measured fastest per ResNet-50 layer on a target kind (written by
 #: bench/triton_conv.py --tuned from its committed results): starting points and search space
-#: for tuning, keyed `<type>-<direction>-<layout>` (type FP16/BF16/FP32/TF32), then shape_key.
+#: for tuning, keyed `<type>-<direction>-<layout>` (type FP16/BF16/FP32/TF32, or FP32X3 for the
+#: three-TF32-product solvers), then shape_key.
 TUNED_FILES = {"sm90": "conv_triton_tuned_sm90.json"}
 
 

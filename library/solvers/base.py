@@ -200,7 +200,8 @@ class Solver:
     rank_first: bool = False
     kernel_file: str = ""
     language: str = "hip"  # 'hip' (portable C++) or 'triton'
-    math: str = "ieee"  # FP32 math: 'ieee', or 'tf32' (only under a TF32 math mode)
+    math: str = "ieee"  # FP32 math: 'ieee', 'tf32' (only under a TF32 math mode) or 'tf32x3'
+    # (three TF32 products: FP32 accuracy, either mode)
 
     # ------------------------------------------------------------------ identity
     @property

@@ -1,4 +1,4 @@
-"""ConvTritonImplicitGemm{Fwd,Bwd,Wrw} (+ Tf32): implicit GEMM on tensor cores, in Triton.
+"""ConvTritonImplicitGemm{Fwd,Bwd,Wrw} (+ Tf32, Tf32x3): implicit GEMM on tensor cores, in Triton.
 
 The kernels are `kernels/conv_triton.py`; how to launch them (argument list, grid, legal
 tunables per target, the align16 assumption) is plain data in `kernels/conv_triton_spec.py`,
@@ -25,6 +25,14 @@ aligned, see `unaligned_job`) runs a variant compiled without the assumption.
 FP32 is IEEE unless the Handle's math mode is TF32 (`Handle(math_mode="TF32")` or
 MIOPENKERNELS_FP32_MATH=TF32): then the `...Tf32...` solvers (FP32 only, targets whose matrix
 cores do TF32) apply too. Their own names keep their PerfDb records apart.
+
+The `...Tf32x3...` solvers take FP32 problems in either math mode on the kinds of the spec's
+TF32X3_KINDS: each product is three TF32 products (Triton's "tf32x3": the high and low TF32
+halves of both operands, the low-by-low term left out), FP32 accuracy on tensor cores. On the
+H100 over the 23 ResNet-50 layers their error against float64 was 1.3e-7 to 3.2e-7 (the IEEE
+kernels': 1.4e-7 to 1.4e-6, bench/results/triton_kernels_h100.json), in 0.35-0.80 of the time
+the IEEE kernels took in that run (geomean per direction and layout,
+bench/results/triton_kernels_fp32x3_h100.json).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view
 from .base import CompileJob, KernelArg, Launch, Params, Solver
 
 __all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "spec_module", "tf32_capable",
+           "tf32x3_capable",
            "PARAM_NAMES", "companion_jobs", "via_layout"]
 
 KERNEL_FILE = "conv_triton.py"
@@ -197,7 +206,7 @@ def _triton_job(kernel_file: str, math: str, kernel: str, data_type: str,
     candidate whether its object is at hand)."""
     config = dict(config_items)
     spec = spec_module()
-    precision = "tf32" if math == "tf32" else "ieee"
+    precision = _PRECISION.get(math, "ieee")
     sig, constexprs = spec.triton_signature(kernel, data_type, config, channels_last,
                                             precision)
     # The symbol is part of the kdb row's args: one row per (source, args) holds one kernel.
@@ -222,6 +231,18 @@ def _have_kernels() -> bool:
     except ImportError:
         return False
     return True
+
+
+def tf32x3_capable(target: Target) -> bool:
+    """Kinds whose TF32 tensor cores run the three-product FP32 solvers (spec TF32X3_KINDS)."""
+    kind = _target_kind(target.arch)
+    return kind is not None and kind in spec_module().TF32X3_KINDS
+
+
+#: The spec's name of a math mode's type in tuned cases and Via tables ("FP32" for IEEE).
+_MATH_TYPE = {"tf32": "TF32", "tf32x3": "FP32X3"}
+#: The dot's input precision of a math mode (`PRECISION`).
+_PRECISION = {"tf32": "tf32", "tf32x3": "tf32x3"}
 
 
 def tf32_capable(target: Target) -> bool:
@@ -269,7 +290,7 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
     kind = _target_kind(target.arch)
     if kind is None:
         return None
-    type_name = "TF32" if math == "tf32" else problem.in_type
+    type_name = _MATH_TYPE.get(math, problem.in_type)
     case = f"{type_name}-{problem.key_direction}"
     if not spec_module().via_other_layout(kind, p.in_layout, case,
                                           _sizes(_problem_view(problem)[0])):
@@ -278,7 +299,8 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
 
 
 class ConvTritonImplicitGemm(Solver):
-    """One direction of the Triton implicit GEMM, in one math mode ('ieee' or 'tf32')."""
+    """One direction of the Triton implicit GEMM, in one math mode ('ieee', 'tf32' or
+    'tf32x3')."""
 
     tunable = True
     language = "triton"
@@ -290,8 +312,10 @@ class ConvTritonImplicitGemm(Solver):
         # Under the TF32 math mode its products run on tensor cores at 8x the IEEE kernels'
         # rate; the ranking's model, fitted on few TF32 timings, ranked IEEE and portable
         # kernels 2-30x slower ahead of it (bench/kernels.py on the H100, before this rule).
-        self.rank_first = math == "tf32"
-        infix = "Tf32" if math == "tf32" else ""
+        # TF32x3 likewise: at FP32 accuracy it took 0.35-0.80 of the IEEE kernels' time on the
+        # H100 (bench/results/triton_kernels_fp32x3_h100.json), and the model has no timings.
+        self.rank_first = math in ("tf32", "tf32x3")
+        infix = {"tf32": "Tf32", "tf32x3": "Tf32x3"}.get(math, "")
         self.name = f"ConvTritonImplicitGemm{infix}{DIRECTION_SUFFIX[direction]}"
         self.directions = frozenset({direction})
         self.algorithm_names = {
@@ -326,6 +350,8 @@ class ConvTritonImplicitGemm(Solver):
             return False
         if self.math == "tf32" and (p.in_type != "FP32" or not tf32_capable(target)):
             return False
+        if self.math == "tf32x3" and (p.in_type != "FP32" or not tf32x3_capable(target)):
+            return False
         if p.in_type == "FP32" and matrix == "wmma":
             return False  # RDNA's wmma takes no FP32: no tensor-core gain over the portable
         if self.direction == "B" and p.groups > 1:
@@ -359,7 +385,7 @@ class ConvTritonImplicitGemm(Solver):
         split_ok = _splits(kernel) and spec.split_applies(kernel, _sizes(view))
         return [self._params(c) for c in space
                 if (int(c.get("SPLIT_K", 1)) == 1 or split_ok)
-                and (self.math == "tf32" or not c.get(MMA_PARAM))]
+                and (self.math != "ieee" or not c.get(MMA_PARAM))]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         # The target's kind alone (not MIOPENKERNELS_TRITON): whether the solvers are on is
@@ -374,15 +400,15 @@ class ConvTritonImplicitGemm(Solver):
                 return False
         except (TypeError, ValueError):
             return False
-        if self.math != "tf32" and dict(_config_items(values)).get(MMA_PARAM):
+        if self.math == "ieee" and dict(_config_items(values)).get(MMA_PARAM):
             return False  # the IEEE kernels use no matrix instruction to choose
         # A split where some stride phase has no tap is not one this kernel computes right.
         return values[PARAM_NAMES.index("SPLIT_K")] == 1 or bool(
             spec_module().split_applies(kernel, _sizes(view)))
 
     def _case(self, data_type: str, direction: str, channels_last: bool) -> str:
-        """The spec's name of a tuned case: `FP16-F-NHWC`, `TF32-W-NCHW`."""
-        type_name = "TF32" if self.math == "tf32" else data_type
+        """The spec's name of a tuned case: `FP16-F-NHWC`, `TF32-W-NCHW`, `FP32X3-B-NHWC`."""
+        type_name = _MATH_TYPE.get(self.math, data_type)
         return f"{type_name}-{direction}-{'NHWC' if channels_last else 'NCHW'}"
 
     def _tuned(self, kind: str, case: str, sizes: dict[str, int], kernel: str,
@@ -550,6 +576,8 @@ class ConvTritonImplicitGemm(Solver):
     def _type_applicable(self, data_type: str, target: Target) -> bool:
         if self.math == "tf32" and (data_type != "FP32" or not tf32_capable(target)):
             return False
+        if self.math == "tf32x3" and (data_type != "FP32" or not tf32x3_capable(target)):
+            return False
         return not (data_type == "FP32" and spec_for(target.arch).matrix == "wmma")
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
@@ -629,8 +657,10 @@ class ConvTritonImplicitGemm(Solver):
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         from ._conv import macs
 
-        # Tensor cores: nominally ~20x the portable kernels' MAC rate (FP32 IEEE ~4x).
-        speed = 4.0 if problem.in_type == "FP32" and self.math == "ieee" else 20.0
+        # Tensor cores: nominally ~20x the portable kernels' MAC rate (FP32 IEEE ~4x, three
+        # TF32 products ~7x).
+        speed = 4.0 if problem.in_type == "FP32" and self.math == "ieee" else \
+            7.0 if self.math == "tf32x3" else 20.0
         return 5.0 + macs(problem) / (1e6 * speed)
 
 
@@ -639,12 +669,13 @@ def _solvers() -> list[Solver]:
     kind's VIA_NHWC or VIA_NCHW lists (none without the kernels)."""
     from .triton_conv_relayout import ConvTritonImplicitGemmRelayout
 
-    direct: list[Solver] = [ConvTritonImplicitGemm(d, m) for m in ("ieee", "tf32")
+    direct: list[Solver] = [ConvTritonImplicitGemm(d, m) for m in ("ieee", "tf32", "tf32x3")
                             for d in ("F", "B", "W")]
     if not _have_kernels():
         return direct
     spec = spec_module()
-    listed = {("tf32" if c.startswith("TF32") else "ieee", c[-1], layout)
+    maths = {t: m for m, t in _MATH_TYPE.items()}
+    listed = {(maths.get(c.split("-")[0], "ieee"), c[-1], layout)
               for layout, table in (("NHWC", spec.VIA_NHWC), ("NCHW", spec.VIA_NCHW))
               for cases in table.values() for c in cases}
     return direct + [ConvTritonImplicitGemmRelayout(d, m, lay) for lay in ("NHWC", "NCHW")

@@ -155,7 +155,7 @@ def test_tuned_configurations_are_legal() -> None:
 
     table = json.loads(Path(spec.__file__).with_name(spec.TUNED_FILES["sm90"]).read_text())
     for case, by_shape in table["configs"].items():
-        dtype = {"TF32": "FP32"}.get(case.split("-")[0], case.split("-")[0])
+        dtype = {"TF32": "FP32", "FP32X3": "FP32"}.get(case.split("-")[0], case.split("-")[0])
         for c in by_shape.values():
             kernel = "conv2d_bwd_weight" if "-W-" in case else "conv2d_fwd"
             assert spec.is_legal(c, dtype, "sm90", kernel), (case, c)
@@ -179,6 +179,10 @@ def test_tile_efficiency_is_the_real_share_of_the_launched_tiles() -> None:
     # channels all four phases at once, (phase, channel) = 12 columns.
     assert spec.gemm_dims("conv2d_bwd_data", SIZES) == (25088, 128, 128)
     assert spec.gemm_dims("conv2d_bwd_data_smallc", small) == (25088, 12, 32)
+    # Backward weights of few channels: a program per filter row, (s, c) = 21 of 32 columns.
+    assert spec.gemm_dims("conv2d_bwd_weight_smallc", first) == (64, 21, 32 * 28 * 28)
+    assert spec.grid("conv2d_bwd_weight_smallc", first,
+                     {"BLOCK_M": 64, "BLOCK_N": 32, "SPLIT_K": 8}) == (1, 7, 8)
     assert spec.tile_efficiency("conv2d_bwd_data_smallc", small,
                                 {**cfg, "BLOCK_N": 16, "BLOCK_K": 32}) == 12 / 16
     assert spec.gemm_dims("conv2d_bwd_weight", SIZES) == (128, 128, 25088)

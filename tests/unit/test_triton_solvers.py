@@ -126,6 +126,35 @@ def test_mma_sync_is_a_tf32_choice_on_sm90_alone() -> None:
     assert job.kdb_args != plain.kdb_args  # two kdb rows
 
 
+def test_three_tf32_products_are_an_fp32_choice_on_sm90_alone() -> None:
+    """ConvTritonImplicitGemmTf32x3*: FP32 problems in either math mode, on the spec's
+    TF32X3_KINDS only; PRECISION tf32x3 in the job, mma.sync among the tiles, the FP32X3
+    tuned cases for their defaults."""
+    fp32 = _p(in_type="FP32", wei_type="FP32", out_type="FP32")
+    x3 = get_solver("ConvTritonImplicitGemmTf32x3Fwd")
+    assert x3.math == "tf32x3" and x3.rank_first
+    assert x3.is_applicable(fp32, SM90)
+    assert not x3.is_applicable(_p(), SM90)  # FP16
+    for other in ("sm80-108", "sm100-148", "gfx942-304"):
+        assert not x3.is_applicable(fp32, Target.parse(other))
+    params = x3.default_params(fp32, SM90)
+    job = x3.compile_job(fp32, params, SM90)
+    assert "-DPRECISION=tf32x3" in job.options
+    ieee = get_solver("ConvTritonImplicitGemmFwd")
+    assert "-DPRECISION=ieee" in ieee.compile_job(fp32, params[:7], SM90).options
+    assert any(len(q) == 8 for q in x3.param_space(fp32, SM90))
+    sizes = {"N": 32, "C": 64, "H": 56, "W": 56, "K": 64, "P": 56, "Q": 56, "R": 3, "S": 3,
+             "G": 1, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1, "dil_h": 1,
+             "dil_w": 1}
+    assert spec.tuned_config("sm90", "FP32X3-F-NCHW", sizes) is not None
+    # Both math modes admit them (FP32 accuracy); TF32 solvers only the TF32 mode.
+    for mode, tf32 in (("IEEE", False), ("TF32", True)):
+        names = {s.name for s in Handle(target=SM90, backend=NullBackend(),
+                                        math_mode=mode)._solvers_for("F")}
+        assert "ConvTritonImplicitGemmTf32x3Fwd" in names
+        assert ("ConvTritonImplicitGemmTf32Fwd" in names) == tf32
+
+
 def test_jobs_name_their_kernel_and_assumptions() -> None:
     s = get_solver("ConvTritonImplicitGemmFwd")
     params = s.default_params(CONV, SM90)
