@@ -503,18 +503,33 @@ class ConvTritonImplicitGemm(Solver):
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         """The configurations measured fastest on any layer of the problem's case on the
-        target's kind (kernels/conv_triton_tuned_*.json), most frequent winner first."""
+        target's kind (kernels/conv_triton_tuned_*.json): the problem's own layer first, as
+        measured, then the others by how often they won. Backward weights, whose reduction is
+        every pixel, take each tile with the split that fills the target's CUs for this
+        problem (`spec.split_for`); the other directions unsplit."""
         kind = self._kind(target)
-        table = spec_module().tuned_table(kind) if kind is not None else None
-        if not table:
+        spec = spec_module()
+        table = spec.tuned_table(kind) if kind is not None else None
+        if not table or kind is None:
             return []
-        view, _, _, cl = self._view(problem)
+        view, _, kernel, cl = self._view(problem)
+        sizes = _sizes(view)
+        by_shape = table["configs"].get(self._case(problem.in_type, view.direction, cl), {})
+        split_w = _splits(kernel) and spec.OUTPUT_OF.get(kernel) == "w"
         counts: dict[Params, int] = {}
-        for config in table["configs"].get(self._case(problem.in_type, view.direction, cl),
-                                           {}).values():
-            params = self._params({**config, "SPLIT_K": 1})
+        for config in by_shape.values():
+            seed = {**config, "SPLIT_K": 1}
+            if split_w:
+                seed = self._split(kind, seed, sizes, kernel, problem.in_type, target.cu) or seed
+            params = self._params(seed)
             counts[params] = counts.get(params, 0) + 1
-        return sorted(counts, key=lambda p: (-counts[p], p))
+        out = sorted(counts, key=lambda p: (-counts[p], p))
+        own = by_shape.get(spec.shape_key(sizes))
+        if own is not None and spec.is_legal(own, problem.in_type, kind, kernel) and (
+                int(own.get("SPLIT_K", 1)) == 1 or spec.split_applies(kernel, sizes)):
+            first = self._params(dict(own))
+            out = [first] + [p for p in out if p != first]
+        return out
 
     # ------------------------------------------------------------------ kernels
     def _job(self, kernel: str, data_type: str, config: dict[str, int], channels_last: bool,

@@ -356,6 +356,26 @@ def test_search_tries_the_measured_winners_of_the_case_right_after_the_defaults(
     assert get_solver("ConvDirectFwd").seed_params(CONV, target) == []
 
 
+def test_backward_weights_seeds_split_to_fill_the_gpu_and_a_measured_layer_leads() -> None:
+    """Backward weights' seeds carry the split that fills the target's CUs for the problem
+    (unsplit, a first layer's pixel reduction runs on a handful of programs); the layer's own
+    measured configuration comes first."""
+    target = Target.parse("sm90-132")
+    first = _p(direction="W", n=32, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
+               stride=(2, 2), in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
+    solver = get_solver("ConvTritonImplicitGemmWrw")
+    seeds = solver.seed_params(first, target)
+    assert seeds and all(p[4] > 1 for p in seeds)
+    own = spec.tuned_config("sm90", "FP16-W-NHWC", spec_sizes(first))
+    assert seeds[0] == solver._params(own)
+
+
+def spec_sizes(problem: ConvProblem) -> dict[str, int]:
+    from miopenkernels.solvers.triton_conv import _problem_view, _sizes
+
+    return _sizes(_problem_view(problem)[0])
+
+
 # ------------------------------------------------------------------ split-K backward weights
 def _split_params(problem: ConvProblem, split: int) -> tuple[int, ...]:
     solver = get_solver("ConvTritonImplicitGemmWrw")
