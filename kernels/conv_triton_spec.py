@@ -611,33 +611,20 @@ VIA_NHWC_MIN_C = 16
 VIA_NCHW: dict[str, dict[str, int]] = {
     "sm90": {"TF32-W": 2},
 }
-#: NHWC problems with fewer than VIA_NHWC_MIN_C channels per group (the first layer) that run
-#: faster on the NCHW kernels, transposed. sm90: backward weights of the first layer, one filter
-#: row per program, took 0.60 (FP16), 0.59 (BF16) and 0.53 (TF32) of the NHWC kernel's time in
-#: NCHW (bench/results/triton_kernels_first_layer_w_h100.json); the transposes read and write
-#: dy and x, 61 MB each way in FP16. FP32 with three TF32 products (0.89) stays.
-VIA_NCHW_FEW_C: dict[str, dict[str, int]] = {
-    "sm90": {"FP16-W": 2, "BF16-W": 2, "TF32-W": 2},
-}
 
 
 def via_cases(kind: str, layout: str) -> dict[str, int]:
     """{case: fewest filter taps} of problems in `layout` that a target kind computes in the
-    other layout (VIA_NHWC for NCHW problems, VIA_NCHW and VIA_NCHW_FEW_C for NHWC ones)."""
-    if layout == "NCHW":
-        return VIA_NHWC.get(kind, {})
-    return {**VIA_NCHW_FEW_C.get(kind, {}), **VIA_NCHW.get(kind, {})}
+    other layout (VIA_NHWC for NCHW problems, VIA_NCHW for NHWC ones)."""
+    return (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {})
 
 
 def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]) -> bool:
     """Whether a problem in `layout` (NCHW or NHWC) of `case` (`FP16-B`, `TF32-W`...) with
-    `sizes` runs faster on the other layout's kernels, transposed, on a target kind: from
-    VIA_NHWC_MIN_C channels per group by VIA_NHWC / VIA_NCHW, below that by VIA_NCHW_FEW_C."""
-    if sizes["C"] >= VIA_NHWC_MIN_C:
-        taps = (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {}).get(case)
-    else:
-        taps = VIA_NCHW_FEW_C.get(kind, {}).get(case) if layout == "NHWC" else None
-    return taps is not None and sizes["R"] * sizes["S"] >= taps
+    `sizes` runs faster on the other layout's kernels, transposed, on a target kind."""
+    taps = via_cases(kind, layout).get(case)
+    return taps is not None and sizes["R"] * sizes["S"] >= taps and \
+        sizes["C"] >= VIA_NHWC_MIN_C
 
 
 #: Tile configurations measured fastest per ResNet-50 layer on a target kind (written by

@@ -681,7 +681,7 @@ class ConvTritonImplicitGemm(Solver):
 
 def _solvers() -> list[Solver]:
     """The direct solvers, then a Via solver for each (math, direction, layout) that some
-    kind's VIA_NHWC, VIA_NCHW or VIA_NCHW_FEW_C lists (none without the kernels)."""
+    kind's VIA_NHWC or VIA_NCHW lists (none without the kernels)."""
     from .triton_conv_relayout import ConvTritonImplicitGemmRelayout
 
     direct: list[Solver] = [ConvTritonImplicitGemm(d, m) for m in ("ieee", "tf32", "tf32x3")
@@ -691,8 +691,7 @@ def _solvers() -> list[Solver]:
     spec = spec_module()
     maths = {t: m for m, t in _MATH_TYPE.items()}
     listed = {(maths.get(c.split("-")[0], "ieee"), c[-1], layout)
-              for layout, table in (("NHWC", spec.VIA_NHWC), ("NCHW", spec.VIA_NCHW),
-                                    ("NCHW", spec.VIA_NCHW_FEW_C))
+              for layout, table in (("NHWC", spec.VIA_NHWC), ("NCHW", spec.VIA_NCHW))
               for cases in table.values() for c in cases}
     return direct + [ConvTritonImplicitGemmRelayout(d, m, lay) for lay in ("NHWC", "NCHW")
                      for m in ("ieee", "tf32") for d in ("F", "B", "W") if (m, d, lay) in listed]

@@ -113,28 +113,7 @@ def test_registered_where_the_table_lists_a_case() -> None:
     assert names == {"ConvTritonImplicitGemmViaNhwcFwd", "ConvTritonImplicitGemmViaNhwcBwd",
                      "ConvTritonImplicitGemmViaNhwcWrw", "ConvTritonImplicitGemmTf32ViaNhwcFwd",
                      "ConvTritonImplicitGemmTf32ViaNhwcBwd",
-                     "ConvTritonImplicitGemmTf32ViaNchwWrw", "ConvTritonImplicitGemmViaNchwWrw"}
-
-
-def test_few_channel_table_is_what_the_committed_run_measured() -> None:
-    """VIA_NCHW_FEW_C lists the first layer's backward-weights cases whose NCHW kernel took
-    under 0.7 of the NHWC kernel's time (FP32X3 and IEEE FP32 did not)."""
-    run = json.loads((Path(__file__).resolve().parents[2] / "bench" / "results"
-                      / "triton_kernels_first_layer_w_h100.json").read_text())
-    ms = {(r["type"], r["layout"]): r["ours_ms"] for r in run["rows"]}
-    share = {f"{t}-W": ms[(t, "NCHW")] / ms[(t, "NHWC")] for t, _ in ms}
-    assert {c for c, v in share.items() if v < 0.7} == set(spec.VIA_NCHW_FEW_C["sm90"])
-    first = replace(FIRST, direction="W", in_layout="NHWC", wei_layout="NHWC",
-                    out_layout="NHWC")
-    sizes = {"C": 3, "R": 7, "S": 7}
-    assert spec.via_other_layout("sm90", "NHWC", "FP16-W", sizes)
-    assert not spec.via_other_layout("sm90", "NHWC", "FP32-W", sizes)
-    assert not spec.via_other_layout("sm90", "NCHW", "FP16-W", sizes)
-    wrw = get_solver("ConvTritonImplicitGemmViaNchwWrw")
-    for t in ("FP16", "BF16"):
-        assert wrw.is_applicable(replace(first, in_type=t, wei_type=t, out_type=t), SM90)
-    assert not wrw.is_applicable(replace(first, in_type="FP32", wei_type="FP32",
-                                         out_type="FP32"), SM90)
+                     "ConvTritonImplicitGemmTf32ViaNchwWrw"}
 
 
 def test_applies_to_listed_nchw_cases_on_listed_kinds_only() -> None:
