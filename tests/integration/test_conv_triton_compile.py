@@ -36,11 +36,11 @@ def _compile(kernel: str, dtype: str, target: GPUTarget, aligned: bool, channels
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
 @pytest.mark.parametrize("kernel", ["conv2d_fwd", "conv2d_fwd_smallc", "conv2d_bwd_data",
-                                    "conv2d_bwd_weight_smallc",
+                                    "conv2d_bwd_data_smallc", "conv2d_bwd_weight_smallc",
                                     "conv2d_bwd_weight"])
 def test_matrix_instructions(kernel: str, target: str) -> None:
     tgt, asm, instr = TARGETS[target]
-    aligned = kernel != "conv2d_fwd_smallc"
+    aligned = ct.align16_variants(kernel)[0]  # few-channel kernels: the generic object only
     k = _compile(kernel, "FP16", tgt, aligned=aligned, channels_last=aligned)
     assert instr in k.asm[asm]
     assert k.metadata.name == kernel
@@ -54,6 +54,19 @@ def test_fp32_is_ieee_unless_tf32_is_asked_for() -> None:
                     precision="tf32")
     assert "wgmma" not in ieee.asm["ptx"] and "fma.rn.f32" in ieee.asm["ptx"]
     assert "wgmma.mma_async" in tf32.asm["ptx"] and ".tf32" in tf32.asm["ptx"]
+
+
+def test_tf32x3_is_three_tf32_products_per_product() -> None:
+    """PRECISION tf32x3 (the three-product FP32 solvers) runs TF32 wgmma, three times as many
+    as TF32 alone in the same loop."""
+    tgt = TARGETS["sm90"][0]
+    tf32 = _compile("conv2d_fwd", "FP32", tgt, aligned=True, channels_last=True,
+                    precision="tf32")
+    x3 = _compile("conv2d_fwd", "FP32", tgt, aligned=True, channels_last=True,
+                  precision="tf32x3")
+    once = tf32.asm["ptx"].count("wgmma.mma_async")
+    assert once > 0 and ".tf32" in x3.asm["ptx"]
+    assert x3.asm["ptx"].count("wgmma.mma_async") == 3 * once
 
 
 def test_reduce_and_generic_variant() -> None:
