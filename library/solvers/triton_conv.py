@@ -206,7 +206,7 @@ def _triton_job(kernel_file: str, math: str, kernel: str, data_type: str,
     candidate whether its object is at hand)."""
     config = dict(config_items)
     spec = spec_module()
-    precision = _PRECISION.get(math, "ieee")
+    precision = math  # 'ieee', 'tf32' or 'tf32x3': the dot's input precision (`PRECISION`)
     sig, constexprs = spec.triton_signature(kernel, data_type, config, channels_last,
                                             precision)
     # The symbol is part of the kdb row's args: one row per (source, args) holds one kernel.
@@ -241,8 +241,6 @@ def tf32x3_capable(target: Target) -> bool:
 
 #: The spec's name of a math mode's type in tuned cases and Via tables ("FP32" for IEEE).
 _MATH_TYPE = {"tf32": "TF32", "tf32x3": "FP32X3"}
-#: The dot's input precision of a math mode (`PRECISION`).
-_PRECISION = {"tf32": "tf32", "tf32x3": "tf32x3"}
 
 
 def tf32_capable(target: Target) -> bool:
