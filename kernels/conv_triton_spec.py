@@ -76,12 +76,22 @@ REDUCE_WARPS = 4
 
 #: `transpose_021`: packed [B][R][S] -> [B][S][R] in the element type (NCHW <-> NHWC
 #: activations, KCRS <-> KRSC weights) for the solvers that compute an NCHW problem with the
-#: NHWC kernels (`VIA_NHWC`). Grid: `transpose_grid`.
+#: NHWC kernels (`VIA_NHWC`). Grid: `transpose_grid`; tile: `transpose_tile`, one object per
+#: tile of TRANSPOSE_TILES. A tensor whose R or S is 1 is its own transpose: nothing runs.
 TRANSPOSE_ARGS: tuple[tuple[str, str], ...] = (
     ("src_ptr", "ptr"), ("dst_ptr", "ptr"), ("B", "i32"), ("R", "i32"), ("S", "i32"),
     ("BLOCK_R", "constexpr"), ("BLOCK_S", "constexpr"),
 )
-TRANSPOSE_BLOCK = 64
+#: (BLOCK_R, BLOCK_S): square, tall (few pixels per row: a 3x3 filter's 9 taps per row of KCRS
+#: weights) and wide (few rows: 3 input channels). `transpose_tile` picks one by shape and
+#: element size, as measured on the H100 over the 36 tensors the Via solvers transpose on
+#: ResNet-50 at batch 32 (bench/transpose.py, bench/results/transpose_h100.json): the picked
+#: tile's time over the fastest tile's, geomean 1.011 in FP16 and 1.029 in FP32, where the
+#: square tile alone took 1.475 and 1.347 (up to 5.6x: on 3x3 weights and the first layer's
+#: 3x224x224 input).
+TRANSPOSE_TILES: tuple[tuple[int, int], ...] = ((64, 64), (128, 16), (16, 128))
+TRANSPOSE_THIN = 16  # R or S at most this: the tall or wide tile
+TRANSPOSE_NARROW = 64  # 16-bit: R at most this, and below S, takes the wide tile
 TRANSPOSE_WARPS = 4
 
 #: i32 arguments that an "align16" object assumes to be multiples of 16 (besides the pointers),
@@ -198,9 +208,9 @@ KERNELS: dict[str, dict[str, Any]] = {
     "transpose_021": {
         "direction": "", "reads": ("src",), "writes": ("dst",), "args": "TRANSPOSE_ARGS",
         "grid": ("cdiv(S, BLOCK_S)", "cdiv(R, BLOCK_R)", "B"),
-        "tunables": (), "fixed": {"BLOCK_R": TRANSPOSE_BLOCK, "BLOCK_S": TRANSPOSE_BLOCK,
-                                  "num_warps": TRANSPOSE_WARPS, "num_stages": 1},
-        "applies": "packed tensors, B and cdiv(R, BLOCK_R) at most 65535, B*R*S below 2**31",
+        "tunables": (), "fixed": {"num_warps": TRANSPOSE_WARPS, "num_stages": 1},
+        "applies": "packed tensors with R and S above 1, B and cdiv(R, BLOCK_R) at most "
+                   "65535, B*R*S below 2**31; BLOCK_R x BLOCK_S from transpose_tile",
     },
 }
 
@@ -332,7 +342,7 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
     if kernel == "conv2d_bwd_weight_reduce":
         return cdiv(z["G"] * z["K"] * z["C"] * z["R"] * z["S"], REDUCE_BLOCK), 1, 1
     if kernel == "transpose_021":
-        return transpose_grid(z["B"], z["R"], z["S"])
+        return cdiv(z["S"], config["BLOCK_S"]), cdiv(z["R"], config["BLOCK_R"]), z["B"]
     m, n, _ = gemm_dims(kernel, z)
     tiles = cdiv(m, config.get("BLOCK_M", 0)) * cdiv(n, config.get("BLOCK_N", 0))
     split = int(config.get("SPLIT_K", 1))
@@ -536,15 +546,36 @@ def arg_list(kernel: str) -> tuple[tuple[str, str], ...]:
         KERNELS[kernel]["args"], CONV_ARGS)
 
 
-def transpose_grid(b: int, r: int, s: int) -> tuple[int, int, int]:
+def transpose_tile(r: int, s: int, element_bytes: int) -> tuple[int, int]:
+    """(BLOCK_R, BLOCK_S) of `transpose_021` over a [b][r][s] tensor of elements of
+    `element_bytes` (TRANSPOSE_TILES): tall for few pixels, wide for few rows; otherwise
+    square in 32-bit types, and in 16-bit ones wide up to TRANSPOSE_NARROW rows, else tall."""
+    square, tall, wide = TRANSPOSE_TILES
+    if s <= TRANSPOSE_THIN and s <= r:
+        return tall
+    if r <= TRANSPOSE_THIN:
+        return wide
+    if element_bytes >= 4:
+        return square
+    return wide if r <= TRANSPOSE_NARROW and r < s else tall
+
+
+def transpose_is_identity(r: int, s: int) -> bool:
+    """Whether a packed [b][r][s] tensor and its [b][s][r] transpose are the same bytes."""
+    return r == 1 or s == 1
+
+
+def transpose_grid(b: int, r: int, s: int, element_bytes: int) -> tuple[int, int, int]:
     """Grid of `transpose_021` over a [b][r][s] tensor."""
-    return cdiv(s, TRANSPOSE_BLOCK), cdiv(r, TRANSPOSE_BLOCK), b
+    block_r, block_s = transpose_tile(r, s, element_bytes)
+    return cdiv(s, block_s), cdiv(r, block_r), b
 
 
 def transpose_fits(b: int, r: int, s: int) -> bool:
-    """Whether `transpose_021` takes a [b][r][s] tensor (grid limits, 32-bit offsets)."""
-    return 0 < b <= 65535 and 0 < cdiv(r, TRANSPOSE_BLOCK) <= 65535 and s > 0 and \
-        b * r * s < 2**31
+    """Whether `transpose_021` takes a [b][r][s] tensor (grid limits for every tile, 32-bit
+    offsets)."""
+    return 0 < b <= 65535 and 0 < cdiv(r, min(t[0] for t in TRANSPOSE_TILES)) <= 65535 and \
+        s > 0 and b * r * s < 2**31
 
 
 def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
@@ -559,7 +590,7 @@ def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
         "BLOCK_K": config.get("BLOCK_K"), "GROUP_M": config.get("GROUP_M", 8),
         "SPLIT_K": int(config.get("SPLIT_K", 1)), "CHANNELS_LAST": int(channels_last),
         "PRECISION": precision, "BLOCK": REDUCE_BLOCK,
-        "BLOCK_R": TRANSPOSE_BLOCK, "BLOCK_S": TRANSPOSE_BLOCK,
+        "BLOCK_R": config.get("BLOCK_R"), "BLOCK_S": config.get("BLOCK_S"),
     }
     sig: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
@@ -598,33 +629,65 @@ def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
 #: the ec37f22 run, batch 32) 0.38-0.59 on the 3x3 layers, 0.64-0.68 on the 1x1 layers in FP32
 #: but 1.05-1.18 in the others, 1.30 on the first layer (C=3); forward (kernels_h100-b1b1a34-*
 #: against kernels_h100-35f27da.json) on the 3x3 layers 0.64 in TF32 (batch 32), 0.71 in FP16
-#: and 0.70 in BF16 (batch 64), 0.98-1.07 on the 1x1 layers. tests/unit/test_triton_relayout.py
-#: checks the table against these files.
+#: and 0.70 in BF16 (batch 64). tests/unit/test_triton_relayout.py checks the table against
+#: these files. 1x1 filters: see VIA_NHWC_ONE_TAP.
 VIA_NHWC: dict[str, dict[str, int]] = {
     "sm90": {"FP16-F": 2, "FP16-B": 2, "FP16-W": 2, "BF16-F": 2, "BF16-B": 2, "BF16-W": 2,
              "FP32-B": 1, "FP32-W": 1, "TF32-F": 2, "TF32-B": 2},
 }
 VIA_NHWC_MIN_C = 16
+#: Per target kind, NCHW cases whose 1x1 layers (one filter tap) go through the NHWC kernels
+#: where the convolution's output (dy in backward) has at most this many pixels per image:
+#: there the weights need no transpose (KCRS is KRSC) and the activations are small beside
+#: them. sm90, on the H100: the Via solvers' times against the NCHW kernels' in dbs/sm9084's
+#: batch-32 records of the 15 ResNet-50 1x1 layers (run 18 in its PROVENANCE.md): backward data
+#: at 28x28 and below 0.33-1.05 in FP16 and BF16 (56x56: 1.04-1.60), in TF32 at 14x14 and below
+#: 0.63-0.82; backward weights at 14x14 and below 0.42-1.05 (28x28: 0.78-1.11); forward at 7x7
+#: 0.73-1.00 (14x14: 0.94-1.24), TF32 forward 0.94-1.08 there: not listed.
+VIA_NHWC_ONE_TAP: dict[str, dict[str, int]] = {
+    "sm90": {"FP16-F": 49, "BF16-F": 49, "FP16-B": 784, "BF16-B": 784, "TF32-B": 196,
+             "FP16-W": 196, "BF16-W": 196},
+}
 #: The same for NHWC problems that run faster on the NCHW kernels, transposed. sm90: TF32
 #: backward weights, whose NCHW kernel took 0.37 of the NHWC kernel's time on the 3x3 layers
 #: and 0.65 on the 1x1 layers (bench/results/kernels_h100-ec37f22.json, batch 32).
 VIA_NCHW: dict[str, dict[str, int]] = {
     "sm90": {"TF32-W": 2},
 }
+#: NHWC problems with fewer than VIA_NHWC_MIN_C channels per group (the first layer) that run
+#: faster on the NCHW kernels, transposed. sm90: backward weights of the first layer, one filter
+#: row per program, took 0.60 (FP16), 0.59 (BF16) and 0.53 (TF32) of the NHWC kernel's time in
+#: NCHW (bench/results/triton_kernels_first_layer_w_h100.json); the transposes read and write
+#: dy and x, 61 MB each way in FP16. With them, against the NHWC kernel (dbs/sm9084's batch-32
+#: records, run 18): 0.77 in FP16 and BF16, 0.97 in TF32 (not listed). FP32 with three TF32
+#: products (0.89 before the transposes) stays.
+VIA_NCHW_FEW_C: dict[str, dict[str, int]] = {
+    "sm90": {"FP16-W": 2, "BF16-W": 2},
+}
 
 
 def via_cases(kind: str, layout: str) -> dict[str, int]:
     """{case: fewest filter taps} of problems in `layout` that a target kind computes in the
-    other layout (VIA_NHWC for NCHW problems, VIA_NCHW for NHWC ones)."""
-    return (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {})
+    other layout (VIA_NHWC and VIA_NHWC_ONE_TAP for NCHW problems, VIA_NCHW and VIA_NCHW_FEW_C
+    for NHWC ones)."""
+    if layout == "NCHW":
+        return {**dict.fromkeys(VIA_NHWC_ONE_TAP.get(kind, {}), 1), **VIA_NHWC.get(kind, {})}
+    return {**VIA_NCHW_FEW_C.get(kind, {}), **VIA_NCHW.get(kind, {})}
 
 
 def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]) -> bool:
     """Whether a problem in `layout` (NCHW or NHWC) of `case` (`FP16-B`, `TF32-W`...) with
-    `sizes` runs faster on the other layout's kernels, transposed, on a target kind."""
-    taps = via_cases(kind, layout).get(case)
-    return taps is not None and sizes["R"] * sizes["S"] >= taps and \
-        sizes["C"] >= VIA_NHWC_MIN_C
+    `sizes` runs faster on the other layout's kernels, transposed, on a target kind: from
+    VIA_NHWC_MIN_C channels per group by VIA_NHWC / VIA_NCHW, below that by VIA_NCHW_FEW_C."""
+    if sizes["C"] >= VIA_NHWC_MIN_C:
+        taps = (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {}).get(case)
+    else:
+        taps = VIA_NCHW_FEW_C.get(kind, {}).get(case) if layout == "NHWC" else None
+    if taps is not None and sizes["R"] * sizes["S"] >= taps:
+        return True
+    pixels = VIA_NHWC_ONE_TAP.get(kind, {}).get(case) if layout == "NCHW" else None
+    return pixels is not None and sizes["R"] * sizes["S"] == 1 and \
+        sizes["C"] >= VIA_NHWC_MIN_C and sizes["P"] * sizes["Q"] <= pixels
 
 
 #: Tile configurations measured fastest per ResNet-50 layer on a target kind (written by

@@ -279,7 +279,7 @@ def _shape_fits(view: ConvView) -> bool:
 
 def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
     """The layout ("NHWC" or "NCHW") whose kernels, with transposes, compute the problem
-    faster than its own layout's on the target's kind (the spec's VIA_NHWC / VIA_NCHW), or
+    faster than its own layout's on the target's kind (the spec's `via_other_layout`), or
     None where its own are the ones to use."""
     p = problem
     if p.mode != "conv" or len(p.in_spatial) != 2 or p.in_layout not in ("NCHW", "NHWC") or \
@@ -679,7 +679,8 @@ class ConvTritonImplicitGemm(Solver):
 
 def _solvers() -> list[Solver]:
     """The direct solvers, then a Via solver for each (math, direction, layout) that some
-    kind's VIA_NHWC or VIA_NCHW lists (none without the kernels)."""
+    kind's VIA_NHWC, VIA_NHWC_ONE_TAP, VIA_NCHW or VIA_NCHW_FEW_C lists (none without the
+    kernels)."""
     from .triton_conv_relayout import ConvTritonImplicitGemmRelayout
 
     direct: list[Solver] = [ConvTritonImplicitGemm(d, m) for m in ("ieee", "tf32", "tf32x3")
@@ -689,7 +690,8 @@ def _solvers() -> list[Solver]:
     spec = spec_module()
     maths = {t: m for m, t in _MATH_TYPE.items()}
     listed = {(maths.get(c.split("-")[0], "ieee"), c[-1], layout)
-              for layout, table in (("NHWC", spec.VIA_NHWC), ("NCHW", spec.VIA_NCHW))
+              for layout, table in (("NHWC", spec.VIA_NHWC), ("NHWC", spec.VIA_NHWC_ONE_TAP),
+                                    ("NCHW", spec.VIA_NCHW), ("NCHW", spec.VIA_NCHW_FEW_C))
               for cases in table.values() for c in cases}
     return direct + [ConvTritonImplicitGemmRelayout(d, m, lay) for lay in ("NHWC", "NCHW")
                      for m in ("ieee", "tf32") for d in ("F", "B", "W") if (m, d, lay) in listed]

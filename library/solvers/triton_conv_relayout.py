@@ -4,16 +4,18 @@ The Triton implicit GEMM reads NHWC operands along channels, the reduction's inn
 which is what the tensor cores want for 16-bit types; in NCHW the same loads run along pixels,
 and on the H100 several cases measure 1.7-2.5x slower than the same layer in NHWC. TF32 is the
 other way round in backward weights: its tensor cores read 32-bit operands K-major, which is
-how the NCHW kernel has them there (pixels are its reduction). The spec's `VIA_NHWC` and
-`VIA_NCHW` list those cases per target kind, with the measurements behind them. For them these
-solvers transpose the operands into the workspace (`transpose_021`), run the other layout's
-kernel of `ConvTritonImplicitGemm` on them with the same parameters, and transpose the result
-back; where that kernel splits its reduction, the reduce launch writes the output in the
-caller's layout directly (it takes any strides), so the output needs no transpose. MIOpen's
-NHWC implicit-GEMM solvers serve NCHW problems the same way.
+how the NCHW kernel has them there (pixels are its reduction). The spec's `via_other_layout`
+(its VIA_* tables) lists those cases per target kind, with the measurements behind them. For
+them these solvers transpose the operands into the workspace (`transpose_021`), run the other
+layout's kernel of `ConvTritonImplicitGemm` on them with the same parameters, and transpose the
+result back; where that kernel splits its reduction, the reduce launch writes the output in
+the caller's layout directly (it takes any strides), so the output needs no transpose.
+MIOpen's NHWC implicit-GEMM solvers serve NCHW problems the same way.
 
 Every conv object is the other layout's solver's own (`compile_job` is its job on the relaid
-problem); only the transpose kernel (one object per element type) is added to a package.
+problem); only the transpose kernel (one object per element type and tile) is added to a
+package. A tensor that is the same bytes in both layouts (1x1 weights) is not copied: the kernel
+takes the caller's.
 Parameters, defaults and the ranking's model are those of that solver (`ranking_name`); the
 miss ranking puts these solvers first in the cases the tables list (`ranks_first`), and the
 direct solver of the same math then no longer ranks first.
@@ -71,6 +73,14 @@ def _shapes(view: ConvView) -> dict[str, tuple[int, int, int]]:
             "y": (z["N"], g * z["K"], z["P"] * z["Q"])}
 
 
+@lru_cache(maxsize=4096)
+def _copied(view: ConvView) -> dict[str, tuple[int, int, int]]:
+    """`_shapes` of the tensors whose two layouts differ. One with a single channel or pixel
+    (1x1 weights: KCRS and KRSC are the same bytes) is no copy: the kernel takes the caller's."""
+    identity = spec_module().transpose_is_identity
+    return {t: shape for t, shape in _shapes(view).items() if not identity(*shape[1:])}
+
+
 class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
     """One direction of the Triton implicit GEMM for problems of one layout, through the
     kernels of the other (`layout`: the one its kernels run in, NHWC or NCHW)."""
@@ -104,7 +114,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         if not self.inner.is_applicable(self._relaid(p), target):
             return False
         fits = spec_module().transpose_fits
-        return all(fits(*shape) for shape in _shapes(conv_view(p)).values())
+        return all(fits(*shape) for shape in _copied(conv_view(p)).values())
 
     # ------------------------------------------------------------------ parameters (inner's)
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
@@ -135,34 +145,37 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
                       ) -> CompileJob:
         return self.inner.unaligned_job(self._relaid(problem), params, target)
 
-    def _transpose_job(self, data_type: str, target: Target) -> CompileJob:
+    def _transpose_job(self, data_type: str, target: Target, tile: tuple[int, int]
+                       ) -> CompileJob:
         spec = spec_module()
-        config = (("num_stages", 1), ("num_warps", int(spec.TRANSPOSE_WARPS)))
+        config = (("BLOCK_R", tile[0]), ("BLOCK_S", tile[1]), ("num_stages", 1),
+                  ("num_warps", int(spec.TRANSPOSE_WARPS)))
         return _triton_job(KERNEL_FILE, "ieee", TRANSPOSE_KERNEL, data_type, config, False,
                            False, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """The transpose kernel for each element type the solver takes on `target`, on the
-        kinds where it applies (the conv objects are the inner solver's)."""
+        """The transpose kernel for each element type the solver takes on `target` and each
+        tile, on the kinds where it applies (the conv objects are the inner solver's)."""
         kind = _target_kind(target.arch)
-        if kind is None or not spec_module().via_cases(kind, self.layout) or \
+        problems = "NCHW" if self.layout == "NHWC" else "NHWC"  # the layout it serves
+        if kind is None or not spec_module().via_cases(kind, problems) or \
                 self._kind(target) is None:
             return []
-        return [self._transpose_job(t, target) for t in ("FP16", "BF16", "FP32")
-                if self._type_applicable(t, target)]
+        return [self._transpose_job(t, target, tile) for t in ("FP16", "BF16", "FP32")
+                if self._type_applicable(t, target) for tile in spec_module().TRANSPOSE_TILES]
 
     # ------------------------------------------------------------------ workspace
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
-        """({slot: byte offset}, total bytes) of the workspace: the relaid copies of the three
-        tensors (the output's only where no reduce launch writes it), then the inner kernel's
-        own partial sums."""
+        """({slot: byte offset}, total bytes) of the workspace: the relaid copies of the
+        tensors whose layouts differ (`_copied`; the output's only where no reduce launch
+        writes it), then the inner kernel's own partial sums."""
         view = conv_view(problem)
         elem = int(spec_module().ELEMENT_BYTES[problem.in_type])
         out = spec_module().OUTPUT_OF.get(self._kernel(problem), "")
         split = int(self._config(params)["SPLIT_K"]) > 1
         offsets: dict[str, int] = {}
         at = 0
-        for tensor, (b, r, s) in _shapes(view).items():
+        for tensor, (b, r, s) in _copied(view).items():
             if tensor == out and split:
                 continue
             offsets[_SLOTS[tensor]] = at
@@ -193,19 +206,23 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         args = (_arg("src_ptr", "ptr:" + src, None), _arg("dst_ptr", "ptr:" + dst, None),
                 _arg("B", "i32", b), _arg("R", "i32", r), _arg("S", "i32", s),
                 *_scratch_args())
-        launch = Launch(TRANSPOSE_KERNEL, spec.transpose_grid(b, r, s),
+        launch = Launch(TRANSPOSE_KERNEL,
+                        spec.transpose_grid(b, r, s, int(spec.ELEMENT_BYTES[problem.in_type])),
                         (int(spec.TRANSPOSE_WARPS) * 32, 1, 1), args, needs_meta=True)
-        return self._transpose_job(problem.in_type, target), launch
+        elem = int(spec.ELEMENT_BYTES[problem.in_type])
+        return self._transpose_job(problem.in_type, target,
+                                   spec.transpose_tile(r, s, elem)), launch
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """Each tensor the kernel reads, into the kernel's layout in its workspace part."""
-        shapes = _shapes(conv_view(problem))
+        """Each tensor the kernel reads, into the kernel's layout in its workspace part (none
+        for a tensor that is the same bytes in both, `_copied`)."""
+        shapes = _copied(conv_view(problem))
         names = self._names(problem)
         reads = spec_module().KERNELS[self._kernel(problem)]["reads"]
         return tuple(self._transpose(problem, target, names[t], _SLOTS[t],
                                      self._into(shapes[t])) for t in ("x", "w", "y")
-                     if t in reads)
+                     if t in reads and t in shapes)
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
@@ -243,7 +260,10 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
                          if a.kind == "ptr:workspace" and a.name == "ws_ptr" else a
                          for a in launch.args)
             return ((job, replace(launch, args=args)),)
-        b, r, s = self._into(_shapes(conv_view(problem))[out])
+        shapes = _copied(conv_view(problem))
+        if out not in shapes:  # the same bytes in both layouts: the kernel wrote the caller's
+            return ()
+        b, r, s = self._into(shapes[out])
         return (self._transpose(problem, target, _SLOTS[out], names[out], (b, s, r)),)
 
     def _into(self, shape: tuple[int, int, int]) -> tuple[int, int, int]:

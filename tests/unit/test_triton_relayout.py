@@ -113,7 +113,93 @@ def test_registered_where_the_table_lists_a_case() -> None:
     assert names == {"ConvTritonImplicitGemmViaNhwcFwd", "ConvTritonImplicitGemmViaNhwcBwd",
                      "ConvTritonImplicitGemmViaNhwcWrw", "ConvTritonImplicitGemmTf32ViaNhwcFwd",
                      "ConvTritonImplicitGemmTf32ViaNhwcBwd",
-                     "ConvTritonImplicitGemmTf32ViaNchwWrw"}
+                     "ConvTritonImplicitGemmTf32ViaNchwWrw", "ConvTritonImplicitGemmViaNchwWrw"}
+
+
+def _records(path: Path) -> dict[str, dict[str, float]]:
+    """{key: {solver: ms}} of a text FindDb."""
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, rest = line.partition("=")
+        out[key] = {e.split(":")[0]: float(e.split(":")[1].split(",")[0])
+                    for e in rest.split(";") if ":" in e}
+    return out
+
+
+FINDDB = Path(__file__).resolve().parents[2] / "dbs" / "sm9084" / "sm9084.HIP.fdb.txt"
+
+
+def test_one_tap_table_is_what_the_databases_measured() -> None:
+    """VIA_NHWC_ONE_TAP: on ResNet-50's 1x1 layers at batch 32 (dbs/sm9084 holds both paths'
+    times), the layers it sends through the NHWC kernels got faster than on the NCHW kernels
+    (geomean) and the layers it keeps got slower through them; TF32 forward, not listed, got
+    no faster where the others are listed (7x7)."""
+    records = _records(FINDDB)
+    ratios: dict[tuple[str, bool], list[float]] = {}
+    table = spec.VIA_NHWC_ONE_TAP["sm90"]
+    for key, times in records.items():
+        parts = key.split("-")
+        if parts[3] != "1x1" or parts[7] != "32" or "-NCHW-" not in key:
+            continue
+        t, d = parts[-2], parts[-1]
+        tf32 = d.endswith("_tf32")
+        case = f"{'TF32' if tf32 else t}-{d[0]}"
+        infix = "Tf32" if tf32 else ""
+        suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[d[0]]
+        via = times.get(f"ConvTritonImplicitGemm{infix}ViaNhwc{suffix}")
+        direct = times.get(f"ConvTritonImplicitGemm{infix}{suffix}")
+        if via is None or direct is None:
+            continue
+        # The output's pixels: forward keys end K-P-Q, backward ones start with dy's K-P-Q.
+        p, q = (int(v) for v in (parts[5:7] if d[0] == "F" else parts[1:3]))
+        limit = table.get(case, 49 if case == "TF32-F" else None)
+        if limit is not None:
+            ratios.setdefault((case, p * q <= limit), []).append(via / direct)
+    assert {c for c, _ in ratios} == {*table, "TF32-F"}
+    for (case, sent), values in ratios.items():
+        if case == "TF32-F":
+            assert not sent or _geomean(values) >= 0.95, values
+        else:
+            assert (_geomean(values) < 1.0) == sent, (case, sent, values)
+    one = ConvProblem(n=32, c=1024, k=256, in_spatial=(14, 14), filter=(1, 1))
+    bwd = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    assert bwd.is_applicable(_as(one, "B", "FP16"), SM90)
+    assert not bwd.is_applicable(_as(replace(one, in_spatial=(56, 56)), "B", "FP16"), SM90)
+    assert not bwd.is_applicable(_as(replace(one, c=8), "B", "FP16"), SM90)
+    fwd = get_solver("ConvTritonImplicitGemmViaNhwcFwd")
+    assert not fwd.is_applicable(_as(one, "F", "FP16"), SM90)  # 14x14: forward keeps NCHW
+    assert fwd.is_applicable(_as(replace(one, in_spatial=(7, 7)), "F", "FP16"), SM90)
+
+
+def test_few_channel_table_is_what_the_committed_runs_measured() -> None:
+    """VIA_NCHW_FEW_C lists the first layer's backward-weights cases whose NCHW kernel took
+    under 0.7 of the NHWC kernel's time (FP32X3 and IEEE FP32 did not), and that with the
+    transposes (dbs/sm9084's batch-32 records) took under 0.9 of it (TF32 did not)."""
+    run = json.loads((RESULTS / "triton_kernels_first_layer_w_h100.json").read_text())
+    ms = {(r["type"], r["layout"]): r["ours_ms"] for r in run["rows"]}
+    share = {f"{t}-W": ms[(t, "NCHW")] / ms[(t, "NHWC")] for t, _ in ms}
+    kernels = {c for c, v in share.items() if v < 0.7}
+    records = _records(FINDDB)
+    key = "64-112-112-7x7-3-224-224-32-3x3-2x2-1x1-0-NHWC-NHWC-NHWC-{}-W{}"
+    names = {"FP16": ("FP16", "", ""), "BF16": ("BF16", "", ""), "TF32": ("FP32", "_tf32", "Tf32")}
+    with_transposes = set()
+    for t, (stored, suffix, infix) in names.items():
+        times = records[key.format(stored, suffix)]
+        if times[f"ConvTritonImplicitGemm{infix}ViaNchwWrw"] < \
+                0.9 * times[f"ConvTritonImplicitGemm{infix}Wrw"]:
+            with_transposes.add(f"{t}-W")
+    assert kernels & with_transposes == set(spec.VIA_NCHW_FEW_C["sm90"])
+    first = replace(FIRST, direction="W", in_layout="NHWC", wei_layout="NHWC",
+                    out_layout="NHWC")
+    sizes = {"C": 3, "R": 7, "S": 7, "P": 112, "Q": 112}
+    assert spec.via_other_layout("sm90", "NHWC", "FP16-W", sizes)
+    assert not spec.via_other_layout("sm90", "NHWC", "FP32-W", sizes)
+    assert not spec.via_other_layout("sm90", "NCHW", "FP16-W", sizes)
+    wrw = get_solver("ConvTritonImplicitGemmViaNchwWrw")
+    for t in ("FP16", "BF16"):
+        assert wrw.is_applicable(replace(first, in_type=t, wei_type=t, out_type=t), SM90)
+    assert not wrw.is_applicable(replace(first, in_type="FP32", wei_type="FP32",
+                                         out_type="FP32"), SM90)
 
 
 def test_applies_to_listed_nchw_cases_on_listed_kinds_only() -> None:
@@ -151,9 +237,11 @@ def test_the_nhwc_solvers_objects_and_parameters() -> None:
     assert via.compile_job(p, params, SM90) == nhwc.compile_job(q, params, SM90)
     assert via.param_space(p, SM90) == nhwc.param_space(q, SM90)
     assert via.ranking_name == nhwc.name
-    # The package adds one transpose object per element type, nothing else.
+    # The package adds one transpose object per element type and tile, nothing else.
     jobs = via.dynamic_jobs(SM90)
-    assert sorted(j.kernel_name for j in jobs) == ["transpose_021"] * 3
+    assert sorted(j.kernel_name for j in jobs) == ["transpose_021"] * 3 * len(
+        spec.TRANSPOSE_TILES)
+    assert len(set(jobs)) == len(jobs)
     assert via.dynamic_jobs(Target.parse("gfx942-304")) == []
 
 
@@ -179,6 +267,44 @@ def test_backward_data_transposes_in_and_out() -> None:
     (_, out), = via.follow_ups(p, params, SM90)
     assert out.kernel_name == "transpose_021" and out.pointer_args()[:2] == ["ws_x", "dx"]
     assert out.scalars() == {"B": 32, "R": 784, "S": 128}  # [n][pixels][c] -> [n][c][pixels]
+
+
+def test_each_transpose_takes_the_tile_of_its_shape() -> None:
+    via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    p = _as(LAYER, "B", "FP16")
+    params = (128, 64, 64, 8, 1, 4, 4)
+    (wjob, w), (yjob, y) = via.lead_ins(p, params, SM90)
+    # KCRS [128][128][9] -> KRSC: nine taps a row, the tall tile; so is dy [32][128][784] in
+    # a 16-bit type, and the square tile in FP32.
+    assert "-DBLOCK_R=128" in wjob.options and "-DBLOCK_S=16" in wjob.options
+    assert w.grid == (1, 1, 128)
+    assert yjob == wjob and y.grid == (49, 1, 32)
+    (_, _), (yjob32, y32) = via.lead_ins(_as(LAYER, "B", "FP32"), params, SM90)
+    assert "-DBLOCK_R=64" in yjob32.options and y32.grid == (13, 2, 32)
+    assert spec.transpose_tile(3, 224 * 224, 2) == (16, 128)  # the first layer's 3 channels
+    assert spec.transpose_tile(224 * 224, 3, 4) == (128, 16)
+    assert spec.transpose_tile(64, 3136, 2) == (16, 128)
+    jobs = via.dynamic_jobs(SM90)
+    assert wjob in jobs and yjob32 in jobs
+
+
+def test_one_by_one_weights_are_read_where_they_are() -> None:
+    """KCRS and KRSC are the same bytes for a 1x1 filter: no copy, no workspace for it."""
+    one = replace(LAYER, filter=(1, 1), pad=(0, 0))
+    p = _as(one, "B", "FP16")
+    params = (128, 64, 64, 8, 1, 4, 4)
+    via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    slots = via.workspace_slots(p, params)
+    assert "ws_w" not in slots and {"ws_x", "ws_y"} <= set(slots)
+    (_, only), = via.lead_ins(p, params, SM90)
+    assert only.pointer_args()[:2] == ["dy", "ws_y"]
+    assert via.launch(p, params).pointer_args()[:3] == ["ws_x", "w", "ws_y"]
+    # Backward weights of a 1x1 filter write the caller's dw: nothing follows the kernel.
+    wrw = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
+    q = _as(one, "W", "FP16")
+    assert wrw.follow_ups(q, params, SM90) == ()
+    assert wrw.launch(q, params).pointer_args()[:3] == ["ws_x", "dw", "ws_y"]
+    assert "ws_w" not in wrw.workspace_slots(q, params)
 
 
 def test_a_split_reduction_writes_the_nchw_output_itself() -> None:
