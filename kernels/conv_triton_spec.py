@@ -87,8 +87,8 @@ TRANSPOSE_ARGS: tuple[tuple[str, str], ...] = (
 #: element size, as measured on the H100 over the 36 tensors the Via solvers transpose on
 #: ResNet-50 at batch 32 (bench/transpose.py, bench/results/transpose_h100.json): the picked
 #: tile's time over the fastest tile's, geomean 1.011 in FP16 and 1.029 in FP32, where the
-#: square tile alone took 1.475 and 1.347 (up to 5.6x: on 3x3 weights and the first layer's
-#: 3x224x224 input).
+#: square tile alone took 1.475 and 1.349 (up to 5.4x and 5.6x: on 3x3 weights and the first
+#: layer's 3x224x224 input).
 TRANSPOSE_TILES: tuple[tuple[int, int], ...] = ((64, 64), (128, 16), (16, 128))
 TRANSPOSE_THIN = 16  # R or S at most this: the tall or wide tile
 TRANSPOSE_NARROW = 64  # 16-bit: R at most this, and below S, takes the wide tile
