@@ -30,3 +30,15 @@ def python_speed_ms(repeats: int = 5) -> float:
             total += i % 7
         best = min(best, time.perf_counter() - t0)
     return round(best * 1e3, 3)
+
+
+def nvidia_driver() -> str:
+    """The NVIDIA driver's version as nvidia-smi reports it, or '' where there is none."""
+    import subprocess
+
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                               "--format=csv,noheader"], capture_output=True, text=True,
+                              check=False).stdout.strip()
+    except OSError:
+        return ""

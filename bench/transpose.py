@@ -99,7 +99,6 @@ def run(args: argparse.Namespace) -> dict:
 
 def summarise(result: dict) -> dict:
     import platform
-    import subprocess
 
     import torch
     import triton
@@ -119,12 +118,9 @@ def summarise(result: dict) -> dict:
             "picked_total_ms": sum(r["picked_ms"] for r in rs),
             "square_total_ms": sum(r["square_over_best"] * r["best_ms"] for r in rs),
             "torch_total_ms": sum(r["torch_ms"] for r in rs)}
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
-                                 "--format=csv,noheader"], capture_output=True, text=True,
-                                check=False).stdout.strip()
-    except OSError:
-        driver = ""
+    from _machine import nvidia_driver
+
+    driver = nvidia_driver()
     return {"device": torch.cuda.get_device_name(0), "driver": driver,
             "cuda": torch.version.cuda, "torch": torch.__version__,
             "triton": triton.__version__, "python": platform.python_version(),

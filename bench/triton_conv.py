@@ -504,14 +504,9 @@ def summarise(rows: list[dict], props: Any, target: tuple) -> dict:
         s["layers"] = len(rs)
         s["geomean_ratio"] = math.exp(sum(map(math.log, rs)) / len(rs)) if rs else None
         s["max_ratio"] = max(rs) if rs else None
-    try:
-        import subprocess
+    from _machine import nvidia_driver
 
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
-                                 "--format=csv,noheader"], capture_output=True, text=True,
-                                check=False).stdout.strip()
-    except OSError:
-        driver = ""
+    driver = nvidia_driver()
     return {"device": props.name, "sms": props.multi_processor_count, "target": list(target),
             "driver": driver, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
             "torch": torch.__version__, "triton": triton.__version__,
