@@ -718,13 +718,55 @@ def tuned_table(kind: str) -> dict[str, Any] | None:
     return table
 
 
-def tuned_config(kind: str, case: str, sizes: Mapping[str, int]) -> dict[str, int] | None:
+def tuned_config(kind: str, case: str, sizes: Mapping[str, int], kernel: str = ""
+                 ) -> dict[str, int] | None:
     """The measured best configuration of `case` (e.g. "FP16-F-NHWC") for a problem on a
-    target kind: the layer's own where it was measured, else the case's most frequent winner;
-    None where nothing was measured for the kind or case."""
+    target kind: the layer's own where it was measured, else the case's usual winner
+    (`usual_config`, for `kernel` where given); None where nothing was measured for the kind
+    or case."""
     table = tuned_table(kind)
     if table is None:
         return None
     own = table["configs"].get(case, {}).get(shape_key(sizes))
-    return dict(own) if own else (dict(table["defaults"][case]) if case in table["defaults"]
-                                  else None)
+    return dict(own) if own else usual_config(kind, case, kernel)
+
+
+_SHAPE_KEY = None  # the compiled pattern of shape_key, made on first use
+
+
+def shape_sizes(key: str) -> dict[str, int] | None:
+    """The sizes a shape_key names (N C H W K R S G stride pad dilation), or None."""
+    global _SHAPE_KEY
+    if _SHAPE_KEY is None:
+        import re
+
+        _SHAPE_KEY = re.compile(r"n(\d+)c(\d+)h(\d+)w(\d+)k(\d+)r(\d+)s(\d+)g(\d+)"
+                                r"u(\d+)v(\d+)p(\d+)q(\d+)l(\d+)j(\d+)")
+    m = _SHAPE_KEY.fullmatch(key)
+    if m is None:
+        return None
+    names = ("N", "C", "H", "W", "K", "R", "S", "G", "stride_h", "stride_w", "pad_h", "pad_w",
+             "dil_h", "dil_w")
+    return dict(zip(names, (int(v) for v in m.groups()), strict=True))
+
+
+def usual_config(kind: str, case: str, kernel: str = "") -> dict[str, int] | None:
+    """A case's usual winner on a target kind: for a few-channel kernel, the most frequent
+    configuration among the case's measured layers that run it (their tiles fit its narrow
+    GEMM: the case's usual tile, fitted to the other layers, wasted two thirds of a
+    few-channel tile at batch 1 and 64, bench/results/kernels_h100-d68e283.json); else, or
+    where none was measured, the case's most frequent winner over all its layers."""
+    table = tuned_table(kind)
+    if table is None:
+        return None
+    if kernel and KERNELS[kernel].get("few_channels"):
+        direction = KERNELS[kernel]["direction"]
+        counts: dict[str, tuple[int, dict[str, int]]] = {}
+        for key, config in table["configs"].get(case, {}).items():
+            sizes = shape_sizes(key)
+            if sizes is not None and kernel_for(direction, sizes) == kernel:
+                text = repr(sorted(config.items()))
+                counts[text] = (counts.get(text, (0, config))[0] + 1, config)
+        if counts:
+            return dict(max(counts.values(), key=lambda v: v[0])[1])
+    return dict(table["defaults"][case]) if case in table["defaults"] else None

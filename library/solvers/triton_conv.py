@@ -418,7 +418,7 @@ class ConvTritonImplicitGemm(Solver):
         if tuned is None:
             return None
         try:
-            config = tuned(kind, case, sizes)
+            config = tuned(kind, case, sizes, kernel)
         except (KeyError, ValueError, OSError):
             return None
         if not config:

@@ -370,6 +370,27 @@ def test_backward_weights_seeds_split_to_fill_the_gpu_and_a_measured_layer_leads
     assert seeds[0] == solver._params(own)
 
 
+def test_a_few_channel_kernel_takes_the_usual_tile_of_its_own_layers() -> None:
+    """Where a first layer (C=3) was not measured at its batch size, its few-channel kernel
+    takes the tile measured on the case's few-channel layers, not the case's usual tile of the
+    other layers (a BLOCK_N of 64 over its 7 x 3 columns); the other layers keep theirs."""
+    target = Target.parse("sm90-132")
+    for layout in ("NCHW", "NHWC"):
+        first = _p(direction="W", n=64, c=3, k=64, in_spatial=(224, 224), filter=(7, 7),
+                   pad=(3, 3), stride=(2, 2), in_layout=layout, wei_layout=layout,
+                   out_layout=layout)
+        case = f"FP16-W-{layout}"
+        measured = spec.tuned_config("sm90", case, spec_sizes(replace(first, n=32)))
+        params = get_solver("ConvTritonImplicitGemmWrw").default_params(first, target)
+        assert params[:3] == (measured["BLOCK_M"], measured["BLOCK_N"], measured["BLOCK_K"])
+        assert spec.usual_config("sm90", case, "conv2d_bwd_weight_smallc")["BLOCK_N"] == 32
+        assert spec.usual_config("sm90", case, "conv2d_bwd_weight") == \
+            spec.tuned_table("sm90")["defaults"][case]
+        assert spec.usual_config("sm90", case, "conv2d_bwd_weight")["BLOCK_N"] > 32
+    assert spec.shape_sizes("n1c3") is None
+    assert spec.shape_sizes(spec.shape_key(spec_sizes(first)))["C"] == 3
+
+
 def spec_sizes(problem: ConvProblem) -> dict[str, int]:
     from miopenkernels.solvers.triton_conv import _problem_view, _sizes
 
