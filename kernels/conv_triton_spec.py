@@ -571,11 +571,15 @@ def transpose_grid(b: int, r: int, s: int, element_bytes: int) -> tuple[int, int
     return cdiv(s, block_s), cdiv(r, block_r), b
 
 
-def transpose_fits(b: int, r: int, s: int) -> bool:
-    """Whether `transpose_021` takes a [b][r][s] tensor (grid limits for every tile, 32-bit
-    offsets)."""
-    return 0 < b <= 65535 and 0 < cdiv(r, min(t[0] for t in TRANSPOSE_TILES)) <= 65535 and \
-        s > 0 and b * r * s < 2**31
+def transpose_fits(b: int, r: int, s: int, element_bytes: int) -> bool:
+    """Whether `transpose_021` takes a packed [b][r][s] tensor and its [b][s][r] transpose
+    (a Via solver copies a tensor one way and its output back the other): grid limits with the
+    tile each way takes, 32-bit offsets."""
+    def rows_fit(r: int, s: int) -> bool:
+        return cdiv(r, transpose_tile(r, s, element_bytes)[0]) <= 65535
+
+    return 0 < b <= 65535 and r > 0 and s > 0 and b * r * s < 2**31 and rows_fit(r, s) and \
+        rows_fit(s, r)
 
 
 def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],

@@ -113,8 +113,9 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
             return False
         if not self.inner.is_applicable(self._relaid(p), target):
             return False
-        fits = spec_module().transpose_fits
-        return all(fits(*shape) for shape in _copied(conv_view(p)).values())
+        spec = spec_module()
+        elem = int(spec.ELEMENT_BYTES[p.in_type])
+        return all(spec.transpose_fits(*shape, elem) for shape in _copied(conv_view(p)).values())
 
     # ------------------------------------------------------------------ parameters (inner's)
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:

@@ -288,6 +288,17 @@ def test_each_transpose_takes_the_tile_of_its_shape() -> None:
     assert wjob in jobs and yjob32 in jobs
 
 
+def test_a_transpose_too_big_for_the_grid_either_way_is_not_taken() -> None:
+    """The output goes back [n][pixels][c] -> [n][c][pixels]: its grid's rows are the pixels,
+    which must fit as well as the channels of the copy in."""
+    big = replace(LAYER, n=1, c=16, k=16, in_spatial=(4096, 4096))
+    bwd = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    assert not bwd.is_applicable(_as(big, "B", "FP16"), SM90)
+    assert bwd.is_applicable(_as(replace(big, in_spatial=(512, 512)), "B", "FP16"), SM90)
+    assert spec.transpose_fits(1, 16, 4096 * 4096, 2) is False
+    assert spec.transpose_fits(1, 4096 * 64, 16, 2) is True  # the tall tile's 128 rows
+
+
 def test_one_by_one_weights_are_read_where_they_are() -> None:
     """KCRS and KRSC are the same bytes for a 1x1 filter: no copy, no workspace for it."""
     one = replace(LAYER, filter=(1, 1), pad=(0, 0))
