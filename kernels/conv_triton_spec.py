@@ -646,7 +646,7 @@ VIA_NHWC_MIN_C = 16
 #: them. sm90, on the H100: the Via solvers' times against the NCHW kernels' in dbs/sm9084's
 #: batch-32 records of the 15 ResNet-50 1x1 layers (run 18 in its PROVENANCE.md): backward data
 #: at 28x28 and below 0.33-1.05 in FP16 and BF16 (56x56: 1.04-1.60), in TF32 at 14x14 and below
-#: 0.63-0.82; backward weights at 14x14 and below 0.42-1.05 (28x28: 0.78-1.11); forward at 7x7
+#: 0.63-0.82; backward weights at 14x14 and below 0.49-1.05 (28x28: 0.78-1.11); forward at 7x7
 #: 0.73-1.00 (14x14: 0.94-1.24), TF32 forward 0.94-1.08 there: not listed.
 VIA_NHWC_ONE_TAP: dict[str, dict[str, int]] = {
     "sm90": {"FP16-F": 49, "BF16-F": 49, "FP16-B": 784, "BF16-B": 784, "TF32-B": 196,
