@@ -682,7 +682,8 @@ def via_cases(kind: str, layout: str) -> dict[str, int]:
 def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]) -> bool:
     """Whether a problem in `layout` (NCHW or NHWC) of `case` (`FP16-B`, `TF32-W`...) with
     `sizes` runs faster on the other layout's kernels, transposed, on a target kind: from
-    VIA_NHWC_MIN_C channels per group by VIA_NHWC / VIA_NCHW, below that by VIA_NCHW_FEW_C."""
+    VIA_NHWC_MIN_C channels per group by VIA_NHWC / VIA_NCHW (and NCHW 1x1 filters by
+    VIA_NHWC_ONE_TAP's output pixels), below that by VIA_NCHW_FEW_C."""
     if sizes["C"] >= VIA_NHWC_MIN_C:
         taps = (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {}).get(case)
     else:
