@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> dict:
                 "picked": list(spec.transpose_tile(r, s, es)),
                 "torch_ms": median_ms(theirs, args.samples, args.inner), "tiles": {}}
             for tile, kern in kernels.items():
-                grid = (spec.cdiv(s, tile[1]), spec.cdiv(r, tile[0]), b)
+                grid = spec.grid("transpose_021", {"B": b, "R": r, "S": s},
+                                 {"BLOCK_R": tile[0], "BLOCK_S": tile[1]})
                 launch = (src, dst, b, r, s, tile[0], tile[1])
 
                 def ours(kern: Any = kern, grid: tuple = grid, launch: tuple = launch) -> None:

@@ -76,7 +76,7 @@ REDUCE_WARPS = 4
 
 #: `transpose_021`: packed [B][R][S] -> [B][S][R] in the element type (NCHW <-> NHWC
 #: activations, KCRS <-> KRSC weights) for the solvers that compute an NCHW problem with the
-#: NHWC kernels (`VIA_NHWC`). Grid: `transpose_grid`; tile: `transpose_tile`, one object per
+#: NHWC kernels (`VIA_NHWC`). Grid: `grid`; tile: `transpose_tile`, one object per
 #: tile of TRANSPOSE_TILES. A tensor whose R or S is 1 is its own transpose: nothing runs.
 TRANSPOSE_ARGS: tuple[tuple[str, str], ...] = (
     ("src_ptr", "ptr"), ("dst_ptr", "ptr"), ("B", "i32"), ("R", "i32"), ("S", "i32"),
@@ -565,12 +565,6 @@ def transpose_is_identity(r: int, s: int) -> bool:
     return r == 1 or s == 1
 
 
-def transpose_grid(b: int, r: int, s: int, element_bytes: int) -> tuple[int, int, int]:
-    """Grid of `transpose_021` over a [b][r][s] tensor."""
-    block_r, block_s = transpose_tile(r, s, element_bytes)
-    return cdiv(s, block_s), cdiv(r, block_r), b
-
-
 def transpose_fits(b: int, r: int, s: int, element_bytes: int) -> bool:
     """Whether `transpose_021` takes a packed [b][r][s] tensor and its [b][s][r] transpose
     (a Via solver copies a tensor one way and its output back the other): grid limits with the
@@ -736,18 +730,18 @@ def tuned_config(kind: str, case: str, sizes: Mapping[str, int], kernel: str = "
     return dict(own) if own else usual_config(kind, case, kernel)
 
 
-_SHAPE_KEY = None  # the compiled pattern of shape_key, made on first use
+@cache
+def _shape_key_pattern() -> Any:
+    """The compiled pattern of shape_key (made on first use: start-up compiles none)."""
+    import re
+
+    return re.compile(r"n(\d+)c(\d+)h(\d+)w(\d+)k(\d+)r(\d+)s(\d+)g(\d+)"
+                      r"u(\d+)v(\d+)p(\d+)q(\d+)l(\d+)j(\d+)")
 
 
 def shape_sizes(key: str) -> dict[str, int] | None:
     """The sizes a shape_key names (N C H W K R S G stride pad dilation), or None."""
-    global _SHAPE_KEY
-    if _SHAPE_KEY is None:
-        import re
-
-        _SHAPE_KEY = re.compile(r"n(\d+)c(\d+)h(\d+)w(\d+)k(\d+)r(\d+)s(\d+)g(\d+)"
-                                r"u(\d+)v(\d+)p(\d+)q(\d+)l(\d+)j(\d+)")
-    m = _SHAPE_KEY.fullmatch(key)
+    m = _shape_key_pattern().fullmatch(key)
     if m is None:
         return None
     names = ("N", "C", "H", "W", "K", "R", "S", "G", "stride_h", "stride_w", "pad_h", "pad_w",

@@ -204,15 +204,15 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
                    shape: tuple[int, int, int]) -> tuple[CompileJob, Launch]:
         b, r, s = shape
         spec = spec_module()
+        tile = spec.transpose_tile(r, s, int(spec.ELEMENT_BYTES[problem.in_type]))
         args = (_arg("src_ptr", "ptr:" + src, None), _arg("dst_ptr", "ptr:" + dst, None),
                 _arg("B", "i32", b), _arg("R", "i32", r), _arg("S", "i32", s),
                 *_scratch_args())
-        launch = Launch(TRANSPOSE_KERNEL,
-                        spec.transpose_grid(b, r, s, int(spec.ELEMENT_BYTES[problem.in_type])),
-                        (int(spec.TRANSPOSE_WARPS) * 32, 1, 1), args, needs_meta=True)
-        elem = int(spec.ELEMENT_BYTES[problem.in_type])
-        return self._transpose_job(problem.in_type, target,
-                                   spec.transpose_tile(r, s, elem)), launch
+        grid = spec.grid(TRANSPOSE_KERNEL, {"B": b, "R": r, "S": s},
+                         {"BLOCK_R": tile[0], "BLOCK_S": tile[1]})
+        launch = Launch(TRANSPOSE_KERNEL, grid, (int(spec.TRANSPOSE_WARPS) * 32, 1, 1), args,
+                        needs_meta=True)
+        return self._transpose_job(problem.in_type, target, tile), launch
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:
