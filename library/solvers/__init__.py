@@ -17,6 +17,7 @@ from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
 from .triton_conv import TRITON_SOLVERS
 from .triton_conv import companion_jobs as _triton_companions
+from .triton_winograd import WINOGRAD_SOLVERS
 from .winograd import ConvWinograd3x3
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
 
 SOLVERS: list[Solver] = [
     *TRITON_SOLVERS,
+    *WINOGRAD_SOLVERS,
     ConvWinograd3x3("F"),
     ConvWinograd3x3("B"),
     Conv1x1Gemm("F"),

@@ -333,8 +333,12 @@ class ConvTritonImplicitGemm(Solver):
 
     def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
         """TF32 ranks first, except where the problem goes through the other layout's kernels
-        (`via_layout`: the Via solver ranks first there)."""
-        return self.rank_first and via_layout(problem, target, self.math) is None
+        (`via_layout`: the Via solver ranks first there) or a Winograd solver ranks first
+        (`triton_winograd.winograd_first`)."""
+        from .triton_winograd import winograd_first
+
+        return self.rank_first and via_layout(problem, target, self.math) is None and \
+            not winograd_first(problem, target, self.math)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:

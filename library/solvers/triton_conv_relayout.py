@@ -98,9 +98,12 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         return self.inner.name
 
     def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
-        # Always: it applies only where the spec's tables say it is the faster path (the
-        # direct solver's rule, inherited, would say the opposite there).
-        return True
+        # Where it applies, the spec's tables say it is the faster path (the direct solver's
+        # rule, inherited, would say the opposite there); a Winograd solver that ranks first
+        # goes ahead of it.
+        from .triton_winograd import winograd_first
+
+        return not winograd_first(problem, target, self.math)
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         return relaid(problem, self.layout)

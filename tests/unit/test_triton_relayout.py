@@ -377,15 +377,24 @@ def test_the_miss_ranking_puts_them_first_in_their_cases() -> None:
                    and (tf32 or s.math != "tf32")]
         return rank_candidates(p, SM90, solvers, lambda s, q: True, model=model)[0].solver.name
 
-    assert first(_as(LAYER, "W", "FP32")) == "ConvTritonImplicitGemmViaNhwcWrw"
+    # Backward weights of 3x3 stride-1 filters go to Winograd (tests/unit/
+    # test_triton_winograd.py); with a stride they stay with the implicit GEMM.
+    strided = replace(LAYER, stride=(2, 2))
+    assert first(_as(strided, "W", "FP32")) == "ConvTritonImplicitGemmViaNhwcWrw"
     assert first(_as(LAYER, "B", "BF16")) == "ConvTritonImplicitGemmViaNhwcBwd"
     assert first(_as(LAYER, "B", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32ViaNhwcBwd"
     # TF32 backward weights stay on the NCHW kernel, which still ranks first; in NHWC they go
     # through it.
-    assert first(_as(LAYER, "W", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32Wrw"
-    assert first(_as(LAYER, "W", "FP32", "NHWC"), tf32=True) == \
+    assert first(_as(strided, "W", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32Wrw"
+    assert first(_as(strided, "W", "FP32", "NHWC"), tf32=True) == \
         "ConvTritonImplicitGemmTf32ViaNchwWrw"
     assert first(_as(LAYER, "W", "FP16", "NHWC")) == "ConvTritonImplicitGemmWrw"
+    assert first(_as(LAYER, "W", "FP32")) == "ConvTritonWinogradTf32x3Wrw"
+    # TF32 Winograd ranks first up to 14x14 outputs: at 28x28 the Via solver stays first.
+    assert first(_as(replace(LAYER, in_spatial=(14, 14)), "W", "FP32", "NHWC"), tf32=True) == \
+        "ConvTritonWinogradTf32Wrw"
+    assert first(_as(LAYER, "W", "FP32", "NHWC"), tf32=True) == \
+        "ConvTritonImplicitGemmTf32ViaNchwWrw"
 
 
 def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
