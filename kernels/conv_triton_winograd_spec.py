@@ -215,8 +215,8 @@ def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> 
 #: position (2x2 tiles of dy x C x K per group) and FIRST_MIN_CHANNELS channels and filters per
 #: group; every layer at batch 32 and 64 (1e8 to 3e8 of them) took 0.33-0.73 of the implicit
 #: GEMM's time, every one at batch 1 (3e6 to 4e6) 1.05-1.78x, where four launches cost more
-#: than the work. TF32 also at most FIRST_TF32_PIXELS output pixels per image: 0.48-0.77 at
-#: 14x14 and 7x7, 0.69-1.19 at 28x28, 1.2-1.9x at 56x56.
+#: than the work. TF32 also at most FIRST_TF32_PIXELS output pixels per image: at batch 32 and
+#: 64, 0.48-0.77 at 14x14 and 7x7, 0.69-1.19 at 28x28, 1.2-1.9x at 56x56.
 FIRST_MIN_WORK = 2**24
 FIRST_MIN_CHANNELS = 32
 FIRST_TF32_PIXELS = 196
