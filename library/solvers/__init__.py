@@ -15,6 +15,7 @@ from .base import CompileJob, KernelArg, Launch, Params, Solver
 from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
+from .triton_1x1 import GEMM1X1_SOLVERS
 from .triton_conv import TRITON_SOLVERS
 from .triton_conv import companion_jobs as _triton_companions
 from .triton_winograd import WINOGRAD_SOLVERS
@@ -39,6 +40,7 @@ __all__ = [
 SOLVERS: list[Solver] = [
     *TRITON_SOLVERS,
     *WINOGRAD_SOLVERS,
+    *GEMM1X1_SOLVERS,
     ConvWinograd3x3("F"),
     ConvWinograd3x3("B"),
     Conv1x1Gemm("F"),

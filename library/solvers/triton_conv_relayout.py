@@ -99,11 +99,13 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
 
     def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
         # Where it applies, the spec's tables say it is the faster path (the direct solver's
-        # rule, inherited, would say the opposite there); a Winograd solver that ranks first
-        # goes ahead of it.
+        # rule, inherited, would say the opposite there); a Winograd or 1x1 GEMM solver that
+        # ranks first goes ahead of it.
+        from .triton_1x1 import gemm1x1_first
         from .triton_winograd import winograd_first
 
-        return not winograd_first(problem, target, self.math)
+        return not winograd_first(problem, target, self.math) and \
+            not gemm1x1_first(problem, target)
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         return relaid(problem, self.layout)

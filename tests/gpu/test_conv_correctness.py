@@ -36,6 +36,8 @@ BASE = [
     ConvProblem(n=2, c=32, k=32, in_spatial=(8, 8), filter=(3, 3), pad=(1, 1), groups=2),
     ConvProblem(n=2, c=16, k=16, in_spatial=(8, 8), filter=(3, 3), stride=(2, 2), pad=(1, 1),
                 mode="trans", trans_output_pad=(1, 1)),
+    # 1x1 with 16-aligned pixels and channels: the aligned objects of the 1x1 NCHW GEMMs.
+    ConvProblem(n=3, c=32, k=48, in_spatial=(8, 8), filter=(1, 1)),
 ]
 
 
