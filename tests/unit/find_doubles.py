@@ -96,3 +96,31 @@ def db_env(monkeypatch, tmp_path: Path) -> dict[str, Path]:  # noqa: ANN001
                 "MIOPEN_DEVICE_ARCH", "MIOPEN_DEVICE_CU"):
         monkeypatch.delenv(var, raising=False)
     return dirs
+
+
+def triton_compiler(assumed: str = "x_ptr % 16 == 0"):  # noqa: ANN201
+    """A compiler double for Triton jobs: a fake sm90 cubin carrying LaunchMetadata (128
+    threads, no shared memory, Triton's two scratch pointers), whose assumptions are `assumed`
+    where the job names any (--assume=)."""
+    from miopenkernels.codeobject import LaunchMetadata, attach_launch_metadata
+
+    def compile_job(job: CompileJob) -> bytes:
+        aligned = any(o.startswith("--assume") for o in job.options)
+        meta = LaunchMetadata(job.kernel_name, threads_per_block=128, shared_bytes=0,
+                              scratch_args=(("global_scratch", 0, 1),
+                                            ("profile_scratch", 0, 1)),
+                              assumptions=(assumed,) if aligned else ())
+        return attach_launch_metadata(fake_cubin(90, [job.kernel_name]), meta)
+
+    return compile_job
+
+
+def run_recorded(backend, inv):  # noqa: ANN001, ANN201
+    """Run an invoker on the null backend with fresh buffers (x, w, y of 4 KiB each and its
+    workspace): (the launches it recorded, the pointers it was given)."""
+    ws = backend.alloc(inv.workspace_bytes) if inv.workspace_bytes else None
+    bufs = {r: backend.alloc(4096) for r in ("x", "w", "y")}
+    ptrs = {r: b.ptr for r, b in bufs.items()} | {"workspace": ws.ptr if ws else 0}
+    before = len(backend.recorded)
+    inv(ptrs)
+    return backend.recorded[before:], ptrs

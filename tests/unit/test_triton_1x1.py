@@ -6,15 +6,13 @@ import itertools
 from dataclasses import replace
 
 import pytest
-from find_doubles import db_env, fake_cubin
+from find_doubles import db_env, run_recorded, triton_compiler
 from miopenkernels.backends import NullBackend
-from miopenkernels.codeobject import LaunchMetadata, attach_launch_metadata
 from miopenkernels.find import make_invoker
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import load_model, rank_candidates
 from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs
-from miopenkernels.solvers.base import CompileJob
 from miopenkernels.target import Target
 
 pytest.importorskip("miopenkernels.kernels.conv_triton_1x1_spec")
@@ -110,29 +108,18 @@ def test_the_ranking_puts_them_first_from_28x28() -> None:
                                                                        SM90)
 
 
-def _compiler(job: CompileJob) -> bytes:
-    meta = LaunchMetadata(job.kernel_name, threads_per_block=128, shared_bytes=0,
-                          scratch_args=(("global_scratch", 0, 1), ("profile_scratch", 0, 1)),
-                          assumptions=("x_ptr % 16 == 0",)
-                          if any(o.startswith("--assume") for o in job.options) else ())
-    return attach_launch_metadata(fake_cubin(90, [job.kernel_name]), meta)
-
-
 def test_the_invoker_runs_the_gemm_then_the_reduce(monkeypatch, tmp_path) -> None:  # noqa: ANN001
     db_env(monkeypatch, tmp_path)
     backend = NullBackend(SM90)
     solver = get_solver(NAMES["W"])
-    h = Handle(backend=backend, compiler=_compiler, solvers=[solver])
+    h = Handle(backend=backend, compiler=triton_compiler(), solvers=[solver])
     p = _p(64, 64, 56, "W")
     params = solver.default_params(p, SM90)
     inv = make_invoker(h, p, solver, params=params)
-    ws = backend.alloc(inv.workspace_bytes)
-    bufs = {r: backend.alloc(4096) for r in ("x", "w", "y")}
-    ptrs = {r: b.ptr for r, b in bufs.items()} | {"workspace": ws.ptr}
-    before = len(backend.recorded)
-    inv(ptrs)
-    gemm, reduce = backend.recorded[before:]
+    launches, ptrs = run_recorded(backend, inv)
+    gemm, reduce = launches
+    ws = ptrs["workspace"]
     assert [gemm.kernel, reduce.kernel] == ["conv1x1_nchw_wrw", "conv2d_bwd_weight_reduce"]
     # x, dy, dw, then the workspace the partials go to (the scratch pointers follow, null).
-    assert [v for _, v in gemm.args[:4]] == [ptrs["x"], ptrs["y"], ptrs["w"], ws.ptr]
-    assert [v for _, v in reduce.args[:2]] == [ws.ptr, ptrs["w"]]
+    assert [v for _, v in gemm.args[:4]] == [ptrs["x"], ptrs["y"], ptrs["w"], ws]
+    assert [v for _, v in reduce.args[:2]] == [ws, ptrs["w"]]

@@ -8,15 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from find_doubles import db_env, fake_cubin
+from find_doubles import db_env, run_recorded, triton_compiler
 from miopenkernels.backends import NullBackend
-from miopenkernels.codeobject import LaunchMetadata, attach_launch_metadata
 from miopenkernels.find import make_invoker
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import load_model, rank_candidates
 from miopenkernels.solvers import SOLVERS, get_solver
-from miopenkernels.solvers.base import CompileJob
 from miopenkernels.target import Target
 
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
@@ -334,38 +332,26 @@ def test_a_split_reduction_writes_the_nchw_output_itself() -> None:
     assert slots["ws_part"] + 4 * 128 * 128 * 9 * 4 <= via.workspace_for(p, params)
 
 
-def _compiler(job: CompileJob) -> bytes:
-    meta = LaunchMetadata(job.kernel_name, threads_per_block=128, shared_bytes=0,
-                          scratch_args=(("global_scratch", 0, 1), ("profile_scratch", 0, 1)),
-                          assumptions=("x_ptr % 16 == 0",)
-                          if any(o.startswith("--assume") for o in job.options) else ())
-    return attach_launch_metadata(fake_cubin(90, [job.kernel_name]), meta)
-
-
 def test_one_call_runs_transposes_kernel_and_transpose_back_in_the_workspace(
         monkeypatch, tmp_path) -> None:  # noqa: ANN001
     db_env(monkeypatch, tmp_path)
     backend = NullBackend(SM90)
     via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
-    h = Handle(backend=backend, compiler=_compiler, solvers=[via])
+    h = Handle(backend=backend, compiler=triton_compiler(), solvers=[via])
     p = _as(LAYER, "B", "FP16")
     params = (128, 64, 64, 8, 1, 4, 4)
     inv = make_invoker(h, p, via, params=params)
     assert inv.workspace_bytes == via.workspace_for(p, params)
     assert inv.alignment == (("workspace", 16),)
-    ws = backend.alloc(inv.workspace_bytes)
-    bufs = {r: backend.alloc(4096) for r in ("x", "w", "y")}
-    ptrs = {r: b.ptr for r, b in bufs.items()} | {"workspace": ws.ptr}
-    before = len(backend.recorded)
-    inv(ptrs)
-    launches = backend.recorded[before:]
+    launches, ptrs = run_recorded(backend, inv)
+    ws = ptrs["workspace"]
     assert [r.kernel for r in launches] == ["transpose_021", "transpose_021",
                                             "conv2d_bwd_data", "transpose_021"]
     slots = via.workspace_slots(p, params)
     first, second, conv, last = (dict(r.args) for r in launches)
-    assert first["ptr:w"] == ptrs["w"] and first["ptr:ws_w"] == ws.ptr + slots["ws_w"]
-    assert second["ptr:dy"] == ptrs["y"] and second["ptr:ws_y"] == ws.ptr + slots["ws_y"]
-    assert conv["ptr:ws_x"] == ws.ptr + slots["ws_x"]
+    assert first["ptr:w"] == ptrs["w"] and first["ptr:ws_w"] == ws + slots["ws_w"]
+    assert second["ptr:dy"] == ptrs["y"] and second["ptr:ws_y"] == ws + slots["ws_y"]
+    assert conv["ptr:ws_x"] == ws + slots["ws_x"]
     assert last["ptr:dx"] == ptrs["x"]
 
 

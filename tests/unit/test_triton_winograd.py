@@ -7,9 +7,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from find_doubles import db_env, fake_cubin
+from find_doubles import db_env, run_recorded, triton_compiler
 from miopenkernels.backends import NullBackend
-from miopenkernels.codeobject import LaunchMetadata, attach_launch_metadata
 from miopenkernels.config import package_dir
 from miopenkernels.db.finddb import FindDbFile
 from miopenkernels.db.perfdb import PerfDbFile
@@ -17,7 +16,6 @@ from miopenkernels.find import make_invoker
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs
-from miopenkernels.solvers.base import CompileJob
 from miopenkernels.target import Target
 
 wspec = pytest.importorskip("miopenkernels.kernels.conv_triton_winograd_spec")
@@ -135,38 +133,26 @@ def test_the_ranking_puts_them_first_from_batch_32_not_at_batch_1() -> None:
     assert not igemm.ranks_first(_w(256, 14), SM90)
 
 
-def _compiler(job: CompileJob) -> bytes:
-    meta = LaunchMetadata(job.kernel_name, threads_per_block=128, shared_bytes=0,
-                          scratch_args=(("global_scratch", 0, 1), ("profile_scratch", 0, 1)),
-                          assumptions=("u_ptr % 16 == 0",)
-                          if any(o.startswith("--assume") for o in job.options) else ())
-    return attach_launch_metadata(fake_cubin(90, [job.kernel_name]), meta)
-
-
 def test_the_invoker_runs_the_four_launches_in_order(monkeypatch, tmp_path) -> None:  # noqa: ANN001
     db_env(monkeypatch, tmp_path)
     backend = NullBackend(SM90)
     solver = get_solver(NAMES[0])
-    h = Handle(backend=backend, compiler=_compiler, solvers=[solver])
+    h = Handle(backend=backend, compiler=triton_compiler('u_ptr % 16 == 0'), solvers=[solver])
     p = _w(128, 28, layout="NHWC")
     params = solver.default_params(p, SM90)
     inv = make_invoker(h, p, solver, params=params)
     assert inv.workspace_bytes == solver.workspace_for(p, params)
     assert inv.alignment == (("workspace", 16),)
-    ws = backend.alloc(inv.workspace_bytes)
-    bufs = {r: backend.alloc(4096) for r in ("x", "w", "y")}
-    ptrs = {r: b.ptr for r, b in bufs.items()} | {"workspace": ws.ptr}
-    before = len(backend.recorded)
-    inv(ptrs)
-    launches = backend.recorded[before:]
+    launches, ptrs = run_recorded(backend, inv)
+    ws = ptrs["workspace"]
     assert [r.kernel for r in launches] == ["winograd_wrw_data", "winograd_wrw_grad",
                                             "winograd_wrw_gemm", "winograd_wrw_out"]
     slots = solver.workspace_slots(p, params)
     data, grad, gemm, out = (dict(r.args) for r in launches)
-    assert data["ptr:x"] == ptrs["x"] and data["ptr:ws_v"] == ws.ptr + slots["ws_v"]
-    assert grad["ptr:dy"] == ptrs["y"] and grad["ptr:ws_u"] == ws.ptr + slots["ws_u"]
-    assert gemm["ptr:ws_m"] == ws.ptr + slots["ws_m"]
-    assert out["ptr:ws_m"] == ws.ptr + slots["ws_m"] and out["ptr:dw"] == ptrs["w"]
+    assert data["ptr:x"] == ptrs["x"] and data["ptr:ws_v"] == ws + slots["ws_v"]
+    assert grad["ptr:dy"] == ptrs["y"] and grad["ptr:ws_u"] == ws + slots["ws_u"]
+    assert gemm["ptr:ws_m"] == ws + slots["ws_m"]
+    assert out["ptr:ws_m"] == ws + slots["ws_m"] and out["ptr:dw"] == ptrs["w"]
 
 
 def test_the_shipped_databases_pick_winograd_for_the_fp32_3x3_layers() -> None:
