@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .conv_triton_spec import ELEMENT_TYPES, cdiv, is_legal
+from .conv_triton_spec import cdiv, is_legal, typed_signature
 
 #: Target kinds and element types the solvers apply on: measured on the H100 alone, in 16-bit
 #: types (FP32's TF32 tensor cores read operands K-major only, which the pixel-contiguous
@@ -146,16 +146,7 @@ def signature(direction: str, dtype: str, config: Mapping[str, int]
     values: dict[str, Any] = {
         **{k: config.get(k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")},
         "SPLIT_K": int(config.get("SPLIT_K", 1)), "W_BY_OUT": int(direction == "B")}
-    sig: dict[str, str] = {}
-    constexprs: dict[str, Any] = {}
-    for name, kind in ARGS[KERNEL[direction]]:
-        if kind == "constexpr":
-            sig[name] = "constexpr"
-            constexprs[name] = values[name]
-        else:
-            sig[name] = {"ptr": "*" + ELEMENT_TYPES[dtype], "ptr_fp32": "*fp32",
-                         "i32": "i32"}[kind]
-    return sig, constexprs
+    return typed_signature(ARGS[KERNEL[direction]], dtype, values)
 
 
 def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str) -> bool:

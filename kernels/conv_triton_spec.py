@@ -582,7 +582,6 @@ def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
     """(signature, constexprs) for `triton.compiler.ASTSource` of one configuration: pointer
     types from the element type, i32 sizes, and the constexpr values. num_warps and
     num_stages are compile options, not constexprs."""
-    elem = ELEMENT_TYPES[dtype]
     values: dict[str, Any] = {
         "BLOCK_M": config.get("BLOCK_M"), "BLOCK_N": config.get("BLOCK_N"),
         "BLOCK_K": config.get("BLOCK_K"), "GROUP_M": config.get("GROUP_M", 8),
@@ -590,14 +589,23 @@ def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
         "PRECISION": precision, "BLOCK": REDUCE_BLOCK,
         "BLOCK_R": config.get("BLOCK_R"), "BLOCK_S": config.get("BLOCK_S"),
     }
+    return typed_signature(arg_list(kernel), dtype, values)
+
+
+def typed_signature(args: tuple[tuple[str, str], ...], dtype: str, values: Mapping[str, Any]
+                    ) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) of an argument list: "ptr" arguments point to the element type,
+    "ptr_fp32" ones to FP32, "i32" ones are 32-bit integers, and each "constexpr" takes its
+    value from `values`. The kernel files' specs share it."""
     sig: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
-    for name, kind in arg_list(kernel):
+    for name, kind in args:
         if kind == "constexpr":
             sig[name] = "constexpr"
             constexprs[name] = values[name]
         else:
-            sig[name] = {"ptr": f"*{elem}", "ptr_fp32": "*fp32", "i32": "i32"}[kind]
+            sig[name] = {"ptr": f"*{ELEMENT_TYPES[dtype]}", "ptr_fp32": "*fp32",
+                         "i32": "i32"}[kind]
     return sig, constexprs
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .conv_triton_spec import ELEMENT_TYPES, cdiv, is_legal
+from .conv_triton_spec import cdiv, is_legal, typed_signature
 
 #: Target kinds the solvers apply on: measured on the H100 alone.
 KINDS = ("sm90",)
@@ -174,16 +174,7 @@ def signature(kernel: str, dtype: str, config: Mapping[str, int], precision: str
         "BLOCK_T": TRANSFORM_BLOCK_T, "BLOCK_C": TRANSFORM_BLOCK_C, "BLOCK": OUT_BLOCK,
         "PRECISION": precision, "SPLIT_K": int(config.get("SPLIT_K", 1)),
         **{k: config.get(k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}}
-    sig: dict[str, str] = {}
-    constexprs: dict[str, Any] = {}
-    for name, kind in ARGS[kernel]:
-        if kind == "constexpr":
-            sig[name] = "constexpr"
-            constexprs[name] = values[name]
-        else:
-            sig[name] = {"ptr": "*" + ELEMENT_TYPES[dtype], "ptr_fp32": "*fp32",
-                         "i32": "i32"}[kind]
-    return sig, constexprs
+    return typed_signature(ARGS[kernel], dtype, values)
 
 
 def legal(config: Mapping[str, int], kind: str) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..config import triton_solvers_enabled
 from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
@@ -32,31 +31,19 @@ from .triton_conv import (
     _sizes,
     _strides,
     _target_kind,
+    config_of,
+    kernels_spec,
+    params_of,
+    spec_kind,
     spec_module,
 )
 
 __all__ = ["ConvTritonGemm1x1", "GEMM1X1_SOLVERS", "gemm1x1_first", "gemm1x1_spec"]
 
 KERNEL_FILE = "conv_triton_1x1.py"
-_SPEC: Any = None
-
-
 def gemm1x1_spec() -> Any:
     """`kernels/conv_triton_1x1_spec.py`: stdlib-only launch data of the kernels."""
-    global _SPEC
-    if _SPEC is None:
-        from ..kernels import conv_triton_1x1_spec
-
-        _SPEC = conv_triton_1x1_spec
-    return _SPEC
-
-
-def _have_kernels() -> bool:
-    try:
-        gemm1x1_spec()
-    except ImportError:
-        return False
-    return True
+    return kernels_spec("conv_triton_1x1_spec")
 
 
 @lru_cache(maxsize=4096)
@@ -85,13 +72,10 @@ def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], al
 
 
 def _config(params: Params) -> dict[str, int]:
-    if len(params) != len(PARAM_NAMES):
-        raise ProblemError(f"1x1 GEMM: params {params} are not {','.join(PARAM_NAMES)}")
-    return dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
+    return config_of(params, "1x1 GEMM")
 
 
-def _params(config: dict[str, int]) -> Params:
-    return tuple(int(config.get(k, 1)) for k in PARAM_NAMES)
+_params = params_of
 
 
 class ConvTritonGemm1x1(Solver):
@@ -110,10 +94,7 @@ class ConvTritonGemm1x1(Solver):
 
     # ------------------------------------------------------------------ applicability
     def _kind(self, target: Target) -> str | None:
-        if not triton_solvers_enabled() or not _have_kernels():
-            return None
-        kind = _target_kind(target.arch)
-        return kind if kind in gemm1x1_spec().KINDS else None
+        return spec_kind(target, "conv_triton_1x1_spec")
 
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem

@@ -63,17 +63,43 @@ _NO_SIZES = {k: 0 for k in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "G", "s
                             "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")}
 
 
-_SPEC: Any = None
+_SPECS: dict[str, Any] = {}
+
+
+def kernels_spec(name: str) -> Any:
+    """The stdlib-only launch data of a Triton kernel file (`kernels/<name>.py`: its spec
+    module), imported on first use; ImportError where the kernels are not installed."""
+    module = _SPECS.get(name)
+    if module is None:
+        import importlib
+
+        module = _SPECS[name] = importlib.import_module(f"{__package__.rsplit('.', 1)[0]}"
+                                                        f".kernels.{name}")
+    return module
+
+
+def has_kernels_spec(name: str) -> bool:
+    """Whether `kernels_spec(name)` imports (a tree without the kernels has no such solvers:
+    they never apply)."""
+    try:
+        kernels_spec(name)
+    except ImportError:
+        return False
+    return True
+
+
+def spec_kind(target: Target, name: str) -> str | None:
+    """The target's kind where the kernels of spec `name` apply (the spec's KINDS), the Triton
+    solvers are on (MIOPENKERNELS_TRITON) and the spec is installed; else None."""
+    if not triton_solvers_enabled() or not has_kernels_spec(name):
+        return None
+    kind = _target_kind(target.arch)
+    return kind if kind in kernels_spec(name).KINDS else None
 
 
 def spec_module() -> Any:
     """`kernels/conv_triton_spec.py`: stdlib-only launch data of the Triton kernels."""
-    global _SPEC
-    if _SPEC is None:
-        from ..kernels import conv_triton_spec
-
-        _SPEC = conv_triton_spec
-    return _SPEC
+    return kernels_spec("conv_triton_spec")
 
 
 @lru_cache(maxsize=4096)
@@ -107,6 +133,19 @@ def _config_items(params: Params) -> tuple[tuple[str, int], ...]:
     names = PARAM_NAMES + (MMA_PARAM,) if len(params) == len(PARAM_NAMES) + 1 else PARAM_NAMES
     items = tuple(zip(names, (int(v) for v in params), strict=True))
     return tuple(i for i in items if i != (MMA_PARAM, 0))
+
+
+def config_of(params: Params, who: str) -> dict[str, int]:
+    """The seven tunables (PARAM_NAMES) of a parameter set of a solver that has no MMA choice
+    (the Winograd and 1x1 GEMM solvers); ProblemError naming `who` for any other length."""
+    if len(params) != len(PARAM_NAMES):
+        raise ProblemError(f"{who}: params {params} are not {','.join(PARAM_NAMES)}")
+    return dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
+
+
+def params_of(config: dict[str, int]) -> Params:
+    """A configuration's seven tunables in PerfDb order (SPLIT_K and the others 1 if absent)."""
+    return tuple(int(config.get(k, 1)) for k in PARAM_NAMES)
 
 
 @lru_cache(maxsize=1024)
@@ -224,13 +263,8 @@ def _triton_job(kernel_file: str, math: str, kernel: str, data_type: str,
 
 
 def _have_kernels() -> bool:
-    """Whether the Triton kernels' spec is installed (a tree without them has no such
-    solvers: they never apply)."""
-    try:
-        spec_module()
-    except ImportError:
-        return False
-    return True
+    """Whether the Triton kernels' spec is installed."""
+    return has_kernels_spec("conv_triton_spec")
 
 
 def tf32x3_capable(target: Target) -> bool:

@@ -26,7 +26,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..config import triton_solvers_enabled
 from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
@@ -39,6 +38,10 @@ from .triton_conv import (
     _sizes,
     _strides,
     _target_kind,
+    config_of,
+    kernels_spec,
+    params_of,
+    spec_kind,
     tf32_capable,
     tf32x3_capable,
 )
@@ -48,25 +51,9 @@ __all__ = ["ConvTritonWinogradWrw", "WINOGRAD_SOLVERS", "winograd_first", "winog
 KERNEL_FILE = "conv_triton_winograd.py"
 _MATHS = ("tf32", "tf32x3")
 
-_SPEC: Any = None
-
-
 def winograd_spec() -> Any:
     """`kernels/conv_triton_winograd_spec.py`: stdlib-only launch data of the kernels."""
-    global _SPEC
-    if _SPEC is None:
-        from ..kernels import conv_triton_winograd_spec
-
-        _SPEC = conv_triton_winograd_spec
-    return _SPEC
-
-
-def _have_kernels() -> bool:
-    try:
-        winograd_spec()
-    except ImportError:
-        return False
-    return True
+    return kernels_spec("conv_triton_winograd_spec")
 
 
 @lru_cache(maxsize=4096)
@@ -94,14 +81,10 @@ def _job(kernel: str, data_type: str, config: tuple[tuple[str, int], ...], preci
 
 
 def _config(params: Params) -> dict[str, int]:
-    if len(params) != len(PARAM_NAMES):
-        raise ProblemError(f"Winograd backward weights: params {params} are not "
-                           f"{','.join(PARAM_NAMES)}")
-    return dict(zip(PARAM_NAMES, (int(v) for v in params), strict=True))
+    return config_of(params, "Winograd backward weights")
 
 
-def _params(config: dict[str, int]) -> Params:
-    return tuple(int(config.get(k, 1)) for k in PARAM_NAMES)
+_params = params_of
 
 
 class ConvTritonWinogradWrw(Solver):
@@ -123,10 +106,7 @@ class ConvTritonWinogradWrw(Solver):
 
     # ------------------------------------------------------------------ applicability
     def _kind(self, target: Target) -> str | None:
-        if not triton_solvers_enabled() or not _have_kernels():
-            return None
-        kind = _target_kind(target.arch)
-        return kind if kind in winograd_spec().KINDS else None
+        return spec_kind(target, "conv_triton_winograd_spec")
 
     def _capable(self, target: Target) -> bool:
         return tf32_capable(target) if self.math == "tf32" else tf32x3_capable(target)
