@@ -330,6 +330,14 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
     return "NHWC" if p.in_layout == "NCHW" else "NCHW"
 
 
+#: 16-bit types in which the implicit GEMM ranks ahead of the portable solvers, from this many
+#: channels and filters per group: the miss ranking's model had put the portable kernels first
+#: on 10 of ResNet-50's 1x1 backward-data problems in NHWC at batch 1 (up to 3.7x cuDNN), where
+#: the implicit GEMM at its defaults took 0.014-0.029 ms against the portable kernels'
+#: 0.018-0.48 (on the H100, before this rule).
+_SIXTEEN_BIT_FIRST = {"FP16": 16, "BF16": 16}
+
+
 class ConvTritonImplicitGemm(Solver):
     """One direction of the Triton implicit GEMM, in one math mode ('ieee', 'tf32' or
     'tf32x3')."""
@@ -366,13 +374,19 @@ class ConvTritonImplicitGemm(Solver):
         return _target_kind(target.arch)
 
     def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
-        """TF32 ranks first, except where the problem goes through the other layout's kernels
-        (`via_layout`: the Via solver ranks first there) or a Winograd solver ranks first
-        (`triton_winograd.winograd_first`)."""
+        """TF32 and three-product solvers rank first, and so do all of them on 16-bit problems
+        of 16 or more channels and filters per group (`_SIXTEEN_BIT_FIRST`), except where the
+        problem goes through the other layout's kernels (`via_layout`: the Via solver ranks
+        first there) or a Winograd or 1x1 GEMM solver ranks first."""
+        from .triton_1x1 import gemm1x1_first
         from .triton_winograd import winograd_first
 
-        return self.rank_first and via_layout(problem, target, self.math) is None and \
-            not winograd_first(problem, target, self.math)
+        first = self.rank_first or (
+            problem.in_type in _SIXTEEN_BIT_FIRST and
+            min(problem.c, problem.k) >= _SIXTEEN_BIT_FIRST[problem.in_type] * problem.groups)
+        return first and via_layout(problem, target, self.math) is None and \
+            not winograd_first(problem, target, self.math) and \
+            not gemm1x1_first(problem, target)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:

@@ -123,3 +123,21 @@ def test_the_invoker_runs_the_gemm_then_the_reduce(monkeypatch, tmp_path) -> Non
     # x, dy, dw, then the workspace the partials go to (the scratch pointers follow, null).
     assert [v for _, v in gemm.args[:4]] == [ptrs["x"], ptrs["y"], ptrs["w"], ws]
     assert [v for _, v in reduce.args[:2]] == [ws, ptrs["w"]]
+
+
+def test_16bit_tensor_core_solvers_rank_ahead_of_the_portable_ones() -> None:
+    """At batch 1 the model had put the portable 1x1 GEMM first on NHWC backward data; the
+    implicit GEMM goes first there now, but not on depthwise problems (one channel a group)."""
+    model = load_model()
+
+    def first(p: ConvProblem) -> str:
+        solvers = [s for s in SOLVERS if s.is_applicable(p, SM90) and s.math != "tf32"]
+        return rank_candidates(p, SM90, solvers, lambda s, q: True, model=model)[0].solver.name
+
+    for c, k, hw in ((2048, 512, 7), (1024, 256, 14), (512, 128, 28)):
+        for t in ("FP16", "BF16"):
+            assert first(_p(c, k, hw, "B", n=1, data_type=t, layout="NHWC")) == \
+                "ConvTritonImplicitGemmBwd"
+    depthwise = replace(_p(64, 64, 56, "F", n=1, layout="NHWC"), groups=64, filter=(3, 3),
+                        pad=(1, 1))
+    assert not get_solver("ConvTritonImplicitGemmFwd").ranks_first(depthwise, SM90)
