@@ -332,9 +332,9 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
 
 #: 16-bit types in which the implicit GEMM ranks ahead of the portable solvers, from this many
 #: channels and filters per group: the miss ranking's model had put the portable kernels first
-#: on 10 of ResNet-50's 1x1 backward-data problems in NHWC at batch 1 (up to 3.7x cuDNN), where
-#: the implicit GEMM at its defaults took 0.014-0.029 ms against the portable kernels'
-#: 0.018-0.48 (on the H100, before this rule).
+#: on 10 of ResNet-50's 1x1 backward-data problems in NHWC at batch 1, 0.52-3.69x cuDNN
+#: (bench/results/kernels_h100-ebe52e4.json); the implicit GEMM took 0.24-0.40x there
+#: (0.014-0.029 ms, kernels_h100.json, with this rule).
 _SIXTEEN_BIT_FIRST = {"FP16": 16, "BF16": 16}
 
 
