@@ -36,6 +36,7 @@ from .triton_conv import (
     params_of,
     spec_kind,
     spec_module,
+    triton_compile_job,
 )
 
 __all__ = ["ConvTritonGemm1x1", "GEMM1X1_SOLVERS", "gemm1x1_first", "gemm1x1_spec"]
@@ -60,15 +61,10 @@ def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], al
     values = dict(config)
     kernel = spec.KERNEL[direction]
     sig, constexprs = spec.signature(direction, data_type, values)
-    options = [f"--kernel={kernel}", *(f"-D{k}={v}" for k, v in constexprs.items()),
-               "--signature=" + ",".join(f"{k}:{v}" for k, v in sig.items()
-                                         if v != "constexpr"),
-               f"--num-warps={values['num_warps']}", f"--num-stages={values['num_stages']}"]
-    if aligned:
-        pointers = [n for n, k in spec.ARGS[kernel] if k.startswith("ptr")]
-        options.append("--assume=" + ",".join(f"{a}:16" for a in (*pointers,
-                                                                   *spec.ALIGN16[kernel])))
-    return CompileJob(KERNEL_FILE, tuple(options), kernel, target)
+    pointers = [n for n, k in spec.ARGS[kernel] if k.startswith("ptr")]
+    return triton_compile_job(KERNEL_FILE, kernel, sig, constexprs, values["num_warps"],
+                              values["num_stages"], target,
+                              (*pointers, *spec.ALIGN16[kernel]) if aligned else ())
 
 
 def _config(params: Params) -> dict[str, int]:

@@ -248,17 +248,28 @@ def _triton_job(kernel_file: str, math: str, kernel: str, data_type: str,
     precision = math  # 'ieee', 'tf32' or 'tf32x3': the dot's input precision (`PRECISION`)
     sig, constexprs = spec.triton_signature(kernel, data_type, config, channels_last,
                                             precision)
-    # The symbol is part of the kdb row's args: one row per (source, args) holds one kernel.
-    options = [f"--kernel={kernel}", *(f"-D{k}={v}" for k, v in constexprs.items())]
-    options.append("--signature=" + ",".join(
-        f"{k}:{v}" for k, v in sig.items() if v != "constexpr"))
-    options += [f"--num-warps={config['num_warps']}",
-                f"--num-stages={config['num_stages']}"]
-    if config.get(MMA_PARAM):
-        options.append(f"--mma={config[MMA_PARAM]}")
-    if aligned:
-        options.append("--assume=" + ",".join(
-            f"{a}:16" for a in spec.align16_args(kernel, channels_last)))
+    return triton_compile_job(kernel_file, kernel, sig, constexprs, config["num_warps"],
+                              config["num_stages"], target,
+                              spec.align16_args(kernel, channels_last) if aligned else (),
+                              int(config.get(MMA_PARAM, 0)))
+
+
+def triton_compile_job(kernel_file: str, kernel: str, sig: dict[str, str],
+                       constexprs: dict[str, Any], warps: int, stages: int, target: Target,
+                       assume16: tuple[str, ...] | list[str] = (), mma: int = 0
+                       ) -> CompileJob:
+    """The job of one Triton object, its options spelling everything that shapes it: the
+    symbol (part of the kdb row's args: one row per (source, args) holds one kernel), the
+    constexprs, the run-time signature, warps and stages, mma.sync where `mma` is 2, and the
+    arguments `assume16` assumes multiples of 16 (pointers: 16-byte aligned)."""
+    options = [f"--kernel={kernel}", *(f"-D{k}={v}" for k, v in constexprs.items()),
+               "--signature=" + ",".join(f"{k}:{v}" for k, v in sig.items()
+                                         if v != "constexpr"),
+               f"--num-warps={int(warps)}", f"--num-stages={int(stages)}"]
+    if mma:
+        options.append(f"--mma={int(mma)}")
+    if assume16:
+        options.append("--assume=" + ",".join(f"{a}:16" for a in assume16))
     return CompileJob(kernel_file, tuple(options), kernel, target)
 
 

@@ -44,6 +44,7 @@ from .triton_conv import (
     spec_kind,
     tf32_capable,
     tf32x3_capable,
+    triton_compile_job,
 )
 
 __all__ = ["ConvTritonWinogradWrw", "WINOGRAD_SOLVERS", "winograd_first", "winograd_spec"]
@@ -70,14 +71,9 @@ def _job(kernel: str, data_type: str, config: tuple[tuple[str, int], ...], preci
     spec = winograd_spec()
     values = dict(config)
     sig, constexprs = spec.signature(kernel, data_type, values, precision)
-    options = [f"--kernel={kernel}", *(f"-D{k}={v}" for k, v in constexprs.items()),
-               "--signature=" + ",".join(f"{k}:{v}" for k, v in sig.items()
-                                         if v != "constexpr"),
-               f"--num-warps={spec.warps(kernel, values)}",
-               f"--num-stages={values.get('num_stages', 1) if kernel == spec.MAIN else 1}"]
-    if aligned:
-        options.append("--assume=" + ",".join(f"{a}:16" for a in spec.GEMM_ALIGN16))
-    return CompileJob(KERNEL_FILE, tuple(options), kernel, target)
+    return triton_compile_job(KERNEL_FILE, kernel, sig, constexprs, spec.warps(kernel, values),
+                              values.get("num_stages", 1) if kernel == spec.MAIN else 1,
+                              target, spec.GEMM_ALIGN16 if aligned else ())
 
 
 def _config(params: Params) -> dict[str, int]:

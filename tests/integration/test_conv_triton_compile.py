@@ -106,3 +106,56 @@ def test_mma_2_compiles_tf32_to_mma_sync_on_sm90_alone() -> None:
     assert own != sync and "DISABLE_MMA_V3" not in os.environ
     with pytest.raises(CompileError, match="sm90 only"):
         compile_job(solver.compile_job(problem, params + (2,), Target.parse("sm80-108")))
+
+
+def _job_ptx(job):  # noqa: ANN001, ANN202
+    """The PTX of a solver's job, compiled from its own options as the builder would (the
+    signature, constexprs and assumptions it spells), for sm_90."""
+    from miopenkernels.compiler.triton import TritonOptions, kernel_function
+
+    opts = TritonOptions(job.options)
+    fn = kernel_function(job.source_path, job.kernel_name)
+    sig = {n: "constexpr" if n in opts.constexprs else dict(opts.signature)[n]
+           for n in fn.arg_names}
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", d]] for n, d in opts.assumptions}
+    k = triton.compile(ASTSource(fn, sig, dict(opts.constexprs), attrs),
+                       target=TARGETS["sm90"][0], options=dict(opts.compile))
+    return k.asm["ptx"]
+
+
+def test_winograd_and_1x1_gemm_jobs_run_on_tensor_cores() -> None:
+    """Every object one call of the Winograd and 1x1 GEMM solvers runs compiles from its job
+    for sm_90: the GEMMs on wgmma (three TF32 products per product in tf32x3, 16-bit in the 1x1
+    GEMMs), the transforms and reductions without; `compile_job` (the builder's path) gives
+    each an object with its launch metadata."""
+    from dataclasses import replace
+
+    from miopenkernels.codeobject import split_kdb_blob
+    from miopenkernels.compiler import compile_job
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers import get_solver, launch_jobs
+    from miopenkernels.target import Target
+
+    sm90 = Target.parse("sm90-132")
+    w3 = ConvProblem(n=8, c=64, k=64, in_spatial=(14, 14), filter=(3, 3), pad=(1, 1),
+                     in_type="FP32", wei_type="FP32", out_type="FP32", direction="W")
+    one = ConvProblem(n=8, c=64, k=128, in_spatial=(28, 28), filter=(1, 1), in_type="FP16",
+                      wei_type="FP16", out_type="FP16")
+    cases = [(get_solver("ConvTritonWinogradTf32x3Wrw"), w3),
+             (get_solver("ConvTritonWinogradTf32Wrw"), w3)]
+    cases += [(get_solver(f"ConvTritonGemm1x1{d}"), replace(one, direction=d[0]))
+              for d in ("Fwd", "Bwd", "Wrw")]
+    counts = {}
+    for solver, problem in cases:
+        params = solver.default_params(problem, sm90)
+        main = solver.compile_job(problem, params, sm90)
+        for job in launch_jobs(solver, problem, params, sm90):
+            ptx = _job_ptx(job)
+            gemm = job == main
+            assert ("wgmma.mma_async" in ptx) == gemm, (solver.name, job.kernel_name)
+            if gemm:
+                counts[solver.name] = ptx.count("wgmma.mma_async")
+                assert (".tf32" in ptx) == ("Winograd" in solver.name)
+            _, meta = split_kdb_blob(compile_job(job))
+            assert meta is not None and meta.kernel == job.kernel_name
+    assert counts["ConvTritonWinogradTf32x3Wrw"] == 3 * counts["ConvTritonWinogradTf32Wrw"]
