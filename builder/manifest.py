@@ -1,11 +1,15 @@
 """Problem manifests: files of MIOpenDriver lines under dbs/manifests/, loaded by name.
 
 A manifest is named by its file stem (`resnet50`) or given as a path. The default manifest of a
-build is the union of every manifest shipped, in name order, without duplicates.
+build is the union of every manifest shipped, in name order, without duplicates. The model zoo
+(`zoo/NAME`) and its held-out networks (`zoo/held_out/NAME`) are sub-folders, outside that
+default; `held_out_keys` names the held-out layers that tuning and the ranking's fit leave out.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -14,7 +18,7 @@ from miopenkernels.errors import ProblemError
 from miopenkernels.problem import ConvProblem
 
 __all__ = ["manifests_dir", "available_manifests", "manifest_path", "load_manifest",
-           "load_manifests"]
+           "load_manifests", "zoo_manifests", "held_out_keys"]
 
 
 def manifests_dir() -> Path:
@@ -58,3 +62,36 @@ def load_manifests(names: list[str] | tuple[str, ...] | None = None) -> list[Con
         for problem in load_manifest(name):
             seen.setdefault(problem, None)
     return list(seen)
+
+
+def zoo_manifests(held_out: bool = False) -> list[Path]:
+    """The model zoo's manifests (`zoo/*.txt`), or its held-out networks' (`zoo/held_out/`)."""
+    folder = manifests_dir() / "zoo"
+    return sorted((folder / "held_out" if held_out else folder).glob("*.txt"))
+
+
+_CASE_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+
+
+def _layer_keys(problems: list[ConvProblem]) -> set[str]:
+    """FindDb keys at batch 1 of each problem's layer in every direction, type and layout."""
+    layers = {replace(p, n=1, direction="F", in_type="FP32", wei_type="", out_type="",
+                      in_layout="", wei_layout="", out_layout="") for p in problems}
+    return {replace(p, direction=d, in_type=t, wei_type=t, out_type=t, in_layout=lay,
+                    wei_layout=lay, out_layout=lay).key()
+            for p in layers for d in "FBW" for t in ("FP32", "FP16", "BF16")
+            for lay in _CASE_LAYOUTS[p.spatial_dim]}
+
+
+@lru_cache(maxsize=1)
+def held_out_keys() -> frozenset[str]:
+    """FindDb keys at batch 1 (`problem.with_batch(1).key()`) of the held-out networks'
+    layers in every direction, type and layout, less those of layers that a shipped or zoo
+    manifest also holds: what tuning and the ranking's fit leave out, so that measuring the
+    held-out networks tells whether the solvers and the ranking generalise."""
+    held = [p for path in zoo_manifests(held_out=True) for p in load_manifest(path)]
+    if not held:
+        return frozenset()
+    tuned = [p for name in [*available_manifests(), *zoo_manifests()]
+             for p in load_manifest(name)]
+    return frozenset(_layer_keys(held) - _layer_keys(tuned))

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from miopenkernels.builder.manifest import held_out_keys
 from miopenkernels.db.finddb import FindDbFile
 from miopenkernels.db.perfdb import PerfDbFile
 from miopenkernels.errors import MIOpenKernelsError
@@ -173,7 +174,8 @@ def _db_samples(folder: Path) -> dict[tuple[str, str, str, str], list[float]]:
 
 def load_samples(log_paths: Sequence[Path], db_folders: Sequence[Path],
                  bench_paths: Sequence[Path] = ()) -> list[Sample]:
-    """Every measured timing, one sample per (target, problem, solver, params) (median)."""
+    """Every measured timing, one sample per (target, problem, solver, params) (median), but
+    none of a held-out layer (builder.manifest.held_out_keys)."""
     merged = _log_samples(log_paths)
     for sample_key, times in bench_samples(bench_paths).items():
         merged[sample_key].extend(times)
@@ -183,12 +185,15 @@ def load_samples(log_paths: Sequence[Path], db_folders: Sequence[Path],
             if (t, k) not in logged:  # a log holds the same final times and more
                 merged[(t, k, s, p)].extend(times)
     samples = []
+    held_out = held_out_keys()  # the zoo's held-out layers stay out of the fit
     for (target, key, solver_name, params_text), times in sorted(merged.items()):
         try:
             solver = get_solver(solver_name)
             problem = ConvProblem.from_key(key)
             params = tuple(solver.params_from_string(params_text))
         except MIOpenKernelsError:
+            continue
+        if problem.with_batch(1).key() in held_out:
             continue
         samples.append(Sample(problem, solver, params, Target.parse(target),
                               float(statistics.median(times))))

@@ -6,6 +6,7 @@ import importlib.util
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -268,3 +269,34 @@ def test_a_malformed_command_line_exits_3_in_one_line(argv: list[str]) -> None:
                           text=True, timeout=120)
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("zoo: ")
+
+
+def test_held_out_layers_stay_out_of_the_ranking_fit(tmp_path: Path) -> None:
+    from miopenkernels.builder.manifest import held_out_keys, zoo_manifests
+    from miopenkernels.builder.ranking import load_samples
+
+    keys = held_out_keys()
+    assert [p.stem for p in zoo_manifests(held_out=True)] == sorted(HELD_OUT)
+    assert len(zoo_manifests()) == len(COUNTS)
+    stem = next(p for p in _layers("r3d_18") if p.c == 3)  # r3d_18's own 3x7x7 stem
+    for direction in "FBW":
+        for layout, dtype in (("NCDHW", "FP32"), ("NDHWC", "FP16"), ("NDHWC", "BF16")):
+            p = replace(stem, n=1, direction=direction, in_type=dtype, wei_type=dtype,
+                        out_type=dtype, in_layout=layout, wei_layout=layout, out_layout=layout)
+            assert p.key() in keys
+    # A layer that a tuned network also has (ResNeXt-101's stem is ResNet-50's) stays in.
+    shared = next(p for p in _layers("resnext101_64x4d") if p.c == 3)
+    assert shared.with_batch(1).key() not in keys
+    tuned = {p.with_batch(1).key() for n in COUNTS for p in _layers(n)}
+    assert keys and not keys & tuned
+    # The fit's inputs: a FindDb record of a held-out layer (at any batch) is left out.
+    held = ConvProblem.from_key(next(k for k in sorted(keys) if k.endswith("-NCHW-FP32-F")
+                                     and "_g" not in k)).with_batch(8)
+    kept = _layers("resnet50")[1].with_batch(8)
+    folder = tmp_path / "sm9084"
+    folder.mkdir()
+    (folder / "sm9084.HIP.fdb.txt").write_text(
+        "".join(f"{p.key()}=ConvDirectFwd:1.5,0,miopenConvolutionFwdAlgoDirect\n"
+                for p in (held, kept)))
+    samples = load_samples([], [folder])
+    assert [s.problem.key() for s in samples] == [kept.key()]
