@@ -301,25 +301,36 @@ def measure(handle: Any, layer: Layer, p: Any, type_name: str, repeats: int,
     find_ms = (time.perf_counter() - t0) * 1e3
     inv = handle.compile_solution(p, best)
     ptrs = {role: t.ptr for role, t in dev.items()}
-    ptrs["workspace"] = workspace_ptr(handle.backend, inv)
-    inv(ptrs)
-    torch.cuda.synchronize()
-    ours_out = tensors[out_role][1].double().clone()
-    torch.backends.cudnn.allow_tf32 = type_name == "TF32"
-    torch.backends.cudnn.benchmark = True
-    peer = _peer(p, {role: view for role, (_, view) in tensors.items()})
-    ref = peer().double()
-    err = float((ours_out - ref).norm() / max(float(ref.norm()), 1e-30))
-    row = {"network": layer.network, "layer": layer.name, "classes": list(layer_classes(p)),
-           "case": case_name(type_name, p.direction, p.in_layout), "n": p.n, "key": p.key(),
-           "solver": best.solver, "source": best.source, "find_ms": find_ms, "rel_err": err,
-           "ours_gpu_ms": queued_gpu_ms(lambda: inv(ptrs), repeats, warmup),
-           "ours_wall_ms": wall_ms(lambda: handle.run(p, best, dev["x"], dev["w"], dev["y"]),
-                                   repeats),
-           "cudnn_gpu_ms": queued_gpu_ms(peer, repeats, warmup),
-           "cudnn_wall_ms": wall_ms(peer, repeats)}
-    torch.backends.cudnn.benchmark = False
-    row["cudnn_heuristics_gpu_ms"] = queued_gpu_ms(peer, repeats, warmup)
+    try:
+        ptrs["workspace"] = workspace_ptr(handle.backend, inv)
+        inv(ptrs)
+        torch.cuda.synchronize()
+        # FP32 for the comparison: FP64 copies of the zoo's largest outputs would not fit.
+        ours_out = tensors[out_role][1].float().clone()
+        torch.backends.cudnn.allow_tf32 = type_name == "TF32"
+        torch.backends.cudnn.benchmark = True
+        peer = _peer(p, {role: view for role, (_, view) in tensors.items()})
+        ref = peer().float()
+        err = float((ours_out - ref).norm() / max(float(ref.norm()), 1e-30))
+        del ours_out, ref
+        row = {"network": layer.network, "layer": layer.name,
+               "classes": list(layer_classes(p)),
+               "case": case_name(type_name, p.direction, p.in_layout), "n": p.n,
+               "key": p.key(), "solver": best.solver, "source": best.source,
+               "find_ms": find_ms, "rel_err": err,
+               "ours_gpu_ms": queued_gpu_ms(lambda: inv(ptrs), repeats, warmup),
+               "ours_wall_ms": wall_ms(
+                   lambda: handle.run(p, best, dev["x"], dev["w"], dev["y"]), repeats),
+               "cudnn_gpu_ms": queued_gpu_ms(peer, repeats, warmup),
+               "cudnn_wall_ms": wall_ms(peer, repeats)}
+        torch.backends.cudnn.benchmark = False
+        row["cudnn_heuristics_gpu_ms"] = queued_gpu_ms(peer, repeats, warmup)
+    finally:
+        # Thousands of problems: each invoker's workspace goes back after its problem.
+        torch.cuda.synchronize()
+        if inv.workspace is not None:
+            inv.workspace.free()
+            inv.workspace = None
     row["ratio"] = row["ours_gpu_ms"] / row["cudnn_gpu_ms"]
     row["ratio_heuristics"] = row["ours_gpu_ms"] / row["cudnn_heuristics_gpu_ms"]
     row["wall_ratio"] = row["ours_wall_ms"] / row["cudnn_wall_ms"]
@@ -420,10 +431,11 @@ def _run(args: argparse.Namespace, layers: list[Layer], types: list[str],
                     if time.perf_counter() - start > args.budget_s:
                         not_reached.append(name)
                         continue
-                    for layer in layers:
+                    for i, layer in enumerate(layers):
                         if time.perf_counter() - start > args.budget_s:
-                            not_reached.append(f"{name}:{layer.network}/{layer.name}")
-                            continue
+                            not_reached.append(f"{name} ({len(layers) - i} of {len(layers)} "
+                                               "layers)")
+                            break
                         p = layer_problem(layer, type_name, direction, layout, batch)
                         if tensor_gb(p) > args.max_gb:
                             skipped.append({"network": layer.network, "key": p.key(),
