@@ -163,8 +163,8 @@ def _fcn_head(net: Net, name: str, x: Feat, inter: int, classes: int = 21) -> No
 
 
 def deeplabv3_resnet50(net: Net) -> None:
-    """torchvision deeplabv3_resnet50 (output stride 8, ASPP rates 12/24/36, aux head) at its
-    weights' 520x520 input."""
+    """torchvision deeplabv3_resnet50 (output stride 8, ASPP rates 12/24/36, aux head) at
+    520x520 (its weights' transform resizes the short side to 520)."""
     c = resnet(net, Feat(3, (520, 520)), (3, 4, 6, 3), dilate=(False, True, True))
     x = c[3]
     branches = [net.conv("classifier.0.convs.0", x, 256, 1)]

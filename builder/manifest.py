@@ -92,6 +92,6 @@ def held_out_keys() -> frozenset[str]:
     held = [p for path in zoo_manifests(held_out=True) for p in load_manifest(path)]
     if not held:
         return frozenset()
-    tuned = [p for name in [*available_manifests(), *zoo_manifests()]
-             for p in load_manifest(name)]
+    names: list[str | Path] = [*available_manifests(), *zoo_manifests()]
+    tuned = [p for name in names for p in load_manifest(name)]
     return frozenset(_layer_keys(held) - _layer_keys(tuned))
