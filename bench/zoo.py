@@ -30,6 +30,7 @@ listed under `not_reached`.
     python bench/zoo.py --out bench/results/zoo_h100 [--networks yolov5s,r2plus1d_18]
         [--types FP16,FP32] [--directions F] [--layouts NHWC] [--batches 32,8,1]
         [--held-out] [--budget-s 540] [--list]
+    python bench/zoo.py --picks sm90-132 [--out bench/results/zoo_picks_sm90-132]  # no GPU
 """
 
 from __future__ import annotations
@@ -345,6 +346,43 @@ def tensor_gb(p: Any) -> float:
     return elems * TYPE_BYTES[p.in_type] / 1e9
 
 
+# ----------------------------------------------------------------------------- picks (no GPU)
+def picks(layers: list[Layer], target: str, types: list[str], directions: list[str],
+          layouts: list[str], batches: list[int]) -> dict:
+    """Immediate mode's first choice for every problem on `target`, without a GPU: per layer
+    class (and `all`) the problems, those no solver applies to, and those whose first choice
+    runs on matrix cores (a Triton solver); the problems without a solver named."""
+    from miopenkernels.errors import MIOpenKernelsError
+    from miopenkernels.handle import Handle
+    from miopenkernels.solvers import get_solver
+
+    handles = {"ieee": Handle(target=target),
+               "tf32": Handle(target=target, math_mode="tf32") if "TF32" in types else None}
+    classes: dict[str, dict[str, int]] = {}
+    unsolved: list[str] = []
+    for batch in batches:
+        for type_name in types:
+            handle = handles["tf32" if type_name == "TF32" else "ieee"]
+            for direction in directions:
+                for layout in layouts:
+                    for layer in layers:
+                        p = layer_problem(layer, type_name, direction, layout, batch)
+                        try:
+                            first = handle.solutions(p)[0].solver
+                            on_cores = get_solver(first).language == "triton"
+                        except MIOpenKernelsError:
+                            first, on_cores = "", False
+                            unsolved.append(f"{layer.network}/{layer.name} {p.key()}")
+                        for c in ("all", *layer_classes(p)):
+                            entry = classes.setdefault(c, {"problems": 0, "no_solver": 0,
+                                                           "tensor_cores": 0})
+                            entry["problems"] += 1
+                            entry["no_solver"] += not first
+                            entry["tensor_cores"] += bool(on_cores)
+    return {"target": target, "classes": dict(sorted(classes.items())),
+            "no_solver": unsolved}
+
+
 # ----------------------------------------------------------------------------- run
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -365,6 +403,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     help="skip problems whose x, w and y exceed this many GB")
     ap.add_argument("--list", action="store_true",
                     help="print the layers per network and class and exit (no GPU)")
+    ap.add_argument("--picks", metavar="TARGET",
+                    help="print immediate mode's first choices on TARGET (e.g. sm90-132) per "
+                    "layer class as JSON and exit (no GPU); with --out, also write OUT.json")
     return ap.parse_args(argv)
 
 
@@ -401,6 +442,20 @@ def main(argv: list[str] | None = None) -> int:
             held = " (held out)" if mine[0].held_out else ""
             print(f"{name}{held}: {len(mine)} layers; "
                   + ", ".join(f"{c} {n}" for c, n in counts.items() if n))
+        return 0
+    if args.picks:
+        from miopenkernels.errors import MIOpenKernelsError
+
+        try:
+            out = picks(layers, args.picks, types, directions, layouts, batches)
+        except MIOpenKernelsError as exc:
+            return _fail(str(exc).splitlines()[0], exc.exit_code)
+        out["networks"] = sorted({la.network for la in layers})
+        text = json.dumps(out, indent=1) + "\n"
+        if "--out" in (argv if argv is not None else sys.argv[1:]):
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            Path(str(args.out) + ".json").write_text(text)
+        print(json.dumps(out["classes"]))
         return 0
     try:
         import torch

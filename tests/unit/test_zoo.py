@@ -300,3 +300,20 @@ def test_held_out_layers_stay_out_of_the_ranking_fit(tmp_path: Path) -> None:
                 for p in (held, kept)))
     samples = load_samples([], [folder])
     assert [s.problem.key() for s in samples] == [kept.key()]
+
+
+def test_picks_count_first_choices_per_class_without_a_gpu() -> None:
+    layers = ZOO_BENCH.load_layers(["dcgan"])
+    out = ZOO_BENCH.picks(layers, "sm90-132", ["FP16"], ["F"], ["NHWC"], [1])
+    classes = out["classes"]
+    assert out["target"] == "sm90-132" and not out["no_solver"]
+    assert classes["all"]["problems"] == COUNTS["dcgan"]
+    assert classes["transposed"]["problems"] == 5 and classes["few-channel"]["problems"] == 3
+    assert all(0 <= e["tensor_cores"] <= e["problems"] and e["no_solver"] == 0
+               for e in classes.values())
+    assert classes["plain"]["tensor_cores"] == classes["plain"]["problems"]  # FP16 NHWC GEMMs
+    # A layer no solver takes (more elements than 32-bit offsets reach) is named.
+    big = [la for la in ZOO_BENCH.load_layers(["esrgan"]) if la.name == "conv_last"]
+    out = ZOO_BENCH.picks(big, "sm90-132", ["FP16"], ["F"], ["NCHW"], [32])
+    assert out["classes"]["all"] == {"problems": 1, "no_solver": 1, "tensor_cores": 0}
+    assert out["no_solver"][0].startswith("esrgan/conv_last 64-2048-2048-3x3-3-")
