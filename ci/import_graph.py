@@ -1,4 +1,5 @@
-"""The import graph of the installed `miopenkernels` package, for import-linter and the layer test.
+"""The `miopenkernels` package as installed, for the tools that read it from files: import-linter
+and the layer test (its import graph), mypy (ci/typecheck.sh).
 
 setup.py maps library/, builder/, kernels/, dbs/ and recipes/ onto one package (`ROOTS`), which
 grimp (import-linter's graph builder) cannot see from the source folders: it walks the folder of
@@ -7,6 +8,7 @@ package out as links in a folder, so both read it as it is installed.
 
     python ci/import_graph.py lint [lint-imports options]   the contracts of pyproject.toml
     python ci/import_graph.py edges                          {module: [imported, ...]} as JSON
+    python ci/import_graph.py stage DIR                      the package's links under DIR
 
 Imports under TYPE_CHECKING are left out of both; imports inside functions count.
 """
@@ -63,9 +65,12 @@ def _edges(package: str) -> dict[str, list[str]]:
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else ""
-    if command not in ("lint", "edges"):
+    if command not in ("lint", "edges", "stage") or (command == "stage") != (len(argv) == 2):
         print(__doc__, file=sys.stderr)
         return 2
+    if command == "stage":
+        stage(Path(argv[1]))
+        return 0
     with tempfile.TemporaryDirectory(prefix="import-graph-") as tmp:
         path = stage(Path(tmp))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(

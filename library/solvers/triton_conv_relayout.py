@@ -17,8 +17,8 @@ problem); only the transpose kernel (one object per element type and tile) is ad
 package. A tensor that is the same bytes in both layouts (1x1 weights) is not copied: the kernel
 takes the caller's.
 Parameters, defaults and the ranking's model are those of that solver (`ranking_name`); the
-miss ranking puts these solvers first in the cases the tables list (`ranks_first`), and the
-direct solver of the same math then no longer ranks first.
+miss ranking puts these solvers first in the cases the tables list (`via_layout`), and the
+direct solver of the same math then no longer ranks first (the registry's YIELDS_TO).
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ GROUP_M, SPLIT_K, num_warps, num_stages), for the GEMM. Every object is shape-ag
 package ships the transforms, the output kernel at every split it may run, and the GEMM's two
 usual tiles at those splits (`dynamic_jobs`).
 
-In the miss ranking these solvers go first where `ranks_first` says (from the spec's
+In the miss ranking these solvers go first where the spec's `ranks_first` says (from its
 measurements), ahead of the implicit GEMM of the same math and of its Via solvers, which then
-no longer rank first.
+no longer rank first (the registry's YIELDS_TO).
 """
 
 from __future__ import annotations
