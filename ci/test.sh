@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Lint, type-check and test. Integration tests use the real compilers and packaging tools;
-# GPU tests skip on machines without a GPU.
+# Lint, type-check, check the import contracts and test. Integration tests use the real compilers
+# and packaging tools; GPU tests skip on machines without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 ruff check .
 bash ci/typecheck.sh
+# lint-imports on the package as installed: the contracts of pyproject.toml (layers, siblings that
+# must not know each other, no cycles); tests/unit/test_layers.py also counts module cycles.
+python ci/import_graph.py lint
 pytest -n "${PYTEST_WORKERS:-2}" -q tests "$@"

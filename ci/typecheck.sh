@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Type-check the import package `miopenkernels`. Its folders (library/, builder/) are mapped onto
-# the package by setup.py, which mypy cannot follow, so a tree of links gives mypy the package as
-# Python sees it.
+# the package by setup.py, which mypy cannot follow, so a tree of links (ci/import_graph.py stage)
+# gives mypy the package as Python sees it.
 #
 #   bash ci/typecheck.sh [mypy options]
 set -euo pipefail
@@ -10,12 +10,6 @@ case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 root=.cache/typecheck
 rm -rf "$root"
-mkdir -p "$root/miopenkernels"
-for entry in library/*; do
-    case "$entry" in *__pycache__*) continue ;; esac
-    ln -s "$PWD/$entry" "$root/miopenkernels/$(basename "$entry")"
-done
-ln -s "$PWD/builder" "$root/miopenkernels/builder"
-ln -s "$PWD/kernels" "$root/miopenkernels/kernels"
-ln -s "$PWD/dbs" "$root/miopenkernels/dbs"
+python="${PYTHON:-python3}"  # the staging needs the standard library alone
+"$python" ci/import_graph.py stage "$root"
 MYPYPATH="$root" "${MYPY:-mypy}" -p miopenkernels "$@"

@@ -1,6 +1,6 @@
 """The one place that replaces files: every write that a reader or a crash must see whole (a
 temporary file in the same folder, fsync, rename, fsync of the folder) and every rename of a
-transaction of moves."""
+transaction of moves; and where the project's data packages are."""
 
 from __future__ import annotations
 
@@ -9,8 +9,23 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_copy", "atomic_path", "atomic_write", "fsync_dir", "new_file_mode", "replace",
-           "tmp_prefix"]
+from .errors import MIOpenKernelsError
+
+__all__ = ["atomic_copy", "atomic_path", "atomic_write", "fsync_dir", "new_file_mode",
+           "package_dir", "replace", "tmp_prefix"]
+
+
+def package_dir(package: str) -> Path:
+    """The folder of one of the project's data packages (`miopenkernels.dbs`,
+    `miopenkernels.kernels`), from its module's location: importlib.resources would import
+    zipfile and tempfile on the runtime's first call for the same answer."""
+    import importlib
+
+    file = importlib.import_module(package).__file__
+    if file is None:
+        raise MIOpenKernelsError(f"{package} is not installed as a folder; reinstall "
+                                 "miopenkernels")
+    return Path(file).parent
 
 
 def tmp_prefix(path: Path) -> str:

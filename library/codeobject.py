@@ -6,7 +6,7 @@ before shipping it, and a backend checks a blob before handing it to the driver.
 
 AMDGPU code objects are ELF files with e_machine EM_AMDGPU (224). The arch is read from the
 `amdhsa.target` field of the NT_AMDGPU_METADATA note (msgpack) when msgpack is installed, and is
-always cross-checked against the EF_AMDGPU_MACH byte of e_flags (`AMDGPU_MACH`, LLVM's
+always cross-checked against the EF_AMDGPU_MACH byte of e_flags (`target.AMDGPU_MACH`, LLVM's
 AMDGPUUsage values; each but gfx950 read back from an object clang-19 wrote). A kernel defines its
 symbol and its kernel descriptor `<name>.kd`.
 
@@ -18,6 +18,9 @@ older cubins (OS/ABI 0x33, ABI version 7) keep it in bits 0-7 (sm_80 -> 0x500550
 A loader also takes a clang offload bundle (one entry per target) and, on NVIDIA, PTX text; the
 builder and the databases hold bare ELF objects only.
 
+The launch metadata a Triton kernel needs, and its trailer in a kdb blob, are
+launch_metadata.py's (its names are importable from here too).
+
 Everything here is untrusted input: an offset, size or count that points outside the blob is a
 CodeObjectError, never another exception.
 """
@@ -26,15 +29,18 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any
 
 from ._lazy_re import lazy
 from ._record import dataclass, field
 from .errors import CodeObjectError
-
-if TYPE_CHECKING:
-    from .target import Target
+from .launch_metadata import (
+    KDB_META_MAGIC,
+    LaunchMetadata,
+    assumed_divisors,
+    attach_launch_metadata,
+    split_kdb_blob,
+)
+from .target import AMDGPU_MACH, Target, vendor_of
 
 __all__ = [
     "AMDGPU_MACH",
@@ -55,18 +61,6 @@ __all__ = [
 EM_AMDGPU = 224
 EM_CUDA = 190
 
-# EF_AMDGPU_MACH (e_flags & 0xFF) of every AMD arch the project knows, from LLVM's AMDGPUUsage.
-AMDGPU_MACH: dict[str, int] = {
-    "gfx900": 0x2C, "gfx902": 0x2D, "gfx904": 0x2E, "gfx906": 0x2F, "gfx908": 0x30,
-    "gfx909": 0x31, "gfx90c": 0x32, "gfx90a": 0x3F, "gfx940": 0x40, "gfx941": 0x4B,
-    "gfx942": 0x4C, "gfx950": 0x4F,
-    "gfx1010": 0x33, "gfx1011": 0x34, "gfx1012": 0x35, "gfx1013": 0x42,
-    "gfx1030": 0x36, "gfx1031": 0x37, "gfx1032": 0x38, "gfx1033": 0x39, "gfx1034": 0x3E,
-    "gfx1035": 0x3D, "gfx1036": 0x45,
-    "gfx1100": 0x41, "gfx1101": 0x46, "gfx1102": 0x47, "gfx1103": 0x44,
-    "gfx1150": 0x43, "gfx1151": 0x4A, "gfx1152": 0x55,
-    "gfx1200": 0x48, "gfx1201": 0x4E,
-}
 _ARCH_OF_MACH = {mach: arch for arch, mach in AMDGPU_MACH.items()}
 
 _ELF_MAGIC = b"\x7fELF"
@@ -76,157 +70,6 @@ _SHT_SYMTAB, _SHT_NOTE, _SHT_NOBITS, _SHT_DYNSYM = 2, 7, 8, 11
 _SHDR_SIZE = 64  # Elf64_Shdr
 _SYM_SIZE = 24  # Elf64_Sym
 _MAX_SYMBOLS = 1 << 20
-
-
-# ------------------------------------------------------------------ launch metadata
-@dataclass(frozen=True)
-class LaunchMetadata:
-    """How one kernel of a code object is launched, beyond its own argument list.
-
-    A hand-written kernel needs none of it (the solver's Launch says grid, block and arguments).
-    A Triton kernel fixes its block (`threads_per_block` = num_warps x warp size), may ask for
-    dynamic shared memory, takes scratch pointers after its own arguments (`scratch_args`, each
-    `(name, bytes, alignment)`), and was specialised on assumptions about its arguments
-    (`assumptions`, e.g. `x % 16 == 0`) that a caller must meet.
-    """
-
-    kernel: str
-    threads_per_block: int | None = None
-    shared_bytes: int = 0
-    scratch_args: tuple[tuple[str, int, int], ...] = ()
-    assumptions: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.kernel:
-            raise CodeObjectError("launch metadata names no kernel")
-        tpb = self.threads_per_block
-        if tpb is not None and not 1 <= tpb <= 1024:
-            raise CodeObjectError(f"launch metadata of {self.kernel}: {tpb} threads per block "
-                                  "is outside 1..1024")
-        if not 0 <= self.shared_bytes <= 1 << 20:
-            raise CodeObjectError(f"launch metadata of {self.kernel}: {self.shared_bytes} bytes "
-                                  "of shared memory is outside 0..1 MiB")
-        for name, size, align in self.scratch_args:
-            if not name or not 0 <= size <= 1 << 40 or align < 1 or align & (align - 1):
-                raise CodeObjectError(f"launch metadata of {self.kernel}: scratch argument "
-                                      f"{(name, size, align)!r} is malformed")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "threads_per_block": self.threads_per_block,
-                "shared_bytes": self.shared_bytes,
-                "scratch_args": [list(s) for s in self.scratch_args],
-                "assumptions": list(self.assumptions)}
-
-    def to_json(self) -> str:
-        import json
-
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LaunchMetadata:
-        """The inverse of `to_dict`; anything malformed is a CodeObjectError."""
-        try:
-            tpb = data.get("threads_per_block")
-            return cls(
-                kernel=str(data["kernel"]),
-                threads_per_block=None if tpb is None else int(tpb),
-                shared_bytes=int(data.get("shared_bytes", 0)),
-                scratch_args=tuple((str(n), int(s), int(a))
-                                   for n, s, a in data.get("scratch_args", ())),
-                assumptions=tuple(str(a) for a in data.get("assumptions", ())),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise CodeObjectError(f"malformed launch metadata ({exc!r})") from None
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> LaunchMetadata:
-        import json
-
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise CodeObjectError(f"launch metadata is not JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise CodeObjectError("launch metadata is not a JSON object")
-        return cls.from_dict(data)
-
-    @classmethod
-    def from_triton(cls, meta: Mapping[str, Any]) -> LaunchMetadata:
-        """From the metadata Triton writes beside a compiled kernel (`kernel.metadata`)."""
-        try:
-            target = meta.get("target") or {}
-            warp = int(target.get("warp_size", meta.get("warp_size", 32)))
-            scratch = []
-            for kind in ("global", "profile"):
-                size = int(meta.get(f"{kind}_scratch_size", 0) or 0)
-                # Triton passes both pointers whenever its launcher does; a zero size means null.
-                if f"{kind}_scratch_size" in meta:
-                    align = int(meta.get(f"{kind}_scratch_align", 1) or 1)
-                    scratch.append((f"{kind}_scratch", size, align))
-            return cls(
-                kernel=str(meta["name"]),
-                threads_per_block=int(meta["num_warps"]) * warp,
-                shared_bytes=int(meta.get("shared", 0) or 0),
-                scratch_args=tuple(scratch),
-                assumptions=tuple(str(a) for a in meta.get("assumptions", ()) or ()),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise CodeObjectError(f"malformed Triton metadata ({exc!r})") from None
-
-
-# ------------------------------------------------------------------ metadata in a kdb blob
-# A kdb row holds one blob under MIOpen's kern_db schema. An object that needs launch metadata
-# (a Triton kernel's) carries it as a trailer behind the ELF image:
-#     <code object><LaunchMetadata JSON, UTF-8><u64 LE: JSON length>b"MKLAUNCH"
-# Loaders read an ELF image by its own headers (cuModuleLoadData and hipModuleLoadData take no
-# size), so the trailer changes nothing for them; the row's md5 covers code and metadata
-# together. Backends split it off before loading anyway. No trailer: no metadata.
-KDB_META_MAGIC = b"MKLAUNCH"
-_MAX_KDB_META = 1 << 16
-
-
-def attach_launch_metadata(code_object: bytes, meta: LaunchMetadata) -> bytes:
-    """The kdb blob of a code object whose kernel needs `meta` to be launched."""
-    text = meta.to_json().encode()
-    return bytes(code_object) + text + struct.pack("<Q", len(text)) + KDB_META_MAGIC
-
-
-def split_kdb_blob(blob: bytes, what: str = "kdb blob"
-                   ) -> tuple[bytes, LaunchMetadata | None]:
-    """(code object, launch metadata or None) of a kdb blob; a malformed trailer is a
-    CodeObjectError."""
-    blob = bytes(blob)
-    if len(blob) < 16 or blob[-8:] != KDB_META_MAGIC:
-        return blob, None
-    (size,) = struct.unpack_from("<Q", blob, len(blob) - 16)
-    end = len(blob) - 16
-    if size > _MAX_KDB_META or size > end:
-        raise CodeObjectError(f"{what}: launch metadata trailer claims {size} bytes")
-    try:
-        meta = LaunchMetadata.from_json(blob[end - size : end])
-    except CodeObjectError as exc:
-        raise CodeObjectError(f"{what}: {exc}") from None
-    return blob[: end - size], meta
-
-
-_ASSUMPTION_RE = lazy(r"^\s*([A-Za-z_]\w*)\s*%\s*(\d+)\s*==\s*0\s*$")
-
-
-def assumed_divisors(meta: LaunchMetadata | None) -> dict[str, int]:
-    """{argument: divisor} of assumptions written `name % D == 0` (a pointer aligned to D
-    bytes, an integer a multiple of D); others are not of this kind and are left out. The dict
-    is shared between callers (each launch asks): read it, never change it."""
-    return _divisors(meta.assumptions) if meta is not None else {}
-
-
-@lru_cache(maxsize=1024)
-def _divisors(assumptions: tuple[str, ...]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for text in assumptions:
-        m = _ASSUMPTION_RE.match(text)
-        if m:
-            out[m.group(1)] = int(m.group(2))
-    return out
 
 
 # ------------------------------------------------------------------ what a blob says
@@ -487,8 +330,6 @@ def check_code_object(blob: bytes, target: Target | str, kernel_name: str | None
     sides. `bare=False` also accepts what a loader takes (offload bundle, PTX no newer than the
     target's SM).
     """
-    from .target import vendor_of
-
     if isinstance(target, str):
         want = target.split(":", 1)[0].lower().replace("sm_", "sm")
         shown = want

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import __version__
+from ._fsutil import package_dir
 from ._numbers import parse_int
 from ._record import dataclass
 from .errors import MIOpenKernelsError, TargetError
+from .problem import FINDDB_TF32_SUFFIX
 
 __all__ = [
     "FindMode",
@@ -60,8 +62,8 @@ class FindMode(enum.IntEnum):
 class MathMode(enum.IntEnum):
     """MIOPENKERNELS_FP32_MATH: how FP32 convolutions may multiply. IEEE (the default) is
     plain FP32; TF32 also lets tensor-core solvers round inputs to TF32 (as cuDNN's allow_tf32).
-    FindDb records made under TF32 carry the key suffix `FINDDB_TF32_SUFFIX`; TF32 solvers
-    have their own names, so PerfDb rows stay apart too."""
+    FindDb records made under TF32 carry the key suffix `FINDDB_TF32_SUFFIX` (problem.py);
+    TF32 solvers have their own names, so PerfDb rows stay apart too."""
 
     IEEE = 1
     TF32 = 2
@@ -70,8 +72,6 @@ class MathMode(enum.IntEnum):
     def parse(cls, text: str | int | None) -> MathMode:
         return _parse_enum(cls, "MIOPENKERNELS_FP32_MATH", text, cls.IEEE)
 
-
-FINDDB_TF32_SUFFIX = "_tf32"
 
 
 class FindEnforce(enum.IntEnum):
@@ -121,19 +121,6 @@ def scoped_env(name: str, value: str) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = old
-
-
-def package_dir(package: str) -> Path:
-    """The folder of one of the project's data packages (`miopenkernels.dbs`,
-    `miopenkernels.kernels`), from its module's location: importlib.resources would import
-    zipfile and tempfile on the runtime's first call for the same answer."""
-    import importlib
-
-    file = importlib.import_module(package).__file__
-    if file is None:
-        raise MIOpenKernelsError(f"{package} is not installed as a folder; reinstall "
-                                 "miopenkernels")
-    return Path(file).parent
 
 
 def system_db_dirs() -> list[Path]:
@@ -236,7 +223,7 @@ class Paths:
         """The arch of the basename (`gfx90a68` -> `gfx90a`), None when the name does not say."""
         if self.db_arch is not None:
             return self.db_arch
-        from .db.sniff import target_from_name
+        from .target import target_from_name
 
         target = target_from_name(f"{self.basename}.kdb")
         return target.arch if target is not None else None

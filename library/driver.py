@@ -14,13 +14,14 @@ from typing import Any
 from ._numbers import INT32, parse_int
 from .errors import ProblemError
 from .pooling import PoolProblem
-from .problem import ConvProblem
+from .problem import ConvProblem, _looks_like_key
 
 __all__ = [
     "parse_driver_line",
     "parse_pool_line",
     "parse_any_line",
     "parse_driver_lines",
+    "parse_problems",
     "SUBCOMMAND_TYPES",
     "to_driver_line",
 ]
@@ -329,6 +330,14 @@ def parse_any_line(line: str) -> list[ConvProblem | PoolProblem]:
     if tokens and tokens[0] in _POOL_TYPES:
         return list(parse_pool_line(line))
     return list(parse_driver_line(line))
+
+
+def parse_problems(text: str) -> list[ConvProblem]:
+    """A FindDb key or an MIOpenDriver line, whichever `text` is."""
+    text = text.strip()
+    if _looks_like_key(text):
+        return [ConvProblem.from_key(text)]
+    return parse_driver_line(text)
 
 
 def parse_driver_lines(text: str, *, conv_only: bool = True) -> list[Any]:

@@ -24,9 +24,13 @@ __all__ = [
     "DATA_TYPES",
     "COMPUTE_TYPES",
     "LAYOUTS",
+    "FINDDB_TF32_SUFFIX",
 ]
 
 DIRECTIONS = ("F", "B", "W")
+#: The FindDb key suffix of records made under the TF32 math mode (`config.MathMode`): the
+#: problem is the same, its measured choice is not.
+FINDDB_TF32_SUFFIX = "_tf32"
 DIRECTION_NAMES = {"F": "forward", "B": "backward data", "W": "backward weights"}
 # Every data type name MIOpen writes into a key; only COMPUTE_TYPES have kernels here.
 DATA_TYPES = ("FP32", "FP16", "BF16", "INT8", "INT32", "FP64", "FP8", "BF8", "INT64")
@@ -370,25 +374,8 @@ class ConvProblem:
     @classmethod
     def from_record_key(cls, key: str) -> ConvProblem:
         """Parse a FindDb record's key: MIOpen's key, or one made under the TF32 math mode
-        (`config.FINDDB_TF32_SUFFIX` appended); the problem is the same."""
-        from .config import FINDDB_TF32_SUFFIX
-
+        (`FINDDB_TF32_SUFFIX` appended); the problem is the same."""
         return _parse_key(key.removesuffix(FINDDB_TF32_SUFFIX))
-
-    @classmethod
-    def from_driver(cls, line: str) -> list[ConvProblem]:
-        """Parse an MIOpenDriver command line; `-F 0/3/5/6` give several problems."""
-        from .driver import parse_driver_line
-
-        return parse_driver_line(line)
-
-    @classmethod
-    def parse(cls, text: str) -> list[ConvProblem]:
-        """A FindDb key or an MIOpenDriver line, whichever `text` is."""
-        text = text.strip()
-        if _looks_like_key(text):
-            return [cls.from_key(text)]
-        return cls.from_driver(text)
 
 
 def _looks_like_key(text: str) -> bool:

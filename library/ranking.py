@@ -405,9 +405,11 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
         elif worst_case is not None:
             wasteful.append(worst_case)
     # Wasteful candidates rank after every other, whatever their predicted time; a solver
-    # that ranks first (Solver.ranks_first) goes ahead of the others in its group, TF32 ones
+    # that ranks first (solvers.ranks_first) goes ahead of the others in its group, TF32 ones
     # (there only under the TF32 math mode, which asks for them) ahead of IEEE ones.
-    tier = {id(c.solver): 2 if not c.solver.ranks_first(problem, target) else
+    from .solvers import ranks_first
+
+    tier = {id(c.solver): 2 if not ranks_first(c.solver, problem, target) else
             0 if c.solver.math == "tf32" else 1 for c in (*out, *wasteful)}
     return [c for group in (out, wasteful) for level in (0, 1, 2)
             for c in _ordered(group, problem, target) if tier[id(c.solver)] == level]

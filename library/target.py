@@ -31,6 +31,8 @@ __all__ = [
     "basename_for",
     "known_archs",
     "vendor_of",
+    "target_from_name",
+    "AMDGPU_MACH",
 ]
 
 _AMD_RE = lazy(r"^gfx[0-9a-f]{3,4}$")
@@ -38,6 +40,20 @@ _NV_RE = lazy(r"^sm_?(\d{2,3})[af]?$")
 _NV_BASE_RE = lazy(r"^sm\d{2,3}$")
 _FEATURE_RE = lazy(r"^(sramecc|xnack)[+-]$")
 PACKAGE_PREFIX = "miopenkernels"
+
+# EF_AMDGPU_MACH (e_flags & 0xFF) of every AMD arch the project knows, from LLVM's AMDGPUUsage:
+# the arch an AMDGPU code object is for (codeobject.py), and archs a basename may start with.
+AMDGPU_MACH: dict[str, int] = {
+    "gfx900": 0x2C, "gfx902": 0x2D, "gfx904": 0x2E, "gfx906": 0x2F, "gfx908": 0x30,
+    "gfx909": 0x31, "gfx90c": 0x32, "gfx90a": 0x3F, "gfx940": 0x40, "gfx941": 0x4B,
+    "gfx942": 0x4C, "gfx950": 0x4F,
+    "gfx1010": 0x33, "gfx1011": 0x34, "gfx1012": 0x35, "gfx1013": 0x42,
+    "gfx1030": 0x36, "gfx1031": 0x37, "gfx1032": 0x38, "gfx1033": 0x39, "gfx1034": 0x3E,
+    "gfx1035": 0x3D, "gfx1036": 0x45,
+    "gfx1100": 0x41, "gfx1101": 0x46, "gfx1102": 0x47, "gfx1103": 0x44,
+    "gfx1150": 0x43, "gfx1151": 0x4A, "gfx1152": 0x55,
+    "gfx1200": 0x48, "gfx1201": 0x4E,
+}
 
 
 def vendor_of(arch: str) -> str:
@@ -77,8 +93,6 @@ def _normalise_arch(arch: str) -> tuple[str, tuple[str, ...]]:
 
 def known_archs() -> frozenset[str]:
     """Every arch the project knows: targets.toml's and the code-object table's."""
-    from .codeobject import AMDGPU_MACH
-
     return frozenset(s.arch for s in load_targets()) | frozenset(AMDGPU_MACH)
 
 
@@ -215,6 +229,23 @@ class Target:
         return self.name
 
 
+_NAME_ARCH_RE = lazy(r"(gfx[0-9a-f]{3,}|sm_?\d{2,3}[0-9a-f]*)(?:_(\d+))?")
+
+
+def target_from_name(name: str) -> Target | None:
+    """The target a database file name is for: `gfx906_60.kdb`, `gfx90a6e.HIP.fdb.txt`,
+    `fdb_gfx942130_HIP_sample.txt`; None when the name does not say."""
+    for m in _NAME_ARCH_RE.finditer(Path(name).name.lower()):
+        token, cu = m.group(1), m.group(2)
+        try:
+            if cu is not None and (_AMD_RE.match(token) or _NV_BASE_RE.match(token)):
+                return Target(token, int(cu))
+            return Target.from_basename(token.replace("_", ""))
+        except TargetError:
+            continue
+    return None
+
+
 @dataclass(frozen=True)
 class TargetSpec:
     """One arch of dbs/targets.toml: how to compile for it and the CU counts seen in the field."""
@@ -234,7 +265,7 @@ class TargetSpec:
 
 
 def _targets_file() -> Path:
-    from .config import package_dir
+    from ._fsutil import package_dir
 
     return package_dir("miopenkernels.dbs") / "targets.toml"
 

@@ -82,8 +82,9 @@ def inspect_cmd(
     Exits 12 when an integrity check fails.
     """
     from ..db.inspect import inspect_file
+    from ..solvers import SOLVERS
 
-    report = inspect_file(file)
+    report = inspect_file(file, {s.name for s in SOLVERS})
     if as_json:
         print_json(report)
     else:
@@ -125,9 +126,10 @@ def lookup_cmd(
     wide: WideFlag = False,
 ) -> None:
     """Print the record(s) of a problem. Exits 1 when nothing matches."""
+    from .. import config
     from ..db.inspect import lookup_file
 
-    report = lookup_file(file, query)
+    report = lookup_file(file, query, config.user_db_dir() / "index")
     if as_json:
         print_json(report)
     else:

@@ -4,10 +4,10 @@ records of one problem. Runs with the runtime's dependencies alone."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from .. import config
 from ..errors import DbError, MIOpenKernelsError
 from ._files import sqlite_errors
 from ._lock import connect
@@ -16,12 +16,7 @@ from .kerneldb import KernelDb
 from .perfdb import PerfDbFile, PerfDbTextReader, SqlitePerfDb, config_from_finddb_key
 from .sniff import Sniffed, sniff
 
-__all__ = ["inspect_file", "lookup_file", "index_dir"]
-
-
-def index_dir() -> Path:
-    """Where the indexes of large read-only databases are kept: `index/` in the user db folder."""
-    return config.user_db_dir() / "index"
+__all__ = ["inspect_file", "lookup_file"]
 
 
 def _sqlite_summary(path: Path) -> tuple[dict[str, int], list[str]]:
@@ -39,20 +34,13 @@ def _sqlite_summary(path: Path) -> tuple[dict[str, int], list[str]]:
     return tables, [] if result == ["ok"] else result
 
 
-def _runtime_solvers() -> set[str]:
-    from ..solvers import SOLVERS
-
-    return {s.name for s in SOLVERS}
-
-
 def _skipped(skipped: Any) -> dict[str, Any]:
     return {"count": skipped.count, "first": list(skipped.first)}
 
 
-def _finddb(found: Sniffed) -> dict[str, Any]:
+def _finddb(found: Sniffed, known: Collection[str]) -> dict[str, Any]:
     db = FindDbFile.read(found.path)
     per_solver = Counter(s.solver for r in db for s in r.solutions)
-    known = _runtime_solvers()
     unknown = {name: n for name, n in sorted(per_solver.items()) if name not in known}
     return {
         "version": db.version,
@@ -114,15 +102,16 @@ def _kerneldb(found: Sniffed) -> dict[str, Any]:
     }
 
 
-def inspect_file(path: Path | str) -> dict[str, Any]:
-    """Kind, target, counts and integrity of one database file.
+def inspect_file(path: Path | str, known_solvers: Collection[str]) -> dict[str, Any]:
+    """Kind, target, counts and integrity of one database file; a FindDb's solvers not in
+    `known_solvers` (the runtime's registry) are counted apart.
 
     `integrity.ok` is False when SQLite or a blob's md5 reports a problem; an unreadable file
     raises DbError instead. Malformed text lines are skipped and counted, as MIOpen skips them.
     """
     found = sniff(path)
     if found.kind == "finddb":
-        body = _finddb(found)
+        body = _finddb(found, known_solvers)
     elif found.kind.startswith("perfdb"):
         body = _perfdb(found)
     elif found.kind in ("kdb", "ukdb"):
@@ -144,6 +133,7 @@ def inspect_file(path: Path | str) -> dict[str, Any]:
 def _keys(query: str) -> list[tuple[str, Any]]:
     """(FindDb key, problem or None) of a query: a key is taken as written (every key MIOpen
     wrote, also those `ConvProblem` cannot rebuild); a driver line may name several."""
+    from ..driver import parse_problems
     from ..problem import ConvProblem, _looks_like_key
 
     text = query.strip()
@@ -152,13 +142,14 @@ def _keys(query: str) -> list[tuple[str, Any]]:
             return [(text, ConvProblem.from_key(text))]
         except MIOpenKernelsError:
             return [(text, None)]
-    return [(p.key(), p) for p in ConvProblem.parse(text)]
+    return [(p.key(), p) for p in parse_problems(text)]
 
 
-def lookup_file(path: Path | str, query: str) -> dict[str, Any]:
+def lookup_file(path: Path | str, query: str, index_dir: Path) -> dict[str, Any]:
     """Records of one file for a query: for a FindDb or PerfDb, an MIOpenDriver line or FindDb
     key (a driver line may name several directions); for a KernelDb, a kernel name or glob.
-    Large files are read through their kept index, never whole."""
+    Large files are read through their index kept in `index_dir` (the user db folder's),
+    never whole."""
     import fnmatch
 
     from .perfdb import config_key, text_key
@@ -175,7 +166,7 @@ def lookup_file(path: Path | str, query: str) -> dict[str, Any]:
     keys = _keys(query)
     if found.kind == "finddb":
         # One process, a few keys: each a search of the file (or the kept index), none built.
-        fdb = FindDbReader(found.path, index_dir(), build_index=False)
+        fdb = FindDbReader(found.path, index_dir, build_index=False)
         try:
             for key, _ in keys:
                 record = fdb.get(key)
@@ -185,9 +176,9 @@ def lookup_file(path: Path | str, query: str) -> dict[str, Any]:
         finally:
             fdb.close()
     elif found.kind in ("perfdb-text", "perfdb-sqlite"):
-        pdb: Any = (PerfDbTextReader(found.path, index_dir(), build_index=False)
+        pdb: Any = (PerfDbTextReader(found.path, index_dir, build_index=False)
                     if found.kind == "perfdb-text"
-                    else SqlitePerfDb(found.path, index_dir=index_dir()))
+                    else SqlitePerfDb(found.path, index_dir=index_dir))
         try:
             for key, problem in keys:
                 cfg = config_key(problem) if problem is not None else config_from_finddb_key(key)

@@ -7,10 +7,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .._lazy_re import lazy
 from .._record import dataclass
 from ..errors import DbError, TargetError
-from ..target import Target
+from ..target import Target, target_from_name
 from ._files import SQLITE_MAGIC, check_exists, check_sqlite_file, sqlite_errors
 from ._lock import connect
 
@@ -46,25 +45,6 @@ class Sniffed:
         return {"path": str(self.path), "kind": self.kind, "version": self.version,
                 "detail": self.detail,
                 "target": self.target.to_dict() if self.target else None}
-
-
-_ARCH_RE = lazy(r"(gfx[0-9a-f]{3,}|sm_?\d{2,3}[0-9a-f]*)(?:_(\d+))?")
-_AMD_ARCH = lazy(r"^gfx[0-9a-f]{3,4}$")
-_NV_ARCH = lazy(r"^sm\d{2,3}$")
-
-
-def target_from_name(name: str) -> Target | None:
-    """The target a database file name is for: `gfx906_60.kdb`, `gfx90a6e.HIP.fdb.txt`,
-    `fdb_gfx942130_HIP_sample.txt`; None when the name does not say."""
-    for m in _ARCH_RE.finditer(Path(name).name.lower()):
-        token, cu = m.group(1), m.group(2)
-        try:
-            if cu is not None and (_AMD_ARCH.match(token) or _NV_ARCH.match(token)):
-                return Target(token, int(cu))
-            return Target.from_basename(token.replace("_", ""))
-        except TargetError:
-            continue
-    return None
 
 
 def _sniff_sqlite(path: Path) -> tuple[str, str, str]:

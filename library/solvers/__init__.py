@@ -6,7 +6,7 @@ The order is MIOpen's habit of listing cheaper-to-try solvers first; immediate m
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import ProblemError
 from ..problem import ConvProblem
@@ -15,10 +15,11 @@ from .base import CompileJob, KernelArg, Launch, Params, Solver
 from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
-from .triton_1x1 import GEMM1X1_SOLVERS
-from .triton_conv import TRITON_SOLVERS
-from .triton_conv import companion_jobs as _triton_companions
-from .triton_winograd import WINOGRAD_SOLVERS
+from .triton_1x1 import GEMM1X1_SOLVERS, ConvTritonGemm1x1, gemm1x1_first
+from .triton_common import companion_jobs as _triton_companions
+from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
+from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
+from .triton_winograd import WINOGRAD_SOLVERS, ConvTritonWinogradWrw, winograd_first
 from .winograd import ConvWinograd3x3
 
 __all__ = [
@@ -30,6 +31,9 @@ __all__ = [
     "companion_jobs",
     "with_companions",
     "launch_jobs",
+    "ranks_first",
+    "YIELDS_TO",
+    "FIRST_CLAIMS",
     "CompileJob",
     "KernelArg",
     "Launch",
@@ -39,6 +43,7 @@ __all__ = [
 
 SOLVERS: list[Solver] = [
     *TRITON_SOLVERS,
+    *VIA_SOLVERS,
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
     ConvWinograd3x3("F"),
@@ -53,6 +58,35 @@ SOLVERS: list[Solver] = [
     ConvDirect("B"),
     ConvDirect("W"),
 ]
+
+
+# ------------------------------------------------------------------ precedence ("ranks first")
+#: A family's claim on a problem for a solver of precision `math`: its solver standing for
+#: that precision and the problem's direction applies and claims first place there
+#: (`Solver.claims_first`). The Via solvers' claim is their tables' (the spec's
+#: `via_other_layout`): where they list a case, the problem's own layout is the slower one.
+FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
+    ConvTritonImplicitGemmRelayout: lambda p, t, math: via_layout(p, t, math) is not None,
+    ConvTritonWinogradWrw: winograd_first,
+    ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t),
+}
+#: Which families give way to which where both claim a problem (measured on the H100:
+#: bench/results/README.md): the implicit GEMM to its Via solvers, and both to the Winograd
+#: backward weights and the 1x1 GEMMs. A family not listed gives way to none.
+YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
+    ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
+                             ConvTritonGemm1x1),
+    ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1),
+}
+
+
+def ranks_first(solver: Solver, problem: ConvProblem, target: Target) -> bool:
+    """Whether the miss ranking puts `solver`'s candidate for `problem` ahead of those of
+    solvers that do not rank first: it claims the problem (`Solver.claims_first`) and no
+    family it gives way to (YIELDS_TO) claims it for the same precision (FIRST_CLAIMS)."""
+    return solver.claims_first(problem, target) and not any(
+        FIRST_CLAIMS[family](problem, target, solver.math)
+        for family in YIELDS_TO.get(type(solver), ()))
 
 
 def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:

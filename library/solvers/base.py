@@ -196,7 +196,7 @@ class Solver:
     tunable: bool = False
     #: The miss ranking puts this solver's candidate ahead of those of solvers without it
     #: (the TF32 tensor-core solvers, which apply only under the TF32 math mode); per problem,
-    #: `ranks_first` says.
+    #: `claims_first` says, and the registry's `ranks_first` settles between claims.
     rank_first: bool = False
     kernel_file: str = ""
     language: str = "hip"  # 'hip' (portable C++) or 'triton'
@@ -210,9 +210,11 @@ class Solver:
         solver's own, or that of the solver whose kernels it launches."""
         return self.name
 
-    def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
-        """Whether the miss ranking puts this solver's candidate for `problem` ahead of those
-        of solvers that do not (`rank_first` unless a solver knows better per problem)."""
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Whether this solver's candidate for `problem` should go ahead of those of solvers
+        that do not claim it (`rank_first` unless a solver knows better per problem). Where
+        several families claim a problem, the registry's precedence (`solvers.YIELDS_TO`)
+        says which ranks first: `solvers.ranks_first`."""
         return self.rank_first
 
     def algorithm(self, problem: ConvProblem) -> str:

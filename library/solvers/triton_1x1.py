@@ -23,19 +23,20 @@ from ..problem import ConvProblem
 from ..target import Target
 from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view, macs
 from .base import CompileJob, Launch, Params, Solver
-from .triton_conv import (
+from .triton_common import (
     PARAM_NAMES,
-    _arg,
-    _reduce_job,
-    _scratch_args,
-    _sizes,
-    _strides,
-    _target_kind,
     config_of,
+    kernel_arg,
     kernels_spec,
     params_of,
+    reduce_job,
+    reduce_step,
+    scratch_args,
     spec_kind,
     spec_module,
+    spec_sizes,
+    spec_strides,
+    target_kind,
     triton_compile_job,
 )
 
@@ -51,7 +52,7 @@ def gemm1x1_spec() -> Any:
 def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
                                          dict[str, tuple[int, int, int, int]]]:
     view = conv_view(problem)
-    return view, _sizes(view), _strides(view)
+    return view, spec_sizes(view), spec_strides(view)
 
 
 @lru_cache(maxsize=1024)
@@ -103,7 +104,8 @@ class ConvTritonGemm1x1(Solver):
         _, sizes, strides = _view(p)
         return bool(gemm1x1_spec().applies(sizes, strides))
 
-    def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """From the spec's FIRST_PIXELS (measured on the H100)."""
         return bool(gemm1x1_spec().ranks_first(_view(problem)[1]))
 
     # ------------------------------------------------------------------ parameters
@@ -118,7 +120,7 @@ class ConvTritonGemm1x1(Solver):
                 if spec.legal(self.direction, c, problem.in_type, kind)]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        kind = _target_kind(target.arch)
+        kind = target_kind(target.arch)
         if kind not in gemm1x1_spec().KINDS or len(params) != len(PARAM_NAMES):
             return False
         try:
@@ -190,7 +192,7 @@ class ConvTritonGemm1x1(Solver):
                     config = tuple(sorted({**tile, "SPLIT_K": s}.items()))
                     jobs += [_job(self.direction, data_type, config, a, target)
                              for a in (True, False)]
-            jobs += [_reduce_job(data_type, s, target) for s in splits if s > 1]
+            jobs += [reduce_job(data_type, s, target) for s in splits if s > 1]
         return jobs
 
     # ------------------------------------------------------------------ launches
@@ -210,10 +212,10 @@ class ConvTritonGemm1x1(Solver):
         args = []
         for name, kind in spec.ARGS[spec.KERNEL[self.direction]]:
             if kind.startswith("ptr"):
-                args.append(_arg(name, "ptr:" + names[tensors[name]], None))
+                args.append(kernel_arg(name, "ptr:" + names[tensors[name]], None))
             elif kind == "i32":
-                args.append(_arg(name, "i32", int(values[name])))
-        args += _scratch_args()
+                args.append(kernel_arg(name, "i32", int(values[name])))
+        args += scratch_args()
         grid = spec.grid(self.direction, sizes, config)
         return Launch(spec.KERNEL[self.direction], (int(grid[0]), int(grid[1]), int(grid[2])),
                       (config["num_warps"] * 32, 1, 1), tuple(args),
@@ -225,20 +227,11 @@ class ConvTritonGemm1x1(Solver):
         split = _config(tuple(params))["SPLIT_K"]
         if self.direction != "W" or split <= 1:
             return ()
-        spec = spec_module()
         view, sizes, strides = _view(problem)
         w = strides["w"]
         values = {"TOTAL": sizes["K"] * sizes["C"], "C": sizes["C"], "R": 1, "S": 1,
                   "swk": w[0], "swc": w[1], "swr": w[2], "sws": w[3]}
-        args = [_arg("ws_ptr", "ptr:workspace", None), _arg("w_ptr", "ptr:" + view.wei_tensor,
-                                                            None)]
-        args += [_arg(name, "i32", int(values[name])) for name, kind in spec.REDUCE_ARGS
-                 if kind == "i32"]
-        args += _scratch_args()
-        launch = Launch("conv2d_bwd_weight_reduce",
-                        (int(spec.cdiv(values["TOTAL"], spec.REDUCE_BLOCK)), 1, 1),
-                        (int(spec.REDUCE_WARPS) * 32, 1, 1), tuple(args), needs_meta=True)
-        return ((_reduce_job(problem.in_type, split, target), launch),)
+        return (reduce_step(problem.in_type, split, target, view.wei_tensor, values),)
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -248,7 +241,7 @@ class ConvTritonGemm1x1(Solver):
 
     def efficiency(self, view: ConvView, params: Params) -> float:
         config = _config(tuple(params))
-        dims = gemm1x1_spec().gemm_dims(self.direction, _sizes(view))
+        dims = gemm1x1_spec().gemm_dims(self.direction, spec_sizes(view))
         out = 1.0
         for dim, block in zip(dims, (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]),
                               strict=True):
@@ -265,7 +258,7 @@ def gemm1x1_first(problem: ConvProblem, target: Target) -> bool:
     solvers then do not)."""
     solver = _BY_DIRECTION.get(problem.key_direction)
     return solver is not None and solver.is_applicable(problem, target) and \
-        solver.ranks_first(problem, target)
+        solver.claims_first(problem, target)
 
 
 _ALL = [ConvTritonGemm1x1(d) for d in ("F", "B", "W")]

@@ -17,8 +17,8 @@ problem); only the transpose kernel (one object per element type and tile) is ad
 package. A tensor that is the same bytes in both layouts (1x1 weights) is not copied: the kernel
 takes the caller's.
 Parameters, defaults and the ranking's model are those of that solver (`ranking_name`); the
-miss ranking puts these solvers first in the cases the tables list (`ranks_first`), and the
-direct solver of the same math then no longer ranks first.
+miss ranking puts these solvers first in the cases the tables list (`via_layout`), and the
+direct solver of the same math then no longer ranks first (the registry's YIELDS_TO).
 """
 
 from __future__ import annotations
@@ -28,26 +28,50 @@ from functools import lru_cache
 from ..problem import ConvProblem
 from ..target import Target
 from ._conv import ConvView, conv_view
-from .base import CompileJob, Launch, Params
-from .triton_conv import (
-    KERNEL_FILE,
-    ConvTritonImplicitGemm,
-    _arg,
-    _scratch_args,
-    _sizes,
-    _splits,
-    _target_kind,
-    _triton_job,
+from .base import CompileJob, Launch, Params, Solver
+from .triton_common import (
+    CONV_KERNEL_FILE,
+    MATH_TYPE,
+    conv_triton_job,
+    have_kernels,
+    kernel_arg,
+    problem_view,
+    scratch_args,
     spec_module,
-    via_layout,
+    spec_sizes,
+    splits_reduction,
+    target_kind,
 )
+from .triton_conv import ConvTritonImplicitGemm
 
-__all__ = ["ConvTritonImplicitGemmRelayout", "TRANSPOSE_KERNEL", "relaid"]
+__all__ = ["ConvTritonImplicitGemmRelayout", "VIA_SOLVERS", "TRANSPOSE_KERNEL", "relaid",
+           "via_layout"]
 
 TRANSPOSE_KERNEL = "transpose_021"
 _ALIGN = 256  # byte alignment of each part of the workspace
 # The workspace parts, by the conv kernel's tensor they stand for.
 _SLOTS = {"x": "ws_x", "w": "ws_w", "y": "ws_y", "part": "ws_part"}
+
+
+def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
+    """The layout ("NHWC" or "NCHW") whose kernels, with transposes, compute the problem
+    faster than its own layout's on the target's kind (the spec's `via_other_layout`), or
+    None where its own are the ones to use."""
+    p = problem
+    if p.mode != "conv" or len(p.in_spatial) != 2 or p.in_layout not in ("NCHW", "NHWC") or \
+            not p.in_layout == p.wei_layout == p.out_layout:
+        return None
+    kind = target_kind(target.arch)
+    if kind is None:
+        return None
+    type_name = MATH_TYPE.get(math, problem.in_type)
+    case = f"{type_name}-{problem.key_direction}"
+    if not spec_module().via_other_layout(kind, p.in_layout, case,
+                                          spec_sizes(problem_view(problem)[0])):
+        return None
+    return "NHWC" if p.in_layout == "NCHW" else "NCHW"
+
+
 
 
 @lru_cache(maxsize=4096)
@@ -66,7 +90,7 @@ def _round(n: int) -> int:
 def _shapes(view: ConvView) -> dict[str, tuple[int, int, int]]:
     """Each tensor as the [B][R][S] its NCHW form is (x: n, channels, pixels; w: filters,
     channels per group, taps; y: n, filters, pixels)."""
-    z = _sizes(view)
+    z = spec_sizes(view)
     g = z["G"]
     return {"x": (z["N"], g * z["C"], z["H"] * z["W"]),
             "w": (g * z["K"], z["C"], z["R"] * z["S"]),
@@ -97,15 +121,11 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
     def ranking_name(self) -> str:
         return self.inner.name
 
-    def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         # Where it applies, the spec's tables say it is the faster path (the direct solver's
-        # rule, inherited, would say the opposite there); a Winograd or 1x1 GEMM solver that
-        # ranks first goes ahead of it.
-        from .triton_1x1 import gemm1x1_first
-        from .triton_winograd import winograd_first
-
-        return not winograd_first(problem, target, self.math) and \
-            not gemm1x1_first(problem, target)
+        # rule, inherited, would say the opposite there); the registry's precedence puts a
+        # Winograd or 1x1 GEMM solver that claims the problem ahead of it.
+        return True
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         return relaid(problem, self.layout)
@@ -156,13 +176,13 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         spec = spec_module()
         config = (("BLOCK_R", tile[0]), ("BLOCK_S", tile[1]), ("num_stages", 1),
                   ("num_warps", int(spec.TRANSPOSE_WARPS)))
-        return _triton_job(KERNEL_FILE, "ieee", TRANSPOSE_KERNEL, data_type, config, False,
+        return conv_triton_job(CONV_KERNEL_FILE, "ieee", TRANSPOSE_KERNEL, data_type, config, False,
                            False, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The transpose kernel for each element type the solver takes on `target` and each
         tile, on the kinds where it applies (the conv objects are the inner solver's)."""
-        kind = _target_kind(target.arch)
+        kind = target_kind(target.arch)
         problems = "NCHW" if self.layout == "NHWC" else "NHWC"  # the layout it serves
         if kind is None or not spec_module().via_cases(kind, problems) or \
                 self._kind(target) is None:
@@ -210,9 +230,9 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         b, r, s = shape
         spec = spec_module()
         tile = spec.transpose_tile(r, s, int(spec.ELEMENT_BYTES[problem.in_type]))
-        args = (_arg("src_ptr", "ptr:" + src, None), _arg("dst_ptr", "ptr:" + dst, None),
-                _arg("B", "i32", b), _arg("R", "i32", r), _arg("S", "i32", s),
-                *_scratch_args())
+        args = (kernel_arg("src_ptr", "ptr:" + src, None),
+                kernel_arg("dst_ptr", "ptr:" + dst, None), kernel_arg("B", "i32", b),
+                kernel_arg("R", "i32", r), kernel_arg("S", "i32", s), *scratch_args())
         grid = spec.grid(TRANSPOSE_KERNEL, {"B": b, "R": r, "S": s},
                          {"BLOCK_R": tile[0], "BLOCK_S": tile[1]})
         launch = Launch(TRANSPOSE_KERNEL, grid, (int(spec.TRANSPOSE_WARPS) * 32, 1, 1), args,
@@ -247,7 +267,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
             if a.name in ("global_scratch", "profile_scratch"):
                 args.append(a)
             else:
-                args.append(_arg(a.name, to_slot.get(a.kind, a.kind), a.value))
+                args.append(kernel_arg(a.name, to_slot.get(a.kind, a.kind), a.value))
         return replace(inner, args=tuple(args), workspace_bytes=total)
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
@@ -259,10 +279,10 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         kernel = self._kernel(problem)
         out = spec_module().OUTPUT_OF[kernel]
         names = self._names(problem)
-        if int(self._config(params)["SPLIT_K"]) > 1 and _splits(kernel):
+        if int(self._config(params)["SPLIT_K"]) > 1 and splits_reduction(kernel):
             # The caller's problem's reduce: the same partials (logical order), its strides.
             (job, launch), = super().follow_ups(problem, params, target)
-            args = tuple(_arg(a.name, "ptr:" + _SLOTS["part"], None)
+            args = tuple(kernel_arg(a.name, "ptr:" + _SLOTS["part"], None)
                          if a.kind == "ptr:workspace" and a.name == "ws_ptr" else a
                          for a in launch.args)
             return ((job, replace(launch, args=args)),)
@@ -281,3 +301,21 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         """The inner kernel's estimate plus the transposes (after the direct solver on a tie)."""
         return super().heuristic_rank(problem, target) + 1.0
+
+
+def _via_solvers() -> list[Solver]:
+    """A Via solver for each (math, direction, layout) that some kind's VIA_NHWC,
+    VIA_NHWC_ONE_TAP, VIA_NCHW or VIA_NCHW_FEW_C lists (none without the kernels)."""
+    if not have_kernels():
+        return []
+    spec = spec_module()
+    maths = {t: m for m, t in MATH_TYPE.items()}
+    listed = {(maths.get(c.split("-")[0], "ieee"), c[-1], layout)
+              for layout, table in (("NHWC", spec.VIA_NHWC), ("NHWC", spec.VIA_NHWC_ONE_TAP),
+                                    ("NCHW", spec.VIA_NCHW), ("NCHW", spec.VIA_NCHW_FEW_C))
+              for cases in table.values() for c in cases}
+    return [ConvTritonImplicitGemmRelayout(d, m, lay) for lay in ("NHWC", "NCHW")
+            for m in ("ieee", "tf32") for d in ("F", "B", "W") if (m, d, lay) in listed]
+
+
+VIA_SOLVERS: list[Solver] = _via_solvers()

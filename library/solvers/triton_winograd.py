@@ -16,9 +16,9 @@ GROUP_M, SPLIT_K, num_warps, num_stages), for the GEMM. Every object is shape-ag
 package ships the transforms, the output kernel at every split it may run, and the GEMM's two
 usual tiles at those splits (`dynamic_jobs`).
 
-In the miss ranking these solvers go first where `ranks_first` says (from the spec's
+In the miss ranking these solvers go first where the spec's `ranks_first` says (from its
 measurements), ahead of the implicit GEMM of the same math and of its Via solvers, which then
-no longer rank first.
+no longer rank first (the registry's YIELDS_TO).
 """
 
 from __future__ import annotations
@@ -31,17 +31,18 @@ from ..problem import ConvProblem
 from ..target import Target
 from ._conv import ConvView, conv_view, macs
 from .base import CompileJob, Launch, Params, Solver
-from .triton_conv import (
+from .triton_common import (
     PARAM_NAMES,
-    _arg,
-    _scratch_args,
-    _sizes,
-    _strides,
-    _target_kind,
     config_of,
+    kernel_arg,
     kernels_spec,
     params_of,
+    scratch_args,
     spec_kind,
+    spec_module,
+    spec_sizes,
+    spec_strides,
+    target_kind,
     tf32_capable,
     tf32x3_capable,
     triton_compile_job,
@@ -60,7 +61,7 @@ def winograd_spec() -> Any:
 @lru_cache(maxsize=4096)
 def _problem_sizes(problem: ConvProblem) -> tuple[ConvView, dict[str, int]]:
     view = conv_view(problem)
-    return view, _sizes(view)
+    return view, spec_sizes(view)
 
 
 @lru_cache(maxsize=1024)
@@ -117,7 +118,7 @@ class ConvTritonWinogradWrw(Solver):
             return False
         return bool(winograd_spec().applies(_problem_sizes(p)[1]))
 
-    def ranks_first(self, problem: ConvProblem, target: Target) -> bool:
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Ahead of the implicit GEMM where the spec's FIRST rule holds for the problem."""
         return bool(winograd_spec().ranks_first(self.math, _problem_sizes(problem)[1]))
 
@@ -126,13 +127,11 @@ class ConvTritonWinogradWrw(Solver):
         kind = self._kind(target)
         if kind is None:
             return []
-        from .triton_conv import spec_module
-
         space = spec_module().legal_space(kind, "FP32", "conv2d_bwd_weight")
         return [_params(c) for c in space if winograd_spec().legal(c, kind)]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        kind = _target_kind(target.arch)
+        kind = target_kind(target.arch)
         if kind not in winograd_spec().KINDS or len(params) != len(PARAM_NAMES):
             return False
         try:
@@ -222,16 +221,16 @@ class ConvTritonWinogradWrw(Solver):
         spec = winograd_spec()
         view, sizes = _problem_sizes(problem)
         names = {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor}
-        values = spec.arg_values(kernel, sizes, _strides(view))
+        values = spec.arg_values(kernel, sizes, spec_strides(view))
         args = []
         for name, kind in spec.ARGS[kernel]:
             if name in spec.SLOTS:
-                args.append(_arg(name, "ptr:" + spec.SLOTS[name], None))
+                args.append(kernel_arg(name, "ptr:" + spec.SLOTS[name], None))
             elif kind.startswith("ptr"):
-                args.append(_arg(name, "ptr:" + names[spec.TENSORS[name]], None))
+                args.append(kernel_arg(name, "ptr:" + names[spec.TENSORS[name]], None))
             elif kind == "i32":
-                args.append(_arg(name, "i32", values[name]))
-        args += _scratch_args()
+                args.append(kernel_arg(name, "i32", values[name]))
+        args += scratch_args()
         grid = tuple(int(v) for v in spec.grid(kernel, sizes, config))
         return Launch(kernel, (grid[0], grid[1], grid[2]), (spec.warps(kernel, config) * 32, 1, 1),
                       tuple(args), workspace_bytes=workspace, needs_meta=True)
@@ -268,7 +267,7 @@ class ConvTritonWinogradWrw(Solver):
     def efficiency(self, view: ConvView, params: Params) -> float:
         """The share of the GEMM's tiles and steps that is real work."""
         config = _config(tuple(params))
-        sizes = _sizes(view)
+        sizes = spec_sizes(view)
         out = 1.0
         for dim, block in ((sizes["K"], config["BLOCK_M"]), (sizes["C"], config["BLOCK_N"])):
             out *= dim / (-(-dim // block) * block)
@@ -286,7 +285,7 @@ def winograd_first(problem: ConvProblem, target: Target, math: str) -> bool:
     ranks first there: that solver then does not."""
     solver = _BY_MATH.get("tf32" if math == "tf32" else "tf32x3")
     return solver is not None and solver.is_applicable(problem, target) and \
-        solver.ranks_first(problem, target)
+        solver.claims_first(problem, target)
 
 
 WINOGRAD_SOLVERS: list[Solver] = [ConvTritonWinogradWrw(m) for m in _MATHS]

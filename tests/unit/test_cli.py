@@ -213,8 +213,8 @@ def test_tune_without_a_gpu_says_where_to_run_it(monkeypatch: pytest.MonkeyPatch
 def test_null_backend_run_says_once_when_it_cannot_compute(monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     from miopenkernels.backends import NullBackend
+    from miopenkernels.driver import parse_driver_line
     from miopenkernels.invoke import _null_result
-    from miopenkernels.problem import ConvProblem
     from miopenkernels.target import Target
 
     backend = NullBackend(Target("gfx90a", 110))
@@ -224,7 +224,7 @@ def test_null_backend_run_says_once_when_it_cannot_compute(monkeypatch: pytest.M
 
     handle = FakeHandle()
     handle.backend = backend  # type: ignore[attr-defined]
-    problem = ConvProblem.from_driver("convint8 -n 1 -c 4 -H 4 -W 4 -k 4 -y 1 -x 1 -F 1")[0]
+    problem = parse_driver_line("convint8 -n 1 -c 4 -H 4 -W 4 -k 4 -y 1 -x 1 -F 1")[0]
     with pytest.warns(UserWarning, match="left as it was"):
         _null_result(handle, problem, {})
     with warnings.catch_warnings():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from miopenkernels.driver import parse_problems
 from miopenkernels.errors import ProblemError
 from miopenkernels.problem import ConvProblem
 from testdata import TESTDATA  # noqa: E402
@@ -194,9 +195,9 @@ def test_malformed_keys_are_rejected(key, message):
 
 def test_parse_takes_a_key_or_a_driver_line():
     key = "1024-14-14-1x1-2048-7-7-128-0x0-2x2-1x1-0-NCHW-FP32-F"
-    assert ConvProblem.parse(key) == [ConvProblem.from_key(key)]
+    assert parse_problems(key) == [ConvProblem.from_key(key)]
     line = "conv -n 128 -c 1024 -H 14 -W 14 -k 2048 -y 1 -x 1 -u 2 -v 2 -F 1"
-    assert [p.key() for p in ConvProblem.parse(line)] == [key]
+    assert [p.key() for p in parse_problems(line)] == [key]
 
 
 def test_hash_is_kept_per_object_and_never_pickled() -> None:

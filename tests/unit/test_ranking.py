@@ -16,7 +16,7 @@ from miopenkernels.ranking import (
     model_path,
     rank_candidates,
 )
-from miopenkernels.solvers import SOLVERS, applicable_solvers, get_solver
+from miopenkernels.solvers import SOLVERS, applicable_solvers, get_solver, ranks_first
 from miopenkernels.target import Target, default_targets
 
 SM90 = Target("sm90", 132)
@@ -43,8 +43,8 @@ def test_ranking_picks_only_kernels_at_hand() -> None:
     ranked = rank_candidates(LAYER, SM90, solvers, lambda s, p: True)
     assert len(ranked) == len(solvers)
     # Fastest predicted first, after the solvers that rank first (TF32 ones ahead of those).
-    tiers = [0 if c.solver.ranks_first(LAYER, SM90) and c.solver.math == "tf32" else
-             1 if c.solver.ranks_first(LAYER, SM90) else 2 for c in ranked]
+    tiers = [0 if ranks_first(c.solver, LAYER, SM90) and c.solver.math == "tf32" else
+             1 if ranks_first(c.solver, LAYER, SM90) else 2 for c in ranked]
     assert tiers == sorted(tiers)
     for tier in set(tiers):
         times = [c.time for c, t in zip(ranked, tiers, strict=True) if t == tier]

@@ -10,7 +10,9 @@ from miopenkernels.pooling import PoolProblem
 from miopenkernels.primitives import PRIMITIVES, all_primitive_jobs
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import (
+    FIRST_CLAIMS,
     SOLVERS,
+    YIELDS_TO,
     CompileJob,
     KernelArg,
     all_dynamic_jobs,
@@ -259,3 +261,20 @@ def test_primitives_registry():
     back = PoolProblem(n=1, c=1, in_spatial=(4, 4), window=(2, 2), pad=(0, 0), stride=(2, 2),
                        direction="B")
     assert not pool.is_applicable(back, GFX906)
+
+
+def test_the_ranks_first_precedence_is_an_order_over_registered_families() -> None:
+    """Every family given way to has a claim and a solver in the registry, and no family gives
+    way to itself, directly or through others (else two could each wait for the other)."""
+    registered = {type(s) for s in SOLVERS}
+    assert set(FIRST_CLAIMS) <= registered and set(YIELDS_TO) <= registered
+    for winners in YIELDS_TO.values():
+        assert set(winners) <= set(FIRST_CLAIMS)
+
+    def above(family: type, path: tuple[type, ...]) -> None:
+        assert family not in path, [f.__name__ for f in (*path, family)]
+        for winner in YIELDS_TO.get(family, ()):
+            above(winner, (*path, family))
+
+    for family in YIELDS_TO:
+        above(family, ())

@@ -12,7 +12,7 @@ from miopenkernels.find import make_invoker
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import load_model, rank_candidates
-from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs
+from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs, ranks_first
 from miopenkernels.target import Target
 
 pytest.importorskip("miopenkernels.kernels.conv_triton_1x1_spec")
@@ -140,4 +140,4 @@ def test_16bit_tensor_core_solvers_rank_ahead_of_the_portable_ones() -> None:
                 "ConvTritonImplicitGemmBwd"
     depthwise = replace(_p(64, 64, 56, "F", n=1, layout="NHWC"), groups=64, filter=(3, 3),
                         pad=(1, 1))
-    assert not get_solver("ConvTritonImplicitGemmFwd").ranks_first(depthwise, SM90)
+    assert not ranks_first(get_solver("ConvTritonImplicitGemmFwd"), depthwise, SM90)

@@ -392,9 +392,10 @@ def test_a_few_channel_kernel_takes_the_usual_tile_of_its_own_layers() -> None:
 
 
 def spec_sizes(problem: ConvProblem) -> dict[str, int]:
-    from miopenkernels.solvers.triton_conv import _problem_view, _sizes
+    from miopenkernels.solvers.triton_common import problem_view
+    from miopenkernels.solvers.triton_common import spec_sizes as sizes
 
-    return _sizes(_problem_view(problem)[0])
+    return sizes(problem_view(problem)[0])
 
 
 # ------------------------------------------------------------------ split-K backward weights

@@ -15,7 +15,7 @@ from miopenkernels.db.perfdb import PerfDbFile
 from miopenkernels.find import make_invoker
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
-from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs
+from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs, ranks_first
 from miopenkernels.target import Target
 
 wspec = pytest.importorskip("miopenkernels.kernels.conv_triton_winograd_spec")
@@ -124,13 +124,13 @@ def test_every_default_call_runs_shipped_objects() -> None:
 def test_the_ranking_puts_them_first_from_batch_32_not_at_batch_1() -> None:
     tf32x3, tf32 = (get_solver(n) for n in NAMES)
     for c, hw in LAYERS:
-        assert tf32x3.ranks_first(_w(c, hw), SM90)
-        assert not tf32x3.ranks_first(_w(c, hw, n=1), SM90)
-        assert tf32.ranks_first(_w(c, hw), SM90) == (hw <= 14)
-    assert not tf32x3.ranks_first(_w(16, 56), SM90)  # few channels
+        assert ranks_first(tf32x3, _w(c, hw), SM90)
+        assert not ranks_first(tf32x3, _w(c, hw, n=1), SM90)
+        assert ranks_first(tf32, _w(c, hw), SM90) == (hw <= 14)
+    assert not ranks_first(tf32x3, _w(16, 56), SM90)  # few channels
     igemm = get_solver("ConvTritonImplicitGemmTf32x3Wrw")
-    assert igemm.ranks_first(_w(256, 14, n=1), SM90)
-    assert not igemm.ranks_first(_w(256, 14), SM90)
+    assert ranks_first(igemm, _w(256, 14, n=1), SM90)
+    assert not ranks_first(igemm, _w(256, 14), SM90)
 
 
 def test_the_invoker_runs_the_four_launches_in_order(monkeypatch, tmp_path) -> None:  # noqa: ANN001
