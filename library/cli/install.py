@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 
-from ..errors import IntegrityError
+from ..errors import IntegrityError, MIOpenKernelsError
 from ._options import JsonFlag, globs, targets_option
 from ._output import console, err_console, print_json
 
@@ -67,15 +68,20 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(report.to_dict())
             return
+        # Package names and statuses stay whole; the GPUs a package is for go under its name,
+        # so that no column is squeezed at 80 columns; file counts go on the last line.
         table = Table(title=f"{report.method} -> {report.prefix}")
-        for col in ("GPU", "package", "version", "contents", "status", "files"):
-            table.add_column(col, overflow="fold", no_wrap=col != "GPU")
+        table.add_column("package (GPU)", overflow="fold", min_width=24)
+        for col in ("version", "contents", "status"):
+            table.add_column(col, no_wrap=True)
         for item in report.items:
-            table.add_row("\n".join(item["devices"]), item["package"], item["version"],
-                          item["contents"], item["status"], str(len(item["files"]) or "-"))
+            table.add_row("\n".join([item["package"], *item["devices"]]), item["version"],
+                          _contents(report.prefix, item), item["status"])
         console.print(table)
         if report.items:
-            console.print(f"into {report.items[0]['location']}", highlight=False)
+            files = sum(len(item["files"]) for item in report.items)
+            count = f": {files} file{'s' * (files != 1)} installed" if files else ""
+            console.print(f"into {report.items[0]['location']}{count}", highlight=False)
 
     @app.command("verify")
     def verify_cmd(
@@ -107,3 +113,17 @@ def register(app: typer.Typer) -> None:
         if bad:
             raise IntegrityError(f"{len(bad)} package(s) have missing or altered files; "
                                  "reinstall with 'miopenkernels install --force'")
+
+
+def _contents(prefix: Path, item: dict[str, Any]) -> str:
+    """What an installed package holds in `verify`'s words (its manifest), else the listing's
+    word (a dry run: not installed yet)."""
+    from ..install.manifest import manifest_relpath, read_manifest
+    from ..install.verify import manifest_contents
+    from ..target import Target
+
+    try:
+        basename = Target.from_package(item["package"]).basename
+        return manifest_contents(read_manifest(prefix / manifest_relpath(basename)))
+    except (MIOpenKernelsError, OSError):
+        return str(item["contents"])
