@@ -110,7 +110,8 @@ def register(app: typer.Typer) -> None:
                     best = (f"{sols[0].solver} {sols[0].time:.4g} ms" if sols
                             else "no solver ran")
                     bar.step(f"{i}/{n} {key}: {best}")
-                    bar.update(i, n)
+                    if bar.terminal:  # a log has the line above per problem already
+                        bar.update(i, n)
 
                 return tune(handle, problems, out, solver_glob=solvers,
                             time_limit_s=time_limit, per_solver_s=per_solver, formats=formats,

@@ -179,7 +179,7 @@ def test_readme_tour_and_runtime_snippet_run_as_written(tmp_path: Path) -> None:
         "print('solutions', len(solutions))\n")
     snippet = tmp_path / "snippet.py"
     snippet.write_text(check)
-    script = " && ".join([*runtime_exports(), f"python {shlex.quote(str(snippet))}"])
+    script = "\n".join(["set -e", *runtime_exports(), f"python {shlex.quote(str(snippet))}"])
     assert {k for k in env if k.startswith("MIOPEN_")} == {"MIOPEN_DEVICE_ARCH",
                                                            "MIOPEN_DEVICE_CU"}
     r = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True,
