@@ -100,7 +100,8 @@ def _exports(line: str) -> dict[str, str]:
 def test_the_tour_is_what_the_readme_shows() -> None:
     lines = tour_lines()
     # The command is put on PATH the way the set-up section says, before its first use.
-    assert lines[0].startswith(ACTIVATE) and ACTIVATE in _section(README.read_text(), "Set-up (Debian 12, as root)")
+    setup = _section(README.read_text(), "Set-up (Debian 12, as root)")
+    assert lines[0].startswith(ACTIVATE) and ACTIVATE in setup
     assert lines[1].startswith("export MIOPEN_DEVICE_ARCH=")
     commands = " ".join(lines)
     for needle in ("package --from-build tour/out --targets 'gfx90a-*' --out tour/dist",
