@@ -101,13 +101,14 @@ def register(app: typer.Typer) -> None:
             print_json({"prefix": str(root), "ok": all(c.ok for c in checks),
                         "packages": [c.to_dict() for c in checks]})
         else:
+            # The package name says the target (--json has it apart); names stay whole.
             table = Table(title=f"installed kernel packages in {root}")
-            for col in ("package", "version", "target", "contents", "files", "status"):
-                table.add_column(col, overflow="fold")
+            for col in ("package", "version", "contents", "files", "status"):
+                table.add_column(col, overflow="fold", no_wrap=col != "status")
             for c in checks:
                 status = "ok" if c.ok else "; ".join(f"{p.path}: {p.problem}"
                                                      for p in c.problems)
-                table.add_row(c.package, c.version, c.target, c.contents, str(c.files), status)
+                table.add_row(c.package, c.version, c.contents, str(c.files), status)
             console.print(table)
         bad = [c for c in checks if not c.ok]
         if bad:

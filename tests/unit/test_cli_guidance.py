@@ -156,13 +156,20 @@ def _report(prefix: Path, status: str) -> Any:
 @pytest.mark.parametrize("status", ["installed", "already installed"])
 def test_install_table_keeps_the_gpu_whole_at_80_columns_in_verifys_words(
         status: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import hashlib
+
     import miopenkernels.install as install_module
 
+    kdb = tmp_path / "share" / "miopen" / "db" / "gfx90a6e.kdb"
+    kdb.parent.mkdir(parents=True)
+    kdb.write_bytes(b"kdb")
     manifest = tmp_path / "share" / "miopenkernels" / "gfx90a6e.manifest.json"
     manifest.parent.mkdir(parents=True)
     manifest.write_text(json.dumps({
+        "package": "miopenkernels-gfx90a-110", "version": "0.1.0",
         "target": {"arch": "gfx90a", "cu": 110},
-        "files": {"share/miopen/db/gfx90a6e.kdb": {"sha256": "0" * 64, "size": 1}}}))
+        "files": {"share/miopen/db/gfx90a6e.kdb": {
+            "sha256": hashlib.sha256(b"kdb").hexdigest(), "size": 3}}}))
     monkeypatch.setattr(install_module, "install",
                         lambda *a, **k: _report(tmp_path, status))
     r = runner.invoke(app, ["install", "--find-links", "dist", "--prefix", str(tmp_path)],
@@ -174,6 +181,11 @@ def test_install_table_keeps_the_gpu_whole_at_80_columns_in_verifys_words(
     assert any(status in line for line in lines), r.stdout
     # `verify` says kernels-only for this package: so does `install`.
     assert "kernels-only" in r.stdout
+    v = runner.invoke(app, ["verify", "--prefix", str(tmp_path)], env={"COLUMNS": "80"})
+    assert v.exit_code == 0, v.stdout + v.stderr
+    assert all(len(line) <= 80 for line in v.stdout.splitlines()), v.stdout
+    row = next(line for line in v.stdout.splitlines() if "miopenkernels-gfx90a-110" in line)
+    assert "kernels-only" in row and "ok" in row
 
 
 # ------------------------------------------------------------- db inspect (point 10)
