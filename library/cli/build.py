@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import CompileError
-from ..target import select_targets
+from ..target import Target, select_targets
 from ._app import require_extra
 from ._options import JsonFlag, ManifestsOption, globs, out_option, targets_option
 from ._output import Progress, console, err_console, human_bytes, note, print_json
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
 
         A kdb that already holds exactly what the build produced is not rewritten.
         """
-        from miopenkernels.builder.build import build, failure_text
+        from miopenkernels.builder.build import TargetSummary, build, failure_text
         from miopenkernels.builder.manifest import available_manifests, load_manifests
 
         targets = globs(targets_given)
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
                               markup=True, highlight=False, soft_wrap=True)
 
         with Progress("build", "objects compiled") as progress:
-            def on_target(t: Any) -> None:
+            def on_target(t: TargetSummary) -> None:
                 kdb = ("kdb unchanged" if t.kdb_unchanged else "kdb written" if t.kdb
                        else "kdb not written")
                 progress.step(f"{t.target.name}: {t.jobs} jobs, {t.compiled} compiled, "
@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
                                "target with a failed job was not written")
 
 
-def _check_before_work(chosen: list[Any]) -> None:
+def _check_before_work(chosen: list[Target]) -> None:
     """Refuse what would fail every job, before any compile: an arch no compiler knows, a
     missing `[build]` extra; note what targets outside targets.toml will lack."""
     from miopenkernels.builder.matrix import check_compilable, unlisted_notes

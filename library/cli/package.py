@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -15,6 +15,7 @@ from ._options import JsonFlag, ManifestsOption, PackageKind, globs, out_option,
 from ._output import Progress, console, print_json
 
 if TYPE_CHECKING:
+    from ..builder.package import PackageResult
     from ..target import Target
 
 
@@ -88,7 +89,7 @@ def register(app: typer.Typer) -> None:
         console.print(table)
 
 
-def _lacks(result: Any) -> str:
+def _lacks(result: PackageResult) -> str:
     """The table's `lacks`: what the package does not carry, predicted databases named as
     such (they stand in for measured ones)."""
     lacks = [x.split(" (")[0] for x in result.lacks]
@@ -97,7 +98,7 @@ def _lacks(result: Any) -> str:
     return ", ".join(lacks) or "-"
 
 
-def _predicted(result: Any) -> bool:
+def _predicted(result: PackageResult) -> bool:
     """Whether the staged package's manifest says its databases are predicted."""
     from ..errors import MIOpenKernelsError
     from ..install.manifest import manifest_relpath, read_manifest
@@ -109,7 +110,7 @@ def _predicted(result: Any) -> bool:
     return (data.get("databases") or {}).get("predicted") is True
 
 
-def _report(progress: Progress, results: list[Any]) -> None:
+def _report(progress: Progress, results: list[PackageResult]) -> None:
     for i, r in enumerate(results, 1):
         made = " + ".join(k for k, v in (("wheel", r.wheel), ("conda", r.conda)) if v)
         progress.step(f"{i}/{len(results)} {r.target.name}: {made or 'nothing'} made")
