@@ -15,16 +15,18 @@ ROOTS = {
     "miopenkernels.recipes": "recipes",
 }
 
-# Folders of data (dbs/manifests, dbs/<basename>) are namespace packages so that setuptools
-# ships them as package data.
-DATA_ROOTS = {"miopenkernels.kernels", "miopenkernels.dbs"}
-# recipes/ has sub-folders that are not identifiers (conda-build): its files are listed as
-# package data of the one package instead.
+# Folders of data (dbs/manifests, dbs/<basename>, recipes/selector) are namespace packages so
+# that setuptools ships them as package data (and does not warn that an importable folder is
+# missing from `packages`).
+DATA_ROOTS = {"miopenkernels.kernels", "miopenkernels.dbs", "miopenkernels.recipes"}
 
 packages = []
 for name, folder in ROOTS.items():
     packages.append(name)
     finder = find_namespace_packages if name in DATA_ROOTS else find_packages
-    packages += [f"{name}.{sub}" for sub in finder(folder) if "__pycache__" not in sub]
+    # recipes/conda-build is not an identifier, so no package: its files are package data of
+    # miopenkernels.recipes (pyproject.toml).
+    packages += [f"{name}.{sub}" for sub in finder(folder)
+                 if "__pycache__" not in sub and all(p.isidentifier() for p in sub.split("."))]
 
 setup(packages=packages, package_dir=ROOTS)

@@ -170,6 +170,7 @@ def build(
     on_progress: ProgressFn | None = None,
     on_failure: FailureFn | None = None,
     predict_dbs: bool = False,
+    on_target: Callable[[TargetSummary], None] | None = None,
 ) -> BuildResult:
     """Build one kdb per target into `out_dir`. `jobs` overrides the registry's job lists.
 
@@ -177,6 +178,8 @@ def build(
     keys it was built for; `package --from-build` copies them into the package manifest.
     With `predict_dbs`, each target without measured databases also gets a predicted FindDb
     and PerfDb (builder/predict.py) under `out_dir/predicted/<basename>/`.
+    `on_progress(done, total)` follows the distinct compiles; `on_target(summary)` is called
+    as each target's kdb is written (or refused).
 
     With more than one worker, compiles run in a process pool started by forkserver, which
     imports the caller's main module: a script calling this needs `if __name__ == "__main__"`.
@@ -312,6 +315,8 @@ def build(
                 summary.predicted = write_predicted(
                     target, problems, out, plan.get(target, []),
                     Path(dbs_root) if dbs_root else None)
+        if on_target:
+            on_target(summary)
     result.wall_seconds = time.perf_counter() - start
     return result
 

@@ -14,12 +14,23 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from miopenkernels.errors import TargetError
-from miopenkernels.target import Target, TargetSpec, select_targets, spec_for
+from miopenkernels.target import Target, TargetSpec, load_targets, select_targets, spec_for
 
-__all__ = ["BUILD_RUNNER", "MatrixEntry", "build_matrix", "matrix_json", "tune_labels"]
+__all__ = ["BUILD_RUNNER", "NVRTC_ARCHS", "MatrixEntry", "build_matrix", "matrix_json",
+           "tune_labels", "check_compilable", "unlisted_notes"]
 
 BUILD_RUNNER = "ubuntu-latest"
 _TUNE_BASE = ("self-hosted", "linux")
+# Compute capabilities NVRTC 13 (the nvidia-cuda-nvrtc wheel) compiles for: `nvrtc
+# --list-gpu-arch`. AMD archs are those of the code-object table (codeobject.AMDGPU_MACH),
+# which clang-19 and hipcc also know.
+NVRTC_ARCHS = frozenset(f"sm{cc}" for cc in (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120,
+                                              121))
+# Matrix instructions by arch family, for the hint to an arch not in targets.toml: what its
+# [[target]] would say (the entries of targets.toml are the source; this only suggests).
+_MATRIX_HINT = (("gfx908", "mfma"), ("gfx90a", "mfma"), ("gfx94", "mfma"), ("gfx95", "mfma"),
+                ("gfx11", "wmma"), ("gfx12", "wmma"), ("sm90", "wgmma"), ("sm10", "tcgen05"),
+                ("sm8", "mma"), ("sm12", "mma"))
 
 
 def tune_labels(arch: str) -> list[str]:
@@ -39,6 +50,8 @@ class MatrixEntry:
     vendor: str
     compiler: str
     compile_arch: str
+    matrix: str  # matrix-core instructions of the tensor-core solvers; '' for portable only
+    listed: bool  # in targets.toml (else: portable kernels only, no measured databases)
     runner: str
     tune_runner: list[str]
 
@@ -54,6 +67,8 @@ class MatrixEntry:
             vendor=target.vendor,
             compiler=spec.compiler,
             compile_arch=spec.compile_arch,
+            matrix=spec.matrix,
+            listed=_listed(target.arch),
             runner=_runner(spec),
             tune_runner=_tune_runner(spec),
         )
@@ -76,9 +91,43 @@ def _tune_runner(spec: TargetSpec) -> list[str]:
     return list(labels)
 
 
+def _listed(arch: str) -> bool:
+    return any(spec.arch == arch for spec in load_targets())
+
+
+def check_compilable(targets: list[Target]) -> None:
+    """TargetError naming the first target whose arch no compiler here knows (a typo such
+    as gfx9999 would otherwise fail every compile job, one clang error each)."""
+    from miopenkernels.codeobject import AMDGPU_MACH
+
+    for t in targets:
+        if _listed(t.arch) or t.arch in AMDGPU_MACH or t.arch in NVRTC_ARCHS:
+            continue
+        known = (sorted(AMDGPU_MACH) if t.vendor == "amd"
+                 else sorted(NVRTC_ARCHS, key=lambda a: int(a[2:])))
+        raise TargetError(f"no compiler here knows the arch of {t.name} ({t.arch}); "
+                          f"{'clang-19' if t.vendor == 'amd' else 'NVRTC'} knows "
+                          f"{', '.join(known)}")
+
+
+def unlisted_notes(targets: list[Target]) -> list[str]:
+    """One line per arch not in targets.toml: what its kernels will lack and how to add it."""
+    notes = []
+    for arch in dict.fromkeys(t.arch for t in targets if not _listed(t.arch)):
+        matrix = next((m for prefix, m in _MATRIX_HINT if arch.startswith(prefix)), "")
+        how = (f'a [[target]] with matrix = "{matrix}" in dbs/targets.toml gives it the '
+               "tensor-core solvers" if matrix else "a [[target]] in dbs/targets.toml lists it")
+        notes.append(f"note: {arch} is not in dbs/targets.toml: portable kernels only (no "
+                     f"matrix-core solvers, no measured databases); {how} (README: Targets)")
+    return notes
+
+
 def build_matrix(patterns: str | None = None) -> list[MatrixEntry]:
-    """Entries for the targets matching `patterns` (comma-separated globs; None: all)."""
-    return [MatrixEntry.for_target(t) for t in select_targets(patterns)]
+    """Entries for the targets matching `patterns` (comma-separated globs; None: all); an arch
+    no compiler knows is refused (TargetError)."""
+    targets = select_targets(patterns)
+    check_compilable(targets)
+    return [MatrixEntry.for_target(t) for t in targets]
 
 
 def matrix_json(patterns: str | None = None) -> dict[str, list[dict[str, Any]]]:

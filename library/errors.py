@@ -22,6 +22,7 @@ __all__ = [
     "BackendError",
     "InstallError",
     "PackageBuildError",
+    "MissingDependencyError",
     "EXIT_CODES",
 ]
 
@@ -121,6 +122,13 @@ class PackageBuildError(MIOpenKernelsError):
     exit_code = 15
 
 
+class MissingDependencyError(MIOpenKernelsError):
+    """A command needs an optional dependency (an extra such as `[build]`) that is not
+    installed; said before any work starts."""
+
+    exit_code = 16
+
+
 EXIT_CODES = {
     cls.__name__: cls.exit_code
     for cls in (
@@ -138,5 +146,6 @@ EXIT_CODES = {
         BackendError,
         InstallError,
         PackageBuildError,
+        MissingDependencyError,
     )
 }

@@ -51,6 +51,7 @@ class NullBackend(Backend):
         # time_ms reports this per launch (tests set it to order solvers).
         self.kernel_ms: dict[str, float] = {}
         self.warned_no_result = False  # Handle.run says once that it computed nothing
+        self.warned_slow_reference = False  # ... and once that its reference will take long
 
     def _load(self, blob: bytes) -> Any:
         self.loaded += 1
@@ -143,6 +144,10 @@ class NullBackend(Backend):
 
 # MIOpen type -> numpy type the reference can read and write.
 _NUMPY_TYPES = {"FP32": "float32", "FP16": "float16", "FP64": "float64"}
+# Multiply-adds above which the float64 reference takes seconds on a CPU (a batch-128 ResNet
+# layer, 15e9 of them, took 7-8 s on one core): said once, so a slow run is not taken for a
+# hang.
+SLOW_REFERENCE_MACS = 1_000_000_000
 
 
 def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) -> bool:
@@ -155,6 +160,7 @@ def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) 
     """
     import numpy as np
 
+    from ..solvers._conv import macs
     from ..solvers.reference import _names, conv_reference, conv_tensor_shapes
 
     types = {getattr(problem, a, None) for a in ("in_type", "wei_type", "out_type")}
@@ -170,6 +176,15 @@ def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) 
         nbytes = int(np.prod(shape)) * dtype.itemsize
         return backend._view(ptrs[role], nbytes).view(dtype).reshape(shape)
 
+    work = macs(problem)
+    if work > SLOW_REFERENCE_MACS and not backend.warned_slow_reference:
+        backend.warned_slow_reference = True
+        from .._log import get_logger
+
+        get_logger().warning(
+            "the null backend (no GPU) computes run()'s output with the float64 reference on "
+            "the CPU: %s is %.1fe9 multiply-adds, seconds of work per run", problem.key(),
+            work / 1e9)
     out_role = {"F": "y", "B": "x", "W": "w"}[problem.direction]
     tensors = {names[r]: view(r) for r in ("x", "w", "y") if r != out_role}
     out = view(out_role)

@@ -7,14 +7,43 @@ so that `main()`, `python -m miopenkernels` and typer's test runner behave the s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
-from ..errors import MIOpenKernelsError
+from ..errors import MIOpenKernelsError, MissingDependencyError
 
-__all__ = ["new_app"]
+__all__ = ["new_app", "require_extra"]
+
+# What the builder's commands import from the `[build]` extra (pyproject.toml), by the work
+# that needs it: a runtime-only install lacks them all.
+BUILD_MODULES = {
+    "compile": ("triton", "msgpack"),  # Triton objects of the tensor-core targets, metadata
+    "wheel": ("build", "hatchling", "wheel"),  # PEP 517 build of the data wheels, `wheel tags`
+    "conda": ("rattler", "rattler_build"),  # conda packages and the channel index
+    "nvrtc": ("cuda.bindings",),  # NVIDIA targets' kernels (NVRTC)
+}
+
+
+def _missing(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):  # a parent package that fails, a broken __spec__
+        return True
+
+
+def require_extra(command: str, needs: Iterable[str], extra: str = "build") -> None:
+    """MissingDependencyError, before any work, when `command` needs modules of `extra` that
+    are not installed (keys of BUILD_MODULES); the message names the pip line to run."""
+    missing = [m for need in needs for m in BUILD_MODULES[need] if _missing(m)]
+    if missing:
+        raise MissingDependencyError(
+            f"'miopenkernels {command}' needs the [{extra}] extra ({', '.join(missing)} not "
+            f"installed): pip install 'miopenkernels[{extra}]'")
 
 
 class _Group(TyperGroup):

@@ -6,30 +6,36 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import CompileError
-from ..target import select_targets
+from ..target import Target, select_targets
+from ._app import require_extra
 from ._options import JsonFlag, ManifestsOption, globs, out_option, targets_option
-from ._output import console, err_console, human_bytes, print_json
+from ._output import Progress, console, err_console, human_bytes, note, print_json
 
 
 def _summary_table(result: Any) -> Table:
     # Per-target rows count jobs (one target's view); the last row counts distinct objects,
     # as the build compiles each once however many targets use it.
+    from miopenkernels.builder.jobs import TargetDbs
+
     table = Table(title=f"build: {result.wall_seconds:.1f} s")
-    for col in ("target", "jobs", "compiled", "cached", "failed", "kdb"):
-        table.add_column(col, justify="left" if col == "target" else "right")
+    for col in ("target", "jobs", "compiled", "cached", "failed", "kdb", "dbs"):
+        table.add_column(col, justify="left" if col in ("target", "dbs") else "right")
     for t in result.targets:
         kdb = "-" if not t.kdb else human_bytes(t.kdb_bytes) + (" =" if t.kdb_unchanged else "")
+        dbs = ("predicted" if t.predicted else
+               "measured" if TargetDbs(t.target).finddb_path is not None else "-")
         table.add_row(t.target.name, str(t.jobs), str(t.compiled), str(t.cached),
-                      f"[red]{t.failed}[/red]" if t.failed else "0", kdb)
+                      f"[red]{t.failed}[/red]" if t.failed else "0", kdb, dbs)
     table.add_section()
     table.add_row("distinct", str(result.objects), str(result.compiled), str(result.cached),
                   str(len(result.failures)),
-                  human_bytes(sum(t.kdb_bytes for t in result.targets)))
-    table.caption = "distinct: objects, each compiled once for all targets; =: kdb unchanged"
+                  human_bytes(sum(t.kdb_bytes for t in result.targets)), "")
+    table.caption = ("distinct: objects, each compiled once for all targets; =: kdb unchanged; "
+                     "dbs: the databases a package of the target gets")
     return table
 
 
@@ -60,30 +66,31 @@ def register(app: typer.Typer) -> None:
 
         A kdb that already holds exactly what the build produced is not rewritten.
         """
-        from miopenkernels.builder.build import build, failure_text
+        from miopenkernels.builder.build import TargetSummary, build, failure_text
         from miopenkernels.builder.manifest import available_manifests, load_manifests
 
         targets = globs(targets_given)
 
         chosen = select_targets(targets)
+        _check_before_work(chosen)
         names = list(manifests or available_manifests())
         problems = load_manifests(names)
 
         def show_failure(failure: Any) -> None:
-            err_console.print(f"[red]error:[/red] {failure_text(failure)}", markup=True,
-                              highlight=False, soft_wrap=True)
+            err_console.print(f"[red]error:[/red] {escape(failure_text(failure))}",
+                              markup=True, highlight=False, soft_wrap=True)
 
-        progress = Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=err_console, transient=True)
-        with progress:
-            task = progress.add_task("compile", total=None)
-
-            def on_progress(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total)
+        with Progress("build", "objects compiled") as progress:
+            def on_target(t: TargetSummary) -> None:
+                kdb = ("kdb unchanged" if t.kdb_unchanged else "kdb written" if t.kdb
+                       else "kdb not written")
+                progress.step(f"{t.target.name}: {t.jobs} jobs, {t.compiled} compiled, "
+                              f"{t.cached} cached, {t.failed} failed; {kdb}")
 
             result = build(chosen, problems, out, workers=workers or None, cache_dir=cache_dir,
-                           kernels=kernels_dir, manifests=names, on_progress=on_progress,
-                           on_failure=show_failure, predict_dbs=predict_dbs)
+                           kernels=kernels_dir, manifests=names, on_progress=progress.update,
+                           on_failure=show_failure, predict_dbs=predict_dbs,
+                           on_target=on_target)
         if as_json:
             print_json(result.to_dict())
         else:
@@ -91,3 +98,18 @@ def register(app: typer.Typer) -> None:
         if not result.ok:
             raise CompileError(f"{len(result.failures)} compile job(s) failed; the kdb of a "
                                "target with a failed job was not written")
+
+
+def _check_before_work(chosen: list[Target]) -> None:
+    """Refuse what would fail every job, before any compile: an arch no compiler knows, a
+    missing `[build]` extra; note what targets outside targets.toml will lack."""
+    from miopenkernels.builder.matrix import check_compilable, unlisted_notes
+    from miopenkernels.target import spec_for
+
+    check_compilable(chosen)
+    specs = [spec_for(t.arch) for t in chosen]
+    needs = (["compile"] if any(s.matrix or s.compiler == "triton" for s in specs) else [])
+    needs += ["nvrtc"] if any(s.compiler == "nvrtc" for s in specs) else []
+    require_extra("build", needs)
+    for line in unlisted_notes(chosen):
+        note(line)

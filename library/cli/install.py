@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 
-from ..errors import IntegrityError
+from ..errors import IntegrityError, MIOpenKernelsError
 from ._options import JsonFlag, globs, targets_option
 from ._output import console, err_console, print_json
 
@@ -67,15 +68,20 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(report.to_dict())
             return
+        # Package names and statuses stay whole; the GPUs a package is for go under its name,
+        # so that no column is squeezed at 80 columns; file counts go on the last line.
         table = Table(title=f"{report.method} -> {report.prefix}")
-        for col in ("GPU", "package", "version", "contents", "status", "files"):
-            table.add_column(col, overflow="fold", no_wrap=col != "GPU")
+        table.add_column("package (GPU)", overflow="fold", min_width=24)
+        for col in ("version", "contents", "status"):
+            table.add_column(col, no_wrap=True)
         for item in report.items:
-            table.add_row("\n".join(item["devices"]), item["package"], item["version"],
-                          item["contents"], item["status"], str(len(item["files"]) or "-"))
+            table.add_row("\n".join([item["package"], *item["devices"]]), item["version"],
+                          _contents(report.prefix, item), item["status"])
         console.print(table)
         if report.items:
-            console.print(f"into {report.items[0]['location']}", highlight=False)
+            files = sum(len(item["files"]) for item in report.items)
+            count = f": {files} file{'s' * (files != 1)} installed" if files else ""
+            console.print(f"into {report.items[0]['location']}{count}", highlight=False)
 
     @app.command("verify")
     def verify_cmd(
@@ -95,15 +101,30 @@ def register(app: typer.Typer) -> None:
             print_json({"prefix": str(root), "ok": all(c.ok for c in checks),
                         "packages": [c.to_dict() for c in checks]})
         else:
+            # The package name says the target (--json has it apart); names stay whole.
             table = Table(title=f"installed kernel packages in {root}")
-            for col in ("package", "version", "target", "contents", "files", "status"):
-                table.add_column(col, overflow="fold")
+            for col in ("package", "version", "contents", "files", "status"):
+                table.add_column(col, overflow="fold", no_wrap=col != "status")
             for c in checks:
                 status = "ok" if c.ok else "; ".join(f"{p.path}: {p.problem}"
                                                      for p in c.problems)
-                table.add_row(c.package, c.version, c.target, c.contents, str(c.files), status)
+                table.add_row(c.package, c.version, c.contents, str(c.files), status)
             console.print(table)
         bad = [c for c in checks if not c.ok]
         if bad:
             raise IntegrityError(f"{len(bad)} package(s) have missing or altered files; "
                                  "reinstall with 'miopenkernels install --force'")
+
+
+def _contents(prefix: Path, item: dict[str, Any]) -> str:
+    """What an installed package holds in `verify`'s words (its manifest), else the listing's
+    word (a dry run: not installed yet)."""
+    from ..install.manifest import manifest_relpath, read_manifest
+    from ..install.verify import manifest_contents
+    from ..target import Target
+
+    try:
+        basename = Target.from_package(item["package"]).basename
+        return manifest_contents(read_manifest(prefix / manifest_relpath(basename)))
+    except (MIOpenKernelsError, OSError):
+        return str(item["contents"])

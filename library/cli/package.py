@@ -10,10 +10,12 @@ from rich.table import Table
 
 from ..errors import TargetError
 from ..target import Target
+from ._app import require_extra
 from ._options import JsonFlag, ManifestsOption, PackageKind, globs, out_option, targets_option
-from ._output import console, print_json
+from ._output import Progress, console, print_json
 
 if TYPE_CHECKING:
+    from ..builder.package import PackageResult
     from ..target import Target
 
 
@@ -47,6 +49,8 @@ def register(app: typer.Typer) -> None:
         from ..target import select_targets
 
         targets = globs(targets_given)
+        require_extra("package", {"wheel": ["wheel"], "conda": ["conda"],
+                                  "both": ["wheel", "conda"]}[kind.value])
 
         if (from_build is None) == (from_dir is None):
             raise typer.BadParameter("give exactly one of --from-build and --from-dir")
@@ -55,7 +59,9 @@ def register(app: typer.Typer) -> None:
             if len(chosen) != 1:
                 raise TargetError("--from-dir needs exactly one target: --targets <arch>-<cu> "
                                   "(e.g. --targets gfx90a-104)")
-            results = package_from_dir(from_dir, chosen[0], out, kind.value, version)
+            with Progress("package", "targets") as progress:
+                results = package_from_dir(from_dir, chosen[0], out, kind.value, version)
+                _report(progress, results)
         else:
             assert from_build is not None
             built = _built_targets(from_build)
@@ -66,8 +72,11 @@ def register(app: typer.Typer) -> None:
                 names = ", ".join(t.name for t in built)
                 raise TargetError(f"no kdb in {from_build} matches --targets {targets!r}; it "
                                   f"holds {names}")
-            results = package_from_build(chosen, from_build, out, kind.value, version,
-                                         list(manifests or []), dbs)
+            with Progress("package", "targets") as progress:
+                progress.step(f"{len(chosen)} target(s) from {from_build}, --kind {kind.value}")
+                results = package_from_build(chosen, from_build, out, kind.value, version,
+                                             list(manifests or []), dbs)
+                _report(progress, results)
         if as_json:
             print_json({"out": str(out), "packages": [r.to_dict() for r in results]})
             return
@@ -76,8 +85,35 @@ def register(app: typer.Typer) -> None:
             table.add_column(col, no_wrap=col != "lacks")
         for r in results:
             table.add_row(r.target.name, "yes" if r.wheel else "-", "yes" if r.conda else "-",
-                          ", ".join(x.split(" (")[0] for x in r.lacks) or "-")
+                          _lacks(r))
         console.print(table)
+
+
+def _lacks(result: PackageResult) -> str:
+    """The table's `lacks`: what the package does not carry, predicted databases named as
+    such (they stand in for measured ones)."""
+    lacks = [x.split(" (")[0] for x in result.lacks]
+    if _predicted(result):
+        lacks.append("measured dbs (predicted shipped)")
+    return ", ".join(lacks) or "-"
+
+
+def _predicted(result: PackageResult) -> bool:
+    """Whether the staged package's manifest says its databases are predicted."""
+    from ..errors import MIOpenKernelsError
+    from ..install.manifest import manifest_relpath, read_manifest
+
+    try:
+        data = read_manifest(result.staged / manifest_relpath(result.target.basename))
+    except MIOpenKernelsError:
+        return False
+    return (data.get("databases") or {}).get("predicted") is True
+
+
+def _report(progress: Progress, results: list[PackageResult]) -> None:
+    for i, r in enumerate(results, 1):
+        made = " + ".join(k for k, v in (("wheel", r.wheel), ("conda", r.conda)) if v)
+        progress.step(f"{i}/{len(results)} {r.target.name}: {made or 'nothing'} made")
 
 
 def _built_targets(build_dir: Path) -> list[Target]:

@@ -9,8 +9,9 @@ import typer
 
 from ..config import MathMode
 from ..errors import BackendError, NoDeviceError, ProblemError, TargetError
+from ._app import require_extra
 from ._options import JsonFlag, ManifestsOption, PerfDbFormats, globs, out_option, targets_option
-from ._output import err_console, print_json
+from ._output import Progress, err_console, print_json
 
 _NO_GPU = ("tuning measures kernels on this machine's GPU and {what}; run 'miopenkernels tune' "
            "on a machine with the GPU to tune ('miopenkernels detect' shows a machine's GPUs)")
@@ -68,6 +69,8 @@ def register(app: typer.Typer) -> None:
 
         targets = globs(targets_given)
         maths = _maths(fp32_math)
+        # Tuning compiles its candidates (Triton ones too) with the builder's tools.
+        require_extra("tune", ["compile"])
 
         def run() -> Any:
             try:
@@ -102,13 +105,18 @@ def register(app: typer.Typer) -> None:
                 compiled = compile_ahead(jobs, handle.paths.user_kdb)
                 err_console.print(f"precompiled: {compiled}", highlight=False)
 
-            def progress(i: int, n: int, key: str, sols: list[Any]) -> None:
-                best = f"{sols[0].solver} {sols[0].time:.4g} ms" if sols else "no solver ran"
-                err_console.print(f"[{i}/{n}] {key}: {best}", highlight=False)
+            with Progress("tune", "problems") as bar:
+                def progress(i: int, n: int, key: str, sols: list[Any]) -> None:
+                    best = (f"{sols[0].solver} {sols[0].time:.4g} ms" if sols
+                            else "no solver ran")
+                    bar.step(f"{i}/{n} {key}: {best}")
+                    if bar.terminal:  # a log has the line above per problem already
+                        bar.update(i, n)
 
-            return tune(handle, problems, out, solver_glob=solvers, time_limit_s=time_limit,
-                        per_solver_s=per_solver, formats=formats, progress=progress,
-                        max_candidates=candidates, maths=maths or None, done=done)
+                return tune(handle, problems, out, solver_glob=solvers,
+                            time_limit_s=time_limit, per_solver_s=per_solver, formats=formats,
+                            progress=progress, max_candidates=candidates,
+                            maths=maths or None, done=done)
 
         result = run()
         if as_json:

@@ -41,7 +41,10 @@ def _skipped(skipped: Any) -> dict[str, Any]:
 def _finddb(found: Sniffed, known: Collection[str]) -> dict[str, Any]:
     db = FindDbFile.read(found.path)
     per_solver = Counter(s.solver for r in db for s in r.solutions)
-    unknown = {name: n for name, n in sorted(per_solver.items()) if name not in known}
+    unknown = sorted(name for name in per_solver if name not in known)
+    # A record is served when one of its solutions names a solver this runtime has: AMD's
+    # files name MIOpen's solvers, so none of theirs is.
+    served = sum(1 for r in db if any(s.solver in known for s in r.solutions))
     return {
         "version": db.version,
         "counts": {
@@ -53,8 +56,10 @@ def _finddb(found: Sniffed, known: Collection[str]) -> dict[str, Any]:
             "algorithms": dict(sorted(Counter(s.algorithm for r in db
                                               for s in r.solutions).items())),
             "per_solver": dict(sorted(per_solver.items())),
-            "not_in_this_runtime": unknown,
+            "solvers_not_in_this_runtime": len(unknown),
+            "records_this_runtime_serves": served,
         },
+        "solvers_not_in_this_runtime": unknown,
         "integrity": {"checked": "every line parsed (malformed lines are skipped, as MIOpen "
                                  "skips them)", "problems": [], "skipped": _skipped(db.skipped)},
     }
@@ -126,6 +131,8 @@ def inspect_file(path: Path | str, known_solvers: Collection[str]) -> dict[str, 
         "version": body["version"],
         "target": found.target.to_dict() if found.target else None,
         "counts": body["counts"],
+        **({"solvers_not_in_this_runtime": body["solvers_not_in_this_runtime"]}
+           if "solvers_not_in_this_runtime" in body else {}),
         "integrity": body["integrity"],
     }
 
