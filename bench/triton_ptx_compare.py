@@ -113,13 +113,15 @@ def _capture_asm() -> dict[str, Any]:
     return last
 
 
-def dump(out: Path, kernels: Path | None, amd: int) -> list[dict[str, Any]]:
+def dump(out: Path, kernels: Path | None, amd: int, only: list[str]) -> list[dict[str, Any]]:
     from miopenkernels.compiler import compile_job
 
     out.mkdir(parents=True, exist_ok=True)
     last = _capture_asm()
     rows = []
     for job in sample_jobs(amd):
+        if only and job.kernel_name not in only:
+            continue
         ident = job_id(job)
         start = time.perf_counter()
         row: dict[str, Any] = {"id": ident, "arch": job.target.arch, "kernel": job.kernel_name,
@@ -190,13 +192,15 @@ def main() -> int:
     d.add_argument("--kernels", type=Path, default=None,
                    help="kernels folder to compile (default: this tree's)")
     d.add_argument("--amd", type=int, default=6, help="gfx942 objects beside sm90's")
+    d.add_argument("--kernel", action="append", default=[],
+                   help="only the sample's objects of this kernel (repeatable)")
     c = sub.add_parser("compare", help="compare two dumps")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
     c.add_argument("--json", type=Path, default=None, help="write the rows and counts here")
     args = parser.parse_args()
     if args.command == "dump":
-        rows = dump(args.out, args.kernels, args.amd)
+        rows = dump(args.out, args.kernels, args.amd, args.kernel)
         failed = [r["id"] for r in rows if "error" in r]
         print(f"{len(rows) - len(failed)} objects written to {args.out}, {len(failed)} failed")
         return 1 if failed else 0
