@@ -1,20 +1,22 @@
 """Whether a change to the Triton kernels' source changed the code they compile to, without a GPU.
 
 `dump` compiles a sample of the objects the builder makes (its own plan for the default
-manifests: every Triton kernel, for sm90 every direction, data type, precision, layout, split
-and matrix instruction that occurs, the first job of each kind in a fixed order; a few gfx942
+manifests: for sm90 one job of every Triton kernel per 16-bit or FP32 type, precision and
+layout, drawn in a fixed order that mixes tiles, splits and matrix instructions; a few gfx942
 objects beside them) through the builder's own compile path (`compiler.compile_job`, so the
 same options and knobs) and writes each object's PTX (sm90) or AMDGPU assembly (gfx942) to a
-folder, with index.json naming the job of each file. `--kernels DIR` compiles another copy of
-kernels/ (e.g. `git archive REV kernels | tar -x -C /tmp/rev`), so that one tree can give both
-sides. `compare` reads two such folders and says, per object, whether the text is identical
-once comments, debug line information and blank lines are stripped (`same`), differs only in
-identifiers and numbers (`names`), or differs (`different`).
+folder, with index.json naming the job of each file and the sha256 of its kdb blob (code
+object and launch metadata). `--kernels DIR` compiles another copy of kernels/ (e.g.
+`git archive REV kernels | tar -x -C /tmp/rev`), so that one tree can give both sides;
+`--kernel NAME` keeps one kernel's objects. `compare` reads two such folders and says, per
+object, whether the text is identical once comments, debug line information and blank lines
+are stripped (`same`), differs only in the names of registers, labels and parameters
+(`names`), or differs (`different`), and whether the code objects are the same bytes.
 
     python bench/triton_ptx_compare.py dump --out /tmp/ptx-before [--kernels DIR] [--amd 6]
     python bench/triton_ptx_compare.py compare /tmp/ptx-before /tmp/ptx-after [--json FILE]
 
-`compare` exits 1 where any object differs beyond names and numbers, or is missing.
+`compare` exits 1 where any object differs beyond such names, or is missing.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ _STRIP = {
     # AMDGPU assembly: `;` comments and .loc/.file lines.
     "amdgcn": (re.compile(r";.*$"), re.compile(r"^\s*\.(loc|file|ident)\b")),
 }
-_NAME_RE = re.compile(r"\b[A-Za-z_$%.][\w$.]*\b|\b\d+\b|0[xX][0-9a-fA-F]+")
+# Names the compiler picks: PTX registers (%r12, %rd3), basic-block labels ($L__BB0_4) and
+# parameter symbols; not opcodes, not immediates.
+_NAME_RE = re.compile(r"%[A-Za-z_]\w*|\$L__\w+|\b\w+_param_\d+\b")
 
 
 def _traits(job: Any) -> tuple[str, ...]:
@@ -127,13 +131,15 @@ def dump(out: Path, kernels: Path | None, amd: int, only: list[str]) -> list[dic
         row: dict[str, Any] = {"id": ident, "arch": job.target.arch, "kernel": job.kernel_name,
                                "kernel_file": job.kernel_file, "kdb_args": job.kdb_args}
         try:
-            compile_job(job, kernels)
+            blob = compile_job(job, kernels)
         except Exception as exc:  # noqa: BLE001 - a failed compile is a row, not the end
             row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         else:
             asm = "ptx" if job.target.arch.startswith("sm") else "amdgcn"
             (out / f"{ident}.{asm}").write_text(last["asm"][asm])
             row["asm"] = asm
+            # The kdb blob: the code object (cubin, hsaco) and its launch metadata.
+            row["object_sha256"] = hashlib.sha256(blob).hexdigest()
         row["seconds"] = round(time.perf_counter() - start, 2)
         rows.append(row)
         print(f"{row['seconds']:7.1f}s {ident} {row.get('error', '')}", flush=True)
@@ -160,9 +166,10 @@ def normalise(text: str, asm: str) -> list[str]:
 
 
 def compare(before: Path, after: Path) -> list[dict[str, Any]]:
-    """Per object of `before`'s index: same, names (only identifiers and numbers differ),
-    different, or missing (no text on one side)."""
+    """Per object of `before`'s index: same, names (only register, label and parameter names
+    differ), different, or missing (no text on one side)."""
     rows = []
+    after_rows = {r["id"]: r for r in json.loads((after / "index.json").read_text())}
     for row in json.loads((before / "index.json").read_text()):
         asm = row.get("asm")
         a = before / f"{row['id']}.{asm}"
@@ -180,6 +187,9 @@ def compare(before: Path, after: Path) -> list[dict[str, Any]]:
         else:
             status = "different"
         result.update(status=status, lines=len(la), lines_after=len(lb))
+        after_row = after_rows.get(row["id"], {})
+        if "object_sha256" in row and "object_sha256" in after_row:
+            result["same_object"] = row["object_sha256"] == after_row["object_sha256"]
         rows.append(result)
     return rows
 
@@ -209,14 +219,18 @@ def main() -> int:
 
     rows = compare(args.before, args.after)
     table = Table(title=f"{args.before} -> {args.after}")
-    for col in ("object", "lines", "status"):
+    for col in ("object", "lines", "status", "same code object"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["id"], str(r["lines"]), r["status"])
+        table.add_row(r["id"], str(r["lines"]), r["status"],
+                      "-" if "same_object" not in r else "yes" if r["same_object"] else "no")
     counts = {s: sum(r["status"] == s for r in rows)
               for s in ("same", "names", "different", "missing")}
     Console(width=140).print(table)
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    objects = [r["same_object"] for r in rows if "same_object" in r]
+    if objects:
+        print(f"code objects byte for byte the same: {sum(objects)} of {len(objects)}")
     if args.json:
         args.json.write_text(json.dumps({"counts": counts, "rows": rows}, indent=1) + "\n")
     return 1 if counts["different"] or counts["missing"] else 0
