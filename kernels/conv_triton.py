@@ -16,6 +16,8 @@ problems on the NHWC kernels.
 Importing this module needs Triton but no GPU. How to launch each kernel (arguments, grid,
 tunables, legal spaces per target, workspace and the assumptions a compiled object may carry)
 is plain data in `conv_triton_spec`, re-exported here; the runtime reads that module alone.
+The tile order, tile offsets, NHWC channel strides and split-K ranges that these kernels share
+with the 1x1 and Winograd ones are `@triton.jit` helpers in `conv_triton_common`.
 """
 
 from __future__ import annotations
