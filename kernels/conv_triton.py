@@ -16,6 +16,8 @@ problems on the NHWC kernels.
 Importing this module needs Triton but no GPU. How to launch each kernel (arguments, grid,
 tunables, legal spaces per target, workspace and the assumptions a compiled object may carry)
 is plain data in `conv_triton_spec`, re-exported here; the runtime reads that module alone.
+The tile order, tile offsets, NHWC channel strides and split-K ranges that these kernels share
+with the 1x1 and Winograd ones are `@triton.jit` helpers in `conv_triton_common`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .conv_triton_common import channel_strides, split_range, tile_offsets
 from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and the solvers)
     ALIGN16_ARGS,
     CONV_ARGS,
@@ -59,18 +62,6 @@ from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and 
 
 
 @triton.jit
-def _tile_ids(pid, num_m, num_n, GROUP_M: tl.constexpr):
-    """Grouped tile order: GROUP_M row tiles share their column tiles while in L2."""
-    in_group = GROUP_M * num_n
-    group = pid // in_group
-    first_m = group * GROUP_M
-    size_m = tl.minimum(num_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % in_group) % size_m
-    pid_n = (pid % in_group) // size_m
-    return pid_m, pid_n
-
-
-@triton.jit
 def _load_tile(ptr, row_off, col_off, row_ok, col_ok, TRANSPOSED: tl.constexpr):
     """The [rows, cols] tile at ptr + row_off[:, None] + col_off[None, :]. TRANSPOSED reads it
     as [cols, rows] and transposes it in the kernel: Triton lays the threads of a warp along
@@ -96,6 +87,25 @@ def _mma(a, b, acc, PRECISION: tl.constexpr):
 
 
 @triton.jit
+def _output_tile(N, K, P, Q, stride_h, stride_w, pad_h, pad_w, BLOCK_M: tl.constexpr,
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """A forward program's tile over rows (n, p, q) and filters k: the filter indices, the
+    reduction's BLOCK_K offsets, the row and column masks, the rows' image, pixel, output row
+    and column, and the input row and column of their (0, 0) tap."""
+    M = N * P * Q
+    offs_m, offs_n = tile_offsets(M, K, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < K
+    img = offs_m // (P * Q)
+    pq = offs_m % (P * Q)
+    op = pq // Q
+    oq = pq % Q
+    return (offs_n, offs_k, m_ok, n_ok, img, pq, op, oq, op * stride_h - pad_h,
+            oq * stride_w - pad_w)
+
+
+@triton.jit
 def conv2d_fwd(
     x_ptr, w_ptr, y_ptr, ws_ptr,
     N, C, H, W, K, P, Q, R, S, G,
@@ -106,32 +116,17 @@ def conv2d_fwd(
     PRECISION: tl.constexpr,
 ):
     """y[n, g*K+k, p, q] = sum over (r, s) taps, then C channels, of x * w."""
-    if CHANNELS_LAST:
-        sxc = 1
-        swc = 1
-        syk = 1
+    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
     g = tl.program_id(1)
-    M = N * P * Q
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(K, BLOCK_N), GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    m_ok = offs_m < M
-    n_ok = offs_n < K
-    img = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    op = pq // Q
-    oq = pq % Q
-    ih0 = op * stride_h - pad_h
-    iw0 = oq * stride_w - pad_w
+    offs_n, offs_k, m_ok, n_ok, img, pq, op, oq, ih0, iw0 = _output_tile(
+        N, K, P, Q, stride_h, stride_w, pad_h, pad_w, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
     x_row = img * sxn + g * C * sxc
     w_col = (g * K + offs_n) * swk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     c_blocks = tl.cdiv(C, BLOCK_K)
     split = tl.program_id(2)
-    steps = R * S * c_blocks
-    per_split = tl.cdiv(steps, SPLIT_K)
-    for t in range(split * per_split, tl.minimum(split * per_split + per_split, steps)):
+    t0, t1 = split_range(R * S * c_blocks, SPLIT_K, split)
+    for t in range(t0, t1):
         rs = t // c_blocks
         cb = t - rs * c_blocks
         r = rs // S
@@ -172,24 +167,10 @@ def conv2d_fwd_smallc(
     first layer) instead of padding 3 channels to BLOCK_K. The column offsets and the
     horizontal bounds of a block are worked out once for all R rows; a row then costs one
     add per element for the address and one AND for the mask."""
-    if CHANNELS_LAST:
-        sxc = 1
-        swc = 1
-        syk = 1
+    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
     g = tl.program_id(1)
-    M = N * P * Q
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(K, BLOCK_N), GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    m_ok = offs_m < M
-    n_ok = offs_n < K
-    img = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    op = pq // Q
-    oq = pq % Q
-    ih0 = op * stride_h - pad_h
-    iw0 = oq * stride_w - pad_w
+    offs_n, offs_k, m_ok, n_ok, img, pq, op, oq, ih0, iw0 = _output_tile(
+        N, K, P, Q, stride_h, stride_w, pad_h, pad_w, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
     x_row = img * sxn + g * C * sxc + iw0 * sxw
     w_col = (g * K + offs_n) * swk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -239,10 +220,7 @@ def _phase_tile(N, H, W, stride_h, stride_w, cols, BLOCK_M: tl.constexpr, BLOCK_
     Hs = tl.cdiv(H, stride_h)
     Ws = tl.cdiv(W, stride_w)
     M = N * Hs * Ws
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(cols, BLOCK_N),
-                             GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m, offs_n = tile_offsets(M, cols, BLOCK_M, BLOCK_N, GROUP_M)
     img = offs_m // (Hs * Ws)
     hw = offs_m % (Hs * Ws)
     return M, offs_m, offs_n, img, hw // Ws, hw % Ws
@@ -264,10 +242,7 @@ def conv2d_bwd_data(
     SPLIT_K > 1); within a phase every tap that contributes does so at every pixel, so the loop
     visits only those taps. SPLIT_K > 1 is for problems where every phase has a tap
     (conv_triton_spec.split_applies)."""
-    if CHANNELS_LAST:
-        sxc = 1
-        swc = 1
-        syk = 1
+    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
     g = tl.program_id(1)
     if SPLIT_K == 1:
         phase = tl.program_id(2)
@@ -295,8 +270,7 @@ def conv2d_bwd_data(
         t0 = 0
         t1 = steps
     else:
-        t0 = split * tl.cdiv(steps, SPLIT_K)
-        t1 = tl.minimum(t0 + tl.cdiv(steps, SPLIT_K), steps)
+        t0, t1 = split_range(steps, SPLIT_K, split)
     for t in range(t0, t1):
         tap = t // k_blocks
         kb = t - tap * k_blocks
@@ -347,10 +321,7 @@ def conv2d_bwd_data_smallc(
     reduction runs over the offsets (dr, ds) of dy from (i, j) and over K: dy[n, k, i - dr,
     j - ds] is the same for every phase, and the tap it meets is r = a + pad_h + dr*stride_h
     (zero weight where that falls outside the filter)."""
-    if CHANNELS_LAST:
-        sxc = 1
-        swc = 1
-        syk = 1
+    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
     g = tl.program_id(1)
     NC = stride_h * stride_w * C
     M, offs_m, offs_n, img, ii, jj = _phase_tile(N, H, W, stride_h, stride_w, NC, BLOCK_M,
@@ -439,28 +410,20 @@ def conv2d_bwd_weight(
     Program axis 1 is g*R*S + tap, axis 2 the split of the pixel reduction; with SPLIT_K > 1
     each split writes its FP32 partial to ws ([SPLIT_K][G*K][C][R][S]) for
     conv2d_bwd_weight_reduce."""
-    if CHANNELS_LAST:
-        sxc = 1
-        swc = 1
-        syk = 1
+    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
     gt = tl.program_id(1)
     g = gt // (R * S)
     rs = gt - g * (R * S)
     r = rs // S
     s = rs - r * S
     split = tl.program_id(2)
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(C, BLOCK_N), GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m, offs_n = tile_offsets(K, C, BLOCK_M, BLOCK_N, GROUP_M)
     offs_k = tl.arange(0, BLOCK_K)
     m_ok = offs_m < K
     n_ok = offs_n < C
     PQ = P * Q
     NPQ = N * PQ
-    blocks = tl.cdiv(NPQ, BLOCK_K)
-    per_split = tl.cdiv(blocks, SPLIT_K)
-    kb0 = split * per_split
-    kb1 = tl.minimum(kb0 + per_split, blocks)
+    kb0, kb1 = split_range(tl.cdiv(NPQ, BLOCK_K), SPLIT_K, split)
     y_col = (g * K + offs_m) * syk
     x_col = (g * C + offs_n) * sxc
     img, op, oq, d_img, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
@@ -501,19 +464,13 @@ def conv2d_bwd_weight_smallc(
     taps (7 x 3 = 21 of 32 for the first layer) instead of padding C to BLOCK_N. The row's
     vertical bound is one compare per pixel, the column offsets are worked out once. Axis 2 is
     the split; partials go to ws as in conv2d_bwd_weight."""
-    if CHANNELS_LAST:
-        sxc = 1
-        swc = 1
-        syk = 1
+    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
     gr = tl.program_id(1)
     g = gr // R
     r = gr - g * R
     split = tl.program_id(2)
     SC = S * C
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(SC, BLOCK_N),
-                             GROUP_M)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m, cols = tile_offsets(K, SC, BLOCK_M, BLOCK_N, GROUP_M)
     offs_k = tl.arange(0, BLOCK_K)
     m_ok = offs_m < K
     n_ok = cols < SC
@@ -522,10 +479,7 @@ def conv2d_bwd_weight_smallc(
     x_col = (g * C + c) * sxc + s * dil_w * sxw
     PQ = P * Q
     NPQ = N * PQ
-    blocks = tl.cdiv(NPQ, BLOCK_K)
-    per_split = tl.cdiv(blocks, SPLIT_K)
-    kb0 = split * per_split
-    kb1 = tl.minimum(kb0 + per_split, blocks)
+    kb0, kb1 = split_range(tl.cdiv(NPQ, BLOCK_K), SPLIT_K, split)
     y_col = (g * K + offs_m) * syk
     img, op, oq, d_img, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .conv_triton import _tile_ids
+from .conv_triton_common import split_range, tile_ids, tile_offsets
 
 
 @triton.jit
@@ -36,10 +36,7 @@ def conv1x1_nchw(
     channels j, the reduction input channels i. w(j, i) is at j * s_w + i (W_BY_OUT = 0) or
     i * s_w + j (W_BY_OUT = 1)."""
     n = tl.program_id(1)
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(PQ, BLOCK_M), tl.cdiv(COUT, BLOCK_N),
-                             GROUP_M)
-    pix = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    out = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    pix, out = tile_offsets(PQ, COUT, BLOCK_M, BLOCK_N, GROUP_M)
     red = tl.arange(0, BLOCK_K)
     pix_ok = pix < PQ
     out_ok = out < COUT
@@ -70,18 +67,19 @@ def conv1x1_nchw_wrw(
 ):
     """dw[k, c] = sum over images n of this split and pixels p of dy[n, k, p] * x[n, c, p]
     (dw's channel stride 1); with SPLIT_K > 1 the FP32 partial goes to ws[split][k][c]."""
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(C, BLOCK_N),
-                             GROUP_M)
+    pid_m, pid_n = tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(C, BLOCK_N),
+                            GROUP_M)
+    # The split's id before the tile's aranges (not tile_offsets): the instruction order,
+    # and so the object, that was measured.
     split = tl.program_id(1)
     k = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     c = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     pix = tl.arange(0, BLOCK_K)
     k_ok = k < K
     c_ok = c < C
-    per_split = tl.cdiv(N, SPLIT_K)
-    n0 = split * per_split
+    n0, n1 = split_range(N, SPLIT_K, split)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for n in range(n0, tl.minimum(n0 + per_split, N)):
+    for n in range(n0, n1):
         y_ptrs = y_ptr + n * syn + (k * syk)[:, None] + pix[None, :]
         x_ptrs = x_ptr + n * sxn + (c * sxc)[None, :] + pix[:, None]
         for p0 in range(0, PQ, BLOCK_K):

@@ -33,7 +33,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .conv_triton import _tile_ids
+from .conv_triton_common import split_range, tile_offsets
 
 
 @triton.jit
@@ -147,14 +147,9 @@ def winograd_wrw_gemm(
     g = gx // 16
     xi = gx - g * 16
     split = tl.program_id(2)
-    pid_m, pid_n = _tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(C, BLOCK_N), GROUP_M)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows, cols = tile_offsets(K, C, BLOCK_M, BLOCK_N, GROUP_M)
     kk = tl.arange(0, BLOCK_K)
-    blocks = TP // BLOCK_K
-    per_split = tl.cdiv(blocks, SPLIT_K)
-    b0 = split * per_split
-    b1 = tl.minimum(b0 + per_split, blocks)
+    b0, b1 = split_range(TP // BLOCK_K, SPLIT_K, split)
     row_ok = rows < K
     col_ok = cols < C
     a_ptrs = u_ptr + (xi * G * K + g * K + rows)[:, None] * TP + (b0 * BLOCK_K + kk)[None, :]

@@ -1,0 +1,59 @@
+"""Index and pointer arithmetic that the Triton convolution kernels share, as `@triton.jit`
+helpers: which output tile a program computes, the unit channel strides of NHWC, and which part
+of a split reduction it runs.
+
+Triton inlines every helper into the kernel that calls it, so a kernel compiles to the same
+code as with the lines written out in its body (bench/triton_ptx_compare.py checks the PTX).
+The kernel files import this module relatively; `kernel_sources.source_digest` covers every
+Python file of the kernels folder, so a change here recompiles the kernels that use it.
+Importing this module needs Triton but no GPU.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+__all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range"]
+
+
+@triton.jit
+def tile_ids(pid, num_m, num_n, GROUP_M: tl.constexpr):
+    """Grouped tile order: GROUP_M row tiles share their column tiles while in L2."""
+    in_group = GROUP_M * num_n
+    group = pid // in_group
+    first_m = group * GROUP_M
+    size_m = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % size_m
+    pid_n = (pid % in_group) // size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def tile_offsets(rows, cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 GROUP_M: tl.constexpr):
+    """The row and column indices of this program's BLOCK_M x BLOCK_N tile of a rows x cols
+    GEMM output, program axis 0 walking the tiles in grouped order (tile_ids)."""
+    pid_m, pid_n = tile_ids(tl.program_id(0), tl.cdiv(rows, BLOCK_M), tl.cdiv(cols, BLOCK_N),
+                            GROUP_M)
+    return pid_m * BLOCK_M + tl.arange(0, BLOCK_M), pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+
+
+@triton.jit
+def channel_strides(sxc, swc, syk, CHANNELS_LAST: tl.constexpr):
+    """The channel strides of x, w and y; in NHWC 1, known to the compiler, so that loads
+    along channels are vectorised."""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    return sxc, swc, syk
+
+
+@triton.jit
+def split_range(total, SPLIT_K: tl.constexpr, split):
+    """[first, last) of the steps 0..total that part `split` of SPLIT_K runs: cdiv(total,
+    SPLIT_K) each, the last part what is left."""
+    per_split = tl.cdiv(total, SPLIT_K)
+    first = split * per_split
+    return first, tl.minimum(first + per_split, total)
