@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "MIOpenKernelsError",
     "ProblemError",
+    "LayoutError",
     "TargetError",
     "DbError",
     "DamagedDbError",
@@ -38,6 +39,13 @@ class ProblemError(MIOpenKernelsError, ValueError):
     """A malformed problem: MIOpenDriver line, FindDb key or impossible shape."""
 
     exit_code = 3
+
+
+class LayoutError(ProblemError):
+    """A tensor whose memory layout (shape and strides) is not the problem's: an NCHW-ordered
+    array for an NHWC problem, a transposed or sliced view."""
+
+    exit_code = 16
 
 
 class TargetError(MIOpenKernelsError, ValueError):
@@ -126,6 +134,7 @@ EXIT_CODES = {
     for cls in (
         MIOpenKernelsError,
         ProblemError,
+        LayoutError,
         TargetError,
         DbError,
         NoDeviceError,
