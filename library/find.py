@@ -39,6 +39,7 @@ from .invoke import (
     Runtime,
     algorithm_of,
     context_of,
+    drop_plan,
     heuristic_solutions,
     immediate_solutions,
     invoker,
@@ -147,6 +148,7 @@ def benchmark(handle: Runtime, problem: ConvProblem, bound: dict[str, DeviceTens
                 transient.append(solver)
             continue
         ctx.invokers[(problem, solver.name)] = inv
+        drop_plan(ctx, problem, solver.name)  # the next run takes the measured invoker
         results.append(ConvSolution(solver.name, algorithm_of(solver, problem),
                                     float(statistics.median(times)), inv.workspace_bytes,
                                     "find", inv.params, inv.specialised))
@@ -330,6 +332,7 @@ def _search(ctx: ExecutionContext, problem: ConvProblem) -> None:
                     log.warning("search: could not record %s in the user PerfDb: %s",
                                 solver.name, exc)
                 ctx.invokers.pop((problem, solver.name), None)
+                drop_plan(ctx, problem, solver.name)
     finally:
         for t in bound.values():
             t.release()

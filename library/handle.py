@@ -69,6 +69,7 @@ class Handle:
                            else config.fp32_math())
         self._primitive_launches: dict[tuple[object, str], PreparedLaunch] = {}
         self._context: ExecutionContext | None = None
+        self._last_run: tuple[ConvProblem, ConvSolution | str, Plan] | None = None
         self.paths, self._system_paths = locate_databases(self.target)
         self.basename, self.system_basename = self.paths.basename, self._system_paths.basename
         # An unusable user folder means no user databases (finds are not recorded), an
@@ -183,10 +184,13 @@ class Handle:
             y: object, workspace: object = None, *, stream: Any = None) -> None:
         """Run one solution on the layer's x, w, y (whatever the direction computes) on
         `stream` (with torch tensors the current torch stream by default): its kept plan."""
-        from .invoke import plan_for
+        last = self._last_run  # a loop over one layer skips even the plan's lookup
+        if last is None or last[0] is not problem or last[1] is not solution or last[2].stale:
+            from .invoke import plan_for
 
-        plan_for(self.context, problem, solution).run(x, w, y, workspace=workspace,
-                                                      stream=stream)
+            last = self._last_run = (problem, solution, plan_for(self.context, problem,
+                                                                 solution))
+        last[2].run(x, w, y, workspace=workspace, stream=stream)
 
     def convolution(self, problem: ConvProblem, x: object, w: object, y: object) -> ConvSolution:
         """Immediate mode in one call: the best-ranked solution, run."""

@@ -49,6 +49,7 @@ __all__ = [
     "Invoker",
     "Plan",
     "plan_for",
+    "drop_plan",
     "immediate_solutions",
     "ranked_solutions",
     "heuristic_solutions",
@@ -473,9 +474,19 @@ def plan_for(handle: Runtime, problem: ConvProblem,
     ctx = context_of(handle)
     key = (problem, solution if isinstance(solution, str) else solution.solver)
     plan = ctx.plans.get(key)
-    if plan is None:
+    if plan is None or plan.invoker is not ctx.invokers.get(key):
+        if plan is not None:
+            plan.stale = True  # its invoker was replaced (a find measured another)
         plan = ctx.plans[key] = Plan(ctx.backend, problem, invoker(ctx, problem, solution))
     return plan
+
+
+def drop_plan(ctx: ExecutionContext, problem: ConvProblem, solver: str) -> None:
+    """Forget the kept plan of (problem, solver) (its invoker was replaced); a caller that
+    holds it sees `plan.stale`."""
+    plan = ctx.plans.pop((problem, solver), None)
+    if plan is not None:
+        plan.stale = True
 
 
 def run(handle: Runtime, problem: ConvProblem, solution: ConvSolution | str,

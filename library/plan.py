@@ -307,6 +307,7 @@ class Plan:
         self.invoker = invoker
         self.solver = invoker.solver
         self.workspace_bytes = invoker.workspace_bytes
+        self.stale = False  # set when find replaced its invoker: Handle.run then asks again
         self._null = backend.name == "null"
         self._checked: set[object] = set()  # (role, shape, strides, type) accepted
         self._torch_layouts: dict[tuple[object, ...], int] = {}  # -> device index
