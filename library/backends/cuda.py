@@ -219,7 +219,7 @@ class CudaBackend(Backend):
         if raw is None:
             raise BackendError("no capture is under way")
         graph = check(self.d.cuStreamEndCapture(raw), "cuStreamEndCapture")
-        exec_ = check(self.d.cuGraphInstantiateWithFlags(graph, 0), "cuGraphInstantiate")
+        exec_ = check(self.d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         return CudaGraph(self, graph, exec_, raw)
 
     # ---- memory
