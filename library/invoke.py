@@ -209,8 +209,7 @@ class ExecutionContext:
 
 def context_of(handle: Runtime) -> ExecutionContext:
     """The ExecutionContext of a Handle, or the context itself."""
-    ctx = getattr(handle, "context", handle)
-    return ctx  # type: ignore[no-any-return]
+    return handle if isinstance(handle, ExecutionContext) else handle.context
 
 
 # ---------------------------------------------------------------------------- solutions

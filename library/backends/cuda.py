@@ -190,6 +190,7 @@ class CudaBackend(Backend):
             status = call(*head, stream, params, None)
             if status:
                 check((d.CUresult(status),), f"cuLaunchKernel({launch.fn.name})")
+            self.launches += 1
 
         return go
 
