@@ -17,6 +17,7 @@ error telling to run the plan once before capturing, or to pass a workspace.
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ._record import dataclass, field, replace
@@ -283,13 +284,8 @@ def workspace_ptr(backend: Backend, inv: Invoker) -> int:
 _ROLE_INDEX = {"x": 0, "w": 1, "y": 2, "workspace": 3}
 
 
-def _torch_stream(device: int) -> int:
-    """The current torch stream of `device` as a raw handle (the cheapest way torch offers)."""
-    torch = sys.modules["torch"]
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return int(raw(device))
-    return int(torch.cuda.current_stream(device).cuda_stream)
+def _no_stream(device: int) -> int:
+    raise BackendError("no torch CUDA tensors seen yet")  # pragma: no cover - never reached
 
 
 class Plan:
@@ -313,6 +309,12 @@ class Plan:
         self._torch_layouts: dict[tuple[object, ...], int] = {}  # -> device index
         self._workspaces: dict[int, Any] = {}  # stream -> Buffer or torch tensor
         self._torch_tensor: Any = None
+        self._current_stream: Callable[[int], int] = _no_stream
+        # The last call's torch tensors (weakly) and their device: the same tensors again skip
+        # even the reading of their sizes and strides (most of a call's host cost). A tensor
+        # whose sizes or strides are changed in place between calls (resize_, as_strided_) is
+        # not read again: pass a new view instead.
+        self._last: tuple[Any, Any, Any, int] | None = None
         # A one-launch invoker's pointer slots as (C value, role index, offset) and its launch
         # with kernelParams packed once: a call sets the values and launches.
         self._slots: tuple[tuple[Any, int, int], ...] | None = None
@@ -335,27 +337,48 @@ class Plan:
         """One call on the layer's tensors (x, w, y whatever the direction computes) on
         `stream` (a raw handle or a stream object; with torch tensors, the current torch
         stream by default, else the backend's default stream or a capture's)."""
-        tensor = self._torch_tensor
-        if tensor is None and is_torch(x):
-            tensor = self._torch_tensor = sys.modules["torch"].Tensor
-        if tensor is not None and isinstance(x, tensor) and isinstance(w, tensor) \
-                and isinstance(y, tensor):
-            key = (x.shape, x.stride(), x.dtype, w.shape, w.stride(), w.dtype,
-                   y.shape, y.stride(), y.dtype)
-            device = self._torch_layouts.get(key)
-            if device is None:
-                device = self._check_torch(key, x, w, y)
-            if device >= 0:
-                if stream is not None:
-                    handle = stream_handle(stream)
-                elif self.backend.capture_stream is not None:
-                    handle = self.backend.capture_stream
-                else:
-                    handle = _torch_stream(device)
-                ws = self._workspace_ptr(handle, workspace, device)
-                self._launch((x.data_ptr(), w.data_ptr(), y.data_ptr(), ws), handle)
-                return
+        last = self._last
+        if last is not None and last[0]() is x and last[1]() is w and last[2]() is y:
+            device = last[3]  # the same tensors as the last call: their layout was checked
+        else:
+            device = self._torch_device(x, w, y)
+        if device >= 0:
+            if stream is not None:
+                handle = stream_handle(stream)
+            elif self.backend.capture_stream is not None:
+                handle = self.backend.capture_stream
+            else:
+                handle = self._current_stream(device)
+            ws = self._workspace_ptr(handle, workspace, device) if self.workspace_bytes else 0
+            tx: Any = x  # torch tensors (_torch_device said so)
+            tw: Any = w
+            ty: Any = y
+            self._launch((tx.data_ptr(), tw.data_ptr(), ty.data_ptr(), ws), handle)
+            return
         self._run_bound(x, w, y, workspace, stream)
+
+    def _torch_device(self, x: Any, w: Any, y: Any) -> int:
+        """The device index of three torch tensors checked against the problem (once per
+        new shapes, strides and dtypes); -1 for CPU tensors, or when they are not torch's."""
+        tensor = self._torch_tensor
+        if tensor is None:
+            if not is_torch(x):
+                return -1
+            torch = sys.modules["torch"]
+            tensor = self._torch_tensor = torch.Tensor
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            self._current_stream = raw if raw is not None else (
+                lambda device: torch.cuda.current_stream(device).cuda_stream)
+        if not (isinstance(x, tensor) and isinstance(w, tensor) and isinstance(y, tensor)):
+            return -1
+        key = (x.shape, x.stride(), x.dtype, w.shape, w.stride(), w.dtype,
+               y.shape, y.stride(), y.dtype)
+        device = self._torch_layouts.get(key)
+        if device is None:
+            device = self._check_torch(key, x, w, y)
+        if device >= 0:
+            self._last = (weakref.ref(x), weakref.ref(w), weakref.ref(y), device)
+        return device
 
     # ---- the launch
     def _launch(self, ptrs: tuple[int, int, int, int], stream: int) -> None:
