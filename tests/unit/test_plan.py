@@ -156,3 +156,30 @@ def test_a_plan_needs_no_workspace_allocation_inside_a_capture(h: Handle) -> Non
     assert plan._workspace_ptr(stream, None) != 0  # outside a capture: allocated, then kept
     assert plan._workspace_ptr(stream, None) == plan._workspace_ptr(stream, None)
     assert plan_module.Plan is type(plan)
+
+
+def test_the_same_torch_tensors_skip_the_layout_read_new_ones_are_checked(
+        h: Handle, monkeypatch) -> None:  # noqa: ANN001
+    torch = pytest.importorskip("torch")
+    import miopenkernels.tensor as tensor
+
+    reads: list[object] = []
+    real = tensor.torch_layout
+
+    def on_device_0(t):  # noqa: ANN001, ANN202 - CPU tensors standing in for cuda:0 ones
+        reads.append(t)
+        return (*real(t)[:3], 0)
+
+    monkeypatch.setattr(tensor, "torch_layout", on_device_0)
+    plan = h.plan(PROBLEM, h.solutions(PROBLEM)[0])
+    streams: list[int] = []
+    plan._go = streams.append  # the launch: which stream it went to
+    plan._null = False  # as on a GPU backend
+    x, w, y = (torch.zeros(s) for s in (PROBLEM.in_shape, PROBLEM.wei_shape, PROBLEM.out_shape))
+    plan(x, w, y, stream=3)
+    plan(x, w, y, stream=type("S", (), {"cuda_stream": 4})())
+    assert streams == [3, 4] and len(reads) == 3  # read once, launched twice
+    assert plan._slots is not None and plan._slots[0][0].value == x.data_ptr()
+    with pytest.raises(LayoutError, match="tensor x .* strided view"):
+        plan(x.transpose(2, 3), w, y, stream=3)  # a new object: read and checked
+    assert streams == [3, 4]
