@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ._record import dataclass, field, replace
 from .errors import BackendError, ProblemError
 from .problem import TYPE_BYTES
-from .tensor import as_device, bind, check_layout, finish, is_torch, stream_handle
+from .tensor import as_device, bind, check_layout, finish, is_host, is_torch, stream_handle
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -448,11 +448,13 @@ class Plan:
         """Any other tensors (numpy, CPU torch, CUDA array interface, DLPack, Buffers)."""
         backend = self.backend
         handle = stream_handle(stream) if stream is not None else (backend.capture_stream or 0)
+        if backend.capture_stream is not None and any(
+                is_host(t) or (is_torch(t) and not getattr(t, "is_cuda", True))
+                for t in (x, w, y)):
+            raise BackendError("inside a capture pass device tensors (Buffers, GPU tensors): "
+                               "host arrays are copied, which a graph cannot hold")
         bound = bind(self.problem, backend, x, w, y, checked=self._checked)
         try:
-            if backend.capture_stream is not None and any(t.copied for t in bound.values()):
-                raise BackendError("inside a capture pass device tensors (Buffers, GPU "
-                                   "tensors): host arrays are copied, which a graph cannot hold")
             ptrs = (bound["x"].ptr, bound["w"].ptr, bound["y"].ptr,
                     self._workspace_ptr(handle, workspace))
             self._launch(ptrs, handle)

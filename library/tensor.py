@@ -143,6 +143,12 @@ def is_torch(obj: object) -> bool:
     return torch is not None and isinstance(obj, torch.Tensor)
 
 
+def is_host(obj: object) -> bool:
+    """Whether `obj` is a numpy array (host memory, copied for a call)."""
+    np = _numpy()
+    return np is not None and isinstance(obj, np.ndarray)
+
+
 def _torch_host(t: Any) -> Any:
     """A CPU torch tensor as a numpy array sharing its memory (BF16 as its uint16 bits), in
     memory order when it is dense in another order (channels_last): so a copied output lands
