@@ -117,6 +117,15 @@ def pointers(handle: Runtime, inv: Invoker, bound: dict[str, DeviceTensor],
     return ptrs
 
 
+def _torch_capturing() -> bool:
+    """Whether torch is capturing a CUDA graph on its current stream (torch.cuda.graph)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.cuda.is_initialized()
+                and torch.cuda.is_current_stream_capturing())
+
+
 # ---------------------------------------------------------------------------- benchmark
 def benchmark(handle: Runtime, problem: ConvProblem, bound: dict[str, DeviceTensor], *,
               dynamic_only: bool, workspace: object = None, warmup: int = WARMUP,
@@ -207,7 +216,8 @@ def find(handle: Runtime, problem: ConvProblem, x: object, w: object, y: object,
     miss ranking: run the first solution then). Never inside a capture of `stream`: find may
     benchmark, synchronise and write the FindDb."""
     ctx = context_of(handle)
-    if stream is not None and ctx.backend.is_capturing(stream_handle(stream)):
+    if (stream is not None and ctx.backend.is_capturing(stream_handle(stream))) or \
+            _torch_capturing():
         raise BackendError("find benchmarks and writes the FindDb: call it before the capture")
     mode = FindMode.parse(mode) if mode is not None else config.find_mode()
     enforce = FindEnforce.parse(enforce) if enforce is not None else config.find_enforce()

@@ -261,18 +261,13 @@ class Backend(ABC):
         return True
 
     def begin_capture(self, stream: Any = None) -> int:
-        """Start recording the calls made on `stream` (a new one if None); returns the raw
-        stream handle to launch on."""
-        if self.capture_stream is not None:
-            raise BackendError("a capture is already under way on this backend")
-        self._recording = []
-        self.capture_stream = int(stream or 1)
-        return self.capture_stream
+        """Start capturing the calls made on `stream` (a new one if None) into a graph;
+        returns the raw stream handle to launch on."""
+        raise BackendError(f"the {self.name} backend cannot capture graphs")
 
     def end_capture(self) -> Graph:
-        """Stop recording; the recorded calls as a Graph."""
-        calls, self._recording, self.capture_stream = self._recording or [], None, None
-        return Graph(calls)
+        """Stop capturing; the captured calls as a Graph."""
+        raise BackendError(f"the {self.name} backend cannot capture graphs")
 
     # ---- memory
     @abstractmethod

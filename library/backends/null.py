@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .._record import dataclass
 from ..errors import BackendError
 from ..target import Target
-from .base import Backend, Buffer, Module, PreparedLaunch
+from .base import Backend, Buffer, Graph, Module, PreparedLaunch
 
 if TYPE_CHECKING:  # numpy is imported where memory is touched, not on `import`
     import numpy as np
@@ -121,6 +121,18 @@ class NullBackend(Backend):
 
     def synchronize(self) -> None:
         pass
+
+    def begin_capture(self, stream: Any = None) -> int:
+        """Record the calls made until `end_capture` (a Graph replays them)."""
+        if self.capture_stream is not None:
+            raise BackendError("a capture is already under way on this backend")
+        self._recording = []
+        self.capture_stream = int(stream or 1)
+        return self.capture_stream
+
+    def end_capture(self) -> Graph:
+        calls, self._recording, self.capture_stream = self._recording or [], None, None
+        return Graph(calls)
 
     @property
     def has_timer(self) -> bool:

@@ -121,3 +121,14 @@ def test_channels_last_serves_an_nhwc_problem_in_place(handle) -> None:  # noqa:
     _close(y, x, w)
     with pytest.raises(LayoutError, match="has layout NCHW; the problem wants NHWC"):
         handle.run(NHWC, handle.solutions(NHWC)[0], x.contiguous(), w, y)
+
+
+def test_find_refuses_to_run_inside_a_torch_capture(handle) -> None:  # noqa: ANN001
+    from miopenkernels.errors import BackendError
+
+    x, w, y = _tensors(PROBLEM)
+    handle.run(PROBLEM, handle.solutions(PROBLEM)[0], x, w, y)
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(BackendError, match="call it before the capture"), \
+            torch.cuda.graph(graph):
+        handle.find(PROBLEM, x, w, y, mode="NORMAL")

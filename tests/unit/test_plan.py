@@ -183,3 +183,10 @@ def test_the_same_torch_tensors_skip_the_layout_read_new_ones_are_checked(
     with pytest.raises(LayoutError, match="tensor x .* strided view"):
         plan(x.transpose(2, 3), w, y, stream=3)  # a new object: read and checked
     assert streams == [3, 4]
+
+
+def test_find_refuses_a_stream_under_capture(h: Handle) -> None:
+    t = _inputs(PROBLEM)
+    with h.capture() as graph, pytest.raises(BackendError, match="before the capture"):
+        h.find(PROBLEM, t["x"], t["w"], t["y"], mode="NORMAL", stream=graph.stream)
+    assert not h.paths.user_finddb.exists()  # nothing benchmarked, nothing written
