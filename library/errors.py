@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "MIOpenKernelsError",
     "ProblemError",
+    "LayoutError",
     "TargetError",
     "DbError",
     "DamagedDbError",
@@ -39,6 +40,13 @@ class ProblemError(MIOpenKernelsError, ValueError):
     """A malformed problem: MIOpenDriver line, FindDb key or impossible shape."""
 
     exit_code = 3
+
+
+class LayoutError(ProblemError):
+    """A tensor whose memory layout (shape and strides) is not the problem's: an NCHW-ordered
+    array for an NHWC problem, a transposed or sliced view."""
+
+    exit_code = 17
 
 
 class TargetError(MIOpenKernelsError, ValueError):
@@ -134,6 +142,7 @@ EXIT_CODES = {
     for cls in (
         MIOpenKernelsError,
         ProblemError,
+        LayoutError,
         TargetError,
         DbError,
         NoDeviceError,

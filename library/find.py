@@ -31,29 +31,31 @@ from typing import TYPE_CHECKING, Any
 from . import config
 from .backends.base import WARMUP
 from .config import FindEnforce, FindMode
-from .errors import DbError, MIOpenKernelsError, ProblemError
+from .errors import BackendError, DbError, MIOpenKernelsError, ProblemError
 from .invoke import (
     ConvSolution,
+    ExecutionContext,
     Invoker,
+    Runtime,
     algorithm_of,
-    bind,
-    finddb_key,
-    finish,
+    context_of,
+    drop_plan,
     heuristic_solutions,
     immediate_solutions,
     invoker,
     make_invoker,
     output_role,
-    pointers,
     ranked_solutions,
     run,
     solutions_from_record,
     solver_of,
     tensor_roles,
+    workspace_ptr,
 )
+from .tensor import bind as bind_tensors
+from .tensor import finish, stream_handle
 
 if TYPE_CHECKING:
-    from .handle import Handle
     from .problem import ConvProblem
     from .solvers.base import Params, Solver
     from .target import Target
@@ -89,8 +91,43 @@ TRANSIENT_RETRIES = 3
 _RETRY_PAUSE_S = 0.05
 
 
+# ---------------------------------------------------------------------------- tensors
+def bind(handle: Runtime, problem: ConvProblem, x: object, w: object, y: object,
+         upload_output: bool = False) -> dict[str, DeviceTensor]:
+    """Device views of the layer's tensors, checked against the problem (tensor.bind)."""
+    return bind_tensors(problem, context_of(handle).backend, x, w, y, upload_output)
+
+
+def pointers(handle: Runtime, inv: Invoker, bound: dict[str, DeviceTensor],
+             workspace: object) -> dict[str, int]:
+    """Tensor role -> device address for one launch, with the invoker's workspace."""
+    backend = context_of(handle).backend
+    ptrs = {role: t.ptr for role, t in bound.items()}
+    ptrs["workspace"] = 0
+    if inv.workspace_bytes and workspace is not None:
+        from .tensor import as_device
+
+        ws = as_device(workspace, backend)
+        if ws.nbytes < inv.workspace_bytes:
+            raise ProblemError(f"workspace of {ws.nbytes} bytes; {inv.solver} needs "
+                               f"{inv.workspace_bytes}")
+        ptrs["workspace"] = ws.ptr
+    elif inv.workspace_bytes:
+        ptrs["workspace"] = workspace_ptr(backend, inv)
+    return ptrs
+
+
+def _torch_capturing() -> bool:
+    """Whether torch is capturing a CUDA graph on its current stream (torch.cuda.graph)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.cuda.is_initialized()
+                and torch.cuda.is_current_stream_capturing())
+
+
 # ---------------------------------------------------------------------------- benchmark
-def benchmark(handle: Handle, problem: ConvProblem, bound: dict[str, DeviceTensor], *,
+def benchmark(handle: Runtime, problem: ConvProblem, bound: dict[str, DeviceTensor], *,
               dynamic_only: bool, workspace: object = None, warmup: int = WARMUP,
               repeats: int = REPEATS, solvers: list[Solver] | None = None,
               failures: dict[str, str] | None = None,
@@ -100,17 +137,18 @@ def benchmark(handle: Handle, problem: ConvProblem, bound: dict[str, DeviceTenso
     A solver that fails is left out (its message in `failures`); one that failed with a
     TRANSIENT_ERRORS class is also appended to `transient`.
     """
+    ctx = context_of(handle)
     results = []
-    for solver in solvers if solvers is not None else handle.applicable_solvers(problem):
+    for solver in solvers if solvers is not None else ctx.applicable_solvers(problem):
         try:
-            inv = make_invoker(handle, problem, solver,
+            inv = make_invoker(ctx, problem, solver,
                                allow_specialised_compile=not dynamic_only)
-            ptrs = pointers(handle, inv, bound, workspace)
+            ptrs = pointers(ctx, inv, bound, workspace)
 
             def once(inv: Invoker = inv, ptrs: dict[str, int] = ptrs) -> None:
                 inv(ptrs)
 
-            times = handle.backend.time_kernel(once, repeats, warmup)
+            times = ctx.backend.time_kernel(once, repeats, warmup)
         except MIOpenKernelsError as exc:
             log.warning("find: %s failed on %s: %s", solver.name, problem.key(), exc)
             if failures is not None:
@@ -118,7 +156,8 @@ def benchmark(handle: Handle, problem: ConvProblem, bound: dict[str, DeviceTenso
             if transient is not None and isinstance(exc, TRANSIENT_ERRORS):
                 transient.append(solver)
             continue
-        handle.invokers[(problem, solver.name)] = inv
+        ctx.invokers[(problem, solver.name)] = inv
+        drop_plan(ctx, problem, solver.name)  # the next run takes the measured invoker
         results.append(ConvSolution(solver.name, algorithm_of(solver, problem),
                                     float(statistics.median(times)), inv.workspace_bytes,
                                     "find", inv.params, inv.specialised))
@@ -126,25 +165,25 @@ def benchmark(handle: Handle, problem: ConvProblem, bound: dict[str, DeviceTenso
     return results
 
 
-def _record(handle: Handle, problem: ConvProblem, sols: list[ConvSolution]) -> None:
+def _record(ctx: ExecutionContext, problem: ConvProblem, sols: list[ConvSolution]) -> None:
     """Write the measured ranking to the user FindDb; a backend without a device timer (the
     null backend) ranks but records nothing, so no made-up time ever reaches a database."""
     from .db.finddb import Solution
 
-    if not sols or not handle.backend.has_timer or handle.finddb.user_path is None:
+    if not sols or not ctx.backend.has_timer or ctx.finddb.user_path is None:
         return
     try:
-        handle.finddb.store(finddb_key(handle, problem),
+        ctx.finddb.store(ctx.finddb_key(problem),
                             [Solution(s.solver, s.time, s.workspace, s.algorithm) for s in sols])
     except (DbError, OSError) as exc:  # the result stands; only its record is lost
         log.warning("find: could not record %s in the user FindDb: %s", problem.key(), exc)
 
 
-def _clean(handle: Handle, problem: ConvProblem) -> None:
-    handle.finddb.remove(finddb_key(handle, problem))
+def _clean(ctx: ExecutionContext, problem: ConvProblem) -> None:
+    ctx.finddb.remove(ctx.finddb_key(problem))
 
 
-def _benchmark_all(handle: Handle, problem: ConvProblem, bound: dict[str, DeviceTensor],
+def _benchmark_all(ctx: ExecutionContext, problem: ConvProblem, bound: dict[str, DeviceTensor],
                    dynamic_only: bool, workspace: object) -> tuple[list[ConvSolution], bool]:
     """(solutions fastest first, whether every solver that should run did).
 
@@ -153,14 +192,14 @@ def _benchmark_all(handle: Handle, problem: ConvProblem, bound: dict[str, Device
     import time
 
     transient: list[Solver] = []
-    sols = benchmark(handle, problem, bound, dynamic_only=dynamic_only, workspace=workspace,
+    sols = benchmark(ctx, problem, bound, dynamic_only=dynamic_only, workspace=workspace,
                      transient=transient)
     for attempt in range(TRANSIENT_RETRIES):
         if not transient:
             break
         time.sleep(_RETRY_PAUSE_S * (attempt + 1))
         again, transient = transient, []
-        sols += benchmark(handle, problem, bound, dynamic_only=dynamic_only,
+        sols += benchmark(ctx, problem, bound, dynamic_only=dynamic_only,
                           workspace=workspace, solvers=again, transient=transient)
     sols.sort(key=lambda s: s.time)
     if transient:
@@ -169,40 +208,45 @@ def _benchmark_all(handle: Handle, problem: ConvProblem, bound: dict[str, Device
     return sols, not transient
 
 
-def find(handle: Handle, problem: ConvProblem, x: object, w: object, y: object, *,
+def find(handle: Runtime, problem: ConvProblem, x: object, w: object, y: object, *,
          mode: FindMode | str | int | None = None, enforce: FindEnforce | str | int | None = None,
-         workspace: object = None) -> list[ConvSolution]:
+         workspace: object = None, stream: Any = None) -> list[ConvSolution]:
     """Solutions of `problem`, fastest first, as the find mode says; the output tensor holds
     the best solution's result afterwards when find benchmarked (not after a record or the
-    miss ranking: run the first solution then)."""
+    miss ranking: run the first solution then). Never inside a capture of `stream`: find may
+    benchmark, synchronise and write the FindDb."""
+    ctx = context_of(handle)
+    if (stream is not None and ctx.backend.is_capturing(stream_handle(stream))) or \
+            _torch_capturing():
+        raise BackendError("find benchmarks and writes the FindDb: call it before the capture")
     mode = FindMode.parse(mode) if mode is not None else config.find_mode()
     enforce = FindEnforce.parse(enforce) if enforce is not None else config.find_enforce()
     if enforce == FindEnforce.DB_CLEAN:
-        _clean(handle, problem)
+        _clean(ctx, problem)
     force = enforce in (FindEnforce.DB_UPDATE, FindEnforce.SEARCH_DB_UPDATE)
     if enforce in (FindEnforce.SEARCH, FindEnforce.SEARCH_DB_UPDATE):
-        _search(handle, problem)
+        _search(ctx, problem)
     if mode != FindMode.NORMAL and not force:
-        record = handle.finddb.lookup(finddb_key(handle, problem))
+        record = ctx.finddb.lookup(ctx.finddb_key(problem))
         if record is not None:
-            sols = solutions_from_record(handle, problem, record)
+            sols = solutions_from_record(ctx, problem, record)
             if sols:
                 return sols
         if mode in (FindMode.FAST, FindMode.DYNAMIC_HYBRID):
-            return ranked_solutions(handle, problem)
+            return ranked_solutions(ctx, problem)
     dynamic_only = mode == FindMode.DYNAMIC_HYBRID
-    bound = bind(handle, problem, x, w, y)
+    bound = bind(ctx, problem, x, w, y)
     try:
-        sols, complete = _benchmark_all(handle, problem, bound, dynamic_only, workspace)
+        sols, complete = _benchmark_all(ctx, problem, bound, dynamic_only, workspace)
         if not sols:
-            raise ProblemError(f"no solver ran for {problem.key()} on {handle.target.name}")
+            raise ProblemError(f"no solver ran for {problem.key()} on {ctx.target.name}")
         # The output holds the winner's result, as a caller of find expects.
-        best = handle.invokers[(problem, sols[0].solver)]
-        best(pointers(handle, best, bound, workspace))
+        best = ctx.invokers[(problem, sols[0].solver)]
+        best(pointers(ctx, best, bound, workspace))
         if complete:
-            _record(handle, problem, sols)
+            _record(ctx, problem, sols)
     finally:
-        finish(handle, problem, bound)
+        finish(ctx.backend, problem, bound)
     return sols
 
 
@@ -227,7 +271,7 @@ def candidate_params(solver: Solver, problem: ConvProblem, target: Target,
     return out + [p for p in space if p not in out]
 
 
-def search_params(handle: Handle, problem: ConvProblem, solver: Solver,
+def search_params(handle: Runtime, problem: ConvProblem, solver: Solver,
                   bound: dict[str, DeviceTensor], *,
                   time_limit_s: float = 30.0, max_candidates: int = 64, repeats: int = 3,
                   log_entries: list[dict[str, Any]] | None = None
@@ -238,10 +282,11 @@ def search_params(handle: Handle, problem: ConvProblem, solver: Solver,
     candidate that fails to compile or launch scores infinity. Every timing is appended to
     `log_entries`.
     """
+    ctx = context_of(handle)
     import math
     import time
 
-    candidates = candidate_params(solver, problem, handle.target, max_candidates)
+    candidates = candidate_params(solver, problem, ctx.target, max_candidates)
     default = candidates[0]
     best: tuple[tuple[int, ...], float] = (default, math.inf)
     start = time.perf_counter()
@@ -252,13 +297,13 @@ def search_params(handle: Handle, problem: ConvProblem, solver: Solver,
                                  "params": solver.params_to_string(params)}
         inv: Invoker | None = None
         try:
-            inv = make_invoker(handle, problem, solver, params=params, specialised=False)
-            ptrs = pointers(handle, inv, bound, None)
+            inv = make_invoker(ctx, problem, solver, params=params, specialised=False)
+            ptrs = pointers(ctx, inv, bound, None)
 
             def once(inv: Invoker = inv, ptrs: dict[str, int] = ptrs) -> None:
                 inv(ptrs)
 
-            ms = float(statistics.median(handle.backend.time_kernel(once, repeats)))
+            ms = float(statistics.median(ctx.backend.time_kernel(once, repeats)))
         except MIOpenKernelsError as exc:
             ms = math.inf
             entry["error"] = str(exc).splitlines()[0][:300]
@@ -273,30 +318,31 @@ def search_params(handle: Handle, problem: ConvProblem, solver: Solver,
     return best
 
 
-def _search(handle: Handle, problem: ConvProblem) -> None:
+def _search(ctx: ExecutionContext, problem: ConvProblem) -> None:
     """MIOPEN_FIND_ENFORCE=SEARCH: tune the problem's tunable solvers into the user PerfDb."""
     import numpy as np
 
-    from .tensor import numpy_dtype
+    from .tensor import memory_shape, numpy_dtype
 
     rng = np.random.default_rng()
-    arrays = [rng.standard_normal(shape).astype(numpy_dtype(t)) for shape, t in (
-        (problem.in_shape, problem.in_type), (problem.wei_shape, problem.wei_type),
-        (problem.out_shape, problem.out_type))]
-    bound = bind(handle, problem, arrays[0], arrays[1], arrays[2], upload_output=True)
+    arrays = [rng.standard_normal(memory_shape(problem, role)).astype(numpy_dtype(t))
+              for role, t in (("x", problem.in_type), ("w", problem.wei_type),
+                              ("y", problem.out_type))]
+    bound = bind(ctx, problem, arrays[0], arrays[1], arrays[2], upload_output=True)
     try:
-        for solver in handle.applicable_solvers(problem):
+        for solver in ctx.applicable_solvers(problem):
             if not solver.tunable:
                 continue
-            params, ms = search_params(handle, problem, solver, bound, time_limit_s=10.0)
-            if ms != float("inf") and handle.backend.has_timer and \
-                    handle.perfdb.user_path is not None:
+            params, ms = search_params(ctx, problem, solver, bound, time_limit_s=10.0)
+            if ms != float("inf") and ctx.backend.has_timer and \
+                    ctx.perfdb.user_path is not None:
                 try:
-                    handle.perfdb.store(problem, solver.name, solver.params_to_string(params))
+                    ctx.perfdb.store(problem, solver.name, solver.params_to_string(params))
                 except (DbError, OSError) as exc:
                     log.warning("search: could not record %s in the user PerfDb: %s",
                                 solver.name, exc)
-                handle.invokers.pop((problem, solver.name), None)
+                ctx.invokers.pop((problem, solver.name), None)
+                drop_plan(ctx, problem, solver.name)
     finally:
         for t in bound.values():
             t.release()

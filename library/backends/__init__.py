@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import NoDeviceError
+from .. import config
+from ..errors import MIOpenKernelsError, NoDeviceError
 from ..target import Target
 from .base import Arg, Backend, Buffer, Function, Module, PreparedLaunch
 from .null import NullBackend
 
+if TYPE_CHECKING:
+    from ..detect.device import Device
+
 __all__ = ["Arg", "Backend", "Buffer", "Function", "Module", "PreparedLaunch", "NullBackend",
-           "open_backend"]
+           "open_backend", "open_for"]
 
 
 def open_backend(device: int | None = None, target: Target | None = None) -> Backend:
@@ -35,3 +39,31 @@ def open_backend(device: int | None = None, target: Target | None = None) -> Bac
                         "null backend, name the GPU it stands in for: "
                         "Handle(target=\"gfx90a-110\") or MIOPEN_DEVICE_ARCH=gfx90a "
                         "MIOPEN_DEVICE_CU=110")
+
+
+def open_for(device: Device | int | None, target: Target | str | None,
+             backend: Backend | None = None) -> tuple[Backend, Target]:
+    """(backend, target) of a Handle: the named backend, else the GPU `device` or `target`
+    names (the null backend for a target without its GPU); the target is the named one, else
+    the backend's, overridden by MIOPEN_DEVICE_ARCH / MIOPEN_DEVICE_CU."""
+    if isinstance(target, str):
+        target = Target.parse(target)
+    if backend is None:
+        index = device if device is None or isinstance(device, int) else device.index
+        named = target or (None if device is None or isinstance(device, int)
+                           else device.target)
+        if named is None and device is None:
+            arch, cu = config.device_overrides()
+            if arch is not None and cu is not None:
+                named = Target(arch, cu)  # a GPU of its vendor if present, else null
+        backend = open_backend(index, named)
+    base = target or backend.target
+    if base is None:
+        raise MIOpenKernelsError("the backend names no target; name it: "
+                                 "Handle(backend=..., target=\"gfx90a-110\")")
+    arch, cu = config.device_overrides()
+    if arch is not None or cu is not None:
+        base = Target(arch or base.target_id, cu or base.cu)
+    if backend.target is None:
+        backend.target = base
+    return backend, base

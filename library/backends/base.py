@@ -30,6 +30,7 @@ __all__ = [
     "Function",
     "Module",
     "PreparedLaunch",
+    "Graph",
     "ARG_CTYPES",
     "WARMUP",
 ]
@@ -182,6 +183,21 @@ class PreparedLaunch:
         self.backend._launch(self, stream)
 
 
+class Graph:
+    """A captured sequence of launches (`Backend.begin_capture` / `end_capture`);
+    `replay()` runs it again on its stream (or `stream`)."""
+
+    def __init__(self, calls: list[Callable[[], None]] | None = None) -> None:
+        self.calls = calls or []
+
+    def replay(self, stream: Any = None) -> None:
+        for call in self.calls:
+            call()
+
+    def close(self) -> None:  # noqa: B027 - a recorded list holds nothing to release
+        return None
+
+
 class Backend(ABC):
     """One GPU API. Subclasses implement the underscore methods and the memory calls."""
 
@@ -192,6 +208,10 @@ class Backend(ABC):
         self.target: Target | None = None
         self.device_name = ""
         self.launches = 0
+        # The stream a capture records (Backend.begin_capture): calls without a stream go to
+        # it. `_recording` holds the recorded calls where the backend replays them itself.
+        self.capture_stream: int | None = None
+        self._recording: list[Callable[[], None]] | None = None
 
     # ---- code objects
     def load(self, blob: bytes) -> Module:
@@ -222,6 +242,33 @@ class Backend(ABC):
     @abstractmethod
     def _launch(self, launch: PreparedLaunch, stream: Any) -> None: ...
 
+    def launcher(self, launch: PreparedLaunch) -> Callable[[int], None]:
+        """A function of the stream that launches `launch` as packed now (its values may be
+        rewritten in place between calls): the plans' hot path."""
+        return launch.__call__
+
+    # ---- streams and capture
+    def is_capturing(self, stream: int) -> bool:
+        """Whether `stream` is being captured into a graph (no allocation, no sync there)."""
+        return self.capture_stream is not None and stream == self.capture_stream
+
+    def record_call(self, call: Callable[[], None]) -> bool:
+        """Keep `call` for a replay when this backend records captures itself (the null
+        backend); False where the device records the launches (CUDA graphs)."""
+        if self._recording is None:
+            return False
+        self._recording.append(call)
+        return True
+
+    def begin_capture(self, stream: Any = None) -> int:
+        """Start capturing the calls made on `stream` (a new one if None) into a graph;
+        returns the raw stream handle to launch on."""
+        raise BackendError(f"the {self.name} backend cannot capture graphs")
+
+    def end_capture(self) -> Graph:
+        """Stop capturing; the captured calls as a Graph."""
+        raise BackendError(f"the {self.name} backend cannot capture graphs")
+
     # ---- memory
     @abstractmethod
     def alloc(self, nbytes: int) -> Buffer: ...
@@ -242,7 +289,8 @@ class Backend(ABC):
         n = buf.nbytes if nbytes is None else nbytes
         self.copy_in(buf, np.full(n, byte, dtype=np.uint8))
 
-    def memset_ptr(self, ptr: int, byte: int, nbytes: int) -> None:
+    def memset_ptr(self, ptr: int, byte: int, nbytes: int, stream: Any = None) -> None:
+        """Fill `nbytes` at `ptr` with `byte` (in order on `stream` where the device has one)."""
         self.memset(Buffer(ptr, nbytes, None), byte, nbytes)
 
     # ---- synchronisation and timing

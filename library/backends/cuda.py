@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .._cuda_status import describe, is_success, unpack
 from ..errors import BackendError, NoDeviceError
 from ..target import Target
-from .base import Backend, Buffer, Module, PreparedLaunch
+from .base import Backend, Buffer, Graph, Module, PreparedLaunch
 
 if TYPE_CHECKING:  # numpy is imported where memory is copied, not on `import`
     import numpy as np
@@ -44,6 +44,27 @@ def _cuda() -> Any:
     return _driver
 
 
+_libcuda: Any = None
+
+
+def _launch_kernel() -> Any:
+    """The driver's own cuLaunchKernel through ctypes: the hot path passes plain integers
+    and the kernelParams array packed once, where the bindings' wrapper converts every
+    argument per call (about 8 us)."""
+    global _libcuda
+    if _libcuda is None:
+        import ctypes
+
+        lib = ctypes.CDLL("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")
+        fn = lib.cuLaunchKernel
+        u = ctypes.c_uint
+        fn.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p,
+                       ctypes.c_void_p]
+        fn.restype = ctypes.c_int
+        _libcuda = fn
+    return _libcuda
+
+
 def check(result: Any, what: str = "") -> Any:
     """Unpack a driver call's (status, values...) tuple; raise BackendError on failure."""
     return unpack(_cuda(), result, what or "CUDA driver call", BackendError)
@@ -69,8 +90,27 @@ def device_count() -> int:
         return 0
 
 
+class CudaGraph(Graph):
+    """An instantiated CUDA graph: `replay()` is one cuGraphLaunch on its stream."""
+
+    def __init__(self, backend: CudaBackend, graph: Any, exec_: Any, stream: int) -> None:
+        super().__init__()
+        self.backend, self.graph, self.exec, self.stream = backend, graph, exec_, stream
+
+    def replay(self, stream: Any = None) -> None:
+        d = self.backend.d
+        check(d.cuGraphLaunch(self.exec, self.stream if stream is None else int(stream)),
+              "cuGraphLaunch")
+
+    def close(self) -> None:
+        if self.exec is not None:
+            self.backend.d.cuGraphExecDestroy(self.exec)
+            self.backend.d.cuGraphDestroy(self.graph)
+            self.exec = None
+
+
 class CudaBackend(Backend):
-    """One CUDA device, its primary context and the default stream."""
+    """One CUDA device, its primary context; launches on the stream each call names."""
 
     name = "cuda"
     vendor = "nvidia"
@@ -97,6 +137,7 @@ class CudaBackend(Backend):
         version = check(d.cuDriverGetVersion(), "cuDriverGetVersion")
         self.driver_version = f"{version // 1000}.{version % 1000 // 10}"
         self._events = (self._event(), self._event())
+        self._own_streams: list[Any] = []
 
     def _attr(self, attr: Any) -> int:
         return int(check(self.d.cuDeviceGetAttribute(attr, self.device), "cuDeviceGetAttribute"))
@@ -117,7 +158,8 @@ class CudaBackend(Backend):
                      f"cuModuleGetFunction({name})")
 
     # ---- launches
-    def _launch(self, launch: PreparedLaunch, stream: Any) -> None:
+    def _optin(self, launch: PreparedLaunch) -> None:
+        """Allow the function the dynamic shared memory the launch asks beyond 48 KiB (once)."""
         fn = launch.fn.handle
         if launch.shared > 48 * 1024 and launch.shared > launch.fn.shared_optin:
             if launch.shared > self.max_shared_optin:
@@ -128,11 +170,58 @@ class CudaBackend(Backend):
                 fn, self.d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 launch.shared), "cuFuncSetAttribute")
             launch.fn.shared_optin = launch.shared
+
+    def _launch(self, launch: PreparedLaunch, stream: Any) -> None:
+        self._optin(launch)
         g, b = launch.grid, launch.block
-        check(self.d.cuLaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], launch.shared,
-                                    stream or 0, launch.params_address, 0),
+        check(self.d.cuLaunchKernel(launch.fn.handle, g[0], g[1], g[2], b[0], b[1], b[2],
+                                    launch.shared, stream or 0, launch.params_address, 0),
               f"cuLaunchKernel({launch.fn.name})")
         self.launches += 1
+
+    def launcher(self, launch: PreparedLaunch) -> Any:
+        self._optin(launch)
+        call = _launch_kernel()
+        head = (int(launch.fn.handle), *launch.grid, *launch.block, launch.shared)
+        params = launch.params_address
+        d = self.d
+
+        def go(stream: int) -> None:
+            status = call(*head, stream, params, None)
+            if status:
+                check((d.CUresult(status),), f"cuLaunchKernel({launch.fn.name})")
+            self.launches += 1
+
+        return go
+
+    # ---- streams and capture
+    def is_capturing(self, stream: int) -> bool:
+        status = check(self.d.cuStreamIsCapturing(stream), "cuStreamIsCapturing")
+        return bool(status != self.d.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE)
+
+    def begin_capture(self, stream: Any = None) -> int:
+        if self.capture_stream is not None:
+            raise BackendError("a capture is already under way on this backend")
+        self._current()
+        if stream is None:  # a stream of its own: the legacy default stream cannot capture
+            stream = check(self.d.cuStreamCreate(1), "cuStreamCreate")
+            self._own_streams.append(stream)
+        raw = int(stream)
+        if raw == 0:
+            raise BackendError("the default stream cannot be captured: pass another stream, "
+                               "or none to have one made")
+        mode = self.d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        check(self.d.cuStreamBeginCapture(raw, mode), "cuStreamBeginCapture")
+        self.capture_stream = raw
+        return raw
+
+    def end_capture(self) -> Graph:
+        raw, self.capture_stream = self.capture_stream, None
+        if raw is None:
+            raise BackendError("no capture is under way")
+        graph = check(self.d.cuStreamEndCapture(raw), "cuStreamEndCapture")
+        exec_ = check(self.d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        return CudaGraph(self, graph, exec_, raw)
 
     # ---- memory
     def alloc(self, nbytes: int) -> Buffer:
@@ -159,8 +248,8 @@ class CudaBackend(Backend):
             raise BackendError(f"copy of {host.nbytes} bytes out of a {buf.nbytes}-byte buffer")
         check(self.d.cuMemcpyDtoH(host.ctypes.data, buf.ptr, host.nbytes), "cuMemcpyDtoH")
 
-    def memset_ptr(self, ptr: int, byte: int, nbytes: int) -> None:
-        check(self.d.cuMemsetD8(ptr, byte, nbytes), "cuMemsetD8")
+    def memset_ptr(self, ptr: int, byte: int, nbytes: int, stream: Any = None) -> None:
+        check(self.d.cuMemsetD8Async(ptr, byte, nbytes, int(stream or 0)), "cuMemsetD8Async")
 
     def memset(self, buf: Buffer, byte: int, nbytes: int | None = None) -> None:
         self.memset_ptr(buf.ptr, byte, buf.nbytes if nbytes is None else nbytes)
@@ -183,4 +272,6 @@ class CudaBackend(Backend):
     def close(self) -> None:
         for ev in self._events:
             self.d.cuEventDestroy(ev)
+        for stream in self._own_streams:
+            self.d.cuStreamDestroy(stream)
         self.d.cuDevicePrimaryCtxRelease(self.device)

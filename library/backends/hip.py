@@ -116,8 +116,8 @@ class HipBackend(Backend):
             raise BackendError("copy_out needs a C-contiguous host array")
         check(self.h.hipMemcpyDtoH(host.ctypes.data, buf.ptr, host.nbytes), "hipMemcpyDtoH")
 
-    def memset_ptr(self, ptr: int, byte: int, nbytes: int) -> None:
-        check(self.h.hipMemset(ptr, byte, nbytes), "hipMemset")
+    def memset_ptr(self, ptr: int, byte: int, nbytes: int, stream: Any = None) -> None:
+        check(self.h.hipMemsetAsync(ptr, byte, nbytes, stream or 0), "hipMemsetAsync")
 
     def synchronize(self) -> None:
         check(self.h.hipDeviceSynchronize(), "hipDeviceSynchronize")

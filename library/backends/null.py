@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from .._record import dataclass
 from ..errors import BackendError
 from ..target import Target
-from .base import Backend, Buffer, Module, PreparedLaunch
+from .base import Backend, Buffer, Graph, Module, PreparedLaunch
 
 if TYPE_CHECKING:  # numpy is imported where memory is touched, not on `import`
     import numpy as np
 
-__all__ = ["NullBackend", "RecordedLaunch"]
+__all__ = ["NullBackend", "RecordedLaunch", "compute_reference", "null_result"]
 
 
 @dataclass(frozen=True)
@@ -117,11 +117,23 @@ class NullBackend(Backend):
             raise BackendError("copy_out needs a C-contiguous host array")
         host.reshape(-1).view("u1")[:] = self._view(buf.ptr, host.nbytes)
 
-    def memset_ptr(self, ptr: int, byte: int, nbytes: int) -> None:
+    def memset_ptr(self, ptr: int, byte: int, nbytes: int, stream: Any = None) -> None:
         self._view(ptr, nbytes)[:] = byte
 
     def synchronize(self) -> None:
         pass
+
+    def begin_capture(self, stream: Any = None) -> int:
+        """Record the calls made until `end_capture` (a Graph replays them)."""
+        if self.capture_stream is not None:
+            raise BackendError("a capture is already under way on this backend")
+        self._recording = []
+        self.capture_stream = int(stream or 1)
+        return self.capture_stream
+
+    def end_capture(self) -> Graph:
+        calls, self._recording, self.capture_stream = self._recording or [], None, None
+        return Graph(calls)
 
     @property
     def has_timer(self) -> bool:
@@ -190,3 +202,16 @@ def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) 
     out = view(out_role)
     out[...] = conv_reference(problem, tensors).astype(out.dtype)
     return True
+
+
+def null_result(backend: Backend, problem: Any, ptrs: dict[str, int]) -> None:
+    """No kernel ran: on the null backend, compute the output with the reference; where it
+    cannot, say once that the output is left as it was."""
+    if not isinstance(backend, NullBackend) or compute_reference(backend, problem, ptrs):
+        return
+    if not backend.warned_no_result:
+        backend.warned_no_result = True
+        import warnings
+
+        warnings.warn(f"the null backend (no GPU) launches nothing and the reference cannot "
+                      f"compute {problem.key()}: its output is left as it was", stacklevel=5)

@@ -149,25 +149,13 @@ def _names(problem: ConvProblem) -> tuple[str, str, str]:
     return ("dx" if d == "B" else "x", "dw" if d == "W" else "w", "y" if d == "F" else "dy")
 
 
-def _wei_memory_shape(problem: ConvProblem) -> tuple[int, ...]:
-    shape = problem.wei_shape
-    if _channel_last(problem.wei_layout):
-        return (shape[0], *shape[2:], shape[1])
-    return shape
-
-
-def _act_memory_shape(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
-    return (shape[0], *shape[2:], shape[1]) if _channel_last(layout) else shape
-
-
 def conv_tensor_shapes(problem: ConvProblem) -> dict[str, tuple[int, ...]]:
-    """Memory shapes of the problem's three tensors, keyed by their names for its direction."""
-    xn, wn, yn = _names(problem)
-    return {
-        xn: _act_memory_shape(problem.in_shape, problem.in_layout),
-        wn: _wei_memory_shape(problem),
-        yn: _act_memory_shape(problem.out_shape, problem.out_layout),
-    }
+    """Memory shapes of the problem's three tensors, keyed by their names for its direction
+    (tensor.memory_shape of x, w and y)."""
+    from ..tensor import memory_shape
+
+    return dict(zip(_names(problem), (memory_shape(problem, r) for r in ("x", "w", "y")),
+                    strict=True))
 
 
 def conv_inputs(problem: ConvProblem, rng: np.random.Generator) -> dict[str, Array]:

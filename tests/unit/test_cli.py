@@ -213,23 +213,17 @@ def test_tune_without_a_gpu_says_where_to_run_it(monkeypatch: pytest.MonkeyPatch
 def test_null_backend_run_says_once_when_it_cannot_compute(monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     from miopenkernels.backends import NullBackend
+    from miopenkernels.backends.null import null_result
     from miopenkernels.driver import parse_driver_line
-    from miopenkernels.invoke import _null_result
     from miopenkernels.target import Target
 
     backend = NullBackend(Target("gfx90a", 110))
-
-    class FakeHandle:
-        pass
-
-    handle = FakeHandle()
-    handle.backend = backend  # type: ignore[attr-defined]
     problem = parse_driver_line("convint8 -n 1 -c 4 -H 4 -W 4 -k 4 -y 1 -x 1 -F 1")[0]
     with pytest.warns(UserWarning, match="left as it was"):
-        _null_result(handle, problem, {})
+        null_result(backend, problem, {})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _null_result(handle, problem, {})  # said once
+        null_result(backend, problem, {})  # said once
 
 
 def test_install_targets_need_no_gpu_and_force_only_against_another_arch(

@@ -150,7 +150,7 @@ def test_three_tf32_products_are_an_fp32_choice_on_sm90_alone() -> None:
     # Both math modes admit them (FP32 accuracy); TF32 solvers only the TF32 mode.
     for mode, tf32 in (("IEEE", False), ("TF32", True)):
         names = {s.name for s in Handle(target=SM90, backend=NullBackend(),
-                                        math_mode=mode)._solvers_for("F")}
+                                        math_mode=mode).context._solvers_for("F")}
         assert "ConvTritonImplicitGemmTf32x3Fwd" in names
         assert ("ConvTritonImplicitGemmTf32Fwd" in names) == tf32
 
@@ -323,7 +323,7 @@ def test_without_triton_or_a_kdb_object_the_portable_solvers_remain(monkeypatch,
     job = s.compile_job(CONV, h.params_for(CONV, s), h.target)
     blob = attach_launch_metadata(fake_cubin(90, ["conv2d_fwd"]), replace(META,
                                                                            kernel="conv2d_fwd"))
-    h._user_kdb_for_write().store(job.kdb_name, job.kdb_args, blob)
+    h.store.user_kdb_for_write().store(job.kdb_name, job.kdb_args, blob)
     assert "ConvTritonImplicitGemmFwd" in [s.name for s in h.applicable_solvers(CONV)]
 
 
