@@ -44,12 +44,17 @@ def math_mode_for(type_name: str) -> config.MathMode:
 
 
 def set_handle(handle: Handle | None, device: torch.device | str = "cpu") -> None:
-    """Serve `device`'s tensors with `handle` (None: forget the handles of `device`). The
-    handle serves problems of its own math mode; while no handle of the other mode is set
-    or can be made for the device (CPU without MIOPEN_DEVICE_ARCH), it serves those too."""
+    """Serve `device`'s tensors with `handle` for problems of its math mode (None: forget
+    every handle of `device`). While no handle of the other mode is set, or can be made for
+    the device (CPU without MIOPEN_DEVICE_ARCH), the last one set serves that mode too."""
     key = _device_key(device)
-    for stale in [k for k in _handles if k[0] == key]:
-        _forget(_handles.pop(stale))
+    # Replaced: the handle of the same mode, and any handle standing in for another mode.
+    stale = [k for k in _handles if k[0] == key and (
+        handle is None or k[1] == handle.math_mode or _handles[k].math_mode != k[1])]
+    dropped = [_handles.pop(k) for k in stale]
+    for old in dropped:
+        if all(h is not old for h in _handles.values()):
+            _forget(old)
     _set_by_caller.pop(key, None)
     if handle is not None:
         _handles[(key, handle.math_mode)] = handle

@@ -37,14 +37,14 @@ class ConvertReport:
 def _why_not(module: torch.nn.Module) -> str | None:
     """Why `module`, a torch convolution, cannot be served here (None: it can)."""
     kind = type(module)
+    if isinstance(module, torch.nn.modules.lazy.LazyModuleMixin):
+        return f"{kind.__name__} has no weight yet: convert after a first forward"
     if kind not in _SWAPS:
         for base in _SWAPS:
             if isinstance(module, base):
                 return (f"{kind.__name__} subclasses {base.__name__}: its own forward may "
                         "compute something else")
         if isinstance(module, torch.nn.modules.conv._ConvNd):
-            if isinstance(module, torch.nn.modules.lazy.LazyModuleMixin):
-                return f"{kind.__name__} has no weight yet: convert after a first forward"
             return (f"{kind.__name__} is not served (2D and 3D convolutions, 2D transposed "
                     "ones)")
         return None
