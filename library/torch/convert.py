@@ -70,6 +70,7 @@ def convert(model: torch.nn.Module) -> ConvertReport:
         if why is not None:
             report.left.append((name, why))
             continue
-        module.__class__ = _SWAPS[type(module)]
+        # A class swap keeps the module object, so every reference to it stays valid.
+        module.__class__ = _SWAPS[type(module)]  # type: ignore[assignment]
         report.converted.append(name)
     return report

@@ -7,6 +7,8 @@ module's `state_dict()` loads as it is; only `forward` differs. Padding modes ot
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 
@@ -44,8 +46,9 @@ class ConvTranspose2d(torch.nn.ConvTranspose2d):
 
     def forward(self, input: torch.Tensor,
                 output_size: list[int] | None = None) -> torch.Tensor:
+        padding = cast(tuple[int, ...], self.padding)  # torch refuses strings here
         output_padding = self._output_padding(input, output_size, list(self.stride),
-                                              list(self.padding), list(self.kernel_size), 2,
+                                              list(padding), list(self.kernel_size), 2,
                                               list(self.dilation))
-        return conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+        return conv_transpose2d(input, self.weight, self.bias, self.stride, padding,
                                 output_padding, self.groups, self.dilation)

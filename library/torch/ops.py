@@ -169,17 +169,15 @@ def _ntuple(value: _Size, dims: int, name: str) -> list[int]:
     return out
 
 
-def _autocast(*tensors: torch.Tensor | None) -> tuple[torch.Tensor | None, ...]:
+def _autocast(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """The tensors cast to the autocast region's type, if a region is active for their
     device (torch casts convolutions to the lower precision type)."""
-    first = tensors[0]
-    assert first is not None
-    device = first.device.type
+    device = x.device.type
     if not torch.is_autocast_enabled(device):
-        return tensors
+        return x, weight, bias
     dtype = torch.get_autocast_dtype(device)
-    return tuple(t.to(dtype) if t is not None and t.is_floating_point() else t
-                 for t in tensors)
+    return x.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype)
 
 
 def _padding(x: torch.Tensor, weight: torch.Tensor, padding: str | _Size, stride: list[int],
@@ -217,7 +215,6 @@ def _conv(dims: int, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
         raise ProblemError(f"conv{dims}d takes a {dims + 2}-dimensional input (batch, "
                            f"channels, spatial); got {input.dim()} dimensions")
     input, weight, bias = _autocast(input, weight, bias)
-    assert input is not None and weight is not None
     st = _ntuple(stride, dims, "stride")
     dil = _ntuple(dilation, dims, "dilation")
     input, pad = _padding(input, weight, padding, st, dil, dims)
@@ -248,7 +245,6 @@ def conv_transpose2d(input: torch.Tensor, weight: torch.Tensor,
     if input.dim() != 4:
         raise ProblemError(f"conv_transpose2d takes a 4-dimensional input; got {input.dim()}")
     input, weight, bias = _autocast(input, weight, bias)
-    assert input is not None and weight is not None
     y = torch.ops.miopenkernels.convolution(
         input, weight, _ntuple(stride, 2, "stride"), _ntuple(padding, 2, "padding"),
         _ntuple(dilation, 2, "dilation"), groups, True,
