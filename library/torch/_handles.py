@@ -22,11 +22,15 @@ if TYPE_CHECKING:
     from ..invoke import ConvSolution
     from ..problem import ConvProblem
 
-__all__ = ["handle_for", "launcher_for", "math_mode_for", "set_handle", "solution_for"]
+__all__ = ["calls", "handle_for", "launcher_for", "math_mode_for", "set_handle",
+           "solution_for"]
 
 _handles: dict[tuple[str, config.MathMode], Handle] = {}
 _set_by_caller: dict[str, Handle] = {}
 _prepared: dict[tuple[int, ConvProblem], tuple[ConvSolution, Launcher]] = {}
+# A call's (device, direction, layout, dtype, TF32 flag, sizes, geometry) -> its problem and
+# launcher: a repeated call builds no ConvProblem and looks up no handle (ops.py fills it).
+calls: dict[tuple[object, ...], tuple[ConvProblem, Launcher]] = {}
 
 
 def _device_key(device: torch.device | str) -> str:
@@ -48,6 +52,7 @@ def set_handle(handle: Handle | None, device: torch.device | str = "cpu") -> Non
     every handle of `device`). While no handle of the other mode is set, or can be made for
     the device (CPU without MIOPEN_DEVICE_ARCH), the last one set serves that mode too."""
     key = _device_key(device)
+    calls.clear()
     # Replaced: the handle of the same mode, and any handle standing in for another mode.
     stale = [k for k in _handles if k[0] == key and (
         handle is None or k[1] == handle.math_mode or _handles[k].math_mode != k[1])]

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ProblemError
+from ..problem import ConvProblem
 from . import _handles
 from ._problem import conv_problem, data_type, is_channels_last, memory_format, out_spatial
 
@@ -27,42 +28,76 @@ __all__ = ["conv2d", "conv3d", "conv_transpose2d", "convolution"]
 _Size = int | Sequence[int]
 
 
-def _run(problem_args: tuple[Any, ...], direction: str, channels_last: bool,
-         x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, type_name: str) -> None:
-    """Run the direction's solution on the layer's x, w, y (the direction's output among them)."""
-    problem = conv_problem(*problem_args, direction=direction, channels_last=channels_last,
-                           type_name=type_name)
-    if problem.n == 0 or x.numel() == 0 or y.numel() == 0:
-        return
-    handle = _handles.handle_for(x.device, type_name)
-    _handles.launcher_for(handle, problem)[1](x, w, y)
+def _prepared(direction: str, channels_last: bool, x: torch.Tensor, x_size: Sequence[int],
+              w_size: Sequence[int], geometry: tuple[Any, ...], type_name: str
+              ) -> tuple[ConvProblem, _handles.Launcher]:
+    """The problem of a call and its launcher, kept per call signature (a repeated call pays
+    one dict lookup: no ConvProblem is built, no handle looked up)."""
+    stride, padding, dilation, groups, transposed, output_padding = geometry
+    tf32 = type_name == "FP32" and torch.backends.cudnn.allow_tf32
+    key = (x.device, direction, channels_last, type_name, tf32, tuple(x_size), tuple(w_size),
+           tuple(stride), tuple(padding), tuple(dilation), groups, transposed,
+           tuple(output_padding))
+    entry = _handles.calls.get(key)
+    if entry is None:
+        problem = conv_problem(x_size, w_size, *geometry, direction=direction,
+                               channels_last=channels_last, type_name=type_name)
+        handle = _handles.handle_for(x.device, type_name)
+        entry = _handles.calls[key] = (problem, _handles.launcher_for(handle, problem)[1])
+    return entry
 
 
-def _check_device(*tensors: torch.Tensor) -> None:
-    devices = {t.device for t in tensors}
-    if len(devices) > 1:
-        raise ProblemError(f"tensors on {', '.join(sorted(map(str, devices)))}: a convolution "
-                           "takes its tensors on one device")
+def _check_device(a: torch.Tensor, b: torch.Tensor) -> None:
+    if a.device != b.device:
+        raise ProblemError(f"tensors on {a.device} and {b.device}: a convolution takes its "
+                           "tensors on one device")
+
+
+def _eager(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether a forward call may skip torch's dispatcher (and its host cost): eager, no
+    gradient to record, plain tensors, no dispatch mode. Anything else (torch.compile, fake
+    tensors, autograd, subclasses) goes through the custom op."""
+    return (type(x) is torch.Tensor and type(weight) is torch.Tensor
+            and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
+            and not torch.compiler.is_compiling()
+            and _dispatch_modes() == 0)
+
+
+_MODE_STACK = getattr(torch._C, "_len_torch_dispatch_stack", None)
+
+
+def _dispatch_modes() -> int:
+    """How many torch dispatch modes are active (FakeTensorMode, FlopCounterMode...); where
+    torch cannot say, one (so calls take the custom op)."""
+    return int(_MODE_STACK()) if _MODE_STACK is not None else 1
 
 
 # ---------------------------------------------------------------------------- forward
-@torch.library.custom_op("miopenkernels::convolution", mutates_args=())
-def convolution(x: torch.Tensor, weight: torch.Tensor, stride: list[int], padding: list[int],
-                dilation: list[int], groups: int, transposed: bool,
-                output_padding: list[int]) -> torch.Tensor:
-    """y of a convolution (transposed: of a transposed one) without bias; the layout is the
-    input's (channels_last: NHWC), the type the tensors' own."""
+def _forward(x: torch.Tensor, weight: torch.Tensor, stride: list[int], padding: list[int],
+             dilation: list[int], groups: int, transposed: bool,
+             output_padding: list[int]) -> torch.Tensor:
+    """The forward op's computation (also called directly by `_eager` calls)."""
     _check_device(x, weight)
     type_name = data_type(x, weight)
     cl = is_channels_last(x)
     fmt = memory_format(x.dim(), cl)
     x = x.contiguous(memory_format=fmt)
     w = weight.contiguous(memory_format=fmt)
-    args = (x.shape, w.shape, stride, padding, dilation, groups, transposed, output_padding)
-    problem = conv_problem(*args, direction="F", channels_last=cl, type_name=type_name)
+    geometry = (stride, padding, dilation, groups, transposed, output_padding)
+    problem, launch = _prepared("F", cl, x, x.shape, w.shape, geometry, type_name)
     y = torch.empty(problem.out_shape, dtype=x.dtype, device=x.device, memory_format=fmt)
-    _run(args, "F", cl, x, w, y, type_name)
+    if y.numel() and x.numel():
+        launch(x, w, y)
     return y
+
+
+@torch.library.custom_op("miopenkernels::convolution", mutates_args=())
+def convolution(x: torch.Tensor, weight: torch.Tensor, stride: list[int], padding: list[int],
+                dilation: list[int], groups: int, transposed: bool,
+                output_padding: list[int]) -> torch.Tensor:
+    """y of a convolution (transposed: of a transposed one) without bias; the layout is the
+    input's (channels_last: NHWC), the type the tensors' own."""
+    return _forward(x, weight, stride, padding, dilation, groups, transposed, output_padding)
 
 
 @convolution.register_fake
@@ -89,8 +124,11 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
     dy = grad_output.contiguous(memory_format=fmt)
     w = weight.contiguous(memory_format=fmt)
     dx = torch.empty(input_size, dtype=dy.dtype, device=dy.device, memory_format=fmt)
-    args = (input_size, w.shape, stride, padding, dilation, groups, transposed, output_padding)
-    _run(args, "B", channels_last, dx, w, dy, type_name)
+    if dx.numel() == 0 or dy.numel() == 0:
+        return dx.zero_()
+    geometry = (stride, padding, dilation, groups, transposed, output_padding)
+    launch = _prepared("B", channels_last, dy, input_size, w.shape, geometry, type_name)[1]
+    launch(dx, w, dy)
     return dx
 
 
@@ -115,10 +153,11 @@ def convolution_backward_weights(grad_output: torch.Tensor, x: torch.Tensor,
     dy = grad_output.contiguous(memory_format=fmt)
     x = x.contiguous(memory_format=fmt)
     dw = torch.empty(weight_size, dtype=x.dtype, device=x.device, memory_format=fmt)
-    args = (x.shape, weight_size, stride, padding, dilation, groups, transposed, output_padding)
     if x.numel() == 0 or dy.numel() == 0:
         return dw.zero_()
-    _run(args, "W", channels_last, x, dw, dy, type_name)
+    geometry = (stride, padding, dilation, groups, transposed, output_padding)
+    launch = _prepared("W", channels_last, x, x.shape, weight_size, geometry, type_name)[1]
+    launch(x, dw, dy)
     return dw
 
 
@@ -218,8 +257,8 @@ def _conv(dims: int, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     st = _ntuple(stride, dims, "stride")
     dil = _ntuple(dilation, dims, "dilation")
     input, pad = _padding(input, weight, padding, st, dil, dims)
-    y = torch.ops.miopenkernels.convolution(input, weight, st, pad, dil, groups, False,
-                                            [0] * dims)
+    op = _forward if _eager(input, weight) else torch.ops.miopenkernels.convolution
+    y = op(input, weight, st, pad, dil, groups, False, [0] * dims)
     return _add_bias(y, bias)
 
 
@@ -245,7 +284,8 @@ def conv_transpose2d(input: torch.Tensor, weight: torch.Tensor,
     if input.dim() != 4:
         raise ProblemError(f"conv_transpose2d takes a 4-dimensional input; got {input.dim()}")
     input, weight, bias = _autocast(input, weight, bias)
-    y = torch.ops.miopenkernels.convolution(
+    op = _forward if _eager(input, weight) else torch.ops.miopenkernels.convolution
+    y = op(
         input, weight, _ntuple(stride, 2, "stride"), _ntuple(padding, 2, "padding"),
         _ntuple(dilation, 2, "dilation"), groups, True,
         _ntuple(output_padding, 2, "output padding"))

@@ -224,6 +224,27 @@ def test_the_ops_pass_opcheck(handles, channels_last) -> None:  # noqa: ANN001
         assert set(result.values()) == {"SUCCESS"}, result
 
 
+def test_eager_inference_and_fake_tensors_take_their_own_routes(handles) -> None:  # noqa: ANN001
+    from miopenkernels.torch import ops
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    torch.manual_seed(14)
+    x = torch.randn(2, 4, 7, 7).contiguous(memory_format=CL)
+    w = torch.randn(8, 4, 3, 3, requires_grad=True)
+    assert not ops._eager(x, w) and ops._eager(x, w.detach())
+    with torch.no_grad():  # straight to the computation, past torch's dispatcher
+        assert ops._eager(x, w)
+        torch.testing.assert_close(mkt.conv2d(x, w, stride=2), F.conv2d(x, w, stride=2),
+                                   **FP32_TOL)
+    frozen = w.detach()
+    with FakeTensorMode() as mode:  # the fake implementation: sizes and strides, no launch
+        fx, fw = mode.from_tensor(x), mode.from_tensor(frozen)
+        assert not ops._eager(fx, fw)
+        y = mkt.conv2d(fx, fw, stride=2)
+    assert isinstance(y, FakeTensor) and y.shape == (2, 8, 3, 3)
+    assert y.is_contiguous(memory_format=CL)
+
+
 def _small_net() -> torch.nn.Module:
     return torch.nn.Sequential(
         mkt.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
