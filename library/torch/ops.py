@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from ..errors import ProblemError
 from ..problem import ConvProblem
 from . import _handles
+from ._launch import Launcher
 from ._problem import conv_problem, data_type, is_channels_last, memory_format, out_spatial
 
 __all__ = ["conv2d", "conv3d", "conv_transpose2d", "convolution"]
@@ -30,7 +31,7 @@ _Size = int | Sequence[int]
 
 def _prepared(direction: str, channels_last: bool, x: torch.Tensor, x_size: Sequence[int],
               w_size: Sequence[int], geometry: tuple[Any, ...], type_name: str
-              ) -> tuple[ConvProblem, _handles.Launcher]:
+              ) -> tuple[ConvProblem, Launcher]:
     """The problem of a call and its launcher, kept per call signature (a repeated call pays
     one dict lookup: no ConvProblem is built, no handle looked up)."""
     stride, padding, dilation, groups, transposed, output_padding = geometry
