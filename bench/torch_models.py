@@ -12,7 +12,9 @@ own child process under a timeout, so a hang or a crash is recorded and the run 
 - eager: median of `--repeats` forwards timed with CUDA events after 3 warm-up forwards;
 - graph: the forward captured once with `torch.cuda.graph`, median of `--repeats` replays;
 - agreement: the largest difference between the two engines' outputs, relative to torch's
-  largest output.
+  largest output;
+- host cost: microseconds per call of `F.conv2d` and of `miopenkernels.torch.conv2d` on the
+  same tensors (2,000 calls synchronised at the end), recorded beside the models.
 
     python bench/torch_models.py --out bench/results/torch_op_h100.json
 
@@ -211,6 +213,34 @@ def one_case(model: str, batch: int, type_name: str, layout: str, repeats: int) 
     return out
 
 
+def host_cost(calls: int = 2000) -> dict[str, Any]:
+    """Host microseconds per call of F.conv2d and of miopenkernels.torch.conv2d on the same
+    tensors (a 7x7 1x1 FP16 layer at batch 1, NCHW): `calls` calls, synchronised at the end,
+    best of 5 rounds, after a warm-up that finds the solution."""
+    torch = _torch()
+    import miopenkernels.torch as mkt
+    import torch.nn.functional as F
+
+    x = torch.randn(1, 512, 7, 7, device="cuda", dtype=torch.float16)
+    w = torch.randn(2048, 512, 1, 1, device="cuda", dtype=torch.float16)
+    out: dict[str, Any] = {"layer": "n1 c512 k2048 7x7 1x1 FP16 NCHW", "calls": calls}
+    with torch.inference_mode():
+        for name, fn in (("torch_conv2d_us", F.conv2d), ("torch_op_us", mkt.conv2d)):
+            for _ in range(20):
+                fn(x, w)
+            torch.cuda.synchronize()
+            best = float("inf")
+            for _ in range(5):
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    fn(x, w)
+                torch.cuda.synchronize()
+                best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+            out[name] = round(best, 2)
+    out["torch_op_over_torch"] = round(out["torch_op_us"] / out["torch_conv2d_us"], 3)
+    return out
+
+
 # ----------------------------------------------------------------------------- run
 def environment() -> dict[str, Any]:
     """Device, driver and versions of this run."""
@@ -233,11 +263,17 @@ def environment() -> dict[str, Any]:
     return env
 
 
-def _child(case: tuple[str, int, str, str], repeats: int, timeout: float) -> dict[str, Any]:
-    model, batch, type_name, layout = case
-    cmd = [sys.executable, __file__, "--case", f"{model},{batch},{type_name},{layout}",
-           "--repeats", str(repeats)]
-    base = {"model": model, "batch": batch, "type": type_name, "layout": layout}
+def _child(case: tuple[str, int, str, str] | str, repeats: int, timeout: float
+           ) -> dict[str, Any]:
+    """One case in a child process, under `timeout`; a failure is recorded, not raised."""
+    if isinstance(case, str):
+        cmd = [sys.executable, __file__, "--case", case]
+        base: dict[str, Any] = {"case": case}
+    else:
+        model, batch, type_name, layout = case
+        cmd = [sys.executable, __file__, "--case", f"{model},{batch},{type_name},{layout}",
+               "--repeats", str(repeats)]
+        base = {"model": model, "batch": batch, "type": type_name, "layout": layout}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -267,11 +303,10 @@ def table(rows: list[dict[str, Any]]) -> str:
                      f"{_cell(t, 'eager_ms'):>11} {_cell(o, 'eager_ms'):>10} "
                      f"{_ratio(o, t, 'eager_ms'):>5} {_cell(t, 'graph_ms'):>11} "
                      f"{_cell(o, 'graph_ms'):>10} {_ratio(o, t, 'graph_ms'):>5}")
-        for engine in ("torch", "miopenkernels"):
-            err = r.get("error") or r.get(engine, {}).get("error")
-            if err:
-                lines.append(f"    {engine}: {err.splitlines()[-1][:100]}")
-                break
+        errors = [("case", r["error"])] if "error" in r else [
+            (engine, r[engine]["error"]) for engine in ("torch", "miopenkernels")
+            if "error" in r.get(engine, {})]
+        lines += [f"    {who}: {err.splitlines()[-1][:100]}" for who, err in errors]
     return "\n".join(lines)
 
 
@@ -286,16 +321,25 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per case")
     ap.add_argument("--case", help=argparse.SUPPRESS)  # one case, in a child process
     args = ap.parse_args()
+    if args.case == "host":
+        print(json.dumps(host_cost()))
+        return 0
     if args.case:
         model, batch, type_name, layout = args.case.split(",")
         print(json.dumps(one_case(model, int(batch), type_name, layout, args.repeats)))
         return 0
+    if not _torch().cuda.is_available():
+        print("error: torch sees no CUDA GPU (a CPU build, or no device): the benchmark "
+              "times GPU forwards; run it on the GPU machine", file=sys.stderr)
+        return 6
     for name in args.models.split(","):
         if name not in BUILDERS:
             ap.error(f"unknown model {name!r}; known: {', '.join(BUILDERS)}")
     cases = [(m, int(b), t, lay) for m in args.models.split(",")
              for b in args.batches.split(",") for t in args.types.split(",")
              for lay in args.layouts.split(",")]
+    host = _child("host", args.repeats, args.timeout)
+    print(json.dumps(host), flush=True)
     rows = []
     for case in cases:
         rows.append(_child(case, args.repeats, args.timeout))
@@ -305,7 +349,7 @@ def main() -> int:
     if args.out.exists():
         result = json.loads(args.out.read_text())
     result["models"] = {"environment": environment(), "repeats": args.repeats,
-                        "cases": rows}
+                        "host_cost": host, "cases": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")

@@ -461,3 +461,17 @@ def test_the_docs_page_runs_as_written(tmp_path) -> None:  # noqa: ANN001
                           env=env, timeout=900, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "converted" in proc.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU machine runs the benchmark")
+def test_the_models_benchmark_refuses_a_machine_without_cuda(tmp_path) -> None:  # noqa: ANN001
+    out = tmp_path / "torch_op.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "torch_models.py"), "--out",
+                           str(out)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 6 and "no CUDA GPU" in proc.stderr
+    assert not out.exists()
+    rows = [{"model": "resnet50", "batch": 1, "type": "FP16", "layout": "contiguous",
+             "torch": {"eager_ms": 2.0, "graph_ms": 1.0},
+             "miopenkernels": {"eager_ms": 2.2, "error": "RuntimeError: boom"}}]
+    table = _bench_models().table(rows)
+    assert "1.10" in table and "miopenkernels: RuntimeError: boom" in table
