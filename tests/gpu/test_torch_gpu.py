@@ -26,6 +26,8 @@ DEV = "cuda"
 TYPES = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}
 # Largest difference allowed, relative to the reference's largest magnitude.
 REL_TOL = {"FP32": 2e-3, "FP16": 2e-2, "BF16": 6e-2}
+# Whole models: fifty layers of rounding in either engine's own order.
+MODEL_TOL = {"FP32": 5e-3, "FP16": 5e-2}
 
 
 @pytest.fixture(autouse=True)
@@ -46,11 +48,12 @@ def _bench() -> Any:
     return module
 
 
-def _close(ours: torch.Tensor, theirs: torch.Tensor, type_name: str) -> None:
+def _close(ours: torch.Tensor, theirs: torch.Tensor, type_name: str,
+           tol: dict[str, float] = REL_TOL) -> None:
+    assert torch.isfinite(theirs).all() and torch.isfinite(ours).all()
     scale = float(theirs.float().abs().max()) or 1.0
     diff = float((ours.float() - theirs.float()).abs().max())
-    assert diff <= REL_TOL[type_name] * scale, \
-        f"{type_name}: {diff} > {REL_TOL[type_name]} x {scale}"
+    assert diff <= tol[type_name] * scale, f"{type_name}: {diff} > {tol[type_name]} x {scale}"
 
 
 @pytest.mark.parametrize("type_name", list(TYPES))
@@ -109,7 +112,7 @@ def test_converted_models_match_torch_at_batch_1_and_32(name, type_name, channel
         for batch in (1, 32):
             x = torch.randn(batch, 3, 224, 224, device=DEV, dtype=TYPES[type_name])
             x = x.contiguous(memory_format=fmt)
-            _close(ours(x), theirs(x), type_name)
+            _close(ours(x), theirs(x), type_name, MODEL_TOL)
 
 
 @pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2"])
@@ -123,7 +126,7 @@ def test_a_training_step_has_torchs_gradients(name) -> None:  # noqa: ANN001
         net(x).square().mean().backward()
     for (pname, p), q in zip(ours.named_parameters(), theirs.parameters(), strict=True):
         assert p.grad is not None and q.grad is not None, pname
-        _close(p.grad, q.grad, "FP32")
+        _close(p.grad, q.grad, "FP32", MODEL_TOL)
 
 
 def test_torch_compile_has_no_graph_break_and_the_same_output() -> None:
@@ -148,6 +151,7 @@ def test_calls_run_on_the_callers_stream() -> None:
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)  # the side stream busy: a launch elsewhere runs first
         x2 = x * 1.0  # queued on the side stream: our launch must come after it
         y = mkt.conv2d(x2, w, padding=1)
         total = y.sum()
