@@ -275,6 +275,20 @@ def test_torch_compile_fullgraph_traces_the_ops_without_a_graph_break(handles) -
     assert sum(str(t).startswith("miopenkernels.convolution") for t in seen) == 3
 
 
+@pytest.mark.integration
+def test_inductor_compiles_around_the_ops_on_the_cpu(handles) -> None:  # noqa: ANN001
+    # Inductor's C++ code for the layers between our ops (a minute on a 2-core machine).
+    torch.manual_seed(15)
+    net = _small_net()
+    x = torch.randn(2, 3, 8, 8).contiguous(memory_format=CL)
+    torch._dynamo.reset()
+    compiled = torch.compile(net, fullgraph=True, backend="inductor")
+    out, ours = _grads(compiled, x)
+    ref, theirs = _grads(net, x)
+    torch.testing.assert_close(out, ref, **FP32_TOL)
+    torch.testing.assert_close(ours[0], theirs[0], atol=1e-4, rtol=1e-4)
+
+
 # ---------------------------------------------------------------------------- types
 def test_autocast_casts_to_the_regions_type(handles) -> None:  # noqa: ANN001
     torch.manual_seed(9)
