@@ -34,7 +34,9 @@ def _stream_aware(handle: Handle) -> bool:
 
 
 def _memory_order(t: torch.Tensor) -> torch.Tensor:
-    """`t` viewed in its memory order: channels-last tensors with the channels last."""
+    """`t` viewed in its memory order: channels-last tensors with the channels last
+    (detached: torch gives no `__cuda_array_interface__` of a tensor that requires grad)."""
+    t = t.detach()
     if t.dim() >= 4 and not t.is_contiguous():
         t = t.movedim(1, -1)
     if not t.is_contiguous():
@@ -63,7 +65,7 @@ def prepare(handle: Handle, problem: ConvProblem, solution: ConvSolution) -> Lau
         nbytes = int(plan.workspace_bytes)
 
         def planned(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
-            stream = torch.cuda.current_stream(x.device).cuda_stream
+            stream = torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else None
             ws = torch.empty(nbytes, dtype=torch.uint8, device=x.device) if nbytes else None
             plan.run(x, w, y, workspace=ws, stream=stream)
         return planned

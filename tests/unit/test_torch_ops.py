@@ -334,6 +334,72 @@ def test_a_problem_is_ranked_once_and_its_solution_kept(handles, monkeypatch) ->
     assert mkt.solution_for(handles["tf32"], calls[0]).solver == "Fast"  # type: ignore[arg-type]
 
 
+class _Backend:
+    name = "cuda"
+
+
+class _LegacyHandle:
+    """A GPU handle as the runtime had it: run without a stream, memory-order tensors."""
+
+    backend = _Backend()
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def compile_solution(self, problem: object, solution: object) -> Any:
+        return type("Invoker", (), {"workspace_bytes": 96})()
+
+    def run(self, problem, solution, x, w, y, workspace=None):  # noqa: ANN001, ANN201
+        self.calls.append((x, w, y, workspace))
+
+
+class _Plan:
+    workspace_bytes = 64
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def run(self, x, w, y, *, workspace=None, stream=None):  # noqa: ANN001, ANN201
+        self.calls.append((x, w, y, workspace, stream))
+
+
+class _PlanHandle(_LegacyHandle):
+    """A GPU handle with plans and the caller's stream (the runtime's agreed interface)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plans: list[_Plan] = []
+
+    def plan(self, problem: object, solution: object) -> _Plan:
+        self.plans.append(_Plan())
+        return self.plans[-1]
+
+    def run(self, problem, solution, x, w, y, workspace=None, *, stream=None):  # noqa: ANN001, ANN201
+        raise AssertionError("a planned launch does not go through Handle.run")
+
+
+def test_the_launch_adapter_hands_tensors_as_each_runtime_takes_them() -> None:
+    from miopenkernels.torch._launch import prepare
+
+    x = torch.randn(2, 4, 5, 5, requires_grad=True).contiguous(memory_format=CL)
+    w = torch.randn(8, 4, 3, 3).contiguous(memory_format=CL)
+    y = torch.empty(2, 8, 3, 3).contiguous(memory_format=CL)
+    legacy = _LegacyHandle()
+    prepare(legacy, None, None)(x, w, y)  # type: ignore[arg-type]
+    lx, lw, ly, ws = legacy.calls[0]
+    assert lx.shape == (2, 5, 5, 4) and lx.is_contiguous() and not lx.requires_grad
+    assert lw.shape == (8, 3, 3, 4) and ly.data_ptr() == y.data_ptr()
+    assert ws.dtype == torch.uint8 and ws.numel() == 96
+    planned = _PlanHandle()
+    launch = prepare(planned, None, None)  # type: ignore[arg-type]
+    launch(x, w, y)
+    launch(x, w, y)
+    assert len(planned.plans) == 1 and len(planned.plans[0].calls) == 2
+    px, pw, py, ws, stream = planned.plans[0].calls[0]
+    assert px is x and pw is w and py is y  # channels_last as it is: the runtime reads strides
+    assert ws.numel() == 64 and stream is None  # CPU tensors: no torch stream to join
+
+
 # ---------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("call,message", [
     (lambda: mkt.conv2d(torch.randn(1, 2, 5, 5, dtype=torch.float64),
