@@ -26,7 +26,6 @@ __all__ = ["calls", "handle_for", "launcher_for", "math_mode_for", "set_handle",
            "solution_for"]
 
 _handles: dict[tuple[str, config.MathMode], Handle] = {}
-_set_by_caller: dict[str, Handle] = {}
 _prepared: dict[tuple[int, ConvProblem], tuple[ConvSolution, Launcher]] = {}
 # A call's (device, direction, layout, dtype, TF32 flag, sizes, geometry) -> its problem and
 # launcher: a repeated call builds no ConvProblem and looks up no handle (ops.py fills it).
@@ -47,23 +46,25 @@ def math_mode_for(type_name: str) -> config.MathMode:
     return config.MathMode.IEEE
 
 
-def set_handle(handle: Handle | None, device: torch.device | str = "cpu") -> None:
-    """Serve `device`'s tensors with `handle` for problems of its math mode (None: forget
-    every handle of `device`). While no handle of the other mode is set, or can be made for
-    the device (CPU without MIOPEN_DEVICE_ARCH), the last one set serves that mode too."""
+def set_handle(handle: Handle | None, device: torch.device | str = "cpu", *,
+               math_mode: config.MathMode | str | None = None) -> None:
+    """Serve `device`'s tensors with `handle` (None: forget the device's handles), for
+    problems of FP32 math mode `math_mode` ('ieee' or 'tf32'; None: every mode, so FP32 runs
+    as the handle's own math mode says whatever `allow_tf32` is)."""
     key = _device_key(device)
     calls.clear()
-    # Replaced: the handle of the same mode, and any handle standing in for another mode.
-    stale = [k for k in _handles if k[0] == key and (
-        handle is None or k[1] == handle.math_mode or _handles[k].math_mode != k[1])]
-    dropped = [_handles.pop(k) for k in stale]
-    for old in dropped:
-        if all(h is not old for h in _handles.values()):
+    if math_mode is None or handle is None:
+        modes = list(config.MathMode)
+    else:
+        modes = [math_mode if isinstance(math_mode, config.MathMode)
+                 else config.MathMode.parse(math_mode)]
+    for mode in modes:
+        old = _handles.pop((key, mode), None)
+        if handle is not None:
+            _handles[(key, mode)] = handle
+        if old is not None and old is not handle and all(h is not old
+                                                          for h in _handles.values()):
             _forget(old)
-    _set_by_caller.pop(key, None)
-    if handle is not None:
-        _handles[(key, handle.math_mode)] = handle
-        _set_by_caller[key] = handle
 
 
 def _forget(handle: Handle) -> None:
@@ -80,10 +81,7 @@ def _new_handle(key: str, mode: config.MathMode) -> Handle:
         raise NoDeviceError(f"tensors on {key} are not served: miopenkernels runs on CUDA "
                             "and ROCm GPUs (torch device 'cuda'), and on the CPU through "
                             "the null backend")
-    kept = _set_by_caller.get(key)
     arch, cu = config.device_overrides()
-    if kept is not None and (arch is None or cu is None):
-        return kept
     if arch is None or cu is None:
         raise NoDeviceError(
             "CPU tensors run on the null backend, which needs the GPU it stands in for: set "

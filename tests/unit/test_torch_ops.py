@@ -65,8 +65,8 @@ def handles(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Hand
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the machine's cores are shared; these tensors are tiny
     made = {"ieee": _null_handle(), "tf32": _null_handle(config.MathMode.TF32)}
-    mkt.set_handle(made["ieee"], "cpu")
-    mkt.set_handle(made["tf32"], "cpu")
+    mkt.set_handle(made["ieee"], "cpu", math_mode="ieee")
+    mkt.set_handle(made["tf32"], "cpu", math_mode="tf32")
     yield made
     mkt.set_handle(None, "cpu")
     torch.set_num_threads(threads)
@@ -317,6 +317,22 @@ def test_fp32_follows_cudnn_allow_tf32(handles, monkeypatch) -> None:  # noqa: A
     assert not any(p.in_spatial == (5, 5) for p, _ in handles["ieee"].invokers)
 
 
+def test_one_handle_set_for_a_device_serves_both_math_modes(handles, monkeypatch) -> None:  # noqa: ANN001
+    solo = _null_handle()
+    mkt.set_handle(solo, "cpu")
+    try:
+        for allowed in (False, True):
+            monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", allowed)
+            assert mkt.handle_for("cpu", "FP32") is solo
+        torch.testing.assert_close(mkt.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 3, 3)),
+                                   torch.full((1, 1, 1, 1), 9.0))
+        assert [p.in_spatial for p, _ in solo.invokers] == [(3, 3)]
+    finally:
+        mkt.set_handle(handles["ieee"], "cpu", math_mode="ieee")
+        mkt.set_handle(handles["tf32"], "cpu", math_mode="tf32")
+    assert mkt.handle_for("cpu", "FP32") is handles["tf32"]
+
+
 def test_a_problem_is_ranked_once_and_its_solution_kept(handles, monkeypatch) -> None:  # noqa: ANN001
     calls: list[object] = []
     real = handles["tf32"].solutions
@@ -425,8 +441,8 @@ def test_cpu_tensors_without_a_named_gpu_say_how_to_name_one(handles) -> None:  
         with pytest.raises(NoDeviceError, match="MIOPEN_DEVICE_ARCH"):
             mkt.conv2d(torch.randn(1, 2, 5, 5), torch.randn(2, 2, 3, 3))
     finally:
-        mkt.set_handle(handles["ieee"], "cpu")
-        mkt.set_handle(handles["tf32"], "cpu")
+        mkt.set_handle(handles["ieee"], "cpu", math_mode="ieee")
+        mkt.set_handle(handles["tf32"], "cpu", math_mode="tf32")
 
 
 # ---------------------------------------------------------------------------- modules
