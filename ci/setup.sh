@@ -15,4 +15,7 @@ fi
 "${PYTHON:-python3}" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[build,cuda,dev]'
+# The torch extra's tests (tests/unit/test_torch_ops.py) run on torch's CPU build; the pin is
+# the version the machine image holds as a CPU wheel, so pip fetches no CUDA build.
+.venv/bin/python -m pip install -q torch==2.13.0
 echo "set-up done: .venv/bin/miopenkernels --help"

@@ -22,12 +22,13 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import get_solver
 
 # Never on the runtime's path: tools, the CLI, the builder, numpy (memory only), locks, and
-# the standard library's dataclasses (library/_record.py stands in for them), and tomllib (the
-# targets table is read from its JSON mirror, dbs/targets.json).
+# the standard library's dataclasses (library/_record.py stands in for them), tomllib (the
+# targets table is read from its JSON mirror, dbs/targets.json), and torch (the optional
+# extra's: only `miopenkernels.torch` imports it).
 NEVER = {"numpy", "filelock", "rich", "typer", "click", "packaging", "jsonschema", "yaml",
          "triton", "cuda.bindings", "hip", "logging", "subprocess", "tempfile", "shutil",
          "importlib.resources", "zipfile", "hashlib", "_hashlib", "random", "threading",
-         "dataclasses", "inspect", "tomllib",
+         "dataclasses", "inspect", "tomllib", "torch",
          "miopenkernels.cli", "miopenkernels.builder", "miopenkernels.install",
          "miopenkernels.compiler", "miopenkernels.find", "miopenkernels.detect",
          "miopenkernels.backends.hip"}

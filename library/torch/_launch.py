@@ -1,0 +1,78 @@
+"""The one place that hands torch tensors to the runtime.
+
+With the runtime's stream-aware `Handle.plan`/`Handle.run(..., stream=)`, GPU tensors go in as
+they are (channels_last ones too) on the caller's current torch stream, with a workspace from
+torch's caching allocator (so a `torch.cuda.graph` capture records no allocation of ours).
+Where the runtime takes memory-order tensors only, they go in as memory-order views (a
+channels_last tensor permuted to N, H, W, C) on its default stream. CPU tensors, which the null
+backend serves, always go in as numpy views in memory order (the null backend's own tensors),
+so the reference result lands in the torch tensor's memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from ..handle import Handle
+    from ..invoke import ConvSolution
+    from ..problem import ConvProblem
+
+__all__ = ["Launcher", "prepare"]
+
+Launcher = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]
+"""One launch of a prepared (problem, solution) on a call's x, w and y."""
+
+
+def _stream_aware(handle: Handle) -> bool:
+    run = type(handle).run
+    return "stream" in run.__code__.co_varnames[:run.__code__.co_argcount
+                                               + run.__code__.co_kwonlyargcount]
+
+
+def _memory_order(t: torch.Tensor) -> torch.Tensor:
+    """`t` viewed in its memory order: channels-last tensors with the channels last
+    (detached: torch gives no `__cuda_array_interface__` of a tensor that requires grad)."""
+    t = t.detach()
+    if t.dim() >= 4 and not t.is_contiguous():
+        t = t.movedim(1, -1)
+    if not t.is_contiguous():
+        raise AssertionError("the op hands the runtime contiguous or channels-last tensors")
+    return t
+
+
+def _host_view(t: torch.Tensor) -> Any:
+    """A numpy view of a CPU tensor's memory in memory order (BF16 as its uint16 bits, the
+    runtime's host spelling of BF16)."""
+    t = _memory_order(t)
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view("uint16")
+    return t.numpy()
+
+
+def prepare(handle: Handle, problem: ConvProblem, solution: ConvSolution) -> Launcher:
+    """A launcher of `solution` for `problem` on `handle` (everything fixed between calls
+    prepared now: the runtime's plan where it has one)."""
+    if handle.backend.name == "null":
+        def host(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
+            handle.run(problem, solution, _host_view(x), _host_view(w), _host_view(y))
+        return host
+    if _stream_aware(handle) and hasattr(handle, "plan"):
+        plan = handle.plan(problem, solution)
+        nbytes = int(plan.workspace_bytes)
+
+        def planned(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
+            stream = torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else None
+            ws = torch.empty(nbytes, dtype=torch.uint8, device=x.device) if nbytes else None
+            plan.run(x, w, y, workspace=ws, stream=stream)
+        return planned
+    nbytes = int(handle.compile_solution(problem, solution).workspace_bytes)
+
+    def legacy(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
+        ws = torch.empty(nbytes, dtype=torch.uint8, device=x.device) if nbytes else None
+        handle.run(problem, solution, _memory_order(x), _memory_order(w), _memory_order(y),
+                   ws)
+    return legacy
