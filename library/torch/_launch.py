@@ -1,10 +1,8 @@
 """The one place that hands torch tensors to the runtime.
 
-With the runtime's stream-aware `Handle.plan`/`Handle.run(..., stream=)`, GPU tensors go in as
-they are (channels_last ones too) on the caller's current torch stream, with a workspace from
-torch's caching allocator (so a `torch.cuda.graph` capture records no allocation of ours).
-Where the runtime takes memory-order tensors only, they go in as memory-order views (a
-channels_last tensor permuted to N, H, W, C) on its default stream. CPU tensors, which the null
+GPU tensors go to the problem's kept `Plan` as they are (channels_last ones too) on the
+caller's current torch stream, with a workspace from torch's caching allocator (so a
+`torch.cuda.graph` capture records no allocation of ours). CPU tensors, which the null
 backend serves, always go in as numpy views in memory order (the null backend's own tensors),
 so the reference result lands in the torch tensor's memory.
 """
@@ -25,12 +23,6 @@ __all__ = ["Launcher", "prepare"]
 
 Launcher = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]
 """One launch of a prepared (problem, solution) on a call's x, w and y."""
-
-
-def _stream_aware(handle: Handle) -> bool:
-    run = type(handle).run
-    return "stream" in run.__code__.co_varnames[:run.__code__.co_argcount
-                                               + run.__code__.co_kwonlyargcount]
 
 
 def _memory_order(t: torch.Tensor) -> torch.Tensor:
@@ -60,19 +52,11 @@ def prepare(handle: Handle, problem: ConvProblem, solution: ConvSolution) -> Lau
         def host(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
             handle.run(problem, solution, _host_view(x), _host_view(w), _host_view(y))
         return host
-    if _stream_aware(handle) and hasattr(handle, "plan"):
-        plan = handle.plan(problem, solution)
-        nbytes = int(plan.workspace_bytes)
+    plan = handle.plan(problem, solution)
+    nbytes = int(plan.workspace_bytes)
 
-        def planned(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
-            stream = torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else None
-            ws = torch.empty(nbytes, dtype=torch.uint8, device=x.device) if nbytes else None
-            plan.run(x, w, y, workspace=ws, stream=stream)
-        return planned
-    nbytes = int(handle.compile_solution(problem, solution).workspace_bytes)
-
-    def legacy(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
+    def planned(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
+        stream = torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else None
         ws = torch.empty(nbytes, dtype=torch.uint8, device=x.device) if nbytes else None
-        handle.run(problem, solution, _memory_order(x), _memory_order(w), _memory_order(y),
-                   ws)
-    return legacy
+        plan.run(x, w, y, workspace=ws, stream=stream)
+    return planned

@@ -354,19 +354,13 @@ class _Backend:
     name = "cuda"
 
 
-class _LegacyHandle:
-    """A GPU handle as the runtime had it: run without a stream, memory-order tensors."""
+class _Handle:
+    """A GPU handle: its solutions run through kept plans."""
 
     backend = _Backend()
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
-
-    def compile_solution(self, problem: object, solution: object) -> Any:
-        return type("Invoker", (), {"workspace_bytes": 96})()
-
-    def run(self, problem, solution, x, w, y, workspace=None):  # noqa: ANN001, ANN201
-        self.calls.append((x, w, y, workspace))
 
 
 class _Plan:
@@ -379,7 +373,7 @@ class _Plan:
         self.calls.append((x, w, y, workspace, stream))
 
 
-class _PlanHandle(_LegacyHandle):
+class _PlanHandle(_Handle):
     """A GPU handle with plans and the caller's stream (the runtime's agreed interface)."""
 
     def __init__(self) -> None:
@@ -394,18 +388,12 @@ class _PlanHandle(_LegacyHandle):
         raise AssertionError("a planned launch does not go through Handle.run")
 
 
-def test_the_launch_adapter_hands_tensors_as_each_runtime_takes_them() -> None:
+def test_the_launch_adapter_hands_tensors_to_a_kept_plan_as_they_are() -> None:
     from miopenkernels.torch._launch import prepare
 
     x = torch.randn(2, 4, 5, 5, requires_grad=True).contiguous(memory_format=CL)
     w = torch.randn(8, 4, 3, 3).contiguous(memory_format=CL)
     y = torch.empty(2, 8, 3, 3).contiguous(memory_format=CL)
-    legacy = _LegacyHandle()
-    prepare(legacy, None, None)(x, w, y)  # type: ignore[arg-type]
-    lx, lw, ly, ws = legacy.calls[0]
-    assert lx.shape == (2, 5, 5, 4) and lx.is_contiguous() and not lx.requires_grad
-    assert lw.shape == (8, 3, 3, 4) and ly.data_ptr() == y.data_ptr()
-    assert ws.dtype == torch.uint8 and ws.numel() == 96
     planned = _PlanHandle()
     launch = prepare(planned, None, None)  # type: ignore[arg-type]
     launch(x, w, y)
