@@ -420,6 +420,13 @@ class Plan:
         if not need:
             return 0
         if workspace is not None:
+            if is_torch(workspace) and workspace.is_cuda:  # type: ignore[attr-defined]
+                # Any element type: the workspace is bytes (torch's uint8 has no CUDA array
+                # interface type of ours).
+                size = workspace.numel() * workspace.element_size()  # type: ignore[attr-defined]
+                if size < need:
+                    raise ProblemError(f"workspace of {size} bytes; {self.solver} needs {need}")
+                return int(workspace.data_ptr())  # type: ignore[attr-defined]
             t = as_device(workspace, self.backend, upload=False)
             if t.copied:
                 t.release()
