@@ -132,25 +132,19 @@ def finddb_keys(fdb: Path) -> list[str]:
 
 
 def manifest_problem_keys(names: list[str]) -> list[str]:
-    """FindDb keys of the problems in dbs/manifests/<name>.txt (or a path to a manifest file)."""
-    from importlib import resources
+    """FindDb keys of the problems in dbs/manifests/<name>.txt (or a path to a manifest file),
+    in order, each once."""
+    from ..manifest import load_manifest, manifest_path
 
-    from miopenkernels.driver import parse_driver_lines
-
-    keys: list[str] = []
+    keys: dict[str, None] = {}  # ordered; linear where a list's `in` made it quadratic
     for name in names:
-        path = Path(name)
-        if not path.is_file():
-            file = name if name.endswith(".txt") else f"{name}.txt"
-            path = Path(str(resources.files("miopenkernels.dbs").joinpath("manifests")
-                            .joinpath(file)))
-        if not path.is_file():
-            raise DbError(f"problem manifest {name!r} not found (dbs/manifests/ or a file path)")
-        for p in parse_driver_lines(path.read_text()):
-            key = p.key()
-            if key not in keys:
-                keys.append(key)
-    return keys
+        try:
+            path = manifest_path(name)
+        except MIOpenKernelsError:
+            raise DbError(f"problem manifest {name!r} not found (dbs/manifests/ or a file "
+                          "path)") from None
+        keys.update(dict.fromkeys(p.key() for p in load_manifest(path)))
+    return list(keys)
 
 
 def collect_build_files(
@@ -198,7 +192,7 @@ def collect_build_files(
         except (ValueError, AttributeError, TypeError):
             pass
     if manifests:
-        tf.problems += [k for k in manifest_problem_keys(manifests) if k not in tf.problems]
+        tf.problems = list(dict.fromkeys([*tf.problems, *manifest_problem_keys(manifests)]))
     return tf
 
 

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from ..errors import IntegrityError
-from ._options import JsonFlag, globs, targets_option
+from ._options import JsonFlag, globs, path_option, targets_option
 from ._output import console, err_console, print_json
 
 
@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
         find_links: str | None = typer.Option(
             None, "--find-links",
             help="Folder or page of wheels (the --out folder of 'package' works as it is)."),
-        prefix: Path | None = typer.Option(None, "--prefix",
-                                           help="Install prefix (default: the active env)."),
+        prefix: Path | None = path_option("--prefix",
+                                          help="Install prefix (default: the active env)."),
         conda: bool = typer.Option(False, "--conda", help="Install conda packages."),
         pip: bool = typer.Option(False, "--pip", help="Install wheels with pip."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only say what would happen."),
@@ -31,8 +31,8 @@ def register(app: typer.Typer) -> None:
             False, "--force",
             help="Reinstall what is installed, and install --targets of another arch than the "
                  "GPU found."),
-        rocminfo_file: Path | None = typer.Option(None, "--rocminfo-file",
-                                                  help="Read this saved rocminfo output."),
+        rocminfo_file: Path | None = path_option("--rocminfo-file",
+                                                 help="Read this saved rocminfo output."),
         targets_given: list[str] | None = targets_option(
             "Install these targets ('gfx90a-110,sm90-132') instead of those of the GPUs found; "
             "needs no GPU."),
@@ -79,8 +79,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("verify")
     def verify_cmd(
-        prefix: Path | None = typer.Option(None, "--prefix",
-                                           help="Prefix to check (default: this env)."),
+        prefix: Path | None = path_option("--prefix",
+                                          help="Prefix to check (default: this env)."),
         as_json: JsonFlag = False,
     ) -> None:
         """Re-check the sha256 of every installed kernel package file against its manifest."""
