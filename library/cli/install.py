@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import IntegrityError
@@ -61,7 +62,7 @@ def register(app: typer.Typer) -> None:
                          dry_run=dry_run, force=force, rocminfo_file=rocminfo_file,
                          targets=select_targets(targets) if targets else None, version=version)
         for w in report.warnings:
-            err_console.print(f"[yellow]warning:[/yellow] {w}")
+            err_console.print(f"[yellow]warning:[/yellow] {escape(w)}")
         for note in report.notes:
             err_console.print(f"note: {note}", highlight=False)
         if as_json:
@@ -88,6 +89,7 @@ def register(app: typer.Typer) -> None:
         import sys
 
         from ..install import verify_prefix
+        from ..install.contain import shown
 
         root = prefix or Path(os.environ.get("CONDA_PREFIX") or sys.prefix)
         checks = verify_prefix(root, raise_on_error=False)
@@ -99,9 +101,11 @@ def register(app: typer.Typer) -> None:
             for col in ("package", "version", "target", "contents", "files", "status"):
                 table.add_column(col, overflow="fold")
             for c in checks:
-                status = "ok" if c.ok else "; ".join(f"{p.path}: {p.problem}"
+                # Names come from the package: control bytes escaped, no rich markup.
+                status = "ok" if c.ok else "; ".join(f"{shown(p.path)}: {p.problem}"
                                                      for p in c.problems)
-                table.add_row(c.package, c.version, c.target, c.contents, str(c.files), status)
+                table.add_row(*(escape(shown(x)) for x in (c.package, c.version, c.target,
+                                                           c.contents, str(c.files), status)))
             console.print(table)
         bad = [c for c in checks if not c.ok]
         if bad:

@@ -51,19 +51,33 @@ def _check_local_hashes(records: list[Any]) -> None:
     py-rattler checks downloads; a file:// package it extracts as it stands, so a damaged one
     would fail later as an unreadable archive instead of as the hash mismatch it is.
     """
-    from .manifest import sha256_file
+    import hashlib
+
+    from .sources import MAX_PACKAGE_BYTES, open_regular
 
     for record in records:
         parsed = urlparse(str(record.url))
-        if parsed.scheme != "file" or not record.sha256:
+        if parsed.scheme != "file":
             continue
         path = Path(unquote(parsed.path))
-        want = bytes(record.sha256).hex()
+        # A FIFO or a device named as a package is refused here, before py-rattler reads it.
+        h, size = hashlib.sha256(), 0
         try:
-            have = sha256_file(path)
+            with open_regular(path, "conda package") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    size += len(chunk)
+                    if size > MAX_PACKAGE_BYTES:
+                        raise IntegrityError(f"conda package {path.name} is over "
+                                             f"{MAX_PACKAGE_BYTES >> 30} GiB: not a kernel "
+                                             "package")
+                    h.update(chunk)
         except OSError as exc:
             raise IndexUnreachableError(f"conda package {path}: {exc.strerror or exc}") \
                 from None
+        if not record.sha256:
+            continue
+        want = bytes(record.sha256).hex()
+        have = h.hexdigest()
         if have != want:
             raise IntegrityError(f"conda package {path.name}: sha256 {have} differs from the "
                                  f"channel's {want}; download it again or re-index the channel")

@@ -284,3 +284,150 @@ def test_installers_killed_mid_stage_leave_nothing_after_the_next_run(victim):
     assert r.exit_code == 0, r.output
     assert not list(env.glob(".miopenkernels-stage-*"))
     assert CliRunner().invoke(app, ["verify", "--prefix", str(env)]).exit_code == 0
+
+
+# --- Contained installs: a kernel package holds its databases, manifest and packaging
+# metadata, nothing else, and replaces no file another package owns. ---
+
+def _install_plain(args: list[str], env: Path, *extra: str) -> object:
+    return CliRunner().invoke(app, ["install", *args, "--prefix", str(env), "--target", T.name,
+                                    *extra])
+
+
+def _prefix_hashes(root: Path) -> dict[str, str]:
+    """Every path under `root` with the sha256 of a file's bytes (or 'dir' / 'link')."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        out[rel] = ("link:" + os.readlink(p) if p.is_symlink() else "dir" if p.is_dir()
+                    else hashlib.sha256(p.read_bytes()).hexdigest())
+    return out
+
+
+def _pip_env(root: Path) -> Path:
+    """A prefix with a site-packages, a bin/activate and an etc/keep.conf of its own."""
+    env = root / "pipenv"
+    (env / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (env / "bin").mkdir()
+    (env / "bin" / "activate").write_text("# the env's own activate\n")
+    (env / "etc").mkdir()
+    (env / "etc" / "keep.conf").write_text("keep = yes\n")
+    return env
+
+
+@pytest.mark.parametrize("member", [
+    "{dist}.data/purelib/evil.pth",  # would run at every start of that Python
+    "evil.pth",  # a root-is-purelib wheel's top level is site-packages
+    "{dist}.data/scripts/activate",  # bin/activate
+    "{dist}.data/data/etc/keep.conf",
+])
+def test_a_wheel_carrying_files_its_manifest_does_not_list_is_refused(tmp_path, member):
+    env = _pip_env(tmp_path)
+    links = tmp_path / "wheels"
+    whl = _wheel(links, _contents({}))
+    dist = f"{T.wheel_name}-0.1.0"
+    with zipfile.ZipFile(whl, "a") as zf:
+        zf.writestr(member.format(dist=dist), b"import os; os.system('touch /tmp/pwned')\n")
+    before = _prefix_hashes(env)
+    r = _install_plain(["--find-links", str(links), "--pip"], env, "--force")
+    assert r.exit_code == 12, r.output
+    assert r.output.count("error:") == 1 and "Traceback" not in r.output
+    assert member.format(dist=dist) in r.output and "may not" in r.output
+    assert _prefix_hashes(env) == before
+
+
+@pytest.mark.parametrize("extra", ["etc/keep.conf", "bin/activate",
+                                   "lib/python3.11/site-packages/evil.pth"])
+def test_a_conda_package_whose_manifest_names_other_paths_is_refused(victim, extra):
+    env = victim["env"]
+    (env / "etc").mkdir()
+    (env / "etc" / "keep.conf").write_text("keep = yes\n")
+    (env / "bin").mkdir()
+    (env / "bin" / "activate").write_text("# the env's own activate\n")
+    bad = b"replaced\n"
+    files = {KDB: b"kernels " * 100, extra: bad}
+    channel = victim["root"] / "channel"
+    _conda_package(channel, {**files, MANIFEST: _manifest(files, {})})
+    before = _prefix_hashes(env)
+    r = _install_plain(["--channel", str(channel), "--conda"], env, "--force")
+    assert r.exit_code == 12, r.output
+    assert extra in r.output and "Traceback" not in r.output
+    assert _prefix_hashes(env) == before
+
+
+def _foreign_owner(env: Path, rel: str, data: bytes) -> None:
+    """`rel` in `env`, owned by a conda package that is not a kernel package."""
+    (env / rel).parent.mkdir(parents=True, exist_ok=True)
+    (env / rel).write_bytes(data)
+    record = {"name": "rocm-miopen-db", "version": "6.2", "build": "0", "files": [rel]}
+    (env / "conda-meta" / "rocm-miopen-db-6.2-0.json").write_text(json.dumps(record))
+
+
+def test_a_path_another_package_owns_refuses_the_install_and_force_says_what_it_replaced(
+        victim):
+    env = victim["env"]
+    _foreign_owner(env, KDB, b"rocm's own kdb")
+    channel = victim["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    before = _prefix_hashes(env)
+    r = _install_plain(["--channel", str(channel), "--conda"], env)
+    assert r.exit_code == 12, r.output
+    assert KDB in r.output and "rocm-miopen-db" in r.output and "--force" in r.output
+    assert _prefix_hashes(env) == before
+    r = _install_plain(["--channel", str(channel), "--conda"], env, "--force")
+    assert r.exit_code == 0, r.output
+    assert "replaced" in r.output and "rocm-miopen-db" in r.output
+    assert (env / KDB).read_bytes() == _contents({})[KDB]
+    # verify sees the same: the kdb is also the other package's.
+    v = CliRunner().invoke(app, ["verify", "--prefix", str(env), "--json"])
+    assert v.exit_code == 12 and "also installed by rocm-miopen-db" in v.output, v.output
+
+
+def test_verify_flags_a_file_a_kernel_wheel_installed_beyond_its_kind(tmp_path):
+    env = _pip_env(tmp_path)
+    links = tmp_path / "wheels"
+    _wheel(links, _contents({}))
+    r = _install_plain(["--find-links", str(links), "--pip"], env, "--force")
+    assert r.exit_code == 0, r.output
+    assert CliRunner().invoke(app, ["verify", "--prefix", str(env)]).exit_code == 0
+    # A .pth recorded as the kernel wheel's own (what an older installer let through).
+    sp = env / "lib" / "python3.11" / "site-packages"
+    (sp / "evil.pth").write_text("import os\n")
+    record = next(sp.glob(f"{T.wheel_name}-*.dist-info")) / "RECORD"
+    record.write_text(record.read_text() + "evil.pth,,\n")
+    v = CliRunner().invoke(app, ["verify", "--prefix", str(env), "--json"])
+    assert v.exit_code == 12, v.output
+    assert "evil.pth" in v.output and "may hold" in v.output
+
+
+def test_verify_escapes_control_bytes_in_file_names(victim):
+    env = victim["env"]
+    channel = victim["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    assert _install_plain(["--channel", str(channel), "--conda"], env, "--force").exit_code == 0
+    manifest = env / MANIFEST
+    data = json.loads(manifest.read_text())
+    data["files"][f"{DB}/\x1b[2J\x1b]0;pwned\x07x.kdb"] = {"sha256": "00"}
+    manifest.write_text(json.dumps(data))
+    v = CliRunner().invoke(app, ["verify", "--prefix", str(env)])
+    assert v.exit_code == 12, v.output
+    assert "\x1b" not in v.output and "\x07" not in v.output
+    assert "\\x1b[2J" in v.output or "\\x1b" in v.output
+
+
+def test_installing_into_another_prefix_when_the_same_version_is_importable_here(
+        tmp_path, monkeypatch):
+    """pip would call the wheel "already satisfied" by this Python's copy and stage nothing."""
+    import subprocess
+    import sys
+
+    links = tmp_path / "wheels"
+    whl = _wheel(links, _contents({}))
+    here = tmp_path / "here"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                    "--target", str(here), str(whl)], check=True, capture_output=True)
+    monkeypatch.setenv("PYTHONPATH", str(here))  # pip's child sees it as installed
+    env = _pip_env(tmp_path)
+    r = _install_plain(["--find-links", str(links), "--pip"], env, "--force")
+    assert r.exit_code == 0, r.output
+    assert (env / KDB).read_bytes() == _contents({})[KDB]
