@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..errors import IndexUnreachableError, InstallError, IntegrityError
+from ..errors import IndexUnreachableError, InstallError, IntegrityError, MIOpenKernelsError
 from .sources import Available
 
 __all__ = ["stage_conda", "conda_meta_records"]
@@ -32,7 +32,7 @@ def stage_conda(channel: str, chosen: list[Available], stage: Path, cache: Path)
 
     try:
         asyncio.run(_run())
-    except IntegrityError:
+    except MIOpenKernelsError:  # ours, from the checks before py-rattler reads a file
         raise
     except Exception as exc:  # rattler raises its own exception types
         text = str(exc).strip().splitlines()

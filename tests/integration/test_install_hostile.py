@@ -431,3 +431,159 @@ def test_installing_into_another_prefix_when_the_same_version_is_importable_here
     r = _install_plain(["--find-links", str(links), "--pip"], env, "--force")
     assert r.exit_code == 0, r.output
     assert (env / KDB).read_bytes() == _contents({})[KDB]
+
+
+# --- Bounded: every case ends in under 5 s and 512 MB, with one error line. ---
+
+_MEASURE = """\
+import resource, subprocess, sys, time
+start = time.monotonic()
+r = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=60)
+took = time.monotonic() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+sys.stdout.write(f"{r.returncode} {took:.2f} {peak}\\n" + r.stdout + r.stderr)
+"""
+
+
+def _cli_bounded(args: list[str]) -> tuple[int, float, int, str]:
+    """Run the CLI in a child: (exit code, seconds, peak RSS in MiB, output)."""
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-c", "from miopenkernels.cli import main; main()"]
+    out = subprocess.run([sys.executable, "-c", _MEASURE, *cli, *args], capture_output=True,
+                         text=True, timeout=120).stdout
+    head, _, rest = out.partition("\n")
+    rc, took, peak = head.split()
+    return int(rc), float(took), int(peak), rest
+
+
+def _assert_bounded(result: tuple[int, float, int, str], codes: tuple[int, ...]) -> str:
+    rc, took, peak, output = result
+    assert rc in codes, output
+    assert output.count("error:") == 1 and "Traceback" not in output, output
+    assert took < 5, f"{took:.1f} s"
+    assert peak < 512, f"{peak} MiB"
+    return output
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_fifo_or_a_device_named_as_a_wheel_is_refused_at_once(tmp_path, kind):
+    links = tmp_path / "wheels"
+    links.mkdir()
+    whl = links / f"{T.wheel_name}-0.1.0-py3-none-any.whl"
+    if kind == "fifo":
+        os.mkfifo(whl)
+    else:
+        whl.symlink_to("/dev/zero")
+    for extra in (["--dry-run"], []):
+        out = _assert_bounded(_cli_bounded(
+            ["install", "--find-links", str(links), "--pip", "--prefix", str(tmp_path / "env"),
+             "--target", T.name, "--force", *extra]), (11,))
+        assert "not a regular file" in out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_fifo_or_a_device_named_as_repodata_or_a_conda_package_is_refused_at_once(
+        victim, kind):
+    channel = victim["root"] / "channel"
+    pkg = _conda_package(channel, _contents({}))
+    pkg.unlink()
+    if kind == "fifo":
+        os.mkfifo(pkg)
+    else:
+        pkg.symlink_to("/dev/zero")
+    args = ["install", "--channel", str(channel), "--conda", "--prefix", str(victim["env"]),
+            "--target", T.name, "--force"]
+    out = _assert_bounded(_cli_bounded(args), (11,))
+    assert "not a regular file" in out and pkg.name in out
+    repodata = channel / "noarch" / "repodata.json"
+    repodata.unlink()
+    if kind == "fifo":
+        os.mkfifo(repodata)
+    else:
+        repodata.symlink_to("/dev/zero")
+    for extra in (["--dry-run"], []):
+        out = _assert_bounded(_cli_bounded([*args, *extra]), (11,))
+        assert "not a regular file" in out
+
+
+def _raw_zip(path: Path, members: list[tuple[str, bytes, int, int]]) -> None:
+    """A zip of already-deflated members: (name, raw deflate stream, crc32, inflated size)."""
+    import struct
+
+    local, central = bytearray(), bytearray()
+    for name, raw, crc, size in members:
+        n = name.encode()
+        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 8, 0, 0x21, crc,
+                               len(raw), size, len(n), 0, 0, 0, 0, 0, len(local)) + n
+        local += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(raw),
+                             size, len(n), 0) + n + raw
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members),
+                      len(central), len(local), 0)
+    path.write_bytes(bytes(local + central + end))
+
+
+def _deflated(data: bytes) -> tuple[bytes, int, int]:
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush(), zlib.crc32(data), len(data)
+
+
+def _zeros_deflated(size: int) -> tuple[bytes, int, int]:
+    """`size` zero bytes as one raw deflate stream, made from one flushed 64 MiB segment
+    repeated (a full flush makes each segment independent of the ones before)."""
+    import zlib
+
+    chunk = 64 << 20
+    assert size % chunk == 0
+    c = zlib.compressobj(1, zlib.DEFLATED, -15)
+    segment = c.compress(bytes(chunk)) + c.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    zeros = bytes(chunk)
+    for _ in range(size // chunk):
+        crc = zlib.crc32(zeros, crc)
+    return segment * (size // chunk) + c.flush(), crc, size
+
+
+@pytest.mark.parametrize("declared", ["honest", "small"])
+def test_a_wheel_whose_manifest_inflates_to_1_5_gib_is_refused_at_the_limit(tmp_path, declared):
+    links = tmp_path / "wheels"
+    links.mkdir()
+    dist = f"{T.wheel_name}-0.1.0"
+    files = _contents({})
+    members = [(f"{dist}.data/data/{rel}", *_deflated(b)) for rel, b in files.items()
+               if rel != MANIFEST]
+    raw, crc, size = _zeros_deflated(24 * (64 << 20))  # 1.5 GiB
+    if declared == "small":
+        size = 1000  # a header that lies: the stream still inflates to 1.5 GiB
+    members.append((f"{dist}.data/data/{MANIFEST}", raw, crc, size))
+    _raw_zip(links / f"{dist}-py3-none-any.whl", members)
+    out = _assert_bounded(_cli_bounded(
+        ["install", "--find-links", str(links), "--pip", "--prefix", str(tmp_path / "env"),
+         "--target", T.name, "--force"]), (12,))
+    assert ("MiB" in out or "not a valid kernel wheel" in out) and MANIFEST in out
+    assert not (tmp_path / "env" / "share").exists()
+
+
+@pytest.mark.parametrize("page", ["links", "comments", "open-tags"])
+def test_a_3_7_mb_index_page_ends_in_seconds(tmp_path, page):
+    simple = tmp_path / "simple"
+    project = simple / T.package
+    project.mkdir(parents=True)
+    if page == "links":  # the same project page linked over and over
+        body = f'<a href="{T.package}/">{T.package}</a>\n' * 90_000
+    elif page == "comments":  # unclosed constructs html.parser rescans
+        body = "<!--" + "<a href=x>" * 370_000
+    else:
+        body = "<a " * 1_250_000
+    (simple / "index.html").write_text(f"<html><body>{body}</body></html>")
+    (project / "index.html").write_text("<html></html>")
+    assert (simple / "index.html").stat().st_size > 3_600_000
+    rc, took, peak, out = _cli_bounded(
+        ["install", "--index-url", str(simple), "--pip", "--prefix", str(tmp_path / "env"),
+         "--target", T.name, "--force", "--dry-run"])
+    assert rc in (10, 11), out
+    assert out.count("error:") == 1 and "Traceback" not in out
+    assert took < 5 and peak < 512, (took, peak)
