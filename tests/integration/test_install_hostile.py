@@ -587,3 +587,74 @@ def test_a_3_7_mb_index_page_ends_in_seconds(tmp_path, page):
     assert rc in (10, 11), out
     assert out.count("error:") == 1 and "Traceback" not in out
     assert took < 5 and peak < 512, (took, peak)
+
+
+def test_a_user_cache_whose_kernels_sit_in_the_wal_installs_all_48(tmp_path):
+    """The writer was killed before a checkpoint: the main file holds no row, the -wal all."""
+    import subprocess
+    import sys
+
+    from miopenkernels.db import KernelDb
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    code = f"""
+import bz2, hashlib, os, sqlite3, sys
+sys.path.insert(0, {str(fixtures)!r})
+from package_inputs import KDB_SCHEMA, elf_header
+con = sqlite3.connect({str(cache / f"{T.basename}.ukdb")!r}, isolation_level=None)
+con.execute("PRAGMA journal_mode=WAL")
+con.execute("PRAGMA wal_autocheckpoint=0")
+con.executescript(KDB_SCHEMA)
+con.execute("BEGIN")
+for i in range(48):
+    blob = elf_header("gfx906") + f"object {{i}} ".encode() * 64
+    con.execute("INSERT INTO kern_db (kernel_name, kernel_args, kernel_blob, kernel_hash, "
+                "uncompressed_size) VALUES (?, ?, ?, ?, ?)",
+                (f"k{{i}}.cpp.o", f"-DK={{i}} -mcpu=gfx906", bz2.compress(blob, 9),
+                 hashlib.md5(blob).hexdigest(), len(blob)))
+con.execute("COMMIT")
+os._exit(0)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+    out = tmp_path / "dist"
+    r = CliRunner().invoke(app, ["package", "--from-dir", str(cache), "-t", T.name, "--kind",
+                                 "wheel", "--out", str(out), "--version", "0.1.0"])
+    assert r.exit_code == 0, r.output
+    env = _pip_env(tmp_path)
+    r = _install_plain(["--find-links", str(out), "--pip"], env, "--force")
+    assert r.exit_code == 0, r.output
+    with KernelDb(env / KDB) as kdb:
+        assert len(kdb) == 48
+    assert CliRunner().invoke(app, ["verify", "--prefix", str(env)]).exit_code == 0
+
+
+def test_a_conda_package_whose_manifest_inflates_to_1_5_gib_is_refused_at_its_header(victim):
+    import bz2
+
+    channel = victim["root"] / "channel"
+    pkg = _conda_package(channel, _contents({}))
+    with tarfile.open(pkg, "r:bz2") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()
+                   if m.name != MANIFEST]
+    raw = io.BytesIO()
+    for m, data in members:
+        raw.write(m.tobuf(tarfile.GNU_FORMAT) + data + bytes(-len(data) % 512))
+    big = tarfile.TarInfo(MANIFEST)
+    big.size = 3 << 29  # 1.5 GiB declared; the stream ends long before
+    raw.write(big.tobuf(tarfile.GNU_FORMAT) + bytes(1 << 20))
+    pkg.write_bytes(bz2.compress(raw.getvalue()))
+    repodata_path = channel / "noarch" / "repodata.json"
+    repodata = json.loads(repodata_path.read_text())
+    rec = repodata["packages"][pkg.name]
+    rec["sha256"] = hashlib.sha256(pkg.read_bytes()).hexdigest()
+    rec["size"] = pkg.stat().st_size
+    rec.pop("md5", None)
+    repodata_path.write_text(json.dumps(repodata))
+    before = _prefix_hashes(victim["env"])
+    out = _assert_bounded(_cli_bounded(
+        ["install", "--channel", str(channel), "--conda", "--prefix", str(victim["env"]),
+         "--target", T.name, "--force"]), (12,))
+    assert MANIFEST in out and "over the limit" in out
+    assert _prefix_hashes(victim["env"]) == before
