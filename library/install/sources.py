@@ -208,8 +208,7 @@ def _list_find_links(location: str) -> list[Available]:
         folder = Path(urllib.request.url2pathname(parsed.path))
         if not folder.is_dir():
             raise IndexUnreachableError(f"find-links folder {folder} does not exist")
-        found = []
-        found = []
+        found: list[Available] = []
         for whl in sorted(folder.glob("*.whl")):
             a = _from_wheel_link(url.rstrip("/") + "/", whl.name)
             if a:
