@@ -70,8 +70,9 @@ def read_manifest_text(path: Path) -> str:
 def load_manifest(name: str | Path) -> list[ConvProblem]:
     """The problems of one manifest, in file order, each direction a problem of its own."""
     path = manifest_path(name)
+    text = read_manifest_text(path)
     try:
-        return parse_driver_lines(read_manifest_text(path))
+        return parse_driver_lines(text)
     except ProblemError as exc:
         raise ProblemError(f"manifest {path}: {exc}") from None
 
