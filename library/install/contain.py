@@ -51,7 +51,8 @@ def allowed(rel: str, target: Target) -> bool:
     wheel = re.escape(target.wheel_name)
     if re.fullmatch(sp + wheel + r"-[^/]+\.dist-info(/[^/]+)+", rel):
         return True
-    if re.fullmatch(sp + wheel + r"/__init__\.py", rel):
+    # The module that finds the manifest, and its byte code where pip compiled it.
+    if re.fullmatch(sp + wheel + r"/(__init__\.py|__pycache__/__init__\.[\w.-]+\.pyc)", rel):
         return True
     return re.fullmatch(r"conda-meta/" + re.escape(target.package) + r"-[^/]+\.json",
                         rel) is not None

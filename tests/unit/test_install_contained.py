@@ -30,6 +30,7 @@ DB = "share/miopen/db"
     f"{DB}/gfx906_60.db.txt", "share/miopenkernels/gfx906_60.manifest.json",
     "lib/python3.11/site-packages/miopenkernels_gfx906_60-0.1.0.dist-info/RECORD",
     "lib/python3.11/site-packages/miopenkernels_gfx906_60/__init__.py",
+    "lib/python3.11/site-packages/miopenkernels_gfx906_60/__pycache__/__init__.cpython-311.pyc",
     "conda-meta/miopenkernels-gfx906-60-0.1.0-gfx906_60_0.json",
 ])
 def test_a_kernel_package_may_hold_its_databases_manifest_and_metadata(rel: str) -> None:
