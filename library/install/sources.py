@@ -3,6 +3,7 @@ or a conda channel's repodata.json. Local paths and file:// / http(s):// URLs.""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -84,7 +85,7 @@ def _as_url(location: str) -> str:
 # thousand entries; a package file (wheel) a few hundred MiB. Anything bigger is not what it
 # claims to be, and is not read whole.
 MAX_INDEX_BYTES = 16 << 20
-MAX_INDEX_ENTRIES = 20_000
+MAX_INDEX_ENTRIES = 200_000  # a mirror's root page may list many projects
 MAX_PACKAGE_BYTES = 4 << 30
 
 
@@ -162,6 +163,7 @@ def _links(page: bytes, where: str = "package index page") -> list[tuple[str, st
     return links
 
 
+@functools.lru_cache(maxsize=4096)  # a page names few packages, however many links it has
 def _target(package: str) -> Target | None:
     try:
         return Target.from_package(package)
@@ -187,11 +189,13 @@ def _list_index(index_url: str) -> list[Available]:
     base = index_url.rstrip("/") + "/"
     found = []
     pages: dict[str, None] = {}  # each project page read once, however often it is linked
-    for href, text in _links(read_url(base, "package index"), base):
+    for href, text in dict.fromkeys(_links(read_url(base, "package index"), base)):
         name = text or href.strip("/")
         if _target(name.strip("/")) is None:
             continue
-        page_url = urllib.parse.urljoin(base, href)
+        # A plain relative link (what PEP 503 pages hold) joins without urljoin's cost.
+        plain = ":" not in href and not href.startswith(("/", ".", "?", "#"))
+        page_url = base + href if plain else urllib.parse.urljoin(base, href)
         pages[page_url if page_url.endswith("/") else page_url + "/"] = None
     for page_url in pages:
         for whref, _ in _links(read_url(page_url, "package index page"), page_url):

@@ -567,13 +567,16 @@ def test_a_wheel_whose_manifest_inflates_to_1_5_gib_is_refused_at_the_limit(tmp_
     assert not (tmp_path / "env" / "share").exists()
 
 
-@pytest.mark.parametrize("page", ["links", "comments", "open-tags"])
+@pytest.mark.parametrize("page", ["links", "distinct", "comments", "open-tags"])
 def test_a_3_7_mb_index_page_ends_in_seconds(tmp_path, page):
     simple = tmp_path / "simple"
     project = simple / T.package
     project.mkdir(parents=True)
     if page == "links":  # the same project page linked over and over
         body = f'<a href="{T.package}/">{T.package}</a>\n' * 90_000
+    elif page == "distinct":  # as many project pages as links
+        body = "".join(f'<a href="{T.package}-{i}/">miopenkernels-gfx906-{1 + i % 1024}</a>\n'
+                       for i in range(60_000))
     elif page == "comments":  # unclosed constructs html.parser rescans
         body = "<!--" + "<a href=x>" * 370_000
     else:
