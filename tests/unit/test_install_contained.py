@@ -274,3 +274,33 @@ if __name__ == "__main__":
     assert r.stdout.strip() == "ok", r.stderr[-2000:]
     assert "AF_UNIX" not in r.stderr
 
+
+
+def test_mutated_index_pages_and_package_paths_give_results_or_our_errors() -> None:
+    """A small fuzz campaign over the reproducers' classes (index pages, paths a package
+    names): every case returns or raises a MIOpenKernelsError, each within a second."""
+    import random
+
+    from miopenkernels.errors import MIOpenKernelsError
+    from miopenkernels.install.manifest import check_relpath
+    from miopenkernels.install.sources import _links
+
+    rng = random.Random(int(os.environ.get("MIOPENKERNELS_FUZZ_SEED", "32")))
+    pieces = ["<a ", "<a href=", '"', "'", ">", "</a>", "<!--", "-->", "<", "&amp;", "&#x",
+              "miopenkernels-gfx906-60/", "#sha256=", "\x00", "\udcff", "\u202e", "../",
+              "share/miopen/db/", "gfx906_60.kdb", ".pth", "/", "\\", " " * 50]
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 400)))
+        start = time.monotonic()
+        try:
+            for href, label in _links(text.encode("utf-8", "surrogatepass"), "page"):
+                assert isinstance(href, str) and isinstance(label, str)
+        except MIOpenKernelsError:
+            pass
+        try:
+            rel = check_relpath(text[:300], "package")
+            assert not rel.startswith("/") and ".." not in rel.split("/")
+            allowed(rel, T)
+        except MIOpenKernelsError:
+            pass
+        assert time.monotonic() - start < 1
