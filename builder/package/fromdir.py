@@ -20,6 +20,7 @@ from miopenkernels.target import Target
 
 from ..codeobject import arch_of_args
 from .manifest import TargetFiles, read_provenance
+from .snapshot import check_regular_files, is_sqlite_name
 
 __all__ = ["collect_dir_files", "check_format", "db_kind", "check_manifest_budget"]
 
@@ -140,6 +141,9 @@ def collect_dir_files(directory: Path, target: Target) -> TargetFiles:
     fdb = chosen.get(f"{base}.HIP.fdb.txt")
     if fdb is not None:
         check_manifest_budget(fdb)
+    for name, path in chosen.items():  # before any reader opens them
+        if is_sqlite_name(name):
+            check_regular_files(path)
     problems: list[str] = []
     for name, path in chosen.items():
         problems += check_format(path, name, target)

@@ -20,7 +20,7 @@ from pathlib import Path
 from miopenkernels.errors import DbError, PackageBuildError
 
 __all__ = ["SQLITE_SUFFIXES", "is_sqlite_name", "snapshot_sqlite", "copy_regular",
-           "check_same_kernels"]
+           "check_regular_files", "check_same_kernels"]
 
 # The system names of the SQLite databases a package holds (KernelDb, SQLite PerfDb).
 SQLITE_SUFFIXES = (".kdb", ".db")
@@ -38,6 +38,15 @@ def _regular(path: Path) -> None:
     if not stat.S_ISREG(mode):
         raise DbError(f"{path} is not a regular file (a FIFO, device or socket); give the "
                       "database file itself")
+
+
+def check_regular_files(src: Path) -> None:
+    """`src` and the files SQLite opens beside it (`-wal`, `-shm`, `-journal`), where they
+    exist, are regular files: SQLite would open a FIFO there and wait on it forever."""
+    _regular(src)
+    for side in ("-wal", "-shm", "-journal"):
+        if os.path.lexists(f"{src}{side}"):
+            _regular(Path(f"{src}{side}"))
 
 
 def copy_regular(src: Path, dest: Path) -> None:
@@ -68,9 +77,9 @@ def snapshot_sqlite(src: Path, dest: Path) -> None:
     copy."""
     from miopenkernels.db._lock import sqlite_uri
 
-    _regular(src)
-    dest.unlink(missing_ok=True)
+    check_regular_files(src)
     wal, shm = Path(f"{src}-wal"), Path(f"{src}-shm")
+    dest.unlink(missing_ok=True)
     try:
         if not wal.exists() or shm.exists():
             _backup(sqlite_uri(src, readonly=True), dest)
@@ -78,7 +87,6 @@ def snapshot_sqlite(src: Path, dest: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="mk-snapshot-") as tmp:
             copy = Path(tmp) / "db"
             shutil.copyfile(src, copy)
-            _regular(wal)
             shutil.copyfile(wal, f"{copy}-wal")
             _backup(sqlite_uri(copy, readonly=False), dest)
     except sqlite3.Error as exc:

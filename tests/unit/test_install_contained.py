@@ -304,3 +304,18 @@ def test_mutated_index_pages_and_package_paths_give_results_or_our_errors() -> N
         except MIOpenKernelsError:
             pass
         assert time.monotonic() - start < 1
+
+
+def test_a_fifo_beside_a_packaged_database_is_refused_before_sqlite_opens_it(
+        tmp_path: Path) -> None:
+    from miopenkernels.builder.package.fromdir import collect_dir_files
+    from miopenkernels.errors import DbError
+
+    cache = _killed_writer_cache(tmp_path / "cache", kernels=2)
+    wal = cache / "gfx906_60.ukdb-wal"
+    wal.unlink()
+    os.mkfifo(wal)
+    start = time.monotonic()
+    with pytest.raises(DbError, match="not a regular file"):
+        collect_dir_files(cache, T)
+    assert time.monotonic() - start < 2
