@@ -11,13 +11,14 @@ a kdb that already holds exactly the objects of the build is left as it is.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 from miopenkernels._fsutil import atomic_path, atomic_write
 from miopenkernels.codeobject import split_kdb_blob
 from miopenkernels.compiler import check_code_object, compile_job, describe_job
-from miopenkernels.errors import MIOpenKernelsError
+from miopenkernels.errors import ArgumentError, MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
 from miopenkernels.target import Target
 
@@ -152,6 +153,43 @@ def _write_record(path: Path, record: dict[str, Any]) -> None:
         atomic_write(path, data)
 
 
+# A Unix socket's path holds at most 107 bytes; the forkserver's listener lies at
+# <temp dir>/pymp-XXXXXXXX/listener-XXXXXXXX, about 34 bytes below the temp dir.
+_SOCKET_PATH_MAX = 107
+_LISTENER_TAIL = 40
+
+
+@contextlib.contextmanager
+def _short_temp_dir() -> Iterator[None]:
+    """While the pool starts, a temp dir short enough for its Unix socket: with a long TMPDIR
+    the forkserver fails with "AF_UNIX path too long". multiprocessing makes its own private
+    folder (`pymp-*`, mode 0700) under the one given here and removes it at exit."""
+    import tempfile
+
+    current = tempfile.gettempdir()
+    if len(os.fsencode(current)) + _LISTENER_TAIL <= _SOCKET_PATH_MAX:
+        yield
+        return
+    short = next((d for d in ("/tmp", "/var/tmp", "/dev/shm")
+                  if os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)), None)
+    saved = tempfile.tempdir
+    tempfile.tempdir = short or saved
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
+
+
+def _pool_can_start() -> bool:
+    """Whether the forkserver's socket path fits (after `_short_temp_dir`); else compile in
+    this process."""
+    import multiprocessing.util
+
+    with _short_temp_dir():
+        folder = multiprocessing.util.get_temp_dir()
+    return len(os.fsencode(folder)) + len("/listener-XXXXXXXX") <= _SOCKET_PATH_MAX
+
+
 ProgressFn = Callable[[int, int], None]
 FailureFn = Callable[[JobFailure], None]
 
@@ -186,6 +224,8 @@ def build(
     """
     start = time.perf_counter()
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ArgumentError(f"build output {out} is a file, not a folder; give a folder")
     cache = ObjectCache(cache_dir)
     keys = CacheKeys(kernels)
     kernels_arg = str(kernels) if kernels else None
@@ -245,14 +285,15 @@ def build(
             on_progress(done, total)
 
     n_workers = max(1, workers or os.cpu_count() or 1)
-    if n_workers == 1 or total <= 1:
+    if n_workers == 1 or total <= 1 or not _pool_can_start():
         for key in todo:
             finish(key, *_compile_one(users[key][0][1], kernels_arg))
     else:
         # forkserver: workers start from a clean process, not a fork of one running threads
         # (the progress display), and import NVRTC only if they get an NVIDIA job.
         ctx = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=min(n_workers, total), mp_context=ctx) as pool:
+        with _short_temp_dir(), ProcessPoolExecutor(max_workers=min(n_workers, total),
+                                                    mp_context=ctx) as pool:
             pending: dict[Future[Any], str] = {
                 pool.submit(_compile_one, users[key][0][1], kernels_arg): key for key in todo
             }

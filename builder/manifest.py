@@ -18,7 +18,8 @@ from miopenkernels.errors import ProblemError
 from miopenkernels.problem import ConvProblem
 
 __all__ = ["manifests_dir", "available_manifests", "manifest_path", "load_manifest",
-           "load_manifests", "zoo_manifests", "held_out_keys"]
+           "load_manifests", "read_manifest_text", "MAX_LINE_BYTES", "zoo_manifests",
+           "held_out_keys"]
 
 
 def manifests_dir() -> Path:
@@ -45,11 +46,38 @@ def manifest_path(name: str | Path) -> Path:
     raise ProblemError(f"no manifest {str(name)!r}: give a file or one of: {known}")
 
 
+# An MIOpenDriver line is a few hundred bytes; a line this long is not one, and is refused
+# as it is read (never held whole).
+MAX_LINE_BYTES = 64 << 10
+
+
+def read_manifest_text(path: Path) -> str:
+    """The text of a problem manifest, read line by line: ProblemError at the first line over
+    MAX_LINE_BYTES or bytes that are not UTF-8, before the rest is read."""
+    lines: list[str] = []
+    try:
+        with open(path, "rb") as fh:
+            for number, line in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""),
+                                          1):
+                if len(line) > MAX_LINE_BYTES:
+                    raise ProblemError(f"manifest {path}: line {number} is over "
+                                       f"{MAX_LINE_BYTES >> 10} KiB, so not an MIOpenDriver "
+                                       "line; give a file of MIOpenDriver lines")
+                lines.append(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ProblemError(f"manifest {path}: line {len(lines) + 1} is not UTF-8 text") \
+            from None
+    except OSError as exc:
+        raise ProblemError(f"manifest {path} cannot be read: {exc.strerror or exc}") from None
+    return "".join(lines)
+
+
 def load_manifest(name: str | Path) -> list[ConvProblem]:
     """The problems of one manifest, in file order, each direction a problem of its own."""
     path = manifest_path(name)
+    text = read_manifest_text(path)
     try:
-        return parse_driver_lines(path.read_text())
+        return parse_driver_lines(text)
     except ProblemError as exc:
         raise ProblemError(f"manifest {path}: {exc}") from None
 

@@ -105,15 +105,23 @@ _DIRECTIONS_OF_F = {0: "FBW", 1: "F", 2: "B", 3: "FB", 4: "W", 5: "FW", 6: "BW"}
 _LAYOUT_3D = {"NCHW": "NCDHW", "NHWC": "NDHWC"}
 
 
+_SHELL_SPECIAL = frozenset("'\"\\\r\n")
+
+
 def _tokens(line: str) -> list[str]:
     text = line.strip()
     # MITuna's logs prefix the API call: "miopenConvolutionForward: ./bin/MIOpenDriver conv ..."
     if ":" in text.split()[0] if text else False:
         text = text.split(":", 1)[1].strip()
-    try:
-        tokens = shlex.split(text)
-    except ValueError as exc:
-        raise ProblemError(f"cannot split the command line: {exc}") from None
+    if text.isascii() and not _SHELL_SPECIAL.intersection(text):
+        # No quote or escape: shlex would split at spaces and tabs alone, ten times slower.
+        tokens = text.replace("\t", " ").split(" ")
+        tokens = [t for t in tokens if t]
+    else:
+        try:
+            tokens = shlex.split(text)
+        except ValueError as exc:
+            raise ProblemError(f"cannot split the command line: {exc}") from None
     if tokens and tokens[0].endswith("MIOpenDriver"):
         tokens = tokens[1:]
     return tokens

@@ -20,6 +20,8 @@ __all__ = [
     "PackageNotFoundError",
     "IndexUnreachableError",
     "IntegrityError",
+    "ContainmentError",
+    "ArgumentError",
     "BackendError",
     "InstallError",
     "PackageBuildError",
@@ -112,6 +114,21 @@ class IntegrityError(MIOpenKernelsError):
     exit_code = 12
 
 
+class ContainmentError(IntegrityError):
+    """A package that would write where its kind may not (anything but its databases, kdb,
+    manifest and packaging metadata) or over a file another installed package owns; the
+    message names the path and its owner."""
+
+    exit_code = 12
+
+
+class ArgumentError(MIOpenKernelsError, ValueError):
+    """A command-line path that cannot work, found before any work: `--out` naming a file or a
+    folder under a file, a path over the system's length limit."""
+
+    exit_code = 2
+
+
 class BackendError(MIOpenKernelsError):
     """A GPU API call failed; the message carries the API's own words."""
 
@@ -152,6 +169,8 @@ EXIT_CODES = {
         PackageNotFoundError,
         IndexUnreachableError,
         IntegrityError,
+        ContainmentError,
+        ArgumentError,
         BackendError,
         InstallError,
         PackageBuildError,

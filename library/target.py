@@ -383,20 +383,26 @@ def select_targets(patterns: str | list[str] | None) -> list[Target]:
     if not patterns:
         return default_targets()
     pats = patterns.split(",") if isinstance(patterns, str) else list(patterns)
-    pats = [p.strip() for p in pats if p.strip()]
-    chosen: list[Target] = []
+    # A repeated pattern adds nothing: each distinct one is matched once, and each default
+    # target's names are computed once, so that the work is linear in the patterns.
+    pats = list(dict.fromkeys(p.strip() for p in pats if p.strip()))
+    defaults = [(t, (t.name, t.arch, t.basename)) for t in default_targets()]
+    by_name: dict[str, list[Target]] = {}
+    for t, names in defaults:
+        for n in dict.fromkeys(names):
+            by_name.setdefault(n, []).append(t)
+    chosen: dict[Target, None] = {}  # ordered
     for pat in pats:
-        hits = [
-            t for t in default_targets()
-            if any(fnmatch.fnmatchcase(x, pat) for x in (t.name, t.arch, t.basename))
-        ]
-        if not hits and not any(ch in pat for ch in "*?["):
-            hits = [Target.parse(pat)]
+        if any(ch in pat for ch in "*?["):
+            hits = [t for t, names in defaults
+                    if any(fnmatch.fnmatchcase(x, pat) for x in names)]
+        else:
+            hits = by_name.get(pat) or [Target.parse(pat)]
         if not hits:
-            names = ", ".join(t.name for t in default_targets())
-            raise TargetError(f"no target matches {pat!r}; the defaults are: {names}")
-        chosen += [t for t in hits if t not in chosen]
-    return chosen
+            listing = ", ".join(t.name for t, _ in defaults)
+            raise TargetError(f"no target matches {pat!r}; the defaults are: {listing}")
+        chosen.update(dict.fromkeys(hits))
+    return list(chosen)
 
 
 if __name__ == "__main__":  # python -m miopenkernels.target: refresh dbs/targets.json

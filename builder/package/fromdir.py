@@ -15,13 +15,14 @@ import re
 from pathlib import Path
 
 from miopenkernels.db import FindDbFile, KernelDb, PerfDbFile, sniff, target_from_name
-from miopenkernels.errors import DbError, TargetError
+from miopenkernels.errors import DbError, PackageBuildError, TargetError
 from miopenkernels.target import Target
 
 from ..codeobject import arch_of_args
 from .manifest import TargetFiles, read_provenance
+from .snapshot import check_regular_files, is_sqlite_name
 
-__all__ = ["collect_dir_files", "check_format", "db_kind"]
+__all__ = ["collect_dir_files", "check_format", "db_kind", "check_manifest_budget"]
 
 
 def db_kind(name: str, basename: str, arch: str | None = None) -> str | None:
@@ -82,6 +83,34 @@ def check_format(path: Path, system_name: str, target: Target) -> list[str]:
     return []
 
 
+# The manifest lists a FindDb's keys, one a line (`    "<key>",`): at least this many bytes each.
+_MANIFEST_BYTES_PER_KEY = 8
+
+
+def check_manifest_budget(fdb: Path) -> None:
+    """Refuse, before the FindDb is parsed, one whose keys alone would make the package's
+    manifest bigger than the installers accept (PackageBuildError): a package that every
+    installer would refuse is not built. One pass over the file's bytes, a line at a time."""
+    from miopenkernels.install.manifest import MAX_MANIFEST_BYTES
+
+    keys: set[bytes] = set()
+    total = 0
+    with open(fdb, "rb") as fh:
+        while line := fh.readline(1 << 16):
+            key = line.split(b"=", 1)[0].strip() if b"=" in line else b""
+            while not line.endswith(b"\n") and (line := fh.readline(1 << 16)):
+                pass  # the rest of a long line: its key was in the first part
+            if key and not key.startswith(b"#") and key not in keys:
+                keys.add(key)
+                total += len(key) + _MANIFEST_BYTES_PER_KEY
+                if total > MAX_MANIFEST_BYTES:
+                    raise PackageBuildError(
+                        f"{fdb} holds more problems than a package manifest can list (over "
+                        f"{MAX_MANIFEST_BYTES >> 20} MiB of keys by line {len(keys)}; the "
+                        "installers refuse bigger manifests): package a FindDb of the "
+                        "problems that matter")
+
+
 def collect_dir_files(directory: Path, target: Target) -> TargetFiles:
     """The database files of `target` found in `directory`, read and checked. Without a kdb
     the package holds the databases only (the manifest says so)."""
@@ -109,6 +138,12 @@ def collect_dir_files(directory: Path, target: Target) -> TargetFiles:
         found = ", ".join(sorted(others)) or "none"
         raise TargetError(f"{directory} has no database for {target.name} (basename {base}, "
                           f"or {target.arch}.kdb); basenames found: {found}")
+    fdb = chosen.get(f"{base}.HIP.fdb.txt")
+    if fdb is not None:
+        check_manifest_budget(fdb)
+    for name, path in chosen.items():  # before any reader opens them
+        if is_sqlite_name(name):
+            check_regular_files(path)
     problems: list[str] = []
     for name, path in chosen.items():
         problems += check_format(path, name, target)

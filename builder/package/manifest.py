@@ -20,6 +20,7 @@ from miopenkernels._proc import run_tool
 from miopenkernels.errors import DbError, MIOpenKernelsError
 from miopenkernels.install.manifest import (
     DB_DIR,
+    DB_SUFFIXES,
     MANIFEST_DIR,
     MANIFEST_SCHEMA,
     manifest_relpath,
@@ -37,8 +38,6 @@ __all__ = [
     "lacking",
 ]
 
-# Suffixes of the system databases a package may carry, after the basename.
-DB_SUFFIXES = (".kdb", ".HIP.fdb.txt", ".db", ".db.txt")
 
 
 @dataclass
@@ -132,25 +131,19 @@ def finddb_keys(fdb: Path) -> list[str]:
 
 
 def manifest_problem_keys(names: list[str]) -> list[str]:
-    """FindDb keys of the problems in dbs/manifests/<name>.txt (or a path to a manifest file)."""
-    from importlib import resources
+    """FindDb keys of the problems in dbs/manifests/<name>.txt (or a path to a manifest file),
+    in order, each once."""
+    from ..manifest import load_manifest, manifest_path
 
-    from miopenkernels.driver import parse_driver_lines
-
-    keys: list[str] = []
+    keys: dict[str, None] = {}  # ordered; linear where a list's `in` made it quadratic
     for name in names:
-        path = Path(name)
-        if not path.is_file():
-            file = name if name.endswith(".txt") else f"{name}.txt"
-            path = Path(str(resources.files("miopenkernels.dbs").joinpath("manifests")
-                            .joinpath(file)))
-        if not path.is_file():
-            raise DbError(f"problem manifest {name!r} not found (dbs/manifests/ or a file path)")
-        for p in parse_driver_lines(path.read_text()):
-            key = p.key()
-            if key not in keys:
-                keys.append(key)
-    return keys
+        try:
+            path = manifest_path(name)
+        except MIOpenKernelsError:
+            raise DbError(f"problem manifest {name!r} not found (dbs/manifests/ or a file "
+                          "path)") from None
+        keys.update(dict.fromkeys(p.key() for p in load_manifest(path)))
+    return list(keys)
 
 
 def collect_build_files(
@@ -198,7 +191,7 @@ def collect_build_files(
         except (ValueError, AttributeError, TypeError):
             pass
     if manifests:
-        tf.problems += [k for k in manifest_problem_keys(manifests) if k not in tf.problems]
+        tf.problems = list(dict.fromkeys([*tf.problems, *manifest_problem_keys(manifests)]))
     return tf
 
 
@@ -265,16 +258,44 @@ def build_manifest(tf: TargetFiles, version: str) -> dict[str, Any]:
 def stage_target(tf: TargetFiles, stage_root: Path, version: str) -> Path:
     """Lay out one package's files as they install: `<stage_root>/<arch>-<cu>/share/...`.
 
-    Returns the staged prefix. Wheels and conda packages are both made from this one layout.
+    SQLite databases are read through SQLite (`snapshot.snapshot_sqlite`: a user cache's WAL
+    records included), text ones copied from regular files. The manifest is made from the
+    staged files, so that what it lists is what the package holds, and the staged kdb is
+    checked against the source's kernels. A manifest over the installers' limit is refused
+    here, not shipped. Returns the staged prefix. Wheels and conda packages are both made
+    from this one layout.
     """
+    from dataclasses import replace
+
+    from miopenkernels.errors import PackageBuildError
+    from miopenkernels.install.manifest import MAX_MANIFEST_BYTES
+
+    from .snapshot import check_same_kernels, copy_regular, is_sqlite_name, snapshot_sqlite
+
     prefix = stage_root / tf.target.name
     if prefix.exists():
         shutil.rmtree(prefix)
     (prefix / DB_DIR).mkdir(parents=True)
     (prefix / MANIFEST_DIR).mkdir(parents=True)
+    staged: dict[str, Path] = {}
     for name, src in tf.files.items():
-        shutil.copyfile(src, prefix / DB_DIR / name)
-    manifest = build_manifest(tf, version)
-    (prefix / manifest_relpath(tf.target.basename)).write_text(
-        json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+        dest = prefix / DB_DIR / name
+        if is_sqlite_name(name):
+            snapshot_sqlite(src, dest)
+        else:
+            copy_regular(src, dest)
+        staged[name] = dest
+    staged_tf = replace(tf, files=staged)
+    if tf.kdb is not None and staged_tf.kdb is not None:
+        check_same_kernels(tf.kdb, staged_tf.kdb)
+    manifest = build_manifest(staged_tf, version)
+    text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
+    size = len(text.encode("utf-8"))
+    if size > MAX_MANIFEST_BYTES:
+        raise PackageBuildError(
+            f"the manifest of {tf.target.package} would be {size / (1 << 20):.1f} MiB, over the "
+            f"installers' {MAX_MANIFEST_BYTES >> 20} MiB limit ({len(manifest['problems'])} "
+            f"problems, {len(manifest['kernels'])} kernels): package fewer problems, e.g. a "
+            "FindDb of the problems that matter")
+    (prefix / manifest_relpath(tf.target.basename)).write_text(text)
     return prefix

@@ -7,10 +7,14 @@ lives here once.
 
 from __future__ import annotations
 
+import os
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from ..errors import ArgumentError
 
 __all__ = [
     "JsonFlag",
@@ -19,6 +23,10 @@ __all__ = [
     "targets_option",
     "globs",
     "out_option",
+    "check_path",
+    "check_out_folder",
+    "check_out_file",
+    "path_option",
     "PackageKind",
     "PerfDbFormat",
     "PerfDbFormats",
@@ -52,9 +60,73 @@ def globs(values: list[str] | None) -> str | None:
     return ",".join(values) if values else None
 
 
+def check_path(path: Path | None, option: str) -> Path | None:
+    """`path` unless it is over the system's length limits (the whole path, or one name in
+    it): ArgumentError, before any work opens it."""
+    if path is None:
+        return None
+    full = os.fsencode(os.path.abspath(path))
+    try:
+        path_max = os.pathconf("/", "PC_PATH_MAX")
+        name_max = os.pathconf("/", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        path_max, name_max = 4096, 255
+    if len(full) >= path_max or any(len(part) > name_max for part in full.split(b"/")):
+        raise ArgumentError(f"{option} {str(path)[:60]}... is over the system's path length "
+                            f"limit ({path_max} bytes, {name_max} per name); give a shorter path")
+    return path
+
+
+def _file_above(path: Path) -> Path | None:
+    """The nearest existing folder-to-be above `path` when it is a file (so `path` cannot be
+    made), else None."""
+    for parent in Path(os.path.abspath(path)).parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def check_out_folder(path: Path | None, option: str = "--out") -> Path | None:
+    """`path` as a folder to write into: not a file, not under a file, not too long.
+    ArgumentError up front, so that no work is done for output that cannot be written."""
+    if check_path(path, option) is None:
+        return None
+    assert path is not None
+    if path.exists() and not path.is_dir():
+        raise ArgumentError(f"{option} {path} is a file, not a folder; give a folder")
+    above = _file_above(path)
+    if above is not None:
+        raise ArgumentError(f"{option} {path} is under {above}, which is a file, not a "
+                            "folder; give a folder")
+    return path
+
+
+def check_out_file(path: Path | None, option: str = "the output") -> Path | None:
+    """`path` as a file to write: not a folder, not under a file, not too long."""
+    if check_path(path, option) is None:
+        return None
+    assert path is not None
+    if path.is_dir():
+        raise ArgumentError(f"{option} {path} is a folder; give a file name")
+    above = _file_above(path)
+    if above is not None:
+        raise ArgumentError(f"{option} {path} is under {above}, which is a file, not a "
+                            "folder; give a path in a folder")
+    return path
+
+
 def out_option(help: str, default: Any = ...) -> Any:
-    """`--out/-o DIR`; required unless a default is given."""
-    return typer.Option(default, "--out", "-o", metavar="DIR", help=help)
+    """`--out/-o DIR`; required unless a default is given. Checked up front
+    (`check_out_folder`)."""
+    return typer.Option(default, "--out", "-o", metavar="DIR", help=help,
+                        callback=lambda value: check_out_folder(value))
+
+
+def path_option(*names: str, default: Any = None, help: str = "", metavar: str | None = None
+                ) -> Any:
+    """An option naming an existing input path, checked for length up front (`check_path`)."""
+    return typer.Option(default, *names, help=help, metavar=metavar,
+                        callback=lambda value: check_path(value, names[0]))
 
 
 class PackageKind(str, Enum):

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..errors import CompileError
 from ..target import Target, select_targets
 from ._app import require_extra
-from ._options import JsonFlag, ManifestsOption, globs, out_option, targets_option
+from ._options import JsonFlag, ManifestsOption, globs, out_option, path_option, targets_option
 from ._output import Progress, console, err_console, human_bytes, note, print_json
 
 
@@ -48,12 +48,12 @@ def register(app: typer.Typer) -> None:
         out: Path = out_option("Folder for the <basename>.kdb files.", Path("build/kdb")),
         workers: int = typer.Option(0, "--jobs", "-j",
                                     help="Parallel compiles (default: all cores)."),
-        cache_dir: Path | None = typer.Option(
-            None, "--cache-dir",
+        cache_dir: Path | None = path_option(
+            "--cache-dir",
             help="Object cache (default $MIOPENKERNELS_CACHE, else "
                  "$XDG_CACHE_HOME/miopenkernels/objects, else ~/.cache/miopenkernels/objects)."),
-        kernels_dir: Path | None = typer.Option(
-            None, "--kernels-dir",
+        kernels_dir: Path | None = path_option(
+            "--kernels-dir",
             help="Read kernel sources from here instead of the installed kernels "
                  "(also $MIOPENKERNELS_KERNELS_DIR)."),
         predict_dbs: bool = typer.Option(

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..errors import IntegrityError
 from ._app import new_app
-from ._options import JsonFlag, PerfDbFormat, WideFlag, out_option
+from ._options import JsonFlag, PerfDbFormat, WideFlag, check_out_file, out_option
 from ._output import console, print_json, print_table
 
 db_app = new_app("db", "Inspect, convert, look up and merge FindDb, PerfDb and KernelDb files.")
@@ -98,7 +98,8 @@ def inspect_cmd(
 @db_app.command("convert")
 def convert_cmd(
     src: Path = typer.Argument(..., help="Source database file."),
-    dst: Path = typer.Argument(..., help="Output: *.db/*.udb (SQLite) or *.txt (text)."),
+    dst: Path = typer.Argument(..., help="Output: *.db/*.udb (SQLite) or *.txt (text).",
+                               callback=lambda value: check_out_file(value, "DST")),
     as_json: JsonFlag = False,
 ) -> None:
     """Convert a PerfDb between SQLite and text (legacy .pdb.txt too), or a FindDb 1.0 to 2.0."""

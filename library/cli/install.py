@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import IntegrityError, MIOpenKernelsError
-from ._options import JsonFlag, globs, targets_option
+from ._options import JsonFlag, globs, path_option, targets_option
 from ._output import console, err_console, print_json
 
 
@@ -22,8 +23,8 @@ def register(app: typer.Typer) -> None:
         find_links: str | None = typer.Option(
             None, "--find-links",
             help="Folder or page of wheels (the --out folder of 'package' works as it is)."),
-        prefix: Path | None = typer.Option(None, "--prefix",
-                                           help="Install prefix (default: the active env)."),
+        prefix: Path | None = path_option("--prefix",
+                                          help="Install prefix (default: the active env)."),
         conda: bool = typer.Option(False, "--conda", help="Install conda packages."),
         pip: bool = typer.Option(False, "--pip", help="Install wheels with pip."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only say what would happen."),
@@ -32,8 +33,8 @@ def register(app: typer.Typer) -> None:
             False, "--force",
             help="Reinstall what is installed, and install --targets of another arch than the "
                  "GPU found."),
-        rocminfo_file: Path | None = typer.Option(None, "--rocminfo-file",
-                                                  help="Read this saved rocminfo output."),
+        rocminfo_file: Path | None = path_option("--rocminfo-file",
+                                                 help="Read this saved rocminfo output."),
         targets_given: list[str] | None = targets_option(
             "Install these targets ('gfx90a-110,sm90-132') instead of those of the GPUs found; "
             "needs no GPU."),
@@ -62,7 +63,7 @@ def register(app: typer.Typer) -> None:
                          dry_run=dry_run, force=force, rocminfo_file=rocminfo_file,
                          targets=select_targets(targets) if targets else None, version=version)
         for w in report.warnings:
-            err_console.print(f"[yellow]warning:[/yellow] {w}")
+            err_console.print(f"[yellow]warning:[/yellow] {escape(w)}")
         for note in report.notes:
             err_console.print(f"note: {note}", highlight=False)
         if as_json:
@@ -85,8 +86,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("verify")
     def verify_cmd(
-        prefix: Path | None = typer.Option(None, "--prefix",
-                                           help="Prefix to check (default: this env)."),
+        prefix: Path | None = path_option("--prefix",
+                                          help="Prefix to check (default: this env)."),
         as_json: JsonFlag = False,
     ) -> None:
         """Re-check the sha256 of every installed kernel package file against its manifest."""
@@ -94,6 +95,7 @@ def register(app: typer.Typer) -> None:
         import sys
 
         from ..install import verify_prefix
+        from ..install.contain import shown
 
         root = prefix or Path(os.environ.get("CONDA_PREFIX") or sys.prefix)
         checks = verify_prefix(root, raise_on_error=False)
@@ -106,9 +108,11 @@ def register(app: typer.Typer) -> None:
             for col in ("package", "version", "contents", "files", "status"):
                 table.add_column(col, overflow="fold", no_wrap=col != "status")
             for c in checks:
-                status = "ok" if c.ok else "; ".join(f"{p.path}: {p.problem}"
+                # Names come from the package: control bytes escaped, no rich markup.
+                status = "ok" if c.ok else "; ".join(f"{shown(p.path)}: {p.problem}"
                                                      for p in c.problems)
-                table.add_row(c.package, c.version, c.contents, str(c.files), status)
+                table.add_row(*(escape(shown(x)) for x in (c.package, c.version, c.contents,
+                                                           str(c.files), status)))
             console.print(table)
         bad = [c for c in checks if not c.ok]
         if bad:

@@ -11,7 +11,15 @@ from rich.table import Table
 from ..errors import TargetError
 from ..target import Target
 from ._app import require_extra
-from ._options import JsonFlag, ManifestsOption, PackageKind, globs, out_option, targets_option
+from ._options import (
+    JsonFlag,
+    ManifestsOption,
+    PackageKind,
+    globs,
+    out_option,
+    path_option,
+    targets_option,
+)
 from ._output import Progress, console, print_json
 
 if TYPE_CHECKING:
@@ -22,10 +30,10 @@ if TYPE_CHECKING:
 def register(app: typer.Typer) -> None:
     @app.command("package")
     def package_cmd(
-        from_build: Path | None = typer.Option(
-            None, "--from-build", help="The build's --out folder (<basename>.kdb)."),
-        from_dir: Path | None = typer.Option(
-            None, "--from-dir", help="Existing MIOpen databases (share/miopen/db, a user cache)."),
+        from_build: Path | None = path_option(
+            "--from-build", help="The build's --out folder (<basename>.kdb)."),
+        from_dir: Path | None = path_option(
+            "--from-dir", help="Existing MIOpen databases (share/miopen/db, a user cache)."),
         targets_given: list[str] | None = targets_option(
             "Targets to package: globs over the kdbs of --from-build (default: every kdb "
             "there); exactly one target ('gfx90a-104') with --from-dir."),
@@ -35,8 +43,7 @@ def register(app: typer.Typer) -> None:
         kind: PackageKind = typer.Option(PackageKind.both, "--kind",
                                          help="What to build."),
         manifests: ManifestsOption = None,
-        dbs: Path | None = typer.Option(None, "--dbs",
-                                        help="Measured databases (default: dbs/)."),
+        dbs: Path | None = path_option("--dbs", help="Measured databases (default: dbs/)."),
         version: str | None = typer.Option(None, "--version", help="Package version."),
         as_json: JsonFlag = False,
     ) -> None:

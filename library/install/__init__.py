@@ -22,6 +22,7 @@ from ..target import Target
 from ..versions import same_version
 from .choose import Choice, choose_packages
 from .commit import commit_files
+from .contain import check_contained
 from .manifest import DB_DIR, MANIFEST_DIR, manifest_relpath, read_manifest
 from .sources import Available, Source, list_available
 from .verify import PackageCheck, check_package, manifest_contents, verify_prefix
@@ -172,6 +173,21 @@ def _staged_files(stage: Path, method: str, chosen: list[Choice]) -> list[str]:
                   if p.is_file() and "__pycache__" not in p.parts)
 
 
+def _package_files(stage: Path, method: str, chosen: list[Choice]) -> list[str]:
+    """Every file the packages put into the stage: for conda what their conda-meta records
+    list (py-rattler's own bookkeeping is not theirs), for pip every staged file."""
+    if method != "conda":
+        return sorted(str(p.relative_to(stage)) for p in stage.rglob("*")
+                      if (p.is_file() or p.is_symlink()) and "__pycache__" not in p.parts)
+    from .conda import conda_meta_records
+    from .contain import conda_record_files
+
+    files: list[str] = []
+    for record in conda_meta_records(stage, [c.available.package for c in chosen]):
+        files += [*conda_record_files(record), str(record.relative_to(stage))]
+    return files
+
+
 def _relocate_site_packages(stage: Path, prefix: Path) -> None:
     """pip staged into lib/python<this>/site-packages; a venv prefix of another Python has its
     own: move the staged folder there."""
@@ -223,6 +239,29 @@ def _remove_stale_stages(prefix: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _checked_prefix(prefix: Path) -> Path:
+    """The prefix, resolved; InstallError before any work when it is a file, under a file or
+    too long for the file system."""
+    try:
+        resolved = prefix.resolve()
+    except OSError as exc:  # ENAMETOOLONG, a loop of links
+        raise InstallError(f"--prefix {str(prefix)[:80]}: {exc.strerror or exc}; give a "
+                           "shorter path") from None
+    if len(os.fsencode(resolved)) > 3072:  # leaves room for the files a package installs
+        raise InstallError(f"--prefix {str(prefix)[:80]}... is too long for the files it "
+                           "would hold; give a shorter path")
+    if resolved.exists() and not resolved.is_dir():
+        raise InstallError(f"--prefix {prefix} is a file, not a folder; give an environment's "
+                           "folder")
+    for parent in resolved.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InstallError(f"--prefix {prefix} is under {parent}, a file, not a "
+                                   "folder; give an environment's folder")
+            break
+    return resolved
+
+
 def _make_stage(prefix: Path) -> Path:
     """A fresh stage folder inside `prefix` (same file system: renames, not copies)."""
     if prefix.exists() and not prefix.is_dir():
@@ -254,7 +293,7 @@ def install(
     conda_env = os.environ.get("CONDA_PREFIX")
     if prefix is None:
         prefix = Path(conda_env) if conda_env and method != "pip" else Path(sys.prefix)
-    prefix = prefix.resolve()
+    prefix = _checked_prefix(prefix)
     source = choose_method(prefix, sources, method)
     wanted = _wanted(rocminfo_file, targets, force)
     available = [a for a in list_available(source)
@@ -292,6 +331,12 @@ def install(
             _relocate_site_packages(stage, prefix)
         _check_staged(stage, todo, force)
         files = _staged_files(stage, source.method, todo)
+        # Everything the packages put into the stage, not only what moves: a package holds
+        # what its kind holds, or it is refused, before the first file moves.
+        staged = _package_files(stage, source.method, todo)
+        replaced = check_contained(staged, [c.available.target for c in todo], prefix,
+                                   force=force, what=", ".join(c.available.package for c in todo))
+        report.warnings += [f"replaced {r}, as --force asked" for r in replaced]
         commit_files(stage, prefix, files, _obsolete(prefix, source.method, todo), backup)
     except OSError as exc:  # a full disk or a folder that turned read-only while staging
         raise InstallError(f"installing into {prefix} failed ({exc}); nothing was "

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..errors import IndexUnreachableError, InstallError, IntegrityError
+from ..errors import IndexUnreachableError, InstallError, IntegrityError, MIOpenKernelsError
 from .sources import Available
 
 __all__ = ["stage_conda", "conda_meta_records"]
@@ -32,7 +32,7 @@ def stage_conda(channel: str, chosen: list[Available], stage: Path, cache: Path)
 
     try:
         asyncio.run(_run())
-    except IntegrityError:
+    except MIOpenKernelsError:  # ours, from the checks before py-rattler reads a file
         raise
     except Exception as exc:  # rattler raises its own exception types
         text = str(exc).strip().splitlines()
@@ -51,22 +51,69 @@ def _check_local_hashes(records: list[Any]) -> None:
     py-rattler checks downloads; a file:// package it extracts as it stands, so a damaged one
     would fail later as an unreadable archive instead of as the hash mismatch it is.
     """
-    from .manifest import sha256_file
+    import hashlib
+
+    from .sources import MAX_PACKAGE_BYTES, open_regular
 
     for record in records:
         parsed = urlparse(str(record.url))
-        if parsed.scheme != "file" or not record.sha256:
+        if parsed.scheme != "file":
             continue
         path = Path(unquote(parsed.path))
-        want = bytes(record.sha256).hex()
+        # A FIFO or a device named as a package is refused here, before py-rattler reads it.
+        h, size = hashlib.sha256(), 0
         try:
-            have = sha256_file(path)
+            with open_regular(path, "conda package") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    size += len(chunk)
+                    if size > MAX_PACKAGE_BYTES:
+                        raise IntegrityError(f"conda package {path.name} is over "
+                                             f"{MAX_PACKAGE_BYTES >> 30} GiB: not a kernel "
+                                             "package")
+                    h.update(chunk)
         except OSError as exc:
             raise IndexUnreachableError(f"conda package {path}: {exc.strerror or exc}") \
                 from None
+        _check_archive_sizes(path)
+        if not record.sha256:
+            continue
+        want = bytes(record.sha256).hex()
+        have = h.hexdigest()
         if have != want:
             raise IntegrityError(f"conda package {path.name}: sha256 {have} differs from the "
                                  f"channel's {want}; download it again or re-index the channel")
+
+
+def _check_archive_sizes(path: Path) -> None:
+    """Walk a `.tar.bz2` package's members, inflated as a stream, and refuse one over its
+    limit at its header (a manifest over the installers' limit, the package over its own),
+    before py-rattler extracts anything. A `.conda`'s inner archives are zstd streams that
+    the standard library cannot read: their members are checked once staged (their sizes
+    before any is read)."""
+    import tarfile
+
+    from .manifest import MANIFEST_DIR, MAX_MANIFEST_BYTES
+    from .sources import MAX_PACKAGE_BYTES
+
+    if not path.name.endswith(".tar.bz2"):
+        return
+    total = 0
+    try:
+        with tarfile.open(path, "r|bz2") as tar:
+            for member in tar:
+                total += member.size
+                manifest = member.name.startswith(MANIFEST_DIR + "/") and \
+                    member.name.endswith(".manifest.json")
+                if (manifest and member.size > MAX_MANIFEST_BYTES) or \
+                        total > MAX_PACKAGE_BYTES:
+                    raise IntegrityError(
+                        f"conda package {path.name}: {member.name} is "
+                        f"{member.size >> 20} MiB, over the limit for "
+                        f"{'a manifest' if manifest else 'a kernel package'}; the package is "
+                        "not to be trusted: nothing was installed")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise IntegrityError(f"conda package {path.name} is not a valid archive: {exc}") \
+            from None
 
 
 def conda_meta_records(prefix: Path, names: list[str]) -> list[Path]:

@@ -16,6 +16,7 @@ from ..errors import IntegrityError
 
 __all__ = [
     "DB_DIR",
+    "DB_SUFFIXES",
     "MANIFEST_DIR",
     "MANIFEST_SCHEMA",
     "manifest_relpath",
@@ -31,6 +32,8 @@ __all__ = [
 ]
 
 DB_DIR = "share/miopen/db"
+# Suffixes of the system databases a package may carry, after the basename.
+DB_SUFFIXES = (".kdb", ".HIP.fdb.txt", ".db", ".db.txt")
 MANIFEST_DIR = "share/miopenkernels"
 MANIFEST_SCHEMA = 1
 

@@ -3,15 +3,19 @@ or a conda channel's repodata.json. Local paths and file:// / http(s):// URLs.""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import html
 import json
+import os
 import re
+import stat
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion
@@ -20,8 +24,8 @@ from ..errors import IndexUnreachableError, TargetError
 from ..target import Target
 from ..versions import version_key
 
-__all__ = ["Available", "Source", "list_available", "read_url", "MAX_PACKAGE_BYTES"]
-
+__all__ = ["Available", "Source", "list_available", "read_url", "open_regular", "MAX_PACKAGE_BYTES",
+           "MAX_INDEX_BYTES", "MAX_INDEX_ENTRIES"]
 
 
 @dataclass(frozen=True)
@@ -77,27 +81,52 @@ def _as_url(location: str) -> str:
     return Path(location).resolve().as_uri()
 
 
-# An index page or repodata.json of a kernel channel is a few MiB at most; a package file
-# (wheel) a few hundred. Anything bigger is not what it claims to be, and is not read whole.
-MAX_INDEX_BYTES = 64 << 20
+# An index page or repodata.json of a kernel channel is a few MiB at most, with at most a few
+# thousand entries; a package file (wheel) a few hundred MiB. Anything bigger is not what it
+# claims to be, and is not read whole.
+MAX_INDEX_BYTES = 16 << 20
+MAX_INDEX_ENTRIES = 200_000  # a mirror's root page may list many projects
 MAX_PACKAGE_BYTES = 4 << 30
+
+
+def open_regular(path: Path, what: str) -> BinaryIO:
+    """`path` opened for reading if it is a regular file (links followed); a FIFO, a device
+    or a socket is refused at once (IndexUnreachableError) instead of read forever."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO does not block the open
+    except OSError as exc:
+        raise IndexUnreachableError(f"{what} {path} cannot be read: {exc.strerror or exc}") \
+            from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise IndexUnreachableError(f"{what} {path} cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise IndexUnreachableError(f"{what} {path} is not a regular file (a FIFO, device or "
+                                    "socket); give the file itself")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def read_url(url: str, what: str, timeout: float = 30, limit: int = MAX_INDEX_BYTES) -> bytes:
     """GET a URL (file:// folders read their index.html); unreachable -> IndexUnreachableError.
 
     More than `limit` bytes is an IndexUnreachableError too: the source is not an index.
+    A local file must be a regular file.
     """
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
         path = Path(urllib.request.url2pathname(parsed.path))
         if path.is_dir():
             path = path / "index.html"
-        try:
-            with path.open("rb") as fh:
+        with open_regular(path, what) as fh:
+            try:
                 data = fh.read(limit + 1)
-        except OSError as exc:
-            raise IndexUnreachableError(f"{what} {url} cannot be read: {exc.strerror}") from None
+            except OSError as exc:
+                raise IndexUnreachableError(f"{what} {url} cannot be read: {exc.strerror}") \
+                    from None
     else:
         try:
             with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - user's
@@ -111,34 +140,30 @@ def read_url(url: str, what: str, timeout: float = 30, limit: int = MAX_INDEX_BY
     return data
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[tuple[str, str]] = []
-        self._href: str | None = None
-        self._text = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._href = dict(attrs).get("href") or ""
-            self._text = ""
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self._text += data
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._href is not None:
-            self.links.append((self._href, self._text.strip()))
-            self._href = None
+# `<a attrs>text` of a PEP 503 page. Neither part may hold `<`, so every character is
+# scanned by one match at most: linear in the page, whatever it holds (html.parser is not, on
+# crafted input).
+_ANCHOR = re.compile(r"<a\s([^<>]*)>([^<]*)", re.IGNORECASE)
+_HREF = re.compile(r"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE)
 
 
-def _links(page: bytes) -> list[tuple[str, str]]:
-    parser = _Links()
-    parser.feed(page.decode("utf-8", errors="replace"))
-    return parser.links
+def _links(page: bytes, where: str = "package index page") -> list[tuple[str, str]]:
+    """(href, text) of every link of an index page; more than MAX_INDEX_ENTRIES is not an
+    index of kernel packages (IndexUnreachableError)."""
+    links = []
+    for m in _ANCHOR.finditer(page.decode("utf-8", errors="replace")):
+        href = _HREF.search(m.group(1))
+        if href is None:
+            continue
+        links.append((html.unescape(next(g for g in href.groups() if g is not None)),
+                      html.unescape(m.group(2)).strip()))
+        if len(links) > MAX_INDEX_ENTRIES:
+            raise IndexUnreachableError(f"{where} lists over {MAX_INDEX_ENTRIES} links, so it "
+                                        "is not an index of kernel packages; check the URL")
+    return links
 
 
+@functools.lru_cache(maxsize=4096)  # a page names few packages, however many links it has
 def _target(package: str) -> Target | None:
     try:
         return Target.from_package(package)
@@ -163,13 +188,17 @@ def _from_wheel_link(base: str, href: str) -> Available | None:
 def _list_index(index_url: str) -> list[Available]:
     base = index_url.rstrip("/") + "/"
     found = []
-    for href, text in _links(read_url(base, "package index")):
+    pages: dict[str, None] = {}  # each project page read once, however often it is linked
+    for href, text in dict.fromkeys(_links(read_url(base, "package index"), base)):
         name = text or href.strip("/")
         if _target(name.strip("/")) is None:
             continue
-        page_url = urllib.parse.urljoin(base, href)
-        page_url = page_url if page_url.endswith("/") else page_url + "/"
-        for whref, _ in _links(read_url(page_url, "package index page")):
+        # A plain relative link (what PEP 503 pages hold) joins without urljoin's cost.
+        plain = ":" not in href and not href.startswith(("/", ".", "?", "#"))
+        page_url = base + href if plain else urllib.parse.urljoin(base, href)
+        pages[page_url if page_url.endswith("/") else page_url + "/"] = None
+    for page_url in pages:
+        for whref, _ in _links(read_url(page_url, "package index page"), page_url):
             a = _from_wheel_link(page_url, whref)
             if a:
                 found.append(a)
@@ -183,17 +212,19 @@ def _list_find_links(location: str) -> list[Available]:
         folder = Path(urllib.request.url2pathname(parsed.path))
         if not folder.is_dir():
             raise IndexUnreachableError(f"find-links folder {folder} does not exist")
-        from .manifest import sha256_file
-
-        found = []
+        found: list[Available] = []
         for whl in sorted(folder.glob("*.whl")):
             a = _from_wheel_link(url.rstrip("/") + "/", whl.name)
             if a:
-                found.append(Available(a.target, a.version, a.url, sha256_file(whl), "wheel",
-                                       a.build))
+                with open_regular(whl, "wheel") as fh:
+                    h = hashlib.sha256()
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(chunk)
+                digest = h.hexdigest()
+                found.append(Available(a.target, a.version, a.url, digest, "wheel", a.build))
         return found
     page = url if url.endswith("/") else url + "/"
-    return [a for href, _ in _links(read_url(page, "find-links page"))
+    return [a for href, _ in _links(read_url(page, "find-links page"), page)
             if (a := _from_wheel_link(page, href))]
 
 
@@ -209,6 +240,11 @@ def _list_channel(channel: str) -> list[Available]:
             isinstance(data.get(s) or {}, dict) for s in ("packages", "packages.conda")):
         raise IndexUnreachableError(f"conda channel {channel}: noarch/repodata.json is not a "
                                     "conda repodata object; re-index the channel")
+    entries = sum(len(data.get(s) or {}) for s in ("packages", "packages.conda"))
+    if entries > MAX_INDEX_ENTRIES:
+        raise IndexUnreachableError(f"conda channel {channel}: noarch/repodata.json lists "
+                                    f"{entries} packages, over {MAX_INDEX_ENTRIES}: not a "
+                                    "channel of kernel packages")
     found = []
     for section in ("packages", "packages.conda"):
         for fname, rec in (data.get(section) or {}).items():

@@ -7,7 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IntegrityError, PackageNotFoundError
+from ..target import Target
+from .conda import conda_meta_records
+from .contain import allowed, canonical, conda_record_files, owners, record_files, shown
 from .manifest import inside, installed_manifests, read_manifest, sha256_file
+from .pip import site_packages_of
 
 __all__ = ["FileProblem", "PackageCheck", "check_package", "verify_prefix"]
 
@@ -47,8 +51,30 @@ class PackageCheck:
         }
 
 
-def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
-    """Compare every file the manifest lists (relative to `prefix`) with its sha256."""
+def _target_of(data: dict[str, Any]) -> Target | None:
+    t = data["target"]
+    try:
+        return Target(str(t.get("arch")), int(t.get("cu")))
+    except (TypeError, ValueError):
+        return None
+
+
+def _metadata_files(prefix: Path, target: Target) -> list[str]:
+    """What the package's pip RECORD or conda-meta record says it installed."""
+    files: list[str] = []
+    for sp in site_packages_of(prefix):
+        for dist_info in sp.glob(f"{target.wheel_name}-*.dist-info"):
+            files += record_files(dist_info, prefix)
+    for record in conda_meta_records(prefix, [target.package]):
+        files += conda_record_files(record)
+    return files
+
+
+def check_package(manifest_path: Path, prefix: Path,
+                  owned: dict[str, set[str]] | None = None) -> PackageCheck:
+    """Compare every file the manifest lists (relative to `prefix`) with its sha256; and check
+    that the package holds only what a kernel package may (its manifest, its pip RECORD or
+    conda-meta record), and, given `owned` (`contain.owners`), no file another package owns."""
     data = read_manifest(manifest_path)
     target = data["target"]
     check = PackageCheck(
@@ -59,6 +85,7 @@ def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
         files=len(data["files"]),
         contents=manifest_contents(data),
     )
+    _check_contained(check, data, Path(prefix), owned)
     for rel, info in sorted(data["files"].items()):
         path = Path(prefix) / rel
         try:
@@ -71,6 +98,26 @@ def check_package(manifest_path: Path, prefix: Path) -> PackageCheck:
         except OSError as exc:
             check.problems.append(FileProblem(rel, f"unreadable ({exc.strerror or exc})"))
     return check
+
+
+def _check_contained(check: PackageCheck, data: dict[str, Any], prefix: Path,
+                     owned: dict[str, set[str]] | None) -> None:
+    target = _target_of(data)
+    if target is None:
+        check.problems.append(FileProblem("target", "not a target (arch, CU) in the manifest"))
+        return
+    listed = set(data["files"])
+    for rel in sorted(listed | set(_metadata_files(prefix, target))):
+        if not allowed(rel, target):
+            check.problems.append(FileProblem(rel, "not a file a kernel package may hold"))
+    if owned is None:
+        return
+    ours = {canonical(target.package), canonical(target.wheel_name),
+            canonical(check.package)}
+    for rel in sorted(listed):
+        others = sorted(o for o in owned.get(rel, ()) if canonical(o) not in ours)
+        if others:
+            check.problems.append(FileProblem(rel, f"also installed by {', '.join(others)}"))
 
 
 def manifest_contents(manifest: dict[str, Any]) -> str:
@@ -93,14 +140,15 @@ def verify_prefix(prefix: Path, *, raise_on_error: bool = True) -> list[PackageC
     manifests = installed_manifests(prefix)
     if not manifests:
         raise PackageNotFoundError(f"no miopenkernels package is installed under {prefix}")
-    checks = [check_package(m, prefix) for m in manifests]
+    owned = owners(prefix)
+    checks = [check_package(m, prefix, owned) for m in manifests]
     if raise_on_error:
         bad = [c for c in checks if not c.ok]
         if bad:
             c = bad[0]
             p = c.problems[0]
             raise IntegrityError(
-                f"{c.package} {c.version}: {p.path} {p.problem} "
+                f"{c.package} {c.version}: {shown(p.path)} {p.problem} "
                 f"({sum(len(b.problems) for b in bad)} problem(s) in {len(bad)} package(s)); "
                 f"reinstall with 'miopenkernels install --force'"
             )

@@ -284,3 +284,380 @@ def test_installers_killed_mid_stage_leave_nothing_after_the_next_run(victim):
     assert r.exit_code == 0, r.output
     assert not list(env.glob(".miopenkernels-stage-*"))
     assert CliRunner().invoke(app, ["verify", "--prefix", str(env)]).exit_code == 0
+
+
+# --- Contained installs: a kernel package holds its databases, manifest and packaging
+# metadata, nothing else, and replaces no file another package owns. ---
+
+def _install_plain(args: list[str], env: Path, *extra: str) -> object:
+    return CliRunner().invoke(app, ["install", *args, "--prefix", str(env), "--target", T.name,
+                                    *extra])
+
+
+def _prefix_hashes(root: Path) -> dict[str, str]:
+    """Every path under `root` with the sha256 of a file's bytes (or 'dir' / 'link')."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        out[rel] = ("link:" + os.readlink(p) if p.is_symlink() else "dir" if p.is_dir()
+                    else hashlib.sha256(p.read_bytes()).hexdigest())
+    return out
+
+
+def _pip_env(root: Path) -> Path:
+    """A prefix with a site-packages, a bin/activate and an etc/keep.conf of its own."""
+    env = root / "pipenv"
+    (env / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (env / "bin").mkdir()
+    (env / "bin" / "activate").write_text("# the env's own activate\n")
+    (env / "etc").mkdir()
+    (env / "etc" / "keep.conf").write_text("keep = yes\n")
+    return env
+
+
+@pytest.mark.parametrize("member", [
+    "{dist}.data/purelib/evil.pth",  # would run at every start of that Python
+    "evil.pth",  # a root-is-purelib wheel's top level is site-packages
+    "{dist}.data/scripts/activate",  # bin/activate
+    "{dist}.data/data/etc/keep.conf",
+])
+def test_a_wheel_carrying_files_its_manifest_does_not_list_is_refused(tmp_path, member):
+    env = _pip_env(tmp_path)
+    links = tmp_path / "wheels"
+    whl = _wheel(links, _contents({}))
+    dist = f"{T.wheel_name}-0.1.0"
+    with zipfile.ZipFile(whl, "a") as zf:
+        zf.writestr(member.format(dist=dist), b"import os; os.system('touch /tmp/pwned')\n")
+    before = _prefix_hashes(env)
+    r = _install_plain(["--find-links", str(links), "--pip"], env, "--force")
+    assert r.exit_code == 12, r.output
+    assert r.output.count("error:") == 1 and "Traceback" not in r.output
+    assert member.format(dist=dist) in r.output and "may not" in r.output
+    assert _prefix_hashes(env) == before
+
+
+@pytest.mark.parametrize("extra", ["etc/keep.conf", "bin/activate",
+                                   "lib/python3.11/site-packages/evil.pth"])
+def test_a_conda_package_whose_manifest_names_other_paths_is_refused(victim, extra):
+    env = victim["env"]
+    (env / "etc").mkdir()
+    (env / "etc" / "keep.conf").write_text("keep = yes\n")
+    (env / "bin").mkdir()
+    (env / "bin" / "activate").write_text("# the env's own activate\n")
+    bad = b"replaced\n"
+    files = {KDB: b"kernels " * 100, extra: bad}
+    channel = victim["root"] / "channel"
+    _conda_package(channel, {**files, MANIFEST: _manifest(files, {})})
+    before = _prefix_hashes(env)
+    r = _install_plain(["--channel", str(channel), "--conda"], env, "--force")
+    assert r.exit_code == 12, r.output
+    assert extra in r.output and "Traceback" not in r.output
+    assert _prefix_hashes(env) == before
+
+
+def _foreign_owner(env: Path, rel: str, data: bytes) -> None:
+    """`rel` in `env`, owned by a conda package that is not a kernel package."""
+    (env / rel).parent.mkdir(parents=True, exist_ok=True)
+    (env / rel).write_bytes(data)
+    record = {"name": "rocm-miopen-db", "version": "6.2", "build": "0", "files": [rel]}
+    (env / "conda-meta" / "rocm-miopen-db-6.2-0.json").write_text(json.dumps(record))
+
+
+def test_a_path_another_package_owns_refuses_the_install_and_force_says_what_it_replaced(
+        victim):
+    env = victim["env"]
+    _foreign_owner(env, KDB, b"rocm's own kdb")
+    channel = victim["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    before = _prefix_hashes(env)
+    r = _install_plain(["--channel", str(channel), "--conda"], env)
+    assert r.exit_code == 12, r.output
+    assert KDB in r.output and "rocm-miopen-db" in r.output and "--force" in r.output
+    assert _prefix_hashes(env) == before
+    r = _install_plain(["--channel", str(channel), "--conda"], env, "--force")
+    assert r.exit_code == 0, r.output
+    assert "replaced" in r.output and "rocm-miopen-db" in r.output
+    assert (env / KDB).read_bytes() == _contents({})[KDB]
+    # verify sees the same: the kdb is also the other package's.
+    v = CliRunner().invoke(app, ["verify", "--prefix", str(env), "--json"])
+    assert v.exit_code == 12 and "also installed by rocm-miopen-db" in v.output, v.output
+
+
+def test_verify_flags_a_file_a_kernel_wheel_installed_beyond_its_kind(tmp_path):
+    env = _pip_env(tmp_path)
+    links = tmp_path / "wheels"
+    _wheel(links, _contents({}))
+    r = _install_plain(["--find-links", str(links), "--pip"], env, "--force")
+    assert r.exit_code == 0, r.output
+    assert CliRunner().invoke(app, ["verify", "--prefix", str(env)]).exit_code == 0
+    # A .pth recorded as the kernel wheel's own (what an older installer let through).
+    sp = env / "lib" / "python3.11" / "site-packages"
+    (sp / "evil.pth").write_text("import os\n")
+    record = next(sp.glob(f"{T.wheel_name}-*.dist-info")) / "RECORD"
+    record.write_text(record.read_text() + "evil.pth,,\n")
+    v = CliRunner().invoke(app, ["verify", "--prefix", str(env), "--json"])
+    assert v.exit_code == 12, v.output
+    assert "evil.pth" in v.output and "may hold" in v.output
+
+
+def test_verify_escapes_control_bytes_in_file_names(victim):
+    env = victim["env"]
+    channel = victim["root"] / "channel"
+    _conda_package(channel, _contents({}))
+    assert _install_plain(["--channel", str(channel), "--conda"], env, "--force").exit_code == 0
+    manifest = env / MANIFEST
+    data = json.loads(manifest.read_text())
+    data["files"][f"{DB}/\x1b[2J\x1b]0;pwned\x07x.kdb"] = {"sha256": "00"}
+    manifest.write_text(json.dumps(data))
+    v = CliRunner().invoke(app, ["verify", "--prefix", str(env)])
+    assert v.exit_code == 12, v.output
+    assert "\x1b" not in v.output and "\x07" not in v.output
+    assert "\\x1b[2J" in v.output or "\\x1b" in v.output
+
+
+def test_installing_into_another_prefix_when_the_same_version_is_importable_here(
+        tmp_path, monkeypatch):
+    """pip would call the wheel "already satisfied" by this Python's copy and stage nothing."""
+    import subprocess
+    import sys
+
+    links = tmp_path / "wheels"
+    whl = _wheel(links, _contents({}))
+    here = tmp_path / "here"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                    "--target", str(here), str(whl)], check=True, capture_output=True)
+    monkeypatch.setenv("PYTHONPATH", str(here))  # pip's child sees it as installed
+    env = _pip_env(tmp_path)
+    r = _install_plain(["--find-links", str(links), "--pip"], env, "--force")
+    assert r.exit_code == 0, r.output
+    assert (env / KDB).read_bytes() == _contents({})[KDB]
+
+
+# --- Bounded: every case ends in under 5 s and 512 MB, with one error line. ---
+
+_MEASURE = """\
+import resource, subprocess, sys, time
+start = time.monotonic()
+r = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=60)
+took = time.monotonic() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+sys.stdout.write(f"{r.returncode} {took:.2f} {peak}\\n" + r.stdout + r.stderr)
+"""
+
+
+def _cli_bounded(args: list[str]) -> tuple[int, float, int, str]:
+    """Run the CLI in a child: (exit code, seconds, peak RSS in MiB, output)."""
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-c", "from miopenkernels.cli import main; main()"]
+    out = subprocess.run([sys.executable, "-c", _MEASURE, *cli, *args], capture_output=True,
+                         text=True, timeout=120).stdout
+    head, _, rest = out.partition("\n")
+    rc, took, peak = head.split()
+    return int(rc), float(took), int(peak), rest
+
+
+def _assert_bounded(result: tuple[int, float, int, str], codes: tuple[int, ...]) -> str:
+    rc, took, peak, output = result
+    assert rc in codes, output
+    assert output.count("error:") == 1 and "Traceback" not in output, output
+    assert took < 5, f"{took:.1f} s"
+    assert peak < 512, f"{peak} MiB"
+    return output
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_fifo_or_a_device_named_as_a_wheel_is_refused_at_once(tmp_path, kind):
+    links = tmp_path / "wheels"
+    links.mkdir()
+    whl = links / f"{T.wheel_name}-0.1.0-py3-none-any.whl"
+    if kind == "fifo":
+        os.mkfifo(whl)
+    else:
+        whl.symlink_to("/dev/zero")
+    for extra in (["--dry-run"], []):
+        out = _assert_bounded(_cli_bounded(
+            ["install", "--find-links", str(links), "--pip", "--prefix", str(tmp_path / "env"),
+             "--target", T.name, "--force", *extra]), (11,))
+        assert "not a regular file" in out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_fifo_or_a_device_named_as_repodata_or_a_conda_package_is_refused_at_once(
+        victim, kind):
+    channel = victim["root"] / "channel"
+    pkg = _conda_package(channel, _contents({}))
+    pkg.unlink()
+    if kind == "fifo":
+        os.mkfifo(pkg)
+    else:
+        pkg.symlink_to("/dev/zero")
+    args = ["install", "--channel", str(channel), "--conda", "--prefix", str(victim["env"]),
+            "--target", T.name, "--force"]
+    out = _assert_bounded(_cli_bounded(args), (11,))
+    assert "not a regular file" in out and pkg.name in out
+    repodata = channel / "noarch" / "repodata.json"
+    repodata.unlink()
+    if kind == "fifo":
+        os.mkfifo(repodata)
+    else:
+        repodata.symlink_to("/dev/zero")
+    for extra in (["--dry-run"], []):
+        out = _assert_bounded(_cli_bounded([*args, *extra]), (11,))
+        assert "not a regular file" in out
+
+
+def _raw_zip(path: Path, members: list[tuple[str, bytes, int, int]]) -> None:
+    """A zip of already-deflated members: (name, raw deflate stream, crc32, inflated size)."""
+    import struct
+
+    local, central = bytearray(), bytearray()
+    for name, raw, crc, size in members:
+        n = name.encode()
+        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 8, 0, 0x21, crc,
+                               len(raw), size, len(n), 0, 0, 0, 0, 0, len(local)) + n
+        local += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(raw),
+                             size, len(n), 0) + n + raw
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members),
+                      len(central), len(local), 0)
+    path.write_bytes(bytes(local + central + end))
+
+
+def _deflated(data: bytes) -> tuple[bytes, int, int]:
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush(), zlib.crc32(data), len(data)
+
+
+def _zeros_deflated(size: int) -> tuple[bytes, int, int]:
+    """`size` zero bytes as one raw deflate stream, made from one flushed 64 MiB segment
+    repeated (a full flush makes each segment independent of the ones before)."""
+    import zlib
+
+    chunk = 64 << 20
+    assert size % chunk == 0
+    c = zlib.compressobj(1, zlib.DEFLATED, -15)
+    segment = c.compress(bytes(chunk)) + c.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    zeros = bytes(chunk)
+    for _ in range(size // chunk):
+        crc = zlib.crc32(zeros, crc)
+    return segment * (size // chunk) + c.flush(), crc, size
+
+
+@pytest.mark.parametrize("declared", ["honest", "small"])
+def test_a_wheel_whose_manifest_inflates_to_1_5_gib_is_refused_at_the_limit(tmp_path, declared):
+    links = tmp_path / "wheels"
+    links.mkdir()
+    dist = f"{T.wheel_name}-0.1.0"
+    files = _contents({})
+    members = [(f"{dist}.data/data/{rel}", *_deflated(b)) for rel, b in files.items()
+               if rel != MANIFEST]
+    raw, crc, size = _zeros_deflated(24 * (64 << 20))  # 1.5 GiB
+    if declared == "small":
+        size = 1000  # a header that lies: the stream still inflates to 1.5 GiB
+    members.append((f"{dist}.data/data/{MANIFEST}", raw, crc, size))
+    _raw_zip(links / f"{dist}-py3-none-any.whl", members)
+    out = _assert_bounded(_cli_bounded(
+        ["install", "--find-links", str(links), "--pip", "--prefix", str(tmp_path / "env"),
+         "--target", T.name, "--force"]), (12,))
+    assert ("MiB" in out or "not a valid kernel wheel" in out) and MANIFEST in out
+    assert not (tmp_path / "env" / "share").exists()
+
+
+@pytest.mark.parametrize("page", ["links", "distinct", "comments", "open-tags"])
+def test_a_3_7_mb_index_page_ends_in_seconds(tmp_path, page):
+    simple = tmp_path / "simple"
+    project = simple / T.package
+    project.mkdir(parents=True)
+    if page == "links":  # the same project page linked over and over
+        body = f'<a href="{T.package}/">{T.package}</a>\n' * 90_000
+    elif page == "distinct":  # as many project pages as links
+        body = "".join(f'<a href="{T.package}-{i}/">miopenkernels-gfx906-{1 + i % 1024}</a>\n'
+                       for i in range(60_000))
+    elif page == "comments":  # unclosed constructs html.parser rescans
+        body = "<!--" + "<a href=x>" * 370_000
+    else:
+        body = "<a " * 1_250_000
+    (simple / "index.html").write_text(f"<html><body>{body}</body></html>")
+    (project / "index.html").write_text("<html></html>")
+    assert (simple / "index.html").stat().st_size > 3_600_000
+    rc, took, peak, out = _cli_bounded(
+        ["install", "--index-url", str(simple), "--pip", "--prefix", str(tmp_path / "env"),
+         "--target", T.name, "--force", "--dry-run"])
+    assert rc in (10, 11), out
+    assert out.count("error:") == 1 and "Traceback" not in out
+    assert took < 5 and peak < 512, (took, peak)
+
+
+def test_a_user_cache_whose_kernels_sit_in_the_wal_installs_all_48(tmp_path):
+    """The writer was killed before a checkpoint: the main file holds no row, the -wal all."""
+    import subprocess
+    import sys
+
+    from miopenkernels.db import KernelDb
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    code = f"""
+import bz2, hashlib, os, sqlite3, sys
+sys.path.insert(0, {str(fixtures)!r})
+from package_inputs import KDB_SCHEMA, elf_header
+con = sqlite3.connect({str(cache / f"{T.basename}.ukdb")!r}, isolation_level=None)
+con.execute("PRAGMA journal_mode=WAL")
+con.execute("PRAGMA wal_autocheckpoint=0")
+con.executescript(KDB_SCHEMA)
+con.execute("BEGIN")
+for i in range(48):
+    blob = elf_header("gfx906") + f"object {{i}} ".encode() * 64
+    con.execute("INSERT INTO kern_db (kernel_name, kernel_args, kernel_blob, kernel_hash, "
+                "uncompressed_size) VALUES (?, ?, ?, ?, ?)",
+                (f"k{{i}}.cpp.o", f"-DK={{i}} -mcpu=gfx906", bz2.compress(blob, 9),
+                 hashlib.md5(blob).hexdigest(), len(blob)))
+con.execute("COMMIT")
+os._exit(0)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+    out = tmp_path / "dist"
+    r = CliRunner().invoke(app, ["package", "--from-dir", str(cache), "-t", T.name, "--kind",
+                                 "wheel", "--out", str(out), "--version", "0.1.0"])
+    assert r.exit_code == 0, r.output
+    env = _pip_env(tmp_path)
+    r = _install_plain(["--find-links", str(out), "--pip"], env, "--force")
+    assert r.exit_code == 0, r.output
+    with KernelDb(env / KDB) as kdb:
+        assert len(kdb) == 48
+    assert CliRunner().invoke(app, ["verify", "--prefix", str(env)]).exit_code == 0
+
+
+def test_a_conda_package_whose_manifest_inflates_to_1_5_gib_is_refused_at_its_header(victim):
+    import bz2
+
+    channel = victim["root"] / "channel"
+    pkg = _conda_package(channel, _contents({}))
+    with tarfile.open(pkg, "r:bz2") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()
+                   if m.name != MANIFEST]
+    raw = io.BytesIO()
+    for m, data in members:
+        raw.write(m.tobuf(tarfile.GNU_FORMAT) + data + bytes(-len(data) % 512))
+    big = tarfile.TarInfo(MANIFEST)
+    big.size = 3 << 29  # 1.5 GiB declared; the stream ends long before
+    raw.write(big.tobuf(tarfile.GNU_FORMAT) + bytes(1 << 20))
+    pkg.write_bytes(bz2.compress(raw.getvalue()))
+    repodata_path = channel / "noarch" / "repodata.json"
+    repodata = json.loads(repodata_path.read_text())
+    rec = repodata["packages"][pkg.name]
+    rec["sha256"] = hashlib.sha256(pkg.read_bytes()).hexdigest()
+    rec["size"] = pkg.stat().st_size
+    rec.pop("md5", None)
+    repodata_path.write_text(json.dumps(repodata))
+    before = _prefix_hashes(victim["env"])
+    out = _assert_bounded(_cli_bounded(
+        ["install", "--channel", str(channel), "--conda", "--prefix", str(victim["env"]),
+         "--target", T.name, "--force"]), (12,))
+    assert MANIFEST in out and "over the limit" in out
+    assert _prefix_hashes(victim["env"]) == before
