@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import config
 from ..errors import DbError, MIOpenKernelsError
-from ._files import sqlite_errors
+from ._files import immutable_read, sqlite_errors
 from ._lock import connect
 from .finddb import FindDbFile, FindDbReader
 from .kerneldb import KernelDb
@@ -27,10 +27,12 @@ def index_dir() -> Path:
 def _sqlite_summary(path: Path) -> tuple[dict[str, int], list[str]]:
     """({table: rows}, integrity problems) on a read-only connection."""
     with sqlite_errors(path, "database"):
-        conn = connect(path, readonly=True)
+        conn = connect(path, readonly=True, immutable=immutable_read(path))
         try:
+            # Plain tables only: a virtual table's rows come from its module, not the file.
             names = [r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                "upper(substr(ltrim(sql), 1, 12)) = 'CREATE TABLE' ORDER BY name")]
             tables = {n: int(conn.execute(f"SELECT count(*) FROM `{n}`").fetchone()[0])
                       for n in names}
             result = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]

@@ -11,7 +11,7 @@ from typing import Any
 from .._fsutil import atomic_path
 from .._log import get_logger
 from ..errors import DbError
-from ._files import check_sqlite_file, sqlite_errors
+from ._files import check_sqlite_file, check_tables, immutable_read, sqlite_errors
 from ._index import file_stamp, index_path
 from ._lock import attach, connect, create_sqlite, retry_busy, write_transaction
 from .perfdb_config import (
@@ -125,7 +125,8 @@ class SqlitePerfDb:
         if readonly or (self.path.exists() and self.path.stat().st_size > 0):
             check_sqlite_file(self.path, "PerfDb")
         with sqlite_errors(self.path, "PerfDb"):
-            self._conn = connect(self.path, readonly=readonly, wal=not readonly)
+            self._conn = connect(self.path, readonly=readonly, wal=not readonly,
+                                 immutable=readonly and immutable_read(self.path))
             if not readonly and not retry_busy(lambda: _tables(self._conn), self.path):
                 with write_transaction(self._conn, self.path):
                     if not _tables(self._conn):
@@ -136,6 +137,7 @@ class SqlitePerfDb:
             self._indexed = _has_config_index(self._conn)
 
     def _check_schema(self) -> str:
+        check_tables(self._conn, self.path, ("config", "perf_db"), "PerfDb")
         version = sqlite_schema_version(self._conn)
         tables = _tables(self._conn)
         if version is None:
@@ -212,7 +214,8 @@ class SqlitePerfDb:
         with atomic_path(side) as tmp:
             conn = connect(tmp, readonly=False)
             try:
-                attach(conn, self.path, "src", readonly=True)
+                attach(conn, self.path, "src", readonly=True,
+                       immutable=immutable_read(self.path))
                 conn.execute("BEGIN")
                 conn.execute("CREATE TABLE stamp (size INTEGER, mtime_ns INTEGER, digest BLOB)")
                 conn.execute("INSERT INTO stamp VALUES (?, ?, ?)", stamp)
