@@ -22,9 +22,10 @@ from .. import _fsutil
 from .._log import get_logger
 from .._record import dataclass, field
 from ..errors import DbError
+from ._files import open_regular
 from ._index import LineIndex
 from ._lock import atomic_write, locked_update
-from ._text import CachedFile, Skipped, iter_lines, malformed, read_text, split_line
+from ._text import CachedFile, Skipped, iter_lines, malformed, raw_lines, read_lines, split_line
 
 log = get_logger(__name__)
 
@@ -242,7 +243,9 @@ class FindDbFile:
         self.duplicates = 0
 
     @classmethod
-    def parse(cls, text: str, source: str = "<text>", path: Path | None = None) -> FindDbFile:
+    def parse(cls, text: str | Iterable[str | None], source: str = "<text>",
+              path: Path | None = None) -> FindDbFile:
+        """Records of a FindDb's text, or of its lines as `_text.read_lines` gives them."""
         db = cls(path)
         db.skipped = Skipped(source)
         for line in iter_lines(text, source, db.skipped):
@@ -262,7 +265,7 @@ class FindDbFile:
     def read(cls, path: Path | str) -> FindDbFile:
         """Read a FindDb text file (2.0 or 1.0); DbError for a missing or non-text file."""
         p = Path(path)
-        return cls.parse(read_text(p, "FindDb"), str(p), p)
+        return cls.parse(read_lines(p, "FindDb"), str(p), p)
 
     @property
     def version(self) -> str:
@@ -377,8 +380,10 @@ class FindDb:
         if self.system_path is not None and self.system_path.exists():
             if self.system_path.stat().st_size > max_system_bytes:
                 return None
-            with open(self.system_path, "rb") as fh:
-                for line in fh:
+            with open_regular(self.system_path, "FindDb") as fh:
+                for line in raw_lines(fh):
+                    if line is None:
+                        continue  # over the maximum line length: no record
                     key, sep, _ = line.partition(b"=")
                     if sep and key and not key.startswith(b"#"):
                         out.append(key.decode("utf-8", "replace").strip())

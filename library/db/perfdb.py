@@ -17,6 +17,7 @@ kept beside the user databases), text through a `LineIndex`.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from ..errors import DamagedDbError, DbError
 from ._files import sqlite_errors
 from ._index import LineIndex
 from ._lock import connect, locked_update
-from ._text import CachedFile, Skipped, iter_lines, read_text
+from ._text import CachedFile, Skipped, iter_lines, read_lines
 from .perfdb_config import (
     CONFIG_COLUMNS,
     ConfigKey,
@@ -114,10 +115,11 @@ class PerfDbFile:
             legacy = True
         elif p.name.endswith((".db.txt", ".udb.txt")):
             legacy = False
-        return cls.parse(read_text(p, "PerfDb"), str(p), p, legacy=legacy)
+        return cls.parse(read_lines(p, "PerfDb"), str(p), p, legacy=legacy)
 
     @classmethod
-    def parse(cls, text: str, source: str = "<text>", path: Path | None = None,
+    def parse(cls, text: str | Iterable[str | None], source: str = "<text>",
+              path: Path | None = None,
               legacy: bool | None = None) -> PerfDbFile:
         """Text PerfDb lines. FindDb-style keys (`C-H-W-...`) mark the legacy `.pdb.txt`
         format; `legacy` (from the file name) decides, else the first well-formed line does.
