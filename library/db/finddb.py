@@ -11,18 +11,15 @@ byte; new times are written like MIOpen's stream output (6 significant digits).
 from __future__ import annotations
 
 import math
-import os
-import time
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import _fsutil
 from .._log import get_logger
 from .._record import dataclass, field
 from ..errors import DbError
-from ._files import open_regular
+from ._files import open_regular, set_aside
 from ._index import LineIndex
 from ._lock import atomic_write, locked_update
 from ._text import CachedFile, Skipped, iter_lines, malformed, raw_lines, read_lines, split_line
@@ -407,20 +404,16 @@ class FindDb:
     def _set_aside(self, why: str) -> None:
         """Rename the damaged user FindDb out of the way (kept for a look, never read again)."""
         assert self.user_path is not None
-        path = self.user_path
-        dest = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d%H%M%S')}-"
-                              f"{os.getpid()}")
         try:
-            _fsutil.replace(path, dest)
-        except FileNotFoundError:
-            return  # another process set it aside first
+            dest = set_aside(self.user_path)
         except OSError as exc:
             warnings.warn(f"{why}; it could not be set aside ({exc.strerror or exc}): finds "
                           "are measured again and not recorded", stacklevel=4)
             self.user_path, self._user = None, None
             return
-        warnings.warn(f"{why}; set aside as {dest.name}, finds will be measured again",
-                      stacklevel=4)
+        if dest is not None:  # else another process set it aside first
+            warnings.warn(f"{why}; set aside as {dest.name}, finds will be measured again",
+                          stacklevel=4)
 
     def lookup(self, problem: Any) -> FindDbRecord | None:
         """The record of a problem (ConvProblem or key string): user first, else system."""

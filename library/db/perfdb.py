@@ -25,7 +25,7 @@ from .._fsutil import atomic_path
 from .._lazy_re import lazy
 from .._log import get_logger
 from ..errors import DamagedDbError, DbError
-from ._files import sqlite_errors
+from ._files import set_aside, sqlite_errors
 from ._index import LineIndex
 from ._lock import connect, locked_update
 from ._text import CachedFile, Skipped, iter_lines, read_lines
@@ -332,18 +332,47 @@ class PerfDb:
             check_entry(solver, params, text_key(cfg))
         except ValueError as exc:
             raise DbError(f"{self.user_path}: refusing to store {exc}") from None
+        for attempt in range(2):
+            try:
+                self._store_user(cfg, solver, params)
+                return
+            except DamagedDbError as exc:
+                # A folder, a link out of the folder or a damaged file in the user PerfDb's
+                # place: set aside and started again, as the FindDb side does (once).
+                if attempt or not self._set_aside(exc):
+                    raise
+
+    def _store_user(self, cfg: ConfigKey, solver: str, params: str) -> None:
+        path = self.user_path
+        assert path is not None
         if self._user_text is None:
-            with SqlitePerfDb(self.user_path, readonly=False) as db:
+            with SqlitePerfDb(path, readonly=False) as db:
                 db.store(cfg, solver, params)
             return
-        path = self.user_path
 
         def update(old: bytes | None) -> bytes:
-            db = PerfDbFile.parse(old.decode(), str(path)) if old else PerfDbFile()
+            db = PerfDbFile.parse(old.decode(errors="replace"), str(path)) if old \
+                else PerfDbFile()
             db.put(cfg, solver, params)
             return db.to_text().encode()
 
         locked_update(path, update)
+
+    def _set_aside(self, exc: DbError) -> bool:
+        """Rename the damaged user PerfDb out of the way (one warning); False when it cannot
+        be."""
+        assert self.user_path is not None
+        try:
+            dest = set_aside(self.user_path)
+        except OSError as err:
+            warnings.warn(f"{exc}; it could not be set aside ({err.strerror or err})",
+                          stacklevel=4)
+            return False
+        self._warned = True
+        if dest is not None:
+            warnings.warn(f"{exc}; set aside as {dest.name}, a new user PerfDb is started",
+                          stacklevel=4)
+        return True
 
     def close(self) -> None:
         if self._system is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._fsutil import atomic_path
 from .._log import get_logger
-from ..errors import DbError
+from ..errors import DamagedDbError, DbError
 from ._files import check_sqlite_file, check_tables, immutable_read, sqlite_errors
 from ._index import file_stamp, index_path
 from ._lock import attach, connect, create_sqlite, retry_busy, write_transaction
@@ -142,9 +142,9 @@ class SqlitePerfDb:
         tables = _tables(self._conn)
         if version is None:
             if "kern_db" in tables:
-                raise DbError(f"{self.path} is a KernelDb (table kern_db), not a PerfDb; "
+                raise DamagedDbError(f"{self.path} is a KernelDb (table kern_db), not a PerfDb; "
                               "give a .db/.udb perf database")
-            raise DbError(f"{self.path} is a SQLite file but not a MIOpen PerfDb (tables: "
+            raise DamagedDbError(f"{self.path} is a SQLite file but not a MIOpen PerfDb (tables: "
                           f"{', '.join(tables) or 'none'}); give a .db/.udb perf database")
         if version == "pre-1.0.0":
             raise DbError(
