@@ -207,6 +207,9 @@ def sqlite_errors(path: Path, what: str) -> Iterator[None]:
                              f"is a damaged {what}, copy or download it again") from None
     except sqlite3.DatabaseError as exc:
         text = str(exc)
+        if text.startswith("Could not decode to UTF-8"):
+            raise DamagedDbError(f"{path} holds a text value that is not UTF-8 ({text[:120]}); "
+                                 f"the {what} is damaged, rebuild or download it again") from None
         if text == "interrupted":  # the statement budget of `_lock.connect` ran out
             raise DamagedDbError(
                 f"{path}: a query ran past its budget for a file of this size, which a {what} "

@@ -218,16 +218,8 @@ def connect(path: Path, *, readonly: bool, wal: bool = False,
         retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"), path)
     # SQLite's own busy handler backs off up to 100 ms per try; `retry_busy` polls faster.
     conn.execute("PRAGMA busy_timeout=5")
-
-    def text(value: bytes) -> str:
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            raise DamagedDbError(f"{path} holds a text value that is not UTF-8 "
-                                 f"({value[:40]!r}); the database is damaged, rebuild or "
-                                 "download it again") from None
-
-    conn.text_factory = text
+    # Text values decode with the default factory (no Python call per value); one that is not
+    # UTF-8 is an OperationalError that `_files.sqlite_errors` reports as a damaged file.
     return conn
 
 
@@ -297,7 +289,9 @@ def retry_busy(fn: Callable[[], T], path: Path) -> T:
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() > deadline:
+            if not _is_busy(exc):
+                raise  # not a lock: `_files.sqlite_errors` around the caller says what it is
+            if time.monotonic() > deadline:
                 raise DbError(f"{path}: {exc}; another process holds the database") from None
             # Jitter so that waiting writers do not retry in lockstep.
             import random

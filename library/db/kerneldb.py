@@ -245,16 +245,41 @@ class KernelDb:
 
     def entries(self) -> list[KernelEntry]:
         """Every entry's name, args, sizes and hash, without reading or unpacking blobs."""
+        return list(self.iter_entries())
+
+    def iter_entries(self) -> Iterator[KernelEntry]:
+        """The entries as `entries` gives them, one row at a time from SQLite (a kdb of
+        hundreds of thousands of rows is listed in constant memory)."""
         with sqlite_errors(self.path, "KernelDb"):
-            rows = self._conn.execute(
+            # A scan and SQLite's sorter (bounded memory, spills to a temporary file): a walk
+            # of the UNIQUE index would seek to every row's table page in index order.
+            cursor = self._conn.execute(
                 "SELECT kernel_name, kernel_args, length(kernel_blob), uncompressed_size, "
-                "kernel_hash, typeof(kernel_blob) FROM kern_db "
-                "ORDER BY kernel_name, kernel_args").fetchall()
-        for row in rows:
-            if row[5] != "blob":
-                self._check_types(row[0], row[1], row[5], row[3], row[4])
-            self._check_types(row[0], row[1], b"", row[3], row[4])
-        return [KernelEntry(*row[:5]) for row in rows]
+                "kernel_hash, typeof(kernel_blob) FROM kern_db NOT INDEXED "
+                "ORDER BY kernel_name, kernel_args")
+            new = object.__new__
+            for name, args, stored, usize, digest, kind in cursor:
+                if kind != "blob" or type(name) is not str or type(args) is not str or \
+                        type(digest) is not str or type(usize) is not int:
+                    self._check_types(name, args, kind if kind != "blob" else b"", usize,
+                                      digest)
+                # Fields checked above: made as FindDb's records are, without the frozen
+                # dataclass's per-field setattr (the cost of a listing of 300k rows).
+                entry = new(KernelEntry)
+                entry.__dict__.update(kernel_name=name, kernel_args=args, stored_size=stored,
+                                      uncompressed_size=usize, kernel_hash=digest)
+                yield entry
+
+    def widths(self) -> tuple[int, int, int, int]:
+        """(entries, longest kernel name, longest kernel args, most digits of a size): what a
+        table of every entry needs, from one SQL query and no row held."""
+        with sqlite_errors(self.path, "KernelDb"):
+            row = self._conn.execute(
+                "SELECT count(*), max(length(kernel_name)), max(length(kernel_args)), "
+                "max(max(length(kernel_blob)), max(uncompressed_size)) FROM kern_db"
+            ).fetchone()
+        count, name, args, size = (int(v) if type(v) is int else 0 for v in row)
+        return count, name, args, len(str(max(size, 0)))
 
     def stored(self) -> Iterator[tuple[KernelEntry, bytes]]:
         """Every row with its stored blob as it is in the file (compressed or raw), in
