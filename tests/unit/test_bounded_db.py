@@ -16,7 +16,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
@@ -225,4 +224,218 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-_ = (warnings, DbError, PerfDbFile, MIOPEN, _sha)
+# ---------------------------------------------------------------------------- long lines
+_SAMPLE = [ln for ln in (MIOPEN / "fdb_gfx90a6e_HIP_sample.txt").read_text().splitlines()
+           if "=" in ln and not ln.startswith("#")]
+_KEY = _SAMPLE[0].split("=", 1)[0]
+
+
+def _finddb_with_a_long_line(path: Path, line_mib: int = 64) -> None:
+    """AMD's sample FindDb with one line of `line_mib` MiB in the middle, on the key of its
+    first record (a lookup of that key meets both lines)."""
+    entry = b"S:1.0,0,miopenConvolutionFwdAlgoDirect;"
+    with path.open("wb") as fh:
+        fh.write("\n".join(_SAMPLE[:20]).encode() + b"\n")
+        fh.write(_KEY.encode() + b"=" + entry * ((line_mib << 20) // len(entry)) + b"\n")
+        fh.write("\n".join(_SAMPLE[20:]).encode() + b"\n")
+
+
+def test_a_finddb_line_over_the_maximum_is_skipped_without_being_held(tmp_path: Path) -> None:
+    fdb = tmp_path / "gfx90a6e.HIP.fdb.txt"
+    _finddb_with_a_long_line(fdb)
+    env = {"MIOPEN_USER_DB_PATH": str(tmp_path / "user")}
+    out = _cli_bounded(["db", "lookup", str(fdb), _KEY, "--json"], 0, env)
+    assert '"found": true' in out
+    out = _cli_bounded(["db", "inspect", str(fdb), "--json"], 0, env)
+    assert f'"records": {len(_SAMPLE)}' in out and "longer than 1 MiB" in out
+    _cli_bounded(["db", "merge", str(fdb), "--out", str(tmp_path / "merged")], 0, env)
+    merged = (tmp_path / "merged" / fdb.name).read_text().splitlines()
+    assert len(merged) == len(_SAMPLE)
+    _cli_bounded(["db", "convert", str(fdb), str(tmp_path / "c.fdb.txt")], 0, env)
+    # The runtime's reader: the first lookup searches the file, the index skips the line.
+    from miopenkernels.db.finddb import FindDb
+
+    db = FindDb(fdb, tmp_path / "user" / "u.ufdb.txt")
+    try:
+        assert db.lookup(_KEY) is not None
+        assert db.system is not None
+        assert len(db.system) == len(_SAMPLE) and db.system.skipped.count == 1
+        assert len(db.keys(1 << 30) or []) == len(_SAMPLE)
+    finally:
+        db.close()
+
+
+def test_a_user_finddb_line_over_the_maximum_is_skipped(tmp_path: Path) -> None:
+    from miopenkernels.db.finddb import FindDb, FindDbFile
+
+    user = tmp_path / "u.ufdb.txt"
+    _finddb_with_a_long_line(user, line_mib=4)
+    read = FindDbFile.read(user)
+    assert len(read) == len(_SAMPLE) and read.skipped.count == 1
+    assert "longer than 1 MiB" in read.skipped.first[0]
+    assert FindDb(None, user).lookup(_KEY) is not None
+
+
+def test_a_text_perfdb_line_over_the_maximum_is_skipped(tmp_path: Path) -> None:
+    shard = Path(__file__).resolve().parents[1] / "fixtures" / "shards" / "rehearsal.db.txt"
+    text = shard.read_text()
+    db = tmp_path / "gfx90a6e.db.txt"
+    db.write_text(text + "1x" * (1 << 20) + "=S:1\n")
+    read = PerfDbFile.read(db)
+    assert len(read) == len(PerfDbFile.read(shard)) and read.skipped.count == 1
+
+
+# ---------------------------------------------------------------------------- lossless merge
+def _shard(path: Path, first: int) -> None:
+    path.write_text("".join(f"{first + i}-8-8-3x3-16-8-8-1-1x1-1x1-1x1-0-NCHW-FP32-F="
+                            "ConvDirectNaiveConvFwd:1.5,0,miopenConvolutionFwdAlgoDirect\n"
+                            for i in range(50)))
+
+
+def test_concurrent_merges_into_one_folder_keep_every_record(tmp_path: Path) -> None:
+    out = tmp_path / "D"
+    shards = []
+    for n in range(8):
+        (tmp_path / f"s{n}").mkdir()
+        shards.append(tmp_path / f"s{n}" / "gfx90a6e.HIP.fdb.txt")
+        _shard(shards[-1], 1000 * (n + 1))
+    code = "from miopenkernels.cli import main; main()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, "db", "merge", str(s), "--out",
+                               str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for s in shards]
+    outputs = [p.communicate(timeout=120)[0].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, outputs
+    lines = (out / "gfx90a6e.HIP.fdb.txt").read_text().splitlines()
+    assert len(lines) == 400 and len({ln.split("=")[0] for ln in lines}) == 400
+
+
+# ---------------------------------------------------------------------------- kdb list
+def test_kdb_list_of_many_rows_streams(tmp_path: Path) -> None:
+    kdb = tmp_path / "gfx906_60.kdb"
+    blob = b"\x7fELF" + bytes(60)
+    digest = hashlib.md5(blob).hexdigest()
+    conn = sqlite3.connect(kdb)
+    for s in KDB_SCHEMA_SQL.split(";"):
+        if s.strip():
+            conn.execute(s)
+    rows = 60_000
+    conn.executemany("INSERT INTO kern_db (kernel_name, kernel_args, kernel_blob, kernel_hash, "
+                     "uncompressed_size) VALUES (?, ?, ?, ?, 0)",
+                     ((f"naive_conv_{i % 97}.cpp.o", f"-DTILE={i} -mcpu=gfx906", blob, digest)
+                      for i in range(rows)))
+    conn.commit()
+    conn.close()
+    out = _cli_bounded(["kdb", "list", str(kdb)], 0)
+    lines = out.splitlines()
+    assert lines[0] == f"{kdb.name}: {rows} entries" and len(lines) == rows + 3
+    assert lines[3].startswith("naive_conv_0.cpp.o") and "-DTILE=0 -mcpu=gfx906" in lines[3]
+    import json
+
+    listed = json.loads(_cli_bounded(["kdb", "list", str(kdb), "--json"], 0))
+    assert len(listed) == rows and listed[0]["kernel_hash"] == digest
+
+
+# ---------------------------------------------------------------------------- links
+def _foreign_sqlite(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('another program')")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("target", ["foreign", "device"])
+def test_a_user_kdb_linked_out_of_the_cache_is_never_written_through(
+        monkeypatch, tmp_path: Path, target: str) -> None:
+    from find_doubles import PROBLEM, SM90, FakeCompiler, FakeSolver, db_env
+    from miopenkernels.backends import NullBackend
+    from miopenkernels.handle import Handle
+
+    db_env(monkeypatch, tmp_path)
+    h = Handle(backend=NullBackend(SM90), compiler=FakeCompiler(),
+               solvers=[FakeSolver("Fast", 1.0)])
+    foreign = tmp_path / "elsewhere" / "app.sqlite"
+    foreign.parent.mkdir()
+    _foreign_sqlite(foreign)
+    before = _sha(foreign)
+    link_to = foreign if target == "foreign" else Path("/dev/zero")
+    journal_existed = Path(f"{link_to}-journal").exists()
+    h.paths.user_kdb.parent.mkdir(parents=True, exist_ok=True)
+    h.paths.user_kdb.symlink_to(link_to)
+    solver = h.solvers[0]
+    job = solver.compile_job(PROBLEM, solver.default_params(PROBLEM, SM90), SM90)
+    with pytest.warns(UserWarning, match="symbolic link"):
+        h.kernel(job)
+    h.close()
+    assert _sha(foreign) == before
+    assert sorted(os.listdir(foreign.parent)) == ["app.sqlite"]
+    assert Path(f"{link_to}-journal").exists() == journal_existed
+    # Healed inside the cache folder: the link set aside, a regular cache in its place.
+    assert not h.paths.user_kdb.is_symlink()
+    with KernelDb(h.paths.user_kdb) as db:
+        assert db.contains(job.kdb_name, job.kdb_args)
+
+
+def test_a_user_perfdb_that_is_a_folder_or_a_link_out_is_set_aside(tmp_path: Path) -> None:
+    cfg = ("NCHW", "FP32", "F", 2, 4, 8, 8, 1, 3, 3, 1, 8, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0, 1)
+    user = tmp_path / "user" / "gfx90a6e_1.1.0.udb"
+    (user / "inside").mkdir(parents=True)
+    db = PerfDb(None, user)
+    with pytest.warns(UserWarning, match="set aside"):
+        db.store(cfg, "ConvAsm1x1U", "1,2,3")
+    assert db.load(cfg) == {"ConvAsm1x1U": "1,2,3"}
+    foreign = tmp_path / "app.sqlite"
+    _foreign_sqlite(foreign)
+    before = _sha(foreign)
+    user2 = tmp_path / "user" / "gfx906_60_1.1.0.udb"
+    user2.symlink_to(foreign)
+    db2 = PerfDb(None, user2)
+    with pytest.warns(UserWarning):
+        assert db2.load(cfg) == {}
+        db2.store(cfg, "ConvAsm1x1U", "4,5,6")
+    assert db2.load(cfg) == {"ConvAsm1x1U": "4,5,6"}
+    assert _sha(foreign) == before and not user2.is_symlink()
+
+
+def test_a_user_finddb_linked_to_a_device_is_replaced_not_read(tmp_path: Path) -> None:
+    from miopenkernels.db.finddb import FindDb, FindDbFile
+
+    user = tmp_path / "user" / "u.ufdb.txt"
+    user.parent.mkdir()
+    user.symlink_to("/dev/zero")
+    record = FindDbFile.parse(_SAMPLE[1]).records.popitem()[1]
+    start = time.monotonic()
+    with pytest.warns(UserWarning, match="set aside"):
+        FindDb(None, user).store(record.key, record.solutions)
+    assert time.monotonic() - start < TIME_LIMIT_S
+    assert not user.is_symlink() and FindDb(None, user).lookup(record.key) is not None
+
+
+# ---------------------------------------------------------------------------- environment
+def test_home_in_miopen_paths_is_expanded(monkeypatch, tmp_path: Path) -> None:
+    from miopenkernels import config
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("MIOPEN_USER_DB_PATH", "~/udb")
+    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", "~")
+    assert config.user_db_dir() == tmp_path / "udb"
+    assert config.kernel_cache_dir() == tmp_path
+
+
+@pytest.mark.parametrize("variable", ["MIOPEN_SYSTEM_DB_PATH", "MIOPEN_USER_DB_PATH",
+                                      "MIOPEN_CUSTOM_CACHE_DIR"])
+def test_a_miopen_path_over_the_system_limit_is_a_db_error(monkeypatch, tmp_path: Path,
+                                                           variable: str) -> None:
+    from find_doubles import SM90, db_env
+    from miopenkernels.backends import NullBackend
+    from miopenkernels.handle import Handle
+
+    db_env(monkeypatch, tmp_path)
+    monkeypatch.setenv(variable, str(tmp_path / ("a" * 5000)))
+    with pytest.raises(DbError, match=f"{variable}=.*over the system's limit"):
+        Handle(backend=NullBackend(SM90))
+    monkeypatch.setenv(variable, str(tmp_path / ("b" * 300)))
+    with pytest.raises(DbError, match="a name in it is over"):
+        Handle(backend=NullBackend(SM90))
+
+
