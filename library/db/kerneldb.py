@@ -283,7 +283,8 @@ class KernelDb:
 
     def stored(self) -> Iterator[tuple[KernelEntry, bytes]]:
         """Every row with its stored blob as it is in the file (compressed or raw), in
-        (name, args) order; the types of every value checked."""
+        (name, args) order (a walk of the UNIQUE index: no sort copies the blobs); the types of
+        every value checked."""
         with sqlite_errors(self.path, "KernelDb"):
             cursor = self._conn.execute(
                 "SELECT kernel_name, kernel_args, kernel_blob, uncompressed_size, kernel_hash "
