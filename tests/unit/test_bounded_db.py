@@ -32,26 +32,28 @@ _ENDLESS = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
 
 
 def _cli(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, float, float]:
-    """(exit code, stdout + stderr, seconds, peak RSS in MiB) of `miopenkernels ARGS`."""
+    """(exit code, stdout + stderr, seconds, peak RSS in MiB) of `miopenkernels ARGS`, the
+    peak that of this child alone (`wait4`)."""
+    import tempfile
+    import threading
+
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", "from miopenkernels.cli import main; main()",
-                             *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=full_env)
-    try:
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    seconds = time.monotonic() - start
-    return proc.returncode, out.decode(errors="replace"), seconds, _last_child_rss_mb()
-
-
-def _last_child_rss_mb() -> float:
-    import resource
-
-    # The largest peak of every child waited for so far: a bound from above of this one's.
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    with tempfile.TemporaryFile() as out:
+        start = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-c",
+                                 "from miopenkernels.cli import main; main()", *args],
+                                stdout=out, stderr=subprocess.STDOUT, env=full_env)
+        timer = threading.Timer(60, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        seconds = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    return proc.returncode, text, seconds, usage.ru_maxrss / 1024
 
 
 def _cli_bounded(args: list[str], code: int, env: dict[str, str] | None = None) -> str:
