@@ -345,7 +345,7 @@ class LineIndex:
         """Where the line at `offset` ends; None when it is over MAX_LINE_BYTES (such a line
         is no record: it is never copied out of the map)."""
         limit = min(len(self._mm), offset + MAX_LINE_BYTES + 1)
-        nl = self._mm.find(b"\n", offset, limit)
+        nl = int(self._mm.find(b"\n", offset, limit))
         if nl < 0:
             if limit < len(self._mm) or limit - offset > MAX_LINE_BYTES:
                 return None
