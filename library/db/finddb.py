@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "FindDb",
     "parse_entry",
     "parse_value",
+    "iter_records",
     "format_time",
     "problem_key",
 ]
@@ -223,6 +224,18 @@ def parse_line(line: str, source: str = "<text>", number: int = 1) -> tuple[Find
         raise malformed(source, number, str(exc), line) from None
 
 
+def iter_records(text: str | Iterable[str | None], source: str,
+                 skipped: Skipped) -> Iterator[tuple[FindDbRecord, str]]:
+    """(record, '2.0' | '1.0') of every well-formed line in file order, duplicates of a key
+    too; malformed lines are counted in `skipped`. Nothing is held: a reader that only counts
+    (`db inspect`) reads a file of any size in constant memory."""
+    for line in iter_lines(text, source, skipped):
+        try:
+            yield parse_value(line.key, line.value)
+        except ValueError as exc:
+            skipped.add(line.number, str(exc), line.raw)
+
+
 class FindDbFile:
     """One FindDb text file in memory: records in file order, keyed by problem key.
 
@@ -245,12 +258,7 @@ class FindDbFile:
         """Records of a FindDb's text, or of its lines as `_text.read_lines` gives them."""
         db = cls(path)
         db.skipped = Skipped(source)
-        for line in iter_lines(text, source, db.skipped):
-            try:
-                record, version = parse_value(line.key, line.value)
-            except ValueError as exc:
-                db.skipped.add(line.number, str(exc), line.raw)
-                continue
+        for record, version in iter_records(text, source, db.skipped):
             db.versions.add(version)
             if record.key in db.records:
                 db.duplicates += 1

@@ -11,7 +11,8 @@ from .. import config
 from ..errors import DbError, MIOpenKernelsError
 from ._files import immutable_read, sqlite_errors
 from ._lock import connect
-from .finddb import FindDbFile, FindDbReader
+from ._text import Skipped, read_lines
+from .finddb import FindDbReader, iter_records
 from .kerneldb import KernelDb
 from .perfdb import PerfDbFile, PerfDbTextReader, SqlitePerfDb, config_from_finddb_key
 from .sniff import Sniffed, sniff
@@ -52,25 +53,38 @@ def _skipped(skipped: Any) -> dict[str, Any]:
 
 
 def _finddb(found: Sniffed) -> dict[str, Any]:
-    db = FindDbFile.read(found.path)
-    per_solver = Counter(s.solver for r in db for s in r.solutions)
+    # Counted as the lines stream by: only the keys are held (for duplicates), not the records.
+    skipped = Skipped(str(found.path))
+    keys: set[str] = set()
+    versions: set[str] = set()
+    per_solver: Counter[str] = Counter()
+    algorithms: Counter[str] = Counter()
+    duplicates = 0
+    for record, version in iter_records(read_lines(found.path, "FindDb"), str(found.path),
+                                        skipped):
+        versions.add(version)
+        if record.key in keys:
+            duplicates += 1
+            continue
+        keys.add(record.key)
+        per_solver.update(s.solver for s in record.solutions)
+        algorithms.update(s.algorithm for s in record.solutions)
     known = _runtime_solvers()
     unknown = {name: n for name, n in sorted(per_solver.items()) if name not in known}
     return {
-        "version": db.version,
+        "version": "1.0" if "1.0" in versions else ("2.0" if versions else ""),
         "counts": {
-            "records": len(db),
+            "records": len(keys),
             "solutions": sum(per_solver.values()),
             "solvers": len(per_solver),
-            "skipped_lines": db.skipped.count,
-            "duplicate_keys": db.duplicates,
-            "algorithms": dict(sorted(Counter(s.algorithm for r in db
-                                              for s in r.solutions).items())),
+            "skipped_lines": skipped.count,
+            "duplicate_keys": duplicates,
+            "algorithms": dict(sorted(algorithms.items())),
             "per_solver": dict(sorted(per_solver.items())),
             "not_in_this_runtime": unknown,
         },
         "integrity": {"checked": "every line parsed (malformed lines are skipped, as MIOpen "
-                                 "skips them)", "problems": [], "skipped": _skipped(db.skipped)},
+                                 "skips them)", "problems": [], "skipped": _skipped(skipped)},
     }
 
 
