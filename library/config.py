@@ -17,7 +17,7 @@ from typing import TypeVar
 from . import __version__
 from ._numbers import parse_int
 from ._record import dataclass
-from .errors import MIOpenKernelsError, TargetError
+from .errors import DbError, MIOpenKernelsError, TargetError
 
 __all__ = [
     "FindMode",
@@ -147,7 +147,6 @@ def _path_limits() -> tuple[int, int]:
 def _checked_path(variable: str, text: str) -> Path:
     """A path named by an environment variable, refused with DbError (naming the variable)
     when the system could never open it: over PATH_MAX, a name over NAME_MAX, a NUL byte."""
-    from .errors import DbError
 
     longest, longest_name = _path_limits()
     shown = text if len(text) <= 60 else text[:57] + "..."

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from miopenkernels.db.kerneldb import KDB_SCHEMA_SQL, KernelDb
 from miopenkernels.db.perfdb import SCHEMA_SQL, PerfDb, PerfDbFile
-from miopenkernels.errors import DamagedDbError, DbError, IntegrityError
+from miopenkernels.errors import DamagedDbError, DbError, IntegrityError, MIOpenKernelsError
 from testdata import MIOPEN
 
 TIME_LIMIT_S = 5.0
@@ -129,6 +129,39 @@ def test_a_perfdb_whose_perf_db_is_a_view_is_refused_at_once(tmp_path: Path) -> 
     with pytest.raises(DamagedDbError, match="view"):
         PerfDb(db, None).load(("NCHW", "FP32", "F", *([1] * 21)))
     assert time.monotonic() - start < TIME_LIMIT_S
+
+
+def test_the_runtimes_first_find_over_a_view_is_a_typed_error(monkeypatch, tmp_path,
+                                                              caplog) -> None:
+    import numpy as np
+    from find_doubles import PROBLEM, SM90, FakeCompiler, FakeSolver, db_env
+    from miopenkernels.backends import NullBackend
+    from miopenkernels.find import find
+    from miopenkernels.handle import Handle
+
+    dirs = db_env(monkeypatch, tmp_path)
+    for kind in ("kdb", "db"):
+        base = SM90.basename
+        for old in dirs["system"].iterdir():
+            old.unlink()
+        (_kdb_with_view if kind == "kdb" else _perfdb_with_view)(dirs["system"] / f"{base}.{kind}")
+        h = Handle(backend=NullBackend(SM90), compiler=FakeCompiler(),
+                   solvers=[FakeSolver("Fast", 1.0)])
+        p = PROBLEM
+        tensors = (np.ones(p.in_shape, np.float32), np.ones(p.wei_shape, np.float32),
+                   np.zeros(p.out_shape, np.float32))
+        caplog.clear()
+        start = time.monotonic()
+        if kind == "kdb":  # every kernel comes from the kdb: no solver runs, and find says so
+            with pytest.raises(MIOpenKernelsError) as caught:
+                find(h, PROBLEM, *tensors, mode="NORMAL")
+            assert "view" in str(caught.value) + caplog.text
+        else:  # the doubles are not tunable: find runs, a PerfDb read is a typed error
+            find(h, PROBLEM, *tensors, mode="NORMAL")
+            with pytest.raises(DamagedDbError, match="view"):
+                h.perfdb.load(PROBLEM)
+        assert time.monotonic() - start < TIME_LIMIT_S
+        h.close()
 
 
 def test_a_query_past_its_budget_is_interrupted(tmp_path: Path) -> None:
