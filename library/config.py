@@ -147,7 +147,6 @@ def _path_limits() -> tuple[int, int]:
 def _checked_path(variable: str, text: str) -> Path:
     """A path named by an environment variable, refused with DbError (naming the variable)
     when the system could never open it: over PATH_MAX, a name over NAME_MAX, a NUL byte."""
-
     longest, longest_name = _path_limits()
     shown = text if len(text) <= 60 else text[:57] + "..."
     why = ("it holds a NUL byte" if "\0" in text else
