@@ -54,7 +54,8 @@ def pack_blob(blob: bytes) -> tuple[bytes, int, str]:
 
 # The largest code object a row may inflate to: MIOpen's largest are a few MiB, a Triton one
 # well under that; a row that promises or inflates past this is corrupt, never inflated whole.
-MAX_CODE_OBJECT_BYTES = 256 << 20
+# Inflating to it costs twice its size at the peak (the chunks, then the object): 256 MiB.
+MAX_CODE_OBJECT_BYTES = 128 << 20
 _CHUNK = 1 << 20
 
 
@@ -63,15 +64,17 @@ def _inflate(stored: bytes, ceiling: int, what: str) -> bytes:
     output passes `ceiling` bytes (a bomb of a few KiB that would inflate to GiBs)."""
     import bz2
 
-    out = bytearray()
+    out: list[bytes] = []
+    size = 0
     data = stored
     try:
         while True:
             dec = bz2.BZ2Decompressor()
             chunk = dec.decompress(data, max_length=_CHUNK)
             while True:
-                out += chunk
-                if len(out) > ceiling:
+                out.append(chunk)
+                size += len(chunk)
+                if size > ceiling:
                     raise IntegrityError(f"{what}: the stored bzip2 stream inflates past the "
                                          f"{ceiling} bytes the row declares; the kernel "
                                          "database is corrupt, reinstall it")
@@ -82,7 +85,7 @@ def _inflate(stored: bytes, ceiling: int, what: str) -> bytes:
                 raise IntegrityError(f"{what}: the stored bzip2 stream is truncated")
             data = dec.unused_data  # bz2.decompress reads concatenated streams too
             if not data:
-                return bytes(out)
+                return b"".join(out)
     except (OSError, ValueError, EOFError) as exc:
         raise IntegrityError(f"{what}: the stored bzip2 stream is corrupt ({exc})") from None
 
