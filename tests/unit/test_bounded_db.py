@@ -31,29 +31,33 @@ _ENDLESS = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
             "SELECT i FROM r WHERE i < 0")
 
 
-def _cli(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, float, float]:
-    """(exit code, stdout + stderr, seconds, peak RSS in MiB) of `miopenkernels ARGS`, the
-    peak that of this child alone (`wait4`)."""
-    import tempfile
-    import threading
+# The child writes its own peak (VmHWM: that of the program it runs, since its exec) at exit:
+# `ru_maxrss` would also count the test process it was forked from.
+_CHILD = """import atexit, os
+def _peak():
+    with open('/proc/self/status') as fh:
+        kib = next(ln.split()[1] for ln in fh if ln.startswith('VmHWM'))
+    with open(os.environ['MK_PEAK_FILE'], 'w') as fh:
+        fh.write(kib)
+atexit.register(_peak)
+from miopenkernels.cli import main
+main()
+"""
 
-    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    with tempfile.TemporaryFile() as out:
+
+def _cli(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, float, float]:
+    """(exit code, stdout + stderr, seconds, peak RSS in MiB) of `miopenkernels ARGS`."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        peak = Path(tmp) / "peak"
+        full_env = {**os.environ, "COLUMNS": "200", "MK_PEAK_FILE": str(peak), **(env or {})}
         start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-c",
-                                 "from miopenkernels.cli import main; main()", *args],
-                                stdout=out, stderr=subprocess.STDOUT, env=full_env)
-        timer = threading.Timer(60, proc.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
+        proc = subprocess.run([sys.executable, "-c", _CHILD, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, env=full_env, timeout=60)
         seconds = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read().decode(errors="replace")
-    return proc.returncode, text, seconds, usage.ru_maxrss / 1024
+        rss = int(peak.read_text()) / 1024
+    return proc.returncode, proc.stdout.decode(errors="replace"), seconds, rss
 
 
 def _cli_bounded(args: list[str], code: int, env: dict[str, str] | None = None) -> str:
