@@ -56,11 +56,16 @@ def _write_json_rows(rows: Iterable[Mapping[str, Any]]) -> None:
 
     out = sys.stdout
     first = True
+    keys: dict[str, str] = {}  # each key's `    "key": `, encoded once
     for row in rows:
-        fields = ",\n".join(f"    {encode_basestring_ascii(k)}: "
-                            f"{encode_basestring_ascii(v) if isinstance(v, str) else json.dumps(v)}"
-                            for k, v in row.items())
-        out.write(("[\n" if first else ",\n") + "  {\n" + fields + "\n  }")
+        fields = []
+        for k, v in row.items():
+            key = keys.get(k)
+            if key is None:
+                key = keys[k] = f"    {encode_basestring_ascii(k)}: "
+            fields.append(key + (encode_basestring_ascii(v) if type(v) is str else
+                                 str(v) if type(v) is int else json.dumps(v)))
+        out.write(("[\n" if first else ",\n") + "  {\n" + ",\n".join(fields) + "\n  }")
         first = False
     out.write("[]\n" if first else "\n]\n")
 
