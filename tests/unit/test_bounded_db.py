@@ -478,3 +478,20 @@ def test_a_miopen_path_over_the_system_limit_is_a_db_error(monkeypatch, tmp_path
         Handle(backend=NullBackend(SM90))
 
 
+
+
+# ---------------------------------------------------------------------------- not files
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_database_that_is_not_a_regular_file_is_refused_at_once(tmp_path: Path,
+                                                                  kind: str) -> None:
+    path = tmp_path / "gfx906_60.HIP.fdb.txt"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    for args in (["db", "inspect", str(path)], ["db", "lookup", str(path), _KEY],
+                 ["kdb", "list", str(path)]):
+        out = _cli_bounded(args, 5)
+        assert "not a regular file" in out, out
