@@ -77,21 +77,23 @@ class EntryCheck:
 
 def verify_kdb(path: str | Path) -> list[EntryCheck]:
     """Check every row of the kdb at `path`; one EntryCheck per row, in (name, args) order."""
-    from miopenkernels.db.kerneldb import KernelDb
+    from miopenkernels.db.kerneldb import KernelDb, unpack_blob
 
     path = Path(path)
     file_arch = _arch_of_file(path)
     out = []
     with KernelDb(path) as db:
-        for entry in db.entries():
+        # Each row read once, in one pass over the table (never a lookup per row through an
+        # index that a damaged file may not agree with).
+        for entry, stored in db.stored():
             name, args = entry.kernel_name, entry.kernel_args
             what = f"entry {name!r} (args {args!r})"
             try:
-                blob = db.load(name, args)
+                blob = unpack_blob(stored, entry.uncompressed_size, entry.kernel_hash,
+                                   f"{path}: kernel {name!r} (args {args!r})")
             except IntegrityError as exc:
                 out.append(EntryCheck(name, args, entry.size, "", (), str(exc), "hash"))
                 continue
-            assert blob is not None
             want = arch_of_args(args)
             note = ""
             try:
@@ -181,14 +183,15 @@ def _disassemble(blob: bytes, arch: str) -> tuple[str | None, str]:
 def check_kdb_target(path: str | Path, target: Target) -> int:
     """Raise CodeObjectError unless every row of the kdb at `path` holds a code object for
     `target`'s arch (what the packager checks before shipping a kdb); the number of rows."""
-    from miopenkernels.db.kerneldb import KernelDb
+    from miopenkernels.db.kerneldb import KernelDb, unpack_blob
 
     path = Path(path)
     rows = 0
     with KernelDb(path) as db:
-        for entry in db.entries():
-            blob = db.load(entry.kernel_name, entry.kernel_args)
-            assert blob is not None
+        for entry, stored in db.stored():
+            blob = unpack_blob(stored, entry.uncompressed_size, entry.kernel_hash,
+                               f"{path}: kernel {entry.kernel_name!r} "
+                               f"(args {entry.kernel_args!r})")
             check_code_object(blob, target.arch,
                               what=f"{path.name} entry {entry.kernel_name!r} "
                                    f"(args {entry.kernel_args!r})")

@@ -18,7 +18,7 @@ from . import __version__
 from ._fsutil import package_dir
 from ._numbers import parse_int
 from ._record import dataclass
-from .errors import MIOpenKernelsError, TargetError
+from .errors import DbError, MIOpenKernelsError, TargetError
 from .problem import FINDDB_TF32_SUFFIX
 
 __all__ = [
@@ -123,15 +123,51 @@ def scoped_env(name: str, value: str) -> Iterator[None]:
             os.environ[name] = old
 
 
+def _path_limits() -> tuple[int, int]:
+    """(longest path, longest name) the file system takes (PATH_MAX, NAME_MAX)."""
+    try:
+        return os.pathconf("/", "PC_PATH_MAX"), os.pathconf("/", "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 4096, 255
+
+
+def _checked_path(variable: str, text: str) -> Path:
+    """A path named by an environment variable, refused with DbError (naming the variable)
+    when the system could never open it: over PATH_MAX, a name over NAME_MAX, a NUL byte."""
+    longest, longest_name = _path_limits()
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    why = ("it holds a NUL byte" if "\0" in text else
+           f"it is {len(text)} characters, over the system's limit of {longest}"
+           if len(os.fsencode(text)) >= longest else
+           f"a name in it is over the system's limit of {longest_name} characters"
+           if any(len(os.fsencode(part)) > longest_name for part in text.split("/")) else "")
+    if why:
+        raise DbError(f"{variable}={shown!r} cannot be used: {why}; set it to an existing "
+                      "folder")
+    return Path(text)
+
+
+def _home_path(variable: str, default: Path) -> Path:
+    """The folder an environment variable names, with `~` expanded to the home folder as
+    MIOpen expands it (MIOPEN_USER_DB_PATH, MIOPEN_CUSTOM_CACHE_DIR), checked; else `default`."""
+    env = _env(variable)
+    if not env:
+        return default
+    if env == "~" or env.startswith("~/"):
+        env = str(Path.home()) + env[1:]
+    return _checked_path(variable, env)
+
+
 def system_db_dirs() -> list[Path]:
     """Where system databases are looked for, first hit wins per file.
 
     MIOPEN_SYSTEM_DB_PATH alone when set; else `<sys.prefix>/share/miopen/db` (where this
     project's packages install, in a venv or a conda prefix) and `/opt/rocm/share/miopen/db`.
+    A path the system could never open is a DbError naming the variable.
     """
     env = _env("MIOPEN_SYSTEM_DB_PATH")
     if env:
-        return [Path(p) for p in env.split(os.pathsep) if p]
+        return [_checked_path("MIOPEN_SYSTEM_DB_PATH", p) for p in env.split(os.pathsep) if p]
     dirs = [Path(sys.prefix) / "share" / "miopen" / "db"]
     conda = _env("CONDA_PREFIX")
     if conda and Path(conda) != Path(sys.prefix):
@@ -141,13 +177,13 @@ def system_db_dirs() -> list[Path]:
 
 
 def user_db_dir() -> Path:
-    env = _env("MIOPEN_USER_DB_PATH")
-    return Path(env) if env else Path.home() / ".config" / "miopen"
+    """MIOPEN_USER_DB_PATH (`~` expanded), else `~/.config/miopen`."""
+    return _home_path("MIOPEN_USER_DB_PATH", Path.home() / ".config" / "miopen")
 
 
 def kernel_cache_dir() -> Path:
-    env = _env("MIOPEN_CUSTOM_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "miopen" / __version__
+    """MIOPEN_CUSTOM_CACHE_DIR (`~` expanded), else `~/.cache/miopen/<version>`."""
+    return _home_path("MIOPEN_CUSTOM_CACHE_DIR", Path.home() / ".cache" / "miopen" / __version__)
 
 
 def cache_disabled() -> bool:

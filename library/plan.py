@@ -477,7 +477,7 @@ class Plan:
             finish(backend, self.problem, bound)
 
     def _reference(self, ptrs: tuple[int, int, int, int]) -> None:
-        from .backends.null import null_result
+        from .solvers.reference import null_result
 
         null_result(self.backend, self.problem, {"x": ptrs[0], "w": ptrs[1], "y": ptrs[2]})
 

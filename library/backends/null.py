@@ -3,7 +3,8 @@
 Code objects are checked against the target (as the driver would refuse a foreign one), kernel
 names are looked up in the blob's symbol strings, launches are recorded with their packed
 arguments, and device memory is host numpy memory, so tensors round-trip. As no kernel runs,
-`Handle.run` fills a convolution's output with the float64 reference (`compute_reference`).
+`Handle.run` fills a convolution's output with the float64 reference
+(`solvers.reference.compute_reference`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .base import Backend, Buffer, Graph, Module, PreparedLaunch
 if TYPE_CHECKING:  # numpy is imported where memory is touched, not on `import`
     import numpy as np
 
-__all__ = ["NullBackend", "RecordedLaunch", "compute_reference", "null_result"]
+__all__ = ["NullBackend", "RecordedLaunch"]
 
 
 @dataclass(frozen=True)
@@ -154,64 +155,3 @@ class NullBackend(Backend):
         return out
 
 
-# MIOpen type -> numpy type the reference can read and write.
-_NUMPY_TYPES = {"FP32": "float32", "FP16": "float16", "FP64": "float64"}
-# Multiply-adds above which the float64 reference takes seconds on a CPU (a batch-128 ResNet
-# layer, 15e9 of them, took 7-8 s on one core): said once, so a slow run is not taken for a
-# hang.
-SLOW_REFERENCE_MACS = 1_000_000_000
-
-
-def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) -> bool:
-    """Write the problem's output (float64 reference, cast to its type) into null-backend memory.
-
-    `ptrs` maps the layer's roles (x, w, y) to device pointers. On the null backend no kernel
-    runs, so this is what makes `Handle.run` give the right answer without a GPU. Returns False
-    (and changes nothing) for problems the reference cannot compute: other types than
-    FP32/FP16/FP64, or not a convolution.
-    """
-    import numpy as np
-
-    from ..solvers._conv import macs
-    from ..solvers.reference import _names, conv_reference, conv_tensor_shapes
-
-    types = {getattr(problem, a, None) for a in ("in_type", "wei_type", "out_type")}
-    if not hasattr(problem, "filter") or not types <= set(_NUMPY_TYPES):
-        return False
-    names = dict(zip(("x", "w", "y"), _names(problem), strict=True))
-    shapes = conv_tensor_shapes(problem)
-    role_type = {"x": problem.in_type, "w": problem.wei_type, "y": problem.out_type}
-
-    def view(role: str) -> np.ndarray:
-        dtype = np.dtype(_NUMPY_TYPES[role_type[role]])
-        shape = shapes[names[role]]
-        nbytes = int(np.prod(shape)) * dtype.itemsize
-        return backend._view(ptrs[role], nbytes).view(dtype).reshape(shape)
-
-    work = macs(problem)
-    if work > SLOW_REFERENCE_MACS and not backend.warned_slow_reference:
-        backend.warned_slow_reference = True
-        from .._log import get_logger
-
-        get_logger().warning(
-            "the null backend (no GPU) computes run()'s output with the float64 reference on "
-            "the CPU: %s is %.1fe9 multiply-adds, seconds of work per run", problem.key(),
-            work / 1e9)
-    out_role = {"F": "y", "B": "x", "W": "w"}[problem.direction]
-    tensors = {names[r]: view(r) for r in ("x", "w", "y") if r != out_role}
-    out = view(out_role)
-    out[...] = conv_reference(problem, tensors).astype(out.dtype)
-    return True
-
-
-def null_result(backend: Backend, problem: Any, ptrs: dict[str, int]) -> None:
-    """No kernel ran: on the null backend, compute the output with the reference; where it
-    cannot, say once that the output is left as it was."""
-    if not isinstance(backend, NullBackend) or compute_reference(backend, problem, ptrs):
-        return
-    if not backend.warned_no_result:
-        backend.warned_no_result = True
-        import warnings
-
-        warnings.warn(f"the null backend (no GPU) launches nothing and the reference cannot "
-                      f"compute {problem.key()}: its output is left as it was", stacklevel=5)

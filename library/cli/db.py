@@ -157,7 +157,8 @@ def merge_cmd(
 
     FindDb: union of solutions per key, the fastest time per solver, fastest first. PerfDb: per
     (problem, solver) the shard whose file name sorts last (then full path) wins. Databases
-    already in --out are merged with (a shard overrides them), unless --replace.
+    already in --out are merged with (a shard overrides them), unless --replace; merges into
+    the same --out at once take turns on each output's lock, so none loses another's records.
     """
     from ..db.merge import merge_shards
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,10 +14,12 @@ from rich.table import Table
 from ..errors import CodeObjectError, DbError, IntegrityError
 from ._app import new_app
 from ._options import JsonFlag, WideFlag
-from ._output import console, print_json, print_table
+from ._output import console, print_json
 
 if TYPE_CHECKING:
     from miopenkernels.builder.closure import Requirement
+
+    from ..db.kerneldb import KernelDb
 
 
 def kdb_table(rows: Sequence[Mapping[str, Any]], *, wide: bool, title: str | None = None) -> Table:
@@ -45,6 +48,61 @@ def kdb_table(rows: Sequence[Mapping[str, Any]], *, wide: bool, title: str | Non
     return table
 
 
+def _write_json_rows(rows: Iterable[Mapping[str, Any]]) -> None:
+    """A JSON list of flat rows, written as `print_json` writes it (indent 2), a row at a
+    time: a listing of hundreds of thousands of entries is never held whole."""
+    import json
+    from json.encoder import encode_basestring_ascii
+
+    out = sys.stdout
+    first = True
+    keys: dict[str, str] = {}  # each key's `    "key": `, encoded once
+    for row in rows:
+        fields = []
+        for k, v in row.items():
+            key = keys.get(k)
+            if key is None:
+                key = keys[k] = f"    {encode_basestring_ascii(k)}: "
+            fields.append(key + (encode_basestring_ascii(v) if type(v) is str else
+                                 str(v) if type(v) is int else json.dumps(v)))
+        out.write(("[\n" if first else ",\n") + "  {\n" + ",\n".join(fields) + "\n  }")
+        first = False
+    out.write("[]\n" if first else "\n]\n")
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def _write_listing(db: KernelDb, name: str, *, wide: bool) -> None:
+    """The entries as `kdb_table` lays them out, a row at a time: column widths come from one
+    SQL query, so a kdb of any size lists in time linear in its rows and constant memory."""
+    count, name_len, args_len, digits = db.widths()
+    out = sys.stdout
+    out.write(f"{name}: {count} entries\n")
+    headers = ("kernel_name", "kernel_args", "size", "stored", "md5")
+    name_w = max(len(headers[0]), name_len)
+    size_w, stored_w, md5_w = max(4, digits), max(6, digits), 32 if wide else 8
+    if wide:
+        args_w = max(len(headers[1]), args_len)
+    else:
+        width = console.size.width
+        name_w = min(name_w, max(len(headers[0]), width // 3))
+        room = width - (name_w + size_w + stored_w + md5_w + 8)
+        args_w = max(12, min(max(len(headers[1]), args_len), room))
+
+    def line(cells: tuple[str, str, str, str, str]) -> str:
+        n, a, s, st, m = cells
+        return (f"{_fit(n, name_w):<{name_w}}  {_fit(a, args_w):<{args_w}}  {s:>{size_w}}  "
+                f"{st:>{stored_w}}  {m}").rstrip() + "\n"
+
+    out.write(line(headers))
+    out.write(line(("─" * name_w, "─" * args_w, "─" * size_w, "─" * stored_w, "─" * md5_w)))
+    for e in db.iter_entries():
+        out.write(line((e.kernel_name, e.kernel_args, str(e.size), str(e.stored_size),
+                        e.kernel_hash[:md5_w])))
+
+
 def register(app: typer.Typer) -> None:
     kdb = new_app("kdb", "List and verify kernel databases (.kdb, .ukdb).")
     app.add_typer(kdb, name="kdb")
@@ -57,18 +115,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List the entries: kernel name, code-object and stored sizes, md5.
 
-        One line an entry; --wide adds each entry's kernel args (its compile options) and the
-        whole md5, --json prints every field.
+        One line an entry, written as it is read (a kdb of any size lists in constant memory);
+        --wide adds each entry's kernel args (its compile options) and the whole md5, --json
+        prints every field.
         """
         from ..db.kerneldb import KernelDb
 
         with KernelDb(file) as db:
-            rows = [{**e.to_dict(), "size": e.size} for e in db.entries()]
-        if as_json:
-            print_json(rows)
-            return
-        title = f"{file.name}: {len(rows)} entries"
-        print_table(kdb_table(rows, wide=wide, title=title), wide=wide)
+            if as_json:
+                _write_json_rows({**e.to_dict(), "size": e.size} for e in db.iter_entries())
+            else:
+                _write_listing(db, file.name, wide=wide)
 
     @kdb.command("verify")
     def verify_cmd(

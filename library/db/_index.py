@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .._log import get_logger
 from ..errors import DbError
 from ._files import check_exists
-from ._text import Skipped
+from ._text import MAX_LINE_BYTES, TOO_LONG, Skipped
 
 if TYPE_CHECKING:
     import threading
@@ -103,6 +103,19 @@ def _drop_pages(mm: Any, start: int, end: int) -> None:
         mm.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
+def _find_newline(mm: Any, start: int, size: int) -> int:
+    """The next newline from `start`, searched a block at a time with each block's pages given
+    back, so that a line of hundreds of MiB never sits in memory whole."""
+    while start < size:
+        end = min(size, start + _BLOCK)
+        nl = mm.find(b"\n", start, end)
+        _drop_pages(mm, start, end)
+        if nl >= 0:
+            return int(nl)
+        start = end
+    return -1
+
+
 def _index_lines(mm: Any, size: int, skipped: Skipped) -> tuple[array[int], array[int], array[int]]:
     """(CRC-32 of the key, offset, line number) of every data line, sorted by CRC and then by
     line. A small file (the runtime's own databases) line by line; a large one with numpy
@@ -141,30 +154,42 @@ def _index_large(mm: Any, size: int, skipped: Skipped) -> tuple[array[int], arra
     import numpy as np
 
     hashes, offsets, numbers = array("Q"), array("Q"), array("Q")
-    begin, first_number, span = 0, 1, _BLOCK
+    begin, first_number = 0, 1
     while begin < size:
-        end = min(size, begin + span)
+        end = min(size, begin + _BLOCK)
         buf = np.frombuffer(mm, np.uint8, count=end - begin, offset=begin)
         ends = np.flatnonzero(buf == _NL)  # line i ends at its newline ...
-        if end < size:
-            if not len(ends):  # a line longer than a block: read a larger one
-                del buf
-                span *= 2
+        if end < size and not len(ends):  # a line longer than a block
+            del buf
+            nl = _find_newline(mm, end, size)
+            line_end = size if nl < 0 else nl
+            if line_end - begin > MAX_LINE_BYTES:  # skipped, never held
+                skipped.add(first_number, TOO_LONG, "")
+                _drop_pages(mm, begin, line_end)
+                first_number += 1
+                begin = line_end + 1
                 continue
+            end = min(size, line_end + 1)
+            buf = np.frombuffer(mm, np.uint8, count=end - begin, offset=begin)
+            ends = np.flatnonzero(buf == _NL)
+        if end < size:
             end = begin + int(ends[-1]) + 1
             buf = buf[: end - begin]
         elif not len(ends) or ends[-1] != len(buf) - 1:
             ends = np.append(ends, len(buf))  # ... or at the end of the file
-        span = _BLOCK
         starts = np.empty(len(ends), np.int64)
         starts[:1] = 0
         starts[1:] = ends[:-1] + 1
         eqs = np.flatnonzero(buf == _EQ)
         eq = np.append(eqs, len(buf))[np.searchsorted(eqs, starts)]  # first '=' of each line
         lead = buf[np.minimum(starts, len(buf) - 1)]
-        data = (eq < ends) & (eq > starts) & (lead != _HASH)
+        long = (ends - starts) > MAX_LINE_BYTES
+        data = (eq < ends) & (eq > starts) & (lead != _HASH) & ~long
         numbers_here = np.arange(first_number, first_number + len(ends), dtype=np.uint64)
         for i in np.flatnonzero(~data).tolist():
+            if long[i]:
+                skipped.add(first_number + i, TOO_LONG, "")
+                continue
             raw = bytes(buf[starts[i]: ends[i]]).rstrip(b"\r")
             if raw.strip() and not raw.startswith(b"#"):
                 skipped.add(first_number + i, "not a '<key>=<value>' line",
@@ -316,9 +341,20 @@ class LineIndex:
         self.wait()
         return len(self._hashes)
 
+    def _end_of_line(self, offset: int) -> int | None:
+        """Where the line at `offset` ends; None when it is over MAX_LINE_BYTES (such a line
+        is no record: it is never copied out of the map)."""
+        limit = min(len(self._mm), offset + MAX_LINE_BYTES + 1)
+        nl = int(self._mm.find(b"\n", offset, limit))
+        if nl < 0:
+            if limit < len(self._mm) or limit - offset > MAX_LINE_BYTES:
+                return None
+            nl = limit
+        return nl
+
     def _line_at(self, offset: int) -> bytes:
-        nl = self._mm.find(b"\n", offset)
-        return bytes(self._mm[offset: len(self._mm) if nl < 0 else nl]).rstrip(b"\r")
+        end = self._end_of_line(offset)
+        return b"" if end is None else bytes(self._mm[offset: end]).rstrip(b"\r")
 
     def _scan(self, want: bytes) -> list[int]:
         """Offsets of the lines of `want`, found by searching the map (no index needed)."""
@@ -351,7 +387,8 @@ class LineIndex:
                     if not self._ready and self._builder is None and self._build_wanted:
                         self._start_builder()
                 for offset in found:
-                    yield offset, self._decode(self._line_at(offset), offset)
+                    if self._end_of_line(offset) is not None:
+                        yield offset, self._decode(self._line_at(offset), offset)
                 return
             self.wait()
         hashes, offsets, mm = self._hashes, self._offsets, self._mm
@@ -362,8 +399,12 @@ class LineIndex:
         while i < n and hashes[i] == h:
             offset = offsets[i]
             i += 1
-            nl = mm.find(b"\n", offset)
-            raw = mm[offset: nl if nl >= 0 else len(mm)]
+            if mm[offset: offset + len(prefix)] != prefix:
+                continue
+            nl = self._end_of_line(offset)
+            if nl is None:
+                continue
+            raw = mm[offset: nl]
             if raw.startswith(prefix):
                 yield offset, self._decode(raw.rstrip(b"\r"), offset)
 

@@ -1,20 +1,21 @@
 """What the text databases share: `key=value` lines, comments, malformed lines skipped and
-counted (as MIOpen skips them), and a cached read of a file that other processes may replace at
+counted (as MIOpen skips them), a line longer than MAX_LINE_BYTES skipped without being held,
+files read a line at a time, and a cached read of a file that other processes may replace at
 any time."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import BinaryIO, Generic, TypeVar
 
 from .._record import dataclass, field
 from ..errors import DbError
-from ._files import check_exists
+from ._files import check_exists, open_regular
 
-__all__ = ["TextLine", "Skipped", "split_line", "iter_lines", "read_text", "malformed",
-           "CachedFile"]
+__all__ = ["TextLine", "Skipped", "split_line", "iter_lines", "read_lines",
+           "raw_lines", "malformed", "CachedFile", "MAX_LINE_BYTES", "MAX_TEXT_DB_BYTES"]
 
 T = TypeVar("T")
 
@@ -52,22 +53,82 @@ def malformed(source: str, number: int, reason: str, raw: str) -> DbError:
 
 
 # The largest text database MIOpen ships (a FindDb of every tuned problem of one arch) is tens
-# of MiB; a file past this is not a database and is not read whole.
+# of MiB; a file past this is not a database and is not read.
 MAX_TEXT_DB_BYTES = 1 << 30
+# MIOpen's longest lines (a FindDb key with every solver measured, a PerfDb config with every
+# tunable solver) are under 1 KiB; a line past this is skipped as malformed, never held whole.
+MAX_LINE_BYTES = 1 << 20
+TOO_LONG = f"line longer than {MAX_LINE_BYTES >> 20} MiB"
 
 
-def read_text(path: Path, what: str) -> str:
-    check_exists(path, what)
-    size = path.stat().st_size
+_READ_BLOCK = 1 << 20
+
+
+def _line_blocks(fh: BinaryIO) -> Iterator[bytes | None]:
+    """Runs of whole lines of a binary stream (`\\n`-joined, without the last `\\n`), read a
+    block at a time; None for a line over MAX_LINE_BYTES, whose bytes are dropped as read."""
+    rest = b""
+    while True:
+        block = fh.read(_READ_BLOCK)
+        if not block:
+            break
+        data = rest + block
+        nl = data.rfind(b"\n")
+        if nl < 0:
+            rest = data
+            if len(rest) > MAX_LINE_BYTES:
+                yield None
+                rest = _skip_line(fh)
+            continue
+        yield data[:nl]
+        rest = data[nl + 1:]
+    if rest:  # the last line has no newline (or follows a skipped line in the last block)
+        yield rest[:-1] if rest.endswith(b"\n") else rest
+
+
+def _skip_line(fh: BinaryIO) -> bytes:
+    """Read past the rest of an over-long line; what follows its `\\n` in the last block."""
+    while True:
+        block = fh.read(_READ_BLOCK)
+        nl = block.find(b"\n")
+        if not block or nl >= 0:
+            return block[nl + 1:] if nl >= 0 else b""
+
+
+def raw_lines(fh: BinaryIO) -> Iterator[bytes | None]:
+    """The lines of a binary stream without their `\\n` (MIOpen's getline), None for a line
+    over MAX_LINE_BYTES (never held whole)."""
+    for block in _line_blocks(fh):
+        if block is None:
+            yield None
+        else:
+            for line in block.split(b"\n"):
+                yield line if len(line) <= MAX_LINE_BYTES else None
+
+
+def _check_size(path: Path, size: int, what: str) -> None:
     if size > MAX_TEXT_DB_BYTES:
         raise DbError(f"{path} is {size >> 20} MiB, over the {MAX_TEXT_DB_BYTES >> 20} MiB "
                       f"a text {what} can be; check that the right file was given")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise DbError(
-            f"{path} is not a text {what} (it is not UTF-8); check that the right file was given"
-        ) from None
+
+
+def read_lines(path: Path, what: str) -> Iterator[str | None]:
+    """The lines of a text database file, read a line at a time (None for one over
+    MAX_LINE_BYTES); DbError for a file that is not a regular file, is too large or is not
+    UTF-8 text."""
+    check_exists(path, what)  # a Git LFS pointer is said as one
+    with open_regular(path, what) as fh:
+        _check_size(path, os.fstat(fh.fileno()).st_size, what)
+        for block in _line_blocks(fh):
+            if block is None:
+                yield None
+                continue
+            try:
+                text = block.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DbError(f"{path} is not a text {what} (it is not UTF-8); check that the "
+                              "right file was given") from None
+            yield from text.split("\n")
 
 
 def split_line(raw: str) -> tuple[str, str] | None:
@@ -82,17 +143,24 @@ def split_line(raw: str) -> tuple[str, str] | None:
     return key, value
 
 
-def iter_lines(text: str, source: str, skipped: Skipped | None = None) -> Iterator[TextLine]:
-    """The `key=value` lines of a text db; blank lines and `#` comments are passed over. A
-    malformed line is counted in `skipped` (when given) and skipped, else it raises DbError.
+def iter_lines(text: str | Iterable[str | None], source: str,
+               skipped: Skipped | None = None) -> Iterator[TextLine]:
+    """The `key=value` lines of a text db (its whole text, or its lines as `read_lines` gives
+    them); blank lines and `#` comments are passed over. A malformed line, or one over
+    MAX_LINE_BYTES, is counted in `skipped` (when given) and skipped, else it raises DbError.
     The value may be empty (a PerfDb config without entries)."""
-    for number, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines() if isinstance(text, str) else text
+    for number, raw in enumerate(lines, 1):
         try:
+            if raw is None or len(raw) > MAX_LINE_BYTES:
+                raw = ""
+                raise ValueError(TOO_LONG)
             kv = split_line(raw)
         except ValueError as exc:
+            shown = (raw or "").rstrip("\r")
             if skipped is None:
-                raise malformed(source, number, str(exc), raw.rstrip("\r")) from None
-            skipped.add(number, str(exc), raw.rstrip("\r"))
+                raise malformed(source, number, str(exc), shown) from None
+            skipped.add(number, str(exc), shown)
             continue
         if kv is not None:
             yield TextLine(number, kv[0], kv[1], raw.rstrip("\r"))

@@ -11,20 +11,18 @@ byte; new times are written like MIOpen's stream output (6 significant digits).
 from __future__ import annotations
 
 import math
-import os
-import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import _fsutil
 from .._log import get_logger
 from .._record import dataclass, field
 from ..errors import DbError
+from ._files import open_regular, set_aside
 from ._index import LineIndex
 from ._lock import atomic_write, locked_update
-from ._text import CachedFile, Skipped, iter_lines, malformed, read_text, split_line
+from ._text import CachedFile, Skipped, iter_lines, malformed, raw_lines, read_lines, split_line
 
 log = get_logger(__name__)
 
@@ -36,6 +34,7 @@ __all__ = [
     "FindDb",
     "parse_entry",
     "parse_value",
+    "iter_records",
     "format_time",
     "problem_key",
 ]
@@ -225,6 +224,18 @@ def parse_line(line: str, source: str = "<text>", number: int = 1) -> tuple[Find
         raise malformed(source, number, str(exc), line) from None
 
 
+def iter_records(text: str | Iterable[str | None], source: str,
+                 skipped: Skipped) -> Iterator[tuple[FindDbRecord, str]]:
+    """(record, '2.0' | '1.0') of every well-formed line in file order, duplicates of a key
+    too; malformed lines are counted in `skipped`. Nothing is held: a reader that only counts
+    (`db inspect`) reads a file of any size in constant memory."""
+    for line in iter_lines(text, source, skipped):
+        try:
+            yield parse_value(line.key, line.value)
+        except ValueError as exc:
+            skipped.add(line.number, str(exc), line.raw)
+
+
 class FindDbFile:
     """One FindDb text file in memory: records in file order, keyed by problem key.
 
@@ -242,15 +253,12 @@ class FindDbFile:
         self.duplicates = 0
 
     @classmethod
-    def parse(cls, text: str, source: str = "<text>", path: Path | None = None) -> FindDbFile:
+    def parse(cls, text: str | Iterable[str | None], source: str = "<text>",
+              path: Path | None = None) -> FindDbFile:
+        """Records of a FindDb's text, or of its lines as `_text.read_lines` gives them."""
         db = cls(path)
         db.skipped = Skipped(source)
-        for line in iter_lines(text, source, db.skipped):
-            try:
-                record, version = parse_value(line.key, line.value)
-            except ValueError as exc:
-                db.skipped.add(line.number, str(exc), line.raw)
-                continue
+        for record, version in iter_records(text, source, db.skipped):
             db.versions.add(version)
             if record.key in db.records:
                 db.duplicates += 1
@@ -262,7 +270,7 @@ class FindDbFile:
     def read(cls, path: Path | str) -> FindDbFile:
         """Read a FindDb text file (2.0 or 1.0); DbError for a missing or non-text file."""
         p = Path(path)
-        return cls.parse(read_text(p, "FindDb"), str(p), p)
+        return cls.parse(read_lines(p, "FindDb"), str(p), p)
 
     @property
     def version(self) -> str:
@@ -377,8 +385,10 @@ class FindDb:
         if self.system_path is not None and self.system_path.exists():
             if self.system_path.stat().st_size > max_system_bytes:
                 return None
-            with open(self.system_path, "rb") as fh:
-                for line in fh:
+            with open_regular(self.system_path, "FindDb") as fh:
+                for line in raw_lines(fh):
+                    if line is None:
+                        continue  # over the maximum line length: no record
                     key, sep, _ = line.partition(b"=")
                     if sep and key and not key.startswith(b"#"):
                         out.append(key.decode("utf-8", "replace").strip())
@@ -402,20 +412,16 @@ class FindDb:
     def _set_aside(self, why: str) -> None:
         """Rename the damaged user FindDb out of the way (kept for a look, never read again)."""
         assert self.user_path is not None
-        path = self.user_path
-        dest = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d%H%M%S')}-"
-                              f"{os.getpid()}")
         try:
-            _fsutil.replace(path, dest)
-        except FileNotFoundError:
-            return  # another process set it aside first
+            dest = set_aside(self.user_path)
         except OSError as exc:
             warnings.warn(f"{why}; it could not be set aside ({exc.strerror or exc}): finds "
                           "are measured again and not recorded", stacklevel=4)
             self.user_path, self._user = None, None
             return
-        warnings.warn(f"{why}; set aside as {dest.name}, finds will be measured again",
-                      stacklevel=4)
+        if dest is not None:  # else another process set it aside first
+            warnings.warn(f"{why}; set aside as {dest.name}, finds will be measured again",
+                          stacklevel=4)
 
     def lookup(self, problem: Any) -> FindDbRecord | None:
         """The record of a problem (ConvProblem or key string): user first, else system."""

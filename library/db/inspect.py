@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DbError, MIOpenKernelsError
-from ._files import sqlite_errors
+from ._files import immutable_read, sqlite_errors
 from ._lock import connect
-from .finddb import FindDbFile, FindDbReader
+from ._text import Skipped, read_lines
+from .finddb import FindDbReader, iter_records
 from .kerneldb import KernelDb
 from .perfdb import PerfDbFile, PerfDbTextReader, SqlitePerfDb, config_from_finddb_key
 from .sniff import Sniffed, sniff
@@ -22,10 +23,12 @@ __all__ = ["inspect_file", "lookup_file"]
 def _sqlite_summary(path: Path) -> tuple[dict[str, int], list[str]]:
     """({table: rows}, integrity problems) on a read-only connection."""
     with sqlite_errors(path, "database"):
-        conn = connect(path, readonly=True)
+        conn = connect(path, readonly=True, immutable=immutable_read(path))
         try:
+            # Plain tables only: a virtual table's rows come from its module, not the file.
             names = [r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                "upper(substr(ltrim(sql), 1, 12)) = 'CREATE TABLE' ORDER BY name")]
             tables = {n: int(conn.execute(f"SELECT count(*) FROM `{n}`").fetchone()[0])
                       for n in names}
             result = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
@@ -39,29 +42,43 @@ def _skipped(skipped: Any) -> dict[str, Any]:
 
 
 def _finddb(found: Sniffed, known: Collection[str]) -> dict[str, Any]:
-    db = FindDbFile.read(found.path)
-    per_solver = Counter(s.solver for r in db for s in r.solutions)
+    # Counted as the lines stream by: only the keys are held (for duplicates), not the records.
+    skipped = Skipped(str(found.path))
+    keys: set[str] = set()
+    versions: set[str] = set()
+    per_solver: Counter[str] = Counter()
+    algorithms: Counter[str] = Counter()
+    duplicates = 0
+    served = 0
+    for record, version in iter_records(read_lines(found.path, "FindDb"), str(found.path),
+                                        skipped):
+        versions.add(version)
+        if record.key in keys:
+            duplicates += 1
+            continue
+        keys.add(record.key)
+        per_solver.update(s.solver for s in record.solutions)
+        algorithms.update(s.algorithm for s in record.solutions)
+        # A record is served when one of its solutions names a solver this runtime has: AMD's
+        # files name MIOpen's solvers, so none of theirs is.
+        served += any(s.solver in known for s in record.solutions)
     unknown = sorted(name for name in per_solver if name not in known)
-    # A record is served when one of its solutions names a solver this runtime has: AMD's
-    # files name MIOpen's solvers, so none of theirs is.
-    served = sum(1 for r in db if any(s.solver in known for s in r.solutions))
     return {
-        "version": db.version,
+        "version": "1.0" if "1.0" in versions else ("2.0" if versions else ""),
         "counts": {
-            "records": len(db),
+            "records": len(keys),
             "solutions": sum(per_solver.values()),
             "solvers": len(per_solver),
-            "skipped_lines": db.skipped.count,
-            "duplicate_keys": db.duplicates,
-            "algorithms": dict(sorted(Counter(s.algorithm for r in db
-                                              for s in r.solutions).items())),
+            "skipped_lines": skipped.count,
+            "duplicate_keys": duplicates,
+            "algorithms": dict(sorted(algorithms.items())),
             "per_solver": dict(sorted(per_solver.items())),
             "solvers_not_in_this_runtime": len(unknown),
             "records_this_runtime_serves": served,
         },
         "solvers_not_in_this_runtime": unknown,
         "integrity": {"checked": "every line parsed (malformed lines are skipped, as MIOpen "
-                                 "skips them)", "problems": [], "skipped": _skipped(db.skipped)},
+                                 "skips them)", "problems": [], "skipped": _skipped(skipped)},
     }
 
 

@@ -15,10 +15,11 @@ from typing import Any
 
 from .._record import dataclass
 from ..errors import DamagedDbError, DbError, IntegrityError
-from ._files import check_sqlite_file, sqlite_errors
+from ._files import check_sqlite_file, check_tables, immutable_read, sqlite_errors
 from ._lock import connect, create_sqlite, retry_busy, write_transaction
 
-__all__ = ["KDB_SCHEMA_SQL", "KernelEntry", "KernelDb", "pack_blob", "unpack_blob"]
+__all__ = ["KDB_SCHEMA_SQL", "KernelEntry", "KernelDb", "MAX_CODE_OBJECT_BYTES", "pack_blob",
+           "unpack_blob"]
 
 # MIOpen's KernDb statements, so that sqlite_master reads as in MIOpen's files.
 KDB_SCHEMA_SQL = (
@@ -51,16 +52,55 @@ def pack_blob(blob: bytes) -> tuple[bytes, int, str]:
     return blob, 0, digest
 
 
+# The largest code object a row may inflate to: MIOpen's largest are a few MiB, a Triton one
+# well under that; a row that promises or inflates past this is corrupt, never inflated whole.
+# Inflating to it costs twice its size at the peak (the chunks, then the object): 256 MiB.
+MAX_CODE_OBJECT_BYTES = 128 << 20
+_CHUNK = 1 << 20
+
+
+def _inflate(stored: bytes, ceiling: int, what: str) -> bytes:
+    """The bzip2 stream(s) of `stored` inflated a chunk at a time, stopped as soon as the
+    output passes `ceiling` bytes (a bomb of a few KiB that would inflate to GiBs)."""
+    import bz2
+
+    out: list[bytes] = []
+    size = 0
+    data = stored
+    try:
+        while True:
+            dec = bz2.BZ2Decompressor()
+            chunk = dec.decompress(data, max_length=_CHUNK)
+            while True:
+                out.append(chunk)
+                size += len(chunk)
+                if size > ceiling:
+                    raise IntegrityError(f"{what}: the stored bzip2 stream inflates past the "
+                                         f"{ceiling} bytes the row declares; the kernel "
+                                         "database is corrupt, reinstall it")
+                if dec.eof or not chunk:
+                    break
+                chunk = dec.decompress(b"", max_length=_CHUNK)
+            if not dec.eof:
+                raise IntegrityError(f"{what}: the stored bzip2 stream is truncated")
+            data = dec.unused_data  # bz2.decompress reads concatenated streams too
+            if not data:
+                return b"".join(out)
+    except (OSError, ValueError, EOFError) as exc:
+        raise IntegrityError(f"{what}: the stored bzip2 stream is corrupt ({exc})") from None
+
+
 def unpack_blob(stored: bytes, uncompressed_size: int, digest: str, what: str) -> bytes:
-    """The code object of a row; IntegrityError (naming `what`) if it is not what was stored."""
+    """The code object of a row; IntegrityError (naming `what`) if it is not what was stored.
+    A compressed blob inflates to at most its declared size, and never past
+    MAX_CODE_OBJECT_BYTES."""
     blob = stored
     if uncompressed_size:
-        try:
-            import bz2
-
-            blob = bz2.decompress(stored)
-        except (OSError, ValueError) as exc:
-            raise IntegrityError(f"{what}: the stored bzip2 stream is corrupt ({exc})") from None
+        if not 0 < uncompressed_size <= MAX_CODE_OBJECT_BYTES:
+            raise IntegrityError(f"{what}: the row declares {uncompressed_size} bytes, not a "
+                                 f"code object size (at most {MAX_CODE_OBJECT_BYTES >> 20} "
+                                 "MiB); the kernel database is corrupt, reinstall it")
+        blob = _inflate(stored, uncompressed_size, what)
         if len(blob) != uncompressed_size:
             raise IntegrityError(f"{what}: decompressed to {len(blob)} bytes, the row says "
                                  f"{uncompressed_size}")
@@ -99,7 +139,8 @@ class KernelEntry:
 class KernelDb:
     """A `.kdb` or `.ukdb` file.
 
-    `readonly=True` (the default) opens with a `mode=ro` URI and never creates the file.
+    `readonly=True` (the default) opens with a `mode=ro` URI and never creates the file; a
+    system `.kdb` also as immutable, so that nothing is written beside it.
     Writable opens create MIOpen's schema when the file is new; `wal` defaults to True for a
     `.ukdb` (a cache many processes share) and False otherwise, so that a system `.kdb` built
     here is one self-contained file.
@@ -119,7 +160,8 @@ class KernelDb:
         if readonly or (self.path.exists() and self.path.stat().st_size > 0):
             check_sqlite_file(self.path, "KernelDb")
         with sqlite_errors(self.path, "KernelDb"):
-            self._conn = connect(self.path, readonly=readonly, wal=use_wal and not readonly)
+            self._conn = connect(self.path, readonly=readonly, wal=use_wal and not readonly,
+                                 immutable=readonly and immutable_read(self.path))
             if not readonly and not retry_busy(lambda: self._conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE name = 'kern_db'").fetchone(), self.path):
                 with write_transaction(self._conn, self.path):
@@ -128,6 +170,7 @@ class KernelDb:
             retry_busy(self._check_schema, self.path)
 
     def _check_schema(self) -> None:
+        check_tables(self._conn, self.path, ("kern_db",), "KernelDb")
         tables = [r[0] for r in self._conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         columns = [r[1] for r in self._conn.execute("PRAGMA table_info(kern_db)")]
@@ -205,20 +248,46 @@ class KernelDb:
 
     def entries(self) -> list[KernelEntry]:
         """Every entry's name, args, sizes and hash, without reading or unpacking blobs."""
+        return list(self.iter_entries())
+
+    def iter_entries(self) -> Iterator[KernelEntry]:
+        """The entries as `entries` gives them, one row at a time from SQLite (a kdb of
+        hundreds of thousands of rows is listed in constant memory)."""
         with sqlite_errors(self.path, "KernelDb"):
-            rows = self._conn.execute(
+            # A scan and SQLite's sorter (bounded memory, spills to a temporary file): a walk
+            # of the UNIQUE index would seek to every row's table page in index order.
+            cursor = self._conn.execute(
                 "SELECT kernel_name, kernel_args, length(kernel_blob), uncompressed_size, "
-                "kernel_hash, typeof(kernel_blob) FROM kern_db "
-                "ORDER BY kernel_name, kernel_args").fetchall()
-        for row in rows:
-            if row[5] != "blob":
-                self._check_types(row[0], row[1], row[5], row[3], row[4])
-            self._check_types(row[0], row[1], b"", row[3], row[4])
-        return [KernelEntry(*row[:5]) for row in rows]
+                "kernel_hash, typeof(kernel_blob) FROM kern_db NOT INDEXED "
+                "ORDER BY kernel_name, kernel_args")
+            new = object.__new__
+            for name, args, stored, usize, digest, kind in cursor:
+                if kind != "blob" or type(name) is not str or type(args) is not str or \
+                        type(digest) is not str or type(usize) is not int:
+                    self._check_types(name, args, kind if kind != "blob" else b"", usize,
+                                      digest)
+                # Fields checked above: made as FindDb's records are, without the frozen
+                # dataclass's per-field setattr (the cost of a listing of 300k rows).
+                entry = new(KernelEntry)
+                entry.__dict__.update(kernel_name=name, kernel_args=args, stored_size=stored,
+                                      uncompressed_size=usize, kernel_hash=digest)
+                yield entry
+
+    def widths(self) -> tuple[int, int, int, int]:
+        """(entries, longest kernel name, longest kernel args, most digits of a size): what a
+        table of every entry needs, from one SQL query and no row held."""
+        with sqlite_errors(self.path, "KernelDb"):
+            row = self._conn.execute(
+                "SELECT count(*), max(length(kernel_name)), max(length(kernel_args)), "
+                "max(max(length(kernel_blob)), max(uncompressed_size)) FROM kern_db"
+            ).fetchone()
+        count, name, args, size = (int(v) if type(v) is int else 0 for v in row)
+        return count, name, args, len(str(max(size, 0)))
 
     def stored(self) -> Iterator[tuple[KernelEntry, bytes]]:
         """Every row with its stored blob as it is in the file (compressed or raw), in
-        (name, args) order; the types of every value checked."""
+        (name, args) order (a walk of the UNIQUE index: no sort copies the blobs); the types of
+        every value checked."""
         with sqlite_errors(self.path, "KernelDb"):
             cursor = self._conn.execute(
                 "SELECT kernel_name, kernel_args, kernel_blob, uncompressed_size, kernel_hash "

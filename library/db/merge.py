@@ -6,7 +6,9 @@ fastest measurement is kept; solutions are written fastest first (ties by solver
 by key. PerfDb: per (config, solver), the shard that sorts last by file name (then by full path)
 wins, so a re-tuned shard named later overrides an earlier one; lines are written by key and
 solvers by name. An output file that already exists is merged in as the first shard (so nothing
-it holds is lost, and a shard overrides it), unless `replace` says to overwrite it.
+it holds is lost, and a shard overrides it), unless `replace` says to overwrite it; merges into
+the same folder at once take the output's lock (`<output>.lock`, that of every database writer)
+in turn, so each keeps what the others wrote.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DbError
+from ._lock import file_lock
 from .finddb import FindDbFile, FindDbRecord, Solution
 from .perfdb import PerfDbFile, text_key
 from .sniff import sniff
@@ -98,19 +101,23 @@ def merge_shards(paths: Iterable[Path | str], out_dir: Path | str, *,
     report: dict[str, Any] = {"basename": basename, "shards": [str(p) for p in ordered],
                               "outputs": []}
     resolved = {p.resolve() for p in ordered}
+    # Each output is read, merged and replaced under its lock, so that merges into the same
+    # folder at once each merge with what the one before wrote: no record is lost.
     if finds:
         dest = out / f"{basename}.HIP.fdb.txt"
-        kept = _existing(dest, replace, resolved, "finddb")
-        merged = merge_finddb(([FindDbFile.read(dest)] if kept else []) + finds)
-        merged.write(dest)
+        with file_lock(dest):
+            kept = _existing(dest, replace, resolved, "finddb")
+            merged = merge_finddb(([FindDbFile.read(dest)] if kept else []) + finds)
+            merged.write(dest)
         report["outputs"].append({"path": str(dest), "kind": "finddb", "records": len(merged),
                                   "shards": len(finds), "merged_with_existing": kept})
     if perfs:
         suffix = ".db.txt" if perfdb_format == "text" else ".db"
         dest = out / f"{basename}{suffix}"
-        kept = _existing(dest, replace, resolved, "perfdb")
-        pmerged = merge_perfdb(([PerfDbFile.read(dest)] if kept else []) + perfs)
-        pmerged.write(dest)
+        with file_lock(dest):
+            kept = _existing(dest, replace, resolved, "perfdb")
+            pmerged = merge_perfdb(([PerfDbFile.read(dest)] if kept else []) + perfs)
+            pmerged.write(dest)
         report["outputs"].append({"path": str(dest), "kind": "perfdb", "configs": len(pmerged),
                                   "entries": pmerged.entry_count, "shards": len(perfs),
                                   "merged_with_existing": kept})

@@ -10,7 +10,14 @@ from typing import Any
 from .._record import dataclass
 from ..errors import DbError, TargetError
 from ..target import Target, target_from_name
-from ._files import SQLITE_MAGIC, check_exists, check_sqlite_file, sqlite_errors
+from ._files import (
+    SQLITE_MAGIC,
+    check_exists,
+    check_sqlite_file,
+    check_tables,
+    immutable_read,
+    sqlite_errors,
+)
 from ._lock import connect
 
 __all__ = ["Sniffed", "sniff", "target_from_name", "KINDS"]
@@ -52,8 +59,9 @@ def _sniff_sqlite(path: Path) -> tuple[str, str, str]:
 
     check_sqlite_file(path, "SQLite database")
     with sqlite_errors(path, "database"):
-        conn = connect(path, readonly=True)
+        conn = connect(path, readonly=True, immutable=immutable_read(path))
         try:
+            check_tables(conn, path, ("kern_db", "config", "perf_db"), "database")
             tables = [r[0] for r in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
             if "kern_db" in tables:

@@ -9,13 +9,21 @@ which is what a GPU test copies to and from the device.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ProblemError
 from ..problem import ConvProblem
 
+if TYPE_CHECKING:
+    from ..backends.base import Backend
+    from ..backends.null import NullBackend
+
 __all__ = [
+    "compute_reference",
+    "null_result",
+    "SLOW_REFERENCE_MACS",
     "to_layout",
     "from_layout",
     "conv_fwd",
@@ -318,3 +326,66 @@ def pooling(
         result = total / float(np.prod(window))
         return result
     raise ProblemError(f"unknown pooling mode {mode!r}")
+
+
+# ---------------------------------------------------------------- the null backend's result
+# MIOpen type -> numpy type the reference can read and write.
+_NUMPY_TYPES = {"FP32": "float32", "FP16": "float16", "FP64": "float64"}
+# Multiply-adds above which the float64 reference takes seconds on a CPU (a batch-128 ResNet
+# layer, 15e9 of them, took 7-8 s on one core): said once, so a slow run is not taken for a
+# hang.
+SLOW_REFERENCE_MACS = 1_000_000_000
+
+
+def compute_reference(backend: NullBackend, problem: Any, ptrs: dict[str, int]) -> bool:
+    """Write the problem's output (float64 reference, cast to its type) into null-backend memory.
+
+    `ptrs` maps the layer's roles (x, w, y) to device pointers. On the null backend no kernel
+    runs, so this is what makes `Handle.run` give the right answer without a GPU. Returns False
+    (and changes nothing) for problems the reference cannot compute: other types than
+    FP32/FP16/FP64, or not a convolution.
+    """
+    from ._conv import macs
+
+    types = {getattr(problem, a, None) for a in ("in_type", "wei_type", "out_type")}
+    if not hasattr(problem, "filter") or not types <= set(_NUMPY_TYPES):
+        return False
+    names = dict(zip(("x", "w", "y"), _names(problem), strict=True))
+    shapes = conv_tensor_shapes(problem)
+    role_type = {"x": problem.in_type, "w": problem.wei_type, "y": problem.out_type}
+
+    def view(role: str) -> np.ndarray:
+        dtype = np.dtype(_NUMPY_TYPES[role_type[role]])
+        shape = shapes[names[role]]
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        return backend._view(ptrs[role], nbytes).view(dtype).reshape(shape)
+
+    work = macs(problem)
+    if work > SLOW_REFERENCE_MACS and not backend.warned_slow_reference:
+        backend.warned_slow_reference = True
+        from .._log import get_logger
+
+        get_logger().warning(
+            "the null backend (no GPU) computes run()'s output with the float64 reference on "
+            "the CPU: %s is %.1fe9 multiply-adds, seconds of work per run", problem.key(),
+            work / 1e9)
+    out_role = {"F": "y", "B": "x", "W": "w"}[problem.direction]
+    tensors = {names[r]: view(r) for r in ("x", "w", "y") if r != out_role}
+    out = view(out_role)
+    out[...] = conv_reference(problem, tensors).astype(out.dtype)
+    return True
+
+
+def null_result(backend: Backend, problem: Any, ptrs: dict[str, int]) -> None:
+    """No kernel ran: on the null backend, compute the output with the reference; where it
+    cannot, say once that the output is left as it was."""
+    from ..backends.null import NullBackend
+
+    if not isinstance(backend, NullBackend) or compute_reference(backend, problem, ptrs):
+        return
+    if not backend.warned_no_result:
+        backend.warned_no_result = True
+        import warnings
+
+        warnings.warn(f"the null backend (no GPU) launches nothing and the reference cannot "
+                      f"compute {problem.key()}: its output is left as it was", stacklevel=5)

@@ -213,8 +213,8 @@ def test_tune_without_a_gpu_says_where_to_run_it(monkeypatch: pytest.MonkeyPatch
 def test_null_backend_run_says_once_when_it_cannot_compute(monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     from miopenkernels.backends import NullBackend
-    from miopenkernels.backends.null import null_result
     from miopenkernels.driver import parse_driver_line
+    from miopenkernels.solvers.reference import null_result
     from miopenkernels.target import Target
 
     backend = NullBackend(Target("gfx90a", 110))

@@ -271,6 +271,7 @@ def test_null_backend_warns_once_before_a_long_reference_run(
     import numpy as np
     from miopenkernels.backends import null
     from miopenkernels.driver import parse_driver_line
+    from miopenkernels.solvers import reference
     from miopenkernels.target import Target
 
     p = parse_driver_line("conv -n 2 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -F 1")[0]
@@ -280,11 +281,11 @@ def test_null_backend_warns_once_before_a_long_reference_run(
         buf = backend.alloc(int(np.prod(shape)) * 4)
         ptrs[role] = buf.ptr
     caplog.set_level(logging.WARNING)
-    assert null.compute_reference(backend, p, ptrs)
+    assert reference.compute_reference(backend, p, ptrs)
     assert not caplog.records  # 2 * 4 * 36 * 36 multiply-adds: nothing to say
-    monkeypatch.setattr(null, "SLOW_REFERENCE_MACS", 1000)
+    monkeypatch.setattr(reference, "SLOW_REFERENCE_MACS", 1000)
     for _ in range(2):
-        assert null.compute_reference(backend, p, ptrs)
+        assert reference.compute_reference(backend, p, ptrs)
     slow = [r for r in caplog.records if "multiply-adds" in r.getMessage()]
     assert len(slow) == 1 and p.key() in slow[0].getMessage()
 

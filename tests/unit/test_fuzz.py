@@ -1,7 +1,9 @@
 """Fuzzing the boundary: mutated driver lines, keys, rocminfo, text and SQLite databases, kdbs,
 code objects (a real clang-19 offload bundle, its ELF, a cubin header), package manifests and
 environment variables, through the real CLI (in-process)
-and the library's entry points. Any exception that is not a MIOpenKernelsError, a traceback in
+and the library's entry points, and small hostile databases (a view over an endless query, a
+generated column or a trigger on MIOpen's table, a bzip2 bomb, a line over the maximum line
+length). Any exception that is not a MIOpenKernelsError, a traceback in
 the CLI's output, a case that runs past its time, or a file written outside the temporary
 folder fails the test.
 
@@ -168,6 +170,60 @@ def _kdb(path: Path) -> bytes:
     return path.read_bytes()
 
 
+# A query that never ends, behind columns that read as MIOpen's.
+_ENDLESS = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+            "SELECT i FROM r WHERE i < 0")
+
+
+def _hostile_db(rng: random.Random, folder: Path, case: int) -> Path:
+    """A small database file of one of the hostile classes: MIOpen's table a view over an
+    endless query, a generated column or a trigger on it, a bzip2 bomb in a kdb row, a text
+    line far over the maximum line length."""
+    import bz2
+
+    from miopenkernels.db.kerneldb import KDB_SCHEMA_SQL
+
+    kind = rng.choice(["view-kdb", "view-perfdb", "bomb", "generated", "trigger", "long-line"])
+    if kind == "long-line":
+        path = folder / f"h{case}.HIP.fdb.txt"
+        key = _keys()[0]
+        path.write_bytes(key.encode() + b"=" + b"S:1,0,miopenConvolutionFwdAlgoDirect;" *
+                         rng.randint(30_000, 90_000) + b"\n" + key.encode() + b"=\n")
+        return path
+    path = folder / f"h{case}.{'db' if kind == 'view-perfdb' else 'kdb'}"
+    conn = sqlite3.connect(path)
+    cols = "id, kernel_name, kernel_args, kernel_blob, kernel_hash, uncompressed_size"
+    if kind == "view-kdb":
+        conn.execute(f"CREATE VIEW kern_db ({cols}) AS SELECT i, 'k.o', '-mcpu=gfx906', "
+                     f"x'00', 'h', 0 FROM ({_ENDLESS})")
+    elif kind == "view-perfdb":
+        conn.execute("CREATE TABLE config (id INTEGER PRIMARY KEY, layout, data_type, "
+                     "direction)")
+        conn.execute(f"CREATE VIEW perf_db (id, solver, config, params) AS SELECT i, 's', i, "
+                     f"'p' FROM ({_ENDLESS})")
+    elif kind == "generated":
+        conn.execute("CREATE TABLE kern_db (id INTEGER PRIMARY KEY, kernel_name TEXT, "
+                     "kernel_args TEXT, kernel_blob BLOB AS (zeroblob(100000000)), "
+                     "kernel_hash TEXT, uncompressed_size INT)")
+        conn.execute("INSERT INTO kern_db (kernel_name, kernel_args, kernel_hash, "
+                     "uncompressed_size) VALUES ('k.o', '-mcpu=gfx906', 'h', 0)")
+    else:
+        for s in KDB_SCHEMA_SQL.split(";"):
+            if s.strip():
+                conn.execute(s)
+        comp = bz2.BZ2Compressor(9)
+        stored = b"".join(comp.compress(bytes(1 << 20)) for _ in range(rng.randint(2, 40)))
+        conn.execute("INSERT INTO kern_db (kernel_name, kernel_args, kernel_blob, kernel_hash, "
+                     "uncompressed_size) VALUES ('k.o', '-mcpu=gfx906', ?, ?, ?)",
+                     (stored + comp.flush(), "0" * 32, rng.choice([1, 4096, 1 << 40])))
+        if kind == "trigger":
+            conn.execute(f"CREATE TRIGGER t AFTER INSERT ON kern_db BEGIN SELECT count(*) "
+                         f"FROM ({_ENDLESS}); END")
+    conn.commit()
+    conn.close()
+    return path
+
+
 # ---------------------------------------------------------------------------- the campaign
 @pytest.fixture()
 def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -252,6 +308,18 @@ def test_fuzz_the_boundary(sandbox: Path) -> None:
 
         _library(read_kdb, f"{what} kdb")
         _cli(["kdb", "verify", str(kpath), "--json"], f"{what} kdb verify")
+
+        hpath = _hostile_db(rng, files, case)
+        for args in (["kdb", "list", str(hpath), "--json"], ["kdb", "verify", str(hpath)],
+                     ["db", "inspect", str(hpath), "--json"]):
+            if hpath.suffix == ".kdb" or args[0] == "db":
+                _cli(args, f"{what} {' '.join(args[:2])} {hpath.name}")
+        if hpath.suffix == ".kdb":
+            _library(lambda p=hpath: read_kdb(p), f"{what} kdb {hpath.name}")
+        elif hpath.suffix == ".db":
+            _library(lambda p=hpath: PerfDbFile.read(p), f"{what} perfdb {hpath.name}")
+        else:
+            _library(lambda p=hpath: FindDbFile.read(p), f"{what} finddb {hpath.name}")
 
         blob = _mutate_bytes(rng, rng.choice(codes))
         arch = rng.choice(["gfx906", "gfx90a", "sm90"])
