@@ -311,9 +311,8 @@ class Plan:
         self._torch_tensor: Any = None
         self._current_stream: Callable[[int], int] = _no_stream
         # The last call's torch tensors (weakly) and their device: the same tensors again skip
-        # even the reading of their sizes and strides (most of a call's host cost). A tensor
-        # whose sizes or strides are changed in place between calls (resize_, as_strided_) is
-        # not read again: pass a new view instead.
+        # even the reading of their sizes and strides (most of a call's host cost); one resized
+        # in place between calls (resize_, as_strided_) is not read again: pass a new view.
         self._last: tuple[Any, Any, Any, int] | None = None
         # A one-launch invoker's pointer slots as (C value, role index, offset) and its launch
         # with kernelParams packed once: a call sets the values and launches.
@@ -421,8 +420,6 @@ class Plan:
             return 0
         if workspace is not None:
             if is_torch(workspace) and workspace.is_cuda:  # type: ignore[attr-defined]
-                # Any element type: the workspace is bytes (torch's uint8 has no CUDA array
-                # interface type of ours).
                 size = workspace.numel() * workspace.element_size()  # type: ignore[attr-defined]
                 if size < need:
                     raise ProblemError(f"workspace of {size} bytes; {self.solver} needs {need}")

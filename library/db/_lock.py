@@ -209,8 +209,10 @@ def connect(path: Path, *, readonly: bool, wal: bool = False,
     if not readonly:
         check_write_place(path, "database")
         path.parent.mkdir(parents=True, exist_ok=True)
+    # check_same_thread off: a Handle's databases serve the thread that made them and others
+    # (torch runs autograd's backward in a thread of its own); SQLite itself is serialised.
     conn = sqlite3.connect(sqlite_uri(path, readonly=readonly, immutable=immutable), uri=True,
-                           isolation_level=None,
+                           isolation_level=None, check_same_thread=False,
                            factory=_BudgetedConnection if readonly else sqlite3.Connection)
     if readonly:
         _install_budget(conn, path)  # type: ignore[arg-type]
