@@ -9,7 +9,7 @@ handle's math mode is fixed for its life, so a device may hold one handle per mo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -30,6 +30,9 @@ _prepared: dict[tuple[int, ConvProblem], tuple[ConvSolution, Launcher]] = {}
 # A call's (device, direction, layout, dtype, TF32 flag, sizes, geometry) -> its problem and
 # launcher: a repeated call builds no ConvProblem and looks up no handle (ops.py fills it).
 calls: dict[tuple[object, ...], tuple[ConvProblem, Launcher]] = {}
+# An eager GPU call's arguments as given (shapes, strides, types, geometry) -> (output shape,
+# memory format, launcher): a repeated call skips the normalising of its arguments.
+fast: dict[tuple[object, ...], tuple[Any, Any, Launcher]] = {}
 
 
 def _device_key(device: torch.device | str) -> str:
@@ -53,6 +56,7 @@ def set_handle(handle: Handle | None, device: torch.device | str = "cpu", *,
     as the handle's own math mode says whatever `allow_tf32` is)."""
     key = _device_key(device)
     calls.clear()
+    fast.clear()
     if math_mode is None or handle is None:
         modes = list(config.MathMode)
     else:

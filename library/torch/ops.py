@@ -249,17 +249,51 @@ def _add_bias(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     return y + bias.view(1, -1, *([1] * (y.dim() - 2)))
 
 
+def _fast_key(dims: int, x: torch.Tensor, weight: torch.Tensor, stride: _Size,
+              padding: str | _Size, dilation: _Size, groups: int) -> tuple[object, ...] | None:
+    """The key of an eager GPU call in `_handles.fast`: the arguments as given, with the
+    tensors' shapes and strides (so the layout is the same) and the math mode; None where an
+    argument cannot be a key (a list)."""
+    tf32 = torch.backends.cudnn.allow_tf32 if x.dtype is torch.float32 else None
+    key = (dims, x.shape, x.stride(), x.dtype, x.device, weight.shape, weight.stride(),
+           weight.dtype, stride, padding, dilation, groups, tf32)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def _conv(dims: int, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
           stride: _Size, padding: str | _Size, dilation: _Size, groups: int) -> torch.Tensor:
+    key = None
+    if input.is_cuda and type(input) is torch.Tensor and _eager(input, weight) \
+            and not torch.is_autocast_enabled("cuda"):
+        key = _fast_key(dims, input, weight, stride, padding, dilation, groups)
+        entry = _handles.fast.get(key) if key is not None else None
+        if entry is not None:  # a call seen before: its problem and plan are at hand
+            shape, fmt, launch = entry
+            y = torch.empty(shape, dtype=input.dtype, device=input.device, memory_format=fmt)
+            if y.numel() and input.numel():
+                launch(input, weight, y)
+            return _add_bias(y, bias)
     if input.dim() != dims + 2:
         raise ProblemError(f"conv{dims}d takes a {dims + 2}-dimensional input (batch, "
                            f"channels, spatial); got {input.dim()} dimensions")
     input, weight, bias = _autocast(input, weight, bias)
     st = _ntuple(stride, dims, "stride")
     dil = _ntuple(dilation, dims, "dilation")
-    input, pad = _padding(input, weight, padding, st, dil, dims)
-    op = _forward if _eager(input, weight) else torch.ops.miopenkernels.convolution
-    y = op(input, weight, st, pad, dil, groups, False, [0] * dims)
+    x, pad = _padding(input, weight, padding, st, dil, dims)
+    op = _forward if _eager(x, weight) else torch.ops.miopenkernels.convolution
+    y = op(x, weight, st, pad, dil, groups, False, [0] * dims)
+    if key is not None and x is input:  # no padding of its own: the next call takes the key
+        cl = is_channels_last(x)
+        fmt = memory_format(x.dim(), cl)
+        if x.is_contiguous(memory_format=fmt) and weight.is_contiguous(memory_format=fmt):
+            geometry = (st, pad, dil, groups, False, [0] * dims)
+            problem, launch = _prepared("F", cl, x, x.shape, weight.shape, geometry,
+                                        data_type(x, weight))
+            _handles.fast[key] = (problem.out_shape, fmt, launch)
     return _add_bias(y, bias)
 
 
