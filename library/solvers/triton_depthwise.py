@@ -124,8 +124,9 @@ class ConvTritonDepthwise(Solver):
         return [params_of(c) for c in depthwise_spec().legal_space(self.direction)]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        if target_kind(target.arch) not in depthwise_spec().KINDS or \
-                len(params) != len(PARAM_NAMES):
+        # The target alone (not MIOPENKERNELS_TRITON), as the other Triton families.
+        if not spec_for(target.arch).matrix or len(params) != len(PARAM_NAMES) or \
+                target_kind(target.arch) not in depthwise_spec().KINDS:
             return False
         try:
             config = _config(tuple(int(v) for v in params))
