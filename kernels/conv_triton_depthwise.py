@@ -11,7 +11,9 @@ the source pixels each tap needs; sums are FP32.
   blocks, image.
 - `depthwise_conv_wrw`: backward weights, dw[c, r, s] = sum over n, oh, ow of
   dy[n, c, oh, ow] * x[n, c, oh * stride_h - pad_h + r * dil_h, ...]. Program axes: channel
-  blocks, taps, parts of the (image, pixel) reduction; with one part the program writes dw,
+  blocks, filter rows, parts of the (image, pixel) reduction; a program sums the whole row
+  at once (BLOCK_S, the filter width's class: a power of two at least S), so each dy element
+  is read once per row, not once per tap; with one part the program writes dw,
   with more each writes its FP32 partial to ws ([parts][C][R][S]) and the implicit GEMM's
   reduce kernel (`conv2d_bwd_weight_reduce`, kernels/conv_triton.py) sums them in a fixed
   order: the result is the same on every run.
@@ -84,18 +86,20 @@ def depthwise_conv(
 def depthwise_conv_wrw(
     x_ptr, y_ptr, w_ptr, ws_ptr, N, C, H, W, P, Q, S, stride_h, stride_w, pad_h, pad_w,
     dil_h, dil_w, sxn, sxc, sxh, sxw, syn, syc, syh, syw, swc, swr, sws, TAPS,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr,
 ):
-    """dw[c, r, s] (program axis 1: the tap r * S + s) over this program's part (axis 2) of
-    the N * P * Q output positions; with several parts the FP32 sum goes to
-    ws[part][c][tap] (TAPS = R * S)."""
-    tap = tl.program_id(1)
-    r = tap // S
-    s = tap % S
+    """dw[c, r, s] for one filter row r (program axis 1) and every s < S <= BLOCK_S at once,
+    over this program's part (axis 2) of the N * P * Q output positions: each dy element is
+    read once per row, x as BLOCK_S neighbours of a row. With several parts the FP32 sums go
+    to ws[part][c][r * S + s] (TAPS = R * S)."""
+    r = tl.program_id(1)
     part = tl.program_id(2)
     parts = tl.num_programs(2)
     c = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ok = c < C
+    s = tl.arange(0, BLOCK_S)
+    s_ok = s < S
     if CHANNELS_LAST:
         x_c = c
         y_c = c
@@ -106,7 +110,7 @@ def depthwise_conv_wrw(
     blocks = tl.cdiv(N * pq, BLOCK_M)
     per_part = tl.cdiv(blocks, parts)
     first = part * per_part
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_S, BLOCK_N), dtype=tl.float32)
     for b in range(first, tl.minimum(first + per_part, blocks)):
         idx = b * BLOCK_M + tl.arange(0, BLOCK_M)
         n = idx // pq
@@ -114,17 +118,20 @@ def depthwise_conv_wrw(
         i = pix // Q
         j = pix % Q
         u = i * stride_h - pad_h + r * dil_h
-        v = j * stride_w - pad_w + s * dil_w
-        ok = (idx < N * pq) & (u >= 0) & (u < H) & (v >= 0) & (v < W)
-        mask = ok[:, None] & c_ok[None, :]
-        a = tl.load(x_ptr + (n * sxn + u * sxh + v * sxw)[:, None] + x_c[None, :], mask=mask,
+        row_ok = (idx < N * pq) & (u >= 0) & (u < H)
+        v = (j * stride_w - pad_w)[:, None] + (s * dil_w)[None, :]
+        tap_ok = row_ok[:, None] & s_ok[None, :] & (v >= 0) & (v < W)
+        a = tl.load(x_ptr + (n * sxn + u * sxh)[:, None, None] + (v * sxw)[:, :, None]
+                    + x_c[None, None, :], mask=tap_ok[:, :, None] & c_ok[None, None, :],
                     other=0.0)
-        g = tl.load(y_ptr + (n * syn + i * syh + j * syw)[:, None] + y_c[None, :], mask=mask,
-                    other=0.0)
-        acc += a.to(tl.float32) * g.to(tl.float32)
+        g = tl.load(y_ptr + (n * syn + i * syh + j * syw)[:, None] + y_c[None, :],
+                    mask=row_ok[:, None] & c_ok[None, :], other=0.0)
+        acc += a.to(tl.float32) * g.to(tl.float32)[:, None, :]
     total = tl.sum(acc, axis=0)
+    mask = s_ok[:, None] & c_ok[None, :]
     if parts == 1:
-        tl.store(w_ptr + c * swc + r * swr + s * sws, total.to(w_ptr.dtype.element_ty),
-                 mask=c_ok)
+        tl.store(w_ptr + (c * swc)[None, :] + r * swr + (s * sws)[:, None],
+                 total.to(w_ptr.dtype.element_ty), mask=mask)
     else:
-        tl.store(ws_ptr + (part * C + c) * TAPS + tap, total, mask=c_ok)
+        tl.store(ws_ptr + ((part * C + c) * TAPS)[None, :] + r * S + s[:, None], total,
+                 mask=mask)

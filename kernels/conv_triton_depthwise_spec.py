@@ -49,8 +49,13 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("N", "i32"), ("C", "i32"), ("H", "i32"), ("W", "i32"), ("P", "i32"), ("Q", "i32"),
         ("S", "i32"), *_GEOMETRY, ("sxn", "i32"), ("sxc", "i32"), ("sxh", "i32"),
         ("sxw", "i32"), ("syn", "i32"), ("syc", "i32"), ("syh", "i32"), ("syw", "i32"),
-        ("swc", "i32"), ("swr", "i32"), ("sws", "i32"), ("TAPS", "i32"), *_TILE),
+        ("swc", "i32"), ("swr", "i32"), ("sws", "i32"), ("TAPS", "i32"),
+        ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_S", "constexpr"),
+        ("CHANNELS_LAST", "constexpr")),
 }
+#: Backward weights sum a whole filter row at once: BLOCK_S, the row's width class (the
+#: smallest of these at least S), is part of the object, so a package ships one per class.
+WIDTH_CLASSES = (4, 8)
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
 TENSORS: dict[str, dict[str, str]] = {
     "F": {"src_ptr": "x", "w_ptr": "w", "dst_ptr": "y"},
@@ -74,10 +79,11 @@ TILES: dict[tuple[str, bool], dict[str, int]] = {
     ("F", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4},
     ("B", True): {"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 4},
     ("B", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4},
-    ("W", True): {"BLOCK_M": 32, "BLOCK_N": 64, "num_warps": 4},
-    ("W", False): {"BLOCK_M": 256, "BLOCK_N": 8, "num_warps": 4},
+    ("W", True): {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4},
+    ("W", False): {"BLOCK_M": 64, "BLOCK_N": 8, "num_warps": 4},
 }
-#: The legal space: tiles of MIN_ELEMENTS to MAX_ELEMENTS elements (at least one a thread).
+#: The legal space: tiles of at most MAX_ELEMENTS elements and at least one a thread
+#: (backward weights: BLOCK_M x BLOCK_S x BLOCK_N, counted at the largest width class).
 BLOCKS_M = (8, 16, 32, 64, 128, 256)
 BLOCKS_N = (4, 8, 16, 32, 64, 128)
 WARPS = (1, 2, 4, 8)
@@ -154,20 +160,27 @@ def meets_align16(direction: str, args: Mapping[str, int]) -> bool:
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
          ) -> tuple[int, int, int]:
     """Forward and backward data: (destination pixel blocks, channel blocks, images);
-    backward weights: (channel blocks, taps, parts)."""
+    backward weights: (channel blocks, filter rows, parts)."""
     z = sizes
     blocks_c = cdiv(channels(z), config["BLOCK_N"])
     if direction == "W":
-        return blocks_c, z["R"] * z["S"], int(config.get("SPLIT_K", 1))
+        return blocks_c, z["R"], int(config.get("SPLIT_K", 1))
     pixels = z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"]
     return cdiv(pixels, config["BLOCK_M"]), blocks_c, z["N"]
 
 
-def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool
-              ) -> tuple[dict[str, str], dict[str, Any]]:
-    """(signature, constexprs) of one object for `triton.compiler.ASTSource`."""
+def width_class(s: int) -> int:
+    """Backward weights' BLOCK_S for filters `s` wide."""
+    return next(w for w in WIDTH_CLASSES if w >= s)
+
+
+def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
+              width: int = 0) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) of one object for `triton.compiler.ASTSource`; `width` is
+    backward weights' BLOCK_S."""
     values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
-              "CHANNELS_LAST": int(last), "BACKWARD": int(direction == "B")}
+              "BLOCK_S": int(width), "CHANNELS_LAST": int(last),
+              "BACKWARD": int(direction == "B")}
     return typed_signature(ARGS[KERNEL[direction]], dtype, values)
 
 
@@ -182,7 +195,8 @@ def legal(direction: str, config: Mapping[str, int]) -> bool:
     split = config.get("SPLIT_K")
     if split not in SPLITS or (split != 1 and direction != "W"):
         return False
-    return 32 * int(warps) <= int(m) * int(n) <= MAX_ELEMENTS
+    elements = int(m) * int(n) * (WIDTH_CLASSES[-1] if direction == "W" else 1)
+    return 32 * int(warps) <= elements <= MAX_ELEMENTS
 
 
 def legal_space(direction: str) -> list[dict[str, int]]:
@@ -209,7 +223,7 @@ def usual_tile(direction: str, last: bool) -> dict[str, int]:
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
     """Backward weights' SPLIT_K: doubled from 1 while the launch stays within WAVES waves of
     `sms` programs and each part keeps MIN_PART_STEPS steps of BLOCK_M positions, up to
-    MAX_SPLIT."""
+    MAX_SPLIT (a layer with few channels is a few programs per filter row without it)."""
     programs = grid("W", sizes, {**config, "SPLIT_K": 1})
     columns = programs[0] * programs[1]
     steps = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], config["BLOCK_M"])

@@ -4,23 +4,26 @@ multiplier of 1) as their own memory-bound Triton family (kernels/conv_triton_de
 A depthwise layer has R*S multiply-adds per output element, so the implicit GEMM (one channel
 a group: GEMMs of width 1) and the portable kernels looping over groups waste most of a GPU on
 it. Here each program owns pixels x channels of one image and walks the taps; loads are
-vectors along channels in NHWC and coalesced along pixels in NCHW. Backward weights cut the
-N * P * Q reduction into SPLIT_K parts (program axis 2, beside channel blocks and taps), so
-even a layer with few channels fills the GPU; the parts' FP32 partials go to the workspace and
-the implicit GEMM's reduce kernel sums them into dw in a fixed order (a follow-up), so the
-result does not change from run to run.
+vectors along channels in NHWC and coalesced along pixels in NCHW. Backward weights sum a
+whole filter row per program (its width class is part of the object) and cut the N * P * Q
+reduction into SPLIT_K parts (program axis 2, beside channel blocks and filter rows), so even
+a layer with few channels fills the GPU; the parts' FP32 partials go to the workspace and the
+implicit GEMM's reduce kernel sums them into dw in a fixed order (a follow-up), so the result
+does not change from run to run.
 
 Filters up to 7x7, strides 1-2, any padding and dilation; FP16, BF16 and FP32 on every kind
 of the spec's KINDS (the kinds with matrix cores the other Triton families take: the portable
 kernels stay the fallback elsewhere). Parameters are the implicit GEMM's seven (BLOCK_K,
 GROUP_M and num_stages 1). Every object is shape-agnostic; a package ships each direction's
-usual tile per type and layout (channels-last ones with and without the alignment assumption)
-and the reduce kernel at every split (`dynamic_jobs`). The miss ranking puts these solvers
-first on every problem they take (the registry's FIRST_CLAIMS / YIELDS_TO).
+usual tile per type and layout (channels-last ones with and without the alignment assumption;
+backward weights per width class) and the reduce kernel at every split (`dynamic_jobs`). The
+miss ranking puts these solvers first on every problem they take (the registry's FIRST_CLAIMS /
+YIELDS_TO).
 """
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 from typing import Any
 
@@ -66,11 +69,11 @@ def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
 
 @lru_cache(maxsize=1024)
 def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], last: bool,
-         aligned: bool, target: Target) -> CompileJob:
+         aligned: bool, width: int, target: Target) -> CompileJob:
     spec = depthwise_spec()
     values = dict(config)
     kernel = spec.KERNEL[direction]
-    sig, constexprs = spec.signature(direction, data_type, values, last)
+    sig, constexprs = spec.signature(direction, data_type, values, last, width)
     pointers = [n for n, k in spec.ARGS[kernel] if k.startswith("ptr")]
     return triton_compile_job(KERNEL_FILE, kernel, sig, constexprs, values["num_warps"],
                               values["num_stages"], target,
@@ -188,20 +191,26 @@ class ConvTritonDepthwise(Solver):
              ) -> CompileJob:
         # The split is the grid's third axis, not part of the object: one serves every split.
         config = {**_config(tuple(params)), "SPLIT_K": 1}
-        return _job(self.direction, problem.in_type, tuple(sorted(config.items())),
-                    _view(problem)[3], aligned, target)
+        _, sizes, _, last = _view(problem)
+        return _job(self.direction, problem.in_type, tuple(sorted(config.items())), last,
+                    aligned, self._width(sizes["S"]), target)
+
+    def _width(self, s: int) -> int:
+        """Backward weights' filter width class (BLOCK_S); 0 in the other directions."""
+        return int(depthwise_spec().width_class(s)) if self.direction == "W" else 0
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type and layout the usual tile (channels-last: with and without alignment);
-        backward weights also the reduce kernel at every split up to MAX_SPLIT."""
+        backward weights at each filter width class, and the reduce kernel at every split."""
         if self._kind(target) is None:
             return []
         spec = depthwise_spec()
+        widths = spec.WIDTH_CLASSES if self.direction == "W" else (0,)
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:
-            for last in (True, False):
+            for last, width in itertools.product((True, False), widths):
                 config = tuple(sorted(spec.usual_tile(self.direction, last).items()))
-                jobs += [_job(self.direction, data_type, config, last, a, target)
+                jobs += [_job(self.direction, data_type, config, last, a, width, target)
                          for a in ((True, False) if last else (False,))]
             if self.direction == "W":
                 jobs += [reduce_job(data_type, s, target) for s in spec.SPLITS if s > 1]

@@ -52,7 +52,7 @@ BASE = [
 TRITON_BIG = [(256, 256, 64, 8, 1, 8, 3), (128, 128, 32, 8, 1, 8, 4)]
 # Backward weights split four ways: FP32 partials in the workspace, summed by a second launch
 # (the implicit GEMM's set, then the depthwise family's).
-TRITON_SPLIT = [(64, 64, 32, 8, 4, 4, 3), (32, 64, 1, 1, 4, 4, 1)]
+TRITON_SPLIT = [(64, 64, 32, 8, 4, 4, 3), (16, 32, 1, 1, 4, 4, 1)]
 
 
 def _variants() -> list[ConvProblem]:

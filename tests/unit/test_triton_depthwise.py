@@ -86,10 +86,17 @@ def test_params_are_the_seven_tunables_within_the_legal_space() -> None:
         assert (any(q[4] > 1 for q in space)) == (d == "W")
         assert solver.default_params(p, SM90) in space
         assert all(solver.params_valid(p, SM90, q) for q in solver.seed_params(p, SM90))
-        for bad in ((16, 64, 1, 1, 1, 4), (16, 64, 2, 1, 1, 4, 1), (16, 64, 1, 1, 1, 4, 2),
-                    (16, 48, 1, 1, 1, 4, 1), (512, 64, 1, 1, 1, 4, 1), (8, 4, 1, 1, 1, 8, 1),
-                    ("a", 64, 1, 1, 1, 4, 1)):
+        for bad in ((16, 32, 1, 1, 1, 4), (16, 32, 2, 1, 1, 4, 1), (16, 32, 1, 1, 1, 4, 2),
+                    (16, 48, 1, 1, 1, 4, 1), (512, 32, 1, 1, 1, 4, 1), (8, 4, 1, 1, 1, 8, 2),
+                    ("a", 32, 1, 1, 1, 4, 1)):
             assert not solver.params_valid(p, SM90, bad), (name, bad)  # type: ignore[arg-type]
+    # A tile counts its filter row's elements in backward weights, one a thread at least
+    # in the others.
+    f, w = get_solver(NAMES["F"]), get_solver(NAMES["W"])
+    assert f.params_valid(_p(96, 56), SM90, (64, 64, 1, 1, 1, 4, 1))
+    assert not w.params_valid(_p(96, 56, direction="W"), SM90, (64, 64, 1, 1, 1, 4, 1))
+    assert not f.params_valid(_p(96, 56), SM90, (8, 4, 1, 1, 1, 8, 1))
+    assert w.params_valid(_p(96, 56, direction="W"), SM90, (8, 4, 1, 1, 1, 8, 1))
     assert not get_solver(NAMES["F"]).params_valid(_p(96, 56), SM90, (16, 64, 1, 1, 2, 4, 1))
     assert not get_solver(NAMES["F"]).params_valid(_p(96, 56), Target("gfx906", 60),
                                                    (16, 64, 1, 1, 1, 4, 1))
@@ -121,10 +128,10 @@ def test_launch_geometry_and_arguments_per_layout() -> None:
 
 def test_backward_weights_split_the_reduction_to_fill_the_gpu() -> None:
     solver = get_solver(NAMES["W"])
-    few = _p(32, 112, 3, 1, "W")  # 32 channels: one channel block, 9 taps
+    few = _p(32, 112, 3, 1, "W")  # 32 channels: one channel block, 3 filter rows
     params = solver.default_params(few, SM90)
     grid, _ = solver.launch_geometry(few, params)
-    assert grid[:2] == (1, 9) and params[4] > 1 and grid[2] == params[4]
+    assert grid[:2] == (1, 3) and params[4] > 1 and grid[2] == params[4]
     assert grid[0] * grid[1] * grid[2] >= SM90.cu  # fills the GPU
     assert solver.workspace_for(few, params) == params[4] * 32 * 9 * 4
     (job, reduce), = solver.follow_ups(few, params, SM90)
@@ -135,8 +142,19 @@ def test_backward_weights_split_the_reduction_to_fill_the_gpu() -> None:
     assert solver.follow_ups(few, one, SM90) == () and solver.workspace_for(few, one) == 0
     # The split is the grid's, not the object's: every split runs the same object.
     assert solver.compile_job(few, params, SM90) == solver.compile_job(few, one, SM90)
-    tiny = _p(1152, 7, 3, 1, "W", n=1)  # 1152 channels x 9 taps already fill it
+    tiny = _p(1152, 7, 3, 1, "W", n=1)  # 49 positions: too few to split
     assert solver.default_params(tiny, SM90)[4] == 1
+
+
+def test_backward_weights_objects_per_filter_width_class() -> None:
+    solver = get_solver(NAMES["W"])
+    params = (16, 32, 1, 1, 1, 4, 1)
+    widths = {f: solver.compile_job(_p(96, 28, f, direction="W"), params, SM90)
+              for f in (1, 3, 5, 7)}
+    assert "-DBLOCK_S=4" in widths[1].options and widths[1] == widths[3]
+    assert "-DBLOCK_S=8" in widths[5].options and widths[5] == widths[7]
+    forward = get_solver(NAMES["F"]).compile_job(_p(96, 28, 7), params, SM90)
+    assert not any(o.startswith("-DBLOCK_S") for o in forward.options)
 
 
 def test_aligned_objects_only_for_aligned_channels_last_problems() -> None:
