@@ -19,6 +19,7 @@ from .triton_1x1 import GEMM1X1_SOLVERS, ConvTritonGemm1x1, gemm1x1_first
 from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
+from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
 from .triton_winograd import WINOGRAD_SOLVERS, ConvTritonWinogradWrw, winograd_first
 from .winograd import ConvWinograd3x3
 
@@ -46,6 +47,7 @@ SOLVERS: list[Solver] = [
     *VIA_SOLVERS,
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
+    *DEPTHWISE_SOLVERS,
     ConvWinograd3x3("F"),
     ConvWinograd3x3("B"),
     Conv1x1Gemm("F"),
@@ -69,14 +71,19 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonImplicitGemmRelayout: lambda p, t, math: via_layout(p, t, math) is not None,
     ConvTritonWinogradWrw: winograd_first,
     ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t),
+    ConvTritonDepthwise: lambda p, t, math: depthwise_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via solvers, and both to the Winograd
-#: backward weights and the 1x1 GEMMs. A family not listed gives way to none.
+#: backward weights and the 1x1 GEMMs; all three to the depthwise family on the problems it
+#: takes (groups = channels: one-channel GEMMs and transforms waste the tensor cores there).
+#: A family not listed gives way to none.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
-                             ConvTritonGemm1x1),
-    ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1),
+                             ConvTritonGemm1x1, ConvTritonDepthwise),
+    ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
+                                     ConvTritonDepthwise),
+    ConvTritonWinogradWrw: (ConvTritonDepthwise,),
 }
 
 

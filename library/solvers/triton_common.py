@@ -2,7 +2,8 @@
 and compile jobs.
 
 The implicit GEMM (triton_conv.py), its Via solvers (triton_conv_relayout.py), the Winograd
-backward weights (triton_winograd.py) and the 1x1 GEMMs (triton_1x1.py) read the stdlib-only
+backward weights (triton_winograd.py), the 1x1 GEMMs (triton_1x1.py) and the depthwise
+family (triton_depthwise.py) read the stdlib-only
 spec modules of kernels/ (`kernels_spec`, loaded on first use: the runtime never imports
 Triton), take the implicit GEMM's seven tunables (PARAM_NAMES, in PerfDb order), pass sizes and
 strides as the spec names them (`spec_sizes`, `spec_strides`), pack kernel arguments

@@ -38,14 +38,21 @@ BASE = [
                 mode="trans", trans_output_pad=(1, 1)),
     # 1x1 with 16-aligned pixels and channels: the aligned objects of the 1x1 NCHW GEMMs.
     ConvProblem(n=3, c=32, k=48, in_spatial=(8, 8), filter=(1, 1)),
+    # Depthwise (the depthwise family): 5x5 stride 2 on 32 channels (NHWC: the aligned
+    # objects), 7x7 dilated on 24 (no alignment), odd image sizes.
+    ConvProblem(n=2, c=32, k=32, in_spatial=(15, 13), filter=(5, 5), pad=(2, 2), stride=(2, 2),
+                groups=32),
+    ConvProblem(n=3, c=24, k=24, in_spatial=(17, 14), filter=(7, 7), pad=(6, 6),
+                dilation=(2, 2), groups=24),
 ]
 
 
 # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, warps, stages: 192 KiB of shared memory for FP16
 # and BF16 on sm90, 96-128 KiB for FP32.
 TRITON_BIG = [(256, 256, 64, 8, 1, 8, 3), (128, 128, 32, 8, 1, 8, 4)]
-# Backward weights split four ways: FP32 partials in the workspace, summed by a second launch.
-TRITON_SPLIT = [(64, 64, 32, 8, 4, 4, 3)]
+# Backward weights split four ways: FP32 partials in the workspace, summed by a second launch
+# (the implicit GEMM's set, then the depthwise family's).
+TRITON_SPLIT = [(64, 64, 32, 8, 4, 4, 3), (16, 32, 1, 1, 4, 4, 1)]
 
 
 def _variants() -> list[ConvProblem]:

@@ -159,3 +159,32 @@ def test_winograd_and_1x1_gemm_jobs_run_on_tensor_cores() -> None:
             _, meta = split_kdb_blob(compile_job(job))
             assert meta is not None and meta.kernel == job.kernel_name
     assert counts["ConvTritonWinogradTf32x3Wrw"] == 3 * counts["ConvTritonWinogradTf32Wrw"]
+
+
+def test_every_depthwise_object_compiles_for_sm90_and_gfx942() -> None:
+    """Every object the depthwise family ships (its own kernels; the reduce kernel is the
+    implicit GEMM's) compiles from its job for sm90 and gfx942 as the builder does, carries
+    its launch metadata, and with the channels-last alignment assumption loads 16-byte
+    vectors along channels (sm90's PTX)."""
+    from miopenkernels.codeobject import check_code_object, split_kdb_blob
+    from miopenkernels.compiler import compile_job
+    from miopenkernels.config import scoped_env
+    from miopenkernels.solvers import get_solver
+    from miopenkernels.target import Target
+
+    with scoped_env("MIOPENKERNELS_TRITON", "1"):
+        for target in (Target.parse("sm90-132"), Target.parse("gfx942-304")):
+            jobs = [j for d in ("Fwd", "Bwd", "Wrw")
+                    for j in get_solver(f"ConvTritonDepthwise{d}").dynamic_jobs(target)
+                    if j.kernel_file == "conv_triton_depthwise.py"]
+            # Types x (NCHW, NHWC, NHWC aligned): forward, backward data, and backward
+            # weights at two filter width classes.
+            assert len(jobs) == 3 * 3 * (1 + 1 + 2)
+            for job in jobs:
+                code, meta = split_kdb_blob(compile_job(job))
+                assert meta is not None and meta.kernel == job.kernel_name
+                info = check_code_object(code, target.arch, job.kernel_name)
+                assert info.kind == ("cubin" if target.vendor == "nvidia" else "hsaco")
+                if target.vendor == "nvidia":
+                    aligned = any(o.startswith("--assume=") for o in job.options)
+                    assert ("ld.global.v4" in _job_ptx(job)) == aligned, job.options

@@ -1,0 +1,255 @@
+"""What a launch of the depthwise kernels (kernels/conv_triton_depthwise.py) needs, as plain data.
+
+Standard library only (and `conv_triton_spec`), so the runtime reads it without Triton. Sizes
+are those of `conv_triton_spec` (C and K per group, both 1 here; G the channels), strides in
+elements in (n, c, h, w) / (k, c, r, s) / (n, k, h, w) order, whatever the layout.
+
+The kernels take depthwise problems: groups = input channels = output channels (a channel
+multiplier of 1), filters up to MAX_FILTER x MAX_FILTER, strides up to MAX_STRIDE, any padding
+and dilation. Every object is shape-agnostic; one serves every such problem of its direction,
+type and layout (CHANNELS_LAST: both activations have a unit channel stride) at its tile.
+
+Tunables are the implicit GEMM's seven, in PerfDb order: BLOCK_M (pixels per program; in
+backward weights, output positions per step of the reduction), BLOCK_N (channels per
+program), SPLIT_K (backward weights alone: parts of the N * P * Q reduction, each a program
+column; the reduce kernel sums their partials), num_warps; BLOCK_K, GROUP_M and num_stages
+have no use here and are 1. An "aligned" channels-last object assumes 16-byte aligned pointers
+and every ALIGN16 argument a multiple of 16 (`meets_align16`): its channel loads are then
+16-byte vectors; other problems take the variant compiled without.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .conv_triton_spec import cdiv, typed_signature
+
+#: Target kinds (conv_triton_spec.target_kind) the solvers apply on: every kind the other
+#: Triton families know. The kernels use no matrix instruction, so nothing is kind-specific.
+KINDS = ("sm80", "sm90", "sm100", "sm120", "cdna", "cdna4", "rdna")
+TYPES = ("FP16", "BF16", "FP32")
+MAX_FILTER = 7
+MAX_STRIDE = 2
+GRID_YZ_MAX = 65535
+
+KERNEL = {"F": "depthwise_conv", "B": "depthwise_conv", "W": "depthwise_conv_wrw"}
+_TILE = (("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("CHANNELS_LAST", "constexpr"))
+_GEOMETRY = (("stride_h", "i32"), ("stride_w", "i32"), ("pad_h", "i32"), ("pad_w", "i32"),
+             ("dil_h", "i32"), ("dil_w", "i32"))
+ARGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "depthwise_conv": (
+        ("src_ptr", "ptr"), ("w_ptr", "ptr"), ("dst_ptr", "ptr"), ("C", "i32"), ("SH", "i32"),
+        ("SW", "i32"), ("DH", "i32"), ("DW", "i32"), ("R", "i32"), ("S", "i32"), *_GEOMETRY,
+        ("ssn", "i32"), ("ssc", "i32"), ("ssh", "i32"), ("ssw", "i32"), ("sdn", "i32"),
+        ("sdc", "i32"), ("sdh", "i32"), ("sdw", "i32"), ("swc", "i32"), ("swr", "i32"),
+        ("sws", "i32"), *_TILE, ("BACKWARD", "constexpr")),
+    "depthwise_conv_wrw": (
+        ("x_ptr", "ptr"), ("y_ptr", "ptr"), ("w_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
+        ("N", "i32"), ("C", "i32"), ("H", "i32"), ("W", "i32"), ("P", "i32"), ("Q", "i32"),
+        ("S", "i32"), *_GEOMETRY, ("sxn", "i32"), ("sxc", "i32"), ("sxh", "i32"),
+        ("sxw", "i32"), ("syn", "i32"), ("syc", "i32"), ("syh", "i32"), ("syw", "i32"),
+        ("swc", "i32"), ("swr", "i32"), ("sws", "i32"), ("TAPS", "i32"),
+        ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_S", "constexpr"),
+        ("CHANNELS_LAST", "constexpr")),
+}
+#: Backward weights sum a whole filter row at once: BLOCK_S, the row's width class (the
+#: smallest of these at least S), is part of the object, so a package ships one per class.
+WIDTH_CLASSES = (4, 8)
+#: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
+TENSORS: dict[str, dict[str, str]] = {
+    "F": {"src_ptr": "x", "w_ptr": "w", "dst_ptr": "y"},
+    "B": {"src_ptr": "y", "w_ptr": "w", "dst_ptr": "x"},
+    "W": {"x_ptr": "x", "y_ptr": "y", "w_ptr": "w", "ws_ptr": "ws"},
+}
+#: i32 arguments a channels-last aligned object assumes multiples of 16, per kernel: the
+#: channels and the activations' pixel and image strides (the weights are read a channel at
+#: a time R * S apart, so no vector assumption holds there).
+ALIGN16: dict[str, tuple[str, ...]] = {
+    "depthwise_conv": ("C", "ssn", "ssh", "ssw", "sdn", "sdh", "sdw"),
+    "depthwise_conv_wrw": ("C", "sxn", "sxh", "sxw", "syn", "syh", "syw"),
+}
+
+#: The usual tile (BLOCK_M, BLOCK_N, num_warps) by direction and layout (channels-last or
+#: not): channels-last tiles are wide along the contiguous channels, the others along pixels.
+#: Chosen from the kernels' shape (128-thread programs, 8-16 elements a thread, a warp's loads
+#: along the contiguous axis); not yet measured on a GPU.
+TILES: dict[tuple[str, bool], dict[str, int]] = {
+    ("F", True): {"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 4},
+    ("F", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4},
+    ("B", True): {"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 4},
+    ("B", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4},
+    ("W", True): {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4},
+    ("W", False): {"BLOCK_M": 64, "BLOCK_N": 8, "num_warps": 4},
+}
+#: The legal space: tiles of at most MAX_ELEMENTS elements and at least one a thread
+#: (backward weights: BLOCK_M x BLOCK_S x BLOCK_N, counted at the largest width class).
+BLOCKS_M = (8, 16, 32, 64, 128, 256)
+BLOCKS_N = (4, 8, 16, 32, 64, 128)
+WARPS = (1, 2, 4, 8)
+MAX_ELEMENTS = 8192
+SPLITS = (1, 2, 4, 8, 16, 32, 64)
+MAX_SPLIT = 64  # the largest default split of backward weights
+#: Backward weights' default split keeps at least this many BLOCK_M steps in each part.
+MIN_PART_STEPS = 8
+WAVES = 2  # backward weights' split fills this many waves of programs, at most
+
+
+def channels(sizes: Mapping[str, int]) -> int:
+    return int(sizes["G"])
+
+
+def channels_last(strides: Mapping[str, tuple[int, int, int, int]]) -> bool:
+    """Both activations have a unit channel stride (NHWC)."""
+    return strides["x"][1] == 1 and strides["y"][1] == 1
+
+
+def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]]
+            ) -> bool:
+    """Depthwise (one input and one output channel a group, two or more groups), filters up
+    to MAX_FILTER, strides up to MAX_STRIDE, dilation at least 1, 32-bit offsets and a grid
+    within the y and z limits."""
+    z = sizes
+    if (z["C"], z["K"]) != (1, 1) or z["G"] < 2:
+        return False
+    if not (1 <= z["R"] <= MAX_FILTER and 1 <= z["S"] <= MAX_FILTER):
+        return False
+    if not (1 <= z["stride_h"] <= MAX_STRIDE and 1 <= z["stride_w"] <= MAX_STRIDE):
+        return False
+    if min(z["dil_h"], z["dil_w"]) < 1 or min(z["pad_h"], z["pad_w"]) < 0:
+        return False
+    if min(z["P"], z["Q"], z["H"], z["W"], z["N"]) < 1 or z["N"] > GRID_YZ_MAX:
+        return False
+    if cdiv(channels(z), min(BLOCKS_N)) > GRID_YZ_MAX:
+        return False
+    largest = max(z["N"] * z["G"] * z["H"] * z["W"], z["N"] * z["G"] * z["P"] * z["Q"],
+                  MAX_SPLIT * z["G"] * z["R"] * z["S"])
+    spans = [sum((d - 1) * abs(s) for d, s in zip(dims, strides[t], strict=True))
+             for t, dims in (("x", (z["N"], z["G"], z["H"], z["W"])),
+                             ("y", (z["N"], z["G"], z["P"], z["Q"])),
+                             ("w", (z["G"], 1, z["R"], z["S"])))]
+    return largest < 2**31 and max(spans) < 2**31
+
+
+def arg_values(direction: str, sizes: Mapping[str, int],
+               strides: Mapping[str, tuple[int, int, int, int]]) -> dict[str, int]:
+    """The i32 arguments of the direction's kernel."""
+    z = sizes
+    x, w, y = strides["x"], strides["w"], strides["y"]
+    geometry = {k: z[k] for k in ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")}
+    weights = {"swc": w[0], "swr": w[2], "sws": w[3]}
+    if direction == "W":
+        return {"N": z["N"], "C": channels(z), "H": z["H"], "W": z["W"], "P": z["P"],
+                "Q": z["Q"], "S": z["S"], **geometry, "sxn": x[0], "sxc": x[1], "sxh": x[2],
+                "sxw": x[3], "syn": y[0], "syc": y[1], "syh": y[2], "syw": y[3], **weights,
+                "TAPS": z["R"] * z["S"]}
+    src, dst = (x, y) if direction == "F" else (y, x)
+    src_hw, dst_hw = (z["H"], z["W"]), (z["P"], z["Q"])
+    if direction == "B":  # dy is read, dx written
+        src_hw, dst_hw = dst_hw, src_hw
+    return {"C": channels(z), "SH": src_hw[0], "SW": src_hw[1], "DH": dst_hw[0],
+            "DW": dst_hw[1], "R": z["R"], "S": z["S"], **geometry,
+            "ssn": src[0], "ssc": src[1], "ssh": src[2], "ssw": src[3],
+            "sdn": dst[0], "sdc": dst[1], "sdh": dst[2], "sdw": dst[3], **weights}
+
+
+def meets_align16(direction: str, args: Mapping[str, int]) -> bool:
+    return all(int(args[a]) % 16 == 0 for a in ALIGN16[KERNEL[direction]])
+
+
+def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
+         ) -> tuple[int, int, int]:
+    """Forward and backward data: (destination pixel blocks, channel blocks, images);
+    backward weights: (channel blocks, filter rows, parts)."""
+    z = sizes
+    blocks_c = cdiv(channels(z), config["BLOCK_N"])
+    if direction == "W":
+        return blocks_c, z["R"], int(config.get("SPLIT_K", 1))
+    pixels = z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"]
+    return cdiv(pixels, config["BLOCK_M"]), blocks_c, z["N"]
+
+
+def width_class(s: int) -> int:
+    """Backward weights' BLOCK_S for filters `s` wide."""
+    return next(w for w in WIDTH_CLASSES if w >= s)
+
+
+def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
+              width: int = 0) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) of one object for `triton.compiler.ASTSource`; `width` is
+    backward weights' BLOCK_S."""
+    values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
+              "BLOCK_S": int(width), "CHANNELS_LAST": int(last),
+              "BACKWARD": int(direction == "B")}
+    return typed_signature(ARGS[KERNEL[direction]], dtype, values)
+
+
+def legal(direction: str, config: Mapping[str, int]) -> bool:
+    """Tile sizes from BLOCKS_M x BLOCKS_N within MAX_ELEMENTS and at least one element a
+    thread; the unused tunables 1; SPLIT_K above 1 in backward weights alone."""
+    m, n, warps = config.get("BLOCK_M"), config.get("BLOCK_N"), config.get("num_warps")
+    if m not in BLOCKS_M or n not in BLOCKS_N or warps not in WARPS:
+        return False
+    if (config.get("BLOCK_K"), config.get("GROUP_M"), config.get("num_stages")) != (1, 1, 1):
+        return False
+    split = config.get("SPLIT_K")
+    if split not in SPLITS or (split != 1 and direction != "W"):
+        return False
+    elements = int(m) * int(n) * (WIDTH_CLASSES[-1] if direction == "W" else 1)
+    return 32 * int(warps) <= elements <= MAX_ELEMENTS
+
+
+def legal_space(direction: str) -> list[dict[str, int]]:
+    """Every legal configuration of a direction (the tuning search space)."""
+    splits = SPLITS if direction == "W" else (1,)
+    out = []
+    for m in BLOCKS_M:
+        for n in BLOCKS_N:
+            for warps in WARPS:
+                for split in splits:
+                    config = {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 1, "GROUP_M": 1,
+                              "SPLIT_K": split, "num_warps": warps, "num_stages": 1}
+                    if legal(direction, config):
+                        out.append(config)
+    return out
+
+
+def usual_tile(direction: str, last: bool) -> dict[str, int]:
+    """The direction's usual tile for the layout, with the unused tunables at 1."""
+    return {"BLOCK_K": 1, "GROUP_M": 1, "SPLIT_K": 1, "num_stages": 1,
+            **TILES[(direction, last)]}
+
+
+def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
+    """Backward weights' SPLIT_K: doubled from 1 while the launch stays within WAVES waves of
+    `sms` programs and each part keeps MIN_PART_STEPS steps of BLOCK_M positions, up to
+    MAX_SPLIT (a layer with few channels is a few programs per filter row without it)."""
+    programs = grid("W", sizes, {**config, "SPLIT_K": 1})
+    columns = programs[0] * programs[1]
+    steps = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], config["BLOCK_M"])
+    split = 1
+    while split < MAX_SPLIT and columns * split * 2 <= WAVES * sms and \
+            steps // (split * 2) >= MIN_PART_STEPS:
+        split *= 2
+    return split
+
+
+def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
+                    ) -> int:
+    """Backward weights split in parts: an FP32 partial of dw per part."""
+    split = int(config.get("SPLIT_K", 1))
+    if direction != "W" or split <= 1:
+        return 0
+    return split * channels(sizes) * sizes["R"] * sizes["S"] * 4
+
+
+def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:
+    """The fraction of the launched tile elements that are real (pixels x channels)."""
+    z = sizes
+    pixels = z["N"] * z["P"] * z["Q"] if direction == "W" else \
+        (z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"])
+    out = 1.0
+    for dim, block in ((pixels, config["BLOCK_M"]), (channels(z), config["BLOCK_N"])):
+        dim = max(int(dim), 1)
+        out *= dim / (cdiv(dim, int(block)) * int(block))
+    return out

@@ -1,0 +1,286 @@
+"""ConvTritonDepthwise{Fwd,Bwd,Wrw}: depthwise convolutions (groups = channels, a channel
+multiplier of 1) as their own memory-bound Triton family (kernels/conv_triton_depthwise.py).
+
+A depthwise layer has R*S multiply-adds per output element, so the implicit GEMM (one channel
+a group: GEMMs of width 1) and the portable kernels looping over groups waste most of a GPU on
+it. Here each program owns pixels x channels of one image and walks the taps; loads are
+vectors along channels in NHWC and coalesced along pixels in NCHW. Backward weights sum a
+whole filter row per program (its width class is part of the object) and cut the N * P * Q
+reduction into SPLIT_K parts (program axis 2, beside channel blocks and filter rows), so even
+a layer with few channels fills the GPU; the parts' FP32 partials go to the workspace and the
+implicit GEMM's reduce kernel sums them into dw in a fixed order (a follow-up), so the result
+does not change from run to run.
+
+Filters up to 7x7, strides 1-2, any padding and dilation; FP16, BF16 and FP32 on every kind
+of the spec's KINDS (the kinds with matrix cores the other Triton families take: the portable
+kernels stay the fallback elsewhere). Parameters are the implicit GEMM's seven (BLOCK_K,
+GROUP_M and num_stages 1). Every object is shape-agnostic; a package ships each direction's
+usual tile per type and layout (channels-last ones with and without the alignment assumption;
+backward weights per width class) and the reduce kernel at every split (`dynamic_jobs`). The
+miss ranking puts these solvers first on every problem they take (the registry's FIRST_CLAIMS /
+YIELDS_TO).
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+from typing import Any
+
+from ..errors import ProblemError
+from ..problem import ConvProblem
+from ..target import Target, spec_for
+from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view
+from .base import CompileJob, Launch, Params, Solver
+from .triton_common import (
+    PARAM_NAMES,
+    config_of,
+    kernel_arg,
+    kernels_spec,
+    params_of,
+    reduce_job,
+    reduce_step,
+    scratch_args,
+    spec_kind,
+    spec_sizes,
+    spec_strides,
+    target_kind,
+    triton_compile_job,
+)
+
+__all__ = ["ConvTritonDepthwise", "DEPTHWISE_SOLVERS", "depthwise_first", "depthwise_spec"]
+
+KERNEL_FILE = "conv_triton_depthwise.py"
+_SPEC = "conv_triton_depthwise_spec"
+
+
+def depthwise_spec() -> Any:
+    """`kernels/conv_triton_depthwise_spec.py`: stdlib-only launch data of the kernels."""
+    return kernels_spec(_SPEC)
+
+
+@lru_cache(maxsize=4096)
+def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
+                                         dict[str, tuple[int, int, int, int]], bool]:
+    view = conv_view(problem)
+    strides = spec_strides(view)
+    return view, spec_sizes(view), strides, bool(depthwise_spec().channels_last(strides))
+
+
+@lru_cache(maxsize=1024)
+def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], last: bool,
+         aligned: bool, width: int, target: Target) -> CompileJob:
+    spec = depthwise_spec()
+    values = dict(config)
+    kernel = spec.KERNEL[direction]
+    sig, constexprs = spec.signature(direction, data_type, values, last, width)
+    pointers = [n for n, k in spec.ARGS[kernel] if k.startswith("ptr")]
+    return triton_compile_job(KERNEL_FILE, kernel, sig, constexprs, values["num_warps"],
+                              values["num_stages"], target,
+                              (*pointers, *spec.ALIGN16[kernel]) if aligned else ())
+
+
+def _config(params: Params) -> dict[str, int]:
+    return config_of(params, "depthwise")
+
+
+class ConvTritonDepthwise(Solver):
+    """One direction of the depthwise family."""
+
+    tunable = True
+    language = "triton"
+    kernel_file = KERNEL_FILE
+
+    def __init__(self, direction: str) -> None:
+        self.direction = direction
+        self.directions = frozenset({direction})
+        self.name = f"ConvTritonDepthwise{DIRECTION_SUFFIX[direction]}"
+        self.algorithm_names = {direction: f"miopenConvolution{ALGO_PREFIX[direction]}AlgoDirect"}
+        self.rank_first = True
+
+    # ------------------------------------------------------------------ applicability
+    def _kind(self, target: Target) -> str | None:
+        if not spec_for(target.arch).matrix:
+            return None
+        return spec_kind(target, _SPEC)
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        p = problem
+        if p.key_direction != self.direction or p.mode != "conv" or len(p.in_spatial) != 2:
+            return False
+        if not p.in_type == p.wei_type == p.out_type or p.in_type not in depthwise_spec().TYPES:
+            return False
+        if p.groups < 2 or not p.c == p.k == p.groups or self._kind(target) is None:
+            return False
+        _, sizes, strides, _ = _view(p)
+        return bool(depthwise_spec().applies(sizes, strides))
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Every problem the family takes (measured against the portable and group-looping
+        kernels at 4-90x cuDNN's time on depthwise layers: bench/results/zoo_picks_sm90-132)."""
+        return True
+
+    # ------------------------------------------------------------------ parameters
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        if self._kind(target) is None:
+            return []
+        return [params_of(c) for c in depthwise_spec().legal_space(self.direction)]
+
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        # The target alone (not MIOPENKERNELS_TRITON), as the other Triton families.
+        if not spec_for(target.arch).matrix or len(params) != len(PARAM_NAMES) or \
+                target_kind(target.arch) not in depthwise_spec().KINDS:
+            return False
+        try:
+            config = _config(tuple(int(v) for v in params))
+        except (TypeError, ValueError, ProblemError):
+            return False
+        return bool(depthwise_spec().legal(self.direction, config))
+
+    def default_params(self, problem: ConvProblem, target: Target) -> Params:
+        """The layout's usual tile; backward weights split to fill the CUs."""
+        spec = depthwise_spec()
+        _, sizes, _, last = _view(problem)
+        tile = spec.usual_tile(self.direction, last)
+        if self.direction == "W":
+            tile["SPLIT_K"] = spec.split_for(sizes, tile, target.cu)
+        return params_of(tile)
+
+    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
+        """Backward weights' split is shaped to fill the GPU; the ranking's model cannot
+        weigh it against other sets."""
+        return self.direction == "W"
+
+    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """The other layout's usual tile, and backward weights at half and twice the default
+        split."""
+        spec = depthwise_spec()
+        _, sizes, _, last = _view(problem)
+        out: list[Params] = []
+        for tile in (spec.usual_tile(self.direction, last),
+                     spec.usual_tile(self.direction, not last)):
+            splits = [1]
+            if self.direction == "W":
+                split = spec.split_for(sizes, tile, target.cu)
+                splits = [split, max(1, split // 2), min(spec.MAX_SPLIT, split * 2)]
+            for s in splits:
+                params = params_of({**tile, "SPLIT_K": s})
+                if params not in out:
+                    out.append(params)
+        return out
+
+    # ------------------------------------------------------------------ kernels
+    def _aligned(self, problem: ConvProblem) -> bool:
+        _, sizes, strides, last = _view(problem)
+        spec = depthwise_spec()
+        return last and bool(spec.meets_align16(self.direction,
+                                                spec.arg_values(self.direction, sizes,
+                                                                strides)))
+
+    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
+                    specialised: bool = False) -> CompileJob:
+        """The (shape-agnostic) job of the problem's layout, with the alignment assumption
+        where the problem meets it."""
+        return self._job(problem, params, self._aligned(problem), target)
+
+    def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
+                      ) -> CompileJob:
+        return self._job(problem, params, False, target)
+
+    def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
+             ) -> CompileJob:
+        # The split is the grid's third axis, not part of the object: one serves every split.
+        config = {**_config(tuple(params)), "SPLIT_K": 1}
+        _, sizes, _, last = _view(problem)
+        return _job(self.direction, problem.in_type, tuple(sorted(config.items())), last,
+                    aligned, self._width(sizes["S"]), target)
+
+    def _width(self, s: int) -> int:
+        """Backward weights' filter width class (BLOCK_S); 0 in the other directions."""
+        return int(depthwise_spec().width_class(s)) if self.direction == "W" else 0
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """Per type and layout the usual tile (channels-last: with and without alignment);
+        backward weights at each filter width class, and the reduce kernel at every split."""
+        if self._kind(target) is None:
+            return []
+        spec = depthwise_spec()
+        widths = spec.WIDTH_CLASSES if self.direction == "W" else (0,)
+        jobs: list[CompileJob] = []
+        for data_type in spec.TYPES:
+            for last, width in itertools.product((True, False), widths):
+                config = tuple(sorted(spec.usual_tile(self.direction, last).items()))
+                jobs += [_job(self.direction, data_type, config, last, a, width, target)
+                         for a in ((True, False) if last else (False,))]
+            if self.direction == "W":
+                jobs += [reduce_job(data_type, s, target) for s in spec.SPLITS if s > 1]
+        return jobs
+
+    # ------------------------------------------------------------------ launches
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        return int(depthwise_spec().workspace_bytes(self.direction, _view(problem)[1],
+                                                    _config(tuple(params))))
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
+               ) -> Launch:
+        spec = depthwise_spec()
+        view, sizes, strides, _ = _view(problem)
+        names = {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor,
+                 "ws": "workspace"}
+        tensors = spec.TENSORS[self.direction]
+        values = spec.arg_values(self.direction, sizes, strides)
+        args = []
+        for name, kind in spec.ARGS[spec.KERNEL[self.direction]]:
+            if kind.startswith("ptr"):
+                args.append(kernel_arg(name, "ptr:" + names[tensors[name]], None))
+            elif kind == "i32":
+                args.append(kernel_arg(name, "i32", int(values[name])))
+        args += scratch_args()
+        grid, block = self.launch_geometry(problem, params)
+        return Launch(spec.KERNEL[self.direction], grid, block, tuple(args),
+                      workspace_bytes=self.workspace_for(problem, params), needs_meta=True)
+
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """Backward weights split in parts: the reduce kernel sums the partials into dw."""
+        split = _config(tuple(params))["SPLIT_K"]
+        if self.direction != "W" or split <= 1:
+            return ()
+        view, sizes, strides, _ = _view(problem)
+        w = strides["w"]
+        values = {"TOTAL": sizes["G"] * sizes["R"] * sizes["S"], "C": 1, "R": sizes["R"],
+                  "S": sizes["S"], "swk": w[0], "swc": w[1], "swr": w[2], "sws": w[3]}
+        return (reduce_step(problem.in_type, split, target, view.wei_tensor, values),)
+
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        config = _config(tuple(params))
+        if self.direction != "W":
+            config["SPLIT_K"] = 1
+        grid = depthwise_spec().grid(self.direction, _view(problem)[1], config)
+        return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
+
+    def efficiency(self, view: ConvView, params: Params) -> float:
+        return float(depthwise_spec().efficiency(self.direction, spec_sizes(view),
+                                                 _config(tuple(params))))
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        """Memory-bound: about the bytes moved (the other solvers' ranks are in MACs)."""
+        size = 2 if problem.in_type in ("FP16", "BF16") else 4
+        elements = 1
+        for d in problem.in_shape:
+            elements *= d
+        return 1.0 + 2.0 * size * elements / 1e9
+
+
+def depthwise_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether the depthwise solver of the problem's direction applies (it then ranks first,
+    ahead of the implicit GEMM and its Via solvers)."""
+    solver = _BY_DIRECTION.get(problem.key_direction)
+    return solver is not None and solver.is_applicable(problem, target) and \
+        solver.claims_first(problem, target)
+
+
+_ALL = [ConvTritonDepthwise(d) for d in ("F", "B", "W")]
+DEPTHWISE_SOLVERS: list[Solver] = list(_ALL)
+_BY_DIRECTION = {s.direction: s for s in _ALL}
