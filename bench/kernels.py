@@ -114,9 +114,9 @@ def measure(handle, p, type_name: str, repeats: int, warmup: int) -> dict:  # no
     tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
     tensors = _tensors(p, tdt, p.in_layout == "NHWC")
     storage = p.in_type
-    shapes = {"x": p.in_shape, "w": p.wei_shape, "y": p.out_shape}
+    # Memory-order shapes (N, H, W, C for NHWC): the runtime checks them against the layout.
     dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[storage], storage,
-                              shapes[role]) for role, (t, _) in tensors.items()}
+                              tuple(t.shape)) for role, (t, _) in tensors.items()}
     out_role = output_role(p)
     tensors[out_role][0].fill_(float("nan"))
     t0 = time.perf_counter()

@@ -86,9 +86,9 @@ def measure(handle, p, family: str, type_name: str, args) -> dict:  # noqa: ANN0
 
     tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
     tensors = _tensors(p, tdt, p.in_layout == "NHWC")
-    shapes = {"x": p.in_shape, "w": p.wei_shape, "y": p.out_shape}
+    # Memory-order shapes (N, H, W, C for NHWC): the runtime checks them against the layout.
     dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
-                              shapes[role]) for role, (t, _) in tensors.items()}
+                              tuple(t.shape)) for role, (t, _) in tensors.items()}
     ptrs = {role: t.ptr for role, t in dev.items()}
     views = {role: view for role, (_, view) in tensors.items()}
     ref = _peer(p, {role: v.double() for role, v in views.items()})()

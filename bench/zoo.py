@@ -292,9 +292,10 @@ def measure(handle: Any, layer: Layer, p: Any, type_name: str, repeats: int,
 
     tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
     tensors = _tensors(p, tdt)
-    shapes = {"x": p.in_shape, "w": p.wei_shape, "y": p.out_shape}
+    # The stored tensors' shapes are the memory-order ones (N, H, W, C for NHWC), as the
+    # runtime checks them against the problem's layout.
     dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
-                              shapes[role]) for role, (t, _) in tensors.items()}
+                              tuple(t.shape)) for role, (t, _) in tensors.items()}
     out_role = output_role(p)
     tensors[out_role][0].fill_(float("nan"))
     t0 = time.perf_counter()
