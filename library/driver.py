@@ -100,6 +100,7 @@ _FLAGS = [
     _Flag("dbshape", "B", "0", "ignored"),
 ]
 _BY_LONG = {f.long: f for f in _FLAGS}
+_DEFAULTS = {f.long: f.default for f in _FLAGS}
 _BY_SHORT = {f.short: f for f in _FLAGS}
 _DIRECTIONS_OF_F = {0: "FBW", 1: "F", 2: "B", 3: "FB", 4: "W", 5: "FW", 6: "BW"}
 _LAYOUT_3D = {"NCHW": "NCDHW", "NHWC": "NDHWC"}
@@ -177,6 +178,8 @@ _RANGES = {"tensor_vect": (0, 2)}  # none, vect_c, vect_n
 
 def _int32(flag: str, text: str) -> int:
     """An MIOpenDriver integer: ASCII digits with an optional sign, within int32."""
+    if len(text) < 10 and text.isdigit() and text.isascii():  # nine digits: within int32
+        return int(text)
     return parse_int(text, f"flag {flag!r}", INT32[0], INT32[1], ProblemError, signed=True)
 
 
@@ -197,7 +200,7 @@ def parse_driver_line(line: str) -> list[ConvProblem]:
             f"unknown sub-command {sub!r}: expected one of {', '.join(SUBCOMMAND_TYPES)}"
         )
     given = _read_flags(tokens[1:], _BY_LONG, _BY_SHORT)
-    v = {f.long: given.get(f.long, f.default) for f in _FLAGS}
+    v = {**_DEFAULTS, **given}
 
     def num(name: str) -> int:
         return int(v[name])
@@ -286,6 +289,7 @@ _POOL_FLAGS = [
 ]
 _POOL_LONG = {f.long: f for f in _POOL_FLAGS}
 _POOL_SHORT = {f.short: f for f in _POOL_FLAGS}
+_POOL_DEFAULTS = {f.long: f.default for f in _POOL_FLAGS}
 _POOL_TYPES = {"pool": "FP32", "poolfp16": "FP16", "poolbfp16": "BF16"}
 _POOL_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC", "NCHW", "NHWC")}
 
@@ -296,7 +300,7 @@ def parse_pool_line(line: str) -> list[PoolProblem]:
     if not tokens or tokens[0] not in _POOL_TYPES:
         raise ProblemError(f"not a pool command line: {line!r}")
     given = _read_flags(tokens[1:], _POOL_LONG, _POOL_SHORT)
-    v = {f.long: given.get(f.long, f.default) for f in _POOL_FLAGS}
+    v = {**_POOL_DEFAULTS, **given}
     dims = int(v["spatial_dim"])
     if dims not in (2, 3):
         raise ProblemError(f"flag '--spatial_dim' must be 2 or 3, got {dims}")
