@@ -26,18 +26,17 @@ from .base import CompileJob, Launch, Params, Solver
 from .triton_common import (
     PARAM_NAMES,
     config_of,
-    kernel_arg,
     kernels_spec,
     params_of,
     reduce_job,
     reduce_step,
-    scratch_args,
+    spec_compile_job,
+    spec_kernel_args,
     spec_kind,
     spec_module,
     spec_sizes,
     spec_strides,
     target_kind,
-    triton_compile_job,
 )
 
 __all__ = ["ConvTritonGemm1x1", "GEMM1X1_SOLVERS", "gemm1x1_first", "gemm1x1_spec"]
@@ -62,10 +61,7 @@ def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], al
     values = dict(config)
     kernel = spec.KERNEL[direction]
     sig, constexprs = spec.signature(direction, data_type, values)
-    pointers = [n for n, k in spec.ARGS[kernel] if k.startswith("ptr")]
-    return triton_compile_job(KERNEL_FILE, kernel, sig, constexprs, values["num_warps"],
-                              values["num_stages"], target,
-                              (*pointers, *spec.ALIGN16[kernel]) if aligned else ())
+    return spec_compile_job(KERNEL_FILE, spec, kernel, sig, constexprs, values, target, aligned)
 
 
 def _config(params: Params) -> dict[str, int]:
@@ -205,20 +201,10 @@ class ConvTritonGemm1x1(Solver):
         spec = gemm1x1_spec()
         view, sizes, strides = _view(problem)
         config = _config(tuple(params))
-        names = {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor,
-                 "ws": "workspace"}
-        tensors = spec.TENSORS[self.direction]
-        values = spec.arg_values(self.direction, sizes, strides)
-        args = []
-        for name, kind in spec.ARGS[spec.KERNEL[self.direction]]:
-            if kind.startswith("ptr"):
-                args.append(kernel_arg(name, "ptr:" + names[tensors[name]], None))
-            elif kind == "i32":
-                args.append(kernel_arg(name, "i32", int(values[name])))
-        args += scratch_args()
+        args = spec_kernel_args(spec, self.direction, view, sizes, strides)
         grid = spec.grid(self.direction, sizes, config)
         return Launch(spec.KERNEL[self.direction], (int(grid[0]), int(grid[1]), int(grid[2])),
-                      (config["num_warps"] * 32, 1, 1), tuple(args),
+                      (config["num_warps"] * 32, 1, 1), args,
                       workspace_bytes=self.workspace_for(problem, params), needs_meta=True)
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target

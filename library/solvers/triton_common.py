@@ -26,6 +26,8 @@ from ._conv import ConvView, conv_view
 from .base import CompileJob, KernelArg, Launch, Params
 
 __all__ = [
+    "spec_compile_job",
+    "spec_kernel_args",
     "CONV_KERNEL_FILE", "MATH_TYPE", "MMA_PARAM", "PARAM_NAMES", "REDUCE_KERNEL",
     "companion_jobs", "config_items", "config_of", "config_view", "conv_triton_job",
     "has_kernels_spec", "have_kernels", "job_items", "kernel_arg", "kernels_spec",
@@ -238,6 +240,35 @@ def triton_compile_job(kernel_file: str, kernel: str, sig: dict[str, str],
     if assume16:
         options.append("--assume=" + ",".join(f"{a}:16" for a in assume16))
     return CompileJob(kernel_file, tuple(options), kernel, target)
+
+
+def spec_compile_job(kernel_file: str, spec: Any, kernel: str, sig: dict[str, str],
+                     constexprs: dict[str, Any], values: dict[str, int], target: Target,
+                     aligned: bool) -> CompileJob:
+    """`triton_compile_job` of one kernel of a family's spec (its ARGS and ALIGN16 tables):
+    where `aligned`, its pointers and ALIGN16 arguments are assumed multiples of 16."""
+    assume = ((*(n for n, k in spec.ARGS[kernel] if k.startswith("ptr")),
+               *spec.ALIGN16[kernel]) if aligned else ())
+    return triton_compile_job(kernel_file, kernel, sig, constexprs, values["num_warps"],
+                              values["num_stages"], target, assume)
+
+
+def spec_kernel_args(spec: Any, direction: str, view: ConvView, sizes: dict[str, int],
+                     strides: dict[str, tuple[int, int, int, int]]) -> tuple[KernelArg, ...]:
+    """The arguments of a family's kernel for one direction, from its spec (ARGS, TENSORS,
+    arg_values): pointers to the layer's tensors or the workspace, i32 sizes and strides, and
+    the scratch arguments every Triton kernel takes."""
+    names = {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor,
+             "ws": "workspace"}
+    tensors = spec.TENSORS[direction]
+    values = spec.arg_values(direction, sizes, strides)
+    args = []
+    for name, kind in spec.ARGS[spec.KERNEL[direction]]:
+        if kind.startswith("ptr"):
+            args.append(kernel_arg(name, "ptr:" + names[tensors[name]], None))
+        elif kind == "i32":
+            args.append(kernel_arg(name, "i32", int(values[name])))
+    return (*args, *scratch_args())
 
 
 def have_kernels() -> bool:

@@ -35,17 +35,16 @@ from .base import CompileJob, Launch, Params, Solver
 from .triton_common import (
     PARAM_NAMES,
     config_of,
-    kernel_arg,
     kernels_spec,
     params_of,
     reduce_job,
     reduce_step,
-    scratch_args,
+    spec_compile_job,
+    spec_kernel_args,
     spec_kind,
     spec_sizes,
     spec_strides,
     target_kind,
-    triton_compile_job,
 )
 
 __all__ = ["ConvTritonDepthwise", "DEPTHWISE_SOLVERS", "depthwise_first", "depthwise_spec"]
@@ -74,10 +73,7 @@ def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], la
     values = dict(config)
     kernel = spec.KERNEL[direction]
     sig, constexprs = spec.signature(direction, data_type, values, last, width)
-    pointers = [n for n, k in spec.ARGS[kernel] if k.startswith("ptr")]
-    return triton_compile_job(KERNEL_FILE, kernel, sig, constexprs, values["num_warps"],
-                              values["num_stages"], target,
-                              (*pointers, *spec.ALIGN16[kernel]) if aligned else ())
+    return spec_compile_job(KERNEL_FILE, spec, kernel, sig, constexprs, values, target, aligned)
 
 
 def _config(params: Params) -> dict[str, int]:
@@ -225,19 +221,9 @@ class ConvTritonDepthwise(Solver):
                ) -> Launch:
         spec = depthwise_spec()
         view, sizes, strides, _ = _view(problem)
-        names = {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor,
-                 "ws": "workspace"}
-        tensors = spec.TENSORS[self.direction]
-        values = spec.arg_values(self.direction, sizes, strides)
-        args = []
-        for name, kind in spec.ARGS[spec.KERNEL[self.direction]]:
-            if kind.startswith("ptr"):
-                args.append(kernel_arg(name, "ptr:" + names[tensors[name]], None))
-            elif kind == "i32":
-                args.append(kernel_arg(name, "i32", int(values[name])))
-        args += scratch_args()
+        args = spec_kernel_args(spec, self.direction, view, sizes, strides)
         grid, block = self.launch_geometry(problem, params)
-        return Launch(spec.KERNEL[self.direction], grid, block, tuple(args),
+        return Launch(spec.KERNEL[self.direction], grid, block, args,
                       workspace_bytes=self.workspace_for(problem, params), needs_meta=True)
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
