@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -143,19 +142,13 @@ BUILDERS = {"resnet50": resnet, "mobilenet_v2": mobilenet_v2}
 
 
 # ----------------------------------------------------------------------------- timing
-def _eager_ms(torch: Any, fn: Any, repeats: int) -> float:
-    for _ in range(WARMUP):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return float(statistics.median(times))
+def _event_ms(fn: Any, repeats: int) -> float:
+    """Median CUDA-event milliseconds of `fn` after WARMUP untimed calls: bench/kernels.py's
+    timing, so both benches time a call the same way."""
+    sys.path.insert(0, str(HERE))
+    from kernels import _median_ms
+
+    return float(_median_ms(fn, repeats, WARMUP))
 
 
 def _graph(torch: Any, fn: Any) -> tuple[Any, Any]:
@@ -199,10 +192,10 @@ def one_case(model: str, batch: int, type_name: str, layout: str, repeats: int) 
                 outputs[engine] = net(x).float()
                 torch.cuda.synchronize()
                 rec["first_forward_s"] = round(time.perf_counter() - t0, 4)
-                rec["eager_ms"] = round(_eager_ms(torch, lambda net=net: net(x), repeats), 4)
+                rec["eager_ms"] = round(_event_ms(lambda net=net: net(x), repeats), 4)
             with torch.no_grad():
                 graph, _ = _graph(torch, lambda net=net: net(x))
-                rec["graph_ms"] = round(_eager_ms(torch, graph.replay, repeats), 4)
+                rec["graph_ms"] = round(_event_ms(graph.replay, repeats), 4)
         except Exception as exc:  # recorded: the run goes on with the next case
             rec["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         out[engine] = rec
