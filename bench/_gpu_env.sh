@@ -20,6 +20,17 @@ export MIOPEN_SYSTEM_DB_PATH="${MIOPEN_SYSTEM_DB_PATH:-/tmp/nosys}" \
        MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_CUSTOM_CACHE_DIR:-/tmp/mkcache}"
 mkdir -p "$MIOPEN_SYSTEM_DB_PATH"
 
+# device_stamp FILE: the GPU and driver, the cuda-bindings, torch, CUDA and Triton versions and
+# the UTC time into FILE (the test and bench scripts' device.txt), then print it.
+device_stamp() {
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    python3 -c "import cuda.bindings, torch, triton; print('cuda-bindings', \
+cuda.bindings.__version__, 'torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', \
+triton.__version__)"
+    date -u +%FT%TZ; } > "$1" 2>&1
+  cat "$1"
+}
+
 # tune_stamp FILE [LINE...]: the GPU, driver, cuda-bindings and Triton versions, the given lines
 # and the UTC time into FILE (the tuning scripts' device.txt), then print it.
 tune_stamp() {

@@ -8,6 +8,7 @@
 set -uo pipefail
 out="${1:?usage: bash bench/gpu_depthwise.sh OUTDIR}"
 here="$(dirname "$0")"
+mkdir -p "$out"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 TESTS_S="${GRID_S:-120}" timeout 240 bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.txt" 2>&1

@@ -7,11 +7,7 @@ set -uo pipefail
 out="${1:?usage: bash bench/gpu_hotpath.sh OUTDIR}"
 source "$(dirname "$0")/_gpu_env.sh"
 mkdir -p "$out"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import cuda.bindings, torch, triton; print('cuda-bindings', cuda.bindings.__version__, \
-'torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
-  date -u +%FT%TZ; } > "$out/device.txt" 2>&1
-cat "$out/device.txt"
+device_stamp "$out/device.txt"
 timeout "${BENCH_S:-120}" python3 bench/host_cost.py --out "$out/host_cost.json" \
   > "$out/host_cost.txt" 2>&1
 echo "host cost: rc=$?"; tail -8 "$out/host_cost.txt"

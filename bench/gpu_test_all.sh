@@ -7,11 +7,7 @@ set -uo pipefail
 out="${1:?usage: bash bench/gpu_test_all.sh OUTDIR}"
 source "$(dirname "$0")/_gpu_env.sh"
 mkdir -p "$out"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import cuda.bindings, torch, triton; print('cuda-bindings', cuda.bindings.__version__, \
-'torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
-  date -u +%FT%TZ; } > "$out/device.txt" 2>&1
-cat "$out/device.txt"
+device_stamp "$out/device.txt"
 python3 - <<'PY' 2>&1 | tail -3 | tee "$out/precompile.txt"
 import sys, time; sys.path.insert(0, "tests/gpu")
 from pathlib import Path
