@@ -134,12 +134,14 @@ def _compiled(kernel: str, dtype: str, cfg: dict[str, int], channels_last: bool,
         from triton.compiler import ASTSource
         from triton.compiler import compile as tcompile
 
+        from miopenkernels.compiler.triton import source_arguments
+
         fn = ct.JIT[kernel]
         sig, cx = ct.triton_signature(kernel, dtype, cfg, channels_last, precision)
-        attrs = {}
-        if aligned:
-            attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]]
-                     for a in ct.align16_args(kernel, channels_last)}
+        aligned_args = ct.align16_args(kernel, channels_last) if aligned else ()
+        sig, cx, attrs = source_arguments(
+            fn, [(n, t) for n, t in sig.items() if t != "constexpr"], cx,
+            [(a, 16) for a in aligned_args])
         opts = {"num_warps": cfg.get("num_warps", 4), "num_stages": cfg.get("num_stages", 2)}
         import triton
         from miopenkernels.compiler.triton import mma_env
@@ -379,6 +381,8 @@ def merge_tuned(old: dict, new: dict) -> dict:
 def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> list[dict]:
     import torch
     import torch.nn.functional as F
+    from miopenkernels.compiler.triton import launch_arguments
+    from miopenkernels.kernels import conv_triton as ct
     from miopenkernels.kernels import conv_triton_spec as spec
 
     torch.backends.cudnn.benchmark = True
@@ -425,8 +429,9 @@ def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> 
             wsb = spec.workspace_bytes(kernel, sz, cfg)
             ws = torch.empty(max(wsb // 4, 1), device="cuda", dtype=torch.float32)
             _, cx = spec.triton_signature(kernel, dtype, cfg, lay == "NHWC", precision)
-            vals = [tx, tw, ty, ws] + [cargs[nm] for nm, kd in spec.CONV_ARGS if kd == "i32"]
-            vals += [cx[nm] for nm, kd in spec.CONV_ARGS if kd == "constexpr"]
+            # Triton's launcher takes the kernel's parameters, the size tuples as tuples.
+            vals = list(launch_arguments(ct.JIT[kernel], {
+                "x_ptr": tx, "w_ptr": tw, "y_ptr": ty, "ws_ptr": ws, **cargs, **cx}).values())
             launches = [(ck, grid, vals)]
             if cfg["SPLIT_K"] > 1:
                 rc = {"SPLIT_K": cfg["SPLIT_K"], "num_warps": spec.REDUCE_WARPS, "num_stages": 1}

@@ -34,6 +34,7 @@ FIRST = {"N": 32, "C": 3, "H": 224, "W": 224, "K": 64, "P": 112, "Q": 112, "R": 
 
 def report(case: str, sizes: dict[str, int]) -> dict:
     import triton
+    from miopenkernels.compiler.triton import source_arguments
     from miopenkernels.kernels import conv_triton as ct
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -46,8 +47,9 @@ def report(case: str, sizes: dict[str, int]) -> dict:
     aligned = sizes["C"] % 16 == 0
     fn = ct.JIT[kernel]
     sig, cx = ct.triton_signature(kernel, dtype, cfg, cl, "tf32" if t == "TF32" else "ieee")
-    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]]
-             for a in ct.align16_args(kernel, cl)} if aligned else {}
+    aligned_args = ct.align16_args(kernel, cl) if aligned else ()
+    sig, cx, attrs = source_arguments(fn, [(n, t) for n, t in sig.items() if t != "constexpr"],
+                                      cx, [(a, 16) for a in aligned_args])
     k = triton.compile(ASTSource(fn, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
     bindir = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"

@@ -29,6 +29,7 @@ from .conv_triton_common import channel_strides, split_range, tile_offsets
 from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and the solvers)
     ALIGN16_ARGS,
     CONV_ARGS,
+    CONV_TUPLES,
     ELEMENT_BYTES,
     ELEMENT_TYPES,
     KERNELS,
@@ -107,16 +108,15 @@ def _output_tile(N, K, P, Q, stride_h, stride_w, pad_h, pad_w, BLOCK_M: tl.const
 
 @triton.jit
 def conv2d_fwd(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, H, W, K, P, Q, R, S, G,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-    PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """y[n, g*K+k, p, q] = sum over (r, s) taps, then C channels, of x * w."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, H, W, K, P, Q, R, S, G = dims
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     g = tl.program_id(1)
     offs_n, offs_k, m_ok, n_ok, img, pq, op, oq, ih0, iw0 = _output_tile(
         N, K, P, Q, stride_h, stride_w, pad_h, pad_w, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
@@ -154,20 +154,19 @@ def conv2d_fwd(
 
 @triton.jit
 def conv2d_fwd_smallc(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, H, W, K, P, Q, R, S, G,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-    PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """Forward for few input channels: per filter row r, the reduction runs over (s, c)
     flattened, so a block of BLOCK_K spans a whole row of taps (7 x 3 = 21 of 32 for the
     first layer) instead of padding 3 channels to BLOCK_K. The column offsets and the
     horizontal bounds of a block are worked out once for all R rows; a row then costs one
     add per element for the address and one AND for the mask."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, H, W, K, P, Q, R, S, G = dims
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     g = tl.program_id(1)
     offs_n, offs_k, m_ok, n_ok, img, pq, op, oq, ih0, iw0 = _output_tile(
         N, K, P, Q, stride_h, stride_w, pad_h, pad_w, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
@@ -228,13 +227,9 @@ def _phase_tile(N, H, W, stride_h, stride_w, cols, BLOCK_M: tl.constexpr, BLOCK_
 
 @triton.jit
 def conv2d_bwd_data(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, H, W, K, P, Q, R, S, G,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-    PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """dx[n, g*C+c, h, w] = sum over the taps reaching (h, w), then K, of dy * w.
 
@@ -242,7 +237,10 @@ def conv2d_bwd_data(
     SPLIT_K > 1); within a phase every tap that contributes does so at every pixel, so the loop
     visits only those taps. SPLIT_K > 1 is for problems where every phase has a tap
     (conv_triton_spec.split_applies)."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, H, W, K, P, Q, R, S, G = dims
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     g = tl.program_id(1)
     if SPLIT_K == 1:
         phase = tl.program_id(2)
@@ -306,13 +304,9 @@ def _floor_div(a, b):
 
 @triton.jit
 def conv2d_bwd_data_smallc(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, H, W, K, P, Q, R, S, G,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-    PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """Backward data for few input channels and a stride (dilation 1): every stride phase at
     once. dx[n, c, i*stride_h + a, j*stride_w + b] for the phases (a, b) are the GEMM's
@@ -321,7 +315,10 @@ def conv2d_bwd_data_smallc(
     reduction runs over the offsets (dr, ds) of dy from (i, j) and over K: dy[n, k, i - dr,
     j - ds] is the same for every phase, and the tap it meets is r = a + pad_h + dr*stride_h
     (zero weight where that falls outside the filter)."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, H, W, K, P, Q, R, S, G = dims
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     g = tl.program_id(1)
     NC = stride_h * stride_w * C
     M, offs_m, offs_n, img, ii, jj = _phase_tile(N, H, W, stride_h, stride_w, NC, BLOCK_M,
@@ -397,20 +394,19 @@ def _advance(img, op, oq, d_img, d_p, d_q, P, Q):
 
 @triton.jit
 def conv2d_bwd_weight(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, H, W, K, P, Q, R, S, G,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-    PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """dw[g*K+k, c, r, s] = sum over pixels (n, p, q) of dy * x, one tap per program row.
 
     Program axis 1 is g*R*S + tap, axis 2 the split of the pixel reduction; with SPLIT_K > 1
     each split writes its FP32 partial to ws ([SPLIT_K][G*K][C][R][S]) for
     conv2d_bwd_weight_reduce."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, H, W, K, P, Q, R, S, G = dims
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     gt = tl.program_id(1)
     g = gt // (R * S)
     rs = gt - g * (R * S)
@@ -451,20 +447,19 @@ def conv2d_bwd_weight(
 
 @triton.jit
 def conv2d_bwd_weight_smallc(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, H, W, K, P, Q, R, S, G,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-    PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """Backward weights for few input channels: one filter row r per program (axis 1 is
     g*R + r) and the GEMM's N dimension (s, c) flattened, so a program covers a whole row of
     taps (7 x 3 = 21 of 32 for the first layer) instead of padding C to BLOCK_N. The row's
     vertical bound is one compare per pixel, the column offsets are worked out once. Axis 2 is
     the split; partials go to ws as in conv2d_bwd_weight."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, H, W, K, P, Q, R, S, G = dims
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     gr = tl.program_id(1)
     g = gr // R
     r = gr - g * R
@@ -547,6 +542,10 @@ def transpose_021(
     t = tl.load(src_ptr + base + rs[:, None] * S + ss[None, :], mask=ok)
     tl.store(dst_ptr + base + ss[None, :] * R + rs[:, None], t, mask=ok)
 
+
+#: The tuple arguments of this file's kernels and the flat arguments each holds, in order
+#: (see conv_triton_common).
+TUPLE_ARGS = CONV_TUPLES
 
 #: The jit functions by the names KERNELS uses.
 JIT = {

@@ -40,14 +40,16 @@ def tile_offsets(rows, cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 
 
 @triton.jit
-def channel_strides(sxc, swc, syk, CHANNELS_LAST: tl.constexpr):
-    """The channel strides of x, w and y; in NHWC 1, known to the compiler, so that loads
-    along channels are vectorised."""
+def channel_strides(strides, CHANNELS_LAST: tl.constexpr):
+    """The twelve strides of x (n, c, h, w), w (k, c, r, s) and y (n, k, p, q) from a
+    `strides` tuple argument, the channel strides 1 in NHWC, known to the compiler, so that
+    loads along channels are vectorised."""
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = strides
     if CHANNELS_LAST:
         sxc = 1
         swc = 1
         syk = 1
-    return sxc, swc, syk
+    return sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw
 
 
 @triton.jit

@@ -44,18 +44,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-#: The argument list shared by the four convolution kernels: (name, kind). Kinds: "ptr" (a
+#: The i32 arguments of the convolution kernels in three groups: sizes, geometry and the
+#: strides of x, w and y. Each group is one tuple argument of the kernels (Triton passes a
+#: tuple's members as separate kernel parameters, in order); launches, kdb options and spec
+#: tables name the members alone (`compiler.triton` builds the tuples when it compiles).
+CONV_TUPLES: dict[str, tuple[str, ...]] = {
+    "dims": ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "G"),
+    "conv": ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w"),
+    "strides": ("sxn", "sxc", "sxh", "sxw", "swk", "swc", "swr", "sws", "syn", "syk", "syh",
+                "syw"),
+}
+#: The argument list shared by the six convolution kernels: (name, kind). Kinds: "ptr" (a
 #: pointer to the tensor's element type; "ptr_fp32" always FP32), "i32", "constexpr".
 CONV_ARGS: tuple[tuple[str, str], ...] = (
     ("x_ptr", "ptr"), ("w_ptr", "ptr"), ("y_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
-    ("N", "i32"), ("C", "i32"), ("H", "i32"), ("W", "i32"),
-    ("K", "i32"), ("P", "i32"), ("Q", "i32"), ("R", "i32"), ("S", "i32"),
-    ("G", "i32"),
-    ("stride_h", "i32"), ("stride_w", "i32"), ("pad_h", "i32"), ("pad_w", "i32"),
-    ("dil_h", "i32"), ("dil_w", "i32"),
-    ("sxn", "i32"), ("sxc", "i32"), ("sxh", "i32"), ("sxw", "i32"),
-    ("swk", "i32"), ("swc", "i32"), ("swr", "i32"), ("sws", "i32"),
-    ("syn", "i32"), ("syk", "i32"), ("syh", "i32"), ("syw", "i32"),
+    *((name, "i32") for names in CONV_TUPLES.values() for name in names),
     ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_K", "constexpr"),
     ("GROUP_M", "constexpr"), ("SPLIT_K", "constexpr"), ("CHANNELS_LAST", "constexpr"),
     ("PRECISION", "constexpr"),

@@ -12,6 +12,12 @@ the result, and so form the kdb row's `kernel_args`:
     --<option>=<value>         a Triton compile option: num-warps, num-stages,
                                dot-precision (default_dot_input_precision), ...
 
+The options name every argument flat, as launches and spec tables do. A kernel may take some
+of them as tuple arguments (Triton passes a tuple's members as separate parameters, in order):
+its file then maps each tuple argument to the flat names of its members in a module-level
+`TUPLE_ARGS` dict, and `source_arguments` builds the tuples' signature, constexprs and
+assumptions from the flat names, the one place that does.
+
 The result is the code object with its `LaunchMetadata` attached as a kdb trailer
 (`codeobject.attach_launch_metadata`): the runtime launches it with no Triton installed.
 Triton is imported on first use only, and writes its own cache into a temporary folder, never
@@ -23,7 +29,7 @@ from __future__ import annotations
 import importlib.util
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -35,7 +41,7 @@ from ..config import scoped_env, triton_importable
 from ..errors import CompileError
 
 __all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "mma_env", "available",
-           "gpu_target"]
+           "gpu_target", "source_arguments", "launch_arguments"]
 
 _ALIASES = {"dot-precision": "default_dot_input_precision"}
 _INT_OPTIONS = {"num_warps", "num_stages", "num_ctas", "waves_per_eu", "matrix_instr_nonkdim",
@@ -163,6 +169,68 @@ def kernel_function(source: Path, symbol: str) -> Any:
     return fn
 
 
+def _tuple_args(fn: Any) -> dict[str, tuple[str, ...]]:
+    """The tuple arguments of a kernel's file (its `TUPLE_ARGS`): name -> member names."""
+    tuples = getattr(fn, "__globals__", {}).get("TUPLE_ARGS", {})
+    return {name: tuple(members) for name, members in tuples.items() if name in fn.arg_names}
+
+
+def _paths(fn: Any) -> dict[str, tuple[int, ...]]:
+    """Where each flat argument stands among a kernel's parameters, in their order: (i,) for
+    parameter i, (i, j) for member j of tuple parameter i."""
+    tuples = _tuple_args(fn)
+    paths: dict[str, tuple[int, ...]] = {}
+    for i, name in enumerate(fn.arg_names):
+        for j, member in enumerate(tuples.get(name, ())):
+            paths[member] = (i, j)
+        if name not in tuples:
+            paths[name] = (i,)
+    return paths
+
+
+def launch_arguments(fn: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    """A kernel's parameters from values by flat name, a tuple argument the tuple of its
+    members' values: for a launch through Triton's own launcher (the interpreter, benches)."""
+    tuples = _tuple_args(fn)
+    return {name: tuple(flat[m] for m in tuples[name]) if name in tuples else flat[name]
+            for name in fn.arg_names}
+
+
+def source_arguments(fn: Any, signature: Sequence[tuple[str, str]],
+                     constexprs: Mapping[str, Any], assumptions: Sequence[tuple[str, int]],
+                     what: str = "compile",
+                     ) -> tuple[dict[str, Any], dict[tuple[int, ...], Any], dict[Any, Any]]:
+    """(signature, constexprs, attrs) for `ASTSource(fn, ...)` from flat names: `signature`
+    the run-time arguments (name, Triton type) in the kernel's order, `constexprs` by name,
+    `assumptions` (name, divisor) for tt.divisibility. A tuple argument's signature is the
+    tuple of its members' types; its constexpr members and assumptions go by path."""
+    symbol = fn.__name__
+    paths = _paths(fn)
+    given = dict(signature)
+    types: dict[str, Any] = {}
+    for name in paths:
+        if name in constexprs:
+            types[name] = "constexpr"
+        elif name in given:
+            types[name] = given[name]
+        else:
+            raise CompileError(f"{what}: argument {name!r} of {symbol} is neither in "
+                               "--signature nor a -D constexpr")
+    unknown = sorted(set(given) - set(paths)) + sorted(set(constexprs) - set(paths))
+    if unknown:
+        raise CompileError(f"{what}: {symbol} has no argument(s) {', '.join(unknown)}")
+    order = [name for name in paths if name in given]
+    if [name for name, _ in signature] != order:
+        raise CompileError(f"{what}: --signature lists {symbol}'s arguments out of its order "
+                           f"({', '.join(order)}); list them in the kernel's order")
+    attrs = {}
+    for name, div in assumptions:
+        if name not in given:
+            raise CompileError(f"{what}: assumption on {name!r}, not a run-time argument")
+        attrs[paths[name]] = [["tt.divisibility", div]]
+    return (launch_arguments(fn, types), {paths[n]: v for n, v in constexprs.items()}, attrs)
+
+
 @contextmanager
 def mma_env(mma: int) -> Iterator[None]:
     """DISABLE_MMA_V3=1 while compiling an --mma=2 job (Triton then lowers tl.dot to
@@ -196,30 +264,13 @@ class TritonCompiler:
         if opts.kernel and opts.kernel != symbol:
             raise CompileError(f"{what}: options name kernel {opts.kernel}, the job {symbol}")
         fn = kernel_function(source, symbol)
-        names = list(fn.arg_names)
-        given = dict(opts.signature)
-        signature: dict[str, str] = {}
-        for name in names:
-            if name in opts.constexprs:
-                signature[name] = "constexpr"
-            elif name in given:
-                signature[name] = given[name]
-            else:
-                raise CompileError(f"{what}: argument {name!r} of {symbol} is neither in "
-                                   "--signature nor a -D constexpr")
-        unknown = sorted(set(given) - set(names)) + sorted(set(opts.constexprs) - set(names))
-        if unknown:
-            raise CompileError(f"{what}: {symbol} has no argument(s) {', '.join(unknown)}")
-        attrs = {}
-        for name, div in opts.assumptions:
-            if name not in given:
-                raise CompileError(f"{what}: assumption on {name!r}, not a run-time argument")
-            attrs[(names.index(name),)] = [["tt.divisibility", div]]
+        signature, constexprs, attrs = source_arguments(fn, opts.signature, opts.constexprs,
+                                                        opts.assumptions, what)
         target = gpu_target(arch)
         if opts.mma and not (target.backend == "cuda" and target.arch == 90):
             raise CompileError(f"{what}: --mma={opts.mma} (mma.sync in place of wgmma) is for "
                                f"sm90 only, not {arch}")
-        src = ASTSource(fn, signature=signature, constexprs=dict(opts.constexprs), attrs=attrs)
+        src = ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs)
         try:
             # A private cache directory per compile: Triton's cache key does not hold
             # DISABLE_MMA_V3, which its C++ passes read from the environment.

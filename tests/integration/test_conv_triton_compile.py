@@ -10,6 +10,7 @@ pytestmark = pytest.mark.integration
 
 triton = pytest.importorskip("triton")
 
+from miopenkernels.compiler.triton import source_arguments  # noqa: E402
 from miopenkernels.kernels import conv_triton as ct  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
@@ -25,10 +26,9 @@ def _compile(kernel: str, dtype: str, target: GPUTarget, aligned: bool, channels
              precision: str = "ieee"):  # noqa: ANN202
     fn = ct.JIT[kernel]
     sig, cx = ct.triton_signature(kernel, dtype, CFG, channels_last, precision)
-    attrs = {}
-    if aligned:
-        attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]]
-                 for a in ct.align16_args(kernel, channels_last)}
+    aligned_args = ct.align16_args(kernel, channels_last) if aligned else ()
+    sig, cx, attrs = source_arguments(fn, [(n, t) for n, t in sig.items() if t != "constexpr"],
+                                      cx, [(a, 16) for a in aligned_args])
     return triton.compile(ASTSource(fn, sig, cx, attrs), target=target,
                           options={"num_warps": CFG["num_warps"],
                                    "num_stages": CFG["num_stages"]})
@@ -115,10 +115,8 @@ def _job_ptx(job):  # noqa: ANN001, ANN202
 
     opts = TritonOptions(job.options)
     fn = kernel_function(job.source_path, job.kernel_name)
-    sig = {n: "constexpr" if n in opts.constexprs else dict(opts.signature)[n]
-           for n in fn.arg_names}
-    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", d]] for n, d in opts.assumptions}
-    k = triton.compile(ASTSource(fn, sig, dict(opts.constexprs), attrs),
+    sig, cx, attrs = source_arguments(fn, opts.signature, opts.constexprs, opts.assumptions)
+    k = triton.compile(ASTSource(fn, sig, cx, attrs),
                        target=TARGETS["sm90"][0], options=dict(opts.compile))
     return k.asm["ptx"]
 

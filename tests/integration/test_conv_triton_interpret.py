@@ -37,6 +37,7 @@ CASES = [
 SCRIPT = textwrap.dedent('''
     import json, sys
     import torch, torch.nn.functional as F
+    from miopenkernels.compiler.triton import launch_arguments
     from miopenkernels.kernels import conv_triton as ct
 
     d, c, h, k, r, st, pad, dil, g, split, layout = json.loads(sys.argv[1])
@@ -65,8 +66,9 @@ SCRIPT = textwrap.dedent('''
     args = ct.conv_args(sizes, {"x": tx.stride(), "w": tw.stride(), "y": ty.stride()})
     ws = torch.zeros(max(ct.workspace_bytes(kernel, sizes, cfg) // 4, 1))
     _, cx = ct.triton_signature(kernel, "FP32", cfg, layout == "NHWC")
-    ints = [args[a] for a, kind in ct.CONV_ARGS if kind == "i32"]
-    ct.JIT[kernel][ct.grid(kernel, sizes, cfg)](tx, tw, ty, ws, *ints, **cx)
+    fn = ct.JIT[kernel]
+    fn[ct.grid(kernel, sizes, cfg)](**launch_arguments(
+        fn, {"x_ptr": tx, "w_ptr": tw, "y_ptr": ty, "ws_ptr": ws, **args, **cx}))
     if split > 1:
         ra = ct.reduce_args(kernel, args)
         ct.JIT["conv2d_bwd_weight_reduce"][(ct.cdiv(ra["TOTAL"], ct.REDUCE_BLOCK), 1, 1)](

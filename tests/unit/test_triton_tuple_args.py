@@ -1,0 +1,101 @@
+"""The Triton kernels' tuple arguments: the compile step builds them from the flat names that
+launches, kdb options and spec tables use (`compiler.triton.source_arguments`), so that a kernel
+taking (dims, conv, strides) tuples keeps the launch ABI of its flat argument list."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("triton")
+
+from miopenkernels.compiler.triton import (  # noqa: E402
+    TritonOptions,
+    launch_arguments,
+    source_arguments,
+)
+from miopenkernels.errors import CompileError  # noqa: E402
+from miopenkernels.kernels import conv_triton as ct  # noqa: E402
+
+CONV_KERNELS = [k for k, d in ct.KERNELS.items() if d["args"] == "CONV_ARGS"]
+
+
+def _flat(kernel: str, aligned: bool = True) -> tuple[list, dict, list]:
+    sig, cx = ct.triton_signature(kernel, "FP16", ct.default_config(kernel, "FP16"), True)
+    names = ct.align16_args(kernel, True) if aligned else ()
+    return ([(n, t) for n, t in sig.items() if t != "constexpr"], cx,
+            [(n, 16) for n in names])
+
+
+@pytest.mark.parametrize("kernel", CONV_KERNELS)
+def test_tuples_flatten_to_the_spec_argument_list(kernel: str) -> None:
+    """Every convolution kernel takes the size, geometry and stride tuples, and their members
+    in order are CONV_ARGS's i32 arguments: the parameters Triton passes are the same."""
+    fn = ct.JIT[kernel]
+    assert [n for n in fn.arg_names if n in ct.TUPLE_ARGS] == ["dims", "conv", "strides"]
+    sig, cx, attrs = source_arguments(fn, *_flat(kernel))
+    flat = []
+    for name in fn.arg_names:
+        value = sig[name]
+        flat += [m for m in ct.TUPLE_ARGS[name]] if isinstance(value, tuple) else [name]
+        if isinstance(value, tuple):
+            assert value == ("i32",) * len(ct.TUPLE_ARGS[name])
+    assert flat == [n for n, _ in ct.CONV_ARGS]
+    dims, strides = fn.arg_names.index("dims"), fn.arg_names.index("strides")
+    assert attrs[(dims, 1)] == [["tt.divisibility", 16]]  # C
+    assert attrs[(strides, 0)] == [["tt.divisibility", 16]]  # sxn
+    assert (strides, 1) not in attrs  # sxc: the unit channel stride in NHWC
+    assert attrs[(0,)] == [["tt.divisibility", 16]]  # x_ptr
+    assert cx[(fn.arg_names.index("BLOCK_M"),)] == ct.default_config(kernel, "FP16")["BLOCK_M"]
+
+
+def test_kernels_without_tuples_keep_their_positions() -> None:
+    fn = ct.JIT["conv2d_bwd_weight_reduce"]
+    sig, cx, attrs = source_arguments(fn, [("ws_ptr", "*fp32"), ("w_ptr", "*fp16"),
+                                           *((n, "i32") for n in ("TOTAL", "C", "R", "S", "swk",
+                                                                  "swc", "swr", "sws"))],
+                                      {"SPLIT_K": 4, "BLOCK": 1024}, [("C", 16)])
+    assert list(sig) == list(fn.arg_names) and sig["C"] == "i32"
+    assert cx == {(10,): 4, (11,): 1024} and attrs == {(3,): [["tt.divisibility", 16]]}
+
+
+def test_a_constexpr_member_goes_by_its_path() -> None:
+    fn = ct.JIT["conv2d_fwd"]
+    signature, cx, assumptions = _flat("conv2d_fwd", aligned=False)
+    sig, paths, _ = source_arguments(fn, [(n, t) for n, t in signature if n != "R"],
+                                     {**cx, "R": 3}, assumptions)
+    dims = fn.arg_names.index("dims")
+    assert sig["dims"][7] == "constexpr" and paths[(dims, 7)] == 3
+
+
+def test_job_options_compile_to_tuples() -> None:
+    """A kdb row's options (flat names) give the tuples: the same options as before."""
+    signature, cx, assumptions = _flat("conv2d_bwd_data")
+    options = ["--signature=" + ",".join(f"{n}:{t}" for n, t in signature),
+               *(f"-D{n}={v}" for n, v in cx.items()),
+               "--assume=" + ",".join(f"{n}:{d}" for n, d in assumptions)]
+    opts = TritonOptions(options)
+    sig, _, attrs = source_arguments(ct.JIT["conv2d_bwd_data"], opts.signature,
+                                     opts.constexprs, opts.assumptions)
+    assert sig["conv"] == ("i32",) * 6 and len(attrs) == len(assumptions)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s, c: (s[::-1], c), "out of its order"),
+    (lambda s, c: (s + [("D", "i32")], c), "has no argument"),
+    (lambda s, c: ([x for x in s if x[0] != "sxw"], c), "'sxw'"),
+])
+def test_bad_argument_lists_are_one_line_errors(change, message: str) -> None:  # noqa: ANN001
+    signature, cx, assumptions = _flat("conv2d_fwd", aligned=False)
+    signature, cx = change(signature, cx)
+    with pytest.raises(CompileError, match=message) as err:
+        source_arguments(ct.JIT["conv2d_fwd"], signature, cx, assumptions)
+    assert "\n" not in str(err.value)
+
+
+def test_launch_arguments_group_values_by_parameter() -> None:
+    fn = ct.JIT["conv2d_fwd"]
+    flat = {n: i for i, (n, _) in enumerate(ct.CONV_ARGS)}
+    args = launch_arguments(fn, flat)
+    assert list(args) == list(fn.arg_names)
+    assert args["dims"] == tuple(range(4, 14)) and args["conv"] == tuple(range(14, 20))
+    assert args["strides"] == tuple(range(20, 32)) and args["PRECISION"] == 38
