@@ -129,12 +129,11 @@ def _compiled(kernel: str, dtype: str, cfg: dict[str, int], channels_last: bool,
               precision: str, aligned: bool, target: tuple) -> Any:
     key = (kernel, dtype, tuple(sorted(cfg.items())), channels_last, precision, aligned, target)
     if key not in _CACHE:
+        from miopenkernels.compiler.triton import source_arguments
         from miopenkernels.kernels import conv_triton as ct
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource
         from triton.compiler import compile as tcompile
-
-        from miopenkernels.compiler.triton import source_arguments
 
         fn = ct.JIT[kernel]
         sig, cx = ct.triton_signature(kernel, dtype, cfg, channels_last, precision)

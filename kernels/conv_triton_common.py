@@ -1,6 +1,19 @@
 """Index and pointer arithmetic that the Triton convolution kernels share, as `@triton.jit`
-helpers: which output tile a program computes, the unit channel strides of NHWC, and which part
-of a split reduction it runs.
+helpers: which output tile a program computes, the strides with NHWC's unit channel strides,
+and which part of a split reduction it runs.
+
+Tuple arguments: a kernel takes a group of run-time arguments that kernels share (sizes,
+geometry, strides) as one tuple parameter, e.g. `conv2d_fwd(x_ptr, w_ptr, y_ptr, ws_ptr, dims,
+conv, strides, BLOCK_M: tl.constexpr, ...)`, and unpacks it in a line (`N, C, ... = dims`) or
+through a helper here (`channel_strides(strides, CHANNELS_LAST)`). Triton passes the members
+as separate parameters in order, so the launch ABI is the flat list of the family's spec table
+(`CONV_ARGS`), which launches, kdb options and assumptions keep naming flat. The kernel file
+says which flat names each tuple holds in a module-level `TUPLE_ARGS` dict (`conv_triton.py`:
+the spec's `CONV_TUPLES`, from which `CONV_ARGS` is built); `compiler.triton.source_arguments`
+turns the flat names into tuple signatures, constexpr and divisibility paths when it compiles,
+and `compiler.triton.launch_arguments` groups flat values for a launch through Triton itself.
+Constexprs stay separate parameters: a plain assignment in a kernel turns a constexpr into a
+run-time value, so a tuple of them cannot be unpacked.
 
 Triton inlines every helper into the kernel that calls it, so a kernel compiles to the same
 code as with the lines written out in its body (bench/triton_ptx_compare.py checks the PTX).

@@ -170,21 +170,24 @@ def kernel_function(source: Path, symbol: str) -> Any:
 
 
 def _tuple_args(fn: Any) -> dict[str, tuple[str, ...]]:
-    """The tuple arguments of a kernel's file (its `TUPLE_ARGS`): name -> member names."""
-    tuples = getattr(fn, "__globals__", {}).get("TUPLE_ARGS", {})
+    """The tuple arguments of a kernel's file (its `TUPLE_ARGS`): name -> member names. `fn`
+    is a JITFunction, or an InterpretedFunction under TRITON_INTERPRET=1; both wrap the Python
+    function as `.fn`."""
+    tuples = getattr(getattr(fn, "fn", fn), "__globals__", {}).get("TUPLE_ARGS", {})
     return {name: tuple(members) for name, members in tuples.items() if name in fn.arg_names}
 
 
-def _paths(fn: Any) -> dict[str, tuple[int, ...]]:
+def _paths(fn: Any, what: str) -> dict[str, tuple[int, ...]]:
     """Where each flat argument stands among a kernel's parameters, in their order: (i,) for
     parameter i, (i, j) for member j of tuple parameter i."""
     tuples = _tuple_args(fn)
     paths: dict[str, tuple[int, ...]] = {}
     for i, name in enumerate(fn.arg_names):
-        for j, member in enumerate(tuples.get(name, ())):
-            paths[member] = (i, j)
-        if name not in tuples:
-            paths[name] = (i,)
+        for j, flat in enumerate(tuples.get(name, (name,))):
+            if flat in paths:
+                raise CompileError(f"{what}: {fn.__name__} takes {flat!r} twice (TUPLE_ARGS "
+                                   "of its file); give each argument one name")
+            paths[flat] = (i, j) if name in tuples else (i,)
     return paths
 
 
@@ -205,7 +208,7 @@ def source_arguments(fn: Any, signature: Sequence[tuple[str, str]],
     `assumptions` (name, divisor) for tt.divisibility. A tuple argument's signature is the
     tuple of its members' types; its constexpr members and assumptions go by path."""
     symbol = fn.__name__
-    paths = _paths(fn)
+    paths = _paths(fn, what)
     given = dict(signature)
     types: dict[str, Any] = {}
     for name in paths:

@@ -16,10 +16,11 @@ SIZES = {"N": 32, "C": 128, "H": 56, "W": 56, "K": 128, "P": 28, "Q": 28, "R": 3
 
 
 def _jit_params() -> dict[str, list[str]]:
-    """Parameter names of each @triton.jit function in conv_triton.py, read without Triton."""
+    """Parameter names of each @triton.jit function in conv_triton.py, read without Triton, a
+    tuple parameter (CONV_TUPLES) as its members: the flat list Triton passes."""
     tree = ast.parse(SOURCE.read_text())
-    return {f.name: [a.arg for a in f.args.args] for f in tree.body
-            if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
+    return {f.name: [n for a in f.args.args for n in spec.CONV_TUPLES.get(a.arg, (a.arg,))]
+            for f in tree.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
 
 
 def test_spec_imports_no_triton() -> None:

@@ -35,10 +35,11 @@ def test_tuples_flatten_to_the_spec_argument_list(kernel: str) -> None:
     sig, cx, attrs = source_arguments(fn, *_flat(kernel))
     flat = []
     for name in fn.arg_names:
-        value = sig[name]
-        flat += [m for m in ct.TUPLE_ARGS[name]] if isinstance(value, tuple) else [name]
-        if isinstance(value, tuple):
-            assert value == ("i32",) * len(ct.TUPLE_ARGS[name])
+        if isinstance(sig[name], tuple):
+            assert sig[name] == ("i32",) * len(ct.TUPLE_ARGS[name])
+            flat += ct.TUPLE_ARGS[name]
+        else:
+            flat.append(name)
     assert flat == [n for n, _ in ct.CONV_ARGS]
     dims, strides = fn.arg_names.index("dims"), fn.arg_names.index("strides")
     assert attrs[(dims, 1)] == [["tt.divisibility", 16]]  # C
@@ -61,10 +62,10 @@ def test_kernels_without_tuples_keep_their_positions() -> None:
 def test_a_constexpr_member_goes_by_its_path() -> None:
     fn = ct.JIT["conv2d_fwd"]
     signature, cx, assumptions = _flat("conv2d_fwd", aligned=False)
-    sig, paths, _ = source_arguments(fn, [(n, t) for n, t in signature if n != "R"],
-                                     {**cx, "R": 3}, assumptions)
+    sig, constexprs, _ = source_arguments(fn, [(n, t) for n, t in signature if n != "R"],
+                                          {**cx, "R": 3}, assumptions)
     dims = fn.arg_names.index("dims")
-    assert sig["dims"][7] == "constexpr" and paths[(dims, 7)] == 3
+    assert sig["dims"][7] == "constexpr" and constexprs[(dims, 7)] == 3
 
 
 def test_job_options_compile_to_tuples() -> None:
@@ -99,3 +100,11 @@ def test_launch_arguments_group_values_by_parameter() -> None:
     assert list(args) == list(fn.arg_names)
     assert args["dims"] == tuple(range(4, 14)) and args["conv"] == tuple(range(14, 20))
     assert args["strides"] == tuple(range(20, 32)) and args["PRECISION"] == 38
+
+
+def test_a_name_in_two_places_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    fn = ct.JIT["conv2d_fwd"]
+    monkeypatch.setitem(fn.fn.__globals__, "TUPLE_ARGS", {**ct.TUPLE_ARGS, "conv": ("N",)})
+    signature, cx, assumptions = _flat("conv2d_fwd", aligned=False)
+    with pytest.raises(CompileError, match="takes 'N' twice"):
+        source_arguments(fn, signature, cx, assumptions)
