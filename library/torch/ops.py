@@ -20,22 +20,23 @@ import torch.nn.functional as F
 
 from ..errors import ProblemError
 from ..problem import ConvProblem
-from . import _handles
-from ._launch import Launcher
+from . import _eager, _handles
+from ._launch import Launch, Launcher
 from ._problem import conv_problem, data_type, is_channels_last, memory_format, out_spatial
 
 __all__ = ["conv2d", "conv3d", "conv_transpose2d", "convolution"]
 
 _Size = int | Sequence[int]
+_KINDS = {2: "conv2d", 3: "conv3d"}
 
 
 def _prepared(direction: str, channels_last: bool, x: torch.Tensor, x_size: Sequence[int],
               w_size: Sequence[int], geometry: tuple[Any, ...], type_name: str
-              ) -> tuple[ConvProblem, Launcher]:
-    """The problem of a call and its launcher, kept per call signature (a repeated call pays
+              ) -> tuple[ConvProblem, Launch]:
+    """The problem of a call and its launchers, kept per call signature (a repeated call pays
     one dict lookup: no ConvProblem is built, no handle looked up)."""
     stride, padding, dilation, groups, transposed, output_padding = geometry
-    tf32 = type_name == "FP32" and torch.backends.cudnn.allow_tf32
+    tf32 = type_name == "FP32" and _handles.allow_tf32()
     key = (x.device, direction, channels_last, type_name, tf32, tuple(x_size), tuple(w_size),
            tuple(stride), tuple(padding), tuple(dilation), groups, transposed,
            tuple(output_padding))
@@ -54,42 +55,27 @@ def _check_device(a: torch.Tensor, b: torch.Tensor) -> None:
                            "tensors on one device")
 
 
-def _eager(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether a forward call may skip torch's dispatcher (and its host cost): eager, no
-    gradient to record, plain tensors, no dispatch mode. Anything else (torch.compile, fake
-    tensors, autograd, subclasses) goes through the custom op."""
-    return (type(x) is torch.Tensor and type(weight) is torch.Tensor
-            and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
-            and not torch.compiler.is_compiling()
-            and _dispatch_modes() == 0)
-
-
-_MODE_STACK = getattr(torch._C, "_len_torch_dispatch_stack", None)
-
-
-def _dispatch_modes() -> int:
-    """How many torch dispatch modes are active (FakeTensorMode, FlopCounterMode...); where
-    torch cannot say, one (so calls take the custom op)."""
-    return int(_MODE_STACK()) if _MODE_STACK is not None else 1
-
-
 # ---------------------------------------------------------------------------- forward
 def _forward(x: torch.Tensor, weight: torch.Tensor, stride: list[int], padding: list[int],
-             dilation: list[int], groups: int, transposed: bool,
-             output_padding: list[int]) -> torch.Tensor:
-    """The forward op's computation (also called directly by `_eager` calls)."""
+             dilation: list[int], groups: int, transposed: bool, output_padding: list[int]
+             ) -> tuple[torch.Tensor, Launcher | None]:
+    """The forward op's computation (also called directly by calls that skip the
+    dispatcher): y, and the launcher a repeated call may take with tensors of the same sizes,
+    strides, types and device (None where x or the weight had to be copied into the problem's
+    layout, or nothing was launched)."""
     _check_device(x, weight)
     type_name = data_type(x, weight)
     cl = is_channels_last(x)
     fmt = memory_format(x.dim(), cl)
-    x = x.contiguous(memory_format=fmt)
+    xc = x.contiguous(memory_format=fmt)
     w = weight.contiguous(memory_format=fmt)
     geometry = (stride, padding, dilation, groups, transposed, output_padding)
-    problem, launch = _prepared("F", cl, x, x.shape, w.shape, geometry, type_name)
+    problem, launch = _prepared("F", cl, xc, xc.shape, w.shape, geometry, type_name)
     y = torch.empty(problem.out_shape, dtype=x.dtype, device=x.device, memory_format=fmt)
-    if y.numel() and x.numel():
-        launch(x, w, y)
-    return y
+    if not (y.numel() and x.numel()):
+        return y, None
+    launch.run(xc, w, y)
+    return y, launch.checked if xc is x and w is weight else None
 
 
 @torch.library.custom_op("miopenkernels::convolution", mutates_args=())
@@ -98,7 +84,8 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, stride: list[int], paddin
                 output_padding: list[int]) -> torch.Tensor:
     """y of a convolution (transposed: of a transposed one) without bias; the layout is the
     input's (channels_last: NHWC), the type the tensors' own."""
-    return _forward(x, weight, stride, padding, dilation, groups, transposed, output_padding)
+    return _forward(x, weight, stride, padding, dilation, groups, transposed,
+                    output_padding)[0]
 
 
 @convolution.register_fake
@@ -129,7 +116,7 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
         return dx.zero_()
     geometry = (stride, padding, dilation, groups, transposed, output_padding)
     launch = _prepared("B", channels_last, dy, input_size, w.shape, geometry, type_name)[1]
-    launch(dx, w, dy)
+    launch.run(dx, w, dy)
     return dx
 
 
@@ -158,7 +145,7 @@ def convolution_backward_weights(grad_output: torch.Tensor, x: torch.Tensor,
         return dw.zero_()
     geometry = (stride, padding, dilation, groups, transposed, output_padding)
     launch = _prepared("W", channels_last, x, x.shape, weight_size, geometry, type_name)[1]
-    launch(x, dw, dy)
+    launch.run(x, dw, dy)
     return dw
 
 
@@ -249,34 +236,25 @@ def _add_bias(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     return y + bias.view(1, -1, *([1] * (y.dim() - 2)))
 
 
-def _fast_key(dims: int, x: torch.Tensor, weight: torch.Tensor, stride: _Size,
-              padding: str | _Size, dilation: _Size, groups: int) -> tuple[object, ...] | None:
-    """The key of an eager GPU call in `_handles.fast`: the arguments as given, with the
-    tensors' shapes and strides (so the layout is the same) and the math mode; None where an
-    argument cannot be a key (a list)."""
-    tf32 = torch.backends.cudnn.allow_tf32 if x.dtype is torch.float32 else None
-    key = (dims, x.shape, x.stride(), x.dtype, x.device, weight.shape, weight.stride(),
-           weight.dtype, stride, padding, dilation, groups, tf32)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+def _forward_call(key: tuple[object, ...] | None, input: torch.Tensor, x: torch.Tensor,
+                  weight: torch.Tensor, *geometry: Any) -> torch.Tensor:
+    """The forward of `x` (the caller's `input` after autocast and padding): straight to its
+    computation where nothing needs the dispatcher (remembered for the next call of `key`
+    where it took the caller's input as it was), else through the custom op."""
+    if not _eager.may_skip(x, weight):
+        out: torch.Tensor = torch.ops.miopenkernels.convolution(x, weight, *geometry)
+        return out
+    y, launch = _forward(x, weight, *geometry)
+    if x is input:
+        _eager.remember(key, y, launch)
+    return y
 
 
 def _conv(dims: int, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
           stride: _Size, padding: str | _Size, dilation: _Size, groups: int) -> torch.Tensor:
-    key = None
-    if input.is_cuda and type(input) is torch.Tensor and _eager(input, weight) \
-            and not torch.is_autocast_enabled("cuda"):
-        key = _fast_key(dims, input, weight, stride, padding, dilation, groups)
-        entry = _handles.fast.get(key) if key is not None else None
-        if entry is not None:  # a call seen before: its problem and plan are at hand
-            shape, fmt, launch = entry
-            y = torch.empty(shape, dtype=input.dtype, device=input.device, memory_format=fmt)
-            if y.numel() and input.numel():
-                launch(input, weight, y)
-            return _add_bias(y, bias)
+    key, entry = _eager.lookup(_KINDS[dims], input, weight, (stride, padding, dilation, groups))
+    if entry is not None:  # a call seen before: its output's layout and launch are at hand
+        return _eager.run(entry, input, weight, bias)
     if input.dim() != dims + 2:
         raise ProblemError(f"conv{dims}d takes a {dims + 2}-dimensional input (batch, "
                            f"channels, spatial); got {input.dim()} dimensions")
@@ -284,16 +262,7 @@ def _conv(dims: int, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     st = _ntuple(stride, dims, "stride")
     dil = _ntuple(dilation, dims, "dilation")
     x, pad = _padding(input, weight, padding, st, dil, dims)
-    op = _forward if _eager(x, weight) else torch.ops.miopenkernels.convolution
-    y = op(x, weight, st, pad, dil, groups, False, [0] * dims)
-    if key is not None and x is input:  # no padding of its own: the next call takes the key
-        cl = is_channels_last(x)
-        fmt = memory_format(x.dim(), cl)
-        if x.is_contiguous(memory_format=fmt) and weight.is_contiguous(memory_format=fmt):
-            geometry = (st, pad, dil, groups, False, [0] * dims)
-            problem, launch = _prepared("F", cl, x, x.shape, weight.shape, geometry,
-                                        data_type(x, weight))
-            _handles.fast[key] = (problem.out_shape, fmt, launch)
+    y = _forward_call(key, input, x, weight, st, pad, dil, groups, False, [0] * dims)
     return _add_bias(y, bias)
 
 
@@ -316,12 +285,14 @@ def conv_transpose2d(input: torch.Tensor, weight: torch.Tensor,
                      output_padding: _Size = 0, groups: int = 1,
                      dilation: _Size = 1) -> torch.Tensor:
     """`torch.nn.functional.conv_transpose2d` through the package's solvers."""
+    key, entry = _eager.lookup("conv_transpose2d", input, weight,
+                               (stride, padding, output_padding, groups, dilation))
+    if entry is not None:
+        return _eager.run(entry, input, weight, bias)
     if input.dim() != 4:
         raise ProblemError(f"conv_transpose2d takes a 4-dimensional input; got {input.dim()}")
-    input, weight, bias = _autocast(input, weight, bias)
-    op = _forward if _eager(input, weight) else torch.ops.miopenkernels.convolution
-    y = op(
-        input, weight, _ntuple(stride, 2, "stride"), _ntuple(padding, 2, "padding"),
-        _ntuple(dilation, 2, "dilation"), groups, True,
-        _ntuple(output_padding, 2, "output padding"))
+    x, weight, bias = _autocast(input, weight, bias)
+    y = _forward_call(key, input, x, weight, _ntuple(stride, 2, "stride"),
+                      _ntuple(padding, 2, "padding"), _ntuple(dilation, 2, "dilation"), groups,
+                      True, _ntuple(output_padding, 2, "output padding"))
     return _add_bias(y, bias)
