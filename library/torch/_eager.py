@@ -25,7 +25,7 @@ from torch.autograd import forward_ad
 from . import _handles
 from ._launch import Launcher
 
-__all__ = ["lookup", "may_skip", "remember", "run"]
+__all__ = ["AUTOGRAD", "DIRECT", "OP", "lookup", "remember", "route", "run"]
 
 _Tensor = torch.Tensor
 
@@ -46,16 +46,28 @@ _transforms = _torch_flag(getattr(torch._C, "_functorch", None), "peek_interpret
 _autocast = _torch_flag(torch._C, "_is_any_autocast_enabled", True)
 
 
-def may_skip(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether a forward call on `x` and `weight` may skip torch's dispatcher: eager, no
-    gradient to record, plain tensors, no mode or transform that would see the op."""
+def _plain(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Eager, plain tensors, and no mode or transform that would see the op."""
     # is_compiling first: torch.compile's tracer reads no further (it could not trace the
     # mode queries without a graph break).
     return (not _compiling()
             and type(x) is _Tensor and type(weight) is _Tensor
-            and not (_grad_enabled() and (x.requires_grad or weight.requires_grad))
             and not _function_mode() and not _dispatch_modes()
             and _transforms() is None and forward_ad._current_level < 0)
+
+
+OP, AUTOGRAD, DIRECT = "op", "autograd", "direct"
+
+
+def route(x: torch.Tensor, weight: torch.Tensor) -> str:
+    """How a forward call on `x` and `weight` runs: DIRECT (past the dispatcher and autograd:
+    nothing would see it), AUTOGRAD (the op's autograd formula, past the dispatcher: autograd
+    alone has something to record) or OP (the custom op: anything else)."""
+    if not _plain(x, weight):
+        return OP
+    if _grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return AUTOGRAD
+    return DIRECT
 
 
 def lookup(kind: str, x: torch.Tensor, weight: torch.Tensor, geometry: tuple[object, ...]
@@ -63,7 +75,7 @@ def lookup(kind: str, x: torch.Tensor, weight: torch.Tensor, geometry: tuple[obj
     """(key, entry) of an eager call of `kind` ('conv2d', 'conv3d', 'conv_transpose2d') with
     `geometry` as the caller gave it: key None where the call must take the custom op or an
     argument cannot be a key (a list), entry None where no call of the key ran before."""
-    if not may_skip(x, weight) or _autocast():
+    if _autocast() or route(x, weight) is not DIRECT:
         return None, None
     key = (kind, x.shape, x.stride(), x.dtype, x.device, weight.shape, weight.stride(),
            weight.dtype, weight.device, _handles.allow_tf32(), geometry)
@@ -77,17 +89,12 @@ def remember(key: tuple[object, ...] | None, y: torch.Tensor, launch: Launcher |
     """Keep what a repeated call of `key` needs: the output's sizes and strides and the
     launch that takes the caller's tensors as they are (None: they were not)."""
     if key is not None and launch is not None:
-        _handles.fast[key] = (tuple(y.shape), y.stride(), (1, -1, *[1] * (y.dim() - 2)),
-                              launch)
+        _handles.fast[key] = (tuple(y.shape), y.stride(), launch)
 
 
-def run(entry: tuple[Any, ...], x: torch.Tensor, weight: torch.Tensor,
-        bias: torch.Tensor | None) -> torch.Tensor:
-    """A remembered call: the output allocated and the launch, then the bias added as the
-    full path adds it."""
-    shape, strides, bias_shape, launch = entry
+def run(entry: tuple[Any, ...], x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """A remembered call (without bias): its output allocated, and the launch."""
+    shape, strides, launch = entry
     y = x.new_empty_strided(shape, strides)
     launch(x, weight, y)
-    if bias is None:
-        return y
-    return y + bias.view(bias_shape)
+    return y

@@ -31,10 +31,9 @@ _prepared: dict[tuple[int, ConvProblem], tuple[ConvSolution, Launch]] = {}
 # launchers: a repeated call builds no ConvProblem and looks up no handle (ops.py fills it).
 calls: dict[tuple[object, ...], tuple[ConvProblem, Launch]] = {}
 # An eager call's arguments as given (sizes, strides, types and devices, geometry, TF32 flag)
-# -> (output sizes, output strides, bias view shape, launcher of checked tensors): a repeated
-# call skips the dispatcher and the normalising of its arguments (_eager.py fills it).
-fast: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...],
-                                     Launcher]] = {}
+# -> (output sizes, output strides, launcher of checked tensors): a repeated call skips the
+# dispatcher and the normalising of its arguments (_eager.py fills it).
+fast: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[int, ...], Launcher]] = {}
 
 allow_tf32 = torch._C._get_cudnn_allow_tf32
 """`torch.backends.cudnn.allow_tf32` (cuDNN's TF32 flag), read without the module property."""

@@ -28,6 +28,7 @@ __all__ = ["conv2d", "conv3d", "conv_transpose2d", "convolution"]
 
 _Size = int | Sequence[int]
 _KINDS = {2: "conv2d", 3: "conv3d"}
+_BIAS_VIEWS = {4: (1, -1, 1, 1), 5: (1, -1, 1, 1, 1)}
 
 
 def _prepared(direction: str, channels_last: bool, x: torch.Tensor, x_size: Sequence[int],
@@ -183,6 +184,20 @@ def _backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
 convolution.register_autograd(_backward, setup_context=_setup_context)
 
 
+class _Convolution(torch.autograd.Function):
+    """The forward op's autograd formula for eager calls that only autograd needs to see:
+    the custom op's own formula and computation, without the dispatcher's round trip."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor,  # type: ignore[override]
+                *geometry: Any) -> torch.Tensor:
+        y = _forward(x, weight, *geometry)[0]
+        _setup_context(ctx, (x, weight, *geometry), y)
+        return y
+
+    backward = staticmethod(_backward)  # type: ignore[assignment]
+
+
 # ---------------------------------------------------------------------------- functions
 def _ntuple(value: _Size, dims: int, name: str) -> list[int]:
     if isinstance(value, int):
@@ -231,30 +246,36 @@ def _padding(x: torch.Tensor, weight: torch.Tensor, padding: str | _Size, stride
 
 
 def _add_bias(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """y plus the bias per output channel: in place where the types agree (y is the call's
+    own, and torch adds its convolutions' bias so), else with torch's type promotion."""
     if bias is None:
         return y
-    return y + bias.view(1, -1, *([1] * (y.dim() - 2)))
+    b = bias.view(_BIAS_VIEWS[y.dim()])
+    return y.add_(b) if bias.dtype == y.dtype else y + b
 
 
 def _forward_call(key: tuple[object, ...] | None, input: torch.Tensor, x: torch.Tensor,
                   weight: torch.Tensor, *geometry: Any) -> torch.Tensor:
-    """The forward of `x` (the caller's `input` after autocast and padding): straight to its
-    computation where nothing needs the dispatcher (remembered for the next call of `key`
-    where it took the caller's input as it was), else through the custom op."""
-    if not _eager.may_skip(x, weight):
-        out: torch.Tensor = torch.ops.miopenkernels.convolution(x, weight, *geometry)
-        return out
-    y, launch = _forward(x, weight, *geometry)
-    if x is input:
-        _eager.remember(key, y, launch)
-    return y
+    """The forward of `x` (the caller's `input` after autocast and padding) by its route:
+    straight to its computation (remembered for the next call of `key` where it took the
+    caller's input as it was), through the op's autograd formula, or through the custom op."""
+    way = _eager.route(x, weight)
+    if way is _eager.DIRECT:
+        y, launch = _forward(x, weight, *geometry)
+        if x is input:
+            _eager.remember(key, y, launch)
+        return y
+    if way is _eager.AUTOGRAD:
+        return _Convolution.apply(x, weight, *geometry)  # type: ignore[no-any-return,no-untyped-call]
+    out: torch.Tensor = torch.ops.miopenkernels.convolution(x, weight, *geometry)
+    return out
 
 
 def _conv(dims: int, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
           stride: _Size, padding: str | _Size, dilation: _Size, groups: int) -> torch.Tensor:
     key, entry = _eager.lookup(_KINDS[dims], input, weight, (stride, padding, dilation, groups))
     if entry is not None:  # a call seen before: its output's layout and launch are at hand
-        return _eager.run(entry, input, weight, bias)
+        return _add_bias(_eager.run(entry, input, weight), bias)
     if input.dim() != dims + 2:
         raise ProblemError(f"conv{dims}d takes a {dims + 2}-dimensional input (batch, "
                            f"channels, spatial); got {input.dim()} dimensions")
@@ -288,7 +309,7 @@ def conv_transpose2d(input: torch.Tensor, weight: torch.Tensor,
     key, entry = _eager.lookup("conv_transpose2d", input, weight,
                                (stride, padding, output_padding, groups, dilation))
     if entry is not None:
-        return _eager.run(entry, input, weight, bias)
+        return _add_bias(_eager.run(entry, input, weight), bias)
     if input.dim() != 4:
         raise ProblemError(f"conv_transpose2d takes a 4-dimensional input; got {input.dim()}")
     x, weight, bias = _autocast(input, weight, bias)

@@ -32,6 +32,7 @@ from miopenkernels import config  # noqa: E402
 from miopenkernels.backends import NullBackend  # noqa: E402
 from miopenkernels.errors import NoDeviceError, ProblemError  # noqa: E402
 from miopenkernels.handle import Handle  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FP32_TOL = {"atol": 1e-4, "rtol": 1e-4}
@@ -247,6 +248,14 @@ def eager_runs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return runs
 
 
+class _Passing(TorchFunctionMode):
+    """A torch function mode that changes nothing: torch's functions and ops called as they
+    were, with the mode's dispatch in between."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        return func(*args, **(kwargs or {}))
+
+
 EAGER_CASES = [
     (mkt.conv2d, F.conv2d, (2, 4, 9, 9), (6, 4, 3, 3), dict(stride=2, padding=1), False),
     (mkt.conv2d, F.conv2d, (1, 6, 7, 7), (6, 2, 3, 3), dict(padding=(1, 1), groups=3), True),
@@ -275,23 +284,30 @@ def test_a_repeated_inference_call_skips_the_dispatcher_with_the_same_result(
     torch.testing.assert_close(again, first, atol=0, rtol=0)
     assert again.stride() == first.stride() and again.dtype == first.dtype
     torch.testing.assert_close(again, theirs(x, w.detach(), b, **geo), **FP32_TOL)
-    # With a gradient to record the same call goes through the custom op, to the same values.
-    graded, seen = _dispatched(lambda: ours(x, w, b, **geo))
-    assert seen and graded.requires_grad and len(eager_runs) == 1
-    torch.testing.assert_close(graded.detach(), first, atol=0, rtol=0)
+    # With a gradient to record, autograd alone sees the call (the custom op's formula without
+    # the dispatcher): the same values, and the gradients the custom op gives.
+    graded, seen = _dispatched(lambda: _grads(lambda xx, ww: ours(xx, ww, b, **geo), x, w))
+    assert not seen and len(eager_runs) == 1
+    with _Passing():  # a torch function mode: the call takes the custom op
+        via_op, seen = _dispatched(lambda: _grads(lambda xx, ww: ours(xx, ww, b, **geo), x, w))
+    assert seen and len(eager_runs) == 1
+    torch.testing.assert_close(graded[0], first, atol=0, rtol=0)
+    torch.testing.assert_close(via_op[0], first, atol=0, rtol=0)
+    for ours_grad, op_grad in zip(graded[1], via_op[1], strict=True):
+        torch.testing.assert_close(ours_grad, op_grad, atol=0, rtol=0)
 
 
 def test_calls_that_need_the_dispatcher_take_the_custom_op(handles, eager_runs) -> None:  # noqa: ANN001
     from miopenkernels.torch import _eager
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
     from torch.autograd import forward_ad
-    from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
     torch.manual_seed(16)
     x, w = torch.randn(2, 4, 7, 7), torch.randn(8, 4, 3, 3)
     first = mkt.conv2d(x, w, padding=1)
-    assert _eager.may_skip(x, w)
+    graded = w.clone().requires_grad_()
+    assert _eager.route(x, w) == _eager.DIRECT and _eager.route(x, graded) == _eager.AUTOGRAD
 
     class Ops(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
@@ -304,23 +320,25 @@ def test_calls_that_need_the_dispatcher_take_the_custom_op(handles, eager_runs) 
             return func(*args, **(kwargs or {}))
 
     for mode in (Ops, Functions):
-        seen: list[str] = []
-        with mode():
-            torch.testing.assert_close(mkt.conv2d(x, w, padding=1), first, atol=0, rtol=0)
-        assert any("convolution" in name for name in seen), (mode, seen)
+        for weight in (w, graded):  # a remembered call, and one with a gradient to record
+            seen: list[str] = []
+            with mode():
+                y = mkt.conv2d(x, weight, padding=1)
+            torch.testing.assert_close(y.detach(), first, atol=0, rtol=0)
+            assert any("convolution" in name for name in seen), (mode, seen)
     with forward_ad.dual_level():
-        assert not _eager.may_skip(x, w)
-    batched: list[bool] = []
+        assert _eager.route(x, w) == _eager.OP
+    batched: list[str] = []
 
     def per_sample(xb: torch.Tensor) -> torch.Tensor:
-        batched.append(_eager.may_skip(xb, w))
+        batched.append(_eager.route(xb, w))
         return xb
     torch.func.vmap(per_sample)(x)
-    assert batched == [False]
+    assert batched == [_eager.OP]
     x_cl = x.contiguous(memory_format=CL)
     with FakeTensorMode() as mode:  # the fake implementation: sizes and strides, no launch
         fx, fw = mode.from_tensor(x_cl), mode.from_tensor(w)
-        assert not _eager.may_skip(fx, fw)
+        assert _eager.route(fx, fw) == _eager.OP
         y = mkt.conv2d(fx, fw, stride=2)
     assert isinstance(y, FakeTensor) and y.shape == (2, 8, 3, 3)
     assert y.is_contiguous(memory_format=CL)
