@@ -4,7 +4,8 @@ signatures over them.
 Three ops, each with a fake (meta) implementation so that `torch.compile` traces them without a
 graph break: `miopenkernels::convolution` (forward), `::convolution_backward_data` and
 `::convolution_backward_weights` (the problem's B and W directions, run by the package's own
-solvers). The forward op's autograd formula calls the two backward ops. Bias is added with
+solvers). The forward op's autograd formula calls the two backward ops (or, where nothing
+but autograd would see them, their computations: `_eager.route`). Bias is added with
 torch ops; `'same'`/`'valid'` padding is resolved to numbers (odd totals with one `F.pad`), as
 torch does. Under `torch.autocast` the functions cast input, weight and bias to the region's
 type first (torch's policy for convolutions), whichever 16-bit type the region names.
@@ -101,11 +102,10 @@ def _(x: torch.Tensor, weight: torch.Tensor, stride: list[int], padding: list[in
 
 
 # ---------------------------------------------------------------------------- backward
-@torch.library.custom_op("miopenkernels::convolution_backward_data", mutates_args=())
-def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
-                              input_size: list[int], stride: list[int], padding: list[int],
-                              dilation: list[int], groups: int, transposed: bool,
-                              output_padding: list[int], channels_last: bool) -> torch.Tensor:
+def _backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
+                    input_size: list[int], stride: list[int], padding: list[int],
+                    dilation: list[int], groups: int, transposed: bool,
+                    output_padding: list[int], channels_last: bool) -> torch.Tensor:
     """dx of a convolution from dy and w (the problem's backward-data direction)."""
     _check_device(grad_output, weight)
     type_name = data_type(grad_output, weight)
@@ -121,6 +121,10 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
     return dx
 
 
+convolution_backward_data = torch.library.custom_op(
+    "miopenkernels::convolution_backward_data", _backward_data, mutates_args=())
+
+
 @convolution_backward_data.register_fake
 def _(grad_output: torch.Tensor, weight: torch.Tensor, input_size: list[int],
       stride: list[int], padding: list[int], dilation: list[int], groups: int,
@@ -129,12 +133,10 @@ def _(grad_output: torch.Tensor, weight: torch.Tensor, input_size: list[int],
     return grad_output.new_empty(input_size).contiguous(memory_format=fmt)
 
 
-@torch.library.custom_op("miopenkernels::convolution_backward_weights", mutates_args=())
-def convolution_backward_weights(grad_output: torch.Tensor, x: torch.Tensor,
-                                 weight_size: list[int], stride: list[int],
-                                 padding: list[int], dilation: list[int], groups: int,
-                                 transposed: bool, output_padding: list[int],
-                                 channels_last: bool) -> torch.Tensor:
+def _backward_weights(grad_output: torch.Tensor, x: torch.Tensor, weight_size: list[int],
+                      stride: list[int], padding: list[int], dilation: list[int],
+                      groups: int, transposed: bool, output_padding: list[int],
+                      channels_last: bool) -> torch.Tensor:
     """dw of a convolution from x and dy (the problem's backward-weights direction)."""
     _check_device(grad_output, x)
     type_name = data_type(x, grad_output)
@@ -148,6 +150,10 @@ def convolution_backward_weights(grad_output: torch.Tensor, x: torch.Tensor,
     launch = _prepared("W", channels_last, x, x.shape, weight_size, geometry, type_name)[1]
     launch.run(x, dw, dy)
     return dw
+
+
+convolution_backward_weights = torch.library.custom_op(
+    "miopenkernels::convolution_backward_weights", _backward_weights, mutates_args=())
 
 
 @convolution_backward_weights.register_fake
@@ -169,15 +175,21 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> N
 
 
 def _backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+    """dx and dw through the backward ops, or straight to their computations where nothing
+    but this backward would see them (as `_eager.route` decides for a forward call)."""
     x, weight = ctx.saved_tensors
     x_size, w_size = ctx.sizes
+    args = (*ctx.geometry, ctx.channels_last)
+    ops = torch.ops.miopenkernels
     dx = dw = None
     if ctx.needs_input_grad[0]:
-        dx = torch.ops.miopenkernels.convolution_backward_data(
-            grad, weight, x_size, *ctx.geometry, ctx.channels_last)
+        direct = _eager.route(grad, weight) is _eager.DIRECT
+        data = _backward_data if direct else ops.convolution_backward_data
+        dx = data(grad, weight, x_size, *args)
     if ctx.needs_input_grad[1]:
-        dw = torch.ops.miopenkernels.convolution_backward_weights(
-            grad, x, w_size, *ctx.geometry, ctx.channels_last)
+        direct = _eager.route(grad, x) is _eager.DIRECT
+        weights = _backward_weights if direct else ops.convolution_backward_weights
+        dw = weights(grad, x, w_size, *args)
     return dx, dw, None, None, None, None, None, None
 
 

@@ -33,6 +33,7 @@ from miopenkernels.backends import NullBackend  # noqa: E402
 from miopenkernels.errors import NoDeviceError, ProblemError  # noqa: E402
 from miopenkernels.handle import Handle  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FP32_TOL = {"atol": 1e-4, "rtol": 1e-4}
@@ -225,11 +226,11 @@ def test_the_ops_pass_opcheck(handles, channels_last) -> None:  # noqa: ANN001
         assert set(result.values()) == {"SUCCESS"}, result
 
 
-def _dispatched(call: Any) -> tuple[Any, bool]:
-    """(result of `call`, whether torch's dispatcher saw the forward op)."""
+def _dispatched(call: Any) -> tuple[Any, set[str]]:
+    """(result of `call`, this package's ops that torch's dispatcher saw)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         out = call()
-    return out, any(e.name == "miopenkernels::convolution" for e in prof.events())
+    return out, {e.name for e in prof.events() if e.name.startswith("miopenkernels::")}
 
 
 @pytest.fixture
@@ -248,11 +249,11 @@ def eager_runs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return runs
 
 
-class _Passing(TorchFunctionMode):
-    """A torch function mode that changes nothing: torch's functions and ops called as they
-    were, with the mode's dispatch in between."""
+class _Passing(TorchDispatchMode):
+    """A torch dispatch mode that changes nothing: each op runs as it was, with the mode in
+    between (in the backward pass too)."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         return func(*args, **(kwargs or {}))
 
 
@@ -285,12 +286,13 @@ def test_a_repeated_inference_call_skips_the_dispatcher_with_the_same_result(
     assert again.stride() == first.stride() and again.dtype == first.dtype
     torch.testing.assert_close(again, theirs(x, w.detach(), b, **geo), **FP32_TOL)
     # With a gradient to record, autograd alone sees the call (the custom op's formula without
-    # the dispatcher): the same values, and the gradients the custom op gives.
+    # the dispatcher, forward and backward): the same values, and the custom op's gradients.
     graded, seen = _dispatched(lambda: _grads(lambda xx, ww: ours(xx, ww, b, **geo), x, w))
     assert not seen and len(eager_runs) == 1
-    with _Passing():  # a torch function mode: the call takes the custom op
+    with _Passing():  # a dispatch mode: the calls take the custom ops
         via_op, seen = _dispatched(lambda: _grads(lambda xx, ww: ours(xx, ww, b, **geo), x, w))
-    assert seen and len(eager_runs) == 1
+    assert seen == {f"miopenkernels::convolution{op}" for op in
+                    ("", "_backward_data", "_backward_weights")} and len(eager_runs) == 1
     torch.testing.assert_close(graded[0], first, atol=0, rtol=0)
     torch.testing.assert_close(via_op[0], first, atol=0, rtol=0)
     for ours_grad, op_grad in zip(graded[1], via_op[1], strict=True):
@@ -301,7 +303,6 @@ def test_calls_that_need_the_dispatcher_take_the_custom_op(handles, eager_runs) 
     from miopenkernels.torch import _eager
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
     from torch.autograd import forward_ad
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     torch.manual_seed(16)
     x, w = torch.randn(2, 4, 7, 7), torch.randn(8, 4, 3, 3)
