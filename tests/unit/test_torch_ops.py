@@ -34,6 +34,7 @@ from miopenkernels.errors import NoDeviceError, ProblemError  # noqa: E402
 from miopenkernels.handle import Handle  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from torch_routes import Passing, count_eager_runs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FP32_TOL = {"atol": 1e-4, "rtol": 1e-4}
@@ -235,26 +236,7 @@ def _dispatched(call: Any) -> tuple[Any, set[str]]:
 
 @pytest.fixture
 def eager_runs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """The calls served by the eager path's remembered launch (one entry each)."""
-    from miopenkernels.torch import _eager
-
-    runs: list[object] = []
-    real = _eager.run
-
-    def counting(entry: Any, *args: Any) -> Any:
-        runs.append(entry)
-        return real(entry, *args)
-
-    monkeypatch.setattr(_eager, "run", counting)
-    return runs
-
-
-class _Passing(TorchDispatchMode):
-    """A torch dispatch mode that changes nothing: each op runs as it was, with the mode in
-    between (in the backward pass too)."""
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-        return func(*args, **(kwargs or {}))
+    return count_eager_runs(monkeypatch)
 
 
 EAGER_CASES = [
@@ -289,7 +271,7 @@ def test_a_repeated_inference_call_skips_the_dispatcher_with_the_same_result(
     # the dispatcher, forward and backward): the same values, and the custom op's gradients.
     graded, seen = _dispatched(lambda: _grads(lambda xx, ww: ours(xx, ww, b, **geo), x, w))
     assert not seen and len(eager_runs) == 1
-    with _Passing():  # a dispatch mode: the calls take the custom ops
+    with Passing():  # a dispatch mode: the calls take the custom ops
         via_op, seen = _dispatched(lambda: _grads(lambda xx, ww: ours(xx, ww, b, **geo), x, w))
     assert seen == {f"miopenkernels::convolution{op}" for op in
                     ("", "_backward_data", "_backward_weights")} and len(eager_runs) == 1
