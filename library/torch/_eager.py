@@ -4,14 +4,16 @@ Through the custom op a forward call pays torch's dispatcher, the op's autograd 
 this package's argument handling before its launch: more host time than cuDNN's whole call.
 A call that nothing could tell apart from the op's may skip all of that: not traced by
 `torch.compile`, no gradient to record (grad mode off, or neither input nor weight requires
-one), plain `torch.Tensor`s (no subclass), no torch function or dispatch mode, no functorch
-transform or forward-mode AD level, no autocast region. Such a call is keyed on its
-arguments as given: the sizes, strides, type and device of input and weight, the geometry
-(stride, padding, dilation, groups...) and the TF32 flag. The first call of a key takes the
-full path and, where it handed the caller's tensors to the launch as they were (no cast, no
-padding, no copy into the problem's layout), `remember`s the output's sizes and strides and
-the launch; a repeated call then allocates the output and launches, nothing more. The launch
-is the one the full path takes, so both give the same result.
+one), tensors that are `torch.Tensor`s or Parameters (no other subclass), no torch function
+or dispatch mode, no functorch transform or forward-mode AD level, no autocast region. Such
+a call is keyed on its arguments as given: the sizes, strides, type and device of input and
+weight, the geometry (stride, padding, dilation, groups...) and the TF32 flag. The first
+call of a key takes the full path and, where it handed the caller's tensors to the launch as
+they were (no cast, no padding, no copy into the problem's layout), `remember`s the output's
+sizes and strides and the launch; a repeated call then allocates the output and launches,
+nothing more. The launch is the one the full path takes, so both give the same result.
+A call with a gradient to record and nothing else to see it runs the op's autograd formula
+directly (`route`: AUTOGRAD), past the dispatcher too.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from ._launch import Launcher
 
 __all__ = ["AUTOGRAD", "DIRECT", "OP", "lookup", "remember", "route", "run"]
 
-_Tensor = torch.Tensor
+# Tensors that behave as torch.Tensor does: a Parameter (a module's weight) disables torch
+# functions of its own. Any other subclass may mean something else, and takes the custom op.
+_PLAIN_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
 
 
 def _torch_flag(owner: Any, name: str, busy: object) -> Callable[[], object]:
@@ -51,7 +55,7 @@ def _plain(x: torch.Tensor, weight: torch.Tensor) -> bool:
     # is_compiling first: torch.compile's tracer reads no further (it could not trace the
     # mode queries without a graph break).
     return (not _compiling()
-            and type(x) is _Tensor and type(weight) is _Tensor
+            and type(x) in _PLAIN_TYPES and type(weight) in _PLAIN_TYPES
             and not _function_mode() and not _dispatch_modes()
             and _transforms() is None and forward_ad._current_level < 0)
 

@@ -281,6 +281,22 @@ def test_a_repeated_inference_call_skips_the_dispatcher_with_the_same_result(
         torch.testing.assert_close(ours_grad, op_grad, atol=0, rtol=0)
 
 
+def test_a_converted_models_inference_takes_the_remembered_launches(handles,  # noqa: ANN001
+                                                                     eager_runs) -> None:  # noqa: ANN001
+    torch.manual_seed(17)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False))
+    mkt.convert(net)
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():  # the weights are Parameters that require grad: grad mode is off
+        first = net(x)
+        assert not eager_runs
+        torch.testing.assert_close(net(x), first, atol=0, rtol=0)
+    assert len(eager_runs) == 2  # one per convolution
+    _, seen = _dispatched(lambda: net(x).sum().backward())  # training: autograd's formula
+    assert not seen and len(eager_runs) == 2 and net[0].weight.grad is not None
+
+
 def test_calls_that_need_the_dispatcher_take_the_custom_op(handles, eager_runs) -> None:  # noqa: ANN001
     from miopenkernels.torch import _eager
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
