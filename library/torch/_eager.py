@@ -79,7 +79,7 @@ def lookup(kind: str, x: torch.Tensor, weight: torch.Tensor, geometry: tuple[obj
     """(key, entry) of an eager call of `kind` ('conv2d', 'conv3d', 'conv_transpose2d') with
     `geometry` as the caller gave it: key None where the call must take the custom op or an
     argument cannot be a key (a list), entry None where no call of the key ran before."""
-    if _autocast() or route(x, weight) is not DIRECT:
+    if route(x, weight) is not DIRECT or _autocast():
         return None, None
     key = (kind, x.shape, x.stride(), x.dtype, x.device, weight.shape, weight.stride(),
            weight.dtype, weight.device, _handles.allow_tf32(), geometry)
