@@ -3,17 +3,18 @@
 Through the custom op a forward call pays torch's dispatcher, the op's autograd wrapper and
 this package's argument handling before its launch: more host time than cuDNN's whole call.
 A call that nothing could tell apart from the op's may skip all of that: not traced by
-`torch.compile`, no gradient to record (grad mode off, or neither input nor weight requires
-one), tensors that are `torch.Tensor`s or Parameters (no other subclass), no torch function
-or dispatch mode, no functorch transform or forward-mode AD level, no autocast region. Such
-a call is keyed on its arguments as given: the sizes, strides, type and device of input and
-weight, the geometry (stride, padding, dilation, groups...) and the TF32 flag. The first
-call of a key takes the full path and, where it handed the caller's tensors to the launch as
-they were (no cast, no padding, no copy into the problem's layout), `remember`s the output's
-sizes and strides and the launch; a repeated call then allocates the output and launches,
-nothing more. The launch is the one the full path takes, so both give the same result.
-A call with a gradient to record and nothing else to see it runs the op's autograd formula
-directly (`route`: AUTOGRAD), past the dispatcher too.
+`torch.compile` nor `torch.jit.trace`, no gradient to record (grad mode off, or neither
+input nor weight requires one), tensors that are `torch.Tensor`s or Parameters (no other
+subclass), no torch function or dispatch mode, no functorch transform or forward-mode AD
+level, no autocast region. Such a call is keyed on its arguments as given: the sizes,
+strides, type and device of input and weight, the geometry (stride, padding, dilation,
+groups...) and the TF32 flag. The first call of a key takes the full path and, where it
+handed the caller's tensors to the launch as they were (no cast, no padding, no copy into
+the problem's layout), `remember`s the output's sizes and strides and the launch; a repeated
+call then allocates the output and launches, nothing more. The launch is the one the full
+path takes, so both give the same result. A call with a gradient to record and nothing else
+to see it runs the op's autograd formula directly (`route`: AUTOGRAD), past the dispatcher
+too.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ _dispatch_modes = _torch_flag(torch._C, "_len_torch_dispatch_stack", 1)
 _transforms = _torch_flag(getattr(torch._C, "_functorch", None), "peek_interpreter_stack",
                           "a transform")
 _autocast = _torch_flag(torch._C, "_is_any_autocast_enabled", True)
+_tracing = _torch_flag(torch._C, "_get_tracing_state", "a trace")
 
 
 def _plain(x: torch.Tensor, weight: torch.Tensor) -> bool:
@@ -57,7 +59,8 @@ def _plain(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return (not _compiling()
             and type(x) in _PLAIN_TYPES and type(weight) in _PLAIN_TYPES
             and not _function_mode() and not _dispatch_modes()
-            and _transforms() is None and forward_ad._current_level < 0)
+            and _transforms() is None and forward_ad._current_level < 0
+            and _tracing() is None)
 
 
 OP, AUTOGRAD, DIRECT = "op", "autograd", "direct"

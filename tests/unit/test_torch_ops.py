@@ -327,6 +327,11 @@ def test_calls_that_need_the_dispatcher_take_the_custom_op(handles, eager_runs) 
             assert any("convolution" in name for name in seen), (mode, seen)
     with forward_ad.dual_level():
         assert _eager.route(x, w) == _eager.OP
+    with torch.no_grad():  # a trace records the op, not a launch it would not replay
+        traced = torch.jit.trace(lambda a, b: mkt.conv2d(a, b, padding=1), (x, w),
+                                 check_trace=False)
+    assert "miopenkernels::convolution" in str(traced.graph)
+    torch.testing.assert_close(traced(x, w), first, atol=0, rtol=0)
     batched: list[str] = []
 
     def per_sample(xb: torch.Tensor) -> torch.Tensor:
