@@ -6,7 +6,9 @@ same torch tensors by each engine in turn:
 - torch_conv2d: `torch.nn.functional.conv2d` (cuDNN);
 - handle_run: `Handle.run(problem, solution, x, w, y)` (its kept plan, looked up per call);
 - plan: a kept `Plan` called directly (`plan(x, w, y)`);
-- torch_op: `miopenkernels.torch.conv2d`, where that package is importable.
+- torch_op: `miopenkernels.torch.conv2d`, where that package is importable;
+- torch_conv2d_autograd, torch_op_autograd: the same two with a weight that requires grad
+  (a training forward: torch records the call for autograd; the graph is dropped).
 The solution is the best-ranked one that is a single launch. Per engine: `host_us`, the time
 to issue one call, measured with a sleep kernel queued ahead of the loop so that the GPU is
 busy until the loop ends and its time shows nowhere (the loop's calls stay under the driver's
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     x = torch.randn(args.n, args.c, args.hw, args.hw, device=dev, dtype=dtype)
     w = torch.randn(args.k, args.c, 1, 1, device=dev, dtype=dtype) / args.c ** 0.5
     y = torch.empty(args.n, args.k, args.hw, args.hw, device=dev, dtype=dtype)
+    w_grad = w.clone().requires_grad_()
     problem = ConvProblem(n=args.n, c=args.c, k=args.k, in_spatial=(args.hw, args.hw),
                           filter=(1, 1), in_type=args.type)
     handle = Handle()
@@ -144,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         from miopenkernels import torch as mk_torch
 
         engines["torch_op"] = lambda: mk_torch.conv2d(x, w)
+        engines["torch_conv2d_autograd"] = lambda: F.conv2d(x, w_grad)
+        engines["torch_op_autograd"] = lambda: mk_torch.conv2d(x, w_grad)
     except ImportError as exc:
         print(f"miopenkernels.torch not importable ({exc}): torch_op left out", file=sys.stderr)
     results = {}

@@ -16,6 +16,7 @@ error telling to run the plan once before capturing, or to pass a workspace.
 
 from __future__ import annotations
 
+import math
 import sys
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -203,13 +204,6 @@ def _pointer_roles(solver: Solver, problem: ConvProblem, prepared: PreparedLaunc
     return tuple(out)
 
 
-def _elements(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
                  params: Params | None = None, allow_specialised_compile: bool = False,
                  specialised: bool | None = None, unaligned: bool = False) -> Invoker:
@@ -254,7 +248,7 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
     ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))
     sizes = {"x": (problem.in_shape, problem.in_type), "w": (problem.wei_shape, problem.wei_type),
              "y": (problem.out_shape, problem.out_type)}
-    zero = tuple((roles[n], _elements(sizes[roles[n]][0]) * TYPE_BYTES[sizes[roles[n]][1]])
+    zero = tuple((roles[n], math.prod(sizes[roles[n]][0]) * TYPE_BYTES[sizes[roles[n]][1]])
                  for n in launch.zero_first if roles.get(n) in sizes)
     assumed = assumed_divisors(meta)
     align = tuple(sorted({("workspace" if a.tensor in slots else roles[a.tensor],
@@ -341,20 +335,24 @@ class Plan:
             device = last[3]  # the same tensors as the last call: their layout was checked
         else:
             device = self._torch_device(x, w, y)
-        if device >= 0:
-            if stream is not None:
-                handle = stream_handle(stream)
-            elif self.backend.capture_stream is not None:
-                handle = self.backend.capture_stream
-            else:
-                handle = self._current_stream(device)
-            ws = self._workspace_ptr(handle, workspace, device) if self.workspace_bytes else 0
-            tx: Any = x  # torch tensors (_torch_device said so)
-            tw: Any = w
-            ty: Any = y
-            self._launch((tx.data_ptr(), tw.data_ptr(), ty.data_ptr(), ws), handle)
-            return
-        self._run_bound(x, w, y, workspace, stream)
+        if device < 0:
+            self._run_bound(x, w, y, workspace, stream)
+        else:  # torch tensors (_torch_device said so)
+            self.run_checked(x, w, y, device, workspace=workspace, stream=stream)
+
+    def run_checked(self, x: Any, w: Any, y: Any, device: int, *, workspace: object = None,
+                    stream: Any = None) -> None:
+        """`run` on torch tensors of CUDA `device` whose sizes, strides and types a `run`
+        accepted before: their layout is not read again (a caller keyed on them, as
+        miopenkernels.torch's eager calls are, pays only the launch)."""
+        if stream is not None:
+            handle = stream_handle(stream)
+        elif self.backend.capture_stream is not None:
+            handle = self.backend.capture_stream
+        else:
+            handle = self._current_stream(device)
+        ws = self._workspace_ptr(handle, workspace, device) if self.workspace_bytes else 0
+        self._launch((x.data_ptr(), w.data_ptr(), y.data_ptr(), ws), handle)
 
     def _torch_device(self, x: Any, w: Any, y: Any) -> int:
         """The device index of three torch tensors checked against the problem (once per

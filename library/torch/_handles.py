@@ -9,30 +9,34 @@ handle's math mode is fixed for its life, so a device may hold one handle per mo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from .. import config
 from ..errors import NoDeviceError
-from ._launch import Launcher, prepare
+from ._launch import Launch, Launcher, prepare
 
 if TYPE_CHECKING:
     from ..handle import Handle
     from ..invoke import ConvSolution
     from ..problem import ConvProblem
 
-__all__ = ["calls", "handle_for", "launcher_for", "math_mode_for", "set_handle",
-           "solution_for"]
+__all__ = ["allow_tf32", "calls", "fast", "handle_for", "launcher_for", "math_mode_for",
+           "set_handle", "solution_for"]
 
 _handles: dict[tuple[str, config.MathMode], Handle] = {}
-_prepared: dict[tuple[int, ConvProblem], tuple[ConvSolution, Launcher]] = {}
+_prepared: dict[tuple[int, ConvProblem], tuple[ConvSolution, Launch]] = {}
 # A call's (device, direction, layout, dtype, TF32 flag, sizes, geometry) -> its problem and
-# launcher: a repeated call builds no ConvProblem and looks up no handle (ops.py fills it).
-calls: dict[tuple[object, ...], tuple[ConvProblem, Launcher]] = {}
-# An eager GPU call's arguments as given (shapes, strides, types, geometry) -> (output shape,
-# memory format, launcher): a repeated call skips the normalising of its arguments.
-fast: dict[tuple[object, ...], tuple[Any, Any, Launcher]] = {}
+# launchers: a repeated call builds no ConvProblem and looks up no handle (ops.py fills it).
+calls: dict[tuple[object, ...], tuple[ConvProblem, Launch]] = {}
+# An eager call's arguments as given (sizes, strides, types and devices, geometry, TF32 flag)
+# -> (output sizes, output strides, launcher of checked tensors): a repeated call skips the
+# dispatcher and the normalising of its arguments (_eager.py fills it).
+fast: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[int, ...], Launcher]] = {}
+
+allow_tf32 = torch._C._get_cudnn_allow_tf32
+"""`torch.backends.cudnn.allow_tf32` (cuDNN's TF32 flag), read without the module property."""
 
 
 def _device_key(device: torch.device | str) -> str:
@@ -44,7 +48,7 @@ def _device_key(device: torch.device | str) -> str:
 
 def math_mode_for(type_name: str) -> config.MathMode:
     """TF32 for FP32 problems while torch allows cuDNN TF32, else IEEE."""
-    if type_name == "FP32" and torch.backends.cudnn.allow_tf32:
+    if type_name == "FP32" and allow_tf32():
         return config.MathMode.TF32
     return config.MathMode.IEEE
 
@@ -113,8 +117,8 @@ def solution_for(handle: Handle, problem: ConvProblem) -> ConvSolution:
     return launcher_for(handle, problem)[0]
 
 
-def launcher_for(handle: Handle, problem: ConvProblem) -> tuple[ConvSolution, Launcher]:
-    """(solution, its prepared launcher) of `problem` on `handle`, made on first use."""
+def launcher_for(handle: Handle, problem: ConvProblem) -> tuple[ConvSolution, Launch]:
+    """(solution, its prepared launchers) of `problem` on `handle`, made on first use."""
     key = (id(handle), problem)
     entry = _prepared.get(key)
     if entry is None:

@@ -5,12 +5,16 @@ caller's current torch stream, with a workspace from torch's caching allocator (
 `torch.cuda.graph` capture records no allocation of ours). CPU tensors, which the null
 backend serves, always go in as numpy views in memory order (the null backend's own tensors),
 so the reference result lands in the torch tensor's memory.
+
+A `Launch` has two entries: `run` checks the tensors against the problem (once per new
+layout, in the plan), `checked` trusts that a `run` accepted tensors of the same sizes,
+strides, types and device before (the eager calls keyed on exactly those take it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -19,10 +23,18 @@ if TYPE_CHECKING:
     from ..invoke import ConvSolution
     from ..problem import ConvProblem
 
-__all__ = ["Launcher", "prepare"]
+__all__ = ["Launch", "Launcher", "prepare"]
 
 Launcher = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]
 """One launch of a prepared (problem, solution) on a call's x, w and y."""
+
+
+class Launch(NamedTuple):
+    """A prepared (problem, solution)'s launchers: `run` for any tensors the problem takes,
+    `checked` for tensors of a layout `run` accepted before."""
+
+    run: Launcher
+    checked: Launcher
 
 
 def _memory_order(t: torch.Tensor) -> torch.Tensor:
@@ -45,17 +57,21 @@ def _host_view(t: torch.Tensor) -> Any:
     return t.numpy()
 
 
-def prepare(handle: Handle, problem: ConvProblem, solution: ConvSolution) -> Launcher:
-    """A launcher of `solution` for `problem` on `handle` (everything fixed between calls
+def prepare(handle: Handle, problem: ConvProblem, solution: ConvSolution) -> Launch:
+    """The launchers of `solution` for `problem` on `handle` (everything fixed between calls
     prepared now: the runtime's plan where it has one)."""
     if handle.backend.name == "null":
         def host(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
             handle.run(problem, solution, _host_view(x), _host_view(w), _host_view(y))
-        return host
+        return Launch(host, host)
     plan = handle.plan(problem, solution)
+    run_checked = plan.run_checked
 
     def planned(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
         # The plan joins the current torch stream and keeps a workspace per stream from torch's
         # caching allocator (inside a capture too).
         plan.run(x, w, y)
-    return planned
+
+    def checked(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
+        run_checked(x, w, y, x.get_device())
+    return Launch(planned, checked)

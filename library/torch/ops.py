@@ -4,7 +4,8 @@ signatures over them.
 Three ops, each with a fake (meta) implementation so that `torch.compile` traces them without a
 graph break: `miopenkernels::convolution` (forward), `::convolution_backward_data` and
 `::convolution_backward_weights` (the problem's B and W directions, run by the package's own
-solvers). The forward op's autograd formula calls the two backward ops. Bias is added with
+solvers). The forward op's autograd formula calls the two backward ops (or, where nothing
+but autograd would see them, their computations: `_eager.route`). Bias is added with
 torch ops; `'same'`/`'valid'` padding is resolved to numbers (odd totals with one `F.pad`), as
 torch does. Under `torch.autocast` the functions cast input, weight and bias to the region's
 type first (torch's policy for convolutions), whichever 16-bit type the region names.
@@ -20,22 +21,24 @@ import torch.nn.functional as F
 
 from ..errors import ProblemError
 from ..problem import ConvProblem
-from . import _handles
-from ._launch import Launcher
+from . import _eager, _handles
+from ._launch import Launch, Launcher
 from ._problem import conv_problem, data_type, is_channels_last, memory_format, out_spatial
 
 __all__ = ["conv2d", "conv3d", "conv_transpose2d", "convolution"]
 
 _Size = int | Sequence[int]
+_KINDS = {2: "conv2d", 3: "conv3d"}
+_BIAS_VIEWS = {4: (1, -1, 1, 1), 5: (1, -1, 1, 1, 1)}
 
 
 def _prepared(direction: str, channels_last: bool, x: torch.Tensor, x_size: Sequence[int],
               w_size: Sequence[int], geometry: tuple[Any, ...], type_name: str
-              ) -> tuple[ConvProblem, Launcher]:
-    """The problem of a call and its launcher, kept per call signature (a repeated call pays
+              ) -> tuple[ConvProblem, Launch]:
+    """The problem of a call and its launchers, kept per call signature (a repeated call pays
     one dict lookup: no ConvProblem is built, no handle looked up)."""
     stride, padding, dilation, groups, transposed, output_padding = geometry
-    tf32 = type_name == "FP32" and torch.backends.cudnn.allow_tf32
+    tf32 = type_name == "FP32" and _handles.allow_tf32()
     key = (x.device, direction, channels_last, type_name, tf32, tuple(x_size), tuple(w_size),
            tuple(stride), tuple(padding), tuple(dilation), groups, transposed,
            tuple(output_padding))
@@ -54,42 +57,27 @@ def _check_device(a: torch.Tensor, b: torch.Tensor) -> None:
                            "tensors on one device")
 
 
-def _eager(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether a forward call may skip torch's dispatcher (and its host cost): eager, no
-    gradient to record, plain tensors, no dispatch mode. Anything else (torch.compile, fake
-    tensors, autograd, subclasses) goes through the custom op."""
-    return (type(x) is torch.Tensor and type(weight) is torch.Tensor
-            and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
-            and not torch.compiler.is_compiling()
-            and _dispatch_modes() == 0)
-
-
-_MODE_STACK = getattr(torch._C, "_len_torch_dispatch_stack", None)
-
-
-def _dispatch_modes() -> int:
-    """How many torch dispatch modes are active (FakeTensorMode, FlopCounterMode...); where
-    torch cannot say, one (so calls take the custom op)."""
-    return int(_MODE_STACK()) if _MODE_STACK is not None else 1
-
-
 # ---------------------------------------------------------------------------- forward
 def _forward(x: torch.Tensor, weight: torch.Tensor, stride: list[int], padding: list[int],
-             dilation: list[int], groups: int, transposed: bool,
-             output_padding: list[int]) -> torch.Tensor:
-    """The forward op's computation (also called directly by `_eager` calls)."""
+             dilation: list[int], groups: int, transposed: bool, output_padding: list[int]
+             ) -> tuple[torch.Tensor, Launcher | None]:
+    """The forward op's computation (also called directly by calls that skip the
+    dispatcher): y, and the launcher a repeated call may take with tensors of the same sizes,
+    strides, types and device (None where x or the weight had to be copied into the problem's
+    layout, or nothing was launched)."""
     _check_device(x, weight)
     type_name = data_type(x, weight)
     cl = is_channels_last(x)
     fmt = memory_format(x.dim(), cl)
-    x = x.contiguous(memory_format=fmt)
+    xc = x.contiguous(memory_format=fmt)
     w = weight.contiguous(memory_format=fmt)
     geometry = (stride, padding, dilation, groups, transposed, output_padding)
-    problem, launch = _prepared("F", cl, x, x.shape, w.shape, geometry, type_name)
+    problem, launch = _prepared("F", cl, xc, xc.shape, w.shape, geometry, type_name)
     y = torch.empty(problem.out_shape, dtype=x.dtype, device=x.device, memory_format=fmt)
-    if y.numel() and x.numel():
-        launch(x, w, y)
-    return y
+    if not (y.numel() and x.numel()):
+        return y, None
+    launch.run(xc, w, y)
+    return y, launch.checked if xc is x and w is weight else None
 
 
 @torch.library.custom_op("miopenkernels::convolution", mutates_args=())
@@ -98,7 +86,8 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, stride: list[int], paddin
                 output_padding: list[int]) -> torch.Tensor:
     """y of a convolution (transposed: of a transposed one) without bias; the layout is the
     input's (channels_last: NHWC), the type the tensors' own."""
-    return _forward(x, weight, stride, padding, dilation, groups, transposed, output_padding)
+    return _forward(x, weight, stride, padding, dilation, groups, transposed,
+                    output_padding)[0]
 
 
 @convolution.register_fake
@@ -113,11 +102,10 @@ def _(x: torch.Tensor, weight: torch.Tensor, stride: list[int], padding: list[in
 
 
 # ---------------------------------------------------------------------------- backward
-@torch.library.custom_op("miopenkernels::convolution_backward_data", mutates_args=())
-def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
-                              input_size: list[int], stride: list[int], padding: list[int],
-                              dilation: list[int], groups: int, transposed: bool,
-                              output_padding: list[int], channels_last: bool) -> torch.Tensor:
+def _backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
+                    input_size: list[int], stride: list[int], padding: list[int],
+                    dilation: list[int], groups: int, transposed: bool,
+                    output_padding: list[int], channels_last: bool) -> torch.Tensor:
     """dx of a convolution from dy and w (the problem's backward-data direction)."""
     _check_device(grad_output, weight)
     type_name = data_type(grad_output, weight)
@@ -129,8 +117,12 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
         return dx.zero_()
     geometry = (stride, padding, dilation, groups, transposed, output_padding)
     launch = _prepared("B", channels_last, dy, input_size, w.shape, geometry, type_name)[1]
-    launch(dx, w, dy)
+    launch.run(dx, w, dy)
     return dx
+
+
+convolution_backward_data = torch.library.custom_op(
+    "miopenkernels::convolution_backward_data", _backward_data, mutates_args=())
 
 
 @convolution_backward_data.register_fake
@@ -141,12 +133,10 @@ def _(grad_output: torch.Tensor, weight: torch.Tensor, input_size: list[int],
     return grad_output.new_empty(input_size).contiguous(memory_format=fmt)
 
 
-@torch.library.custom_op("miopenkernels::convolution_backward_weights", mutates_args=())
-def convolution_backward_weights(grad_output: torch.Tensor, x: torch.Tensor,
-                                 weight_size: list[int], stride: list[int],
-                                 padding: list[int], dilation: list[int], groups: int,
-                                 transposed: bool, output_padding: list[int],
-                                 channels_last: bool) -> torch.Tensor:
+def _backward_weights(grad_output: torch.Tensor, x: torch.Tensor, weight_size: list[int],
+                      stride: list[int], padding: list[int], dilation: list[int],
+                      groups: int, transposed: bool, output_padding: list[int],
+                      channels_last: bool) -> torch.Tensor:
     """dw of a convolution from x and dy (the problem's backward-weights direction)."""
     _check_device(grad_output, x)
     type_name = data_type(x, grad_output)
@@ -158,8 +148,12 @@ def convolution_backward_weights(grad_output: torch.Tensor, x: torch.Tensor,
         return dw.zero_()
     geometry = (stride, padding, dilation, groups, transposed, output_padding)
     launch = _prepared("W", channels_last, x, x.shape, weight_size, geometry, type_name)[1]
-    launch(x, dw, dy)
+    launch.run(x, dw, dy)
     return dw
+
+
+convolution_backward_weights = torch.library.custom_op(
+    "miopenkernels::convolution_backward_weights", _backward_weights, mutates_args=())
 
 
 @convolution_backward_weights.register_fake
@@ -181,19 +175,39 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> N
 
 
 def _backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+    """dx and dw through the backward ops, or straight to their computations where nothing
+    but this backward would see them (as `_eager.route` decides for a forward call)."""
     x, weight = ctx.saved_tensors
     x_size, w_size = ctx.sizes
+    args = (*ctx.geometry, ctx.channels_last)
+    ops = torch.ops.miopenkernels
     dx = dw = None
     if ctx.needs_input_grad[0]:
-        dx = torch.ops.miopenkernels.convolution_backward_data(
-            grad, weight, x_size, *ctx.geometry, ctx.channels_last)
+        direct = _eager.route(grad, weight) is _eager.DIRECT
+        data = _backward_data if direct else ops.convolution_backward_data
+        dx = data(grad, weight, x_size, *args)
     if ctx.needs_input_grad[1]:
-        dw = torch.ops.miopenkernels.convolution_backward_weights(
-            grad, x, w_size, *ctx.geometry, ctx.channels_last)
+        direct = _eager.route(grad, x) is _eager.DIRECT
+        weights = _backward_weights if direct else ops.convolution_backward_weights
+        dw = weights(grad, x, w_size, *args)
     return dx, dw, None, None, None, None, None, None
 
 
 convolution.register_autograd(_backward, setup_context=_setup_context)
+
+
+class _Convolution(torch.autograd.Function):
+    """The forward op's autograd formula for eager calls that only autograd needs to see:
+    the custom op's own formula and computation, without the dispatcher's round trip."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor,  # type: ignore[override]
+                *geometry: Any) -> torch.Tensor:
+        y = _forward(x, weight, *geometry)[0]
+        _setup_context(ctx, (x, weight, *geometry), y)
+        return y
+
+    backward = staticmethod(_backward)  # type: ignore[assignment]
 
 
 # ---------------------------------------------------------------------------- functions
@@ -244,39 +258,36 @@ def _padding(x: torch.Tensor, weight: torch.Tensor, padding: str | _Size, stride
 
 
 def _add_bias(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """y plus the bias per output channel: in place where the types agree (y is the call's
+    own, and torch adds its convolutions' bias so), else with torch's type promotion."""
     if bias is None:
         return y
-    return y + bias.view(1, -1, *([1] * (y.dim() - 2)))
+    b = bias.view(_BIAS_VIEWS[y.dim()])
+    return y.add_(b) if bias.dtype == y.dtype else y + b
 
 
-def _fast_key(dims: int, x: torch.Tensor, weight: torch.Tensor, stride: _Size,
-              padding: str | _Size, dilation: _Size, groups: int) -> tuple[object, ...] | None:
-    """The key of an eager GPU call in `_handles.fast`: the arguments as given, with the
-    tensors' shapes and strides (so the layout is the same) and the math mode; None where an
-    argument cannot be a key (a list)."""
-    tf32 = torch.backends.cudnn.allow_tf32 if x.dtype is torch.float32 else None
-    key = (dims, x.shape, x.stride(), x.dtype, x.device, weight.shape, weight.stride(),
-           weight.dtype, stride, padding, dilation, groups, tf32)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+def _forward_call(key: tuple[object, ...] | None, input: torch.Tensor, x: torch.Tensor,
+                  weight: torch.Tensor, *geometry: Any) -> torch.Tensor:
+    """The forward of `x` (the caller's `input` after autocast and padding) by its route:
+    straight to its computation (remembered for the next call of `key` where it took the
+    caller's input as it was), through the op's autograd formula, or through the custom op."""
+    way = _eager.route(x, weight)
+    if way is _eager.DIRECT:
+        y, launch = _forward(x, weight, *geometry)
+        if x is input:
+            _eager.remember(key, y, launch)
+        return y
+    if way is _eager.AUTOGRAD:
+        return _Convolution.apply(x, weight, *geometry)  # type: ignore[no-any-return,no-untyped-call]
+    out: torch.Tensor = torch.ops.miopenkernels.convolution(x, weight, *geometry)
+    return out
 
 
 def _conv(dims: int, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
           stride: _Size, padding: str | _Size, dilation: _Size, groups: int) -> torch.Tensor:
-    key = None
-    if input.is_cuda and type(input) is torch.Tensor and _eager(input, weight) \
-            and not torch.is_autocast_enabled("cuda"):
-        key = _fast_key(dims, input, weight, stride, padding, dilation, groups)
-        entry = _handles.fast.get(key) if key is not None else None
-        if entry is not None:  # a call seen before: its problem and plan are at hand
-            shape, fmt, launch = entry
-            y = torch.empty(shape, dtype=input.dtype, device=input.device, memory_format=fmt)
-            if y.numel() and input.numel():
-                launch(input, weight, y)
-            return _add_bias(y, bias)
+    key, entry = _eager.lookup(_KINDS[dims], input, weight, (stride, padding, dilation, groups))
+    if entry is not None:  # a call seen before: its output's layout and launch are at hand
+        return _add_bias(_eager.run(entry, input, weight), bias)
     if input.dim() != dims + 2:
         raise ProblemError(f"conv{dims}d takes a {dims + 2}-dimensional input (batch, "
                            f"channels, spatial); got {input.dim()} dimensions")
@@ -284,16 +295,7 @@ def _conv(dims: int, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     st = _ntuple(stride, dims, "stride")
     dil = _ntuple(dilation, dims, "dilation")
     x, pad = _padding(input, weight, padding, st, dil, dims)
-    op = _forward if _eager(x, weight) else torch.ops.miopenkernels.convolution
-    y = op(x, weight, st, pad, dil, groups, False, [0] * dims)
-    if key is not None and x is input:  # no padding of its own: the next call takes the key
-        cl = is_channels_last(x)
-        fmt = memory_format(x.dim(), cl)
-        if x.is_contiguous(memory_format=fmt) and weight.is_contiguous(memory_format=fmt):
-            geometry = (st, pad, dil, groups, False, [0] * dims)
-            problem, launch = _prepared("F", cl, x, x.shape, weight.shape, geometry,
-                                        data_type(x, weight))
-            _handles.fast[key] = (problem.out_shape, fmt, launch)
+    y = _forward_call(key, input, x, weight, st, pad, dil, groups, False, [0] * dims)
     return _add_bias(y, bias)
 
 
@@ -316,12 +318,14 @@ def conv_transpose2d(input: torch.Tensor, weight: torch.Tensor,
                      output_padding: _Size = 0, groups: int = 1,
                      dilation: _Size = 1) -> torch.Tensor:
     """`torch.nn.functional.conv_transpose2d` through the package's solvers."""
+    key, entry = _eager.lookup("conv_transpose2d", input, weight,
+                               (stride, padding, output_padding, groups, dilation))
+    if entry is not None:
+        return _add_bias(_eager.run(entry, input, weight), bias)
     if input.dim() != 4:
         raise ProblemError(f"conv_transpose2d takes a 4-dimensional input; got {input.dim()}")
-    input, weight, bias = _autocast(input, weight, bias)
-    op = _forward if _eager(input, weight) else torch.ops.miopenkernels.convolution
-    y = op(
-        input, weight, _ntuple(stride, 2, "stride"), _ntuple(padding, 2, "padding"),
-        _ntuple(dilation, 2, "dilation"), groups, True,
-        _ntuple(output_padding, 2, "output padding"))
+    x, weight, bias = _autocast(input, weight, bias)
+    y = _forward_call(key, input, x, weight, _ntuple(stride, 2, "stride"),
+                      _ntuple(padding, 2, "padding"), _ntuple(dilation, 2, "dilation"), groups,
+                      True, _ntuple(output_padding, 2, "output padding"))
     return _add_bias(y, bias)

@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import miopenkernels.torch as mkt  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torch_routes import Passing, count_eager_runs  # noqa: E402
 
 if not torch.cuda.is_available():
     pytest.skip("torch has no CUDA device here (a CPU build, or no GPU)",
@@ -140,6 +141,30 @@ def test_torch_compile_has_no_graph_break_and_the_same_output() -> None:
     compiled = torch.compile(model, fullgraph=True)
     with torch.no_grad():
         _close(compiled(x), model(x), "FP32")
+
+
+@pytest.mark.parametrize("type_name", ["FP16", "FP32"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+def test_the_three_routes_give_one_result_bit_for_bit(type_name, channels_last,  # noqa: ANN001
+                                                      monkeypatch) -> None:  # noqa: ANN001
+    runs = count_eager_runs(monkeypatch)
+    torch.manual_seed(7)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    dtype = TYPES[type_name]
+    x = torch.randn(2, 64, 28, 28, device=DEV, dtype=dtype).contiguous(memory_format=fmt)
+    w = (torch.randn(96, 64, 3, 3, device=DEV, dtype=dtype) * 0.05).contiguous(memory_format=fmt)
+    b = torch.randn(96, device=DEV, dtype=dtype)
+    with torch.no_grad():
+        first = mkt.conv2d(x, w, b, padding=1)  # the full path, remembered
+        again = mkt.conv2d(x.clone(), w, b, padding=1)  # the remembered launch
+    assert len(runs) == 1
+    graded = mkt.conv2d(x, w.clone().requires_grad_(), b, padding=1)  # the autograd route
+    with Passing(), torch.no_grad():
+        via_op = mkt.conv2d(x, w, b, padding=1)  # the custom op
+    assert len(runs) == 1 and graded.grad_fn is not None
+    for other in (again, graded.detach(), via_op):
+        assert torch.equal(other, first) and other.stride() == first.stride()
+    _close(first, F.conv2d(x, w, b, padding=1), type_name)
 
 
 def test_calls_run_on_the_callers_stream() -> None:

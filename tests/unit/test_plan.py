@@ -180,9 +180,12 @@ def test_the_same_torch_tensors_skip_the_layout_read_new_ones_are_checked(
     plan(x, w, y, stream=type("S", (), {"cuda_stream": 4})())
     assert streams == [3, 4] and len(reads) == 3  # read once, launched twice
     assert plan._slots is not None and plan._slots[0][0].value == x.data_ptr()
+    x2, y2 = torch.ones_like(x), torch.ones_like(y)
+    plan.run_checked(x2, w, y2, 0, stream=6)  # a layout `run` accepted: launched, not read
+    assert streams == [3, 4, 6] and len(reads) == 3 and plan._slots[0][0].value == x2.data_ptr()
     with pytest.raises(LayoutError, match="tensor x .* strided view"):
         plan(x.transpose(2, 3), w, y, stream=3)  # a new object: read and checked
-    assert streams == [3, 4]
+    assert streams == [3, 4, 6]
 
 
 def test_find_refuses_a_stream_under_capture(h: Handle) -> None:

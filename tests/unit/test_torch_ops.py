@@ -32,6 +32,9 @@ from miopenkernels import config  # noqa: E402
 from miopenkernels.backends import NullBackend  # noqa: E402
 from miopenkernels.errors import NoDeviceError, ProblemError  # noqa: E402
 from miopenkernels.handle import Handle  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from torch_routes import Passing, count_eager_runs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FP32_TOL = {"atol": 1e-4, "rtol": 1e-4}
@@ -224,25 +227,158 @@ def test_the_ops_pass_opcheck(handles, channels_last) -> None:  # noqa: ANN001
         assert set(result.values()) == {"SUCCESS"}, result
 
 
-def test_eager_inference_and_fake_tensors_take_their_own_routes(handles) -> None:  # noqa: ANN001
-    from miopenkernels.torch import ops
-    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+def _dispatched(call: Any) -> tuple[Any, set[str]]:
+    """(result of `call`, this package's ops that torch's dispatcher saw)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = call()
+    return out, {e.name for e in prof.events() if e.name.startswith("miopenkernels::")}
 
+
+@pytest.fixture
+def eager_runs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    return count_eager_runs(monkeypatch)
+
+
+EAGER_CASES = [
+    (mkt.conv2d, F.conv2d, (2, 4, 9, 9), (6, 4, 3, 3), dict(stride=2, padding=1), False),
+    (mkt.conv2d, F.conv2d, (1, 6, 7, 7), (6, 2, 3, 3), dict(padding=(1, 1), groups=3), True),
+    (mkt.conv3d, F.conv3d, (1, 4, 5, 5, 5), (4, 4, 3, 3, 3), dict(padding=1), False),
+    (mkt.conv_transpose2d, F.conv_transpose2d, (1, 4, 5, 5), (4, 2, 3, 3),
+     dict(stride=2, output_padding=1), True),
+]
+
+
+@pytest.mark.parametrize("ours,theirs,xs,ws,geo,channels_last", EAGER_CASES,
+                         ids=["conv2d", "conv2d-groups-cl", "conv3d", "transposed-cl"])
+def test_a_repeated_inference_call_skips_the_dispatcher_with_the_same_result(
+        handles, eager_runs, ours, theirs, xs, ws, geo, channels_last) -> None:  # noqa: ANN001
     torch.manual_seed(14)
-    x = torch.randn(2, 4, 7, 7).contiguous(memory_format=CL)
-    w = torch.randn(8, 4, 3, 3, requires_grad=True)
-    assert not ops._eager(x, w) and ops._eager(x, w.detach())
-    with torch.no_grad():  # straight to the computation, past torch's dispatcher
-        assert ops._eager(x, w)
-        torch.testing.assert_close(mkt.conv2d(x, w, stride=2), F.conv2d(x, w, stride=2),
-                                   **FP32_TOL)
-    frozen = w.detach()
+    x, w = torch.randn(xs), torch.randn(ws)
+    if channels_last:  # a model moved to channels_last: its weights too (none copied per call)
+        x, w = x.contiguous(memory_format=CL), w.contiguous(memory_format=CL)
+    w.requires_grad_()
+    b = torch.randn(w.shape[1] * geo.get("groups", 1) if ours is mkt.conv_transpose2d
+                    else w.shape[0])
+    with torch.no_grad():  # grad mode off: the weight's requires_grad does not count
+        first, seen_first = _dispatched(lambda: ours(x, w, b, **geo))
+        assert not eager_runs  # the first call takes the full path and remembers it
+        again, seen_again = _dispatched(lambda: ours(x, w, b, **geo))
+    assert len(eager_runs) == 1 and not seen_first and not seen_again
+    torch.testing.assert_close(again, first, atol=0, rtol=0)
+    assert again.stride() == first.stride() and again.dtype == first.dtype
+    torch.testing.assert_close(again, theirs(x, w.detach(), b, **geo), **FP32_TOL)
+    # With a gradient to record, autograd alone sees the call (the custom op's formula without
+    # the dispatcher, forward and backward): the same values, and the custom op's gradients.
+    graded, seen = _dispatched(lambda: _grads(lambda xx, ww: ours(xx, ww, b, **geo), x, w))
+    assert not seen and len(eager_runs) == 1
+    with Passing():  # a dispatch mode: the calls take the custom ops
+        via_op, seen = _dispatched(lambda: _grads(lambda xx, ww: ours(xx, ww, b, **geo), x, w))
+    assert seen == {f"miopenkernels::convolution{op}" for op in
+                    ("", "_backward_data", "_backward_weights")} and len(eager_runs) == 1
+    torch.testing.assert_close(graded[0], first, atol=0, rtol=0)
+    torch.testing.assert_close(via_op[0], first, atol=0, rtol=0)
+    for ours_grad, op_grad in zip(graded[1], via_op[1], strict=True):
+        torch.testing.assert_close(ours_grad, op_grad, atol=0, rtol=0)
+
+
+def test_a_converted_models_inference_takes_the_remembered_launches(handles,  # noqa: ANN001
+                                                                     eager_runs) -> None:  # noqa: ANN001
+    torch.manual_seed(17)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False))
+    mkt.convert(net)
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():  # the weights are Parameters that require grad: grad mode is off
+        first = net(x)
+        assert not eager_runs
+        torch.testing.assert_close(net(x), first, atol=0, rtol=0)
+    assert len(eager_runs) == 2  # one per convolution
+    _, seen = _dispatched(lambda: net(x).sum().backward())  # training: autograd's formula
+    assert not seen and len(eager_runs) == 2 and net[0].weight.grad is not None
+
+
+def test_calls_that_need_the_dispatcher_take_the_custom_op(handles, eager_runs) -> None:  # noqa: ANN001
+    from miopenkernels.torch import _eager
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.autograd import forward_ad
+
+    torch.manual_seed(16)
+    x, w = torch.randn(2, 4, 7, 7), torch.randn(8, 4, 3, 3)
+    first = mkt.conv2d(x, w, padding=1)
+    graded = w.clone().requires_grad_()
+    assert _eager.route(x, w) == _eager.DIRECT and _eager.route(x, graded) == _eager.AUTOGRAD
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    class Functions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            seen.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    for mode in (Ops, Functions):
+        for weight in (w, graded):  # a remembered call, and one with a gradient to record
+            seen: list[str] = []
+            with mode():
+                y = mkt.conv2d(x, weight, padding=1)
+            torch.testing.assert_close(y.detach(), first, atol=0, rtol=0)
+            assert any("convolution" in name for name in seen), (mode, seen)
+    with forward_ad.dual_level():
+        assert _eager.route(x, w) == _eager.OP
+    with torch.no_grad():  # a trace records the op, not a launch it would not replay
+        traced = torch.jit.trace(lambda a, b: mkt.conv2d(a, b, padding=1), (x, w),
+                                 check_trace=False)
+    assert "miopenkernels::convolution" in str(traced.graph)
+    torch.testing.assert_close(traced(x, w), first, atol=0, rtol=0)
+    batched: list[str] = []
+
+    def per_sample(xb: torch.Tensor) -> torch.Tensor:
+        batched.append(_eager.route(xb, w))
+        return xb
+    torch.func.vmap(per_sample)(x)
+    assert batched == [_eager.OP]
+    x_cl = x.contiguous(memory_format=CL)
     with FakeTensorMode() as mode:  # the fake implementation: sizes and strides, no launch
-        fx, fw = mode.from_tensor(x), mode.from_tensor(frozen)
-        assert not ops._eager(fx, fw)
+        fx, fw = mode.from_tensor(x_cl), mode.from_tensor(w)
+        assert _eager.route(fx, fw) == _eager.OP
         y = mkt.conv2d(fx, fw, stride=2)
     assert isinstance(y, FakeTensor) and y.shape == (2, 8, 3, 3)
     assert y.is_contiguous(memory_format=CL)
+    assert not eager_runs
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, w: mkt.conv2d(x, w, stride=[1, 1]),  # a list: no key
+    lambda x, w: mkt.conv2d(x, w, padding="same"),  # an even filter: F.pad first
+    lambda x, w: mkt.conv2d(x[:, :, ::2], w),  # strided: copied into the problem's layout
+    lambda x, w: mkt.conv2d(x, w.transpose(2, 3)),
+], ids=["list", "padded", "copied-input", "copied-weight"])
+def test_calls_that_are_not_taken_as_they_are_are_not_remembered(handles, eager_runs,
+                                                                 call) -> None:  # noqa: ANN001
+    from miopenkernels.torch import _handles
+
+    x, w = torch.randn(1, 3, 8, 6), torch.randn(4, 3, 2, 2)
+    before = len(_handles.fast)
+    first = call(x, w)
+    torch.testing.assert_close(call(x, w), first, atol=0, rtol=0)
+    assert not eager_runs and len(_handles.fast) == before
+
+
+def test_autocast_and_tf32_changes_are_seen_by_a_remembered_call(handles, eager_runs,  # noqa: ANN001
+                                                                  monkeypatch) -> None:  # noqa: ANN001
+    x, w = torch.randn(1, 2, 6, 5), torch.randn(3, 2, 1, 1)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    mkt.conv2d(x, w)
+    mkt.conv2d(x, w)
+    assert len(eager_runs) == 1
+    with torch.autocast("cpu", dtype=torch.float16):
+        assert mkt.conv2d(x, w).dtype == torch.float16
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    mkt.conv2d(x, w)  # IEEE: another handle, its own first call
+    assert len(eager_runs) == 1
+    assert any(p.in_spatial == (6, 5) for p, _ in handles["ieee"].invokers)
 
 
 def _small_net() -> torch.nn.Module:
@@ -266,6 +402,9 @@ def test_torch_compile_fullgraph_traces_the_ops_without_a_graph_break(handles) -
 
         return aot_eager(gm, inputs)
 
+    with torch.no_grad():  # eager calls remembered for these tensors: the trace takes the op
+        net(x)
+        net(x)
     torch._dynamo.reset()
     compiled = torch.compile(net, fullgraph=True, backend=recording)
     out, ours = _grads(compiled, x)
@@ -372,6 +511,9 @@ class _Plan:
     def run(self, x, w, y, *, workspace=None, stream=None):  # noqa: ANN001, ANN201
         self.calls.append((x, w, y, workspace, stream))
 
+    def run_checked(self, x, w, y, device, *, workspace=None, stream=None):  # noqa: ANN001, ANN201
+        self.calls.append((x, w, y, device, "checked"))
+
 
 class _PlanHandle(_Handle):
     """A GPU handle with plans and the caller's stream (the runtime's agreed interface)."""
@@ -396,12 +538,15 @@ def test_the_launch_adapter_hands_tensors_to_a_kept_plan_as_they_are() -> None:
     y = torch.empty(2, 8, 3, 3).contiguous(memory_format=CL)
     planned = _PlanHandle()
     launch = prepare(planned, None, None)  # type: ignore[arg-type]
-    launch(x, w, y)
-    launch(x, w, y)
-    assert len(planned.plans) == 1 and len(planned.plans[0].calls) == 2
+    launch.run(x, w, y)
+    launch.run(x, w, y)
+    launch.checked(x, w, y)
+    assert len(planned.plans) == 1 and len(planned.plans[0].calls) == 3
     px, pw, py, ws, stream = planned.plans[0].calls[0]
     assert px is x and pw is w and py is y  # channels_last as it is: the runtime reads strides
     assert ws is None and stream is None  # the plan's per-stream workspace, the current stream
+    # A layout accepted before: the plan is told the device and reads no layout again.
+    assert planned.plans[0].calls[2] == (x, w, y, x.get_device(), "checked")
 
 
 # ---------------------------------------------------------------------------- errors
