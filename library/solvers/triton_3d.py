@@ -227,9 +227,10 @@ class ConvTriton3d(Solver):
                     last, aligned, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type and layout the usual tile (channels-last: with and without alignment) of
-        the kernel the solver's problems run (transposed ones run the opposite direction's),
-        and the reduce kernel at every split."""
+        """Per type and layout the usual tile (channels-last: with and without alignment) and,
+        in backward weights, the reduce kernel at every split. A transposed problem's key
+        direction is its plain convolution's (`conv_view`), so the solver's kernel is its
+        direction's either way."""
         kind = self._kind(target)
         if kind is None:
             return []
@@ -238,14 +239,12 @@ class ConvTriton3d(Solver):
         for data_type in spec.TYPES:
             if not self._type_applicable(data_type, target):
                 continue
-            for direction in sorted({self.direction, {"F": "B", "B": "F"}.get(
-                    self.direction, self.direction)}):
-                for last in (False, True):
-                    tile = spec.usual_tile(self._precision(data_type), direction, last,
-                                           data_type, kind)
-                    config = tuple(sorted(tile.items()))
-                    jobs += [_job(direction, data_type, self.math, config, last, a, target)
-                             for a in ((True, False) if last else (False,))]
+            for last in (False, True):
+                tile = spec.usual_tile(self._precision(data_type), self.direction, last,
+                                       data_type, kind)
+                config = tuple(sorted(tile.items()))
+                jobs += [_job(self.direction, data_type, self.math, config, last, a, target)
+                         for a in ((True, False) if last else (False,))]
             if self.direction == "W":
                 jobs += [reduce_job(data_type, s, target) for s in spec.SPLITS if s > 1]
         return jobs
