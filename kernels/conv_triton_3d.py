@@ -58,7 +58,7 @@ def _inside(d, h, w, D, H, W):
 @triton.jit
 def conv3d_fwd(
     x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, D, H, W, K, O, P, Q, T, R, S, G,
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -67,12 +67,12 @@ def conv3d_fwd(
     """y[n, g*K+k, o, p, q] = sum over (t, r, s) taps, then C channels, of x * w."""
     sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
     g = tl.program_id(1)
-    M = N * O * P * Q
+    M = N * Z * P * Q
     offs_m, offs_n = tile_offsets(M, K, BLOCK_M, BLOCK_N, GROUP_M)
     offs_k = tl.arange(0, BLOCK_K)
     m_ok = offs_m < M
     n_ok = offs_n < K
-    img, od, op, oq = _positions(offs_m, O, P, Q)
+    img, od, op, oq = _positions(offs_m, Z, P, Q)
     id0 = od * stride_d - pad_d
     ih0 = op * stride_h - pad_h
     iw0 = oq * stride_w - pad_w
@@ -104,7 +104,7 @@ def conv3d_fwd(
 @triton.jit
 def conv3d_bwd_data(
     x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, D, H, W, K, O, P, Q, T, R, S, G,
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -151,7 +151,7 @@ def conv3d_bwd_data(
         od = dd + (pd + pad_d - t * dil_d) // stride_d
         op = hh + (ph + pad_h - r * dil_h) // stride_h
         oq = ww + (pw + pad_w - s * dil_w) // stride_w
-        a_ok = m_ok & _inside(od, op, oq, O, P, Q)
+        a_ok = m_ok & _inside(od, op, oq, Z, P, Q)
         ks = kb * BLOCK_K + offs_k
         k_ok = ks < K
         a = tl.load(y_ptr + (y_row + od * syd + op * syh + oq * syw)[:, None]
@@ -169,7 +169,7 @@ def conv3d_bwd_data(
 @triton.jit
 def conv3d_bwd_weight(
     x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, D, H, W, K, O, P, Q, T, R, S, G,
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -191,20 +191,20 @@ def conv3d_bwd_weight(
     m_ok = offs_m < K
     n_ok = offs_n < C
     PQ = P * Q
-    M = N * O * PQ
+    M = N * Z * PQ
     blocks = tl.cdiv(M, BLOCK_K)
     per_part = tl.cdiv(blocks, parts)
     kb0 = part * per_part
     kb1 = tl.minimum(kb0 + per_part, blocks)
     y_col = (g * K + offs_m) * syk
     x_col = (g * C + offs_n) * sxc
-    # (n*O + o, p, q) of the step's positions, moved on without a division per step.
+    # (n*Z + o, p, q) of the step's positions, moved on without a division per step.
     plane, op, oq, d_plane, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kb in range(kb0, kb1):
         j_ok = kb * BLOCK_K + offs_k < M
-        img = plane // O
-        od = plane - img * O
+        img = plane // Z
+        od = plane - img * Z
         idd = od * stride_d - pad_d + t * dil_d
         ih = op * stride_h - pad_h + r * dil_h
         iw = oq * stride_w - pad_w + s * dil_w

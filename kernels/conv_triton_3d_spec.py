@@ -1,21 +1,23 @@
 """What a launch of the 3-D kernels (kernels/conv_triton_3d.py) needs, as plain data.
 
 Standard library only (and `conv_triton_spec`), so the runtime reads it without Triton. Sizes
-are named as the 2-D spec's with a third axis: D, O, T (input, output and filter depth),
-stride_d, pad_d, dil_d; C and K per group, G the groups. Strides are in elements in
-(n, c, d, h, w) / (k, c, t, r, s) / (n, k, d, h, w) order, whatever the layout; CHANNELS_LAST
-(NDHWC: x, w and y with a unit channel stride) lets loads along channels be vectors.
+are named as the 2-D spec's with a third axis: D, Z, T (input, output and filter depth, as
+CUTLASS names them), stride_d, pad_d, dil_d; C and K per group, G the groups. Strides are in
+elements in (n, c, d, h, w) / (k, c, t, r, s) / (n, k, d, h, w) order, whatever the layout;
+CHANNELS_LAST (NDHWC: x, w and y with a unit channel stride) lets loads along channels be
+vectors.
 
 The three kernels take one argument list (ARGS). Tunables are the implicit GEMM's seven, in
-PerfDb order; SPLIT_K is backward weights' alone and is the grid's third axis, not part of
-the object, so one object serves every split (the reduce kernel, the 2-D family's, is
-compiled per split). Each object is shape-agnostic; an "aligned" channels-last object
-assumes 16-byte aligned pointers and every ALIGN16 argument a multiple of 16.
+PerfDb order; SPLIT_K is backward weights' alone and is the grid's third axis, not part of the
+object, so one object serves every split (the reduce kernel, the 2-D family's, is compiled per
+split). Each object is shape-agnostic; an "aligned" channels-last object assumes 16-byte
+aligned pointers and every ALIGN16 argument a multiple of 16.
 
-Tiles: one per (precision, direction, layout), TILES, started from the 2-D family's usual
-tiles on the H100 (kernels/conv_triton_tuned_sm90.json, NCHW for NCDHW, NHWC for NDHWC) and
-fitted to each target kind's legal space (`usual_tile`); not yet measured on 3-D layers.
-"""
+Tiles: one per (precision, direction), TILES, started from the 2-D family's usual NHWC tiles on
+the H100 (kernels/conv_triton_tuned_sm90.json) and fitted to each target kind's legal space
+(`usual_tile`); not yet measured on 3-D layers. A package ships per precision and direction the
+generic object (CHANNELS_LAST=0: NCDHW, and NDHWC problems or pointers that miss the alignment
+assumption) and the aligned channels-last one."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ GRID_YZ_MAX = 65535
 
 KERNEL = {"F": "conv3d_fwd", "B": "conv3d_bwd_data", "W": "conv3d_bwd_weight"}
 #: The sizes, as the solvers name them, in argument order.
-SIZES = ("N", "C", "D", "H", "W", "K", "O", "P", "Q", "T", "R", "S", "G", "stride_d",
+SIZES = ("N", "C", "D", "H", "W", "K", "Z", "P", "Q", "T", "R", "S", "G", "stride_d",
          "stride_h", "stride_w", "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w")
 _STRIDES = {"x": ("sxn", "sxc", "sxd", "sxh", "sxw"), "w": ("swk", "swc", "swt", "swr", "sws"),
             "y": ("syn", "syk", "syd", "syh", "syw")}
@@ -52,24 +54,20 @@ _ALIGNED = ("C", "K", "sxn", "sxd", "sxh", "sxw", "swk", "swt", "swr", "sws", "s
 ALIGN16: dict[str, tuple[str, ...]] = {k: _ALIGNED for k in KERNEL.values()}
 
 #: The usual tile (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per precision (FP16,
-#: BF16, FP32, TF32, FP32X3), direction and layout (channels-last or not): the 2-D family's
-#: usual tiles on the H100 (GROUP_M 8; its MMA choice and backward weights' split left out).
-_BIG16 = (256, 128, 64, 8, 3)
-TILES: dict[tuple[str, str, bool], tuple[int, int, int, int, int]] = {
-    **{(t, "F", False): _BIG16 for t in ("FP16", "BF16")},
-    **{(t, "F", True): (128, 128, 64, 8, 3) for t in ("FP16", "BF16")},
-    **{(t, "B", False): _BIG16 for t in ("FP16", "BF16")},
-    **{(t, "B", True): (128, 256, 64, 8, 3) for t in ("FP16", "BF16")},
-    **{(t, "W", last): (64, 64, 64, 4, 4) for t in ("FP16", "BF16") for last in (False, True)},
-    ("FP32", "F", False): (128, 64, 32, 4, 1), ("FP32", "F", True): (64, 128, 32, 4, 2),
-    ("FP32", "B", False): (128, 64, 32, 4, 2), ("FP32", "B", True): (64, 64, 32, 4, 2),
-    ("FP32", "W", False): (64, 128, 32, 4, 2), ("FP32", "W", True): (64, 64, 32, 4, 2),
-    ("TF32", "F", False): (128, 64, 32, 4, 1), ("TF32", "F", True): (128, 128, 32, 8, 3),
-    ("TF32", "B", False): (256, 128, 32, 8, 1), ("TF32", "B", True): (64, 128, 32, 4, 1),
-    ("TF32", "W", False): (64, 64, 32, 4, 1), ("TF32", "W", True): (64, 64, 32, 4, 1),
-    ("FP32X3", "F", False): (128, 64, 32, 4, 1), ("FP32X3", "F", True): (128, 128, 32, 8, 3),
-    ("FP32X3", "B", False): (128, 64, 32, 4, 1), ("FP32X3", "B", True): (64, 64, 32, 4, 1),
-    ("FP32X3", "W", False): (64, 64, 32, 4, 1), ("FP32X3", "W", True): (128, 64, 32, 4, 1),
+#: BF16, FP32, TF32, FP32X3) and direction, for both layouts: the 2-D family's usual NHWC
+#: tiles on the H100 (GROUP_M 8; its MMA choice and backward weights' split left out, TF32's
+#: mma.sync tiles at one stage). One tile for both layouts, so that the generic object
+#: (CHANNELS_LAST=0, any strides) of an NCDHW problem also serves the NDHWC problems that miss
+#: the alignment assumption: two objects per precision and direction.
+_WIDE16 = {"F": (128, 128, 64, 8, 3), "B": (128, 256, 64, 8, 3), "W": (64, 64, 64, 4, 4)}
+TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
+    **{(t, d): tile for t in ("FP16", "BF16") for d, tile in _WIDE16.items()},
+    ("FP32", "F"): (64, 128, 32, 4, 2), ("FP32", "B"): (64, 64, 32, 4, 2),
+    ("FP32", "W"): (64, 64, 32, 4, 2),
+    ("TF32", "F"): (128, 128, 32, 8, 3), ("TF32", "B"): (64, 128, 32, 4, 1),
+    ("TF32", "W"): (64, 64, 32, 4, 1),
+    ("FP32X3", "F"): (128, 128, 32, 8, 3), ("FP32X3", "B"): (64, 64, 32, 4, 1),
+    ("FP32X3", "W"): (128, 64, 32, 4, 1),
 }
 #: The precision name of a solver's math mode in TILES ("ieee": the element type's own).
 PRECISION_NAME = {"tf32": "TF32", "tf32x3": "FP32X3"}
@@ -92,7 +90,7 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]) ->
     the y and z limits, and weights whose depth stride is R times their row stride (packed,
     either layout: the split's reduce kernel walks T and R as one axis)."""
     z = sizes
-    if min(z[k] for k in ("N", "C", "K", "G", "D", "H", "W", "O", "P", "Q", "T", "R", "S",
+    if min(z[k] for k in ("N", "C", "K", "G", "D", "H", "W", "Z", "P", "Q", "T", "R", "S",
                           "stride_d", "stride_h", "stride_w", "dil_d", "dil_h", "dil_w")) < 1:
         return False
     if min(z["pad_d"], z["pad_h"], z["pad_w"]) < 0:
@@ -105,11 +103,11 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]) ->
         return False
     g = z["G"]
     largest = max(z["N"] * g * z["C"] * z["D"] * z["H"] * z["W"],
-                  z["N"] * g * z["K"] * z["O"] * z["P"] * z["Q"],
+                  z["N"] * g * z["K"] * z["Z"] * z["P"] * z["Q"],
                   MAX_SPLIT * g * z["K"] * z["C"] * taps)
     dims = {"x": (z["N"], g * z["C"], z["D"], z["H"], z["W"]),
             "w": (g * z["K"], z["C"], z["T"], z["R"], z["S"]),
-            "y": (z["N"], g * z["K"], z["O"], z["P"], z["Q"])}
+            "y": (z["N"], g * z["K"], z["Z"], z["P"], z["Q"])}
     spans = [sum((d - 1) * abs(s) for d, s in zip(dims[t], strides[t], strict=True))
              for t in dims]
     return largest < 2**31 and max(spans) < 2**31
@@ -134,12 +132,12 @@ def gemm_dims(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     the loop stepped by BLOCK_K (per tap; backward data per stride phase)."""
     z = sizes
     if direction == "F":
-        return z["N"] * z["O"] * z["P"] * z["Q"], z["K"], z["C"]
+        return z["N"] * z["Z"] * z["P"] * z["Q"], z["K"], z["C"]
     if direction == "B":
         rows = z["N"] * cdiv(z["D"], z["stride_d"]) * cdiv(z["H"], z["stride_h"]) * \
             cdiv(z["W"], z["stride_w"])
         return rows, z["C"], z["K"]
-    return z["K"], z["C"], z["N"] * z["O"] * z["P"] * z["Q"]
+    return z["K"], z["C"], z["N"] * z["Z"] * z["P"] * z["Q"]
 
 
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
@@ -189,13 +187,12 @@ def _at_most(value: int, choices: tuple[int, ...]) -> int:
     return max((c for c in choices if c <= value), default=min(choices))
 
 
-def usual_tile(precision: str, direction: str, last: bool, dtype: str, kind: str
-               ) -> dict[str, int]:
+def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[str, int]:
     """TILES' entry fitted to the kind: each value the largest legal one up to the entry's,
     then, while the operand tiles exceed the kind's shared memory, the larger of BLOCK_M and
     BLOCK_N halved (down to 64), then stages dropped."""
     space = TARGET_KINDS[kind]
-    bm, bn, bk, warps, stages = TILES[(precision, direction, last)]
+    bm, bn, bk, warps, stages = TILES[(precision, direction)]
     config = {"BLOCK_M": _at_most(bm, space["BLOCK_M"]), "BLOCK_N": _at_most(bn, space["BLOCK_N"]),
               "BLOCK_K": _at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
               "num_warps": _at_most(warps, space["num_warps"]),

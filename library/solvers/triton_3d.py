@@ -12,11 +12,12 @@ plain convolution's opposite direction (`conv_view`).
 Parameters are the implicit GEMM's seven. Backward weights cut their reduction (every output
 position) in SPLIT_K parts on the grid's third axis (`spec.split_for`: two waves of the
 target's CUs), the parts' FP32 partials in the workspace summed into dw by the 2-D family's
-reduce kernel as a follow-up; the split is not part of the object. A package ships per
-precision, direction and layout one tile (`spec.usual_tile`; channels-last with and without
-the alignment assumption) and the reduce kernel at every split (`dynamic_jobs`). They claim
-first place on every problem they take (ahead of the portable solvers, the only others for
-3-D problems).
+reduce kernel as a follow-up; the split is not part of the object. One tile per precision and
+direction (`spec.usual_tile`) serves both layouts, so a package ships per precision and
+direction two objects: the generic one (any strides: NCDHW, and NDHWC problems or pointers that
+miss the alignment assumption) and the aligned channels-last one, and the reduce kernel at
+every split (`dynamic_jobs`). They claim first place on every problem they take (ahead of the
+portable solvers, the only others for 3-D problems).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..config import triton_solvers_enabled
 from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target, spec_for
@@ -63,7 +63,7 @@ def _sizes(view: ConvView) -> dict[str, int]:
     """The spec's sizes of a 3-D view (C and K per group)."""
     f = view.field
     g = f("g")
-    sizes = {"N": f("n"), "C": f("c") // g, "K": f("k") // g, "G": g, "O": f("out_d"),
+    sizes = {"N": f("n"), "C": f("c") // g, "K": f("k") // g, "G": g, "Z": f("out_d"),
              "P": f("out_h"), "Q": f("out_w"), "T": f("fil_d"), "R": f("fil_h"),
              "S": f("fil_w")}
     for axis in ("d", "h", "w"):
@@ -168,9 +168,8 @@ class ConvTriton3d(Solver):
                                     kind))
 
     def _usual(self, problem: ConvProblem, kind: str) -> dict[str, int]:
-        view, _, _, last = _view(problem)
-        return dict(spec_3d().usual_tile(self._precision(problem.in_type), view.direction,
-                                         last, problem.in_type, kind))
+        return dict(spec_3d().usual_tile(self._precision(problem.in_type),
+                                         conv_view(problem).direction, problem.in_type, kind))
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The precision's usual tile for the direction and layout, fitted to the target's
@@ -210,8 +209,8 @@ class ConvTriton3d(Solver):
 
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:
-        """The (shape-agnostic) job of the problem's layout, with the alignment assumption
-        where the problem meets it."""
+        """The (shape-agnostic) job: the aligned channels-last object where the problem meets
+        the alignment assumption, else the generic one (any strides)."""
         return self._job(problem, params, self._aligned(problem), target)
 
     def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
@@ -222,15 +221,14 @@ class ConvTriton3d(Solver):
              ) -> CompileJob:
         # The split is the grid's third axis, not part of the object: one serves every split.
         config = {**self._config(tuple(params)), "SPLIT_K": 1}
-        view, _, _, last = _view(problem)
-        return _job(view.direction, problem.in_type, self.math, tuple(sorted(config.items())),
-                    last, aligned, target)
+        return _job(conv_view(problem).direction, problem.in_type, self.math,
+                    tuple(sorted(config.items())), aligned, aligned, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type and layout the usual tile (channels-last: with and without alignment) and,
-        in backward weights, the reduce kernel at every split. A transposed problem's key
-        direction is its plain convolution's (`conv_view`), so the solver's kernel is its
-        direction's either way."""
+        """Per type the usual tile's generic and aligned channels-last objects and, in backward
+        weights, the reduce kernel at every split. A transposed problem's key direction is its
+        plain convolution's (`conv_view`), so the solver's kernel is its direction's either
+        way."""
         kind = self._kind(target)
         if kind is None:
             return []
@@ -239,12 +237,10 @@ class ConvTriton3d(Solver):
         for data_type in spec.TYPES:
             if not self._type_applicable(data_type, target):
                 continue
-            for last in (False, True):
-                tile = spec.usual_tile(self._precision(data_type), self.direction, last,
-                                       data_type, kind)
-                config = tuple(sorted(tile.items()))
-                jobs += [_job(self.direction, data_type, self.math, config, last, a, target)
-                         for a in ((True, False) if last else (False,))]
+            tile = spec.usual_tile(self._precision(data_type), self.direction, data_type, kind)
+            config = tuple(sorted(tile.items()))
+            jobs += [_job(self.direction, data_type, self.math, config, last, last, target)
+                     for last in (False, True)]
             if self.direction == "W":
                 jobs += [reduce_job(data_type, s, target) for s in spec.SPLITS if s > 1]
         return jobs

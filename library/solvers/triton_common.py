@@ -15,6 +15,7 @@ another's private names.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -254,7 +255,7 @@ def spec_compile_job(kernel_file: str, spec: Any, kernel: str, sig: dict[str, st
 
 
 def spec_kernel_args(spec: Any, direction: str, view: ConvView, sizes: dict[str, int],
-                     strides: dict[str, tuple[int, int, int, int]]) -> tuple[KernelArg, ...]:
+                     strides: Mapping[str, tuple[int, ...]]) -> tuple[KernelArg, ...]:
     """The arguments of a family's kernel for one direction, from its spec (ARGS, TENSORS,
     arg_values): pointers to the layer's tensors or the workspace, i32 sizes and strides, and
     the scratch arguments every Triton kernel takes."""

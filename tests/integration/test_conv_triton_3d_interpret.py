@@ -1,10 +1,11 @@
 """The 3-D kernels, run by Triton's interpreter on the CPU (TRITON_INTERPRET=1) through the
 solvers' own launches (arguments, grid, constexprs of the job, the reduce follow-up of a split
-backward weights), against the float64 reference (solvers/reference.py): every direction,
-NCDHW and NDHWC, FP32 and FP16, strides 1-2, padding, dilation, 1x1x1, 1x3x3 and
-3x3x3 filters, groups 1 and 2. Small tiles (an sm80 target's legal space) keep the
-interpreter quick. BF16 is left to the GPU grid: the interpreter's dot reads bfloat16 operands
-(held as their bits in numpy) as integers. The harness (numpy arrays as tensors) is triton_interpreter.py here."""
+backward weights), against the float64 reference (solvers/reference.py): every direction, NCDHW
+and NDHWC, FP32 and FP16, strides 1-2, padding, dilation, 1x1x1, 1x3x3 and 3x3x3 filters,
+groups 1 and 2. Small tiles (an sm80 target's legal space) keep the interpreter quick. BF16 is
+left to the GPU grid: under the interpreter, with bfloat16 held as its bits in numpy, the dot's
+result was off by a relative 9e9. The harness (numpy arrays as tensors) is
+triton_interpreter.py here."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ GEOMETRIES = [
     (6, 5, 5, 5, 6, (3, 3, 3), 1, 2, 2, 2, 1, 4),
     (8, 8, 4, 5, 5, (1, 1, 1), 2, 0, 1, 1, 2, 1),
     (4, 8, 3, 6, 6, (1, 3, 3), 2, 1, 1, 1, 1, 2),
+    # 16 channels and filters: NDHWC meets the alignment assumption (the channels-last object).
+    (16, 16, 3, 4, 4, (3, 3, 3), 1, 1, 1, 1, 1, 2),
 ]
 TOLERANCE = {"FP32": 1e-5, "FP16": 3e-3}
 #: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps, num_stages (SPLIT_K from the case).

@@ -76,20 +76,20 @@ def test_ranks_first_on_matrix_core_targets_ahead_of_the_portable_solvers() -> N
 
 
 def test_usual_tiles_are_legal_on_every_kind() -> None:
-    for (precision, d, last), kind in itertools.product(spec.TILES, spec.KINDS):
+    for (precision, d), kind in itertools.product(spec.TILES, spec.KINDS):
         data_type = {"TF32": "FP32", "FP32X3": "FP32"}.get(precision, precision)
-        tile = spec.usual_tile(precision, d, last, data_type, kind)
-        assert spec.legal(d, tile, data_type, kind), (precision, d, last, kind, tile)
+        tile = spec.usual_tile(precision, d, data_type, kind)
+        assert spec.legal(d, tile, data_type, kind), (precision, d, kind, tile)
         assert base_spec.shared_bytes(tile, data_type) <= base_spec.TARGET_KINDS[kind]["smem"]
     # The sm90 entries are TILES' own (they fit), CDNA's are cut to its 64 KiB of LDS.
-    assert spec.usual_tile("FP16", "F", False, "FP16", "sm90")["BLOCK_M"] == 256
-    cdna = spec.usual_tile("FP16", "F", False, "FP16", "cdna")
-    assert base_spec.shared_bytes(cdna, "FP16") <= 65536 < base_spec.shared_bytes(
-        spec.usual_tile("FP16", "F", False, "FP16", "sm90"), "FP16")
+    sm90 = spec.usual_tile("FP16", "B", "FP16", "sm90")
+    assert (sm90["BLOCK_M"], sm90["BLOCK_N"], sm90["num_stages"]) == (128, 256, 3)
+    cdna = spec.usual_tile("FP16", "B", "FP16", "cdna")
+    assert base_spec.shared_bytes(cdna, "FP16") <= 65536 < base_spec.shared_bytes(sm90, "FP16")
 
 
 def test_split_only_in_backward_weights() -> None:
-    tile = spec.usual_tile("FP16", "W", True, "FP16", "sm90")
+    tile = spec.usual_tile("FP16", "W", "FP16", "sm90")
     for split in (2, 64):
         assert spec.legal("W", {**tile, "SPLIT_K": split}, "FP16", "sm90")
         assert not spec.legal("F", {**tile, "SPLIT_K": split}, "FP16", "sm90")
@@ -139,12 +139,14 @@ def test_aligned_objects_only_where_the_problem_meets_the_assumption() -> None:
                    for o in solver.compile_job(odd, solver.default_params(odd, SM90),
                                                SM90).options)
     nc = _p(layout="NCDHW")
-    assert not any(o.startswith("--assume=")
-                   for o in solver.compile_job(nc, solver.default_params(nc, SM90),
-                                               SM90).options)
-    unaligned = solver.unaligned_job(_p(), solver.default_params(_p(), SM90), SM90)
-    assert unaligned != aligned and not any(o.startswith("--assume=")
-                                            for o in unaligned.options)
+    generic = solver.compile_job(nc, solver.default_params(nc, SM90), SM90)
+    assert "-DCHANNELS_LAST=0" in generic.options
+    assert not any(o.startswith("--assume=") for o in generic.options)
+    # One tile for both layouts: the NCDHW object serves NDHWC problems and pointers that
+    # miss the assumption.
+    assert solver.default_params(nc, SM90) == solver.default_params(odd, SM90)
+    assert solver.compile_job(odd, solver.default_params(odd, SM90), SM90) == generic
+    assert solver.unaligned_job(_p(), solver.default_params(_p(), SM90), SM90) == generic
 
 
 def test_shipped_objects_cover_the_defaults_of_every_case() -> None:
@@ -160,8 +162,8 @@ def test_shipped_objects_cover_the_defaults_of_every_case() -> None:
                     needed = launch_jobs(s, p, s.default_params(p, target), target)
                     assert set(needed) <= jobs, (target.arch, s.name, p.key())
         per_target[target.arch] = len([j for j in jobs if j.kernel_file == "conv_triton_3d.py"])
-    # Per precision: 3 directions x (NCDHW + NDHWC aligned and not) = 9 objects.
-    assert per_target == {"sm90": 45, "gfx90a": 27, "gfx942": 36}
+    # Per precision: 3 directions x (the generic object + the aligned channels-last one).
+    assert per_target == {"sm90": 30, "gfx90a": 18, "gfx942": 24}
 
 
 def test_transposed_problems_run_their_plain_convolutions_kernel() -> None:
@@ -174,7 +176,7 @@ def test_transposed_problems_run_their_plain_convolutions_kernel() -> None:
 
 def test_refuses_sizes_past_32_bit_offsets() -> None:
     assert not get_solver("ConvTriton3dFwd").is_applicable(_p(n=8192), SM90)
-    sizes = dict(N=1, C=4, K=4, G=1, D=4, H=4, W=4, O=4, P=4, Q=4, T=3, R=3, S=3,
+    sizes = dict(N=1, C=4, K=4, G=1, D=4, H=4, W=4, Z=4, P=4, Q=4, T=3, R=3, S=3,
                  stride_d=1, stride_h=1, stride_w=1, pad_d=1, pad_h=1, pad_w=1,
                  dil_d=1, dil_h=1, dil_w=1)
     packed = {"x": (256, 64, 16, 4, 1), "w": (108, 27, 9, 3, 1), "y": (256, 64, 16, 4, 1)}
