@@ -56,18 +56,21 @@ ALIGN16: dict[str, tuple[str, ...]] = {k: _ALIGNED for k in KERNEL.values()}
 #: The usual tile (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per precision (FP16,
 #: BF16, FP32, TF32, FP32X3) and direction, for both layouts: the 2-D family's usual NHWC
 #: tiles on the H100 (GROUP_M 8; its MMA choice and backward weights' split left out, TF32's
-#: mma.sync tiles at one stage). One tile for both layouts, so that the generic object
-#: (CHANNELS_LAST=0, any strides) of an NCDHW problem also serves the NDHWC problems that miss
-#: the alignment assumption: two objects per precision and direction.
-_WIDE16 = {"F": (128, 128, 64, 8, 3), "B": (128, 256, 64, 8, 3), "W": (64, 64, 64, 4, 4)}
+#: mma.sync tiles at one stage), cut where an sm90 object spilled (ptxas stack frames of
+#: 24-488 bytes at 255 registers: 16-bit backward data 128x256 and backward weights at
+#: BLOCK_K 64, FP32 forward at 4 warps, FP32X3 backward weights 128x64). One tile for both
+#: layouts, so that the generic object (CHANNELS_LAST=0, any strides) of an NCDHW problem
+#: also serves the NDHWC problems that miss the alignment assumption: two objects per
+#: precision and direction.
+_WIDE16 = {"F": (128, 128, 64, 8, 3), "B": (128, 128, 64, 8, 3), "W": (64, 64, 32, 4, 4)}
 TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
     **{(t, d): tile for t in ("FP16", "BF16") for d, tile in _WIDE16.items()},
-    ("FP32", "F"): (64, 128, 32, 4, 2), ("FP32", "B"): (64, 64, 32, 4, 2),
+    ("FP32", "F"): (64, 128, 32, 8, 2), ("FP32", "B"): (64, 64, 32, 4, 2),
     ("FP32", "W"): (64, 64, 32, 4, 2),
     ("TF32", "F"): (128, 128, 32, 8, 3), ("TF32", "B"): (64, 128, 32, 4, 1),
     ("TF32", "W"): (64, 64, 32, 4, 1),
     ("FP32X3", "F"): (128, 128, 32, 8, 3), ("FP32X3", "B"): (64, 64, 32, 4, 1),
-    ("FP32X3", "W"): (128, 64, 32, 4, 1),
+    ("FP32X3", "W"): (64, 64, 32, 4, 1),
 }
 #: The precision name of a solver's math mode in TILES ("ieee": the element type's own).
 PRECISION_NAME = {"tf32": "TF32", "tf32x3": "FP32X3"}

@@ -82,9 +82,9 @@ def test_usual_tiles_are_legal_on_every_kind() -> None:
         assert spec.legal(d, tile, data_type, kind), (precision, d, kind, tile)
         assert base_spec.shared_bytes(tile, data_type) <= base_spec.TARGET_KINDS[kind]["smem"]
     # The sm90 entries are TILES' own (they fit), CDNA's are cut to its 64 KiB of LDS.
-    sm90 = spec.usual_tile("FP16", "B", "FP16", "sm90")
-    assert (sm90["BLOCK_M"], sm90["BLOCK_N"], sm90["num_stages"]) == (128, 256, 3)
-    cdna = spec.usual_tile("FP16", "B", "FP16", "cdna")
+    sm90 = spec.usual_tile("FP16", "F", "FP16", "sm90")
+    assert (sm90["BLOCK_M"], sm90["BLOCK_N"], sm90["num_stages"]) == (128, 128, 3)
+    cdna = spec.usual_tile("FP16", "F", "FP16", "cdna")
     assert base_spec.shared_bytes(cdna, "FP16") <= 65536 < base_spec.shared_bytes(sm90, "FP16")
 
 
