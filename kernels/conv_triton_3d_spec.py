@@ -24,7 +24,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .conv_triton_spec import TARGET_KINDS, cdiv, is_legal, shared_bytes, typed_signature
+from .conv_triton_spec import (
+    TARGET_KINDS,
+    cdiv,
+    filling_split,
+    is_legal,
+    shared_bytes,
+    typed_signature,
+)
 
 #: Target kinds (conv_triton_spec.target_kind) the kernels apply on: every matrix-core kind.
 KINDS = ("sm80", "sm90", "sm100", "sm120", "cdna", "cdna4", "rdna")
@@ -216,11 +223,7 @@ def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> 
     `sms` programs and each part keeps MIN_PART_STEPS steps, up to MAX_SPLIT."""
     gx, gy, _ = grid("W", sizes, {**config, "SPLIT_K": 1})
     steps = cdiv(gemm_dims("W", sizes)[2], int(config["BLOCK_K"]))
-    split = 1
-    while split < MAX_SPLIT and gx * gy * split * 2 <= WAVES * sms and \
-            steps // (split * 2) >= MIN_PART_STEPS:
-        split *= 2
-    return split
+    return filling_split(gx * gy, steps, sms, MIN_PART_STEPS, MAX_SPLIT, WAVES)
 
 
 def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]

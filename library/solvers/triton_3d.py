@@ -38,8 +38,8 @@ from .triton_common import (
     reduce_job,
     reduce_step,
     spec_compile_job,
-    spec_kernel_args,
     spec_kind,
+    spec_launch,
     target_kind,
     tf32_capable,
     tf32x3_capable,
@@ -253,12 +253,10 @@ class ConvTriton3d(Solver):
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
-        spec = spec_3d()
         view, sizes, strides, _ = _view(problem)
-        args = spec_kernel_args(spec, view.direction, view, sizes, strides)
-        grid, block = self.launch_geometry(problem, params)
-        return Launch(spec.KERNEL[view.direction], grid, block, args,
-                      workspace_bytes=self.workspace_for(problem, params), needs_meta=True)
+        return spec_launch(spec_3d(), view.direction, view, sizes, strides,
+                           self.launch_geometry(problem, params),
+                           self.workspace_for(problem, params))
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:

@@ -56,24 +56,9 @@ SCRIPT = HARNESS + textwrap.dedent('''
         assert solver.is_applicable(p, SM80), p.key()
         params = tuple(tile[:4]) + (split if direction == "W" else 1,) + tuple(tile[5:])
         assert solver.params_valid(p, SM80, params), params
-        shapes = conv_tensor_shapes(p)
-        launch = solver.launch(p, params)
-        output = {"F": "y", "B": "dx", "W": "dw"}[direction]
-        host = {name: rng.standard_normal(shape) for name, shape in shapes.items()
-                if name != output}
-        tensors = {name: to_device(v, data_type) for name, v in host.items()}
-        exact = {name: to_host(t) for name, t in tensors.items()}
-        tensors[output] = to_device(np.full(shapes[output], np.nan), data_type)
-        tensors["workspace"] = _HostTensor(
-            np.full(max(launch.workspace_bytes // 4, 1), np.nan, np.float32), "float32")
-        run(conv_triton_3d, launch, solver.compile_job(p, params, SM80), tensors)
         follow = solver.follow_ups(p, params, SM80)
         assert len(follow) == (direction == "W" and split > 1), follow
-        for job, step in follow:
-            run(conv_triton, step, job, tensors)
-        ref = conv_reference(p, exact)
-        got = to_host(tensors[output])
-        errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+        errors.append(relative_error(solver, conv_triton_3d, p, params, SM80, rng))
     print(json.dumps(errors))
 ''')
 

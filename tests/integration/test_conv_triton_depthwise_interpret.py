@@ -48,23 +48,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
         if split and direction == "W":
             params = params[:4] + (split,) + params[5:]
         assert solver.params_valid(p, SM90, params), params
-        shapes = conv_tensor_shapes(p)
-        launch = solver.launch(p, params)
-        output = {"F": "y", "B": "dx", "W": "dw"}[direction]
-        host = {name: rng.standard_normal(shape) for name, shape in shapes.items()
-                if name != output}
-        tensors = {name: to_device(v, data_type) for name, v in host.items()}
-        # What the kernels compute from: the inputs as the element type holds them.
-        exact = {name: to_host(t) for name, t in tensors.items()}
-        tensors[output] = to_device(np.full(shapes[output], np.nan), data_type)
-        tensors["workspace"] = _HostTensor(
-            np.full(max(launch.workspace_bytes // 4, 1), np.nan, np.float32), "float32")
-        run(conv_triton_depthwise, launch, solver.compile_job(p, params, SM90), tensors)
-        for job, step in solver.follow_ups(p, params, SM90):
-            run(conv_triton, step, job, tensors)
-        ref = conv_reference(p, exact)
-        got = to_host(tensors[output])
-        errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+        errors.append(relative_error(solver, conv_triton_depthwise, p, params, SM90, rng))
     print(json.dumps(errors))
 ''')
 

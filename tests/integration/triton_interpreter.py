@@ -112,4 +112,27 @@ HARNESS = textwrap.dedent('''
             args.append(tensors[arg.tensor] if arg.is_pointer else int(arg.value))
         fn[launch.grid](*args, **constexprs(job))
 
+    def relative_error(solver, kernel, p, params, target, rng):
+        """Run `solver`'s launches of `p` with `params` (the main one from the kernel module
+        `kernel`, follow-ups from conv_triton) on random inputs, the output poisoned with NaN
+        first; the relative error against the float64 reference (NaN where any is left)."""
+        data_type = p.in_type
+        shapes = conv_tensor_shapes(p)
+        launch = solver.launch(p, params)
+        output = {"F": "y", "B": "dx", "W": "dw"}[p.direction]
+        host = {name: rng.standard_normal(shape) for name, shape in shapes.items()
+                if name != output}
+        tensors = {name: to_device(v, data_type) for name, v in host.items()}
+        # What the kernels compute from: the inputs as the element type holds them.
+        exact = {name: to_host(t) for name, t in tensors.items()}
+        tensors[output] = to_device(np.full(shapes[output], np.nan), data_type)
+        tensors["workspace"] = _HostTensor(
+            np.full(max(launch.workspace_bytes // 4, 1), np.nan, np.float32), "float32")
+        run(kernel, launch, solver.compile_job(p, params, target), tensors)
+        for job, step in solver.follow_ups(p, params, target):
+            run(conv_triton, step, job, tensors)
+        ref = conv_reference(p, exact)
+        got = to_host(tensors[output])
+        return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
 ''')
