@@ -8,7 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from find_doubles import db_env, run_recorded, triton_compiler
+from miopenkernels.backends import NullBackend
+from miopenkernels.find import make_invoker
+from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
+from miopenkernels.ranking import load_model, rank_candidates
 from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs, ranks_first
 from miopenkernels.target import Target
 
@@ -73,6 +78,32 @@ def test_ranks_first_on_matrix_core_targets_ahead_of_the_portable_solvers() -> N
         first = [s.name for s in applicable if ranks_first(s, p, SM90)]
         assert first == ["ConvTriton3d" + SUFFIX[d]], first
         assert any(s.language == "hip" for s in applicable)  # the portable fallback stays
+
+
+def test_the_miss_ranking_puts_the_family_first() -> None:
+    for d, data_type in itertools.product("FBW", ("FP16", "FP32")):
+        p = _p(d, data_type, "NCDHW")
+        solvers = [s for s in SOLVERS if s.is_applicable(p, SM90) and s.math != "tf32"]
+        ranked = rank_candidates(p, SM90, solvers, lambda s, q: True, model=load_model())
+        assert ranked[0].solver.name.startswith("ConvTriton3d"), (p.key(), ranked[0])
+
+
+def test_the_invoker_runs_the_split_then_the_reduce(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    db_env(monkeypatch, tmp_path)
+    backend = NullBackend(SM90)
+    solver = get_solver("ConvTriton3dWrw")
+    h = Handle(backend=backend, compiler=triton_compiler(), solvers=[solver])
+    p = _p("W", "FP32", "NCDHW")
+    params = solver.default_params(p, SM90)
+    assert params[4] > 1 and params[5] == 4  # the compiler double's objects run 128 threads
+    inv = make_invoker(h, p, solver, params=params)
+    launches, ptrs = run_recorded(backend, inv)
+    main, reduce = launches
+    ws = ptrs["workspace"]
+    assert [main.kernel, reduce.kernel] == ["conv3d_bwd_weight", "conv2d_bwd_weight_reduce"]
+    assert [v for _, v in main.args[:4]] == [ptrs["x"], ptrs["w"], ptrs["y"], ws]
+    assert [v for _, v in reduce.args[:2]] == [ws, ptrs["w"]]
+    assert inv.workspace_bytes == solver.workspace_for(p, params)
 
 
 def test_usual_tiles_are_legal_on_every_kind() -> None:
