@@ -15,8 +15,9 @@ argument list (`conv_triton_3d_spec.ARGS`) and share their index helpers:
   reduce kernel sums them into dw (T and R merged into one axis: packed weights have
   stride_t = R * stride_r in either layout).
 
-The tile order, NHWC channel strides and the precision-aware product come from the 2-D
-kernels (`conv_triton_common`, `conv_triton`): imported, so that a fix there reaches these.
+The tile order, the precision-aware product, the stride phases' taps and the pixel stepping
+come from the 2-D kernels (`conv_triton_common`, `conv_triton`): imported, so that a fix there
+reaches these.
 Importing this module needs Triton but no GPU; how to launch the kernels is plain data in
 `conv_triton_3d_spec`.
 """
@@ -27,7 +28,19 @@ import triton
 import triton.language as tl
 
 from .conv_triton import _advance, _first_taps, _load_tile, _mma, _pixels
-from .conv_triton_common import channel_strides, tile_offsets
+from .conv_triton_common import tile_offsets
+
+
+@triton.jit
+def _channel_strides(sxc, swc, syk, CHANNELS_LAST: tl.constexpr):
+    """The channel strides of x, w and y; in NDHWC 1, known to the compiler, so that loads
+    along channels are vectorised. (The 2-D kernels' helper takes their strides as one tuple
+    argument; these kernels take theirs flat, as the depthwise ones do.)"""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    return sxc, swc, syk
 
 
 @triton.jit
@@ -65,7 +78,7 @@ def conv3d_fwd(
     GROUP_M: tl.constexpr, CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """y[n, g*K+k, o, p, q] = sum over (t, r, s) taps, then C channels, of x * w."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
     g = tl.program_id(1)
     M = N * Z * P * Q
     offs_m, offs_n = tile_offsets(M, K, BLOCK_M, BLOCK_N, GROUP_M)
@@ -114,7 +127,7 @@ def conv3d_bwd_data(
 
     Program axis 2 is the stride phase; within a phase every tap that contributes does so at
     every position, so the loop visits only those (a phase no tap reaches is written 0)."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
     g = tl.program_id(1)
     phase = tl.program_id(2)
     plane = stride_h * stride_w
@@ -178,7 +191,7 @@ def conv3d_bwd_weight(
     """dw[g*K+k, c, t, r, s] = sum over positions (n, o, p, q) of dy * x, one tap per program
     row (axis 1: g*T*R*S + tap); axis 2 cuts the positions into parts, each writing its FP32
     partial to ws ([parts][G*K][C][T*R*S]) where there are several."""
-    sxc, swc, syk = channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
     TRS = T * R * S
     gt = tl.program_id(1)
     g = gt // TRS
