@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .conv_triton_spec import cdiv, typed_signature
+from .conv_triton_spec import cdiv, filling_split, typed_signature
 
 #: Target kinds (conv_triton_spec.target_kind) the solvers apply on: every kind the other
 #: Triton families know. The kernels use no matrix instruction, so nothing is kind-specific.
@@ -227,11 +227,7 @@ def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> 
     programs = grid("W", sizes, {**config, "SPLIT_K": 1})
     columns = programs[0] * programs[1]
     steps = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], config["BLOCK_M"])
-    split = 1
-    while split < MAX_SPLIT and columns * split * 2 <= WAVES * sms and \
-            steps // (split * 2) >= MIN_PART_STEPS:
-        split *= 2
-    return split
+    return filling_split(columns, steps, sms, MIN_PART_STEPS, MAX_SPLIT, WAVES)
 
 
 def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]

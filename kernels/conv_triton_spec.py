@@ -461,6 +461,19 @@ def reduction_steps(kernel: str, sizes: Mapping[str, int], config: Mapping[str, 
     return cdiv(z["N"] * z["P"] * z["Q"], bk)
 
 
+def filling_split(programs: int, steps: int, sms: int, least: int, most: int, waves: int = 2
+                  ) -> int:
+    """The split of a reduction of `steps` steps over a launch of `programs` programs that
+    fills a GPU of `sms` multiprocessors: doubled from 1 while the launch stays within `waves`
+    waves and each part keeps at least `least` steps, at most `most`. The families' split_for
+    rules share it."""
+    split = 1
+    while split < most and programs * split * 2 <= waves * sms and \
+            steps // (split * 2) >= least:
+        split *= 2
+    return split
+
+
 def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
     """The SPLIT_K that fills a GPU of `sms` multiprocessors (CUs): doubled from 1 while the
     launch stays within two waves of programs and each part keeps at least 8 BLOCK_K steps of
@@ -471,12 +484,8 @@ def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], 
     gx, gy, gz = grid(kernel, sizes, {**config, "SPLIT_K": 1})
     tiles = gx * gy * gz
     steps = reduction_steps(kernel, sizes, config)
-    least = _MIN_SPLIT_STEPS.get(kernel, 8)
-    most = MAX_SPLIT.get(kernel, 64)
-    split = 1
-    while split < most and tiles * split * 2 <= 2 * sms and steps // (split * 2) >= least:
-        split *= 2
-    return split
+    return filling_split(tiles, steps, sms, _MIN_SPLIT_STEPS.get(kernel, 8),
+                         MAX_SPLIT.get(kernel, 64))
 
 
 def workspace_bytes(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:

@@ -16,6 +16,7 @@ from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
 from .triton_1x1 import GEMM1X1_SOLVERS, ConvTritonGemm1x1, gemm1x1_first
+from .triton_3d import TRITON_3D_SOLVERS
 from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
@@ -48,6 +49,7 @@ SOLVERS: list[Solver] = [
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,
+    *TRITON_3D_SOLVERS,
     ConvWinograd3x3("F"),
     ConvWinograd3x3("B"),
     Conv1x1Gemm("F"),
@@ -77,7 +79,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: bench/results/README.md): the implicit GEMM to its Via solvers, and both to the Winograd
 #: backward weights and the 1x1 GEMMs; all three to the depthwise family on the problems it
 #: takes (groups = channels: one-channel GEMMs and transforms waste the tensor cores there).
-#: A family not listed gives way to none.
+#: A family not listed gives way to none; the 3-D family (triton_3d) claims every 3-D problem
+#: it takes, which no other Triton family takes, so it needs no entry here.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
                              ConvTritonGemm1x1, ConvTritonDepthwise),

@@ -15,6 +15,7 @@ another's private names.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -28,6 +29,7 @@ from .base import CompileJob, KernelArg, Launch, Params
 __all__ = [
     "spec_compile_job",
     "spec_kernel_args",
+    "spec_launch",
     "CONV_KERNEL_FILE", "MATH_TYPE", "MMA_PARAM", "PARAM_NAMES", "REDUCE_KERNEL",
     "companion_jobs", "config_items", "config_of", "config_view", "conv_triton_job",
     "has_kernels_spec", "have_kernels", "job_items", "kernel_arg", "kernels_spec",
@@ -254,7 +256,7 @@ def spec_compile_job(kernel_file: str, spec: Any, kernel: str, sig: dict[str, st
 
 
 def spec_kernel_args(spec: Any, direction: str, view: ConvView, sizes: dict[str, int],
-                     strides: dict[str, tuple[int, int, int, int]]) -> tuple[KernelArg, ...]:
+                     strides: Mapping[str, tuple[int, ...]]) -> tuple[KernelArg, ...]:
     """The arguments of a family's kernel for one direction, from its spec (ARGS, TENSORS,
     arg_values): pointers to the layer's tensors or the workspace, i32 sizes and strides, and
     the scratch arguments every Triton kernel takes."""
@@ -269,6 +271,19 @@ def spec_kernel_args(spec: Any, direction: str, view: ConvView, sizes: dict[str,
         elif kind == "i32":
             args.append(kernel_arg(name, "i32", int(values[name])))
     return (*args, *scratch_args())
+
+
+def spec_launch(spec: Any, direction: str, view: ConvView, sizes: dict[str, int],
+                strides: Mapping[str, tuple[int, ...]],
+                geometry: tuple[tuple[int, int, int], tuple[int, int, int]],
+                workspace: int) -> Launch:
+    """The launch of a family's kernel for one direction (`spec.KERNEL`): its arguments
+    (`spec_kernel_args`), grid and block, and the workspace it needs; block and shared memory
+    are checked against the object's metadata."""
+    grid, block = geometry
+    return Launch(spec.KERNEL[direction], grid, block,
+                  spec_kernel_args(spec, direction, view, sizes, strides),
+                  workspace_bytes=workspace, needs_meta=True)
 
 
 def have_kernels() -> bool:

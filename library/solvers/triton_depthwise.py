@@ -40,8 +40,8 @@ from .triton_common import (
     reduce_job,
     reduce_step,
     spec_compile_job,
-    spec_kernel_args,
     spec_kind,
+    spec_launch,
     spec_sizes,
     spec_strides,
     target_kind,
@@ -219,12 +219,10 @@ class ConvTritonDepthwise(Solver):
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
-        spec = depthwise_spec()
         view, sizes, strides, _ = _view(problem)
-        args = spec_kernel_args(spec, self.direction, view, sizes, strides)
-        grid, block = self.launch_geometry(problem, params)
-        return Launch(spec.KERNEL[self.direction], grid, block, args,
-                      workspace_bytes=self.workspace_for(problem, params), needs_meta=True)
+        return spec_launch(depthwise_spec(), self.direction, view, sizes, strides,
+                           self.launch_geometry(problem, params),
+                           self.workspace_for(problem, params))
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:

@@ -44,7 +44,20 @@ BASE = [
                 groups=32),
     ConvProblem(n=3, c=24, k=24, in_spatial=(17, 14), filter=(7, 7), pad=(6, 6),
                 dilation=(2, 2), groups=24),
+    # 3-D (the 3-D family; NCDHW and NDHWC in place of NCHW and NHWC): 3x3x3 stride 2 on odd
+    # sizes, (2+1)-D's 1x3x3 with groups of 16 channels (NDHWC: the aligned objects), a
+    # dilated 3x3x3, and 1x1x1 stride 2 (stride phases no tap reaches).
+    ConvProblem(n=2, c=8, k=16, in_spatial=(5, 9, 8), filter=(3, 3, 3), pad=(1, 1, 1),
+                stride=(2, 2, 2), in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    ConvProblem(n=2, c=32, k=32, in_spatial=(4, 6, 6), filter=(1, 3, 3), pad=(0, 1, 1),
+                groups=2, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    ConvProblem(n=1, c=16, k=24, in_spatial=(6, 7, 5), filter=(3, 3, 3), pad=(2, 2, 2),
+                dilation=(2, 2, 2), in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    ConvProblem(n=2, c=16, k=32, in_spatial=(5, 6, 7), filter=(1, 1, 1), stride=(2, 2, 2),
+                in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
 ]
+#: A 3-D problem's layout for each 2-D one of LAYOUTS.
+LAYOUTS_3D = {"NCHW": "NCDHW", "NHWC": "NDHWC"}
 
 
 # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, warps, stages: 192 KiB of shared memory for FP16
@@ -58,6 +71,8 @@ TRITON_SPLIT = [(64, 64, 32, 8, 4, 4, 3), (16, 32, 1, 1, 4, 4, 1)]
 def _variants() -> list[ConvProblem]:
     out = []
     for base, d, lay, t in itertools.product(BASE, "FBW", LAYOUTS, TYPES):
+        if len(base.in_spatial) == 3:
+            lay = LAYOUTS_3D[lay]
         out.append(replace(base, direction=d, in_layout=lay, wei_layout=lay, out_layout=lay,
                            in_type=t, wei_type=t, out_type=t))
     return out

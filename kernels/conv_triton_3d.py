@@ -1,0 +1,244 @@
+"""3-D convolution (NCDHW and NDHWC) as implicit GEMM on tensor cores (`tl.dot`).
+
+Forward, backward data and backward weights over the three filter axes (t, r, s); FP16, BF16
+and FP32 (IEEE, TF32 or three TF32 products, by the PRECISION constexpr, as the 2-D
+kernels); stride, dilation, padding, groups (program axis 1). The three kernels take one
+argument list (`conv_triton_3d_spec.ARGS`) and share their index helpers:
+
+- forward: rows are the output positions (n, o, p, q), columns the filters, the reduction the
+  taps (outside) by BLOCK_K channels (inside);
+- backward data: one stride phase (d % stride_d, h % stride_h, w % stride_w) per program
+  (axis 2), so that only the taps that reach the phase are visited, as in the 2-D kernel;
+- backward weights: one tap per program row (axis 1 is g*T*R*S + tap), the reduction over
+  every output position cut into as many parts as the grid's axis 2 has (the split is the
+  grid's, not the object's): with several parts, FP32 partials go to ws and the 2-D family's
+  reduce kernel sums them into dw (T and R merged into one axis: packed weights have
+  stride_t = R * stride_r in either layout).
+
+The tile order, the precision-aware product, the stride phases' taps and the pixel stepping
+come from the 2-D kernels (`conv_triton_common`, `conv_triton`): imported, so that a fix there
+reaches these.
+Importing this module needs Triton but no GPU; how to launch the kernels is plain data in
+`conv_triton_3d_spec`.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .conv_triton import _advance, _first_taps, _load_tile, _mma, _pixels
+from .conv_triton_common import tile_offsets
+
+
+@triton.jit
+def _channel_strides(sxc, swc, syk, CHANNELS_LAST: tl.constexpr):
+    """The channel strides of x, w and y; in NDHWC 1, known to the compiler, so that loads
+    along channels are vectorised. (The 2-D kernels' helper takes their strides as one tuple
+    argument; these kernels take theirs flat, as the depthwise ones do.)"""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    return sxc, swc, syk
+
+
+@triton.jit
+def _positions(idx, A, B, C):
+    """(n, a, b, c) of flat indices over N x A x B x C."""
+    c = idx % C
+    rest = idx // C
+    b = rest % B
+    rest = rest // B
+    a = rest % A
+    return rest // A, a, b, c
+
+
+@triton.jit
+def _tap(tap, R, S):
+    """(t, r, s) of a flat tap index over T x R x S."""
+    t = tap // (R * S)
+    rs = tap - t * (R * S)
+    r = rs // S
+    return t, r, rs - r * S
+
+
+@triton.jit
+def _inside(d, h, w, D, H, W):
+    return (d >= 0) & (d < D) & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+
+
+@triton.jit
+def conv3d_fwd(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
+    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """y[n, g*K+k, o, p, q] = sum over (t, r, s) taps, then C channels, of x * w."""
+    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    g = tl.program_id(1)
+    M = N * Z * P * Q
+    offs_m, offs_n = tile_offsets(M, K, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < K
+    img, od, op, oq = _positions(offs_m, Z, P, Q)
+    id0 = od * stride_d - pad_d
+    ih0 = op * stride_h - pad_h
+    iw0 = oq * stride_w - pad_w
+    x_row = img * sxn + g * C * sxc
+    w_col = (g * K + offs_n) * swk
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    c_blocks = tl.cdiv(C, BLOCK_K)
+    for i in range(0, T * R * S * c_blocks):
+        tap = i // c_blocks
+        cb = i - tap * c_blocks
+        t, r, s = _tap(tap, R, S)
+        idd = id0 + t * dil_d
+        ih = ih0 + r * dil_h
+        iw = iw0 + s * dil_w
+        a_ok = m_ok & _inside(idd, ih, iw, D, H, W)
+        cs = cb * BLOCK_K + offs_k
+        c_ok = cs < C
+        a = tl.load(x_ptr + (x_row + idd * sxd + ih * sxh + iw * sxw)[:, None]
+                    + (cs * sxc)[None, :], mask=a_ok[:, None] & c_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + (w_col + t * swt + r * swr + s * sws)[None, :]
+                    + (cs * swc)[:, None], mask=c_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+    y_off = (img * syn + od * syd + op * syh + oq * syw)[:, None] + \
+        ((g * K + offs_n) * syk)[None, :]
+    tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty),
+             mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def conv3d_bwd_data(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
+    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """dx[n, g*C+c, d, h, w] = sum over the taps reaching (d, h, w), then K, of dy * w.
+
+    Program axis 2 is the stride phase; within a phase every tap that contributes does so at
+    every position, so the loop visits only those (a phase no tap reaches is written 0)."""
+    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    g = tl.program_id(1)
+    phase = tl.program_id(2)
+    plane = stride_h * stride_w
+    pd = phase // plane
+    ph = (phase - pd * plane) // stride_w
+    pw = phase - pd * plane - ph * stride_w
+    Ds = tl.cdiv(D, stride_d)
+    Hs = tl.cdiv(H, stride_h)
+    Ws = tl.cdiv(W, stride_w)
+    M = N * Ds * Hs * Ws
+    offs_m, offs_n = tile_offsets(M, C, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_k = tl.arange(0, BLOCK_K)
+    img, dd, hh, ww = _positions(offs_m, Ds, Hs, Ws)
+    idd = pd + dd * stride_d
+    ih = ph + hh * stride_h
+    iw = pw + ww * stride_w
+    m_ok = (offs_m < M) & (idd < D) & (ih < H) & (iw < W)
+    n_ok = offs_n < C
+    t0, t_step, n_t = _first_taps(pd, pad_d, dil_d, stride_d, T)
+    r0, r_step, n_r = _first_taps(ph, pad_h, dil_h, stride_h, R)
+    s0, s_step, n_s = _first_taps(pw, pad_w, dil_w, stride_w, S)
+    y_row = img * syn + g * K * syk
+    w_col = offs_n * swc  # w is (G*K, C, T, R, S): the group selects filters, not channels
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    k_blocks = tl.cdiv(K, BLOCK_K)
+    for i in range(0, n_t * n_r * n_s * k_blocks):
+        tap = i // k_blocks
+        kb = i - tap * k_blocks
+        ti, ri, si = _tap(tap, n_r, n_s)
+        t = t0 + ti * t_step
+        r = r0 + ri * r_step
+        s = s0 + si * s_step
+        # Exact quotients: the phase's taps land on whole output positions.
+        od = dd + (pd + pad_d - t * dil_d) // stride_d
+        op = hh + (ph + pad_h - r * dil_h) // stride_h
+        oq = ww + (pw + pad_w - s * dil_w) // stride_w
+        a_ok = m_ok & _inside(od, op, oq, Z, P, Q)
+        ks = kb * BLOCK_K + offs_k
+        k_ok = ks < K
+        a = tl.load(y_ptr + (y_row + od * syd + op * syh + oq * syw)[:, None]
+                    + (ks * syk)[None, :], mask=a_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + (w_col + t * swt + r * swr + s * sws)[None, :]
+                    + ((g * K + ks) * swk)[:, None], mask=k_ok[:, None] & n_ok[None, :],
+                    other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+    x_off = (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None] + \
+        ((g * C + offs_n) * sxc)[None, :]
+    tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty),
+             mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def conv3d_bwd_weight(
+    x_ptr, w_ptr, y_ptr, ws_ptr,
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
+    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """dw[g*K+k, c, t, r, s] = sum over positions (n, o, p, q) of dy * x, one tap per program
+    row (axis 1: g*T*R*S + tap); axis 2 cuts the positions into parts, each writing its FP32
+    partial to ws ([parts][G*K][C][T*R*S]) where there are several."""
+    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    TRS = T * R * S
+    gt = tl.program_id(1)
+    g = gt // TRS
+    tap = gt - g * TRS
+    t, r, s = _tap(tap, R, S)
+    part = tl.program_id(2)
+    parts = tl.num_programs(2)
+    offs_m, offs_n = tile_offsets(K, C, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < K
+    n_ok = offs_n < C
+    PQ = P * Q
+    M = N * Z * PQ
+    blocks = tl.cdiv(M, BLOCK_K)
+    per_part = tl.cdiv(blocks, parts)
+    kb0 = part * per_part
+    kb1 = tl.minimum(kb0 + per_part, blocks)
+    y_col = (g * K + offs_m) * syk
+    x_col = (g * C + offs_n) * sxc
+    # (n*Z + o, p, q) of the step's positions, moved on without a division per step.
+    plane, op, oq, d_plane, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(kb0, kb1):
+        j_ok = kb * BLOCK_K + offs_k < M
+        img = plane // Z
+        od = plane - img * Z
+        idd = od * stride_d - pad_d + t * dil_d
+        ih = op * stride_h - pad_h + r * dil_h
+        iw = oq * stride_w - pad_w + s * dil_w
+        x_ok = j_ok & _inside(idd, ih, iw, D, H, W)
+        a = _load_tile(y_ptr, y_col, img * syn + od * syd + op * syh + oq * syw, m_ok, j_ok,
+                       not CHANNELS_LAST)
+        b = tl.load(x_ptr + (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None]
+                    + x_col[None, :], mask=x_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+        plane, op, oq = _advance(plane, op, oq, d_plane, d_p, d_q, P, Q)
+    mask = m_ok[:, None] & n_ok[None, :]
+    if parts == 1:
+        w_off = ((g * K + offs_m) * swk)[:, None] + (offs_n * swc)[None, :] + \
+            t * swt + r * swr + s * sws
+        tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
+    else:
+        ws_off = (part * (G * K) + g * K + offs_m)[:, None] * (C * TRS) + \
+            (offs_n * TRS)[None, :]
+        tl.store(ws_ptr + ws_off + tap, acc, mask=mask)
+
+
+#: The jit functions by the names the spec uses.
+JIT = {"conv3d_fwd": conv3d_fwd, "conv3d_bwd_data": conv3d_bwd_data,
+       "conv3d_bwd_weight": conv3d_bwd_weight}

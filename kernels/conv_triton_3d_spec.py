@@ -1,0 +1,267 @@
+"""What a launch of the 3-D kernels (kernels/conv_triton_3d.py) needs, as plain data.
+
+Standard library only (and `conv_triton_spec`), so the runtime reads it without Triton. Sizes
+are named as the 2-D spec's with a third axis: D, Z, T (input, output and filter depth, as
+CUTLASS names them), stride_d, pad_d, dil_d; C and K per group, G the groups. Strides are in
+elements in (n, c, d, h, w) / (k, c, t, r, s) / (n, k, d, h, w) order, whatever the layout;
+CHANNELS_LAST (NDHWC: x, w and y with a unit channel stride) lets loads along channels be
+vectors.
+
+The three kernels take one argument list (ARGS). Tunables are the implicit GEMM's seven, in
+PerfDb order; SPLIT_K is backward weights' alone and is the grid's third axis, not part of the
+object, so one object serves every split (the reduce kernel, the 2-D family's, is compiled per
+split). Each object is shape-agnostic; an "aligned" channels-last object assumes 16-byte
+aligned pointers and every ALIGN16 argument a multiple of 16.
+
+Tiles: one per (precision, direction), TILES, started from the 2-D family's usual NHWC tiles on
+the H100 (kernels/conv_triton_tuned_sm90.json) and fitted to each target kind's legal space
+(`usual_tile`); not yet measured on 3-D layers. A package ships per precision and direction the
+generic object (CHANNELS_LAST=0: NCDHW, and NDHWC problems or pointers that miss the alignment
+assumption) and the aligned channels-last one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .conv_triton_spec import (
+    TARGET_KINDS,
+    cdiv,
+    filling_split,
+    is_legal,
+    shared_bytes,
+    typed_signature,
+)
+
+#: Target kinds (conv_triton_spec.target_kind) the kernels apply on: every matrix-core kind.
+KINDS = ("sm80", "sm90", "sm100", "sm120", "cdna", "cdna4", "rdna")
+TYPES = ("FP16", "BF16", "FP32")
+GRID_YZ_MAX = 65535
+
+KERNEL = {"F": "conv3d_fwd", "B": "conv3d_bwd_data", "W": "conv3d_bwd_weight"}
+#: The sizes, as the solvers name them, in argument order.
+SIZES = ("N", "C", "D", "H", "W", "K", "Z", "P", "Q", "T", "R", "S", "G", "stride_d",
+         "stride_h", "stride_w", "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w")
+_STRIDES = {"x": ("sxn", "sxc", "sxd", "sxh", "sxw"), "w": ("swk", "swc", "swt", "swr", "sws"),
+            "y": ("syn", "syk", "syd", "syh", "syw")}
+_KERNEL_ARGS: tuple[tuple[str, str], ...] = (
+    ("x_ptr", "ptr"), ("w_ptr", "ptr"), ("y_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
+    *((n, "i32") for n in SIZES), *((n, "i32") for names in _STRIDES.values() for n in names),
+    ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_K", "constexpr"),
+    ("GROUP_M", "constexpr"), ("CHANNELS_LAST", "constexpr"), ("PRECISION", "constexpr"),
+)
+#: One argument list for the three kernels (pointers always x, w, y, ws).
+ARGS: dict[str, tuple[tuple[str, str], ...]] = {k: _KERNEL_ARGS for k in KERNEL.values()}
+_POINTERS = {"x_ptr": "x", "w_ptr": "w", "y_ptr": "y", "ws_ptr": "ws"}
+TENSORS: dict[str, dict[str, str]] = {d: _POINTERS for d in KERNEL}
+#: i32 arguments a channels-last aligned object assumes multiples of 16: the channel counts
+#: and every stride but the unit channel strides.
+_ALIGNED = ("C", "K", "sxn", "sxd", "sxh", "sxw", "swk", "swt", "swr", "sws", "syn", "syd",
+            "syh", "syw")
+ALIGN16: dict[str, tuple[str, ...]] = {k: _ALIGNED for k in KERNEL.values()}
+
+#: The usual tile (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per precision (FP16,
+#: BF16, FP32, TF32, FP32X3) and direction, for both layouts: the 2-D family's usual NHWC
+#: tiles on the H100 (GROUP_M 8; its MMA choice and backward weights' split left out, TF32's
+#: mma.sync tiles at one stage), cut where an sm90 object spilled (ptxas stack frames of
+#: 24-488 bytes at 255 registers: 16-bit backward data 128x256 and backward weights at
+#: BLOCK_K 64, FP32 forward at 4 warps, FP32X3 backward weights 128x64). One tile for both
+#: layouts, so that the generic object (CHANNELS_LAST=0, any strides) of an NCDHW problem
+#: also serves the NDHWC problems that miss the alignment assumption: two objects per
+#: precision and direction.
+_WIDE16 = {"F": (128, 128, 64, 8, 3), "B": (128, 128, 64, 8, 3), "W": (64, 64, 32, 4, 4)}
+TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
+    **{(t, d): tile for t in ("FP16", "BF16") for d, tile in _WIDE16.items()},
+    ("FP32", "F"): (64, 128, 32, 8, 2), ("FP32", "B"): (64, 64, 32, 4, 2),
+    ("FP32", "W"): (64, 64, 32, 4, 2),
+    ("TF32", "F"): (128, 128, 32, 8, 3), ("TF32", "B"): (64, 128, 32, 4, 1),
+    ("TF32", "W"): (64, 64, 32, 4, 1),
+    ("FP32X3", "F"): (128, 128, 32, 8, 3), ("FP32X3", "B"): (64, 64, 32, 4, 1),
+    ("FP32X3", "W"): (64, 64, 32, 4, 1),
+}
+#: The precision name of a solver's math mode in TILES ("ieee": the element type's own).
+PRECISION_NAME = {"tf32": "TF32", "tf32x3": "FP32X3"}
+
+SPLITS = (1, 2, 4, 8, 16, 32, 64)
+MAX_SPLIT = 64
+#: Backward weights' default split keeps at least this many BLOCK_K steps in each part and
+#: fills at most WAVES waves of programs (the 2-D family's rule).
+MIN_PART_STEPS = 8
+WAVES = 2
+
+
+def channels_last(strides: Mapping[str, tuple[int, ...]]) -> bool:
+    """x, w and y have a unit channel stride (NDHWC)."""
+    return strides["x"][1] == 1 and strides["w"][1] == 1 and strides["y"][1] == 1
+
+
+def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]) -> bool:
+    """32-bit offsets (every tensor and backward weights' largest workspace), a grid within
+    the y and z limits, and weights whose depth stride is R times their row stride (packed,
+    either layout: the split's reduce kernel walks T and R as one axis)."""
+    z = sizes
+    if min(z[k] for k in ("N", "C", "K", "G", "D", "H", "W", "Z", "P", "Q", "T", "R", "S",
+                          "stride_d", "stride_h", "stride_w", "dil_d", "dil_h", "dil_w")) < 1:
+        return False
+    if min(z["pad_d"], z["pad_h"], z["pad_w"]) < 0:
+        return False
+    taps = z["T"] * z["R"] * z["S"]
+    if z["G"] * taps > GRID_YZ_MAX or z["stride_d"] * z["stride_h"] * z["stride_w"] > \
+            GRID_YZ_MAX or max(z["G"], MAX_SPLIT) > GRID_YZ_MAX:
+        return False
+    if strides["w"][2] != z["R"] * strides["w"][3]:
+        return False
+    g = z["G"]
+    largest = max(z["N"] * g * z["C"] * z["D"] * z["H"] * z["W"],
+                  z["N"] * g * z["K"] * z["Z"] * z["P"] * z["Q"],
+                  MAX_SPLIT * g * z["K"] * z["C"] * taps)
+    dims = {"x": (z["N"], g * z["C"], z["D"], z["H"], z["W"]),
+            "w": (g * z["K"], z["C"], z["T"], z["R"], z["S"]),
+            "y": (z["N"], g * z["K"], z["Z"], z["P"], z["Q"])}
+    spans = [sum((d - 1) * abs(s) for d, s in zip(dims[t], strides[t], strict=True))
+             for t in dims]
+    return largest < 2**31 and max(spans) < 2**31
+
+
+def arg_values(direction: str, sizes: Mapping[str, int],
+               strides: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+    """The i32 arguments of the direction's kernel (the same list in every direction)."""
+    del direction
+    out = {name: int(sizes[name]) for name in SIZES}
+    for t, names in _STRIDES.items():
+        out.update(zip(names, (int(v) for v in strides[t]), strict=True))
+    return out
+
+
+def meets_align16(args: Mapping[str, int]) -> bool:
+    return all(int(args[a]) % 16 == 0 for a in _ALIGNED)
+
+
+def gemm_dims(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    """(M, N, inner) of a direction's GEMM: rows and columns tiled by BLOCK_M x BLOCK_N, and
+    the loop stepped by BLOCK_K (per tap; backward data per stride phase)."""
+    z = sizes
+    if direction == "F":
+        return z["N"] * z["Z"] * z["P"] * z["Q"], z["K"], z["C"]
+    if direction == "B":
+        rows = z["N"] * cdiv(z["D"], z["stride_d"]) * cdiv(z["H"], z["stride_h"]) * \
+            cdiv(z["W"], z["stride_w"])
+        return rows, z["C"], z["K"]
+    return z["K"], z["C"], z["N"] * z["Z"] * z["P"] * z["Q"]
+
+
+def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
+         ) -> tuple[int, int, int]:
+    """(tiles, G, stride phases) forward and backward data; (tiles, G*T*R*S, SPLIT_K)
+    backward weights."""
+    z = sizes
+    m, n, _ = gemm_dims(direction, z)
+    tiles = cdiv(m, int(config["BLOCK_M"])) * cdiv(n, int(config["BLOCK_N"]))
+    if direction == "F":
+        return tiles, z["G"], 1
+    if direction == "B":
+        return tiles, z["G"], z["stride_d"] * z["stride_h"] * z["stride_w"]
+    return tiles, z["G"] * z["T"] * z["R"] * z["S"], int(config.get("SPLIT_K", 1))
+
+
+def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str) -> bool:
+    """The 2-D family's legal space of the kind (shared memory included) without its MMA
+    choice; SPLIT_K above 1 in backward weights alone, up to MAX_SPLIT."""
+    split = config.get("SPLIT_K")
+    if split not in SPLITS or (split != 1 and direction != "W") or "MMA" in config:
+        return False
+    return bool(is_legal({**config, "SPLIT_K": 1}, dtype, kind))
+
+
+def legal_space(direction: str, dtype: str, kind: str) -> list[dict[str, int]]:
+    """Every legal configuration of a direction on a kind (the tuning search space)."""
+    space = TARGET_KINDS[kind]
+    splits = SPLITS if direction == "W" else (1,)
+    out = []
+    for bm in space["BLOCK_M"]:
+        for bn in space["BLOCK_N"]:
+            for bk in space["BLOCK_K"]:
+                for warps in space["num_warps"]:
+                    for stages in space["num_stages"]:
+                        for group in space["GROUP_M"]:
+                            for split in splits:
+                                config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                                          "GROUP_M": group, "SPLIT_K": split,
+                                          "num_warps": warps, "num_stages": stages}
+                                if legal(direction, config, dtype, kind):
+                                    out.append(config)
+    return out
+
+
+def _at_most(value: int, choices: tuple[int, ...]) -> int:
+    return max((c for c in choices if c <= value), default=min(choices))
+
+
+def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[str, int]:
+    """TILES' entry fitted to the kind: each value the largest legal one up to the entry's,
+    then, while the operand tiles exceed the kind's shared memory, the larger of BLOCK_M and
+    BLOCK_N halved (down to 64), then stages dropped."""
+    space = TARGET_KINDS[kind]
+    bm, bn, bk, warps, stages = TILES[(precision, direction)]
+    config = {"BLOCK_M": _at_most(bm, space["BLOCK_M"]), "BLOCK_N": _at_most(bn, space["BLOCK_N"]),
+              "BLOCK_K": _at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
+              "num_warps": _at_most(warps, space["num_warps"]),
+              "num_stages": _at_most(stages, space["num_stages"])}
+    while shared_bytes(config, dtype) > space["smem"]:
+        wide = "BLOCK_M" if config["BLOCK_M"] >= config["BLOCK_N"] else "BLOCK_N"
+        if config[wide] > 64 and config[wide] // 2 in space[wide]:
+            config[wide] //= 2
+        elif config["num_stages"] > min(space["num_stages"]):
+            config["num_stages"] = _at_most(config["num_stages"] - 1, space["num_stages"])
+        else:
+            config["BLOCK_K"] = _at_most(config["BLOCK_K"] // 2, space["BLOCK_K"])
+    return config
+
+
+def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
+    """Backward weights' SPLIT_K: doubled from 1 while the launch stays within WAVES waves of
+    `sms` programs and each part keeps MIN_PART_STEPS steps, up to MAX_SPLIT."""
+    gx, gy, _ = grid("W", sizes, {**config, "SPLIT_K": 1})
+    steps = cdiv(gemm_dims("W", sizes)[2], int(config["BLOCK_K"]))
+    return filling_split(gx * gy, steps, sms, MIN_PART_STEPS, MAX_SPLIT, WAVES)
+
+
+def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
+                    ) -> int:
+    """Backward weights split in parts: an FP32 partial of dw per part."""
+    split = int(config.get("SPLIT_K", 1))
+    if direction != "W" or split <= 1:
+        return 0
+    z = sizes
+    return split * z["G"] * z["K"] * z["C"] * z["T"] * z["R"] * z["S"] * 4
+
+
+def reduce_values(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]
+                  ) -> dict[str, int]:
+    """The reduce kernel's i32 arguments (conv_triton_spec.REDUCE_ARGS) after a split
+    backward-weights launch: dw as (G*K, C, T*R, S), T and R one axis of stride swr."""
+    z = sizes
+    w = strides["w"]
+    return {"TOTAL": z["G"] * z["K"] * z["C"] * z["T"] * z["R"] * z["S"], "C": z["C"],
+            "R": z["T"] * z["R"], "S": z["S"], "swk": w[0], "swc": w[1], "swr": w[3],
+            "sws": w[4]}
+
+
+def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:
+    """The fraction of the launched tile work that is real."""
+    out = 1.0
+    for dim, block in zip(gemm_dims(direction, sizes),
+                          (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]),
+                          strict=True):
+        dim = max(int(dim), 1)
+        out *= dim / (cdiv(dim, int(block)) * int(block))
+    return out
+
+
+def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
+              precision: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) of one object for `triton.compiler.ASTSource`."""
+    values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
+              "BLOCK_K": int(config["BLOCK_K"]), "GROUP_M": int(config["GROUP_M"]),
+              "CHANNELS_LAST": int(last), "PRECISION": precision}
+    return typed_signature(ARGS[KERNEL[direction]], dtype, values)

@@ -1,0 +1,291 @@
+"""ConvTriton3d{Fwd,Bwd,Wrw} (+ Tf32, Tf32x3): 3-D convolutions (NCDHW, NDHWC) as implicit
+GEMM over the three filter axes on tensor cores (kernels/conv_triton_3d.py).
+
+Without them a 3-D layer ran on the portable kernels at 5-210x cuDNN's GPU time on the H100
+(issue 28). FP16, BF16 and FP32 on every matrix-core kind of the spec's KINDS (FP32 not on
+wmma targets, whose matrix cores take none); FP32 is IEEE unless the math mode is TF32, which
+adds the `...Tf32...` solvers, and the `...Tf32x3...` ones take FP32 in either mode on the
+2-D spec's TF32X3_KINDS: the same math modes, names and accuracy as the 2-D implicit GEMM.
+Groups are program axis 1; stride, padding and dilation any; transposed problems through the
+plain convolution's opposite direction (`conv_view`).
+
+Parameters are the implicit GEMM's seven. Backward weights cut their reduction (every output
+position) in SPLIT_K parts on the grid's third axis (`spec.split_for`: two waves of the
+target's CUs), the parts' FP32 partials in the workspace summed into dw by the 2-D family's
+reduce kernel as a follow-up; the split is not part of the object. One tile per precision and
+direction (`spec.usual_tile`) serves both layouts, so a package ships per precision and
+direction two objects: the generic one (any strides: NCDHW, and NDHWC problems or pointers that
+miss the alignment assumption) and the aligned channels-last one, and the reduce kernel at
+every split (`dynamic_jobs`). They claim first place on every problem they take (ahead of the
+portable solvers, the only others for 3-D problems).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from ..errors import ProblemError
+from ..problem import ConvProblem
+from ..target import Target, spec_for
+from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view, macs
+from .base import CompileJob, Launch, Params, Solver
+from .triton_common import (
+    PARAM_NAMES,
+    config_of,
+    kernels_spec,
+    params_of,
+    reduce_job,
+    reduce_step,
+    spec_compile_job,
+    spec_kind,
+    spec_launch,
+    target_kind,
+    tf32_capable,
+    tf32x3_capable,
+)
+
+__all__ = ["ConvTriton3d", "TRITON_3D_SOLVERS", "spec_3d"]
+
+KERNEL_FILE = "conv_triton_3d.py"
+_SPEC = "conv_triton_3d_spec"
+_SPLIT = PARAM_NAMES.index("SPLIT_K")
+
+Strides = dict[str, tuple[int, ...]]
+
+
+def spec_3d() -> Any:
+    """`kernels/conv_triton_3d_spec.py`: stdlib-only launch data of the kernels."""
+    return kernels_spec(_SPEC)
+
+
+def _sizes(view: ConvView) -> dict[str, int]:
+    """The spec's sizes of a 3-D view (C and K per group)."""
+    f = view.field
+    g = f("g")
+    sizes = {"N": f("n"), "C": f("c") // g, "K": f("k") // g, "G": g, "Z": f("out_d"),
+             "P": f("out_h"), "Q": f("out_w"), "T": f("fil_d"), "R": f("fil_h"),
+             "S": f("fil_w")}
+    for axis in ("d", "h", "w"):
+        sizes[axis.upper()] = f(f"in_{axis}")
+        for name, field in (("stride", "str"), ("pad", "pad"), ("dil", "dil")):
+            sizes[f"{name}_{axis}"] = f(f"{field}_{axis}")
+    return sizes
+
+
+@lru_cache(maxsize=4096)
+def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], Strides, bool]:
+    """(view, the spec's sizes, strides of x, w, y, channels-last) of a 3-D problem."""
+    view = conv_view(problem)
+    strides = {t: tuple(view.field(f"{t}s_{a}") for a in axes)
+               for t, axes in (("x", "ncdhw"), ("w", "kcdhw"), ("y", "nkdhw"))}
+    return view, _sizes(view), strides, bool(spec_3d().channels_last(strides))
+
+
+@lru_cache(maxsize=1024)
+def _job(direction: str, data_type: str, math: str, config: tuple[tuple[str, int], ...],
+         last: bool, aligned: bool, target: Target) -> CompileJob:
+    spec = spec_3d()
+    values = dict(config)
+    sig, constexprs = spec.signature(direction, data_type, values, last, math)
+    return spec_compile_job(KERNEL_FILE, spec, spec.KERNEL[direction], sig, constexprs,
+                            values, target, aligned)
+
+
+class ConvTriton3d(Solver):
+    """One direction of the 3-D implicit GEMM, in one FP32 math mode ('ieee', 'tf32',
+    'tf32x3')."""
+
+    tunable = True
+    language = "triton"
+    kernel_file = KERNEL_FILE
+
+    def __init__(self, direction: str, math: str = "ieee") -> None:
+        self.direction = direction
+        self.directions = frozenset({direction})
+        self.math = math
+        infix = {"tf32": "Tf32", "tf32x3": "Tf32x3"}.get(math, "")
+        self.name = f"ConvTriton3d{infix}{DIRECTION_SUFFIX[direction]}"
+        self.algorithm_names = {
+            direction: f"miopenConvolution{ALGO_PREFIX[direction]}AlgoImplicitGEMM"}
+        self.rank_first = True
+
+    # ------------------------------------------------------------------ applicability
+    def _kind(self, target: Target) -> str | None:
+        if not spec_for(target.arch).matrix:
+            return None
+        return spec_kind(target, _SPEC)
+
+    def _type_applicable(self, data_type: str, target: Target) -> bool:
+        if data_type not in spec_3d().TYPES:
+            return False
+        if self.math == "tf32":
+            return data_type == "FP32" and tf32_capable(target)
+        if self.math == "tf32x3":
+            return data_type == "FP32" and tf32x3_capable(target)
+        return not (data_type == "FP32" and spec_for(target.arch).matrix == "wmma")
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        p = problem
+        if p.key_direction != self.direction or len(p.in_spatial) != 3:
+            return False
+        if not p.in_type == p.wei_type == p.out_type or self._kind(target) is None:
+            return False
+        if not self._type_applicable(p.in_type, target):
+            return False
+        _, sizes, strides, _ = _view(p)
+        return bool(spec_3d().applies(sizes, strides))
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Every problem the family takes: the portable kernels, the only others for 3-D
+        problems, measured 5-210x cuDNN's GPU time on them (issue 28)."""
+        return True
+
+    # ------------------------------------------------------------------ parameters
+    def _config(self, params: Params) -> dict[str, int]:
+        return config_of(tuple(params), self.name)
+
+    def _precision(self, data_type: str) -> str:
+        return str(spec_3d().PRECISION_NAME.get(self.math, data_type))
+
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        kind = self._kind(target)
+        if kind is None:
+            return []
+        return [params_of(c) for c in
+                spec_3d().legal_space(conv_view(problem).direction, problem.in_type, kind)]
+
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        # The target alone (not MIOPENKERNELS_TRITON), as the other Triton families.
+        kind = target_kind(target.arch)
+        if not spec_for(target.arch).matrix or kind not in spec_3d().KINDS:
+            return False
+        try:
+            config = self._config(tuple(int(v) for v in params))
+        except (TypeError, ValueError, ProblemError):
+            return False
+        return bool(spec_3d().legal(conv_view(problem).direction, config, problem.in_type,
+                                    kind))
+
+    def _usual(self, problem: ConvProblem, kind: str) -> dict[str, int]:
+        return dict(spec_3d().usual_tile(self._precision(problem.in_type),
+                                         conv_view(problem).direction, problem.in_type, kind))
+
+    def default_params(self, problem: ConvProblem, target: Target) -> Params:
+        """The precision's usual tile for the direction and layout, fitted to the target's
+        kind; backward weights split to fill two waves of the target's CUs."""
+        kind = target_kind(target.arch)
+        if kind is None or kind not in spec_3d().KINDS:
+            kind = "sm90"
+        tile = self._usual(problem, kind)
+        view, sizes, _, _ = _view(problem)
+        if view.direction == "W":
+            tile["SPLIT_K"] = spec_3d().split_for(sizes, tile, target.cu)
+        return params_of(tile)
+
+    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
+        """Backward weights' split is shaped to fill the GPU; the ranking's model cannot
+        weigh it against other sets."""
+        return conv_view(problem).direction == "W"
+
+    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """Backward weights at half and twice the default split."""
+        default = self.default_params(problem, target)
+        if conv_view(problem).direction != "W":
+            return []
+        split = default[_SPLIT]
+        out: list[Params] = []
+        for s in (max(1, split // 2), min(spec_3d().MAX_SPLIT, split * 2)):
+            params = default[:_SPLIT] + (s,) + default[_SPLIT + 1:]
+            if params != default and params not in out:
+                out.append(params)
+        return out
+
+    # ------------------------------------------------------------------ kernels
+    def _aligned(self, problem: ConvProblem) -> bool:
+        _, sizes, strides, last = _view(problem)
+        spec = spec_3d()
+        return last and bool(spec.meets_align16(spec.arg_values("F", sizes, strides)))
+
+    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
+                    specialised: bool = False) -> CompileJob:
+        """The (shape-agnostic) job: the aligned channels-last object where the problem meets
+        the alignment assumption, else the generic one (any strides)."""
+        return self._job(problem, params, self._aligned(problem), target)
+
+    def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
+                      ) -> CompileJob:
+        return self._job(problem, params, False, target)
+
+    def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
+             ) -> CompileJob:
+        # The split is the grid's third axis, not part of the object: one serves every split.
+        config = {**self._config(tuple(params)), "SPLIT_K": 1}
+        return _job(conv_view(problem).direction, problem.in_type, self.math,
+                    tuple(sorted(config.items())), aligned, aligned, target)
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """Per type the usual tile's generic and aligned channels-last objects and, in backward
+        weights, the reduce kernel at every split. A transposed problem's key direction is its
+        plain convolution's (`conv_view`), so the solver's kernel is its direction's either
+        way."""
+        kind = self._kind(target)
+        if kind is None:
+            return []
+        spec = spec_3d()
+        jobs: list[CompileJob] = []
+        for data_type in spec.TYPES:
+            if not self._type_applicable(data_type, target):
+                continue
+            tile = spec.usual_tile(self._precision(data_type), self.direction, data_type, kind)
+            config = tuple(sorted(tile.items()))
+            jobs += [_job(self.direction, data_type, self.math, config, last, last, target)
+                     for last in (False, True)]
+            if self.direction == "W":
+                jobs += [reduce_job(data_type, s, target) for s in spec.SPLITS if s > 1]
+        return jobs
+
+    # ------------------------------------------------------------------ launches
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        view, sizes, _, _ = _view(problem)
+        return int(spec_3d().workspace_bytes(view.direction, sizes,
+                                             self._config(tuple(params))))
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
+               ) -> Launch:
+        view, sizes, strides, _ = _view(problem)
+        return spec_launch(spec_3d(), view.direction, view, sizes, strides,
+                           self.launch_geometry(problem, params),
+                           self.workspace_for(problem, params))
+
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """Backward weights split in parts: the reduce kernel sums the partials into dw."""
+        split = self._config(tuple(params))["SPLIT_K"]
+        view, sizes, strides, _ = _view(problem)
+        if view.direction != "W" or split <= 1:
+            return ()
+        return (reduce_step(problem.in_type, split, target, view.wei_tensor,
+                            spec_3d().reduce_values(sizes, strides)),)
+
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        config = self._config(tuple(params))
+        view, sizes, _, _ = _view(problem)
+        grid = spec_3d().grid(view.direction, sizes, config)
+        return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
+
+    def efficiency(self, view: ConvView, params: Params) -> float:
+        sizes = _sizes(view)
+        return float(spec_3d().efficiency(view.direction, sizes, self._config(tuple(params))))
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        # The 2-D implicit GEMM's nominal rates: tensor cores ~20x the portable kernels' MAC
+        # rate (FP32 IEEE ~4x, three TF32 products ~7x).
+        speed = 4.0 if problem.in_type == "FP32" and self.math == "ieee" else \
+            7.0 if self.math == "tf32x3" else 20.0
+        return 5.0 + macs(problem) / (1e6 * speed)
+
+
+TRITON_3D_SOLVERS: list[Solver] = [ConvTriton3d(d, m) for m in ("ieee", "tf32", "tf32x3")
+                                   for d in ("F", "B", "W")]

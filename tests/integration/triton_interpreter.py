@@ -1,0 +1,138 @@
+"""What the interpreter tests of the Triton families share: a script prelude that runs a
+solver's launches under Triton's interpreter on the CPU (TRITON_INTERPRET=1) with numpy arrays
+as tensors, and reads the results back as float64.
+
+The interpreter takes tensors with torch's interface; `_HostTensor` gives a numpy array that
+interface (bfloat16 kept as its bits), so neither torch nor a GPU is needed. Triton 3.6's
+interpreter turns a scalar into an index with int() of a one-element array, which numpy 2
+refuses: the prelude reads the element instead. A test's script is HARNESS followed by its
+own lines, run in a child process with TRITON_INTERPRET=1 set before Triton is imported.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+__all__ = ["HARNESS"]
+
+HARNESS = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import triton.runtime.interpreter as interpreter
+
+    _patch = interpreter._patch_lang_tensor
+
+    def _patch_index(tensor, scope):
+        _patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    interpreter._patch_lang_tensor = _patch_index
+
+    from miopenkernels.kernels import conv_triton
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers import get_solver
+    from miopenkernels.solvers.reference import conv_reference, conv_tensor_shapes
+    from miopenkernels.target import Target
+
+    SM90 = Target("sm90", 132)
+    NUMPY = {"FP32": np.float32, "FP16": np.float16}
+
+    class _Dtype:
+        def __init__(self, name):
+            self.name = name
+
+        def __str__(self):
+            return self.name
+
+    # One dtype object per type for the whole run: Triton keeps the type it read off a dtype
+    # object by the object's address, so a new one at a freed one's address took its type
+    # (an FP32 tensor passed as FP16 after a few cases).
+    DTYPES = {name: _Dtype(name) for name in ("float32", "float16", "bfloat16")}
+
+    class _HostTensor:
+        """A numpy array as the interpreter wants a tensor: its storage is itself."""
+
+        def __init__(self, array, name):
+            self.array, self.dtype = array, DTYPES[name]
+
+        def data_ptr(self):
+            return self.array.ctypes.data
+
+        def untyped_storage(self):
+            return self
+
+        def cpu(self):
+            return self
+
+        def new_empty(self, *args, **kwargs):
+            return self
+
+        def set_(self, *args):
+            return self
+
+        def copy_(self, other):
+            return self
+
+        def storage_offset(self):
+            return 0
+
+        def size(self):
+            return self.array.shape
+
+        def stride(self):
+            return tuple(s // self.array.itemsize for s in self.array.strides)
+
+    def to_device(values, data_type):
+        if data_type == "BF16":
+            bits = values.astype(np.float32).view(np.uint32)
+            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+            return _HostTensor(np.ascontiguousarray(bits), "bfloat16")
+        array = np.ascontiguousarray(values.astype(NUMPY[data_type]))
+        return _HostTensor(array, "float32" if data_type == "FP32" else "float16")
+
+    def to_host(tensor):
+        if tensor.dtype.name == "bfloat16":
+            return (tensor.array.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return tensor.array.astype(np.float64)
+
+    def constexprs(job):
+        out = {}
+        for option in job.options:
+            if option.startswith("-D"):
+                name, value = option[2:].split("=", 1)
+                out[name] = int(value) if value.lstrip("-").isdigit() else value
+        return out
+
+    def run(kernel, launch, job, tensors):
+        fn = getattr(kernel, launch.kernel_name)
+        args = []
+        for arg in launch.args:
+            if arg.name in ("global_scratch", "profile_scratch"):
+                continue
+            args.append(tensors[arg.tensor] if arg.is_pointer else int(arg.value))
+        fn[launch.grid](*args, **constexprs(job))
+
+    def relative_error(solver, kernel, p, params, target, rng):
+        """Run `solver`'s launches of `p` with `params` (the main one from the kernel module
+        `kernel`, follow-ups from conv_triton) on random inputs, the output poisoned with NaN
+        first; the relative error against the float64 reference (NaN where any is left)."""
+        data_type = p.in_type
+        shapes = conv_tensor_shapes(p)
+        launch = solver.launch(p, params)
+        output = {"F": "y", "B": "dx", "W": "dw"}[p.direction]
+        host = {name: rng.standard_normal(shape) for name, shape in shapes.items()
+                if name != output}
+        tensors = {name: to_device(v, data_type) for name, v in host.items()}
+        # What the kernels compute from: the inputs as the element type holds them.
+        exact = {name: to_host(t) for name, t in tensors.items()}
+        tensors[output] = to_device(np.full(shapes[output], np.nan), data_type)
+        tensors["workspace"] = _HostTensor(
+            np.full(max(launch.workspace_bytes // 4, 1), np.nan, np.float32), "float32")
+        run(kernel, launch, solver.compile_job(p, params, target), tensors)
+        for job, step in solver.follow_ups(p, params, target):
+            run(conv_triton, step, job, tensors)
+        ref = conv_reference(p, exact)
+        got = to_host(tensors[output])
+        return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+''')

@@ -1,0 +1,226 @@
+"""The 3-D solvers: NCDHW and NDHWC convolutions as implicit GEMM over three filter axes."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from find_doubles import db_env, run_recorded, triton_compiler
+from miopenkernels.backends import NullBackend
+from miopenkernels.find import make_invoker
+from miopenkernels.handle import Handle
+from miopenkernels.problem import ConvProblem
+from miopenkernels.ranking import load_model, rank_candidates
+from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs, ranks_first
+from miopenkernels.target import Target
+
+spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
+base_spec = pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
+
+SM90 = Target("sm90", 132)
+SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
+MATRIX = [Target(a, 100) for a in ("sm80", "sm90", "sm100", "sm120", "gfx90a", "gfx942",
+                                   "gfx950", "gfx1100", "gfx1201")]
+
+
+def _p(direction: str = "F", data_type: str = "FP16", layout: str = "NDHWC", **kw: object
+       ) -> ConvProblem:
+    """A video network's 3x3x3 layer (R3D-18's second stage at batch 8)."""
+    p = ConvProblem(n=8, c=64, k=64, in_spatial=(8, 28, 28), filter=(3, 3, 3),
+                    pad=(1, 1, 1), direction=direction, in_type=data_type,
+                    wei_type=data_type, out_type=data_type, in_layout=layout,
+                    wei_layout=layout, out_layout=layout)
+    return replace(p, **kw) if kw else p
+
+
+def test_applies_to_3d_problems_in_every_direction_type_and_layout() -> None:
+    for d, data_type, layout, target in itertools.product(
+            "FBW", ("FP16", "BF16", "FP32"), ("NCDHW", "NDHWC"), MATRIX):
+        p = _p(d, data_type, layout)
+        solver = get_solver("ConvTriton3d" + SUFFIX[d])
+        wmma_fp32 = data_type == "FP32" and target.arch.startswith("gfx1")
+        assert solver.is_applicable(p, target) != wmma_fp32, (target.arch, p.key())
+        assert not get_solver("ConvTriton3d" + SUFFIX["FBW".replace(d, "")[0]]
+                              ).is_applicable(p, target)
+
+
+def test_refuses_2d_problems_and_targets_without_matrix_cores() -> None:
+    flat = ConvProblem(n=8, c=64, k=64, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1))
+    assert not any(get_solver("ConvTriton3d" + s).is_applicable(flat, SM90)
+                   for s in SUFFIX.values())
+    for target in (Target("gfx906", 60), Target("gfx908", 120), Target("gfx1030", 40)):
+        assert not get_solver("ConvTriton3dFwd").is_applicable(_p(), target)
+        assert get_solver("ConvTriton3dWrw").dynamic_jobs(target) == []
+    mixed = replace(_p(), out_type="FP32")
+    assert not get_solver("ConvTriton3dFwd").is_applicable(mixed, SM90)
+
+
+def test_fp32_math_modes_follow_the_2d_family() -> None:
+    p = _p("F", "FP32", "NCDHW")
+    tf32, x3 = get_solver("ConvTriton3dTf32Fwd"), get_solver("ConvTriton3dTf32x3Fwd")
+    assert tf32.math == "tf32" and x3.math == "tf32x3"
+    assert tf32.is_applicable(p, SM90) and x3.is_applicable(p, SM90)
+    assert tf32.is_applicable(p, Target("gfx942", 304))  # xf32
+    assert not tf32.is_applicable(p, Target("gfx90a", 110))
+    assert not x3.is_applicable(p, Target("gfx942", 304))
+    assert not tf32.is_applicable(_p("F", "FP16"), SM90)
+    job = tf32.compile_job(p, tf32.default_params(p, SM90), SM90)
+    assert "-DPRECISION=tf32" in job.options
+
+
+def test_ranks_first_on_matrix_core_targets_ahead_of_the_portable_solvers() -> None:
+    for d in "FBW":
+        p = _p(d)
+        applicable = [s for s in SOLVERS if s.is_applicable(p, SM90)]
+        first = [s.name for s in applicable if ranks_first(s, p, SM90)]
+        assert first == ["ConvTriton3d" + SUFFIX[d]], first
+        assert any(s.language == "hip" for s in applicable)  # the portable fallback stays
+
+
+def test_the_miss_ranking_puts_the_family_first() -> None:
+    for d, data_type in itertools.product("FBW", ("FP16", "FP32")):
+        p = _p(d, data_type, "NCDHW")
+        solvers = [s for s in SOLVERS if s.is_applicable(p, SM90) and s.math != "tf32"]
+        ranked = rank_candidates(p, SM90, solvers, lambda s, q: True, model=load_model())
+        assert ranked[0].solver.name.startswith("ConvTriton3d"), (p.key(), ranked[0])
+
+
+def test_the_invoker_runs_the_split_then_the_reduce(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    db_env(monkeypatch, tmp_path)
+    backend = NullBackend(SM90)
+    solver = get_solver("ConvTriton3dWrw")
+    h = Handle(backend=backend, compiler=triton_compiler(), solvers=[solver])
+    p = _p("W", "FP32", "NCDHW")
+    params = solver.default_params(p, SM90)
+    assert params[4] > 1 and params[5] == 4  # the compiler double's objects run 128 threads
+    inv = make_invoker(h, p, solver, params=params)
+    launches, ptrs = run_recorded(backend, inv)
+    main, reduce = launches
+    ws = ptrs["workspace"]
+    assert [main.kernel, reduce.kernel] == ["conv3d_bwd_weight", "conv2d_bwd_weight_reduce"]
+    assert [v for _, v in main.args[:4]] == [ptrs["x"], ptrs["w"], ptrs["y"], ws]
+    assert [v for _, v in reduce.args[:2]] == [ws, ptrs["w"]]
+    assert inv.workspace_bytes == solver.workspace_for(p, params)
+
+
+def test_usual_tiles_are_legal_on_every_kind() -> None:
+    for (precision, d), kind in itertools.product(spec.TILES, spec.KINDS):
+        data_type = {"TF32": "FP32", "FP32X3": "FP32"}.get(precision, precision)
+        tile = spec.usual_tile(precision, d, data_type, kind)
+        assert spec.legal(d, tile, data_type, kind), (precision, d, kind, tile)
+        assert base_spec.shared_bytes(tile, data_type) <= base_spec.TARGET_KINDS[kind]["smem"]
+    # The sm90 entries are TILES' own (they fit), CDNA's are cut to its 64 KiB of LDS.
+    sm90 = spec.usual_tile("FP16", "F", "FP16", "sm90")
+    assert (sm90["BLOCK_M"], sm90["BLOCK_N"], sm90["num_stages"]) == (128, 128, 3)
+    cdna = spec.usual_tile("FP16", "F", "FP16", "cdna")
+    assert base_spec.shared_bytes(cdna, "FP16") <= 65536 < base_spec.shared_bytes(sm90, "FP16")
+
+
+def test_split_only_in_backward_weights() -> None:
+    tile = spec.usual_tile("FP16", "W", "FP16", "sm90")
+    for split in (2, 64):
+        assert spec.legal("W", {**tile, "SPLIT_K": split}, "FP16", "sm90")
+        assert not spec.legal("F", {**tile, "SPLIT_K": split}, "FP16", "sm90")
+    assert not spec.legal("W", {**tile, "SPLIT_K": 128}, "FP16", "sm90")
+    assert not spec.legal("W", {**tile, "MMA": 2}, "FP32", "sm90")
+    fwd = get_solver("ConvTriton3dFwd")
+    assert all(q[4] == 1 for q in fwd.param_space(_p(), SM90))
+    assert any(q[4] == 8 for q in get_solver("ConvTriton3dWrw").param_space(_p("W"), SM90))
+
+
+def test_backward_weights_split_fills_the_gpu_and_reduces_into_dw() -> None:
+    solver = get_solver("ConvTriton3dWrw")
+    p = _p("W")
+    params = solver.default_params(p, SM90)
+    split = params[4]
+    (gx, gy, gz), _ = solver.launch_geometry(p, params)
+    assert gz == split > 1 and gy == 27
+    assert gx * gy * split <= 2 * SM90.cu
+    assert solver.workspace_for(p, params) == split * 64 * 64 * 27 * 4
+    (job, step), = solver.follow_ups(p, params, SM90)
+    assert job.kernel_name == "conv2d_bwd_weight_reduce" and f"-DSPLIT_K={split}" in job.options
+    values = step.scalars()
+    # T and R one axis of dw for the reduce kernel: packed weights, stride_t = R * stride_r.
+    assert (values["TOTAL"], values["C"], values["R"], values["S"]) == (64 * 64 * 27, 64, 9, 3)
+    # The split is the grid's: one object serves every split.
+    other = params[:4] + (split * 2,) + params[5:]
+    assert solver.compile_job(p, other, SM90) == solver.compile_job(p, params, SM90)
+    assert len(launch_jobs(solver, p, params, SM90)) == 2
+    assert solver.follow_ups(p, params[:4] + (1,) + params[5:], SM90) == ()
+
+
+def test_backward_data_grid_walks_the_stride_phases() -> None:
+    solver = get_solver("ConvTriton3dBwd")
+    p = _p("B", stride=(2, 2, 2))
+    (_, gy, gz), _ = solver.launch_geometry(p, solver.default_params(p, SM90))
+    assert (gy, gz) == (1, 8)
+    grouped = _p("B", groups=4)
+    assert solver.launch_geometry(grouped, solver.default_params(grouped, SM90))[0][1] == 4
+
+
+def test_aligned_objects_only_where_the_problem_meets_the_assumption() -> None:
+    solver = get_solver("ConvTriton3dFwd")
+    aligned = solver.compile_job(_p(), solver.default_params(_p(), SM90), SM90)
+    assert any(o.startswith("--assume=") for o in aligned.options)
+    odd = _p(c=24, k=40)
+    assert not any(o.startswith("--assume=")
+                   for o in solver.compile_job(odd, solver.default_params(odd, SM90),
+                                               SM90).options)
+    nc = _p(layout="NCDHW")
+    generic = solver.compile_job(nc, solver.default_params(nc, SM90), SM90)
+    assert "-DCHANNELS_LAST=0" in generic.options
+    assert not any(o.startswith("--assume=") for o in generic.options)
+    # One tile for both layouts: the NCDHW object serves NDHWC problems and pointers that
+    # miss the assumption.
+    assert solver.default_params(nc, SM90) == solver.default_params(odd, SM90)
+    assert solver.compile_job(odd, solver.default_params(odd, SM90), SM90) == generic
+    assert solver.unaligned_job(_p(), solver.default_params(_p(), SM90), SM90) == generic
+
+
+def test_shipped_objects_cover_the_defaults_of_every_case() -> None:
+    per_target = {}
+    for target in (SM90, Target("gfx90a", 110), Target("gfx942", 304)):
+        jobs = {j for s in SOLVERS if s.name.startswith("ConvTriton3d")
+                for j in s.dynamic_jobs(target)}
+        for d, data_type, layout in itertools.product("FBW", ("FP16", "BF16", "FP32"),
+                                                      ("NCDHW", "NDHWC")):
+            p = _p(d, data_type, layout)
+            for s in SOLVERS:
+                if s.name.startswith("ConvTriton3d") and s.is_applicable(p, target):
+                    needed = launch_jobs(s, p, s.default_params(p, target), target)
+                    assert set(needed) <= jobs, (target.arch, s.name, p.key())
+        per_target[target.arch] = len([j for j in jobs if j.kernel_file == "conv_triton_3d.py"])
+    # Per precision: 3 directions x (the generic object + the aligned channels-last one).
+    assert per_target == {"sm90": 30, "gfx90a": 18, "gfx942": 24}
+
+
+def test_transposed_problems_run_their_plain_convolutions_kernel() -> None:
+    p = _p("F", mode="trans")  # its key (and plain convolution) is backward data
+    assert not get_solver("ConvTriton3dFwd").is_applicable(p, SM90)
+    solver = get_solver("ConvTriton3dBwd")
+    assert solver.is_applicable(p, SM90)
+    assert solver.launch(p, solver.default_params(p, SM90)).kernel_name == "conv3d_bwd_data"
+
+
+def test_refuses_sizes_past_32_bit_offsets() -> None:
+    assert not get_solver("ConvTriton3dFwd").is_applicable(_p(n=8192), SM90)
+    sizes = dict(N=1, C=4, K=4, G=1, D=4, H=4, W=4, Z=4, P=4, Q=4, T=3, R=3, S=3,
+                 stride_d=1, stride_h=1, stride_w=1, pad_d=1, pad_h=1, pad_w=1,
+                 dil_d=1, dil_h=1, dil_w=1)
+    packed = {"x": (256, 64, 16, 4, 1), "w": (108, 27, 9, 3, 1), "y": (256, 64, 16, 4, 1)}
+    assert spec.applies(sizes, packed)
+    # Weights whose depth stride is not R rows: the split's reduce cannot walk them.
+    assert not spec.applies(sizes, {**packed, "w": (216, 54, 18, 3, 1)})
+
+
+def test_argument_list_is_the_kernels_own() -> None:
+    source = Path(spec.__file__).with_name("conv_triton_3d.py").read_text()
+    tree = ast.parse(source)
+    kernels = {f.name: [a.arg for a in f.args.args] for f in tree.body
+               if isinstance(f, ast.FunctionDef) and f.name in spec.KERNEL.values()}
+    assert set(kernels) == set(spec.KERNEL.values())
+    for name, args in kernels.items():
+        assert args == [n for n, _ in spec.ARGS[name]], name
