@@ -189,6 +189,28 @@ def test_output_and_path_arguments_are_checked_before_any_work(tmp_path: Path,
     assert afile.read_text() == "x"
 
 
+@pytest.mark.parametrize("args", [
+    ["db", "merge", "x.fdb.txt", "--out", "{loop}"],
+    ["db", "merge", "x.fdb.txt", "--out", "{dangling}"],
+    ["db", "merge", "x.fdb.txt", "--out", "{loop}/sub"],
+    ["db", "convert", "x.fdb.txt", "{dangling}"],
+    ["build", "-t", "gfx906-60", "--out", "{loop}"],
+    ["package", "--from-dir", ".", "-t", "gfx906-60", "--out", "{dangling}"],
+])
+def test_an_output_that_is_a_link_leading_nowhere_is_one_error_line(tmp_path: Path,
+                                                                     args: list[str]) -> None:
+    """A dangling link or a loop of links as the output (or above it): exit 2 before any
+    work, where it was a FileExistsError traceback; nothing is made where the link points."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "out")
+    argv = [a.format(loop=tmp_path / "loop", dangling=tmp_path / "dangling") for a in args]
+    r = CliRunner().invoke(app, argv)
+    assert r.exit_code == 2, r.output
+    assert r.output.count("error:") == 1 and "leads nowhere" in r.output
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_a_prefix_under_a_file_is_one_error_line(tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x")
