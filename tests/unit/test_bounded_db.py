@@ -440,6 +440,28 @@ def test_a_miopen_path_over_the_system_limit_is_a_db_error(monkeypatch, tmp_path
 
 
 
+@pytest.mark.parametrize("variable", ["MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"])
+@pytest.mark.parametrize("link", ["loop", "dangling", "loop/sub"])
+def test_a_user_folder_that_is_a_link_leading_nowhere_means_none(monkeypatch, tmp_path: Path,
+                                                                 variable: str,
+                                                                 link: str) -> None:
+    """A loop of links or a dangling link as the user or cache folder: one warning and no
+    such folder, where the first lookup raised OSError (too many levels of symbolic links)."""
+    from find_doubles import PROBLEM, SM90, db_env
+    from miopenkernels.backends import NullBackend
+    from miopenkernels.handle import Handle
+
+    db_env(monkeypatch, tmp_path)
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    monkeypatch.setenv(variable, str(tmp_path / link))
+    with pytest.warns(UserWarning, match="symbolic link that leads nowhere"):
+        handle = Handle(backend=NullBackend(SM90))
+    assert handle.solutions(PROBLEM)
+    assert not (tmp_path / "nowhere").exists()
+
+
 # ---------------------------------------------------------------------------- not files
 @pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
 def test_a_database_that_is_not_a_regular_file_is_refused_at_once(tmp_path: Path,
