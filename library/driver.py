@@ -7,6 +7,7 @@ iteration counts, file names) are accepted and ignored. `-F 0/3/5/6` give severa
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from ._driver_flags import Flag, FlagTable, read_fields, read_flags, tokens_of
@@ -110,6 +111,10 @@ _CONV_FIELDS = (["spatial_dim", "forw", "batchsize", "in_channels", "out_channel
                  "group_count", "bias", *(f"{what}_{a}" for what in _SPATIAL for a in "dhw")],
                 ["mode", "pad_mode", "in_layout", "fil_layout", "out_layout"])
 _CONV_FLAGS = FlagTable(_FLAGS, _CONV_FIELDS)
+# Each spatial field's D, H, W among those integers: a 2D problem takes H, W.
+_AXES = {dims: itemgetter(*(slice(at + 3 - dims, at + 3)
+                            for at in range(7, 7 + 3 * len(_SPATIAL), 3)))
+         for dims in (2, 3)}
 
 
 def _conv_problems(tokens: list[str]) -> list[ConvProblem]:
@@ -128,9 +133,7 @@ def _conv_problems(tokens: list[str]) -> list[ConvProblem]:
         raise ProblemError(f"flag '--spatial_dim' must be 2 or 3, got {dims}")
     if forw not in _DIRECTIONS_OF_F:
         raise ProblemError(f"flag '-F' must be one of 0..6, got {forw}")
-    first_axis = 3 - dims  # D, H, W of each: a 2D problem takes H, W
-    in_sp, fil, pad, stride, dil, top = [ints[at + first_axis:at + 3]
-                                         for at in range(7, 7 + 3 * len(_SPATIAL), 3)]
+    in_sp, fil, pad, stride, dil, top = _AXES[dims](ints)
     mode, pad_mode, *layouts = texts
     if mode not in ("conv", "trans"):
         raise ProblemError(f"flag '-m' must be 'conv' or 'trans', got {mode!r}")
@@ -158,6 +161,8 @@ def _conv_problems(tokens: list[str]) -> list[ConvProblem]:
         "wei_type": dtype, "out_type": dtype, "mode": mode, "bias": 1 if bias else 0,
         "trans_output_pad": top,
     })
+    if len(directions) == 1:
+        return [first]
     return [first, *(first.with_direction(d) for d in directions[1:])]
 
 

@@ -124,10 +124,9 @@ class ConvProblem:
     # ----------------------------------------------------------------- validation
     def _validate(self) -> None:
         dims = self.spatial_dim
-        for name, value in (("n", self.n), ("c", self.c), ("k", self.k),
-                            ("groups", self.groups)):
-            if value < 1:
-                raise ProblemError(f"{name} must be at least 1, got {value}")
+        if min(self.n, self.c, self.k, self.groups) < 1:
+            name = next(n for n in ("n", "c", "k", "groups") if getattr(self, n) < 1)
+            raise ProblemError(f"{name} must be at least 1, got {getattr(self, name)}")
         if min(self.in_spatial) < 1:
             raise ProblemError(f"input size {self.in_spatial} must be positive")
         if min(self.filter) < 1:
