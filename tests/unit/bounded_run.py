@@ -4,6 +4,7 @@ tests that bound what hostile input may cost (issue: under 5 s and 512 MiB on a 
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -29,15 +30,26 @@ main()
 
 def run_cli(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, float, float]:
     """(exit code, stdout + stderr, seconds, peak RSS in MiB) of `miopenkernels ARGS`."""
+    rc, out, seconds, _, rss = run_cli_cpu(args, env)
+    return rc, out, seconds, rss
+
+
+def run_cli_cpu(args: list[str], env: dict[str, str] | None = None
+                ) -> tuple[int, str, float, float, float]:
+    """(exit code, output, wall seconds, CPU seconds (user + system), peak RSS in MiB) of
+    `miopenkernels ARGS`: the CPU time is the child's own, whatever else the box runs."""
     with tempfile.TemporaryDirectory() as tmp:
         peak = Path(tmp) / "peak"
         full_env = {**os.environ, "COLUMNS": "200", "MK_PEAK_FILE": str(peak), **(env or {})}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = subprocess.run([sys.executable, "-c", _CHILD, *args], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, env=full_env, timeout=60)
         seconds = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         rss = int(peak.read_text()) / 1024
-    return proc.returncode, proc.stdout.decode(errors="replace"), seconds, rss
+    return proc.returncode, proc.stdout.decode(errors="replace"), seconds, cpu, rss
 
 
 def run_cli_bounded(args: list[str], code: int, env: dict[str, str] | None = None) -> str:
