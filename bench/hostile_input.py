@@ -7,7 +7,9 @@ Cases (each the median of `--repeats` runs, in this process, parser only):
 - rocminfo_dev_zero: `/dev/zero` as rocminfo output (grew to 8.7 GB when it was read whole);
 - channel_dev_zero: `/dev/zero` as an index file (`read_url`);
 - cli_detect_256k_spaces / cli_detect_help: wall time of `miopenkernels detect --rocminfo-file`
-  on the 256 KiB line, and of `miopenkernels --help` (interpreter start and imports) beside it.
+  on the 256 KiB line, and of `miopenkernels --help` (interpreter start and imports) beside it;
+- manifest_20k / 40k / 80k: `load_manifest` of that many distinct MIOpenDriver lines (what
+  `package -m` reads), to show it linear (was 4.5/13/53 s, then 75 us a line).
 Prints a table and writes JSON.
 
     python bench/hostile_input.py --out bench/results/hostile_input-2cpu.json
@@ -71,6 +73,16 @@ def main() -> None:
             args.repeats)
         results["cli_detect_help"] = _timed(lambda: run([*cli, "--help"], capture_output=True),
                                             args.repeats)
+        from miopenkernels.builder.manifest import load_manifest
+
+        for lines in (20_000, 40_000, 80_000):
+            manifest = Path(tmp) / f"m{lines}.txt"
+            manifest.write_text("".join(
+                f"./bin/MIOpenDriver conv -n {1 + i % 64} -c {1 + i // 64} -H 14 -W 14 -k 8 "
+                "-y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -g 1 -m conv -F 1 -t 1\n"
+                for i in range(lines)))
+            results[f"manifest_{lines // 1000}k"] = _timed(
+                lambda m=manifest: load_manifest(m), max(1, args.repeats // 2))
 
     print(f"{'case':28s} {'median s':>10s}")
     for name, seconds in results.items():

@@ -47,34 +47,47 @@ else:
         return _Field(default, default_factory, repr, compare)
 
     def _init(self, *args, **kwargs):
-        # Hot: launches and the miss ranking make many records. `__record_init__` holds
-        # (name, default, default_factory) per field.
-        spec = self.__record_init__
+        # Hot: launches, the miss ranking and manifests of many thousand problems make many
+        # records, so the fields are written as two dict updates: the defaults (in field order,
+        # None where the caller must give one), then what the caller gave.
+        cls = type(self)
+        if args:
+            kwargs = _keywords(self, cls.__record_init__, args, kwargs)
+        given = kwargs.keys()
+        if not (given <= cls.__record_names__ and cls.__record_required__ <= given):
+            _refuse(self, kwargs)
+        state = self.__dict__
+        state.update(cls.__record_start__)
+        state.update(kwargs)
+        for name, factory in cls.__record_factories__:
+            if name not in kwargs:
+                state[name] = factory()
+        post = cls.__record_post__
+        if post is not None:
+            post(self)
+
+    def _refuse(self, kwargs):
+        """The TypeError of an `__init__` call that misses a field or names none."""
+        for name, default, factory in self.__record_init__:
+            if name not in kwargs and default is _MISSING and factory is _MISSING:
+                raise TypeError(f"{type(self).__name__}() missing 1 required argument: "
+                                f"{name!r}")
+        unknown = next(k for k in kwargs if k not in self.__record_names__)
+        raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
+                        f"{unknown!r}")
+
+    def _keywords(self, spec, args, kwargs):
+        """The positional arguments of a record's `__init__` as keywords."""
         if len(args) > len(spec):
             raise TypeError(f"{type(self).__name__}() takes {len(spec)} positional arguments "
                             f"but {len(args)} were given")
-        state = self.__dict__
-        for i, (name, default, factory) in enumerate(spec):
-            if i < len(args):
-                if name in kwargs:
-                    raise TypeError(f"{type(self).__name__}() got multiple values for "
-                                    f"argument {name!r}")
-                state[name] = args[i]
-            elif name in kwargs:
-                state[name] = kwargs.pop(name)
-            elif default is not _MISSING:
-                state[name] = default
-            elif factory is not _MISSING:
-                state[name] = factory()
-            else:
-                raise TypeError(f"{type(self).__name__}() missing 1 required argument: "
-                                f"{name!r}")
-        if kwargs:  # what is left names no field
-            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
-                            f"{next(iter(kwargs))!r}")
-        post = type(self).__record_post__
-        if post is not None:
-            post(self)
+        out = dict(kwargs)
+        for (name, _, _), value in zip(spec[:len(args)], args, strict=True):
+            if name in kwargs:
+                raise TypeError(f"{type(self).__name__}() got multiple values for "
+                                f"argument {name!r}")
+            out[name] = value
+        return out
 
     def _repr(self):
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}"
@@ -180,6 +193,13 @@ else:
                                   (lambda obj, get=operator.attrgetter(*compared): (get(obj),))
                                   if compared else (lambda obj: ()))
             cls.__record_init__ = tuple((f.name, f.default, f.default_factory) for f in fields)
+            cls.__record_start__ = {f.name: None if f.default is _MISSING else f.default
+                                    for f in fields}
+            cls.__record_required__ = frozenset(
+                f.name for f in fields
+                if f.default is _MISSING and f.default_factory is _MISSING)
+            cls.__record_factories__ = tuple((f.name, f.default_factory) for f in fields
+                                             if f.default_factory is not _MISSING)
             post = getattr(cls, "__post_init__", None)
             cls.__record_post__ = post
             _set_new(cls, "__init__", _init)

@@ -7,14 +7,13 @@ iteration counts, file names) are accepted and ignored. `-F 0/3/5/6` give severa
 
 from __future__ import annotations
 
-import shlex
-from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
-from ._numbers import INT32, parse_int
+from ._driver_flags import Flag, FlagTable, read_fields, read_flags, tokens_of
 from .errors import ProblemError
 from .pooling import PoolProblem
-from .problem import ConvProblem, _looks_like_key
+from .problem import ConvProblem, _looks_like_key, normal_layouts
 
 __all__ = [
     "parse_driver_line",
@@ -38,149 +37,61 @@ SUBCOMMAND_TYPES = {
 }
 
 
-@dataclass(frozen=True)
-class _Flag:
-    long: str
-    short: str
-    default: str
-    kind: str  # "int" | "str" | "ignored"
-
-
 _FLAGS = [
-    _Flag("spatial_dim", "_", "2", "int"),
-    _Flag("forw", "F", "0", "int"),
-    _Flag("batchsize", "n", "100", "int"),
-    _Flag("in_channels", "c", "3", "int"),
-    _Flag("in_d", "!", "32", "int"),
-    _Flag("in_h", "H", "32", "int"),
-    _Flag("in_w", "W", "32", "int"),
-    _Flag("out_channels", "k", "32", "int"),
-    _Flag("fil_d", "@", "3", "int"),
-    _Flag("fil_h", "y", "3", "int"),
-    _Flag("fil_w", "x", "3", "int"),
-    _Flag("conv_stride_d", "#", "1", "int"),
-    _Flag("conv_stride_h", "u", "1", "int"),
-    _Flag("conv_stride_w", "v", "1", "int"),
-    _Flag("pad_d", "$", "0", "int"),
-    _Flag("pad_h", "p", "0", "int"),
-    _Flag("pad_w", "q", "0", "int"),
-    _Flag("trans_output_pad_d", "%", "0", "int"),
-    _Flag("trans_output_pad_h", "Y", "0", "int"),
-    _Flag("trans_output_pad_w", "X", "0", "int"),
-    _Flag("dilation_d", "^", "1", "int"),
-    _Flag("dilation_h", "l", "1", "int"),
-    _Flag("dilation_w", "j", "1", "int"),
-    _Flag("group_count", "g", "1", "int"),
-    _Flag("mode", "m", "conv", "str"),
-    _Flag("pad_mode", "z", "default", "str"),
-    _Flag("bias", "b", "0", "int"),
-    _Flag("in_layout", "I", "", "str"),
-    _Flag("out_layout", "O", "", "str"),
-    _Flag("fil_layout", "f", "", "str"),
+    Flag("spatial_dim", "_", "2", "int"),
+    Flag("forw", "F", "0", "int"),
+    Flag("batchsize", "n", "100", "int"),
+    Flag("in_channels", "c", "3", "int"),
+    Flag("in_d", "!", "32", "int"),
+    Flag("in_h", "H", "32", "int"),
+    Flag("in_w", "W", "32", "int"),
+    Flag("out_channels", "k", "32", "int"),
+    Flag("fil_d", "@", "3", "int"),
+    Flag("fil_h", "y", "3", "int"),
+    Flag("fil_w", "x", "3", "int"),
+    Flag("conv_stride_d", "#", "1", "int"),
+    Flag("conv_stride_h", "u", "1", "int"),
+    Flag("conv_stride_w", "v", "1", "int"),
+    Flag("pad_d", "$", "0", "int"),
+    Flag("pad_h", "p", "0", "int"),
+    Flag("pad_w", "q", "0", "int"),
+    Flag("trans_output_pad_d", "%", "0", "int"),
+    Flag("trans_output_pad_h", "Y", "0", "int"),
+    Flag("trans_output_pad_w", "X", "0", "int"),
+    Flag("dilation_d", "^", "1", "int"),
+    Flag("dilation_h", "l", "1", "int"),
+    Flag("dilation_w", "j", "1", "int"),
+    Flag("group_count", "g", "1", "int"),
+    Flag("mode", "m", "conv", "str"),
+    Flag("pad_mode", "z", "default", "str"),
+    Flag("bias", "b", "0", "int"),
+    Flag("in_layout", "I", "", "str"),
+    Flag("out_layout", "O", "", "str"),
+    Flag("fil_layout", "f", "", "str"),
     # Flags that do not change the problem.
-    _Flag("pad_val", "r", "0", "ignored"),
-    _Flag("iter", "i", "10", "ignored"),
-    _Flag("verify", "V", "1", "ignored"),
-    _Flag("time", "t", "0", "ignored"),
-    _Flag("wall", "w", "0", "ignored"),
-    _Flag("search", "s", "0", "ignored"),
-    _Flag("printconv", "P", "1", "ignored"),
-    _Flag("dump_output", "o", "0", "ignored"),
-    _Flag("in_data", "d", "", "ignored"),
-    _Flag("weights", "e", "", "ignored"),
-    _Flag("dout_data", "D", "", "ignored"),
-    _Flag("solution", "S", "-1", "ignored"),
-    _Flag("in_bias", "a", "", "ignored"),
-    _Flag("gpubuffer_check", "~", "0", "ignored"),
-    _Flag("tensor_vect", "Z", "0", "ignored"),
-    _Flag("vector_length", "L", "1", "ignored"),
-    _Flag("in_cast_type", "U", "-1", "ignored"),
-    _Flag("wei_cast_type", "R", "-1", "ignored"),
-    _Flag("out_cast_type", "T", "-1", "ignored"),
-    _Flag("dbshape", "B", "0", "ignored"),
+    Flag("pad_val", "r", "0", "ignored"),
+    Flag("iter", "i", "10", "ignored"),
+    Flag("verify", "V", "1", "ignored"),
+    Flag("time", "t", "0", "ignored"),
+    Flag("wall", "w", "0", "ignored"),
+    Flag("search", "s", "0", "ignored"),
+    Flag("printconv", "P", "1", "ignored"),
+    Flag("dump_output", "o", "0", "ignored"),
+    Flag("in_data", "d", "", "ignored"),
+    Flag("weights", "e", "", "ignored"),
+    Flag("dout_data", "D", "", "ignored"),
+    Flag("solution", "S", "-1", "ignored"),
+    Flag("in_bias", "a", "", "ignored"),
+    Flag("gpubuffer_check", "~", "0", "ignored"),
+    Flag("tensor_vect", "Z", "0", "ignored"),
+    Flag("vector_length", "L", "1", "ignored"),
+    Flag("in_cast_type", "U", "-1", "ignored"),
+    Flag("wei_cast_type", "R", "-1", "ignored"),
+    Flag("out_cast_type", "T", "-1", "ignored"),
+    Flag("dbshape", "B", "0", "ignored"),
 ]
-_BY_LONG = {f.long: f for f in _FLAGS}
-_DEFAULTS = {f.long: f.default for f in _FLAGS}
-_BY_SHORT = {f.short: f for f in _FLAGS}
 _DIRECTIONS_OF_F = {0: "FBW", 1: "F", 2: "B", 3: "FB", 4: "W", 5: "FW", 6: "BW"}
 _LAYOUT_3D = {"NCHW": "NCDHW", "NHWC": "NDHWC"}
-
-
-_SHELL_SPECIAL = frozenset("'\"\\\r\n")
-
-
-def _tokens(line: str) -> list[str]:
-    text = line.strip()
-    # MITuna's logs prefix the API call: "miopenConvolutionForward: ./bin/MIOpenDriver conv ..."
-    if ":" in text.split()[0] if text else False:
-        text = text.split(":", 1)[1].strip()
-    if text.isascii() and not _SHELL_SPECIAL.intersection(text):
-        # No quote or escape: shlex would split at spaces and tabs alone, ten times slower.
-        tokens = text.replace("\t", " ").split(" ")
-        tokens = [t for t in tokens if t]
-    else:
-        try:
-            tokens = shlex.split(text)
-        except ValueError as exc:
-            raise ProblemError(f"cannot split the command line: {exc}") from None
-    if tokens and tokens[0].endswith("MIOpenDriver"):
-        tokens = tokens[1:]
-    return tokens
-
-
-def _read_flags(
-    tokens: list[str], by_long: dict[str, _Flag], by_short: dict[str, _Flag]
-) -> dict[str, str]:
-    values: dict[str, str] = {}
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok.startswith("--"):
-            name, eq, val = tok[2:].partition("=")
-            flag = by_long.get(name)
-            if flag is None:
-                raise ProblemError(f"unknown flag {tok!r}")
-        elif tok.startswith("-") and len(tok) >= 2:
-            name, val, eq = tok[1], tok[2:], ""
-            flag = by_short.get(name)
-            if flag is None:
-                raise ProblemError(f"unknown flag {tok!r}")
-            if val:
-                eq = "="
-        else:
-            raise ProblemError(f"unexpected argument {tok!r} (expected a flag)")
-        if not eq:
-            if i + 1 >= len(tokens):
-                raise ProblemError(f"flag {tok!r} needs a value")
-            val = tokens[i + 1]
-            i += 1
-        if flag.kind == "int" or flag.long in _INT_IGNORED:
-            val = str(_int32(tok, val))
-        if flag.long in _RANGES:
-            lo, hi = _RANGES[flag.long]
-            if not lo <= int(val) <= hi:
-                raise ProblemError(f"flag {tok!r} must be {lo}..{hi}, got {val}")
-        before = values.get(flag.long)
-        if before is not None and before != val:
-            raise ProblemError(f"flag {tok!r} given twice with different values "
-                               f"({before!r} and {val!r}; --{flag.long}/-{flag.short})")
-        values[flag.long] = val
-        i += 1
-    return values
-
-
-# Ignored flags MIOpenDriver still reads as integers, and the ranges it accepts.
-_INT_IGNORED = {"iter", "verify", "time", "wall", "search", "printconv", "dump_output",
-                "solution", "gpubuffer_check", "tensor_vect", "vector_length", "in_cast_type",
-                "wei_cast_type", "out_cast_type", "dbshape", "wsidx"}
-_RANGES = {"tensor_vect": (0, 2)}  # none, vect_c, vect_n
-
-
-def _int32(flag: str, text: str) -> int:
-    """An MIOpenDriver integer: ASCII digits with an optional sign, within int32."""
-    if len(text) < 10 and text.isdigit() and text.isascii():  # nine digits: within int32
-        return int(text)
-    return parse_int(text, f"flag {flag!r}", INT32[0], INT32[1], ProblemError, signed=True)
 
 
 def _same_pads(size: int, fil: int, stride: int) -> int:
@@ -191,7 +102,22 @@ def _same_pads(size: int, fil: int, stride: int) -> int:
 
 def parse_driver_line(line: str) -> list[ConvProblem]:
     """Parse one MIOpenDriver conv line into one problem per direction it asks for."""
-    tokens = _tokens(line)
+    return _conv_problems(tokens_of(line))
+
+
+# What a conv line gives: these integers (each spatial one per axis D, H, W), then these texts.
+_SPATIAL = ("in", "fil", "pad", "conv_stride", "dilation", "trans_output_pad")
+_CONV_FIELDS = (["spatial_dim", "forw", "batchsize", "in_channels", "out_channels",
+                 "group_count", "bias", *(f"{what}_{a}" for what in _SPATIAL for a in "dhw")],
+                ["mode", "pad_mode", "in_layout", "fil_layout", "out_layout"])
+_CONV_FLAGS = FlagTable(_FLAGS, _CONV_FIELDS)
+# Each spatial field's D, H, W among those integers: a 2D problem takes H, W.
+_AXES = {dims: itemgetter(*(slice(at + 3 - dims, at + 3)
+                            for at in range(7, 7 + 3 * len(_SPATIAL), 3)))
+         for dims in (2, 3)}
+
+
+def _conv_problems(tokens: list[str]) -> list[ConvProblem]:
     if not tokens:
         raise ProblemError("empty command line (expected e.g. 'conv -n 32 -c 64 ...')")
     sub = tokens[0]
@@ -199,113 +125,94 @@ def parse_driver_line(line: str) -> list[ConvProblem]:
         raise ProblemError(
             f"unknown sub-command {sub!r}: expected one of {', '.join(SUBCOMMAND_TYPES)}"
         )
-    given = _read_flags(tokens[1:], _BY_LONG, _BY_SHORT)
-    v = {**_DEFAULTS, **given}
-
-    def num(name: str) -> int:
-        return int(v[name])
-
-    dims = num("spatial_dim")
+    ints, texts = read_fields(tokens[1:], _CONV_FLAGS)
+    dims, forw, n, c, k, groups, bias = ints[:7]
     # Depth flags without --spatial_dim 3 leave the problem 2D, as in MIOpenDriver (MITuna
     # writes --in_d 1 --fil_d 1 on 2D problems).
     if dims not in (2, 3):
         raise ProblemError(f"flag '--spatial_dim' must be 2 or 3, got {dims}")
-    forw = num("forw")
     if forw not in _DIRECTIONS_OF_F:
         raise ProblemError(f"flag '-F' must be one of 0..6, got {forw}")
-    names = ("d", "h", "w") if dims == 3 else ("h", "w")
-    in_sp = tuple(num(f"in_{a}") for a in names)
-    fil = tuple(num(f"fil_{a}") for a in names)
-    pad = [num(f"pad_{a}") for a in names]
-    stride = tuple(num(f"conv_stride_{a}") for a in names)
-    dil = tuple(num(f"dilation_{a}") for a in names)
-    top = tuple(num(f"trans_output_pad_{a}") for a in names)
-    mode = v["mode"]
+    in_sp, fil, pad, stride, dil, top = _AXES[dims](ints)
+    mode, pad_mode, *layouts = texts
     if mode not in ("conv", "trans"):
         raise ProblemError(f"flag '-m' must be 'conv' or 'trans', got {mode!r}")
-    pad_mode = v["pad_mode"]
     if pad_mode not in ("default", "same", "valid"):
         raise ProblemError(f"flag '-z' must be default, same or valid, got {pad_mode!r}")
-    if mode == "conv" and (all(d == 1 for d in dil) or all(f == 1 for f in fil)):
+    if pad_mode != "default" and mode == "conv" and (all(d == 1 for d in dil)
+                                                     or all(f == 1 for f in fil)):
         if pad_mode == "same":
-            pad = [_same_pads(i, f, s) for i, f, s in zip(in_sp, fil, stride, strict=True)]
-        elif pad_mode == "valid":
-            pad = [0] * dims
-
-    def layout(name: str) -> str:
-        text = v[name].upper()
-        if not text:
-            return ""
-        if dims == 3:
-            text = _LAYOUT_3D.get(text, text)
-        return text
-
-    dtype = SUBCOMMAND_TYPES[sub]
-    groups = num("group_count")
+            pad = tuple(_same_pads(i, f, s) for i, f, s in zip(in_sp, fil, stride, strict=True))
+        else:
+            pad = (0,) * dims
+    if any(layouts):  # given: in capitals, a 2D name stands for the 3D one of a 3D problem
+        layouts = [_LAYOUT_3D.get(text.upper(), text.upper()) if dims == 3 else text.upper()
+                   for text in layouts]
     if groups < 1:
         raise ProblemError(f"flag '-g' (--group_count) must be at least 1, got {groups}")
-    problems = []
-    for direction in _DIRECTIONS_OF_F[forw]:
-        problems.append(
-            ConvProblem(
-                n=num("batchsize"), c=num("in_channels"), k=num("out_channels"),
-                in_spatial=in_sp, filter=fil, pad=tuple(pad), stride=stride, dilation=dil,
-                groups=groups, direction=direction,
-                in_layout=layout("in_layout"), wei_layout=layout("fil_layout"),
-                out_layout=layout("out_layout"), in_type=dtype, mode=mode,
-                bias=1 if num("bias") else 0, trans_output_pad=top,
-            )
-        )
-    return problems
+    directions = _DIRECTIONS_OF_F[forw]
+    dtype = SUBCOMMAND_TYPES[sub]
+    in_layout, fil_layout, out_layout = normal_layouts(dims, *layouts)
+    first = ConvProblem._from_normal_fields({
+        "n": n, "c": c, "k": k,
+        "in_spatial": in_sp, "filter": fil, "pad": pad, "stride": stride, "dilation": dil,
+        "groups": groups, "direction": directions[0], "in_layout": in_layout,
+        "wei_layout": fil_layout, "out_layout": out_layout, "in_type": dtype,
+        "wei_type": dtype, "out_type": dtype, "mode": mode, "bias": 1 if bias else 0,
+        "trans_output_pad": top,
+    })
+    if len(directions) == 1:
+        return [first]
+    return [first, *(first.with_direction(d) for d in directions[1:])]
 
 
 _POOL_FLAGS = [
-    _Flag("spatial_dim", "_", "2", "int"),
-    _Flag("forw", "F", "0", "int"),
-    _Flag("batchsize", "n", "32", "int"),
-    _Flag("in_channels", "c", "3", "int"),
-    _Flag("in_d", "!", "32", "int"),
-    _Flag("in_h", "H", "32", "int"),
-    _Flag("in_w", "W", "32", "int"),
-    _Flag("win_d", "@", "3", "int"),
-    _Flag("win_h", "y", "3", "int"),
-    _Flag("win_w", "x", "3", "int"),
-    _Flag("pad_d", "$", "0", "int"),
-    _Flag("pad_h", "p", "0", "int"),
-    _Flag("pad_w", "q", "0", "int"),
-    _Flag("pool_stride_d", "#", "2", "int"),
-    _Flag("pool_stride_h", "u", "2", "int"),
-    _Flag("pool_stride_w", "v", "2", "int"),
-    _Flag("mode", "m", "max", "str"),
-    _Flag("layout", "L", "", "str"),
-    _Flag("index_type", "I", "", "ignored"),
-    _Flag("wsidx", "s", "1", "ignored"),
-    _Flag("iter", "i", "10", "ignored"),
-    _Flag("verify", "V", "1", "ignored"),
-    _Flag("time", "t", "0", "ignored"),
-    _Flag("wall", "w", "0", "ignored"),
-    _Flag("printconv", "P", "1", "ignored"),
-    _Flag("pad_val", "r", "0", "ignored"),
+    Flag("spatial_dim", "_", "2", "int"),
+    Flag("forw", "F", "0", "int"),
+    Flag("batchsize", "n", "32", "int"),
+    Flag("in_channels", "c", "3", "int"),
+    Flag("in_d", "!", "32", "int"),
+    Flag("in_h", "H", "32", "int"),
+    Flag("in_w", "W", "32", "int"),
+    Flag("win_d", "@", "3", "int"),
+    Flag("win_h", "y", "3", "int"),
+    Flag("win_w", "x", "3", "int"),
+    Flag("pad_d", "$", "0", "int"),
+    Flag("pad_h", "p", "0", "int"),
+    Flag("pad_w", "q", "0", "int"),
+    Flag("pool_stride_d", "#", "2", "int"),
+    Flag("pool_stride_h", "u", "2", "int"),
+    Flag("pool_stride_w", "v", "2", "int"),
+    Flag("mode", "m", "max", "str"),
+    Flag("layout", "L", "", "str"),
+    Flag("index_type", "I", "", "ignored"),
+    Flag("wsidx", "s", "1", "ignored"),
+    Flag("iter", "i", "10", "ignored"),
+    Flag("verify", "V", "1", "ignored"),
+    Flag("time", "t", "0", "ignored"),
+    Flag("wall", "w", "0", "ignored"),
+    Flag("printconv", "P", "1", "ignored"),
+    Flag("pad_val", "r", "0", "ignored"),
 ]
-_POOL_LONG = {f.long: f for f in _POOL_FLAGS}
-_POOL_SHORT = {f.short: f for f in _POOL_FLAGS}
-_POOL_DEFAULTS = {f.long: f.default for f in _POOL_FLAGS}
+_POOL_FLAG_TABLE = FlagTable(_POOL_FLAGS, ([], []))
 _POOL_TYPES = {"pool": "FP32", "poolfp16": "FP16", "poolbfp16": "BF16"}
 _POOL_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC", "NCHW", "NHWC")}
 
 
 def parse_pool_line(line: str) -> list[PoolProblem]:
     """Parse one MIOpenDriver `pool` line (`-F 0` gives forward and backward)."""
-    tokens = _tokens(line)
+    return _pool_problems(tokens_of(line), line)
+
+
+def _pool_problems(tokens: list[str], line: str) -> list[PoolProblem]:
     if not tokens or tokens[0] not in _POOL_TYPES:
         raise ProblemError(f"not a pool command line: {line!r}")
-    given = _read_flags(tokens[1:], _POOL_LONG, _POOL_SHORT)
-    v = {**_POOL_DEFAULTS, **given}
-    dims = int(v["spatial_dim"])
+    v = {**_POOL_FLAG_TABLE.defaults, **read_flags(tokens[1:], _POOL_FLAG_TABLE)}
+    dims = v["spatial_dim"]
     if dims not in (2, 3):
         raise ProblemError(f"flag '--spatial_dim' must be 2 or 3, got {dims}")
     names = ("d", "h", "w") if dims == 3 else ("h", "w")
-    forw = int(v["forw"])
+    forw = v["forw"]
     dirs = {0: "FB", 1: "F", 2: "B"}.get(forw)
     if dirs is None:
         raise ProblemError(f"flag '-F' of pool must be 0, 1 or 2, got {forw}")
@@ -316,9 +223,9 @@ def parse_pool_line(line: str) -> list[PoolProblem]:
                            f"{' or '.join(layouts)}, got {v['layout']!r}")
 
     def num(name: str, least: int) -> int:
-        value = int(v[name])
+        value: int = v[name]
         if value < least:
-            flag = _POOL_LONG[name]
+            flag = _POOL_FLAG_TABLE.by_long[name]
             raise ProblemError(f"flag '-{flag.short}' (--{name}) must be at least {least}, "
                                f"got {value}")
         return value
@@ -338,10 +245,10 @@ def parse_pool_line(line: str) -> list[PoolProblem]:
 
 def parse_any_line(line: str) -> list[ConvProblem | PoolProblem]:
     """A conv or pool MIOpenDriver line."""
-    tokens = _tokens(line)
+    tokens = tokens_of(line)
     if tokens and tokens[0] in _POOL_TYPES:
-        return list(parse_pool_line(line))
-    return list(parse_driver_line(line))
+        return list(_pool_problems(tokens, line))
+    return list(_conv_problems(tokens))
 
 
 def parse_problems(text: str) -> list[ConvProblem]:
@@ -356,13 +263,16 @@ def parse_driver_lines(text: str, *, conv_only: bool = True) -> list[Any]:
     """Every problem of a file of driver lines; blank lines and `#` comments are skipped.
 
     Duplicates (same key) are kept once, in first-seen order. With `conv_only`, pool lines are
-    parsed (so a malformed one is still an error) but left out of the result.
+    parsed (so a malformed one is still an error) but left out of the result. A line seen
+    before is not parsed again.
     """
-    seen: dict[str, ConvProblem | PoolProblem] = {}
+    seen: dict[tuple[str, str], ConvProblem | PoolProblem] = {}
+    lines: set[str] = set()
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or line in lines:
             continue
+        lines.add(line)
         try:
             probs = parse_any_line(line)
         except ProblemError as exc:
@@ -370,7 +280,7 @@ def parse_driver_lines(text: str, *, conv_only: bool = True) -> list[Any]:
         for p in probs:
             if conv_only and isinstance(p, PoolProblem):
                 continue
-            seen.setdefault(p.key() + f"|{getattr(p, 'mode', '')}", p)
+            seen.setdefault((p.key(), p.mode), p)
     return list(seen.values())
 
 

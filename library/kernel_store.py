@@ -55,8 +55,11 @@ def usable_dir(path: Path, variable: str, consequence: str) -> bool:
     probe = path
     try:
         while not probe.exists() and probe.parent != probe:
+            if os.path.lexists(probe):  # a link to nowhere: dangling, or a loop of links
+                break
             probe = probe.parent
-        why = (f"{probe} is not a folder" if not probe.is_dir() else
+        why = (f"{probe} is a symbolic link that leads nowhere" if not probe.exists() else
+               f"{probe} is not a folder" if not probe.is_dir() else
                f"{probe} is not writable" if not os.access(probe, os.W_OK | os.X_OK) else None)
     except OSError as exc:
         why = f"{path}: {exc.strerror or exc}"

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._lazy_re import lazy
 from ._numbers import INT32, parse_int
-from ._record import dataclass, field, replace
+from ._record import dataclass, field
 from .errors import ProblemError
 
 __all__ = [
@@ -46,10 +46,18 @@ _DEFAULT_LAYOUT = {2: "NCHW", 3: "NCDHW"}
 _TYPE_RE = lazy("|".join(sorted(DATA_TYPES, key=len, reverse=True)))
 
 
+def normal_layouts(dims: int, in_layout: str, wei_layout: str,
+                   out_layout: str) -> tuple[str, str, str]:
+    """The three layouts of a problem where some are not given (empty): the input's defaults
+    to the dimension's NCHW, the others to the input's."""
+    in_layout = in_layout or _DEFAULT_LAYOUT[dims]
+    return in_layout, wei_layout or in_layout, out_layout or in_layout
+
+
 def _tuple(value: Any, dims: int, name: str) -> tuple[int, ...]:
     if isinstance(value, int):
         return (value,) * dims
-    out = tuple(int(v) for v in value)
+    out = tuple(map(int, value))
     if len(out) != dims:
         raise ProblemError(f"{name} has {len(out)} values, expected {dims} for a {dims}D problem")
     return out
@@ -87,37 +95,47 @@ class ConvProblem:
         dims = len(self.in_spatial)
         if dims not in (2, 3):
             raise ProblemError(f"spatial dimension {dims} is not supported (2 or 3)")
-        set_ = object.__setattr__
-        set_(self, "in_spatial", _tuple(self.in_spatial, dims, "input size"))
-        set_(self, "filter", _tuple(self.filter, dims, "filter size"))
-        set_(self, "pad", _tuple(self.pad or 0, dims, "padding"))
-        set_(self, "stride", _tuple(self.stride or 1, dims, "stride"))
-        set_(self, "dilation", _tuple(self.dilation or 1, dims, "dilation"))
-        set_(self, "trans_output_pad", _tuple(self.trans_output_pad or 0, dims, "output padding"))
-        default = _DEFAULT_LAYOUT[dims]
-        in_layout = self.in_layout or default
-        set_(self, "in_layout", in_layout)
-        set_(self, "wei_layout", self.wei_layout or in_layout)
-        set_(self, "out_layout", self.out_layout or in_layout)
-        set_(self, "wei_type", self.wei_type or self.in_type)
-        set_(self, "out_type", self.out_type or self.in_type)
+        # Fields live in __dict__ (`_record`): written there, as a frozen record's own
+        # __setattr__ refuses them.
+        state = self.__dict__
+        state["in_spatial"] = _tuple(self.in_spatial, dims, "input size")
+        state["filter"] = _tuple(self.filter, dims, "filter size")
+        state["pad"] = _tuple(self.pad or 0, dims, "padding")
+        state["stride"] = _tuple(self.stride or 1, dims, "stride")
+        state["dilation"] = _tuple(self.dilation or 1, dims, "dilation")
+        state["trans_output_pad"] = _tuple(self.trans_output_pad or 0, dims, "output padding")
+        state["in_layout"], state["wei_layout"], state["out_layout"] = normal_layouts(
+            dims, self.in_layout, self.wei_layout, self.out_layout)
+        state["wei_type"] = self.wei_type or self.in_type
+        state["out_type"] = self.out_type or self.in_type
         self._validate()
+
+    @classmethod
+    def _from_normal_fields(cls, fields: dict[str, Any]) -> ConvProblem:
+        """What `ConvProblem(**fields)` gives for fields already in normal form (every field
+        given; sizes tuples of ints, one per spatial axis; layouts from `normal_layouts`;
+        three types named), without normalising them again: a manifest line makes one.
+        Checked as any problem is."""
+        out = object.__new__(cls)
+        out.__dict__.update(fields)
+        out._validate()
+        return out
 
     # ----------------------------------------------------------------- validation
     def _validate(self) -> None:
         dims = self.spatial_dim
-        for name in ("n", "c", "k", "groups"):
-            if getattr(self, name) < 1:
-                raise ProblemError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if any(v < 1 for v in self.in_spatial):
+        if min(self.n, self.c, self.k, self.groups) < 1:
+            name = next(n for n in ("n", "c", "k", "groups") if getattr(self, n) < 1)
+            raise ProblemError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if min(self.in_spatial) < 1:
             raise ProblemError(f"input size {self.in_spatial} must be positive")
-        if any(v < 1 for v in self.filter):
+        if min(self.filter) < 1:
             raise ProblemError(f"filter size {self.filter} must be positive")
-        if any(v < 0 for v in self.pad):
+        if min(self.pad) < 0:
             raise ProblemError(f"padding {self.pad} must not be negative")
-        if any(v < 1 for v in self.stride):
+        if min(self.stride) < 1:
             raise ProblemError(f"stride {self.stride} must be at least 1")
-        if any(v < 1 for v in self.dilation):
+        if min(self.dilation) < 1:
             raise ProblemError(f"dilation {self.dilation} must be at least 1")
         if self.direction not in DIRECTIONS:
             raise ProblemError(f"direction {self.direction!r} is not one of F, B, W")
@@ -128,18 +146,19 @@ class ConvProblem:
                 f"group count {self.groups} must divide both C={self.c} and K={self.k}"
             )
         allowed = LAYOUTS_2D if dims == 2 else LAYOUTS_3D
-        for name in ("in_layout", "wei_layout", "out_layout"):
-            if getattr(self, name) not in allowed:
+        for name, layout in (("in", self.in_layout), ("wei", self.wei_layout),
+                             ("out", self.out_layout)):
+            if layout not in allowed:
                 raise ProblemError(
-                    f"{name.split('_')[0]} layout {getattr(self, name)!r} is not one of "
+                    f"{name} layout {layout!r} is not one of "
                     f"{', '.join(allowed)} for a {dims}D problem"
                 )
-        for name in ("in_type", "wei_type", "out_type"):
-            if getattr(self, name) not in DATA_TYPES:
+        for data_type in (self.in_type, self.wei_type, self.out_type):
+            if data_type not in DATA_TYPES:
                 raise ProblemError(
-                    f"data type {getattr(self, name)!r} is not one of {' '.join(DATA_TYPES)}"
+                    f"data type {data_type!r} is not one of {' '.join(DATA_TYPES)}"
                 )
-        if any(v < 1 for v in self.out_spatial):
+        if min(self.out_spatial) < 1:
             raise ProblemError(
                 f"output size {self.out_spatial} is empty: the filter {self.filter} "
                 f"(dilation {self.dilation}) does not fit the padded input {self.in_spatial}"
@@ -152,10 +171,24 @@ class ConvProblem:
             return self
         if not isinstance(n, int) or n < 1:
             raise ProblemError(f"n must be at least 1, got {n}")
+        return self._changed("n", n)
+
+    def with_direction(self, direction: str) -> ConvProblem:
+        """The same layer in another direction (what `replace` gives, without checking again
+        what a direction cannot change: a driver line's `-F 0` asks for three)."""
+        if direction == self.direction:
+            return self
+        if direction not in DIRECTIONS:
+            raise ProblemError(f"direction {direction!r} is not one of F, B, W")
+        return self._changed("direction", direction)
+
+    def _changed(self, name: str, value: object) -> ConvProblem:
+        """A copy with one field changed that no check or worked-out size depends on; the key
+        and hash are made again."""
         out = object.__new__(ConvProblem)
         state = {k: v for k, v in self.__dict__.items()
                  if k not in ("__record_hash__", "__key__")}
-        state["n"] = n
+        state[name] = value
         out.__dict__.update(state)
         return out
 
@@ -174,19 +207,19 @@ class ConvProblem:
 
     def _out_spatial(self) -> tuple[int, ...]:
         if self.mode == "trans":
-            return tuple(
+            return tuple([
                 s * (i - 1) + d * (f - 1) + 1 - 2 * p + op
                 for i, f, p, s, d, op in zip(
                     self.in_spatial, self.filter, self.pad, self.stride, self.dilation,
                     self.trans_output_pad, strict=True,
                 )
-            )
-        return tuple(
+            ])
+        return tuple([
             (i + 2 * p - d * (f - 1) - 1) // s + 1
             for i, f, p, s, d in zip(
                 self.in_spatial, self.filter, self.pad, self.stride, self.dilation, strict=True
             )
-        )
+        ])
 
     @property
     def in_shape(self) -> tuple[int, ...]:
@@ -218,9 +251,6 @@ class ConvProblem:
         if i == w == o == _DEFAULT_LAYOUT[self.spatial_dim]:
             return i
         return f"{i}-{w}-{o}"
-
-    def with_direction(self, direction: str) -> ConvProblem:
-        return replace(self, direction=direction)
 
     # ----------------------------------------------------------------- key view
     def _solver_view(self) -> tuple[str, bool]:
@@ -269,24 +299,15 @@ class ConvProblem:
         return key
 
     def _make_key(self) -> str:
-        kc, kin, kk, kout = self._key_tensors()
-        x = "x".join
-        parts = [
-            str(kc),
-            *map(str, kin),
-            x(map(str, self.filter)),
-            str(kk),
-            *map(str, kout),
-            str(self.n),
-            x(map(str, self.pad)),
-            x(map(str, self.stride)),
-            x(map(str, self.dilation)),
-            str(self.bias),
-            self.layout,
-            self.data_type,
-            self.key_direction,
-        ]
-        text = "-".join(parts)
+        c, i, k, o = self._key_tensors()
+        f, p, s, d = self.filter, self.pad, self.stride, self.dilation
+        if len(i) == 2:
+            sizes = (f"{c}-{i[0]}-{i[1]}-{f[0]}x{f[1]}-{k}-{o[0]}-{o[1]}-{self.n}-"
+                     f"{p[0]}x{p[1]}-{s[0]}x{s[1]}-{d[0]}x{d[1]}")
+        else:
+            sizes = (f"{c}-{i[0]}-{i[1]}-{i[2]}-{f[0]}x{f[1]}x{f[2]}-{k}-{o[0]}-{o[1]}-{o[2]}-"
+                     f"{self.n}-{p[0]}x{p[1]}x{p[2]}-{s[0]}x{s[1]}x{s[2]}-{d[0]}x{d[1]}x{d[2]}")
+        text = f"{sizes}-{self.bias}-{self.layout}-{self.data_type}-{self.key_direction}"
         if self.groups > 1:
             text += f"_g{self.groups}"
         return text

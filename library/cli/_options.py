@@ -81,17 +81,28 @@ def _file_above(path: Path) -> Path | None:
     """The nearest existing folder-to-be above `path` when it is a file (so `path` cannot be
     made), else None."""
     for parent in Path(os.path.abspath(path)).parents:
+        _check_link(parent, "a folder above the output")
         if parent.exists():
             return None if parent.is_dir() else parent
     return None
 
 
+def _check_link(path: Path, what: str) -> None:
+    """ArgumentError where `path` is a symbolic link that leads nowhere (dangling, or a loop):
+    nothing could be made there, and a write through it would land where the link points."""
+    if not path.exists() and os.path.lexists(path):
+        raise ArgumentError(f"{what} {path} is a symbolic link that leads nowhere (dangling, "
+                            "or a loop); remove it or give another path")
+
+
 def check_out_folder(path: Path | None, option: str = "--out") -> Path | None:
-    """`path` as a folder to write into: not a file, not under a file, not too long.
-    ArgumentError up front, so that no work is done for output that cannot be written."""
+    """`path` as a folder to write into: not a file, not under a file, not a link that leads
+    nowhere, not too long. ArgumentError up front, so that no work is done for output that
+    cannot be written."""
     if check_path(path, option) is None:
         return None
     assert path is not None
+    _check_link(path, option)
     if path.exists() and not path.is_dir():
         raise ArgumentError(f"{option} {path} is a file, not a folder; give a folder")
     above = _file_above(path)
@@ -102,10 +113,12 @@ def check_out_folder(path: Path | None, option: str = "--out") -> Path | None:
 
 
 def check_out_file(path: Path | None, option: str = "the output") -> Path | None:
-    """`path` as a file to write: not a folder, not under a file, not too long."""
+    """`path` as a file to write: not a folder, not under a file, not a link that leads
+    nowhere, not too long."""
     if check_path(path, option) is None:
         return None
     assert path is not None
+    _check_link(path, option)
     if path.is_dir():
         raise ArgumentError(f"{option} {path} is a folder; give a file name")
     above = _file_above(path)

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ..errors import IndexUnreachableError, InstallError, IntegrityError, MIOpenKernelsError
+from .conda_archive import check_conda_archive
 from .sources import Available
 
 __all__ = ["stage_conda", "conda_meta_records"]
@@ -74,7 +75,7 @@ def _check_local_hashes(records: list[Any]) -> None:
         except OSError as exc:
             raise IndexUnreachableError(f"conda package {path}: {exc.strerror or exc}") \
                 from None
-        _check_archive_sizes(path)
+        check_conda_archive(path, record.name.normalized)
         if not record.sha256:
             continue
         want = bytes(record.sha256).hex()
@@ -82,38 +83,6 @@ def _check_local_hashes(records: list[Any]) -> None:
         if have != want:
             raise IntegrityError(f"conda package {path.name}: sha256 {have} differs from the "
                                  f"channel's {want}; download it again or re-index the channel")
-
-
-def _check_archive_sizes(path: Path) -> None:
-    """Walk a `.tar.bz2` package's members, inflated as a stream, and refuse one over its
-    limit at its header (a manifest over the installers' limit, the package over its own),
-    before py-rattler extracts anything. A `.conda`'s inner archives are zstd streams that
-    the standard library cannot read: their members are checked once staged (their sizes
-    before any is read)."""
-    import tarfile
-
-    from .manifest import MANIFEST_DIR, MAX_MANIFEST_BYTES
-    from .sources import MAX_PACKAGE_BYTES
-
-    if not path.name.endswith(".tar.bz2"):
-        return
-    total = 0
-    try:
-        with tarfile.open(path, "r|bz2") as tar:
-            for member in tar:
-                total += member.size
-                manifest = member.name.startswith(MANIFEST_DIR + "/") and \
-                    member.name.endswith(".manifest.json")
-                if (manifest and member.size > MAX_MANIFEST_BYTES) or \
-                        total > MAX_PACKAGE_BYTES:
-                    raise IntegrityError(
-                        f"conda package {path.name}: {member.name} is "
-                        f"{member.size >> 20} MiB, over the limit for "
-                        f"{'a manifest' if manifest else 'a kernel package'}; the package is "
-                        "not to be trusted: nothing was installed")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise IntegrityError(f"conda package {path.name} is not a valid archive: {exc}") \
-            from None
 
 
 def conda_meta_records(prefix: Path, names: list[str]) -> list[Path]:

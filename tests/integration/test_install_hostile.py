@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -20,6 +21,9 @@ import pytest
 from miopenkernels.cli import app
 from miopenkernels.target import Target
 from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+from package_inputs import conda_archive, tar_member  # noqa: E402
 
 pytest.importorskip("rattler")
 pytestmark = pytest.mark.integration
@@ -661,3 +665,64 @@ def test_a_conda_package_whose_manifest_inflates_to_1_5_gib_is_refused_at_its_he
          "--target", T.name, "--force"]), (12,))
     assert MANIFEST in out and "over the limit" in out
     assert _prefix_hashes(victim["env"]) == before
+
+
+def _dot_conda(channel: Path, pkg: list, name: str = f"{T.package}-0.1.0-{T.basename}_0"
+               ) -> Path:
+    """A `.conda` of `pkg` members (package_inputs.tar_member) with the info/ a channel index
+    reads, indexed into `channel`."""
+    from miopenkernels.builder.package.index import index_channel
+
+    index = {"name": T.package, "version": "0.1.0", "build": f"{T.basename}_0",
+             "build_number": 0, "depends": [], "noarch": "generic", "subdir": "noarch",
+             "license": "MIT"}
+    info = [tar_member("info/index.json", json.dumps(index).encode()),
+            tar_member("info/paths.json", b'{"paths_version": 1, "paths": []}')]
+    out = conda_archive(channel / "noarch" / f"{name}.conda", pkg, info)
+    index_channel(channel)
+    return out
+
+
+@pytest.mark.parametrize("case", ["bomb", "link", "fifo"])
+def test_a_hostile_dot_conda_is_refused_before_anything_is_extracted(victim, case):
+    """A `.conda` whose pkg tar is a zstd bomb (64 KiB inflating to 2 GiB), links out of the
+    prefix or holds a FIFO: exit 12 in seconds, the prefix and py-rattler's cache untouched."""
+    pytest.importorskip("zstandard")
+    channel = victim["root"] / "channel"
+    member = {"bomb": tar_member(KDB, b"k" * 4096),  # replaced by the bomb below
+              "link": tar_member(KDB, kind=tarfile.SYMTYPE, link="../../../../../outside.txt"),
+              "fifo": tar_member(KDB, kind=tarfile.FIFOTYPE)}[case]
+    pkg = _dot_conda(channel, [member])
+    if case == "bomb":
+        from miopenkernels.builder.package.index import index_channel
+
+        _zstd_bomb_pkg(pkg)
+        index_channel(channel)
+    before = _prefix_hashes(victim["env"])
+    out = _assert_bounded(_cli_bounded(
+        ["install", "--channel", str(channel), "--conda", "--prefix", str(victim["env"]),
+         "--target", T.name, "--force"]), (12,))
+    assert pkg.name in out and "nothing was installed" in out
+    assert _prefix_hashes(victim["env"]) == before
+    assert not list(victim["env"].rglob("*.kdb"))
+
+
+def _zstd_bomb_pkg(pkg: Path) -> None:
+    """Replace a .conda's pkg tar by a tar whose one member is 2 GiB of zeros (64 KiB of zstd)."""
+    import zstandard
+
+    stem = pkg.name.removesuffix(".conda")
+    with zipfile.ZipFile(pkg) as zf:
+        kept = {n: zf.read(n) for n in zf.namelist() if not n.startswith("pkg-")}
+    packed = io.BytesIO()
+    with zstandard.ZstdCompressor(level=1).stream_writer(packed, closefd=False) as out:
+        member = tarfile.TarInfo(KDB)
+        member.size = (2 << 30) - 4096
+        out.write(member.tobuf(tarfile.GNU_FORMAT))
+        zeros = bytes(1 << 20)
+        for _ in range(2 << 10):
+            out.write(zeros)
+    with zipfile.ZipFile(pkg, "w") as zf:
+        for name, data in kept.items():
+            zf.writestr(name, data)
+        zf.writestr(f"pkg-{stem}.tar.zst", packed.getvalue())

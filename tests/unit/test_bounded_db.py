@@ -3,7 +3,7 @@
 it must not be. The files are built small: a bzip2 bomb of a few KiB, a view over a recursive
 query, a FindDb with one line far over the maximum line length.
 
-The CLI runs in a child process; its wall time and peak RSS (`wait4`'s `ru_maxrss`) are what
+The CLI runs in a child process (bounded_run.py); its wall time and peak RSS (VmHWM) are what
 the bounds are checked against.
 """
 
@@ -19,56 +19,16 @@ import time
 from pathlib import Path
 
 import pytest
+from bounded_run import TIME_LIMIT_S
+from bounded_run import run_cli_bounded as _cli_bounded
 from miopenkernels.db.kerneldb import KDB_SCHEMA_SQL, KernelDb
 from miopenkernels.db.perfdb import SCHEMA_SQL, PerfDb, PerfDbFile
 from miopenkernels.errors import DamagedDbError, DbError, IntegrityError, MIOpenKernelsError
 from testdata import MIOPEN
 
-TIME_LIMIT_S = 5.0
-RSS_LIMIT_MB = 512
 # An endless query: what a view named as one of MIOpen's tables may hide behind its columns.
 _ENDLESS = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
             "SELECT i FROM r WHERE i < 0")
-
-
-# The child writes its own peak (VmHWM: that of the program it runs, since its exec) at exit:
-# `ru_maxrss` would also count the test process it was forked from.
-_CHILD = """import atexit, os
-def _peak():
-    with open('/proc/self/status') as fh:
-        kib = next(ln.split()[1] for ln in fh if ln.startswith('VmHWM'))
-    with open(os.environ['MK_PEAK_FILE'], 'w') as fh:
-        fh.write(kib)
-atexit.register(_peak)
-from miopenkernels.cli import main
-main()
-"""
-
-
-def _cli(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, float, float]:
-    """(exit code, stdout + stderr, seconds, peak RSS in MiB) of `miopenkernels ARGS`."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        peak = Path(tmp) / "peak"
-        full_env = {**os.environ, "COLUMNS": "200", "MK_PEAK_FILE": str(peak), **(env or {})}
-        start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-c", _CHILD, *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, env=full_env, timeout=60)
-        seconds = time.monotonic() - start
-        rss = int(peak.read_text()) / 1024
-    return proc.returncode, proc.stdout.decode(errors="replace"), seconds, rss
-
-
-def _cli_bounded(args: list[str], code: int, env: dict[str, str] | None = None) -> str:
-    rc, out, seconds, rss = _cli(args, env)
-    assert rc == code, out
-    assert "Traceback" not in out, out
-    if code:
-        assert "error:" in out, out
-    assert seconds < TIME_LIMIT_S, f"{args}: {seconds:.1f} s"
-    assert rss < RSS_LIMIT_MB, f"{args}: {rss:.0f} MiB"
-    return out
 
 
 def _kdb_with_view(path: Path) -> None:
@@ -478,6 +438,28 @@ def test_a_miopen_path_over_the_system_limit_is_a_db_error(monkeypatch, tmp_path
         Handle(backend=NullBackend(SM90))
 
 
+
+
+@pytest.mark.parametrize("variable", ["MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"])
+@pytest.mark.parametrize("link", ["loop", "dangling", "loop/sub"])
+def test_a_user_folder_that_is_a_link_leading_nowhere_means_none(monkeypatch, tmp_path: Path,
+                                                                 variable: str,
+                                                                 link: str) -> None:
+    """A loop of links or a dangling link as the user or cache folder: one warning and no
+    such folder, where the first lookup raised OSError (too many levels of symbolic links)."""
+    from find_doubles import PROBLEM, SM90, db_env
+    from miopenkernels.backends import NullBackend
+    from miopenkernels.handle import Handle
+
+    db_env(monkeypatch, tmp_path)
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    monkeypatch.setenv(variable, str(tmp_path / link))
+    with pytest.warns(UserWarning, match="symbolic link that leads nowhere"):
+        handle = Handle(backend=NullBackend(SM90))
+    assert handle.solutions(PROBLEM)
+    assert not (tmp_path / "nowhere").exists()
 
 
 # ---------------------------------------------------------------------------- not files

@@ -189,6 +189,28 @@ def test_output_and_path_arguments_are_checked_before_any_work(tmp_path: Path,
     assert afile.read_text() == "x"
 
 
+@pytest.mark.parametrize("args", [
+    ["db", "merge", "x.fdb.txt", "--out", "{loop}"],
+    ["db", "merge", "x.fdb.txt", "--out", "{dangling}"],
+    ["db", "merge", "x.fdb.txt", "--out", "{loop}/sub"],
+    ["db", "convert", "x.fdb.txt", "{dangling}"],
+    ["build", "-t", "gfx906-60", "--out", "{loop}"],
+    ["package", "--from-dir", ".", "-t", "gfx906-60", "--out", "{dangling}"],
+])
+def test_an_output_that_is_a_link_leading_nowhere_is_one_error_line(tmp_path: Path,
+                                                                     args: list[str]) -> None:
+    """A dangling link or a loop of links as the output (or above it): exit 2 before any
+    work, where it was a FileExistsError traceback; nothing is made where the link points."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "out")
+    argv = [a.format(loop=tmp_path / "loop", dangling=tmp_path / "dangling") for a in args]
+    r = CliRunner().invoke(app, argv)
+    assert r.exit_code == 2, r.output
+    assert r.output.count("error:") == 1 and "leads nowhere" in r.output
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_a_prefix_under_a_file_is_one_error_line(tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -239,6 +261,37 @@ def test_problem_keys_of_manifests_are_linear(tmp_path: Path) -> None:
 
     small, large = timed(1000), timed(4000)
     assert large < 8 * small + 0.5  # 4x the problems: about 4x the time, not 16x
+
+
+def _driver_manifest(path: Path, lines: int) -> Path:
+    """`lines` distinct MIOpenDriver lines as MITuna writes them, every flag spelt out."""
+    with open(path, "w") as fh:
+        for i in range(lines):
+            fh.write(f"./bin/MIOpenDriver conv -n {1 + i % 64} -c {1 + i // 64} -H 14 -W 14 "
+                     "-k 8 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -g 1 -m conv -F 1 -t 1\n")
+    return path
+
+
+def test_packaging_an_80000_problem_manifest_is_bounded(tmp_path: Path) -> None:
+    """`package -m` of 80,000 driver lines: every problem in the manifest, in under 5 s of
+    CPU and 512 MiB (the lines were parsed at 75 us each: 6-9 s on an idle box; 3.2 s of CPU
+    now). CPU time, as on a shared 2-core box the wall clock also counts others' work; the
+    wall clock only within three times that, so a hang still fails."""
+    from bounded_run import RSS_LIMIT_MB, TIME_LIMIT_S, run_cli_cpu
+    from package_inputs import make_kdb
+
+    pytest.importorskip("wheel")
+    make_kdb(tmp_path / "build" / f"{T.basename}.kdb", T.arch)
+    manifest = _driver_manifest(tmp_path / "m.txt", 80_000)
+    rc, out, seconds, cpu, rss = run_cli_cpu(
+        ["package", "--from-build", str(tmp_path / "build"), "-m", str(manifest), "-t", T.name,
+         "--kind", "wheel", "--out", str(tmp_path / "dist")])
+    assert rc == 0 and "Traceback" not in out, out
+    assert cpu < TIME_LIMIT_S and seconds < 3 * TIME_LIMIT_S, (cpu, seconds)
+    assert rss < RSS_LIMIT_MB, rss
+    staged = json.loads(next((tmp_path / "dist").rglob("*.manifest.json")).read_text())
+    assert len(staged["problems"]) == 80_000
+    assert staged["problems"][0] == "1-14-14-1x1-8-14-14-1-0x0-1x1-1x1-0-NCHW-FP32-F"
 
 
 def test_the_worker_pool_starts_under_an_80_character_tmpdir(tmp_path: Path) -> None:

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from find_doubles import PROBLEM, SM90, FakeCompiler, FakeSolver, db_env
 from miopenkernels import plan as plan_module
+from miopenkernels._record import replace
 from miopenkernels.backends import NullBackend
 from miopenkernels.errors import BackendError, LayoutError
 from miopenkernels.handle import Handle
-from miopenkernels.problem import ConvProblem, replace
+from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers.reference import conv_reference, conv_tensor_shapes
 from miopenkernels.tensor import memory_shape, stream_handle
 
