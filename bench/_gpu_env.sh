@@ -45,13 +45,14 @@ tune_stamp() {
 
 # sm90_package DIR OUTDIR: the sm90-132 package of the default manifests in DIR, with the
 # databases of dbs/sm9084 beside its kdb, checked closed by `kdb verify` (a warm machine's
-# earlier build makes this a no-op rebuild); logs and a timed line per step under OUTDIR.
+# earlier build makes this a no-op rebuild; BUILD_S, default 150, limits a cold one); logs and a
+# timed line per step under OUTDIR.
 sm90_package() {
   local sys="$1" out="$2" t0 rc
   t0=$(date +%s)
   mkdir -p "$sys" "$out"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/device.txt"
-  timeout 150 miopenkernels build --targets sm90-132 --out "$sys" -j "$(nproc)" --json \
+  timeout "${BUILD_S:-150}" miopenkernels build --targets sm90-132 --out "$sys" -j "$(nproc)" --json \
     > "$out/build.json" 2> "$out/build.err"
   rc=$?
   echo "[$(( $(date +%s) - t0 )) s] build rc=$rc"
