@@ -8,12 +8,16 @@ same options and knobs) and writes each object's PTX (sm90) or AMDGPU assembly (
 folder, with index.json naming the job of each file and the sha256 of its kdb blob (code
 object and launch metadata). `--kernels DIR` compiles another copy of kernels/ (e.g.
 `git archive REV kernels | tar -x -C /tmp/rev`), so that one tree can give both sides;
-`--kernel NAME` keeps one kernel's objects. `compare` reads two such folders and says, per
+`--kernel NAME` keeps one kernel's objects (the AMD objects then drawn among them), `--every`
+takes every sm90 object of the sample's kernels rather than one per kind, and `--arch` names
+the AMD targets (gfx942 unless given; `--amd` objects of each, one per kernel first, then one
+per kernel and layout). `compare` reads two such folders and says, per
 object, whether the text is identical once comments, debug line information and blank lines
 are stripped (`same`), differs only in the names of registers, labels and parameters
 (`names`), or differs (`different`), and whether the code objects are the same bytes.
 
     python bench/triton_ptx_compare.py dump --out /tmp/ptx-before [--kernels DIR] [--amd 6]
+        [--kernel NAME ...] [--every] [--arch gfx942 --arch gfx90a ...]
     python bench/triton_ptx_compare.py compare /tmp/ptx-before /tmp/ptx-after [--json FILE]
 
 `compare` exits 1 where any object differs beyond such names, or is missing.
@@ -63,33 +67,38 @@ def _kind(job: Any) -> tuple[str, ...]:
     return kernel, "16-bit" if element in ("fp16", "bf16") else element, precision, layout
 
 
-def sample_jobs(amd: int) -> list[Any]:
-    """The builder's distinct Triton jobs for sm90, one per kind (see `_kind`), and `amd`
-    jobs for gfx942 (one per kernel first), in a fixed order."""
+def sample_jobs(amd: int, archs: tuple[str, ...] = (AMD,), only: tuple[str, ...] = (),
+                every: bool = False) -> list[Any]:
+    """The builder's distinct Triton jobs of the kernels `only` (all if empty) for sm90, one
+    per kind (see `_kind`; every one with `every`), and `amd` jobs for each of `archs` (one per
+    kernel first, then one per kernel and layout, then the rest), in a fixed order."""
     from miopenkernels.builder.jobs import build_jobs
     from miopenkernels.builder.manifest import load_manifests
     from miopenkernels.compiler import is_triton_job
     from miopenkernels.target import default_targets
 
-    targets = [t for t in default_targets() if t.arch in (SM, AMD)]
+    targets = [t for t in default_targets() if t.arch in (SM, *archs)]
     distinct: dict[tuple[str, str], Any] = {}
     for target, jobs in build_jobs(targets, load_manifests(None)).items():
         for job in jobs:
-            if is_triton_job(job):
+            if is_triton_job(job) and (not only or job.kernel_name in only):
                 distinct.setdefault((target.arch, job.kdb_args), job)
     chosen: list[Any] = []
     seen: set[tuple[str, ...]] = set()
     # In the order of a digest of the job: a fixed order that mixes tiles, splits, 16-bit
     # types and matrix instructions across the strata.
     for (arch, _), job in sorted(distinct.items(), key=lambda item: job_id(item[1])[-10:]):
-        if arch == SM and _kind(job) not in seen:
+        if arch == SM and (every or _kind(job) not in seen):
             seen.add(_kind(job))
             chosen.append(job)
-    amd_jobs = sorted((j for (a, _), j in distinct.items() if a == AMD),
-                      key=lambda j: (j.kernel_name, j.kdb_args))
-    firsts = {j.kernel_name: j for j in reversed(amd_jobs)}
-    rest = [j for j in amd_jobs if j not in firsts.values()]
-    chosen += (sorted(firsts.values(), key=lambda j: j.kernel_name) + rest)[:amd]
+    for target_arch in archs:
+        amd_jobs = sorted((j for (a, _), j in distinct.items() if a == target_arch),
+                          key=lambda j: (j.kernel_name, j.kdb_args))
+        firsts = {j.kernel_name: j for j in reversed(amd_jobs)}
+        layouts = {(j.kernel_name, _traits(j)[3]): j for j in reversed(amd_jobs)}
+        ordered = sorted(firsts.values(), key=lambda j: j.kernel_name)
+        ordered += [j for _, j in sorted(layouts.items()) if j not in ordered]
+        chosen += (ordered + [j for j in amd_jobs if j not in ordered])[:amd]
     return chosen
 
 
@@ -117,15 +126,14 @@ def _capture_asm() -> dict[str, Any]:
     return last
 
 
-def dump(out: Path, kernels: Path | None, amd: int, only: list[str]) -> list[dict[str, Any]]:
+def dump(out: Path, kernels: Path | None, amd: int, only: list[str], archs: list[str],
+         every: bool) -> list[dict[str, Any]]:
     from miopenkernels.compiler import compile_job
 
     out.mkdir(parents=True, exist_ok=True)
     last = _capture_asm()
     rows = []
-    for job in sample_jobs(amd):
-        if only and job.kernel_name not in only:
-            continue
+    for job in sample_jobs(amd, tuple(archs) or (AMD,), tuple(only), every):
         ident = job_id(job)
         start = time.perf_counter()
         row: dict[str, Any] = {"id": ident, "arch": job.target.arch, "kernel": job.kernel_name,
@@ -201,16 +209,20 @@ def main() -> int:
     d.add_argument("--out", type=Path, required=True, help="folder for the texts and index.json")
     d.add_argument("--kernels", type=Path, default=None,
                    help="kernels folder to compile (default: this tree's)")
-    d.add_argument("--amd", type=int, default=6, help="gfx942 objects beside sm90's")
+    d.add_argument("--amd", type=int, default=6, help="objects of each AMD target beside sm90's")
+    d.add_argument("--arch", action="append", default=[],
+                   help=f"an AMD target to sample (repeatable; default {AMD})")
     d.add_argument("--kernel", action="append", default=[],
                    help="only the sample's objects of this kernel (repeatable)")
+    d.add_argument("--every", action="store_true",
+                   help="every sm90 object of the sample's kernels, not one per kind")
     c = sub.add_parser("compare", help="compare two dumps")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
     c.add_argument("--json", type=Path, default=None, help="write the rows and counts here")
     args = parser.parse_args()
     if args.command == "dump":
-        rows = dump(args.out, args.kernels, args.amd, args.kernel)
+        rows = dump(args.out, args.kernels, args.amd, args.kernel, args.arch, args.every)
         failed = [r["id"] for r in rows if "error" in r]
         print(f"{len(rows) - len(failed)} objects written to {args.out}, {len(failed)} failed")
         return 1 if failed else 0

@@ -3,7 +3,9 @@
 Forward, backward data and backward weights over the three filter axes (t, r, s); FP16, BF16
 and FP32 (IEEE, TF32 or three TF32 products, by the PRECISION constexpr, as the 2-D
 kernels); stride, dilation, padding, groups (program axis 1). The three kernels take one
-argument list (`conv_triton_3d_spec.ARGS`) and share their index helpers:
+argument list (`conv_triton_3d_spec.ARGS`), its sizes, geometry and strides as three tuple
+arguments (`dims`, `conv`, `strides`: `TUPLE_ARGS`, the convention of `conv_triton_common`), and
+share their index helpers:
 
 - forward: rows are the output positions (n, o, p, q), columns the filters, the reduction the
   taps (outside) by BLOCK_K channels (inside);
@@ -15,9 +17,9 @@ argument list (`conv_triton_3d_spec.ARGS`) and share their index helpers:
   reduce kernel sums them into dw (T and R merged into one axis: packed weights have
   stride_t = R * stride_r in either layout).
 
-The tile order, the precision-aware product, the stride phases' taps and the pixel stepping
-come from the 2-D kernels (`conv_triton_common`, `conv_triton`): imported, so that a fix there
-reaches these.
+The tile order, the unit channel strides, the precision-aware product, the stride phases' taps
+and the pixel stepping come from the 2-D kernels (`conv_triton_common`, `conv_triton`):
+imported, so that a fix there reaches these.
 Importing this module needs Triton but no GPU; how to launch the kernels is plain data in
 `conv_triton_3d_spec`.
 """
@@ -28,19 +30,11 @@ import triton
 import triton.language as tl
 
 from .conv_triton import _advance, _first_taps, _load_tile, _mma, _pixels
-from .conv_triton_common import tile_offsets
+from .conv_triton_3d_spec import TUPLES
+from .conv_triton_common import channel_strides, tile_offsets
 
-
-@triton.jit
-def _channel_strides(sxc, swc, syk, CHANNELS_LAST: tl.constexpr):
-    """The channel strides of x, w and y; in NDHWC 1, known to the compiler, so that loads
-    along channels are vectorised. (The 2-D kernels' helper takes their strides as one tuple
-    argument; these kernels take theirs flat, as the depthwise ones do.)"""
-    if CHANNELS_LAST:
-        sxc = 1
-        swc = 1
-        syk = 1
-    return sxc, swc, syk
+#: The tuple arguments of the kernels by the flat names of their members (compiler.triton).
+TUPLE_ARGS = TUPLES
 
 
 @triton.jit
@@ -70,15 +64,15 @@ def _inside(d, h, w, D, H, W):
 
 @triton.jit
 def conv3d_fwd(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
-    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
-    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """y[n, g*K+k, o, p, q] = sum over (t, r, s) taps, then C channels, of x * w."""
-    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
+    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     g = tl.program_id(1)
     M = N * Z * P * Q
     offs_m, offs_n = tile_offsets(M, K, BLOCK_M, BLOCK_N, GROUP_M)
@@ -116,18 +110,18 @@ def conv3d_fwd(
 
 @triton.jit
 def conv3d_bwd_data(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
-    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
-    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """dx[n, g*C+c, d, h, w] = sum over the taps reaching (d, h, w), then K, of dy * w.
 
     Program axis 2 is the stride phase; within a phase every tap that contributes does so at
     every position, so the loop visits only those (a phase no tap reaches is written 0)."""
-    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
+    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     g = tl.program_id(1)
     phase = tl.program_id(2)
     plane = stride_h * stride_w
@@ -181,17 +175,17 @@ def conv3d_bwd_data(
 
 @triton.jit
 def conv3d_bwd_weight(
-    x_ptr, w_ptr, y_ptr, ws_ptr,
-    N, C, D, H, W, K, Z, P, Q, T, R, S, G,
-    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
-    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """dw[g*K+k, c, t, r, s] = sum over positions (n, o, p, q) of dy * x, one tap per program
     row (axis 1: g*T*R*S + tap); axis 2 cuts the positions into parts, each writing its FP32
     partial to ws ([parts][G*K][C][T*R*S]) where there are several."""
-    sxc, swc, syk = _channel_strides(sxc, swc, syk, CHANNELS_LAST)
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
+    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
     TRS = T * R * S
     gt = tl.program_id(1)
     g = gt // TRS

@@ -7,7 +7,8 @@ elements in (n, c, d, h, w) / (k, c, t, r, s) / (n, k, d, h, w) order, whatever 
 CHANNELS_LAST (NDHWC: x, w and y with a unit channel stride) lets loads along channels be
 vectors.
 
-The three kernels take one argument list (ARGS). Tunables are the implicit GEMM's seven, in
+The three kernels take one argument list (ARGS), its i32 arguments as three tuple parameters
+(TUPLES: sizes, geometry, strides). Tunables are the implicit GEMM's seven, in
 PerfDb order; SPLIT_K is backward weights' alone and is the grid's third axis, not part of the
 object, so one object serves every split (the reduce kernel, the 2-D family's, is compiled per
 split). Each object is shape-agnostic; an "aligned" channels-last object assumes 16-byte
@@ -39,14 +40,22 @@ TYPES = ("FP16", "BF16", "FP32")
 GRID_YZ_MAX = 65535
 
 KERNEL = {"F": "conv3d_fwd", "B": "conv3d_bwd_data", "W": "conv3d_bwd_weight"}
-#: The sizes, as the solvers name them, in argument order.
-SIZES = ("N", "C", "D", "H", "W", "K", "Z", "P", "Q", "T", "R", "S", "G", "stride_d",
-         "stride_h", "stride_w", "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w")
+#: The i32 arguments in three groups: sizes, geometry and the strides of x, w and y. Each
+#: group is one tuple argument of the kernels (the 2-D family's convention,
+#: `conv_triton_spec.CONV_TUPLES`); launches, kdb options and this module name the members.
 _STRIDES = {"x": ("sxn", "sxc", "sxd", "sxh", "sxw"), "w": ("swk", "swc", "swt", "swr", "sws"),
             "y": ("syn", "syk", "syd", "syh", "syw")}
+TUPLES: dict[str, tuple[str, ...]] = {
+    "dims": ("N", "C", "D", "H", "W", "K", "Z", "P", "Q", "T", "R", "S", "G"),
+    "conv": ("stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w", "dil_d", "dil_h",
+             "dil_w"),
+    "strides": tuple(n for names in _STRIDES.values() for n in names),
+}
+#: The sizes, as the solvers name them, in argument order.
+SIZES = (*TUPLES["dims"], *TUPLES["conv"])
 _KERNEL_ARGS: tuple[tuple[str, str], ...] = (
     ("x_ptr", "ptr"), ("w_ptr", "ptr"), ("y_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
-    *((n, "i32") for n in SIZES), *((n, "i32") for names in _STRIDES.values() for n in names),
+    *((n, "i32") for names in TUPLES.values() for n in names),
     ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_K", "constexpr"),
     ("GROUP_M", "constexpr"), ("CHANNELS_LAST", "constexpr"), ("PRECISION", "constexpr"),
 )

@@ -1,6 +1,6 @@
 """Index and pointer arithmetic that the Triton convolution kernels share, as `@triton.jit`
-helpers: which output tile a program computes, the strides with NHWC's unit channel strides,
-and which part of a split reduction it runs.
+helpers: which output tile a program computes, the strides with NHWC's and NDHWC's unit
+channel strides, and which part of a split reduction it runs.
 
 Tuple arguments: a kernel takes a group of run-time arguments that kernels share (sizes,
 geometry, strides) as one tuple parameter, e.g. `conv2d_fwd(x_ptr, w_ptr, y_ptr, ws_ptr, dims,
@@ -9,7 +9,8 @@ through a helper here (`channel_strides(strides, CHANNELS_LAST)`). Triton passes
 as separate parameters in order, so the launch ABI is the flat list of the family's spec table
 (`CONV_ARGS`), which launches, kdb options and assumptions keep naming flat. The kernel file
 says which flat names each tuple holds in a module-level `TUPLE_ARGS` dict (`conv_triton.py`:
-the spec's `CONV_TUPLES`, from which `CONV_ARGS` is built); `compiler.triton.source_arguments`
+the spec's `CONV_TUPLES`, from which `CONV_ARGS` is built; `conv_triton_3d.py`: its spec's
+`TUPLES`, from which `ARGS` is built); `compiler.triton.source_arguments`
 turns the flat names into tuple signatures, constexpr and divisibility paths when it compiles,
 and `compiler.triton.launch_arguments` groups flat values for a launch through Triton itself.
 Constexprs stay separate parameters: a plain assignment in a kernel turns a constexpr into a
@@ -54,15 +55,15 @@ def tile_offsets(rows, cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 
 @triton.jit
 def channel_strides(strides, CHANNELS_LAST: tl.constexpr):
-    """The twelve strides of x (n, c, h, w), w (k, c, r, s) and y (n, k, p, q) from a
-    `strides` tuple argument, the channel strides 1 in NHWC, known to the compiler, so that
-    loads along channels are vectorised."""
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = strides
+    """The strides of x, w and y from a `strides` tuple argument of any rank: three equal
+    parts, x's (n, c, spatial...), w's (k, c, spatial...) and y's (n, k, spatial...), twelve
+    in 2-D, fifteen in 3-D. In channels-last layouts (NHWC, NDHWC) the channel strides are 1,
+    known to the compiler, so that loads along channels are vectorised."""
     if CHANNELS_LAST:
-        sxc = 1
-        swc = 1
-        syk = 1
-    return sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw
+        rank: tl.constexpr = len(strides) // 3
+        strides = strides[:1] + (1,) + strides[2:rank + 1] + (1,) + \
+            strides[rank + 2:2 * rank + 1] + (1,) + strides[2 * rank + 2:]
+    return strides
 
 
 @triton.jit

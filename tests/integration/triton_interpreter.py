@@ -28,6 +28,7 @@ HARNESS = textwrap.dedent('''
 
     interpreter._patch_lang_tensor = _patch_index
 
+    from miopenkernels.compiler.triton import launch_arguments
     from miopenkernels.kernels import conv_triton
     from miopenkernels.problem import ConvProblem
     from miopenkernels.solvers import get_solver
@@ -104,13 +105,12 @@ HARNESS = textwrap.dedent('''
         return out
 
     def run(kernel, launch, job, tensors):
+        """One launch through the interpreter, its flat arguments grouped into the kernel's
+        tuple arguments where it takes some (compiler.triton.launch_arguments)."""
         fn = getattr(kernel, launch.kernel_name)
-        args = []
-        for arg in launch.args:
-            if arg.name in ("global_scratch", "profile_scratch"):
-                continue
-            args.append(tensors[arg.tensor] if arg.is_pointer else int(arg.value))
-        fn[launch.grid](*args, **constexprs(job))
+        flat = {arg.name: tensors[arg.tensor] if arg.is_pointer else int(arg.value)
+                for arg in launch.args if arg.name not in ("global_scratch", "profile_scratch")}
+        fn[launch.grid](**launch_arguments(fn, {**flat, **constexprs(job)}))
 
     def relative_error(solver, kernel, p, params, target, rng):
         """Run `solver`'s launches of `p` with `params` (the main one from the kernel module

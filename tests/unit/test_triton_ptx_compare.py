@@ -86,3 +86,22 @@ def test_compare_exits_1_on_a_difference_and_writes_its_counts(tmp_path: Path) -
     same = subprocess.run([sys.executable, str(BENCH), "compare", str(before), str(before)],
                           capture_output=True, text=True, timeout=120)
     assert same.returncode == 0 and "1 same" in same.stdout
+
+
+def test_sample_of_named_kernels_every_object_and_each_layout_per_amd_target() -> None:
+    """`--kernel` draws the AMD objects among the named kernels, one per layout first;
+    `--every` takes every sm90 object of them, a superset of the one-per-kind sample."""
+    bench = _module()
+    kernels = ("conv3d_fwd", "conv3d_bwd_weight")
+    kinds = bench.sample_jobs(2, ("gfx90a",), kernels)
+    every = bench.sample_jobs(2, ("gfx90a",), kernels, every=True)
+    assert {j.kernel_name for j in every} == set(kernels)
+    sm = [j.kdb_args for j in every if j.target.arch == bench.SM]
+    assert len(set(sm)) == len(sm) > len([j for j in kinds if j.target.arch == bench.SM])
+    assert {j.kdb_args for j in kinds if j.target.arch == bench.SM} <= set(sm)
+    amd = [j for j in every if j.target.arch == "gfx90a"]
+    assert [j.kernel_name for j in amd] == ["conv3d_bwd_weight", "conv3d_fwd"]
+    assert len(bench.sample_jobs(4, ("gfx90a",), kernels)) - len(kinds) == 2
+    layouts = [bench._traits(j)[3] for j in bench.sample_jobs(4, ("gfx90a",), ("conv3d_fwd",))
+               if j.target.arch == "gfx90a"]
+    assert sorted(layouts[:2]) == ["0", "1"]

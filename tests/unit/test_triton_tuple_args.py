@@ -15,6 +15,8 @@ from miopenkernels.compiler.triton import (  # noqa: E402
 )
 from miopenkernels.errors import CompileError  # noqa: E402
 from miopenkernels.kernels import conv_triton as ct  # noqa: E402
+from miopenkernels.kernels import conv_triton_3d as c3  # noqa: E402
+from miopenkernels.kernels import conv_triton_3d_spec as spec3  # noqa: E402
 
 CONV_KERNELS = [k for k, d in ct.KERNELS.items() if d["args"] == "CONV_ARGS"]
 
@@ -47,6 +49,28 @@ def test_tuples_flatten_to_the_spec_argument_list(kernel: str) -> None:
     assert (strides, 1) not in attrs  # sxc: the unit channel stride in NHWC
     assert attrs[(0,)] == [["tt.divisibility", 16]]  # x_ptr
     assert cx[(fn.arg_names.index("BLOCK_M"),)] == ct.default_config(kernel, "FP16")["BLOCK_M"]
+
+
+@pytest.mark.parametrize("direction", sorted(spec3.KERNEL))
+def test_3d_tuples_flatten_to_the_spec_argument_list(direction: str) -> None:
+    """The 3-D kernels take the 3-D spec's tuples (TUPLES, their file's TUPLE_ARGS): their
+    members in order are the spec's i32 arguments, the channels-last assumptions by path."""
+    kernel = spec3.KERNEL[direction]
+    fn = c3.JIT[kernel]
+    assert c3.TUPLE_ARGS is spec3.TUPLES
+    assert [n for n in fn.arg_names if n in spec3.TUPLES] == ["dims", "conv", "strides"]
+    tile = spec3.usual_tile("FP16", direction, "FP16", "sm90")
+    signature, cx = spec3.signature(direction, "FP16", tile, True, "ieee")
+    sig, constexprs, attrs = source_arguments(
+        fn, [(n, t) for n, t in signature.items() if t != "constexpr"], cx,
+        [(n, 16) for n in spec3.ALIGN16[kernel]])
+    flat = [m for name in fn.arg_names for m in spec3.TUPLES.get(name, (name,))]
+    assert flat == [n for n, _ in spec3.ARGS[kernel]]
+    assert sig["strides"] == ("i32",) * 15 and sig["dims"] == ("i32",) * 13
+    strides = fn.arg_names.index("strides")
+    assert attrs[(strides, 0)] == [["tt.divisibility", 16]]  # sxn
+    assert (strides, 1) not in attrs and (strides, 6) not in attrs  # sxc, swc: unit in NDHWC
+    assert constexprs[(fn.arg_names.index("CHANNELS_LAST"),)] == 1
 
 
 def test_kernels_without_tuples_keep_their_positions() -> None:
