@@ -29,6 +29,7 @@ from miopenkernels.codeobject import (
     split_kdb_blob,
 )
 from miopenkernels.errors import CodeObjectError, IntegrityError, TargetError
+from miopenkernels.solvers.triton_common import no_matrix_kernels
 from miopenkernels.target import Target
 
 __all__ = ["check_code_object", "inspect_code_object", "CodeObjectInfo", "EntryCheck",
@@ -142,7 +143,7 @@ def _check_triton_row(blob: bytes, meta: Any, info: CodeObjectInfo, args: str,
     if assumed_divisors(meta) != named:
         raise CodeObjectError(f"{what}: object compiled under assumptions "
                               f"{sorted(meta.assumptions)}, its args name {named or 'none'}")
-    if info.vendor != "amd":
+    if info.vendor != "amd" or meta.kernel in no_matrix_kernels():
         return ""
     from miopenkernels.target import spec_for
 

@@ -1,6 +1,7 @@
 """Index and pointer arithmetic that the Triton convolution kernels share, as `@triton.jit`
 helpers: which output tile a program computes, the strides with NHWC's and NDHWC's unit
-channel strides, and which part of a split reduction it runs.
+channel strides, which part of a split reduction it runs, and which source position a filter
+tap reads in the direct (depthwise and grouped) kernels.
 
 Tuple arguments: a kernel takes a group of run-time arguments that kernels share (sizes,
 geometry, strides) as one tuple parameter, e.g. `conv2d_fwd(x_ptr, w_ptr, y_ptr, ws_ptr, dims,
@@ -28,7 +29,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-__all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range"]
+__all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range", "tap_source"]
 
 
 @triton.jit
@@ -73,3 +74,18 @@ def split_range(total, SPLIT_K: tl.constexpr, split):
     per_split = tl.cdiv(total, SPLIT_K)
     first = split * per_split
     return first, tl.minimum(first + per_split, total)
+
+
+@triton.jit
+def tap_source(dst, tap, stride, pad, dil, size, BACKWARD: tl.constexpr):
+    """(source index, whether it exists) that tap `tap` of destination index `dst` reads along
+    one axis: forward reads u = dst * stride - pad + tap * dil; backward data the u with
+    u * stride = dst + pad - tap * dil (none where that is off the stride's lattice)."""
+    if BACKWARD:
+        t = dst + pad - tap * dil
+        u = t // stride
+        ok = (t >= 0) & (u * stride == t) & (u < size)
+    else:
+        u = dst * stride - pad + tap * dil
+        ok = (u >= 0) & (u < size)
+    return u, ok

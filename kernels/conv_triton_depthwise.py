@@ -1,9 +1,10 @@
-"""Depthwise convolutions (groups = channels, one filter per channel) as a memory-bound family.
+"""Depthwise and few-channels-a-group convolutions as a memory-bound family of direct kernels.
 
-A depthwise layer does R*S multiply-adds per output element: far too little work per byte for
-a GEMM, so these kernels do no matrix products. Each program owns a tile of BLOCK_M pixels x
-BLOCK_N channels of one image and walks the filter taps (R, S at run time, any size), reading
-the source pixels each tap needs; sums are FP32.
+A depthwise layer does R*S multiply-adds per output element, a grouped one of 2-8 channels a
+group (ResNeXt's 32x4d: 4) a few times that: far too little work per byte for a GEMM, whose
+16-wide tiles would be mostly padding, so these kernels do no matrix products. Each program
+owns a tile of BLOCK_M pixels x BLOCK_N channels of one image and walks the filter taps (R, S
+at run time, any size), reading the source pixels each tap needs; sums are FP32.
 
 - `depthwise_conv`: forward (BACKWARD = 0: source x, destination y) and backward data
   (BACKWARD = 1: source dy, destination dx; a destination pixel takes the taps whose source
@@ -18,6 +19,10 @@ the source pixels each tap needs; sums are FP32.
   reduce kernel (`conv2d_bwd_weight_reduce`, kernels/conv_triton.py) sums them in a fixed
   order: the result is the same on every run.
 
+- `grouped_conv`, `grouped_conv_wrw`: the same for groups of a few channels and filters
+  (SPG/DPG, CPG/KPG at run time): a destination channel sums its group's source channels in
+  a loop inside each tap; backward weights has a lane per weight (filter, channel).
+
 CHANNELS_LAST = 1 promises a unit channel stride in both activations (NHWC): channels are
 then the contiguous axis of a tile and its loads are vectors along C. CHANNELS_LAST = 0 takes
 any strides (NCHW: the pixels of a tile are consecutive, so a warp's loads along a row are
@@ -30,6 +35,18 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .conv_triton_common import tap_source
+
+
+@triton.jit
+def _direct_tile(C, DH, DW, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A forward or backward-data program's image (axis 2), destination channels (axis 1
+    blocks of C), the rows and columns of its destination pixels (axis 0 blocks of DH * DW),
+    and the pixel and channel masks."""
+    pix = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    c = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    return tl.program_id(2), c, pix // DW, pix % DW, pix < DH * DW, c < C
+
 
 @triton.jit
 def depthwise_conv(
@@ -41,13 +58,7 @@ def depthwise_conv(
     """dst[n, c, i, j] = sum over taps (r, s) of w[c, r, s] * src[n, c, u, v]: forward reads
     u = i * stride_h - pad_h + r * dil_h; backward data the u with
     u * stride_h = i + pad_h - r * dil_h (and likewise for v, j, S)."""
-    n = tl.program_id(2)
-    pix = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    c = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    di = pix // DW
-    dj = pix % DW
-    pix_ok = pix < DH * DW
-    c_ok = c < C
+    n, c, di, dj, pix_ok, c_ok = _direct_tile(C, DH, DW, BLOCK_M, BLOCK_N)
     if CHANNELS_LAST:
         src_c = c
         dst_c = c
@@ -58,21 +69,9 @@ def depthwise_conv(
     w_c = w_ptr + c * swc
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for r in range(R):
-        if BACKWARD:
-            t = di + pad_h - r * dil_h
-            u = t // stride_h
-            u_ok = (t >= 0) & (u * stride_h == t) & (u < SH)
-        else:
-            u = di * stride_h - pad_h + r * dil_h
-            u_ok = (u >= 0) & (u < SH)
+        u, u_ok = tap_source(di, r, stride_h, pad_h, dil_h, SH, BACKWARD)
         for s in range(S):
-            if BACKWARD:
-                t2 = dj + pad_w - s * dil_w
-                v = t2 // stride_w
-                v_ok = (t2 >= 0) & (v * stride_w == t2) & (v < SW)
-            else:
-                v = dj * stride_w - pad_w + s * dil_w
-                v_ok = (v >= 0) & (v < SW)
+            v, v_ok = tap_source(dj, s, stride_w, pad_w, dil_w, SW, BACKWARD)
             ok = pix_ok & u_ok & v_ok
             a = tl.load(src + (u * ssh + v * ssw)[:, None], mask=ok[:, None] & c_ok[None, :],
                         other=0.0)
@@ -83,29 +82,23 @@ def depthwise_conv(
 
 
 @triton.jit
-def depthwise_conv_wrw(
-    x_ptr, y_ptr, w_ptr, ws_ptr, N, C, H, W, P, Q, S, stride_h, stride_w, pad_h, pad_w,
-    dil_h, dil_w, sxn, sxc, sxh, sxw, syn, syc, syh, syw, swc, swr, sws, TAPS,
+def wrw_row(
+    x_ptr, y_ptr, w_ptr, ws_ptr, e, E, x_c, y_c, w_e, N, H, W, P, Q, S, stride_h, stride_w,
+    pad_h, pad_w, dil_h, dil_w, sxn, sxh, sxw, syn, syh, syw, swr, sws, TAPS,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr,
 ):
-    """dw[c, r, s] for one filter row r (program axis 1) and every s < S <= BLOCK_S at once,
-    over this program's part (axis 2) of the N * P * Q output positions: each dy element is
-    read once per row, x as BLOCK_S neighbours of a row. With several parts the FP32 sums go
-    to ws[part][c][r * S + s] (TAPS = R * S)."""
+    """Backward weights of one filter row r (program axis 1) for the lanes e < E of this
+    program (axis 0; a lane is one weight's (filter, channel) pair, its x channel offset x_c,
+    dy channel offset y_c and dw offset w_e) and every s < S <= BLOCK_S at once, over this
+    program's part (axis 2) of the N * P * Q output positions: each dy element is read once
+    per row, x as BLOCK_S neighbours of a row. With several parts the FP32 sums go to
+    ws[part][e][r * S + s] (TAPS = R * S)."""
     r = tl.program_id(1)
     part = tl.program_id(2)
     parts = tl.num_programs(2)
-    c = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_ok = c < C
+    e_ok = e < E
     s = tl.arange(0, BLOCK_S)
     s_ok = s < S
-    if CHANNELS_LAST:
-        x_c = c
-        y_c = c
-    else:
-        x_c = c * sxc
-        y_c = c * syc
     pq = P * Q
     blocks = tl.cdiv(N * pq, BLOCK_M)
     per_part = tl.cdiv(blocks, parts)
@@ -122,16 +115,100 @@ def depthwise_conv_wrw(
         v = (j * stride_w - pad_w)[:, None] + (s * dil_w)[None, :]
         tap_ok = row_ok[:, None] & s_ok[None, :] & (v >= 0) & (v < W)
         a = tl.load(x_ptr + (n * sxn + u * sxh)[:, None, None] + (v * sxw)[:, :, None]
-                    + x_c[None, None, :], mask=tap_ok[:, :, None] & c_ok[None, None, :],
+                    + x_c[None, None, :], mask=tap_ok[:, :, None] & e_ok[None, None, :],
                     other=0.0)
         g = tl.load(y_ptr + (n * syn + i * syh + j * syw)[:, None] + y_c[None, :],
-                    mask=row_ok[:, None] & c_ok[None, :], other=0.0)
+                    mask=row_ok[:, None] & e_ok[None, :], other=0.0)
         acc += a.to(tl.float32) * g.to(tl.float32)[:, None, :]
     total = tl.sum(acc, axis=0)
-    mask = s_ok[:, None] & c_ok[None, :]
+    mask = s_ok[:, None] & e_ok[None, :]
     if parts == 1:
-        tl.store(w_ptr + (c * swc)[None, :] + r * swr + (s * sws)[:, None],
+        tl.store(w_ptr + w_e[None, :] + r * swr + (s * sws)[:, None],
                  total.to(w_ptr.dtype.element_ty), mask=mask)
     else:
-        tl.store(ws_ptr + ((part * C + c) * TAPS)[None, :] + r * S + s[:, None], total,
+        tl.store(ws_ptr + ((part * E + e) * TAPS)[None, :] + r * S + s[:, None], total,
                  mask=mask)
+
+
+@triton.jit
+def depthwise_conv_wrw(
+    x_ptr, y_ptr, w_ptr, ws_ptr, N, C, H, W, P, Q, S, stride_h, stride_w, pad_h, pad_w,
+    dil_h, dil_w, sxn, sxc, sxh, sxw, syn, syc, syh, syw, swc, swr, sws, TAPS,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr,
+):
+    """dw[c, r, s] for one filter row (`wrw_row`, a lane per channel)."""
+    c = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    if CHANNELS_LAST:
+        x_c = c
+        y_c = c
+    else:
+        x_c = c * sxc
+        y_c = c * syc
+    wrw_row(x_ptr, y_ptr, w_ptr, ws_ptr, c, C, x_c, y_c, c * swc, N, H, W, P, Q, S,
+            stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, sxn, sxh, sxw, syn, syh, syw,
+            swr, sws, TAPS, BLOCK_M, BLOCK_N, BLOCK_S)
+
+
+@triton.jit
+def grouped_conv(
+    src_ptr, w_ptr, dst_ptr, C, SPG, DPG, SH, SW, DH, DW, R, S, stride_h, stride_w, pad_h,
+    pad_w, dil_h, dil_w, ssn, ssc, ssh, ssw, sdn, sdc, sdh, sdw, swg, swd, swj, swr, sws,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    BACKWARD: tl.constexpr,
+):
+    """dst[n, d, i, j] = sum over the SPG source channels g * SPG + m of d's group
+    g = d // DPG and the taps (r, s) of w * src[n, g * SPG + m, u, v], (u, v) as in
+    `depthwise_conv`. The weight of (d, m) is at g * swg + (d % DPG) * swd + m * swj: forward
+    d is a filter and m a channel of its group, backward data d is a channel and m a filter."""
+    n, d, di, dj, pix_ok, d_ok = _direct_tile(C, DH, DW, BLOCK_M, BLOCK_N)
+    grp = d // DPG
+    if CHANNELS_LAST:
+        src_c = grp * SPG
+        src_step = 1
+        dst_c = d
+    else:
+        src_c = grp * SPG * ssc
+        src_step = ssc
+        dst_c = d * sdc
+    w_d = w_ptr + grp * swg + (d - grp * DPG) * swd
+    src_n = src_ptr + n * ssn + src_c[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for r in range(R):
+        u, u_ok = tap_source(di, r, stride_h, pad_h, dil_h, SH, BACKWARD)
+        for s in range(S):
+            v, v_ok = tap_source(dj, s, stride_w, pad_w, dil_w, SW, BACKWARD)
+            ok = (pix_ok & u_ok & v_ok)[:, None] & d_ok[None, :]
+            src = src_n + (u * ssh + v * ssw)[:, None]
+            w_tap = w_d + r * swr + s * sws
+            for m in range(SPG):
+                a = tl.load(src + m * src_step, mask=ok, other=0.0)
+                b = tl.load(w_tap + m * swj, mask=d_ok, other=0.0)
+                acc += a.to(tl.float32) * b.to(tl.float32)[None, :]
+    tl.store(dst_ptr + n * sdn + (di * sdh + dj * sdw)[:, None] + dst_c[None, :],
+             acc.to(dst_ptr.dtype.element_ty), mask=pix_ok[:, None] & d_ok[None, :])
+
+
+@triton.jit
+def grouped_conv_wrw(
+    x_ptr, y_ptr, w_ptr, ws_ptr, N, C, CPG, KPG, H, W, P, Q, S, stride_h, stride_w, pad_h,
+    pad_w, dil_h, dil_w, sxn, sxc, sxh, sxw, syn, syc, syh, syw, swk, swc, swr, sws, TAPS,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr,
+):
+    """dw[k, c, r, s] for one filter row (`wrw_row`), a lane per weight (k, c) of the C =
+    G * KPG * CPG: lane e is filter k = e // CPG and its group's channel c = e % CPG, which
+    reads x channel (k // KPG) * CPG + c."""
+    e = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    k = e // CPG
+    c = e - k * CPG
+    xc = (k // KPG) * CPG + c
+    if CHANNELS_LAST:
+        x_c = xc
+        y_c = k
+    else:
+        x_c = xc * sxc
+        y_c = k * syc
+    wrw_row(x_ptr, y_ptr, w_ptr, ws_ptr, e, C, x_c, y_c, k * swk + c * swc, N, H, W, P, Q, S,
+            stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, sxn, sxh, sxw, syn, syh, syw,
+            swr, sws, TAPS, BLOCK_M, BLOCK_N, BLOCK_S)

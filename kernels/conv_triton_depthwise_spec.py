@@ -34,6 +34,8 @@ MAX_STRIDE = 2
 GRID_YZ_MAX = 65535
 
 KERNEL = {"F": "depthwise_conv", "B": "depthwise_conv", "W": "depthwise_conv_wrw"}
+#: Memory-bound: none of the kernels runs a matrix instruction (conv_triton_spec's note).
+NO_MATRIX_KERNELS = frozenset(KERNEL.values())
 _TILE = (("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("CHANNELS_LAST", "constexpr"))
 _GEOMETRY = (("stride_h", "i32"), ("stride_w", "i32"), ("pad_h", "i32"), ("pad_w", "i32"),
              ("dil_h", "i32"), ("dil_w", "i32"))
@@ -95,8 +97,13 @@ MIN_PART_STEPS = 8
 WAVES = 2  # backward weights' split fills this many waves of programs, at most
 
 
-def channels(sizes: Mapping[str, int]) -> int:
-    return int(sizes["G"])
+def lanes(direction: str, sizes: Mapping[str, int]) -> int:
+    """The lanes a direction's programs split into blocks of BLOCK_N: the destination's
+    channels (forward G * K, backward data G * C) or, in backward weights, the weights'
+    (filter, channel) pairs G * K * C; G for a depthwise problem in every direction."""
+    z = sizes
+    per_group = {"F": z["K"], "B": z["C"], "W": z["K"] * z["C"]}[direction]
+    return int(z["G"]) * int(per_group)
 
 
 def channels_last(strides: Mapping[str, tuple[int, int, int, int]]) -> bool:
@@ -106,12 +113,18 @@ def channels_last(strides: Mapping[str, tuple[int, int, int, int]]) -> bool:
 
 def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]]
             ) -> bool:
-    """Depthwise (one input and one output channel a group, two or more groups), filters up
-    to MAX_FILTER, strides up to MAX_STRIDE, dilation at least 1, 32-bit offsets and a grid
-    within the y and z limits."""
-    z = sizes
-    if (z["C"], z["K"]) != (1, 1) or z["G"] < 2:
+    """Depthwise (one input and one output channel a group, two or more groups) within the
+    direct kernels' geometry (`fits`)."""
+    if (sizes["C"], sizes["K"]) != (1, 1) or sizes["G"] < 2:
         return False
+    return fits(sizes, strides)
+
+
+def fits(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]]) -> bool:
+    """The geometry the direct kernels take (the depthwise and grouped families alike):
+    filters up to MAX_FILTER, strides up to MAX_STRIDE, dilation at least 1, 32-bit offsets
+    and a grid within the y and z limits."""
+    z = sizes
     if not (1 <= z["R"] <= MAX_FILTER and 1 <= z["S"] <= MAX_FILTER):
         return False
     if not (1 <= z["stride_h"] <= MAX_STRIDE and 1 <= z["stride_w"] <= MAX_STRIDE):
@@ -120,14 +133,15 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int,
         return False
     if min(z["P"], z["Q"], z["H"], z["W"], z["N"]) < 1 or z["N"] > GRID_YZ_MAX:
         return False
-    if cdiv(channels(z), min(BLOCKS_N)) > GRID_YZ_MAX:
+    if cdiv(max(lanes("F", z), lanes("B", z)), min(BLOCKS_N)) > GRID_YZ_MAX:
         return False
-    largest = max(z["N"] * z["G"] * z["H"] * z["W"], z["N"] * z["G"] * z["P"] * z["Q"],
-                  MAX_SPLIT * z["G"] * z["R"] * z["S"])
+    c, k = z["G"] * z["C"], z["G"] * z["K"]
+    largest = max(z["N"] * c * z["H"] * z["W"], z["N"] * k * z["P"] * z["Q"],
+                  MAX_SPLIT * lanes("W", z) * z["R"] * z["S"])
     spans = [sum((d - 1) * abs(s) for d, s in zip(dims, strides[t], strict=True))
-             for t, dims in (("x", (z["N"], z["G"], z["H"], z["W"])),
-                             ("y", (z["N"], z["G"], z["P"], z["Q"])),
-                             ("w", (z["G"], 1, z["R"], z["S"])))]
+             for t, dims in (("x", (z["N"], c, z["H"], z["W"])),
+                             ("y", (z["N"], k, z["P"], z["Q"])),
+                             ("w", (k, z["C"], z["R"], z["S"])))]
     return largest < 2**31 and max(spans) < 2**31
 
 
@@ -139,7 +153,7 @@ def arg_values(direction: str, sizes: Mapping[str, int],
     geometry = {k: z[k] for k in ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")}
     weights = {"swc": w[0], "swr": w[2], "sws": w[3]}
     if direction == "W":
-        return {"N": z["N"], "C": channels(z), "H": z["H"], "W": z["W"], "P": z["P"],
+        return {"N": z["N"], "C": lanes(direction, z), "H": z["H"], "W": z["W"], "P": z["P"],
                 "Q": z["Q"], "S": z["S"], **geometry, "sxn": x[0], "sxc": x[1], "sxh": x[2],
                 "sxw": x[3], "syn": y[0], "syc": y[1], "syh": y[2], "syw": y[3], **weights,
                 "TAPS": z["R"] * z["S"]}
@@ -147,7 +161,7 @@ def arg_values(direction: str, sizes: Mapping[str, int],
     src_hw, dst_hw = (z["H"], z["W"]), (z["P"], z["Q"])
     if direction == "B":  # dy is read, dx written
         src_hw, dst_hw = dst_hw, src_hw
-    return {"C": channels(z), "SH": src_hw[0], "SW": src_hw[1], "DH": dst_hw[0],
+    return {"C": lanes(direction, z), "SH": src_hw[0], "SW": src_hw[1], "DH": dst_hw[0],
             "DW": dst_hw[1], "R": z["R"], "S": z["S"], **geometry,
             "ssn": src[0], "ssc": src[1], "ssh": src[2], "ssw": src[3],
             "sdn": dst[0], "sdc": dst[1], "sdh": dst[2], "sdw": dst[3], **weights}
@@ -162,7 +176,7 @@ def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
     """Forward and backward data: (destination pixel blocks, channel blocks, images);
     backward weights: (channel blocks, filter rows, parts)."""
     z = sizes
-    blocks_c = cdiv(channels(z), config["BLOCK_N"])
+    blocks_c = cdiv(lanes(direction, z), config["BLOCK_N"])
     if direction == "W":
         return blocks_c, z["R"], int(config.get("SPLIT_K", 1))
     pixels = z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"]
@@ -178,10 +192,16 @@ def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
               width: int = 0) -> tuple[dict[str, str], dict[str, Any]]:
     """(signature, constexprs) of one object for `triton.compiler.ASTSource`; `width` is
     backward weights' BLOCK_S."""
-    values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
-              "BLOCK_S": int(width), "CHANNELS_LAST": int(last),
-              "BACKWARD": int(direction == "B")}
-    return typed_signature(ARGS[KERNEL[direction]], dtype, values)
+    return typed_signature(ARGS[KERNEL[direction]], dtype,
+                           constexpr_values(direction, config, last, width))
+
+
+def constexpr_values(direction: str, config: Mapping[str, int], last: bool, width: int
+                     ) -> dict[str, int]:
+    """Every constexpr a direct kernel may take (a kernel's ARGS pick theirs)."""
+    return {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
+            "BLOCK_S": int(width), "CHANNELS_LAST": int(last),
+            "BACKWARD": int(direction == "B")}
 
 
 def legal(direction: str, config: Mapping[str, int]) -> bool:
@@ -236,7 +256,7 @@ def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[st
     split = int(config.get("SPLIT_K", 1))
     if direction != "W" or split <= 1:
         return 0
-    return split * channels(sizes) * sizes["R"] * sizes["S"] * 4
+    return split * lanes("W", sizes) * sizes["R"] * sizes["S"] * 4
 
 
 def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:
@@ -245,7 +265,7 @@ def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, in
     pixels = z["N"] * z["P"] * z["Q"] if direction == "W" else \
         (z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"])
     out = 1.0
-    for dim, block in ((pixels, config["BLOCK_M"]), (channels(z), config["BLOCK_N"])):
+    for dim, block in ((pixels, config["BLOCK_M"]), (lanes(direction, z), config["BLOCK_N"])):
         dim = max(int(dim), 1)
         out *= dim / (cdiv(dim, int(block)) * int(block))
     return out

@@ -76,6 +76,9 @@ REDUCE_ARGS: tuple[tuple[str, str], ...] = (
 )
 REDUCE_BLOCK = 1024
 REDUCE_WARPS = 4
+#: Kernels that run no matrix instruction by design (a sum of partials, a transpose): a
+#: matrix-core target's object of one is right without v_mfma/v_wmma (builder/codeobject.py).
+NO_MATRIX_KERNELS = frozenset({"conv2d_bwd_weight_reduce", "transpose_021"})
 
 #: `transpose_021`: packed [B][R][S] -> [B][S][R] in the element type (NCHW <-> NHWC
 #: activations, KCRS <-> KRSC weights) for the solvers that compute an NCHW problem with the
@@ -154,11 +157,9 @@ KERNELS: dict[str, dict[str, Any]] = {
                      "SPLIT_K > 1 only where split_applies() (every stride phase has a tap: "
                      "not 1x1 stride 2, whose split variant gave wrong results on the H100)",
         "applies": "any problem; writes every element of x (zeros where no tap reaches); "
-                   "BLOCK_N = 16 suits few input channels. Groups > 1: the weights of group g "
-                   "were offset along C instead of K before the fix that added this note; the "
-                   "fixed form passes under Triton's interpreter "
-                   "(tests/integration/test_conv_triton_interpret.py) but has not yet run on "
-                   "a GPU with groups",
+                   "BLOCK_N = 16 suits few input channels. Groups: program axis 1, the "
+                   "group's filters (w is (G*K, C, R, S)) at g*K; checked under Triton's "
+                   "interpreter (tests/integration/test_conv_triton_grouped_interpret.py)",
     },
     "conv2d_bwd_data_smallc": {
         "few_channels": True,

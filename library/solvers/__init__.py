@@ -21,6 +21,7 @@ from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
+from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_winograd import WINOGRAD_SOLVERS, ConvTritonWinogradWrw, winograd_first
 from .winograd import ConvWinograd3x3
 
@@ -50,6 +51,7 @@ SOLVERS: list[Solver] = [
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,
     *TRITON_3D_SOLVERS,
+    *GROUPED_SOLVERS,
     ConvWinograd3x3("F"),
     ConvWinograd3x3("B"),
     Conv1x1Gemm("F"),
@@ -74,19 +76,21 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonWinogradWrw: winograd_first,
     ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t),
     ConvTritonDepthwise: lambda p, t, math: depthwise_first(p, t),
+    ConvTritonGrouped: lambda p, t, math: grouped_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via solvers, and both to the Winograd
-#: backward weights and the 1x1 GEMMs; all three to the depthwise family on the problems it
-#: takes (groups = channels: one-channel GEMMs and transforms waste the tensor cores there).
+#: backward weights and the 1x1 GEMMs; all three to the depthwise and grouped direct families
+#: on the problems they take (groups = channels, or 2-8 channels and filters a group: GEMMs
+#: that narrow and their transforms waste the tensor cores there).
 #: A family not listed gives way to none; the 3-D family (triton_3d) claims every 3-D problem
 #: it takes, which no other Triton family takes, so it needs no entry here.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
-                             ConvTritonGemm1x1, ConvTritonDepthwise),
+                             ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
-                                     ConvTritonDepthwise),
-    ConvTritonWinogradWrw: (ConvTritonDepthwise,),
+                                     ConvTritonDepthwise, ConvTritonGrouped),
+    ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
 }
 
 

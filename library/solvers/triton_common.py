@@ -3,7 +3,7 @@ and compile jobs.
 
 The implicit GEMM (triton_conv.py), its Via solvers (triton_conv_relayout.py), the Winograd
 backward weights (triton_winograd.py), the 1x1 GEMMs (triton_1x1.py) and the depthwise
-family (triton_depthwise.py) read the stdlib-only
+and grouped direct families (triton_depthwise.py, triton_grouped.py) read the stdlib-only
 spec modules of kernels/ (`kernels_spec`, loaded on first use: the runtime never imports
 Triton), take the implicit GEMM's seven tunables (PARAM_NAMES, in PerfDb order), pass sizes and
 strides as the spec names them (`spec_sizes`, `spec_strides`), pack kernel arguments
@@ -33,6 +33,7 @@ __all__ = [
     "CONV_KERNEL_FILE", "MATH_TYPE", "MMA_PARAM", "PARAM_NAMES", "REDUCE_KERNEL",
     "companion_jobs", "config_items", "config_of", "config_view", "conv_triton_job",
     "has_kernels_spec", "have_kernels", "job_items", "kernel_arg", "kernels_spec",
+    "no_matrix_kernels",
     "params_of", "problem_view", "reduce_job", "reduce_step", "scratch_args", "shape_fits",
     "spec_kind", "spec_module", "spec_sizes", "spec_strides", "splits_reduction",
     "target_kind", "tf32_capable", "tf32x3_capable", "triton_compile_job",
@@ -284,6 +285,23 @@ def spec_launch(spec: Any, direction: str, view: ConvView, sizes: dict[str, int]
     return Launch(spec.KERNEL[direction], grid, block,
                   spec_kernel_args(spec, direction, view, sizes, strides),
                   workspace_bytes=workspace, needs_meta=True)
+
+
+#: The spec modules whose kernels a package may hold (each may list NO_MATRIX_KERNELS).
+_KERNEL_SPECS = ("conv_triton_spec", "conv_triton_1x1_spec", "conv_triton_winograd_spec",
+                 "conv_triton_depthwise_spec", "conv_triton_grouped_spec",
+                 "conv_triton_3d_spec")
+
+
+@lru_cache(maxsize=1)
+def no_matrix_kernels() -> frozenset[str]:
+    """Triton kernels that run no matrix instruction by design (every installed spec's
+    NO_MATRIX_KERNELS): the code-object check does not ask their objects for one."""
+    names: set[str] = set()
+    for name in _KERNEL_SPECS:
+        if has_kernels_spec(name):
+            names.update(getattr(kernels_spec(name), "NO_MATRIX_KERNELS", ()))
+    return frozenset(names)
 
 
 def have_kernels() -> bool:

@@ -8,8 +8,8 @@ from the kdb with the launch metadata they carry (codeobject.LaunchMetadata).
 Applicability: targets whose targets.toml entry names matrix instructions (`matrix`: mfma on
 gfx90a/gfx942/gfx950, wmma on gfx11/gfx12, mma/wgmma/tcgen05 on sm80+); 2D problems; one
 element type of FP16, BF16 or FP32 (FP32 not on wmma targets, whose matrix cores take no FP32);
-32-bit offsets; backward data without groups (see `is_applicable`). The portable solvers stay
-the fallback for everything else.
+32-bit offsets; groups as program axis 1 in every direction. The portable solvers stay the
+fallback for everything else.
 
 Parameters (PerfDb order): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps,
 num_stages; the legal space per target comes from the spec (shared memory/LDS respected).
@@ -112,6 +112,11 @@ def _programs(kernel: str, sizes: dict[str, int], config: dict[str, int]) -> int
 #: (bench/results/kernels_h100-ebe52e4.json); the implicit GEMM took 0.24-0.40x there
 #: (0.014-0.029 ms, kernels_h100.json, with this rule).
 _SIXTEEN_BIT_FIRST = {"FP16": 16, "BF16": 16}
+#: Grouped problems of this many channels and filters a group or more rank the implicit GEMM
+#: (the group its program axis 1) first in every type: the portable kernels loop over the
+#: groups, at 10-17x cuDNN's GPU time on ResNeXt's 3x3 layers (issue 28, H100). Fewer a group
+#: (2-8) take the grouped direct family (solvers/triton_grouped.py).
+_GROUPED_FIRST = 16
 
 
 class ConvTritonImplicitGemm(Solver):
@@ -151,12 +156,13 @@ class ConvTritonImplicitGemm(Solver):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """TF32 and three-product solvers claim first place, and so do all of them on 16-bit
-        problems of 16 or more channels and filters per group (`_SIXTEEN_BIT_FIRST`); the
-        registry's precedence (`solvers.YIELDS_TO`) gives way where the problem goes through
-        the other layout's kernels or a Winograd or 1x1 GEMM solver claims it."""
-        return self.rank_first or (
-            problem.in_type in _SIXTEEN_BIT_FIRST and
-            min(problem.c, problem.k) >= _SIXTEEN_BIT_FIRST[problem.in_type] * problem.groups)
+        problems of 16 or more channels and filters per group (`_SIXTEEN_BIT_FIRST`) and on
+        grouped ones of as many in every type (`_GROUPED_FIRST`); the registry's precedence
+        (`solvers.YIELDS_TO`) gives way where the problem goes through the other layout's
+        kernels or a Winograd, 1x1 GEMM or direct solver claims it."""
+        per_group = min(problem.c, problem.k) // problem.groups
+        return self.rank_first or per_group >= _SIXTEEN_BIT_FIRST.get(problem.in_type, 1 << 30) \
+            or (problem.groups > 1 and per_group >= _GROUPED_FIRST)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
@@ -174,10 +180,6 @@ class ConvTritonImplicitGemm(Solver):
             return False
         if p.in_type == "FP32" and matrix == "wmma":
             return False  # RDNA's wmma takes no FP32: no tensor-core gain over the portable
-        if self.direction == "B" and p.groups > 1:
-            # conv2d_bwd_data offsets the weights of group g along C instead of K (measured
-            # wrong on the H100 for every type and layout): the portable solvers take these.
-            return False
         return shape_fits(self._view(p)[0])
 
     # ------------------------------------------------------------------ parameters

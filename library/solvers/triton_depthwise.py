@@ -47,7 +47,8 @@ from .triton_common import (
     target_kind,
 )
 
-__all__ = ["ConvTritonDepthwise", "DEPTHWISE_SOLVERS", "depthwise_first", "depthwise_spec"]
+__all__ = ["ConvTritonDepthwise", "DEPTHWISE_SOLVERS", "depthwise_first", "depthwise_spec",
+           "first_of"]
 
 KERNEL_FILE = "conv_triton_depthwise.py"
 _SPEC = "conv_triton_depthwise_spec"
@@ -67,9 +68,9 @@ def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
 
 
 @lru_cache(maxsize=1024)
-def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], last: bool,
-         aligned: bool, width: int, target: Target) -> CompileJob:
-    spec = depthwise_spec()
+def _job(spec_name: str, direction: str, data_type: str, config: tuple[tuple[str, int], ...],
+         last: bool, aligned: bool, width: int, target: Target) -> CompileJob:
+    spec = kernels_spec(spec_name)
     values = dict(config)
     kernel = spec.KERNEL[direction]
     sig, constexprs = spec.signature(direction, data_type, values, last, width)
@@ -81,35 +82,42 @@ def _config(params: Params) -> dict[str, int]:
 
 
 class ConvTritonDepthwise(Solver):
-    """One direction of the depthwise family."""
+    """One direction of the depthwise family (a subclass with its own `spec_name` and `family`
+    is another family of direct kernels in the same file: the grouped one)."""
 
     tunable = True
     language = "triton"
     kernel_file = KERNEL_FILE
+    spec_name = _SPEC
+    family = "Depthwise"
 
     def __init__(self, direction: str) -> None:
         self.direction = direction
         self.directions = frozenset({direction})
-        self.name = f"ConvTritonDepthwise{DIRECTION_SUFFIX[direction]}"
+        self.name = f"ConvTriton{self.family}{DIRECTION_SUFFIX[direction]}"
         self.algorithm_names = {direction: f"miopenConvolution{ALGO_PREFIX[direction]}AlgoDirect"}
         self.rank_first = True
+
+    def spec(self) -> Any:
+        """The family's stdlib-only launch data (kernels/<spec_name>.py)."""
+        return kernels_spec(self.spec_name)
 
     # ------------------------------------------------------------------ applicability
     def _kind(self, target: Target) -> str | None:
         if not spec_for(target.arch).matrix:
             return None
-        return spec_kind(target, _SPEC)
+        return spec_kind(target, self.spec_name)
 
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
         if p.key_direction != self.direction or p.mode != "conv" or len(p.in_spatial) != 2:
             return False
-        if not p.in_type == p.wei_type == p.out_type or p.in_type not in depthwise_spec().TYPES:
+        if not p.in_type == p.wei_type == p.out_type or p.in_type not in self.spec().TYPES:
             return False
-        if p.groups < 2 or not p.c == p.k == p.groups or self._kind(target) is None:
+        if p.groups < 2 or self._kind(target) is None:
             return False
         _, sizes, strides, _ = _view(p)
-        return bool(depthwise_spec().applies(sizes, strides))
+        return bool(self.spec().applies(sizes, strides))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Every problem the family takes (measured against the portable and group-looping
@@ -120,22 +128,22 @@ class ConvTritonDepthwise(Solver):
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
         if self._kind(target) is None:
             return []
-        return [params_of(c) for c in depthwise_spec().legal_space(self.direction)]
+        return [params_of(c) for c in self.spec().legal_space(self.direction)]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         # The target alone (not MIOPENKERNELS_TRITON), as the other Triton families.
         if not spec_for(target.arch).matrix or len(params) != len(PARAM_NAMES) or \
-                target_kind(target.arch) not in depthwise_spec().KINDS:
+                target_kind(target.arch) not in self.spec().KINDS:
             return False
         try:
             config = _config(tuple(int(v) for v in params))
         except (TypeError, ValueError, ProblemError):
             return False
-        return bool(depthwise_spec().legal(self.direction, config))
+        return bool(self.spec().legal(self.direction, config))
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The layout's usual tile; backward weights split to fill the CUs."""
-        spec = depthwise_spec()
+        spec = self.spec()
         _, sizes, _, last = _view(problem)
         tile = spec.usual_tile(self.direction, last)
         if self.direction == "W":
@@ -150,7 +158,7 @@ class ConvTritonDepthwise(Solver):
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         """The other layout's usual tile, and backward weights at half and twice the default
         split."""
-        spec = depthwise_spec()
+        spec = self.spec()
         _, sizes, _, last = _view(problem)
         out: list[Params] = []
         for tile in (spec.usual_tile(self.direction, last),
@@ -168,7 +176,7 @@ class ConvTritonDepthwise(Solver):
     # ------------------------------------------------------------------ kernels
     def _aligned(self, problem: ConvProblem) -> bool:
         _, sizes, strides, last = _view(problem)
-        spec = depthwise_spec()
+        spec = self.spec()
         return last and bool(spec.meets_align16(self.direction,
                                                 spec.arg_values(self.direction, sizes,
                                                                 strides)))
@@ -188,39 +196,40 @@ class ConvTritonDepthwise(Solver):
         # The split is the grid's third axis, not part of the object: one serves every split.
         config = {**_config(tuple(params)), "SPLIT_K": 1}
         _, sizes, _, last = _view(problem)
-        return _job(self.direction, problem.in_type, tuple(sorted(config.items())), last,
-                    aligned, self._width(sizes["S"]), target)
+        return _job(self.spec_name, self.direction, problem.in_type,
+                    tuple(sorted(config.items())), last, aligned, self._width(sizes["S"]), target)
 
     def _width(self, s: int) -> int:
         """Backward weights' filter width class (BLOCK_S); 0 in the other directions."""
-        return int(depthwise_spec().width_class(s)) if self.direction == "W" else 0
+        return int(self.spec().width_class(s)) if self.direction == "W" else 0
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type and layout the usual tile (channels-last: with and without alignment);
         backward weights at each filter width class, and the reduce kernel at every split."""
         if self._kind(target) is None:
             return []
-        spec = depthwise_spec()
+        spec = self.spec()
         widths = spec.WIDTH_CLASSES if self.direction == "W" else (0,)
+        aligned = (True, False) if spec.ALIGN16[spec.KERNEL[self.direction]] else (False,)
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:
             for last, width in itertools.product((True, False), widths):
                 config = tuple(sorted(spec.usual_tile(self.direction, last).items()))
-                jobs += [_job(self.direction, data_type, config, last, a, width, target)
-                         for a in ((True, False) if last else (False,))]
+                jobs += [_job(self.spec_name, self.direction, data_type, config, last, a,
+                              width, target) for a in (aligned if last else (False,))]
             if self.direction == "W":
                 jobs += [reduce_job(data_type, s, target) for s in spec.SPLITS if s > 1]
         return jobs
 
     # ------------------------------------------------------------------ launches
     def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        return int(depthwise_spec().workspace_bytes(self.direction, _view(problem)[1],
-                                                    _config(tuple(params))))
+        return int(self.spec().workspace_bytes(self.direction, _view(problem)[1],
+                                               _config(tuple(params))))
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
         view, sizes, strides, _ = _view(problem)
-        return spec_launch(depthwise_spec(), self.direction, view, sizes, strides,
+        return spec_launch(self.spec(), self.direction, view, sizes, strides,
                            self.launch_geometry(problem, params),
                            self.workspace_for(problem, params))
 
@@ -232,8 +241,10 @@ class ConvTritonDepthwise(Solver):
             return ()
         view, sizes, strides, _ = _view(problem)
         w = strides["w"]
-        values = {"TOTAL": sizes["G"] * sizes["R"] * sizes["S"], "C": 1, "R": sizes["R"],
-                  "S": sizes["S"], "swk": w[0], "swc": w[1], "swr": w[2], "sws": w[3]}
+        # The partials are [part][lane][R * S], a lane (k, c) at k * C + c (C = 1 depthwise).
+        values = {"TOTAL": self.spec().lanes("W", sizes) * sizes["R"] * sizes["S"],
+                  "C": sizes["C"], "R": sizes["R"], "S": sizes["S"], "swk": w[0], "swc": w[1],
+                  "swr": w[2], "sws": w[3]}
         return (reduce_step(problem.in_type, split, target, view.wei_tensor, values),)
 
     def launch_geometry(self, problem: ConvProblem, params: Params
@@ -241,12 +252,12 @@ class ConvTritonDepthwise(Solver):
         config = _config(tuple(params))
         if self.direction != "W":
             config["SPLIT_K"] = 1
-        grid = depthwise_spec().grid(self.direction, _view(problem)[1], config)
+        grid = self.spec().grid(self.direction, _view(problem)[1], config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
     def efficiency(self, view: ConvView, params: Params) -> float:
-        return float(depthwise_spec().efficiency(self.direction, spec_sizes(view),
-                                                 _config(tuple(params))))
+        return float(self.spec().efficiency(self.direction, spec_sizes(view),
+                                            _config(tuple(params))))
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         """Memory-bound: about the bytes moved (the other solvers' ranks are in MACs)."""
@@ -257,14 +268,18 @@ class ConvTritonDepthwise(Solver):
         return 1.0 + 2.0 * size * elements / 1e9
 
 
-def depthwise_first(problem: ConvProblem, target: Target) -> bool:
-    """Whether the depthwise solver of the problem's direction applies (it then ranks first,
-    ahead of the implicit GEMM and its Via solvers)."""
-    solver = _BY_DIRECTION.get(problem.key_direction)
+def first_of(solvers: list[Solver], problem: ConvProblem, target: Target) -> bool:
+    """Whether the solver of `solvers` for the problem's direction applies and claims first
+    place (a family's entry in the registry's FIRST_CLAIMS)."""
+    solver = next((s for s in solvers if problem.key_direction in s.directions), None)
     return solver is not None and solver.is_applicable(problem, target) and \
         solver.claims_first(problem, target)
 
 
-_ALL = [ConvTritonDepthwise(d) for d in ("F", "B", "W")]
-DEPTHWISE_SOLVERS: list[Solver] = list(_ALL)
-_BY_DIRECTION = {s.direction: s for s in _ALL}
+def depthwise_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether the depthwise solver of the problem's direction applies (it then ranks first,
+    ahead of the implicit GEMM and its Via solvers)."""
+    return first_of(DEPTHWISE_SOLVERS, problem, target)
+
+
+DEPTHWISE_SOLVERS: list[Solver] = [ConvTritonDepthwise(d) for d in ("F", "B", "W")]

@@ -44,6 +44,16 @@ BASE = [
                 groups=32),
     ConvProblem(n=3, c=24, k=24, in_spatial=(17, 14), filter=(7, 7), pad=(6, 6),
                 dilation=(2, 2), groups=24),
+    # Grouped, few channels a group (the grouped direct family): ResNeXt's 4 a group, one
+    # channel to two filters at 5x5 stride 2, eight channels to two filters dilated.
+    ConvProblem(n=2, c=32, k=32, in_spatial=(10, 9), filter=(3, 3), pad=(1, 1), groups=8),
+    ConvProblem(n=2, c=8, k=16, in_spatial=(13, 11), filter=(5, 5), pad=(2, 2), stride=(2, 2),
+                groups=8),
+    ConvProblem(n=2, c=16, k=4, in_spatial=(12, 12), filter=(3, 3), pad=(2, 2),
+                dilation=(2, 2), groups=2),
+    # Grouped, 16 a group at stride 2: the implicit GEMM's backward data with groups.
+    ConvProblem(n=2, c=64, k=64, in_spatial=(9, 9), filter=(3, 3), pad=(1, 1), stride=(2, 2),
+                groups=4),
     # 3-D (the 3-D family; NCDHW and NDHWC in place of NCHW and NHWC): 3x3x3 stride 2 on odd
     # sizes, (2+1)-D's 1x3x3 with groups of 16 channels (NDHWC: the aligned objects), a
     # dilated 3x3x3, and 1x1x1 stride 2 (stride phases no tap reaches).
@@ -64,7 +74,7 @@ LAYOUTS_3D = {"NCHW": "NCDHW", "NHWC": "NDHWC"}
 # and BF16 on sm90, 96-128 KiB for FP32.
 TRITON_BIG = [(256, 256, 64, 8, 1, 8, 3), (128, 128, 32, 8, 1, 8, 4)]
 # Backward weights split four ways: FP32 partials in the workspace, summed by a second launch
-# (the implicit GEMM's set, then the depthwise family's).
+# (the implicit GEMM's set, then the depthwise and grouped families').
 TRITON_SPLIT = [(64, 64, 32, 8, 4, 4, 3), (16, 32, 1, 1, 4, 4, 1)]
 
 

@@ -108,17 +108,21 @@ def test_mma_2_compiles_tf32_to_mma_sync_on_sm90_alone() -> None:
         compile_job(solver.compile_job(problem, params + (2,), Target.parse("sm80-108")))
 
 
-def _job_ptx(job):  # noqa: ANN001, ANN202
-    """The PTX of a solver's job, compiled from its own options as the builder would (the
-    signature, constexprs and assumptions it spells), for sm_90."""
+def _job_asm(job, target: GPUTarget):  # noqa: ANN001, ANN202
+    """The assembly texts of a solver's job (PTX, AMDGCN...), compiled from its own options
+    as the builder would (the signature, constexprs and assumptions it spells)."""
     from miopenkernels.compiler.triton import TritonOptions, kernel_function
 
     opts = TritonOptions(job.options)
     fn = kernel_function(job.source_path, job.kernel_name)
     sig, cx, attrs = source_arguments(fn, opts.signature, opts.constexprs, opts.assumptions)
-    k = triton.compile(ASTSource(fn, sig, cx, attrs),
-                       target=TARGETS["sm90"][0], options=dict(opts.compile))
-    return k.asm["ptx"]
+    return triton.compile(ASTSource(fn, sig, cx, attrs), target=target,
+                          options=dict(opts.compile)).asm
+
+
+def _job_ptx(job):  # noqa: ANN001, ANN202
+    """The PTX of a solver's job for sm_90 (`_job_asm`)."""
+    return _job_asm(job, TARGETS["sm90"][0])["ptx"]
 
 
 def test_winograd_and_1x1_gemm_jobs_run_on_tensor_cores() -> None:
@@ -159,30 +163,76 @@ def test_winograd_and_1x1_gemm_jobs_run_on_tensor_cores() -> None:
     assert counts["ConvTritonWinogradTf32x3Wrw"] == 3 * counts["ConvTritonWinogradTf32Wrw"]
 
 
-def test_every_depthwise_object_compiles_for_sm90_and_gfx942() -> None:
+def _family_objects(family: str, target, kdb):  # noqa: ANN001, ANN202
+    """The direct family's own objects for a target (`ConvTriton<family>`'s dynamic jobs but
+    the implicit GEMM's reduce kernel), each compiled by `compile_job` as the builder does
+    and checked: its launch metadata and a code object of the target's kind; then stored in
+    the kdb at `kdb` (its name the target's basename), which `kdb verify`'s checks pass (AMD:
+    no matrix instruction asked of these memory-bound kernels). Gives the jobs."""
+    from miopenkernels.builder.codeobject import verify_kdb
+    from miopenkernels.codeobject import check_code_object, split_kdb_blob
+    from miopenkernels.compiler import compile_job
+    from miopenkernels.config import scoped_env
+    from miopenkernels.db.kerneldb import KernelDb
+    from miopenkernels.solvers import get_solver
+
+    with scoped_env("MIOPENKERNELS_TRITON", "1"):
+        jobs = [j for d in ("Fwd", "Bwd", "Wrw")
+                for j in get_solver(f"ConvTriton{family}{d}").dynamic_jobs(target)
+                if j.kernel_file == "conv_triton_depthwise.py"]
+    rows = []
+    for job in jobs:
+        blob = compile_job(job)
+        code, meta = split_kdb_blob(blob)
+        assert meta is not None and meta.kernel == job.kernel_name
+        info = check_code_object(code, target.arch, job.kernel_name)
+        assert info.kind == ("cubin" if target.vendor == "nvidia" else "hsaco")
+        rows.append((job.kdb_name, job.kdb_args, blob))
+    with KernelDb(kdb, readonly=False) as db:
+        db.store_many(rows)
+    assert [c.error for c in verify_kdb(kdb) if not c.ok] == []
+    return jobs
+
+
+def test_every_depthwise_object_compiles_for_sm90_and_gfx942(tmp_path) -> None:  # noqa: ANN001
     """Every object the depthwise family ships (its own kernels; the reduce kernel is the
     implicit GEMM's) compiles from its job for sm90 and gfx942 as the builder does, carries
     its launch metadata, and with the channels-last alignment assumption loads 16-byte
     vectors along channels (sm90's PTX)."""
-    from miopenkernels.codeobject import check_code_object, split_kdb_blob
-    from miopenkernels.compiler import compile_job
-    from miopenkernels.config import scoped_env
-    from miopenkernels.solvers import get_solver
     from miopenkernels.target import Target
 
-    with scoped_env("MIOPENKERNELS_TRITON", "1"):
-        for target in (Target.parse("sm90-132"), Target.parse("gfx942-304")):
-            jobs = [j for d in ("Fwd", "Bwd", "Wrw")
-                    for j in get_solver(f"ConvTritonDepthwise{d}").dynamic_jobs(target)
-                    if j.kernel_file == "conv_triton_depthwise.py"]
-            # Types x (NCHW, NHWC, NHWC aligned): forward, backward data, and backward
-            # weights at two filter width classes.
-            assert len(jobs) == 3 * 3 * (1 + 1 + 2)
-            for job in jobs:
-                code, meta = split_kdb_blob(compile_job(job))
-                assert meta is not None and meta.kernel == job.kernel_name
-                info = check_code_object(code, target.arch, job.kernel_name)
-                assert info.kind == ("cubin" if target.vendor == "nvidia" else "hsaco")
-                if target.vendor == "nvidia":
-                    aligned = any(o.startswith("--assume=") for o in job.options)
-                    assert ("ld.global.v4" in _job_ptx(job)) == aligned, job.options
+    for target in (Target.parse("sm90-132"), Target.parse("gfx942-304")):
+        jobs = _family_objects("Depthwise", target, tmp_path / f"{target.basename}.kdb")
+        # Types x (NCHW, NHWC, NHWC aligned): forward, backward data, and backward weights
+        # at two filter width classes.
+        assert len(jobs) == 3 * 3 * (1 + 1 + 2)
+        for job in jobs:
+            if target.vendor == "nvidia":
+                aligned = any(o.startswith("--assume=") for o in job.options)
+                assert ("ld.global.v4" in _job_ptx(job)) == aligned, job.options
+
+
+def test_every_grouped_object_compiles_for_sm90_gfx90a_and_gfx942(tmp_path) -> None:  # noqa: ANN001
+    """Every object the grouped direct family ships compiles from its job for sm90, gfx90a
+    and gfx942 as the builder does and carries its launch metadata; on the AMD archs the
+    kernel descriptor's notes show no register spills, no LDS and VGPRs within a wave's 512
+    (gfx90a and gfx942 measured 38-104 VGPRs)."""
+    import re
+
+    from miopenkernels.target import Target
+
+    for target in (Target.parse("sm90-132"), Target.parse("gfx90a-104"),
+                   Target.parse("gfx942-304")):
+        jobs = _family_objects("Grouped", target, tmp_path / f"{target.basename}.kdb")
+        # Types x (NCHW, NHWC): forward, backward data, and backward weights at two filter
+        # width classes; no alignment variants.
+        assert len(jobs) == 3 * 2 * (1 + 1 + 2)
+        for job in jobs if target.vendor == "amd" else ():
+            notes = _job_asm(job, GPUTarget("hip", target.arch, 64))["amdgcn"]
+
+            def note(key: str, text: str = notes) -> list[int]:
+                return [int(v) for v in re.findall(rf"\.{key}:\s+(\d+)", text)]
+
+            assert note("vgpr_spill_count") == [0] and note("sgpr_spill_count") == [0]
+            assert note("group_segment_fixed_size") == [0]
+            assert 0 < note("vgpr_count")[0] <= 512, job.options

@@ -11,9 +11,14 @@ own lines, run in a child process with TRITON_INTERPRET=1 set before Triton is i
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import textwrap
+from typing import Any
 
-__all__ = ["HARNESS"]
+__all__ = ["HARNESS", "interpreted"]
 
 HARNESS = textwrap.dedent('''
     import json, sys
@@ -135,4 +140,31 @@ HARNESS = textwrap.dedent('''
         got = to_host(tensors[output])
         return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
 
+    def default_error(solver, p, split, rng):
+        """`relative_error` of `solver`'s default parameters on `p` (SPLIT_K `split` where
+        not 0), its main launch from the kernel file its job names."""
+        import importlib
+
+        assert solver.is_applicable(p, SM90), p.key()
+        params = solver.default_params(p, SM90)
+        if split:
+            params = params[:4] + (split,) + params[5:]
+        assert solver.params_valid(p, SM90, params), params
+        kernel = importlib.import_module(
+            "miopenkernels.kernels." + solver.compile_job(p, params, SM90).kernel_file[:-3])
+        return relative_error(solver, kernel, p, params, SM90, rng)
+
 ''')
+
+
+def interpreted(script: str, payload: Any, cases: int) -> list[float]:
+    """Run `script` (HARNESS and a test's lines, which print one JSON list of errors last) with
+    `payload` as its JSON argument under the interpreter in a child process; its `cases`
+    errors."""
+    env = dict(os.environ, TRITON_INTERPRET="1", MIOPENKERNELS_TRITON="1")
+    run = subprocess.run([sys.executable, "-c", script, json.dumps(payload)],
+                         capture_output=True, text=True, env=env, timeout=1200, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    errors = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(errors) == cases
+    return [float(e) for e in errors]

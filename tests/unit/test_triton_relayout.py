@@ -220,9 +220,10 @@ def test_applies_to_listed_nchw_cases_on_listed_kinds_only() -> None:
     # No measurement on the AMD kinds or sm80: the NCHW kernels stay alone there.
     for other in ("gfx942-304", "sm80-108"):
         assert not bwd.is_applicable(_as(LAYER, "B", "FP16"), Target.parse(other))
-    # Transposed convolutions and grouped backward data are not taken.
+    # Transposed convolutions are not taken; grouped backward data is, as in the other
+    # directions (the group is the kernels' program axis 1).
     assert not wrw.is_applicable(replace(_as(LAYER, "W", "FP16"), mode="trans"), SM90)
-    assert not bwd.is_applicable(replace(_as(LAYER, "B", "FP16"), groups=2), SM90)
+    assert bwd.is_applicable(replace(_as(LAYER, "B", "FP16"), groups=2), SM90)
 
 
 def test_the_nhwc_solvers_objects_and_parameters() -> None:
