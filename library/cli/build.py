@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import CompileError
+from ..errors import CompileError, MissingDependencyError
 from ..target import Target, select_targets
 from ._app import require_extra
 from ._options import JsonFlag, ManifestsOption, globs, out_option, path_option, targets_option
@@ -111,5 +111,11 @@ def _check_before_work(chosen: list[Target]) -> None:
     needs = (["compile"] if any(s.matrix or s.compiler == "triton" for s in specs) else [])
     needs += ["nvrtc"] if any(s.compiler == "nvrtc" for s in specs) else []
     require_extra("build", needs)
+    if "nvrtc" in needs:
+        from miopenkernels.compiler.nvidia import load_error
+
+        why = load_error()
+        if why is not None:
+            raise MissingDependencyError(why)
     for line in unlisted_notes(chosen):
         note(line)

@@ -14,7 +14,7 @@ from typing import Any
 from .._cuda_status import is_success, unpack
 from ..errors import CompileError
 
-__all__ = ["Nvrtc", "NVRTC"]
+__all__ = ["Nvrtc", "NVRTC", "load_error"]
 
 _FLAGS = ("-std=c++17",)
 
@@ -27,6 +27,16 @@ def _nvrtc() -> Any:
             "NVRTC is not installed: pip install nvidia-cuda-nvrtc cuda-bindings"
         ) from None
     return nvrtc
+
+
+def load_error() -> str | None:
+    """None where NVRTC's library loads, else why not, in one line naming what to install:
+    the bindings load libnvrtc on their first call, and a missing library raises there."""
+    try:
+        _version()
+    except CompileError as exc:
+        return str(exc)
+    return None
 
 
 def _check(nvrtc: Any, result: Any, what: str) -> Any:
@@ -49,6 +59,7 @@ class Nvrtc:
                 include_dirs: Sequence[Path] = (), what: str = "compile") -> bytes:
         """Compile `source` for `arch` ('sm_90'); the cubin's bytes."""
         nvrtc = _nvrtc()
+        _version()  # the library loaded, or one CompileError saying what is missing
         opts = self.command(source, options, arch, (source.parent, *include_dirs))
         line = f"nvrtc {source} " + " ".join(opts)
         err, prog = nvrtc.nvrtcCreateProgram(source.read_bytes(), source.name.encode(), 0, [], [])
@@ -77,7 +88,13 @@ class Nvrtc:
 @lru_cache(maxsize=1)
 def _version() -> str:
     nvrtc = _nvrtc()
-    err, major, minor = nvrtc.nvrtcVersion()
+    try:
+        err, major, minor = nvrtc.nvrtcVersion()
+    except (RuntimeError, OSError) as exc:  # cuda-pathfinder found no libnvrtc
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise CompileError(
+            f"NVRTC's library cannot be loaded ({first[:200]}): pip install nvidia-cuda-nvrtc "
+            "(the [cuda] extra) into this environment") from None
     _check(nvrtc, err, "nvrtcVersion")
     return f"{major}.{minor}"
 

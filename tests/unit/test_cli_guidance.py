@@ -105,6 +105,31 @@ def test_a_runtime_only_install_names_the_extra_in_one_line_before_any_work(
     assert not (tmp_path / "out").exists() and not (tmp_path / "dist").exists()
 
 
+def test_an_nvrtc_library_that_cannot_load_is_one_line_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda-bindings installed without its libnvrtc: the bindings raise on their first call
+    (cuda-pathfinder's RuntimeError); build says so in one line, exit 16, nothing written."""
+    from miopenkernels.compiler import nvidia
+    from miopenkernels.errors import MissingDependencyError
+
+    class _Unloadable:
+        def nvrtcVersion(self) -> Any:  # noqa: N802 - the bindings' name
+            raise RuntimeError('Failure finding "libnvrtc.so.13 or libnvrtc.so.12"\n  listdir')
+
+    nvidia._version.cache_clear()
+    monkeypatch.setattr(nvidia, "_nvrtc", _Unloadable)
+    try:
+        assert "libnvrtc.so.13" in (nvidia.load_error() or "")
+        out = tmp_path / "out"
+        r = runner.invoke(app, ["build", "--targets", "sm90-132", "--manifest",
+                                str(EXAMPLES / "tour.txt"), "--out", str(out)])
+    finally:
+        nvidia._version.cache_clear()
+    assert r.exit_code == MissingDependencyError.exit_code, (r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and "pip install nvidia-cuda-nvrtc" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+
+
 # ------------------------------------------------------------------- targets (point 7)
 @pytest.mark.parametrize("command", [["matrix", "--targets", "gfx9999-4"],
                                      ["build", "--targets", "gfx9999-4", "--out", "{tmp}"],
