@@ -17,7 +17,6 @@ record, else the miss ranking) is recorded beside it. cuDNN runs as torch_models
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import math
 import sys
@@ -27,25 +26,20 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from torch_models import BUILDERS, environment  # noqa: E402
+from torch_models import BUILDERS, _graph, environment, model_pair  # noqa: E402
 
 DEFAULT_CASES = ("resnet50,1,FP16,channels_last", "resnet50,1,FP32,contiguous",
                  "mobilenet_v2,1,FP16,contiguous")
 
 
 def graph_us(torch: Any, fn: Any, calls: int) -> float:
-    """GPU microseconds per call of `fn`: `calls` calls captured in one graph, median of 7
-    replays, after warm-up calls on a side stream (torch's capture recipe)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    """GPU microseconds per call of `fn`: `calls` calls captured in one graph (torch_models'
+    capture recipe), median of 7 replays."""
+    def calls_of() -> None:
         for _ in range(calls):
             fn()
+
+    graph, _ = _graph(torch, calls_of)
     graph.replay()
     torch.cuda.synchronize()
     times = []
@@ -63,18 +57,10 @@ def graph_us(torch: Any, fn: Any, calls: int) -> float:
 def one_case(model: str, batch: int, type_name: str, layout: str, calls: int
              ) -> dict[str, Any]:
     """Every conv layer of one case: torch's and the converted module's GPU time per call."""
-    import miopenkernels.torch as mkt
     import torch
     from miopenkernels.torch import _handles
 
-    dtype = {"FP16": torch.float16, "FP32": torch.float32}[type_name]
-    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
-    torch.manual_seed(0)
-    base = BUILDERS[model]().eval().to("cuda", dtype).to(memory_format=fmt)
-    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype).contiguous(
-        memory_format=fmt)
-    ours = copy.deepcopy(base)
-    mkt.convert(ours)
+    base, ours, x, _ = model_pair(model, batch, type_name, layout)
     inputs: dict[str, Any] = {}
     hooks = [m.register_forward_pre_hook(lambda m, a, n=n: inputs.setdefault(n, a[0]))
              for n, m in base.named_modules() if isinstance(m, torch.nn.Conv2d)]

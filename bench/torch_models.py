@@ -165,8 +165,10 @@ def _graph(torch: Any, fn: Any) -> tuple[Any, Any]:
     return graph, out
 
 
-def one_case(model: str, batch: int, type_name: str, layout: str, repeats: int) -> dict[str, Any]:
-    """Both engines on one (model, batch, type, layout); errors recorded per engine."""
+def model_pair(model: str, batch: int, type_name: str, layout: str
+               ) -> tuple[Any, Any, Any, Any]:
+    """(torch's model, a converted copy, an input, the convert report) of one case, on the
+    GPU in the case's type and memory format, seeded."""
     import copy
 
     torch = _torch()
@@ -179,7 +181,13 @@ def one_case(model: str, batch: int, type_name: str, layout: str, repeats: int) 
     x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype).contiguous(
         memory_format=fmt)
     ours = copy.deepcopy(base)
-    report = mkt.convert(ours)
+    return base, ours, x, mkt.convert(ours)
+
+
+def one_case(model: str, batch: int, type_name: str, layout: str, repeats: int) -> dict[str, Any]:
+    """Both engines on one (model, batch, type, layout); errors recorded per engine."""
+    torch = _torch()
+    base, ours, x, report = model_pair(model, batch, type_name, layout)
     out: dict[str, Any] = {"model": model, "batch": batch, "type": type_name, "layout": layout,
                            "converted": len(report.converted),
                            "left": [list(item) for item in report.left]}
