@@ -38,12 +38,13 @@ BATCHES = (1, 2, 4, 8, 16)
 TYPES = ("FP32", "FP16")
 
 
-def problems() -> list:
-    """Distinct NCHW forward layers of NETWORKS, per type and batch size."""
+def problems(networks: tuple[str, ...] = NETWORKS, batches: tuple[int, ...] = BATCHES,
+             types: tuple[str, ...] = TYPES, layouts: tuple[str, ...] = ("NCHW",)) -> list:
+    """Distinct forward layers of `networks`, per batch size, layout and type."""
     from miopenkernels.builder.manifest import load_manifest
 
     layers = {}
-    for net in NETWORKS:
+    for net in networks:
         for p in load_manifest(net):
             if p.direction != "F" or p.mode != "conv" or p.spatial_dim != 2:
                 continue
@@ -51,11 +52,13 @@ def problems() -> list:
                             in_type="FP32", wei_type="FP32", out_type="FP32")
             layers[layer.key()] = layer
     out = []  # smallest batches first: a budget cut keeps them
-    for batch in BATCHES:
-        for dtype in TYPES:
-            for layer in layers.values():
-                out.append(replace(layer, n=batch, in_type=dtype, wei_type=dtype,
-                                   out_type=dtype))
+    for batch in batches:
+        for layout in layouts:
+            for dtype in types:
+                for layer in layers.values():
+                    out.append(replace(layer, n=batch, in_type=dtype, wei_type=dtype,
+                                       out_type=dtype, in_layout=layout, wei_layout=layout,
+                                       out_layout=layout))
     return out
 
 
@@ -90,23 +93,40 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True, help="output path without suffix")
     ap.add_argument("--repeats", type=int, default=5, help="timed launches per candidate")
     ap.add_argument("--budget-s", type=float, default=150.0, help="stop after this long")
+    ap.add_argument("--networks", default=",".join(NETWORKS),
+                    help="manifests whose forward layers are timed (comma-separated)")
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)), help="batch sizes")
+    ap.add_argument("--types", default=",".join(TYPES), help="element types (FP32, FP16, BF16)")
+    ap.add_argument("--layouts", default="NCHW", help="NCHW, NHWC or both (comma-separated)")
+    ap.add_argument("--math", choices=("IEEE", "TF32"), default="IEEE",
+                    help="how FP32 multiplies (MIOPENKERNELS_FP32_MATH)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args()
     os.environ["MIOPEN_SYSTEM_DB_PATH"] = str(args.system_db)
+    os.environ["MIOPENKERNELS_FP32_MATH"] = args.math
+    networks = tuple(args.networks.split(","))
+    batches = tuple(int(b) for b in args.batches.split(","))
+    types = tuple(args.types.split(","))
+    layouts = tuple(args.layouts.split(","))
     import numpy as np
+    from miopenkernels.errors import NoDeviceError
     from miopenkernels.find import make_invoker
     from miopenkernels.handle import Handle
     from miopenkernels.invoke import workspace_ptr
     from miopenkernels.ranking import load_model
 
-    handle = Handle()
+    try:
+        handle = Handle()
+    except NoDeviceError as exc:
+        print(f"candidate_timings: {exc}", file=sys.stderr)
+        return 6
     be = handle.backend
     if not be.has_timer:
         print("candidate_timings: no GPU timer on this machine (null backend); run it on the "
               "GPU machine", file=sys.stderr)
         return 6
     model = load_model()
-    todo = problems()
+    todo = problems(networks, batches, types, layouts)
     biggest = max(max(math.prod(p.in_shape), math.prod(p.wei_shape), math.prod(p.out_shape))
                   for p in todo) * 4
     rng = np.random.default_rng(0)
@@ -148,7 +168,8 @@ def main() -> int:
            "device": be.device_name, "backend": be.name,
            "driver": getattr(be, "driver_version", ""),
            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-           "networks": list(NETWORKS), "batches": list(BATCHES), "types": list(TYPES),
+           "networks": list(networks), "batches": list(batches), "types": list(types),
+           "layouts": list(layouts), "math": args.math, "timer": "queued behind a spin kernel",
            "summary": {"problems": len(todo), "reached": reached, "timings": len(timings),
                        "failed": failed, "seconds": round(seconds, 1)},
            "not_reached": [p.key() for p in todo[reached:]],

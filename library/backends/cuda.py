@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,30 @@ def _cuda() -> Any:
 
 
 _libcuda: Any = None
+
+# A one-thread kernel that spins until `ns` nanoseconds of the GPU's global timer have passed:
+# launches queued behind it reach the GPU back to back, so the events between them time the
+# kernels alone and not the host's gap between two launches. PTX, so that the driver compiles
+# it for whatever GPU is present (no compiler needed at run time).
+SPIN_PTX = b"""
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry mk_spin(.param .u64 ns)
+{
+    .reg .pred %p;
+    .reg .b64 %t0, %t1, %dt, %lim;
+    ld.param.u64 %lim, [ns];
+    mov.u64 %t0, %globaltimer;
+SPIN:
+    mov.u64 %t1, %globaltimer;
+    sub.u64 %dt, %t1, %t0;
+    setp.lt.u64 %p, %dt, %lim;
+    @%p bra SPIN;
+    ret;
+}
+"""
+SPIN_MAX_S = 0.25  # the longest spin a timing asks for (a host slower than this is timed as is)
 
 
 def _launch_kernel() -> Any:
@@ -136,7 +161,9 @@ class CudaBackend(Backend):
         self.device_name = raw.split(b"\0", 1)[0].decode()
         version = check(d.cuDriverGetVersion(), "cuDriverGetVersion")
         self.driver_version = f"{version // 1000}.{version % 1000 // 10}"
-        self._events = (self._event(), self._event())
+        self._events: list[Any] = []
+        self._spin: Any = None  # (function, argument, kernelParams, module), loaded on first use
+        self._issue_s = 50e-6  # the host's time to queue one timed call, learnt as it times
         self._own_streams: list[Any] = []
 
     def _attr(self, attr: Any) -> int:
@@ -259,19 +286,55 @@ class CudaBackend(Backend):
         check(self.d.cuCtxSynchronize(), "cuCtxSynchronize")
 
     def time_ms(self, fn: Callable[[], None], repeats: int = 1) -> list[float]:
-        start, end = self._events
-        out = []
-        for _ in range(repeats):
-            check(self.d.cuEventRecord(start, 0), "cuEventRecord")
-            fn()
-            check(self.d.cuEventRecord(end, 0), "cuEventRecord")
-            check(self.d.cuEventSynchronize(end), "cuEventSynchronize")
-            out.append(float(check(self.d.cuEventElapsedTime(start, end), "cuEventElapsedTime")))
-        return out
+        """`repeats` runs of `fn` queued behind a spin kernel on the default stream, an event
+        between each two: the GPU runs them back to back, so each time is the device's alone,
+        as in a CUDA graph, without the host's launch gap that floors a small kernel's time.
+        The spin lasts twice the host's time to queue the runs; where the host was slower than
+        that (the GPU had reached the first event before the last run was queued), the runs
+        are timed again behind a longer spin, up to SPIN_MAX_S."""
+        d = self.d
+        self._current()
+        while len(self._events) < repeats + 1:
+            self._events.append(self._event())
+        events = self._events[:repeats + 1]
+        for _ in range(4):
+            spin_s = min(2.0 * self._issue_s * repeats + 50e-6, SPIN_MAX_S)
+            self._spin_for(spin_s)
+            t0 = time.perf_counter()
+            check(d.cuEventRecord(events[0], 0), "cuEventRecord")
+            for ev in events[1:]:
+                fn()
+                check(d.cuEventRecord(ev, 0), "cuEventRecord")
+            self._issue_s = max((time.perf_counter() - t0) / repeats, 1e-6)
+            (status,) = d.cuEventQuery(events[0])
+            covered = status == d.CUresult.CUDA_ERROR_NOT_READY
+            check(d.cuEventSynchronize(events[-1]), "cuEventSynchronize")
+            if covered or spin_s >= SPIN_MAX_S:
+                break
+        return [float(check(d.cuEventElapsedTime(a, b), "cuEventElapsedTime"))
+                for a, b in zip(events[:-1], events[1:], strict=True)]
+
+    def _spin_for(self, seconds: float) -> None:
+        """Keep the default stream busy for `seconds` (the spin kernel, loaded once)."""
+        import ctypes
+
+        if self._spin is None:
+            module = check(self.d.cuModuleLoadData(SPIN_PTX), "cuModuleLoadData(mk_spin)")
+            fn = check(self.d.cuModuleGetFunction(module, b"mk_spin"), "cuModuleGetFunction")
+            arg = ctypes.c_uint64(0)
+            params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
+            self._spin = (int(fn), arg, params, module)
+        fn, arg, params, _ = self._spin
+        arg.value = int(seconds * 1e9)
+        status = _launch_kernel()(fn, 1, 1, 1, 1, 1, 1, 0, 0, params, None)
+        if status:
+            check((self.d.CUresult(status),), "cuLaunchKernel(mk_spin)")
 
     def close(self) -> None:
         for ev in self._events:
             self.d.cuEventDestroy(ev)
+        if self._spin is not None:
+            self.d.cuModuleUnload(self._spin[3])
         for stream in self._own_streams:
             self.d.cuStreamDestroy(stream)
         self.d.cuDevicePrimaryCtxRelease(self.device)

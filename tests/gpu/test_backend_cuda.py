@@ -109,3 +109,27 @@ def test_cupy_dlpack_zero_copy(backend) -> None:
 
 def test_target_matches_a_known_form(backend) -> None:
     assert Target.parse(backend.target.name) == backend.target
+
+
+def test_time_ms_times_the_kernel_not_the_host_gap(backend, cubin) -> None:
+    """Launches queued behind the spin kernel: a 100 us spin times as 100 us, and a kernel of
+    one block times far below the host's per-launch cost, which timing single launches between
+    two events cannot go under."""
+    import time
+
+    times = backend.time_ms(lambda: backend._spin_for(100e-6), repeats=5)
+    assert all(0.095 < t < 0.13 for t in times), times
+    buf = backend.alloc(4 * 256)
+    fn = backend.load(cubin).function("axpb")
+    launch = backend.prepare(fn, (1,), (256,), [Arg("ptr:y"), Arg("ptr:x"), Arg("f32", 1.0),
+                                                Arg("f32", 0.0), Arg("i32", 256)])
+    launch.set("y", buf.ptr)
+    launch.set("x", buf.ptr)
+    t0 = time.perf_counter()
+    for _ in range(200):
+        launch()
+    backend.synchronize()
+    host_us = (time.perf_counter() - t0) / 200 * 1e6
+    tiny = sorted(backend.time_ms(launch, repeats=21))[10] * 1e3
+    assert tiny < 4.0 and tiny < host_us, (tiny, host_us)
+    buf.free()
