@@ -10,17 +10,25 @@ time was measured. Reported per network and overall:
 - regret: measured time of the choice / the fastest measured time - 1 (the record's time is the
   best that tuning found, over every parameter set it tried): mean, geometric mean, p95.
 
+The same is done over the candidate timings at small batch sizes (bench/candidate_timings.py,
+tune_*/small_batch*.tune.json.gz: every candidate of a problem timed, so the best is known
+without a record): for each network those logs cover, nothing of its layers (any batch, type or
+layout) trains, and the runtime's choice among the timed candidates is scored against the
+fastest of them ("small_batch" in the output, also per batch size).
+
     python bench/ranking_eval.py [--out bench/results/ranking_eval_sm9084] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +44,7 @@ from miopenkernels.builder.ranking import (
 )
 from miopenkernels.db.finddb import FindDbFile
 from miopenkernels.db.perfdb import PerfDbFile
+from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import RankingModel, rank_candidates
 
 HERE = Path(__file__).resolve().parent
@@ -111,6 +120,65 @@ def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
     return {"networks": per_net, "overall": overall, "rows": all_rows}
 
 
+def layer_of(problem: ConvProblem) -> str:
+    """A layer's identity whatever its batch size, element type and layout."""
+    return replace(problem, n=1, in_layout="NCHW", wei_layout="NCHW", out_layout="NCHW",
+                   in_type="FP32", wei_type="FP32", out_type="FP32").key()
+
+
+def evaluate_small_batch(samples: list[Sample], log_paths: list[Path],
+                         perf: PerfDbFile) -> dict[str, object]:
+    """Leave one network out over the candidate timings' problems (see the module's text)."""
+    keys: set[str] = set()
+    nets: set[str] = set()
+    for path in log_paths:
+        with gzip.open(path, "rt") as fh:
+            data = json.load(fh)
+        nets.update(data.get("networks", ()))
+        keys.update(t["key"] for t in data.get("timings", ()) if t.get("time_ms"))
+    hardware = load_hardware()
+    by_problem: dict[str, list[Sample]] = defaultdict(list)
+    for smp in samples:
+        by_problem[smp.problem.key()].append(smp)
+    per_net, per_batch, all_rows = {}, defaultdict(list), []
+    for net in sorted(nets):
+        held = {layer_of(p) for p in load_manifest(net)}
+        train = [smp for smp in samples if layer_of(smp.problem) not in held]
+        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for key in sorted({smp.problem.key() for smp in train}):
+            for solver, params in perf.load(by_problem[key][0].problem).items():
+                counts[solver][params] += 1
+        shipped = {solver: sorted(c, key=lambda p, c=c: (-c[p], p)) for solver, c in counts.items()}
+        model = RankingModel(fit(train, hardware, dict(shipped)), f"without {net}")
+        rows = []
+        for key in sorted(keys):
+            timed = by_problem.get(key, [])
+            if len(timed) < 2 or layer_of(timed[0].problem) not in held:
+                continue
+            measured = {(smp.solver.name, smp.params): smp for smp in timed}
+            solvers = list({smp.solver.name: smp.solver for smp in timed}.values())
+            ranked = rank_candidates(timed[0].problem, timed[0].target, solvers,
+                                     lambda solver, params, m=measured: (solver.name, params) in m,
+                                     model=model)
+            if not ranked:
+                continue
+            chosen = measured[(ranked[0].solver.name, ranked[0].params)]
+            fastest = min(timed, key=lambda smp: smp.ms)
+            rows.append({"key": key, "found": fastest.solver.name, "chosen": chosen.solver.name,
+                         "params": ",".join(map(str, chosen.params)), "best_ms": fastest.ms,
+                         "chosen_ms": chosen.ms,
+                         "regret": max(0.0, chosen.ms / fastest.ms - 1.0)})
+            per_batch[timed[0].problem.n].append(rows[-1])
+        per_net[net] = summarise(rows)
+        all_rows += rows
+        print(f"small batch {net:14s} {fmt(per_net[net])}", flush=True)
+    overall = summarise(all_rows)
+    print(f"small batch {'all':14s} {fmt(overall)}")
+    return {"networks": per_net, "batches": {str(n): summarise(r)
+                                             for n, r in sorted(per_batch.items())},
+            "overall": overall}
+
+
 def summarise(rows: list[dict[str, object]]) -> dict[str, float]:
     regrets = [float(r["regret"]) for r in rows]  # type: ignore[arg-type]
     if not rows:
@@ -143,6 +211,8 @@ def main() -> int:
     records = FindDbFile.read(folder / f"{folder.name}.HIP.fdb.txt")
     perf = PerfDbFile.read(folder / f"{folder.name}.db.txt")
     result = evaluate(samples, records, perf, networks())
+    small_logs = sorted(ROOT.glob("bench/results/tune_*/small_batch*.tune.json.gz"))
+    result["small_batch"] = evaluate_small_batch(samples, small_logs, perf)
     meta = {"target": folder.name, "samples": len(samples), "method": __doc__.split("\n\n")[1]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     Path(str(args.out) + ".json").write_text(json.dumps({**meta, **result}, indent=1) + "\n")
@@ -154,9 +224,21 @@ def main() -> int:
             lines.append(f"| {net} | {s['problems']} | {100 * s['top1']:.1f}% | "
                          f"{100 * s['regret_mean']:.1f}% | {100 * s['regret_geomean']:.1f}% | "
                          f"{100 * s['regret_p95']:.1f}% |")
+    small = result["small_batch"]
+    lines += ["", "Candidate timings at small batch sizes (tune_*/small_batch*): the choice "
+              "among every timed candidate against the fastest, leave one network out.", "",
+              "| network or batch | problems | top-1 | regret mean | regret geomean | regret p95 |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for net, s in [*small["networks"].items(),  # type: ignore[union-attr]
+                   *((f"batch {n}", v) for n, v in small["batches"].items()),  # type: ignore
+                   ("all", small["overall"])]:  # type: ignore[index]
+        if s.get("problems"):
+            lines.append(f"| {net} | {s['problems']} | {100 * s['top1']:.1f}% | "
+                         f"{100 * s['regret_mean']:.1f}% | {100 * s['regret_geomean']:.1f}% | "
+                         f"{100 * s['regret_p95']:.1f}% |")
     Path(str(args.out) + ".md").write_text("\n".join(lines) + "\n")
     if args.json:
-        print(json.dumps(result["overall"]))
+        print(json.dumps({"records": result["overall"], "small_batch": small["overall"]}))
     return 0
 
 

@@ -288,7 +288,8 @@ class Plan:
 
     Made by `Handle.plan(problem, solution)` (and kept by `Handle.run`). `workspace_bytes` is
     the device scratch memory a call needs: pass `workspace=` (a tensor or Buffer of at least
-    that size), or the plan keeps one per stream.
+    that size); else torch tensors take one from torch's allocator per stream, and other
+    tensors the backend's workspace for the stream, which the plans share (Backend.workspace).
     """
 
     def __init__(self, backend: Backend, problem: ConvProblem, invoker: Invoker) -> None:
@@ -301,7 +302,7 @@ class Plan:
         self._null = backend.name == "null"
         self._checked: set[object] = set()  # (role, shape, strides, type) accepted
         self._torch_layouts: dict[tuple[object, ...], int] = {}  # -> device index
-        self._workspaces: dict[int, Any] = {}  # stream -> Buffer or torch tensor
+        self._workspaces: dict[int, Any] = {}  # stream -> torch tensor (torch's allocator)
         self._torch_tensor: Any = None
         self._current_stream: Callable[[int], int] = _no_stream
         # The last call's torch tensors (weakly) and their device: the same tensors again skip
@@ -411,8 +412,8 @@ class Plan:
         return device
 
     def _workspace_ptr(self, stream: int, workspace: object, device: int = -1) -> int:
-        """The workspace address for a call on `stream`: the caller's, else the plan's own for
-        that stream (allocated on first use; never inside a capture)."""
+        """The workspace address for a call on `stream`: the caller's, else torch's (a torch
+        call's, kept per stream) or the backend's shared one (never allocated in a capture)."""
         need = self.workspace_bytes
         if not need:
             return 0
@@ -437,13 +438,13 @@ class Plan:
                 buf = torch.empty(need, dtype=torch.uint8, device=f"cuda:{device}")
                 self._workspaces[stream] = buf
                 return int(buf.data_ptr())
-            if self.backend.is_capturing(stream):
+            try:
+                return self.backend.workspace(stream, need)
+            except BackendError:
                 raise BackendError(f"{self.solver} needs a {need}-byte workspace and none was "
                                    "allocated for this stream before the capture: run the plan "
-                                   "once on the stream first, or pass workspace=")
-            buf = self.backend.alloc(need)
-            self._workspaces[stream] = buf
-        return int(buf.data_ptr() if hasattr(buf, "data_ptr") else buf.ptr)
+                                   "once on the stream first, or pass workspace=") from None
+        return int(buf.data_ptr())
 
     def _run_bound(self, x: object, w: object, y: object, workspace: object,
                    stream: Any) -> None:
@@ -477,10 +478,7 @@ class Plan:
         null_result(self.backend, self.problem, {"x": ptrs[0], "w": ptrs[1], "y": ptrs[2]})
 
     def free(self) -> None:
-        """Give back the workspaces the plan allocated."""
-        for buf in self._workspaces.values():
-            if hasattr(buf, "free"):
-                buf.free()
+        """Drop the workspaces the plan holds (torch's; the backend's shared one stays)."""
         self._workspaces.clear()
 
 

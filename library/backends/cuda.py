@@ -331,6 +331,7 @@ class CudaBackend(Backend):
             check((self.d.CUresult(status),), "cuLaunchKernel(mk_spin)")
 
     def close(self) -> None:
+        self.free_workspaces()
         for ev in self._events:
             self.d.cuEventDestroy(ev)
         if self._spin is not None:

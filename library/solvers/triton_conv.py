@@ -256,8 +256,10 @@ class ConvTritonImplicitGemm(Solver):
         case's usual tile; the spec's default on a kind nothing was measured on. Backward
         weights take the usual tile with its reduction split to fill the target's CUs
         (`spec.split_for`; its objects are in `dynamic_jobs`); forward and backward data
-        likewise where the usual tile alone would leave most CUs idle and the layer has no
-        tile of its own, or one that fills under half the CUs. A layer's own tile ships only
+        likewise where the layer's tile (its own, else the usual one) fills under half the
+        CUs: from half a wave up, the split's partial sums cost more than the idle CUs
+        (tune_sm9084/small_batch: best split over best unsplit candidate 1.41x geomean at
+        half to one wave, 0.60-0.82x below half). A layer's own tile ships only
         where a database record names it: `usual_params` gives the ranking the usual tile
         beside it."""
         return _choices(self, problem, target, self._kind(target))[0]
@@ -283,9 +285,7 @@ class ConvTritonImplicitGemm(Solver):
                  if splits_reduction(kernel) and usual is not None else None)
         if config is not None and split is not None and (
                 spec_module().OUTPUT_OF[kernel] == "w" or (
-                    split["SPLIT_K"] > 1 and (not self._measured(kind, case, sizes)
-                                              or _programs(kernel, sizes, config)
-                                              < target.cu // 2))):
+                    split["SPLIT_K"] > 1 and _programs(kernel, sizes, config) < target.cu // 2)):
             config = split
         default = self._params(config or spec_module().default_config(kernel, problem.in_type))
         shipped_config = split or usual
@@ -299,12 +299,14 @@ class ConvTritonImplicitGemm(Solver):
         return bool(table and table["configs"].get(case, {}).get(spec.shape_key(sizes)))
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
-        """Where the defaults split the reduction (a grid that alone would leave the GPU idle),
-        the ranking takes them alone: its model, fitted on unsplit launches, ranks unsplit
-        tiles ahead there that measure 2-15x slower (bench/kernels.py on the H100, before
-        this rule)."""
+        """Where backward data's or backward weights' defaults split the reduction (a grid
+        that alone would leave the GPU idle), the ranking takes them alone: its model ranks
+        unsplit tiles ahead there that measure 2-15x slower (bench/kernels.py on the H100,
+        before this rule). Forward is left to the model, fitted on split and unsplit candidates
+        timed at batch 1-16 (tune_sm9084/small_batch*): there the defaults alone had 9.7%
+        regret geomean (p95 67%) leaving one network out, the model 8.0% (47%)."""
         kind = self._kind(target)
-        if kind is None:
+        if kind is None or self.direction == "F":
             return False
         return _choices(self, problem, target, kind)[0][PARAM_NAMES.index("SPLIT_K")] > 1
 
