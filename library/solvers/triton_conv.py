@@ -259,7 +259,9 @@ class ConvTritonImplicitGemm(Solver):
         likewise where the layer's tile (its own, else the usual one) fills under half the
         CUs: from half a wave up, the split's partial sums cost more than the idle CUs
         (tune_sm9084/small_batch: best split over best unsplit candidate 1.41x geomean at
-        half to one wave, 0.60-0.82x below half). A layer's own tile ships only
+        half to one wave, 0.60-0.82x below half, 16-bit and TF32). The three-product FP32
+        kernels, which no small-batch timing covers, also split a layer no table holds
+        wherever the split fills more CUs. A layer's own tile ships only
         where a database record names it: `usual_params` gives the ranking the usual tile
         beside it."""
         return _choices(self, problem, target, self._kind(target))[0]
@@ -285,7 +287,9 @@ class ConvTritonImplicitGemm(Solver):
                  if splits_reduction(kernel) and usual is not None else None)
         if config is not None and split is not None and (
                 spec_module().OUTPUT_OF[kernel] == "w" or (
-                    split["SPLIT_K"] > 1 and _programs(kernel, sizes, config) < target.cu // 2)):
+                    split["SPLIT_K"] > 1 and (
+                        _programs(kernel, sizes, config) < target.cu // 2 or (
+                            self.math == "tf32x3" and not self._measured(kind, case, sizes))))):
             config = split
         default = self._params(config or spec_module().default_config(kernel, problem.in_type))
         shipped_config = split or usual
@@ -304,9 +308,10 @@ class ConvTritonImplicitGemm(Solver):
         unsplit tiles ahead there that measure 2-15x slower (bench/kernels.py on the H100,
         before this rule). Forward is left to the model, fitted on split and unsplit candidates
         timed at batch 1-16 (tune_sm9084/small_batch*): there the defaults alone had 9.7%
-        regret geomean (p95 67%) leaving one network out, the model 8.0% (47%)."""
+        regret geomean (p95 67%) leaving one network out, the model 8.0% (47%); the
+        three-product FP32 kernels, which those timings do not cover, keep the rule."""
         kind = self._kind(target)
-        if kind is None or self.direction == "F":
+        if kind is None or (self.direction == "F" and self.math != "tf32x3"):
             return False
         return _choices(self, problem, target, kind)[0][PARAM_NAMES.index("SPLIT_K")] > 1
 
