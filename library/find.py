@@ -15,7 +15,8 @@ problem's user FindDb record and then finds as the mode says; SEARCH (3) and SEA
 also search the tunable solvers' parameters (builder-side tuning, briefly) before benchmarking.
 
 Benchmarking: each candidate is launched for warm-up, then timed between device events
-`repeats` times; the median is its time. A candidate that fails (compile or launch) is left out.
+`repeats` times (queued behind a spin kernel where the backend can: Backend.time_ms); the
+median is its time. A candidate that fails (compile or launch) is left out.
 A candidate that fails for a reason that may pass (a user database another process holds) is
 tried again; if it still fails, the find returns what it measured but records nothing, since a
 record without that solver would be trusted by every later find. NORMAL and HYBRID finds
