@@ -33,6 +33,7 @@ from miopenkernels.target import Target
 
 from .cache import CacheKeys, ObjectCache
 from .jobs import TargetDbs, build_jobs
+from .resources import ResourceReport
 
 __all__ = ["JobFailure", "TargetSummary", "BuildResult", "build", "write_kdb", "kdb_holds",
            "failure_text"]
@@ -66,13 +67,15 @@ class TargetSummary:
     kdb_unchanged: bool = False  # the kdb already held exactly these objects: not rewritten
     object_bytes: int = 0  # sum of the raw code objects in the kdb
     predicted: Path | None = None  # folder of predicted FindDb/PerfDb (builder/predict.py)
+    resources: ResourceReport | None = None  # AMD targets: each family's objects' resources
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target.name, "basename": self.target.basename, "jobs": self.jobs,
                 "compiled": self.compiled, "cached": self.cached, "failed": self.failed,
                 "kdb": str(self.kdb) if self.kdb else None, "kdb_bytes": self.kdb_bytes,
                 "kdb_unchanged": self.kdb_unchanged, "object_bytes": self.object_bytes,
-                "predicted_dbs": str(self.predicted) if self.predicted else None}
+                "predicted_dbs": str(self.predicted) if self.predicted else None,
+                "resources": self.resources.to_dict() if self.resources else None}
 
 
 @dataclass
@@ -316,6 +319,8 @@ def build(
 
     for target in targets:
         summary = summaries[target]
+        if target.vendor == "amd":
+            summary.resources = ResourceReport()
         rows_out: list[tuple[str, str, bytes]] = []
         for job in plan.get(target, []):
             key = job_key[(target, job)]
@@ -336,6 +341,16 @@ def build(
                 cache.path(key).unlink(missing_ok=True)  # so that the next build recompiles it
                 late(JobFailure(job, f"{exc}; removed from the cache, build again"))
                 continue
+            if summary.resources is not None:  # what no AMD GPU here can try: its resources
+                try:
+                    refused = summary.resources.check(target, job, blob,
+                                                      f"object of {describe_job(job)}")
+                except MIOpenKernelsError as exc:
+                    refused = str(exc)
+                if refused is not None:
+                    summary.failed += 1
+                    late(JobFailure(job, refused))
+                    continue
             summary.compiled += key in fresh
             summary.cached += key not in fresh
             summary.object_bytes += len(blob)

@@ -53,6 +53,8 @@ __all__ = [
     "attach_launch_metadata",
     "split_kdb_blob",
     "assumed_divisors",
+    "KernelResources",
+    "amdgpu_resources",
     "check_code_object",
     "inspect_code_object",
     "read_code_object",
@@ -220,6 +222,55 @@ def _amdgpu_note_target(elf: _Elf) -> str | None:
             if isinstance(target, str):
                 return target.removeprefix("amdgcn-amd-amdhsa--")
     return None
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What one AMDGPU kernel's descriptor asks of a compute unit (its metadata note)."""
+
+    name: str
+    vgprs: int
+    agprs: int
+    sgprs: int
+    lds_bytes: int  # static LDS (group segment); a Triton kernel's dynamic LDS is in its meta
+    scratch_bytes: int  # private segment per work-item: spilled or stack memory
+    vgpr_spills: int
+    sgpr_spills: int
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.vgpr_spills or self.sgpr_spills or self.scratch_bytes)
+
+
+def amdgpu_resources(blob: bytes, what: str = "code object") -> tuple[KernelResources, ...]:
+    """The resources of each kernel of a bare AMDGPU code object, from its NT_AMDGPU_METADATA
+    note (`amdhsa.kernels`); CodeObjectError where the object or the note is unreadable."""
+    import msgpack
+
+    elf = _read_elf(bytes(blob), what)
+    if elf.machine != EM_AMDGPU:
+        raise CodeObjectError(f"{what} is not an AMDGPU code object")
+    for owner, ntype, desc in elf.notes:
+        if owner != "AMDGPU" or ntype != _NT_AMDGPU_METADATA:
+            continue
+        try:
+            meta = msgpack.unpackb(desc, raw=False, strict_map_key=False)
+            out = []
+            for k in meta["amdhsa.kernels"]:
+                def num(key: str, k: dict = k) -> int:
+                    value = k.get(key, 0)
+                    if not isinstance(value, int) or not 0 <= value < 1 << 32:
+                        raise ValueError(f"{key} = {value!r}")
+                    return value
+
+                out.append(KernelResources(
+                    str(k[".name"]), num(".vgpr_count"), num(".agpr_count"), num(".sgpr_count"),
+                    num(".group_segment_fixed_size"), num(".private_segment_fixed_size"),
+                    num(".vgpr_spill_count"), num(".sgpr_spill_count")))
+            return tuple(out)
+        except Exception as exc:  # noqa: BLE001 - any malformed note is the same error
+            raise CodeObjectError(f"{what}: unreadable AMDGPU metadata note ({exc})") from None
+    raise CodeObjectError(f"{what} has no AMDGPU metadata note")
 
 
 def _cubin_sm(elf: _Elf) -> int:

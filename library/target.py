@@ -33,6 +33,7 @@ __all__ = [
     "vendor_of",
     "target_from_name",
     "AMDGPU_MACH",
+    "amdgpu_limits",
 ]
 
 _AMD_RE = lazy(r"^gfx[0-9a-f]{3,4}$")
@@ -54,6 +55,23 @@ AMDGPU_MACH: dict[str, int] = {
     "gfx1150": 0x43, "gfx1151": 0x4A, "gfx1152": 0x55,
     "gfx1200": 0x48, "gfx1201": 0x4E,
 }
+
+
+# Per-wave and per-workgroup resources of the AMD archs, from LLVM's AMDGPUUsage: VGPRs a wave
+# may hold (gfx90a, gfx94x and gfx950 share one 512-register file between VGPRs and AGPRs;
+# elsewhere 256 of each kind), SGPRs (VCC and the other special registers included) and LDS
+# bytes a workgroup may allocate. The builder refuses an object beyond them (builder/resources.py).
+AMDGPU_UNIFIED_VGPRS = frozenset({"gfx90a", "gfx940", "gfx941", "gfx942", "gfx950"})
+AMDGPU_LDS_BYTES = {"gfx950": 160 * 1024}  # every other arch: 64 KiB
+AMDGPU_MAX_SGPRS = 112
+
+
+def amdgpu_limits(arch: str) -> tuple[int, int, int]:
+    """(VGPRs, SGPRs, LDS bytes) one wave / workgroup of `arch` may use; VGPRs count AGPRs
+    too where the register file is unified."""
+    base = arch.split(":", 1)[0]
+    vgprs = 512 if base in AMDGPU_UNIFIED_VGPRS else 256
+    return vgprs, AMDGPU_MAX_SGPRS, AMDGPU_LDS_BYTES.get(base, 64 * 1024)
 
 
 def vendor_of(arch: str) -> str:

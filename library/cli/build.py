@@ -84,8 +84,11 @@ def register(app: typer.Typer) -> None:
             def on_target(t: TargetSummary) -> None:
                 kdb = ("kdb unchanged" if t.kdb_unchanged else "kdb written" if t.kdb
                        else "kdb not written")
+                spills = "" if t.resources is None else (
+                    f"; {sum(f.spilling for f in t.resources.families.values())} objects spill "
+                    "to scratch")
                 progress.step(f"{t.target.name}: {t.jobs} jobs, {t.compiled} compiled, "
-                              f"{t.cached} cached, {t.failed} failed; {kdb}")
+                              f"{t.cached} cached, {t.failed} failed; {kdb}{spills}")
 
             result = build(chosen, problems, out, workers=workers or None, cache_dir=cache_dir,
                            kernels=kernels_dir, manifests=names, on_progress=progress.update,
