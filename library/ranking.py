@@ -420,13 +420,23 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
             wasteful.append(worst_case)
     # Wasteful candidates rank after every other, whatever their predicted time; a solver
     # that ranks first (solvers.ranks_first) goes ahead of the others in its group, TF32 ones
-    # (there only under the TF32 math mode, which asks for them) ahead of IEEE ones.
+    # (there only under the TF32 math mode, which asks for them) ahead of IEEE ones; then
+    # those a solver puts ahead of the portable ones (its optional `ahead_of_portable`).
     from .solvers import ranks_first
 
-    tier = {id(c.solver): 2 if not ranks_first(c.solver, problem, target) else
-            0 if c.solver.math == "tf32" else 1 for c in (*out, *wasteful)}
-    return [c for group in (out, wasteful) for level in (0, 1, 2)
+    tier = {id(c.solver): _tier(c.solver, problem, target, ranks_first)
+            for c in (*out, *wasteful)}
+    return [c for group in (out, wasteful) for level in (0, 1, 2, 3)
             for c in _ordered(group, problem, target) if tier[id(c.solver)] == level]
+
+
+def _tier(solver: Solver, problem: ConvProblem, target: Target,
+          ranks_first: Callable[[Solver, ConvProblem, Target], bool]) -> int:
+    """0: first-ranked TF32, 1: first-ranked, 2: ahead of the portable solvers, 3: the rest."""
+    if ranks_first(solver, problem, target):
+        return 0 if solver.math == "tf32" else 1
+    ahead = getattr(solver, "ahead_of_portable", None)
+    return 2 if ahead is not None and ahead(problem, target) else 3
 
 
 def _ordered(candidates: list[Candidate], problem: ConvProblem, target: Target
