@@ -233,7 +233,7 @@ class RankingModel:
         if any(len(w) != len(FEATURES) for w in self.weights.values()):
             raise DbError(f"ranking model {source}: a weight vector is not {len(FEATURES)} long")
         self.source = source
-        self._parsed: dict[str, list[Params]] = {}
+        self._parsed: dict[tuple[str, str], list[Params]] = {}
         self._near: dict[tuple[str, tuple[ConvProblem, Params, float], Hardware], float] = {}
         self._hardware: dict[Target, Hardware] = {}
 
@@ -289,19 +289,33 @@ class RankingModel:
     def candidate_params(self, solver: Solver, problem: ConvProblem, target: Target
                          ) -> list[Params]:
         """Defaults first, then the sets every package ships (`Solver.usual_params`), then
-        the KNOWN_CANDIDATES parameter sets the model saw most often for the solver (the
-        tuned sets of the nearest measured record come on top, see `rank_candidates`)."""
+        the KNOWN_CANDIDATES parameter sets the model saw most often for the solver, those
+        timed in the problem's element type (a bias of that type in the model) ahead of the
+        others (the tuned sets of the nearest measured record come on top, see
+        `rank_candidates`).
+
+        Typed first: among the most frequent sets of a solver that runs every type are
+        16-bit tiles (BLOCK_K 64) no FP32 problem was timed with (3 of the tensor-core
+        backward-weights solver's first 6 in dbs/ranking.json, 5 of 6 in the fit without
+        Inception-v3), which pushed the FP32 tiles measured fastest on other layers out of
+        the first KNOWN_CANDIDATES (bench/ranking_eval.py over the FindDb records, leave one
+        network out: top-1 85.1% -> 91.4%, regret geomean 22.4% -> 16.4%, p95 201% -> 101%;
+        the small-batch part unchanged, 8.0% and 46.7%)."""
         default = tuple(solver.default_params(problem, target))
         shipped = [tuple(p) for p in solver.usual_params(problem, target)]
-        known = self._parsed.get(solver.ranking_name)
+        key = (solver.ranking_name, problem.in_type)
+        known = self._parsed.get(key)
         if known is None:
+            texts = self.params.get(solver.ranking_name, ())
+            bias = self.bias.get(solver.ranking_name, {})
+            typed = {t: None for t in texts if bias_key(problem, t) in bias}
             known = []
-            for text in self.params.get(solver.ranking_name, ()):
+            for text in (*typed, *(t for t in texts if t not in typed)):
                 try:
                     known.append(tuple(solver.params_from_string(text)))
                 except Exception:  # noqa: BLE001 - a foreign entry is skipped, never fatal
                     continue
-            self._parsed[solver.ranking_name] = known
+            self._parsed[key] = known
         return [default, *shipped, *(p for p in known[:KNOWN_CANDIDATES]
                                      if p != default and p not in shipped)]
 
@@ -406,13 +420,23 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
             wasteful.append(worst_case)
     # Wasteful candidates rank after every other, whatever their predicted time; a solver
     # that ranks first (solvers.ranks_first) goes ahead of the others in its group, TF32 ones
-    # (there only under the TF32 math mode, which asks for them) ahead of IEEE ones.
+    # (there only under the TF32 math mode, which asks for them) ahead of IEEE ones; then
+    # those a solver puts ahead of the portable ones (its optional `ahead_of_portable`).
     from .solvers import ranks_first
 
-    tier = {id(c.solver): 2 if not ranks_first(c.solver, problem, target) else
-            0 if c.solver.math == "tf32" else 1 for c in (*out, *wasteful)}
-    return [c for group in (out, wasteful) for level in (0, 1, 2)
+    tier = {id(c.solver): _tier(c.solver, problem, target, ranks_first)
+            for c in (*out, *wasteful)}
+    return [c for group in (out, wasteful) for level in (0, 1, 2, 3)
             for c in _ordered(group, problem, target) if tier[id(c.solver)] == level]
+
+
+def _tier(solver: Solver, problem: ConvProblem, target: Target,
+          ranks_first: Callable[[Solver, ConvProblem, Target], bool]) -> int:
+    """0: first-ranked TF32, 1: first-ranked, 2: ahead of the portable solvers, 3: the rest."""
+    if ranks_first(solver, problem, target):
+        return 0 if solver.math == "tf32" else 1
+    ahead = getattr(solver, "ahead_of_portable", None)
+    return 2 if ahead is not None and ahead(problem, target) else 3
 
 
 def _ordered(candidates: list[Candidate], problem: ConvProblem, target: Target

@@ -42,9 +42,12 @@ def test_ranking_picks_only_kernels_at_hand() -> None:
     solvers = applicable_solvers(LAYER, SM90)
     ranked = rank_candidates(LAYER, SM90, solvers, lambda s, p: True)
     assert len(ranked) == len(solvers)
-    # Fastest predicted first, after the solvers that rank first (TF32 ones ahead of those).
+    # Fastest predicted first, after the solvers that rank first (TF32 ones ahead of those),
+    # then those ahead of the portable ones (FP32 forward and backward data on sm90).
     tiers = [0 if ranks_first(c.solver, LAYER, SM90) and c.solver.math == "tf32" else
-             1 if ranks_first(c.solver, LAYER, SM90) else 2 for c in ranked]
+             1 if ranks_first(c.solver, LAYER, SM90) else
+             2 if getattr(c.solver, "ahead_of_portable", lambda p, t: False)(LAYER, SM90) else 3
+             for c in ranked]
     assert tiers == sorted(tiers)
     for tier in set(tiers):
         times = [c.time for c, t in zip(ranked, tiers, strict=True) if t == tier]
