@@ -26,13 +26,9 @@ FP32 is IEEE unless the Handle's math mode is TF32 (`Handle(math_mode="TF32")` o
 MIOPENKERNELS_FP32_MATH=TF32): then the `...Tf32...` solvers (FP32 only, targets whose matrix
 cores do TF32) apply too. Their own names keep their PerfDb records apart.
 
-The `...Tf32x3...` solvers take FP32 problems in either math mode on the kinds of the spec's
-TF32X3_KINDS: each product is three TF32 products (Triton's "tf32x3": the high and low TF32
-halves of both operands, the low-by-low term left out), FP32 accuracy on tensor cores. On the
-H100 over the 23 ResNet-50 layers their error against float64 was 1.3e-7 to 3.2e-7 (the IEEE
-kernels': 1.4e-7 to 1.4e-6, bench/results/triton_kernels_h100.json), in 0.35-0.80 of the time
-the IEEE kernels took in that run (geomean per direction and layout,
-bench/results/triton_kernels_fp32x3_h100.json).
+The `...Tf32x3...` solvers take FP32 problems in either math mode on the spec's TF32X3_KINDS:
+three TF32 products each (Triton's "tf32x3"), FP32 accuracy on tensor cores (H100, ResNet-50:
+error 1.3e-7 to 3.2e-7 in 0.35-0.80 of the IEEE kernels' time, triton_kernels_fp32x3_h100).
 """
 
 from __future__ import annotations
@@ -107,10 +103,9 @@ def _programs(kernel: str, sizes: dict[str, int], config: dict[str, int]) -> int
 
 
 #: 16-bit types in which the implicit GEMM ranks ahead of the portable solvers, from this many
-#: channels and filters per group: the miss ranking's model had put the portable kernels first
-#: on 10 of ResNet-50's 1x1 backward-data problems in NHWC at batch 1, 0.52-3.69x cuDNN
-#: (bench/results/kernels_h100-ebe52e4.json); the implicit GEMM took 0.24-0.40x there
-#: (0.014-0.029 ms, kernels_h100.json, with this rule).
+#: channels and filters per group: the model had put the portable kernels first on 10 of
+#: ResNet-50's 1x1 NHWC backward-data problems at batch 1, 0.52-3.69x cuDNN, where the implicit
+#: GEMM takes 0.24-0.40x (bench/results/kernels_h100-ebe52e4.json, kernels_h100.json).
 _SIXTEEN_BIT_FIRST = {"FP16": 16, "BF16": 16}
 #: Grouped problems of this many channels and filters a group or more rank the implicit GEMM
 #: (the group its program axis 1) first in every type: the portable kernels loop over the
@@ -266,14 +261,9 @@ class ConvTritonImplicitGemm(Solver):
         case's usual tile; the spec's default on a kind nothing was measured on. Backward
         weights take the usual tile with its reduction split to fill the target's CUs
         (`spec.split_for`; its objects are in `dynamic_jobs`); forward and backward data
-        likewise where the layer's tile (its own, else the usual one) fills under half the
-        CUs: from half a wave up, the split's partial sums cost more than the idle CUs
-        (tune_sm9084/small_batch: best split over best unsplit candidate 1.41x geomean at
-        half to one wave, 0.60-0.82x below half, 16-bit and TF32). The three-product FP32
-        kernels, which no small-batch timing covers, also split a layer no table holds
-        wherever the split fills more CUs. A layer's own tile ships only
-        where a database record names it: `usual_params` gives the ranking the usual tile
-        beside it."""
+        likewise under half the CUs (small_batch timings: the best split 0.60-0.82x the best
+        unsplit there, 1.41x from half a wave to one), the three-product kernels also on a
+        layer no table holds. A layer's own tile ships only where a record names it."""
         return _choices(self, problem, target, self._kind(target))[0]
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
@@ -313,13 +303,10 @@ class ConvTritonImplicitGemm(Solver):
         return bool(table and table["configs"].get(case, {}).get(spec.shape_key(sizes)))
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
-        """Where backward data's or backward weights' defaults split the reduction (a grid
-        that alone would leave the GPU idle), the ranking takes them alone: its model ranks
-        unsplit tiles ahead there that measure 2-15x slower (bench/kernels.py on the H100,
-        before this rule). Forward is left to the model, fitted on split and unsplit candidates
-        timed at batch 1-16 (tune_sm9084/small_batch*): there the defaults alone had 9.7%
-        regret geomean (p95 67%) leaving one network out, the model 8.0% (47%); the
-        three-product FP32 kernels, which those timings do not cover, keep the rule."""
+        """Split defaults of backward data and weights (and of the three-product kernels) rank
+        alone: the model ranked unsplit tiles 2-15x slower ahead (bench/kernels.py, H100).
+        Forward goes to the model: 8.0% regret geomean leaving one network out over the
+        small-batch timings, against 9.7% for its split defaults alone (ranking_eval)."""
         kind = self._kind(target)
         if kind is None or (self.direction == "F" and self.math != "tf32x3"):
             return False
