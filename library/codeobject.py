@@ -257,7 +257,7 @@ def amdgpu_resources(blob: bytes, what: str = "code object") -> tuple[KernelReso
             meta = msgpack.unpackb(desc, raw=False, strict_map_key=False)
             out = []
             for k in meta["amdhsa.kernels"]:
-                def num(key: str, k: dict = k) -> int:
+                def num(key: str, k: dict[str, object] = k) -> int:
                     value = k.get(key, 0)
                     if not isinstance(value, int) or not 0 <= value < 1 << 32:
                         raise ValueError(f"{key} = {value!r}")
