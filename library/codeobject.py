@@ -206,22 +206,27 @@ def _read_elf(blob: bytes, what: str) -> _Elf:
     return _Elf(machine, flags, blob[7], blob[8], frozenset(symbols), tuple(notes))
 
 
+def _amdgpu_metadata(elf: _Elf) -> bytes | None:
+    """The msgpack bytes of the NT_AMDGPU_METADATA note, or None where there is none."""
+    return next((desc for owner, ntype, desc in elf.notes
+                 if owner == "AMDGPU" and ntype == _NT_AMDGPU_METADATA), None)
+
+
 def _amdgpu_note_target(elf: _Elf) -> str | None:
     """`amdhsa.target` without the `amdgcn-amd-amdhsa--` prefix, or None if unreadable."""
     try:
         import msgpack
     except ImportError:  # the runtime may lack msgpack; e_flags still names the arch
         return None
-    for owner, ntype, desc in elf.notes:
-        if owner == "AMDGPU" and ntype == _NT_AMDGPU_METADATA:
-            try:
-                meta = msgpack.unpackb(desc, raw=False, strict_map_key=False)
-            except Exception:  # noqa: BLE001 - any decoding failure means "no usable note"
-                return None
-            target = meta.get("amdhsa.target") if isinstance(meta, dict) else None
-            if isinstance(target, str):
-                return target.removeprefix("amdgcn-amd-amdhsa--")
-    return None
+    desc = _amdgpu_metadata(elf)
+    if desc is None:
+        return None
+    try:
+        meta = msgpack.unpackb(desc, raw=False, strict_map_key=False)
+    except Exception:  # noqa: BLE001 - any decoding failure means "no usable note"
+        return None
+    target = meta.get("amdhsa.target") if isinstance(meta, dict) else None
+    return target.removeprefix("amdgcn-amd-amdhsa--") if isinstance(target, str) else None
 
 
 @dataclass(frozen=True)
@@ -250,27 +255,26 @@ def amdgpu_resources(blob: bytes, what: str = "code object") -> tuple[KernelReso
     elf = _read_elf(bytes(blob), what)
     if elf.machine != EM_AMDGPU:
         raise CodeObjectError(f"{what} is not an AMDGPU code object")
-    for owner, ntype, desc in elf.notes:
-        if owner != "AMDGPU" or ntype != _NT_AMDGPU_METADATA:
-            continue
-        try:
-            meta = msgpack.unpackb(desc, raw=False, strict_map_key=False)
-            out = []
-            for k in meta["amdhsa.kernels"]:
-                def num(key: str, k: dict[str, object] = k) -> int:
-                    value = k.get(key, 0)
-                    if not isinstance(value, int) or not 0 <= value < 1 << 32:
-                        raise ValueError(f"{key} = {value!r}")
-                    return value
+    desc = _amdgpu_metadata(elf)
+    if desc is None:
+        raise CodeObjectError(f"{what} has no AMDGPU metadata note")
+    try:
+        meta = msgpack.unpackb(desc, raw=False, strict_map_key=False)
+        out = []
+        for k in meta["amdhsa.kernels"]:
+            def num(key: str, k: dict[str, object] = k) -> int:
+                value = k.get(key, 0)
+                if not isinstance(value, int) or not 0 <= value < 1 << 32:
+                    raise ValueError(f"{key} = {value!r}")
+                return value
 
-                out.append(KernelResources(
-                    str(k[".name"]), num(".vgpr_count"), num(".agpr_count"), num(".sgpr_count"),
-                    num(".group_segment_fixed_size"), num(".private_segment_fixed_size"),
-                    num(".vgpr_spill_count"), num(".sgpr_spill_count")))
-            return tuple(out)
-        except Exception as exc:  # noqa: BLE001 - any malformed note is the same error
-            raise CodeObjectError(f"{what}: unreadable AMDGPU metadata note ({exc})") from None
-    raise CodeObjectError(f"{what} has no AMDGPU metadata note")
+            out.append(KernelResources(
+                str(k[".name"]), num(".vgpr_count"), num(".agpr_count"), num(".sgpr_count"),
+                num(".group_segment_fixed_size"), num(".private_segment_fixed_size"),
+                num(".vgpr_spill_count"), num(".sgpr_spill_count")))
+        return tuple(out)
+    except Exception as exc:  # noqa: BLE001 - any malformed note is the same error
+        raise CodeObjectError(f"{what}: unreadable AMDGPU metadata note ({exc})") from None
 
 
 def _cubin_sm(elf: _Elf) -> int:

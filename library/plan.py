@@ -441,6 +441,8 @@ class Plan:
             try:
                 return self.backend.workspace(stream, need)
             except BackendError:
+                if not self.backend.is_capturing(stream):
+                    raise  # not the capture's doing (e.g. out of device memory)
                 raise BackendError(f"{self.solver} needs a {need}-byte workspace and none was "
                                    "allocated for this stream before the capture: run the plan "
                                    "once on the stream first, or pass workspace=") from None
