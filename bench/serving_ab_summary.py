@@ -4,7 +4,8 @@ Reads OUTDIR/serving_{before,after}_{FP32,FP16}_r{N}.json (bench/serving.py, mio
 alone, no best-at-hand sweep) and prints, per tree and type, the median and the fastest over the
 rounds of each run's first-call median and of its phases (find, run, the wait for the kernel),
 beside the host's fixed Python loop of each run; then, per type, how many shapes' first picks
-differ between the trees and the geomean of their steady-state times after / before.
+differ between the trees and the geomean of their steady-state times after / before (over every
+shape, and over those whose picks differ).
 
     python bench/serving_ab_summary.py OUTDIR [--out FILE.json] [--json]
 """
@@ -47,13 +48,19 @@ def summarise(runs: dict[tuple[str, str], list[dict]]) -> dict:
                  ["rows"]} for t in ("before", "after")]
         before, after = rows
         keys = [k for k in after if k in before]
-        changed = sum((after[k]["solver"], after[k]["params"]) !=
-                      (before[k]["solver"], before[k]["params"]) for k in keys)
-        ratios = [after[k]["steady_ms"] / before[k]["steady_ms"] for k in keys
-                  if after[k].get("steady_ms") and before[k].get("steady_ms")]
-        out["picks"][dtype] = {"shapes": len(keys), "changed": changed,
-                               "steady_after_over_before": round(
-                                   math.exp(statistics.fmean(map(math.log, ratios))), 3)}
+        changed = {k for k in keys if (after[k]["solver"], after[k]["params"]) !=
+                   (before[k]["solver"], before[k]["params"])}
+        ratios = {k: after[k]["steady_ms"] / before[k]["steady_ms"] for k in keys
+                  if after[k].get("steady_ms") and before[k].get("steady_ms")}
+
+        def geomean(values: list[float]) -> float | None:
+            return round(math.exp(statistics.fmean(map(math.log, values))), 3) if values else None
+
+        out["picks"][dtype] = {
+            "shapes": len(keys), "changed": len(changed),
+            "steady_after_over_before": geomean(list(ratios.values())),
+            "steady_after_over_before_changed": geomean([r for k, r in ratios.items()
+                                                         if k in changed])}
     return out
 
 
@@ -82,7 +89,8 @@ def main() -> int:
             print(f"| {tree} | {dtype} | {s['rounds']} | {cells} |")
     for dtype, s in result["picks"].items():
         print(f"{dtype}: {s['changed']} of {s['shapes']} first picks differ; steady state after / "
-              f"before, geomean {s['steady_after_over_before']}")
+              f"before, geomean {s['steady_after_over_before']} (over the differing picks "
+              f"{s['steady_after_over_before_changed']})")
     return 0
 
 
