@@ -22,6 +22,7 @@ from miopenkernels.builder.jobs import build_jobs
 from miopenkernels.builder.manifest import load_manifests
 from miopenkernels.builder.resources import ResourceReport
 from miopenkernels.errors import MIOpenKernelsError
+from miopenkernels.launch_metadata import split_kdb_blob
 from miopenkernels.target import default_targets
 from rich.console import Console
 from rich.table import Table
@@ -51,7 +52,8 @@ def main() -> int:
                 missing[target.arch] = missing.get(target.arch, 0) + 1
                 continue
             try:
-                why = report.check(target, job, blob, f"{job.kernel_file} {job.kernel_name}")
+                what = f"{job.kernel_file} {job.kernel_name}"
+                why = report.check(target, job, *split_kdb_blob(blob, what), what)
             except MIOpenKernelsError as exc:
                 why = str(exc)
             if why is not None:

@@ -334,7 +334,8 @@ def build(
                                 "during the build"))
                 continue
             try:  # cheap, and guards the kdb against a damaged cache entry
-                check_code_object(split_kdb_blob(blob)[0], target.arch, job.kernel_name,
+                code, meta = split_kdb_blob(blob)
+                check_code_object(code, target.arch, job.kernel_name,
                                   what=f"cached object of {describe_job(job)}")
             except MIOpenKernelsError as exc:
                 summary.failed += 1
@@ -343,7 +344,7 @@ def build(
                 continue
             if summary.resources is not None:  # what no AMD GPU here can try: its resources
                 try:
-                    refused = summary.resources.check(target, job, blob,
+                    refused = summary.resources.check(target, job, code, meta,
                                                       f"object of {describe_job(job)}")
                 except MIOpenKernelsError as exc:
                     refused = str(exc)

@@ -13,7 +13,7 @@ from typing import Any
 
 from miopenkernels._record import dataclass, field
 from miopenkernels.codeobject import KernelResources, amdgpu_resources
-from miopenkernels.launch_metadata import split_kdb_blob
+from miopenkernels.launch_metadata import LaunchMetadata
 from miopenkernels.target import Target, amdgpu_limits
 
 __all__ = ["FamilyResources", "ResourceReport", "family_of", "over_limits"]
@@ -74,10 +74,11 @@ class ResourceReport:
 
     families: dict[str, FamilyResources] = field(default_factory=dict)
 
-    def check(self, target: Target, job: Any, blob: bytes, what: str) -> str | None:
-        """Read the resources of `blob` (a kdb blob of `job` for AMD `target`); None where it
-        fits the arch (and count it in), else one line saying what exceeds which limit."""
-        code, meta = split_kdb_blob(blob, what)
+    def check(self, target: Target, job: Any, code: bytes, meta: LaunchMetadata | None,
+              what: str) -> str | None:
+        """Read the resources of `code` (the object of `job` for AMD `target`, launched with
+        `meta`, both as split_kdb_blob gives them); None where it fits the arch (and count it
+        in), else one line saying what exceeds which limit."""
         kernels = amdgpu_resources(code, what)
         dynamic = int(meta.shared_bytes) if meta is not None else 0
         problems = [p for k in kernels for p in over_limits(target.arch, k, dynamic)]

@@ -11,7 +11,7 @@ import pytest
 from miopenkernels.builder.resources import ResourceReport, family_of, over_limits
 from miopenkernels.codeobject import KernelResources, amdgpu_resources
 from miopenkernels.errors import CodeObjectError
-from miopenkernels.launch_metadata import LaunchMetadata, attach_launch_metadata
+from miopenkernels.launch_metadata import LaunchMetadata, attach_launch_metadata, split_kdb_blob
 from miopenkernels.target import Target, amdgpu_limits
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None, reason="clang-19 missing")
@@ -54,10 +54,11 @@ def test_dynamic_lds_counts_against_the_arch(tmp_path: Path) -> None:
     code = _object(tmp_path, "gfx942")
     report = ResourceReport()
     big = attach_launch_metadata(code, LaunchMetadata("k", 256, 32 * 1024))
-    refused = report.check(Target("gfx942", 304), _Job(), big, "object of k")
+    refused = report.check(Target("gfx942", 304), _Job(), *split_kdb_blob(big), "object of k")
     assert refused is not None and "81920 bytes of LDS (at most 65536)" in refused
     assert report.families == {}
-    assert report.check(Target("gfx942", 304), _Job(), code, "object of k") is None
+    assert report.check(Target("gfx942", 304), _Job(), *split_kdb_blob(code), "object of k") \
+        is None
     fam = report.to_dict()["conv_triton_depthwise"]
     assert fam["objects"] == 1 and fam["max_lds_bytes"] == 48 * 1024 and fam["spilling"] == 0
 
