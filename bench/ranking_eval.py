@@ -62,6 +62,19 @@ def _p95(values: list[float]) -> float:
     return float(np.percentile(np.array(values), 95)) if values else math.nan
 
 
+def model_without(net: str, train: list[Sample], by_problem: dict[str, list[Sample]],
+                  perf: PerfDbFile, hardware: dict) -> RankingModel:
+    """The model fitted on `train` alone, with the parameter sets a package would ship: those
+    tuned on the training problems, most frequent first (as builder.ranking.tuned_params
+    orders them)."""
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for key in sorted({s.problem.key() for s in train}):
+        for solver, params in perf.load(by_problem[key][0].problem).items():
+            counts[solver][params] += 1
+    shipped = {solver: sorted(c, key=lambda p, c=c: (-c[p], p)) for solver, c in counts.items()}
+    return RankingModel(fit(train, hardware, dict(shipped)), f"without {net}")
+
+
 def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
              nets: dict[str, set[str]]) -> dict[str, object]:
     hardware = load_hardware()
@@ -74,17 +87,7 @@ def evaluate(samples: list[Sample], records: FindDbFile, perf: PerfDbFile,
         # Nothing of the held-out network trains: none of its layers at any batch size.
         layers = {by_problem[k][0].problem.with_batch(1).key() for k in keys if k in by_problem}
         train = [s for s in samples if s.problem.with_batch(1).key() not in layers]
-        # Parameter sets a package would ship: those tuned on the training problems, most
-        # frequent first (as builder.ranking.tuned_params orders them).
-        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        train_keys = {s.problem.key() for s in train}
-        for key in sorted(train_keys):
-            rec_problem = by_problem[key][0].problem
-            for solver, params in perf.load(rec_problem).items():
-                counts[solver][params] += 1
-        shipped = {solver: sorted(c, key=lambda p, c=c: (-c[p], p))
-                   for solver, c in counts.items()}
-        model = RankingModel(fit(train, hardware, dict(shipped)), f"without {net}")
+        model = model_without(net, train, by_problem, perf, hardware)
         rows = []
         for key in sorted(keys):
             record = records.records.get(key)
@@ -144,12 +147,7 @@ def evaluate_small_batch(samples: list[Sample], log_paths: list[Path],
     for net in sorted(nets):
         held = {layer_of(p) for p in load_manifest(net)}
         train = [smp for smp in samples if layer_of(smp.problem) not in held]
-        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for key in sorted({smp.problem.key() for smp in train}):
-            for solver, params in perf.load(by_problem[key][0].problem).items():
-                counts[solver][params] += 1
-        shipped = {solver: sorted(c, key=lambda p, c=c: (-c[p], p)) for solver, c in counts.items()}
-        model = RankingModel(fit(train, hardware, dict(shipped)), f"without {net}")
+        model = model_without(net, train, by_problem, perf, hardware)
         rows = []
         for key in sorted(keys):
             timed = by_problem.get(key, [])
