@@ -751,6 +751,17 @@ def tuned_config(kind: str, case: str, sizes: Mapping[str, int], kernel: str = "
     return dict(own) if own else usual_config(kind, case, kernel)
 
 
+def small_grid_rule(kind: str, case: str) -> tuple[dict[str, int], int, int] | None:
+    """A forward case's small-grid rule on a target kind (the tuned table's `small_grid`,
+    fitted by bench/small_grid_fit.py): (tile configuration, fewest BLOCK_K steps per split
+    part, waves to fill), or None where the table has none for the case."""
+    table = tuned_table(kind)
+    rule = ((table or {}).get("small_grid") or {}).get("rules", {}).get(case)
+    if not rule:
+        return None
+    return dict(rule["config"]), int(rule["least"]), int(rule["waves"])
+
+
 @cache
 def _shape_key_pattern() -> Any:
     """The compiled pattern of shape_key (made on first use: start-up compiles none)."""

@@ -38,6 +38,7 @@ from .triton_common import (
     spec_strides,
     target_kind,
 )
+from .triton_small_grid import small_grid_config
 
 __all__ = ["ConvTritonGemm1x1", "GEMM1X1_SOLVERS", "gemm1x1_first", "gemm1x1_spec"]
 
@@ -101,8 +102,10 @@ class ConvTritonGemm1x1(Solver):
         return bool(gemm1x1_spec().applies(sizes, strides))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """From the spec's FIRST_PIXELS (measured on the H100)."""
-        return bool(gemm1x1_spec().ranks_first(_view(problem)[1]))
+        """From the spec's FIRST_PIXELS (measured on the H100), except on a small grid, where
+        the implicit GEMM's narrow split tile goes first (solvers/triton_small_grid.py)."""
+        return bool(gemm1x1_spec().ranks_first(_view(problem)[1])) and \
+            small_grid_config(problem, target, "ieee") is None
 
     # ------------------------------------------------------------------ parameters
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:

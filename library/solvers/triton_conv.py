@@ -5,11 +5,9 @@ tunables per target, the align16 assumption) is plain data in `kernels/conv_trit
 which this module reads without importing Triton: the runtime launches the precompiled objects
 from the kdb with the launch metadata they carry (codeobject.LaunchMetadata).
 
-Applicability: targets whose targets.toml entry names matrix instructions (`matrix`: mfma on
-gfx90a/gfx942/gfx950, wmma on gfx11/gfx12, mma/wgmma/tcgen05 on sm80+); 2D problems; one
-element type of FP16, BF16 or FP32 (FP32 not on wmma targets, whose matrix cores take no FP32);
-32-bit offsets; groups as program axis 1 in every direction. The portable solvers stay the
-fallback for everything else.
+Applicability: targets with matrix instructions (targets.toml `matrix`); 2D problems; one
+element type of FP16, BF16 or FP32 (FP32 not on wmma targets); 32-bit offsets; groups as
+program axis 1. The portable solvers stay the fallback for everything else.
 
 Parameters (PerfDb order): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps,
 num_stages; the legal space per target comes from the spec (shared memory/LDS respected).
@@ -17,10 +15,9 @@ SPLIT_K > 1 (backward weights by default; forward and backward data where their 
 would leave most CUs idle) leaves FP32 partial sums in the workspace, which a second launch of
 the reduce kernel (`follow_ups`) adds into the output.
 
-Every object is shape-agnostic (sizes are arguments), so `compile_job` gives the same job with
-`specialised` or not. An object may assume 16-byte aligned pointers and multiples of 16 in the
-spec's ALIGN16_ARGS; a problem that does not meet that (or a call whose pointers are not
-aligned, see `unaligned_job`) runs a variant compiled without the assumption.
+Every object is shape-agnostic (sizes are arguments). An object may assume 16-byte aligned
+pointers and multiples of 16 in the spec's ALIGN16_ARGS; a problem or call that does not meet
+that runs a variant compiled without the assumption (`unaligned_job`).
 
 FP32 is IEEE unless the Handle's math mode is TF32 (`Handle(math_mode="TF32")` or
 MIOPENKERNELS_FP32_MATH=TF32): then the `...Tf32...` solvers (FP32 only, targets whose matrix
@@ -62,6 +59,7 @@ from .triton_common import (
     tf32_capable,
     tf32x3_capable,
 )
+from .triton_small_grid import small_grid_config, small_grid_configs
 
 __all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "KERNEL_FILE"]
 
@@ -104,8 +102,8 @@ def _programs(kernel: str, sizes: dict[str, int], config: dict[str, int]) -> int
 
 #: 16-bit types in which the implicit GEMM ranks ahead of the portable solvers, from this many
 #: channels and filters per group: the model had put the portable kernels first on 10 of
-#: ResNet-50's 1x1 NHWC backward-data problems at batch 1, 0.52-3.69x cuDNN, where the implicit
-#: GEMM takes 0.24-0.40x (bench/results/kernels_h100-ebe52e4.json, kernels_h100.json).
+#: ResNet-50's 1x1 NHWC backward-data problems at batch 1 (0.52-3.69x cuDNN, the implicit GEMM
+#: 0.24-0.40x: bench/results/kernels_h100-ebe52e4.json).
 _SIXTEEN_BIT_FIRST = {"FP16": 16, "BF16": 16}
 #: Grouped problems of this many channels and filters a group or more rank the implicit GEMM
 #: (the group its program axis 1) first in every type: the portable kernels loop over the
@@ -143,8 +141,7 @@ class ConvTritonImplicitGemm(Solver):
         return problem_view(problem)
 
     def _kind(self, target: Target) -> str | None:
-        """The spec's target kind, or None where these solvers do not exist (no matrix
-        cores, no kernels installed, or MIOPENKERNELS_TRITON=0)."""
+        """The spec's target kind; None without matrix cores, kernels or MIOPENKERNELS_TRITON."""
         if not triton_solvers_enabled():
             return None
         return target_kind(target.arch)
@@ -152,12 +149,14 @@ class ConvTritonImplicitGemm(Solver):
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """TF32 and three-product solvers claim first place, and so do all of them on 16-bit
         problems of 16 or more channels and filters per group (`_SIXTEEN_BIT_FIRST`) and on
-        grouped ones of as many in every type (`_GROUPED_FIRST`); the registry's precedence
+        grouped ones of as many in every type (`_GROUPED_FIRST`) and on forward problems on a
+        small grid (solvers/triton_small_grid.py); the registry's precedence
         (`solvers.YIELDS_TO`) gives way where the problem goes through the other layout's
         kernels or a Winograd, 1x1 GEMM or direct solver claims it."""
         per_group = min(problem.c, problem.k) // problem.groups
         return self.rank_first or per_group >= _SIXTEEN_BIT_FIRST.get(problem.in_type, 1 << 30) \
-            or (problem.groups > 1 and per_group >= _GROUPED_FIRST)
+            or (problem.groups > 1 and per_group >= _GROUPED_FIRST) \
+            or small_grid_config(problem, target, self.math) is not None
 
     def ahead_of_portable(self, problem: ConvProblem, target: Target) -> bool:
         """FP32 (IEEE) forward and backward data on a tuned kind, from 16 channels and filters
@@ -257,13 +256,10 @@ class ConvTritonImplicitGemm(Solver):
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The configuration measured fastest for the problem's case on the target's kind
-        (kernels/conv_triton_tuned_*.json): the layer's own where it was measured, else the
-        case's usual tile; the spec's default on a kind nothing was measured on. Backward
-        weights take the usual tile with its reduction split to fill the target's CUs
-        (`spec.split_for`; its objects are in `dynamic_jobs`); forward and backward data
-        likewise under half the CUs (small_batch timings: the best split 0.60-0.82x the best
-        unsplit there, 1.41x from half a wave to one), the three-product kernels also on a
-        layer no table holds. A layer's own tile ships only where a record names it."""
+        (kernels/conv_triton_tuned_*.json): the layer's own, else the case's usual tile, split
+        to fill the CUs in backward weights (`spec.split_for`) and in forward and backward data
+        under half the CUs (small_batch timings: split 0.60-0.82x unsplit there); a forward on
+        a small grid takes the small-grid rule's tile (solvers/triton_small_grid.py)."""
         return _choices(self, problem, target, self._kind(target))[0]
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
@@ -274,8 +270,7 @@ class ConvTritonImplicitGemm(Solver):
 
     def _choose(self, problem: ConvProblem, target: Target, kind: str | None
                 ) -> tuple[Params, Params | None]:
-        """(default_params, the usual tile where it differs from them) on a kind; see
-        `_choices`, which keeps them."""
+        """(default_params, the usual tile where it differs) on a kind (`_choices` keeps it)."""
         view, _, kernel, cl = self._view(problem)
         if kind is None:
             return self._params(spec_module().default_config(kernel, problem.in_type)), None
@@ -291,23 +286,26 @@ class ConvTritonImplicitGemm(Solver):
                         _programs(kernel, sizes, config) < target.cu // 2 or (
                             self.math == "tf32x3" and not self._measured(kind, case, sizes))))):
             config = split
-        default = self._params(config or spec_module().default_config(kernel, problem.in_type))
+        small = small_grid_config(problem, target, self.math)  # batch 1: a narrow split tile
+        default = self._params(small or config or spec_module().default_config(
+            kernel, problem.in_type))
         shipped_config = split or usual
         shipped = self._params(shipped_config) if shipped_config is not None else None
         return default, (None if shipped == default else shipped)
 
     def _measured(self, kind: str, case: str, sizes: dict[str, int]) -> bool:
         """Whether the tuned table holds this very problem (not only the case's usual tile)."""
-        spec = spec_module()
-        table = spec.tuned_table(kind)
-        return bool(table and table["configs"].get(case, {}).get(spec.shape_key(sizes)))
+        table = spec_module().tuned_table(kind)
+        return bool(table and table["configs"].get(case, {}).get(spec_module().shape_key(sizes)))
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
-        """Split defaults of backward data and weights (and of the three-product kernels) rank
-        alone: the model ranked unsplit tiles 2-15x slower ahead (bench/kernels.py, H100).
-        Forward goes to the model: 8.0% regret geomean leaving one network out over the
-        small-batch timings, against 9.7% for its split defaults alone (ranking_eval)."""
+        """Split defaults of backward data and weights (and of the three-product kernels) and
+        the small-grid forward rank alone: the model ranked unsplit tiles 2-15x slower ahead
+        (bench/kernels.py, H100). Other forwards go to the model: 8.0% regret geomean leaving
+        one network out over the small-batch timings, 9.7% for split defaults (ranking_eval)."""
         kind = self._kind(target)
+        if kind is not None and small_grid_config(problem, target, self.math) is not None:
+            return True
         if kind is None or (self.direction == "F" and self.math != "tf32x3"):
             return False
         return _choices(self, problem, target, kind)[0][PARAM_NAMES.index("SPLIT_K")] > 1
@@ -402,6 +400,8 @@ class ConvTritonImplicitGemm(Solver):
                     usual = self._tuned(kind, self._case(data_type, self.direction, cl),
                                         _NO_SIZES, kernel, data_type)
                     configs += [usual] if usual else []
+                    if kernel == "conv2d_fwd":  # every tile and split of the small-grid rule
+                        configs += small_grid_configs(kind, data_type, self.math, cl)
                     if usual and splits_reduction(kernel):  # every split `_split` may choose
                         most = spec.MAX_SPLIT.get(kernel, 64)
                         configs += [c for c in ({**usual, "SPLIT_K": k}

@@ -43,6 +43,7 @@ from .triton_common import (
     target_kind,
 )
 from .triton_conv import ConvTritonImplicitGemm
+from .triton_small_grid import small_grid_config
 
 __all__ = ["ConvTritonImplicitGemmRelayout", "VIA_SOLVERS", "TRANSPOSE_KERNEL", "relaid",
            "via_layout"]
@@ -56,7 +57,7 @@ _SLOTS = {"x": "ws_x", "w": "ws_w", "y": "ws_y", "part": "ws_part"}
 def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
     """The layout ("NHWC" or "NCHW") whose kernels, with transposes, compute the problem
     faster than its own layout's on the target's kind (the spec's `via_other_layout`), or
-    None where its own are the ones to use."""
+    None where its own are the ones to use (also on a small grid: triton_small_grid)."""
     p = problem
     if p.mode != "conv" or len(p.in_spatial) != 2 or p.in_layout not in ("NCHW", "NHWC") or \
             not p.in_layout == p.wei_layout == p.out_layout:
@@ -69,6 +70,8 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
     if not spec_module().via_other_layout(kind, p.in_layout, case,
                                           spec_sizes(problem_view(problem)[0])):
         return None
+    if small_grid_config(problem, target, math) is not None:
+        return None  # the own layout's narrow split tile (solvers/triton_small_grid.py)
     return "NHWC" if p.in_layout == "NCHW" else "NCHW"
 
 

@@ -130,7 +130,7 @@ def test_dynamic_jobs_deterministic_and_moderate():
         # backward-data tiles at their four (2 to 16); on sm90 the three-TF32-product
         # solvers' FP32 set too, and the Winograd backward-weights (47 objects) and 1x1 GEMM
         # solvers' (64); the direct families' (depthwise 36, grouped 24) everywhere.
-        assert len(triton) <= (750 if target.arch == "sm90" else 480)
+        assert len(triton) <= (800 if target.arch == "sm90" else 480)
         for job in jobs:
             assert list(job.options) == sorted(job.options)
             assert job.kdb_args.endswith(f" -mcpu={target.arch}")

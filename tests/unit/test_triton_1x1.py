@@ -101,7 +101,10 @@ def test_the_ranking_puts_them_first_from_28x28() -> None:
 
     for d, name in NAMES.items():
         assert first(_p(512, 256, 28, d)) == name
-        assert first(_p(64, 256, 56, d, n=1)) == name
+        # Forward at batch 1 is on a small grid: the implicit GEMM's narrow split tile
+        # (solvers/triton_small_grid.py) goes first there.
+        assert first(_p(64, 256, 56, d, n=1)) == (
+            "ConvTritonImplicitGemmFwd" if d == "F" else name)
         assert first(_p(1024, 256, 14, d)) != name
     # 28x28 backward data had ranked the Via solver first (VIA_NHWC_ONE_TAP).
     assert get_solver("ConvTritonImplicitGemmViaNhwcBwd").is_applicable(_p(512, 256, 28, "B"),

@@ -454,7 +454,12 @@ def test_an_idle_grid_splits_forward_and_backward_data_by_default() -> None:
     assert len(usual) == 1 and bwd.compile_job(own, usual[0], SM90) in shipped
     late = _p(n=32, c=512, k=512, in_spatial=(7, 7), direction="B")
     assert bwd.default_params(late, SM90)[4] > 1
-    assert bwd.usual_params(small, SM90) == []  # the default is the shipped tile
+    # The forward on a small grid defaults to the small-grid rule's tile (triton_small_grid);
+    # the usual tile, split, ships beside it.
+    fwd = get_solver("ConvTritonImplicitGemmFwd")
+    usual = fwd.usual_params(small, SM90)
+    assert len(usual) == 1 and usual[0][:3] != fwd.default_params(small, SM90)[:3]
+    assert fwd.compile_job(small, usual[0], SM90) in set(fwd.dynamic_jobs(SM90))
 
 
 def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(

@@ -1,0 +1,185 @@
+"""The small-grid forward rule: which tile and split a forward problem takes where the case's
+usual tile would leave most of the GPU idle, fitted on bench/serial_split.py's timings.
+
+A forward problem is on a small grid where the case's usual tile (the tuned table's `defaults`)
+launches fewer programs than half the target's CUs: batch 1 of most layers of a classification
+network. There, one tile per case with the reduction split by `filling_split(programs, steps,
+cus, least, 16, waves)` is fitted: the tile, `least` (the fewest BLOCK_K steps per part) and
+`waves` that give the lowest geomean of time / the best time tried, over the rows of the fit
+results (`--fit`). The rows of other networks (`--check`, layers the fit did not see) are then
+scored with the chosen rule, against cuDNN and against the best tried.
+
+    python bench/small_grid_fit.py --fit bench/results/serial_split_h100.json \\
+        bench/results/serial_split_tf32nhwc_h100.json \\
+        --check bench/results/serial_split_check_h100.json \\
+        --write kernels/conv_triton_tuned_sm90.json --out bench/results/small_grid_fit.json
+
+`--write` puts the rules into the tuned table's `small_grid` (keyed `<type>-F-<layout>`; BF16
+takes FP16's, whose arithmetic it shares), which `conv_triton_spec.small_grid_rule` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+LEASTS = (1, 2, 4, 8)
+WAVES = (1, 2, 4)
+KIND = "sm90"
+
+
+def geo(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def _sizes(problem_key: str) -> dict[str, int]:
+    from miopenkernels.problem import ConvProblem
+    from triton_conv import layer_sizes
+
+    return layer_sizes(ConvProblem.from_key(problem_key))
+
+
+def small_grid_rows(rows: list[dict], cus: int) -> list[dict]:
+    """The rows whose case's usual tile launches fewer than cus // 2 programs."""
+    from miopenkernels.kernels import conv_triton_spec as spec
+
+    out = []
+    for r in rows:
+        case = _case(r["case"])
+        usual = spec.usual_config(KIND, case)
+        sz = _sizes(r["problem"])
+        gx, gy, gz = spec.grid("conv2d_fwd", sz, {**usual, "SPLIT_K": 1})
+        if usual and gx * gy * gz < cus // 2:
+            out.append({**r, "sizes": sz})
+    return out
+
+
+def _case(case: str) -> str:
+    t, layout = case.split("-")
+    return f"{t}-F-{layout}"
+
+
+def _times(row: dict) -> dict[str, float]:
+    return {name: us for variant, name, us, _err, ok in row["tried"]
+            if ok and variant in ("plain", "reduce")}
+
+
+def rule_time(row: dict, tile: str, least: int, waves: int, cus: int) -> float | None:
+    """The time of the rule's pick on a row (None where the tile was not tried)."""
+    from miopenkernels.kernels import conv_triton_spec as spec
+
+    bm, bn, bk, warps, stages = (int(v) for v in tile.replace("w", "").replace("s", "")
+                                 .replace("x", " ").split())
+    cfg = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": 1}
+    sz = row["sizes"]
+    gx, gy, gz = spec.grid("conv2d_fwd", sz, cfg)
+    steps = spec.reduction_steps("conv2d_fwd", sz, cfg)
+    split = spec.filling_split(gx * gy * gz, steps, cus, least, 16, waves)
+    times = _times(row)
+    prefix = f"{bm}x{bn}x{bk} w{warps} s{stages} g8 k"
+    tried = sorted(int(n[len(prefix):]) for n in times if n.startswith(prefix))
+    if not tried:
+        return None
+    k = max((t for t in tried if t <= split), default=tried[0])
+    return times[prefix + str(k)]
+
+
+def fit_case(rows: list[dict], cus: int) -> dict[str, Any]:
+    tiles = sorted({" ".join(n.split()[:3]) for r in rows for n in _times(r)})
+    best = None
+    for tile in tiles:
+        for least in LEASTS:
+            for waves in WAVES:
+                picks = [rule_time(r, tile, least, waves, cus) for r in rows]
+                if any(p is None for p in picks):
+                    continue
+                regret = geo([p / min(_times(r).values())
+                              for p, r in zip(picks, rows, strict=True)])
+                if best is None or regret < best[0] - 1e-9:
+                    best = (regret, tile, least, waves)
+    assert best is not None
+    return {"tile": best[1], "least": best[2], "waves": best[3]}
+
+
+def score(rows: list[dict], rule: dict[str, Any], cus: int) -> dict[str, float]:
+    picks = [rule_time(r, rule["tile"], rule["least"], rule["waves"], cus) for r in rows]
+    pairs = [(p, r) for p, r in zip(picks, rows, strict=True) if p is not None]
+    return {"layers": len(pairs),
+            "rule_vs_cudnn": round(geo([p / r["cudnn_us"] for p, r in pairs]), 3),
+            "best_vs_cudnn": round(geo([min(_times(r).values()) / r["cudnn_us"]
+                                        for _, r in pairs]), 3),
+            "rule_vs_best": round(geo([p / min(_times(r).values()) for p, r in pairs]), 3),
+            "rule_max_vs_cudnn": round(max(p / r["cudnn_us"] for p, r in pairs), 2)}
+
+
+def config_of(rule: dict[str, Any]) -> dict[str, Any]:
+    bm, bn, bk, warps, stages = (int(v) for v in rule["tile"].replace("w", "").replace("s", "")
+                                 .replace("x", " ").split())
+    return {"config": {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "SPLIT_K": 1,
+                       "num_warps": warps, "num_stages": stages},
+            "least": rule["least"], "waves": rule["waves"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fit", nargs="+", required=True, help="serial_split.py results to fit on")
+    ap.add_argument("--check", nargs="*", default=[], help="results of other networks to score")
+    ap.add_argument("--write", default="", help="the tuned table to put the rules into")
+    ap.add_argument("--out", default="", help="write the fit and its scores as JSON")
+    ap.add_argument("--json", action="store_true", help="print the JSON result")
+    args = ap.parse_args(argv)
+    fit_rows, check_rows, cus, sources = [], [], 0, []
+    for path in args.fit:
+        data = json.loads(Path(path).read_text())
+        cus = cus or int(data["sms"])
+        fit_rows += data["rows"]
+        sources.append(Path(path).name)
+    seen = {r["problem"] for r in fit_rows}
+    for path in args.check:
+        data = json.loads(Path(path).read_text())
+        check_rows += [r for r in data["rows"] if r["problem"] not in seen]
+    fit_rows, check_rows = small_grid_rows(fit_rows, cus), small_grid_rows(check_rows, cus)
+    result: dict[str, Any] = {"cus": cus, "sources": sources, "check": [Path(p).name
+                                                                       for p in args.check],
+                              "cases": {}}
+    for case in sorted({r["case"] for r in fit_rows}):
+        rows = [r for r in fit_rows if r["case"] == case]
+        rule = fit_case(rows, cus)
+        entry = {**rule, "fit": score(rows, rule, cus)}
+        others = [r for r in check_rows if r["case"] == case]
+        if others:
+            entry["check"] = score(others, rule, cus)
+        result["cases"][_case(case)] = entry
+        line = f"{_case(case):12} {rule['tile']:16} least {rule['least']} waves {rule['waves']}"
+        for part in ("fit", "check"):
+            if part in entry:
+                s = entry[part]
+                line += (f" | {part} {s['layers']:3} layers: rule/cuDNN {s['rule_vs_cudnn']:.3f}"
+                         f" best/cuDNN {s['best_vs_cudnn']:.3f} rule/best {s['rule_vs_best']:.3f}"
+                         f" max {s['rule_max_vs_cudnn']:.2f}")
+        print(line)
+    if args.write:
+        path = Path(args.write)
+        table = json.loads(path.read_text())
+        rules = {case: config_of(e) for case, e in result["cases"].items()}
+        for layout in ("NCHW", "NHWC"):
+            if f"FP16-F-{layout}" in rules:
+                rules[f"BF16-F-{layout}"] = rules[f"FP16-F-{layout}"]
+        table["small_grid"] = {"sources": sources, "rules": dict(sorted(rules.items()))}
+        path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
