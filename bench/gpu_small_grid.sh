@@ -7,6 +7,7 @@
 #
 #   bash bench/gpu_small_grid.sh models OUTDIR     (MODELS_S: torch_models.py's time limit)
 #   bash bench/gpu_small_grid.sh layers OUTDIR
+#   LAYERS=1 bash bench/gpu_small_grid.sh models OUTDIR   (then torch_layers.py alone)
 set -uo pipefail
 step="${1:?usage: bash bench/gpu_small_grid.sh models|layers OUTDIR}"
 out="${2:?usage: bash bench/gpu_small_grid.sh models|layers OUTDIR}"
@@ -22,12 +23,15 @@ if [ "$step" = models ]; then
   timeout "${MODELS_S:-300}" python3 bench/torch_models.py --out "$out/torch_op.json" \
     --repeats "${REPEATS:-20}" --timeout "${CASE_S:-60}" > "$out/torch_models.txt" 2>&1
   stamp "torch models rc=$?"; tail -22 "$out/torch_models.txt"
-else
+  [ -n "${LAYERS:-}" ] && step=layers-after-models
+fi
+if [ "$step" != models ]; then
   export MIOPEN_SYSTEM_DB_PATH="$sys"
   timeout 200 python3 bench/torch_layers.py --out "$out/torch_layers" \
     --cases "resnet50,1,FP16,channels_last;resnet50,1,FP32,contiguous;mobilenet_v2,1,FP16,contiguous;mobilenet_v2,1,FP32,channels_last" \
     > "$out/torch_layers.txt" 2>&1
   stamp "torch layers rc=$?"; grep -E "conv|geomean" "$out/torch_layers.txt" | tail -8
+  [ "$step" = layers-after-models ] && exit 0
   timeout 150 python3 bench/serial_split.py --batch 8 --no-serial --samples 9 --inner 10 \
     --cases FP16-NHWC,FP16-NCHW,TF32-NCHW,TF32-NHWC --out "$out/serial_split_b8_h100" \
     > "$out/serial_split_b8.txt" 2>&1

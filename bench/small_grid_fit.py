@@ -3,11 +3,12 @@ usual tile would leave most of the GPU idle, fitted on bench/serial_split.py's t
 
 A forward problem is on a small grid where the case's usual tile (the tuned table's `defaults`)
 launches fewer programs than half the target's CUs: batch 1 of most layers of a classification
-network. There, one tile per case with the reduction split by `filling_split(programs, steps,
-cus, least, 16, waves)` is fitted: the tile, `least` (the fewest BLOCK_K steps per part) and
-`waves` that give the lowest geomean of time / the best time tried, over the rows of the fit
-results (`--fit`). The rows of other networks (`--check`, layers the fit did not see) are then
-scored with the chosen rule, against cuDNN and against the best tried.
+network. There, one tile per case with the reduction split by `conv_triton_spec.small_grid_split`
+(the split whose steps per part times waves, plus `reduce_steps` for a split's reduce launch,
+cost least) is fitted: the tile and `reduce_steps` that give the lowest geomean of time / the
+best time tried over the rows of the fit results (`--fit`), among rules whose every pick was
+timed. Each `--check` file (other networks, another batch; layers the fit saw are left out) is
+then scored with the chosen rule, against cuDNN and against the best tried.
 
     python bench/small_grid_fit.py --fit bench/results/serial_split_h100.json \\
         bench/results/serial_split_tf32nhwc_h100.json \\
@@ -30,8 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-LEASTS = (1, 2, 4, 8)
-WAVES = (1, 2, 4)
+REDUCE_STEPS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0)
 KIND = "sm90"
 
 
@@ -71,47 +71,46 @@ def _times(row: dict) -> dict[str, float]:
             if ok and variant in ("plain", "reduce")}
 
 
-def rule_time(row: dict, tile: str, least: int, waves: int, cus: int) -> float | None:
-    """The time of the rule's pick on a row (None where the tile was not tried)."""
-    from miopenkernels.kernels import conv_triton_spec as spec
-
+def _tile(tile: str) -> tuple[int, int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) of a name like `64x32x64 w4 s3`."""
     bm, bn, bk, warps, stages = (int(v) for v in tile.replace("w", "").replace("s", "")
                                  .replace("x", " ").split())
+    return bm, bn, bk, warps, stages
+
+
+def rule_time(row: dict, tile: str, reduce_steps: float, cus: int) -> float | None:
+    """The time of the rule's pick on a row (None where that tile and split were not timed)."""
+    from miopenkernels.kernels import conv_triton_spec as spec
+
+    bm, bn, bk, warps, stages = _tile(tile)
     cfg = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": 1}
     sz = row["sizes"]
     gx, gy, gz = spec.grid("conv2d_fwd", sz, cfg)
-    steps = spec.reduction_steps("conv2d_fwd", sz, cfg)
-    split = spec.filling_split(gx * gy * gz, steps, cus, least, 16, waves)
-    times = _times(row)
-    prefix = f"{bm}x{bn}x{bk} w{warps} s{stages} g8 k"
-    tried = sorted(int(n[len(prefix):]) for n in times if n.startswith(prefix))
-    if not tried:
-        return None
-    k = max((t for t in tried if t <= split), default=tried[0])
-    return times[prefix + str(k)]
+    split = spec.small_grid_split(gx * gy * gz, spec.reduction_steps("conv2d_fwd", sz, cfg),
+                                  cus, reduce_steps, 16)
+    return _times(row).get(f"{bm}x{bn}x{bk} w{warps} s{stages} g8 k{split}")
 
 
 def fit_case(rows: list[dict], cus: int) -> dict[str, Any]:
     tiles = sorted({" ".join(n.split()[:3]) for r in rows for n in _times(r)})
     best = None
     for tile in tiles:
-        for least in LEASTS:
-            for waves in WAVES:
-                picks = [rule_time(r, tile, least, waves, cus) for r in rows]
-                if any(p is None for p in picks):
-                    continue
-                regret = geo([p / min(_times(r).values())
-                              for p, r in zip(picks, rows, strict=True)])
-                if best is None or regret < best[0] - 1e-9:
-                    best = (regret, tile, least, waves)
+        for reduce_steps in REDUCE_STEPS:
+            picks = [rule_time(r, tile, reduce_steps, cus) for r in rows]
+            if any(p is None for p in picks):
+                continue
+            regret = geo([p / min(_times(r).values())
+                          for p, r in zip(picks, rows, strict=True) if p is not None])
+            if best is None or regret < best[0] - 1e-9:
+                best = (regret, tile, reduce_steps)
     assert best is not None
-    return {"tile": best[1], "least": best[2], "waves": best[3]}
+    return {"tile": best[1], "reduce_steps": best[2]}
 
 
 def score(rows: list[dict], rule: dict[str, Any], cus: int) -> dict[str, float]:
-    picks = [rule_time(r, rule["tile"], rule["least"], rule["waves"], cus) for r in rows]
+    picks = [rule_time(r, rule["tile"], rule["reduce_steps"], cus) for r in rows]
     pairs = [(p, r) for p, r in zip(picks, rows, strict=True) if p is not None]
-    return {"layers": len(pairs),
+    return {"layers": len(pairs), "untimed": len(rows) - len(pairs),
             "rule_vs_cudnn": round(geo([p / r["cudnn_us"] for p, r in pairs]), 3),
             "best_vs_cudnn": round(geo([min(_times(r).values()) / r["cudnn_us"]
                                         for _, r in pairs]), 3),
@@ -120,11 +119,10 @@ def score(rows: list[dict], rule: dict[str, Any], cus: int) -> dict[str, float]:
 
 
 def config_of(rule: dict[str, Any]) -> dict[str, Any]:
-    bm, bn, bk, warps, stages = (int(v) for v in rule["tile"].replace("w", "").replace("s", "")
-                                 .replace("x", " ").split())
+    bm, bn, bk, warps, stages = _tile(rule["tile"])
     return {"config": {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "SPLIT_K": 1,
                        "num_warps": warps, "num_stages": stages},
-            "least": rule["least"], "waves": rule["waves"]}
+            "reduce_steps": rule["reduce_steps"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,36 +133,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="", help="write the fit and its scores as JSON")
     ap.add_argument("--json", action="store_true", help="print the JSON result")
     args = ap.parse_args(argv)
-    fit_rows, check_rows, cus, sources = [], [], 0, []
+    fit_rows, cus, sources = [], 0, []
     for path in args.fit:
         data = json.loads(Path(path).read_text())
         cus = cus or int(data["sms"])
         fit_rows += data["rows"]
         sources.append(Path(path).name)
     seen = {r["problem"] for r in fit_rows}
-    for path in args.check:
-        data = json.loads(Path(path).read_text())
-        check_rows += [r for r in data["rows"] if r["problem"] not in seen]
-    fit_rows, check_rows = small_grid_rows(fit_rows, cus), small_grid_rows(check_rows, cus)
-    result: dict[str, Any] = {"cus": cus, "sources": sources, "check": [Path(p).name
-                                                                       for p in args.check],
+    checks = {Path(path).name: small_grid_rows(
+        [r for r in json.loads(Path(path).read_text())["rows"] if r["problem"] not in seen], cus)
+        for path in args.check}
+    fit_rows = small_grid_rows(fit_rows, cus)
+    result: dict[str, Any] = {"cus": cus, "sources": sources, "check": list(checks),
                               "cases": {}}
     for case in sorted({r["case"] for r in fit_rows}):
         rows = [r for r in fit_rows if r["case"] == case]
         rule = fit_case(rows, cus)
-        entry = {**rule, "fit": score(rows, rule, cus)}
-        others = [r for r in check_rows if r["case"] == case]
-        if others:
-            entry["check"] = score(others, rule, cus)
+        entry = {**rule, "fit": score(rows, rule, cus), "check": {}}
+        print(f"{_case(case):12} {rule['tile']:16} reduce_steps {rule['reduce_steps']:4}")
+        parts = [("fit", entry["fit"])]
+        for name, check_rows in checks.items():
+            others = [r for r in check_rows if r["case"] == case]
+            if others:
+                entry["check"][name] = score(others, rule, cus)
+                parts.append((name, entry["check"][name]))
+        for name, s in parts:
+            print(f"    {name:36} {s['layers']:3} layers: rule/cuDNN {s['rule_vs_cudnn']:.3f}"
+                  f"  best/cuDNN {s['best_vs_cudnn']:.3f}  rule/best {s['rule_vs_best']:.3f}"
+                  f"  max {s['rule_max_vs_cudnn']:.2f}  untimed {s['untimed']}")
         result["cases"][_case(case)] = entry
-        line = f"{_case(case):12} {rule['tile']:16} least {rule['least']} waves {rule['waves']}"
-        for part in ("fit", "check"):
-            if part in entry:
-                s = entry[part]
-                line += (f" | {part} {s['layers']:3} layers: rule/cuDNN {s['rule_vs_cudnn']:.3f}"
-                         f" best/cuDNN {s['best_vs_cudnn']:.3f} rule/best {s['rule_vs_best']:.3f}"
-                         f" max {s['rule_max_vs_cudnn']:.2f}")
-        print(line)
     if args.write:
         path = Path(args.write)
         table = json.loads(path.read_text())

@@ -3,12 +3,11 @@
 At batch 1 most layers of a classification network are small GEMMs: the case's usual tile
 (128x128, fitted at batch 32) launches a few programs on a GPU of 132 SMs, and each runs the
 whole reduction alone. There the forward takes the tuned table's `small_grid` rule for its case
-instead: a narrow tile (64x32) with its reduction split to fill about one wave
-(`spec.filling_split` with the rule's `least` steps per part and `waves`). Fitted by
-bench/small_grid_fit.py on ResNet-50 and MobileNet-v2 at batch 1 (bench/serial_split.py, H100),
-it took 1.03-1.17x cuDNN's GPU time where the packages' picks had taken 1.6-1.75x, and
-1.11-1.36x on 223-246 layers of eleven other networks it was not fitted on
-(bench/results/small_grid_fit.json).
+instead: a narrow tile (64x32) with its reduction split where that saves more serial steps
+than the reduce launch costs (`spec.small_grid_split`, the rule's `reduce_steps`). Fitted by
+bench/small_grid_fit.py on ResNet-50 and MobileNet-v2 at batch 1 (bench/serial_split.py, H100)
+and scored on eleven other networks it was not fitted on and at batch 8: the numbers are in
+bench/results/small_grid_fit.json.
 
 Where the rule applies, the implicit GEMM claims first place and its defaults rank alone, and
 the 1x1 GEMM and the Via solvers, which were measured at batch 32, step aside.
@@ -62,10 +61,10 @@ def small_grid_config(problem: ConvProblem, target: Target, math: str
     gx, gy, gz = spec.grid(kernel, sizes, {**usual, "SPLIT_K": 1})
     if gx * gy * gz >= target.cu // 2:
         return None
-    config, least, waves = rule
+    config, reduce_steps = rule
     gx, gy, gz = spec.grid(kernel, sizes, {**config, "SPLIT_K": 1})
-    split = spec.filling_split(gx * gy * gz, spec.reduction_steps(kernel, sizes, config),
-                               target.cu, least, spec.MAX_SPLIT.get(kernel, 16), waves)
+    split = spec.small_grid_split(gx * gy * gz, spec.reduction_steps(kernel, sizes, config),
+                                  target.cu, reduce_steps, spec.MAX_SPLIT.get(kernel, 16))
     config = {**config, "SPLIT_K": int(split)}
     return config if spec.is_legal(config, p.in_type, kind, kernel) else None
 

@@ -35,15 +35,29 @@ def _as(p: ConvProblem, type_name: str = "FP16", layout: str = "NCHW", **kw: obj
 @pytest.mark.parametrize(("type_name", "math"), [("FP16", "ieee"), ("BF16", "ieee"),
                                                  ("FP32", "tf32")])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-def test_batch_one_takes_the_narrow_tile_split_to_fill_a_wave(type_name: str, math: str,
-                                                              layout: str) -> None:
+def test_batch_one_takes_the_narrow_tile_split_where_it_pays(type_name: str, math: str,
+                                                             layout: str) -> None:
     p = _as(LAYER, type_name, layout)
     config = small_grid_config(p, SM90, math)
     assert config is not None
     assert (config["BLOCK_M"], config["BLOCK_N"]) == (64, 32)
-    gx, gy, gz = spec.grid("conv2d_fwd", {**_sizes(p)}, config)
-    assert gx * gy * gz <= SM90.cu  # within one wave (the rules' `waves`)
-    assert config["SPLIT_K"] >= 1 and spec.is_legal(config, type_name, "sm90", "conv2d_fwd")
+    split = config["SPLIT_K"]
+    gx, gy, gz = spec.grid("conv2d_fwd", _sizes(p), config)
+    steps = spec.reduction_steps("conv2d_fwd", _sizes(p), config)
+    assert gx * gy * gz <= 4 * SM90.cu and (split == 1 or steps >= 2 * split)
+    assert spec.is_legal(config, type_name, "sm90", "conv2d_fwd")
+
+
+def test_a_split_is_taken_where_it_saves_more_steps_than_the_reduce_costs() -> None:
+    # 4 tiles of 64 steps: halving the steps saves 32 per split, more than the reduce's 12.
+    assert spec.small_grid_split(4, 64, 132, 12.0) == 16
+    # 32 tiles of 16 steps: a split of 2 saves 8 steps, less than 12; of 4 saves 12 (a tie).
+    assert spec.small_grid_split(32, 16, 132, 12.0) == 1
+    assert spec.small_grid_split(32, 16, 132, 3.0) == 4
+    # Never under 2 steps a part; a split that adds waves saves nothing.
+    assert spec.small_grid_split(4, 3, 132, 0.0) == 1
+    assert spec.small_grid_split(132, 64, 132, 0.0) == 1
+    assert spec.small_grid_split(66, 1024, 132, 0.0) == 2
 
 
 def _sizes(p: ConvProblem) -> dict[str, int]:
