@@ -137,9 +137,11 @@ def run(cases: list[tuple], target: tuple, args: Any) -> list[dict]:
         for tile, variant in tried:
             obj = compiled(dtype, tile, cl, aligned, variant, target)
             grid = ds.grid("F", sz, {"BLOCK_M": tile[0], "BLOCK_N": tile[1]})
+            # The launcher takes the constexprs too, in the kernel's order.
+            full = [*flat, tile[0], tile[1], int(cl), 0, *(variant or ())]
 
-            def call(obj: Any = obj, grid: tuple = grid, flat: list = flat) -> None:
-                obj[grid](*flat)
+            def call(obj: Any = obj, grid: tuple = grid, full: list = full) -> None:
+                obj[grid](*full)
 
             out.fill_(float("nan"))
             call()
