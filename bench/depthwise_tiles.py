@@ -3,8 +3,8 @@
 
 For the depthwise forward layers of MobileNet-v2 and of the zoo's other depthwise networks
 (`--networks`), at `--batches`, in FP16 and FP32 (IEEE; cuDNN with TF32 off), NCHW and NHWC:
-the package's `depthwise_conv` (taps in run-time loops) and bench/_depthwise_taps_kernel.py's
-`depthwise_conv_taps` (the filter's size a compile-time constant, its taps unrolled) over a
+the package's `depthwise_conv` with its taps in run-time loops (TAPS_R = TAPS_S = 0) and
+with the filter's size a compile-time constant, its taps unrolled (TAPS_R x TAPS_S), over a
 search of tiles (BLOCK_M pixels x BLOCK_N channels, warps), each object compiled ahead of time
 as the builder does and checked against torch in float64. GPU time per call is the median
 replay of a CUDA graph of `--inner` calls (bench/triton_conv.py's `median_ms`).
@@ -61,7 +61,6 @@ def compiled(dtype: str, tile: tuple[int, int, int], cl: bool, aligned: bool,
     key = (dtype, tile, cl, aligned, taps, target)
     if key not in _OBJECTS:
         import triton
-        from _depthwise_taps_kernel import depthwise_conv_taps
         from miopenkernels.compiler.triton import source_arguments
         from miopenkernels.kernels import conv_triton_depthwise as dk
         from miopenkernels.kernels import conv_triton_depthwise_spec as ds
@@ -69,11 +68,9 @@ def compiled(dtype: str, tile: tuple[int, int, int], cl: bool, aligned: bool,
         from triton.compiler import ASTSource
 
         m, n, warps = tile
-        sig, cx = ds.signature("F", dtype, {"BLOCK_M": m, "BLOCK_N": n}, cl)
+        sig, cx = ds.signature("F", dtype, {"BLOCK_M": m, "BLOCK_N": n}, cl,
+                               taps[0] * 10 + taps[1] if taps else 0)
         fn = dk.depthwise_conv
-        if taps is not None:
-            fn = depthwise_conv_taps
-            cx = {**cx, "TAPS_R": taps[0], "TAPS_S": taps[1]}
         assume = [(a, 16) for a in ds.ALIGN16["depthwise_conv"]] if aligned else []
         s, c, attrs = source_arguments(fn, [(k, t) for k, t in sig.items() if t != "constexpr"],
                                        cx, assume)
@@ -138,7 +135,7 @@ def run(cases: list[tuple], target: tuple, args: Any) -> list[dict]:
             obj = compiled(dtype, tile, cl, aligned, variant, target)
             grid = ds.grid("F", sz, {"BLOCK_M": tile[0], "BLOCK_N": tile[1]})
             # The launcher takes the constexprs too, in the kernel's order.
-            full = [*flat, tile[0], tile[1], int(cl), 0, *(variant or ())]
+            full = [*flat, tile[0], tile[1], int(cl), 0, *(variant or (0, 0))]
 
             def call(obj: Any = obj, grid: tuple = grid, full: list = full) -> None:
                 obj[grid](*full)

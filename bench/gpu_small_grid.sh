@@ -8,6 +8,7 @@
 #   bash bench/gpu_small_grid.sh models OUTDIR     (MODELS_S: torch_models.py's time limit)
 #   bash bench/gpu_small_grid.sh layers OUTDIR
 #   LAYERS=1 bash bench/gpu_small_grid.sh models OUTDIR   (then torch_layers.py alone)
+#   GRID=Depthwise BATCHES=1 ...   (first the GPU grid's cases of a family; batch 1 alone)
 set -uo pipefail
 step="${1:?usage: bash bench/gpu_small_grid.sh models|layers OUTDIR}"
 out="${2:?usage: bash bench/gpu_small_grid.sh models|layers OUTDIR}"
@@ -18,10 +19,16 @@ sys=/tmp/sys
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 if [ "$step" = models ]; then
+  if [ -n "${GRID:-}" ]; then  # the GPU grid's cases of one family first (e.g. Depthwise)
+    timeout "${GRID_S:-80}" python3 -m pytest -q -p no:cacheprovider -k "$GRID" \
+      tests/gpu/test_conv_correctness.py > "$out/grid.txt" 2>&1
+    stamp "GPU grid ($GRID) rc=$?"; tail -2 "$out/grid.txt"
+  fi
   sm90_package "$sys" "$out/build"
   export MIOPEN_SYSTEM_DB_PATH="$sys"
   timeout "${MODELS_S:-300}" python3 bench/torch_models.py --out "$out/torch_op.json" \
-    --repeats "${REPEATS:-20}" --timeout "${CASE_S:-60}" > "$out/torch_models.txt" 2>&1
+    --repeats "${REPEATS:-20}" --timeout "${CASE_S:-60}" --batches "${BATCHES:-1,32}" \
+    > "$out/torch_models.txt" 2>&1
   stamp "torch models rc=$?"; tail -22 "$out/torch_models.txt"
   [ -n "${LAYERS:-}" ] && step=layers-after-models
 fi

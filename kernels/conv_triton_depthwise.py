@@ -49,15 +49,28 @@ def _direct_tile(C, DH, DW, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
+def _tap(acc, src, w_c, u, u_ok, dj, r, s, stride_w, pad_w, dil_w, SW, ssh, ssw, swr, sws,
+         pix_ok, c_ok, BACKWARD: tl.constexpr):
+    """acc plus tap (r, s) of a depthwise program (its source row u already worked out)."""
+    v, v_ok = tap_source(dj, s, stride_w, pad_w, dil_w, SW, BACKWARD)
+    ok = pix_ok & u_ok & v_ok
+    a = tl.load(src + (u * ssh + v * ssw)[:, None], mask=ok[:, None] & c_ok[None, :], other=0.0)
+    b = tl.load(w_c + r * swr + s * sws, mask=c_ok, other=0.0)
+    return acc + a.to(tl.float32) * b.to(tl.float32)[None, :]
+
+
+@triton.jit
 def depthwise_conv(
     src_ptr, w_ptr, dst_ptr, C, SH, SW, DH, DW, R, S, stride_h, stride_w, pad_h, pad_w,
     dil_h, dil_w, ssn, ssc, ssh, ssw, sdn, sdc, sdh, sdw, swc, swr, sws,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-    BACKWARD: tl.constexpr,
+    BACKWARD: tl.constexpr, TAPS_R: tl.constexpr, TAPS_S: tl.constexpr,
 ):
     """dst[n, c, i, j] = sum over taps (r, s) of w[c, r, s] * src[n, c, u, v]: forward reads
     u = i * stride_h - pad_h + r * dil_h; backward data the u with
-    u * stride_h = i + pad_h - r * dil_h (and likewise for v, j, S)."""
+    u * stride_h = i + pad_h - r * dil_h (and likewise for v, j, S). TAPS_R x TAPS_S > 0: an
+    object for filters of that size alone, its taps unrolled so that a program issues every
+    tap's load at once (R and S are then TAPS_R and TAPS_S); 0 x 0: R and S at run time."""
     n, c, di, dj, pix_ok, c_ok = _direct_tile(C, DH, DW, BLOCK_M, BLOCK_N)
     if CHANNELS_LAST:
         src_c = c
@@ -68,15 +81,18 @@ def depthwise_conv(
     src = src_ptr + n * ssn + src_c[None, :]
     w_c = w_ptr + c * swc
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for r in range(R):
-        u, u_ok = tap_source(di, r, stride_h, pad_h, dil_h, SH, BACKWARD)
-        for s in range(S):
-            v, v_ok = tap_source(dj, s, stride_w, pad_w, dil_w, SW, BACKWARD)
-            ok = pix_ok & u_ok & v_ok
-            a = tl.load(src + (u * ssh + v * ssw)[:, None], mask=ok[:, None] & c_ok[None, :],
-                        other=0.0)
-            b = tl.load(w_c + r * swr + s * sws, mask=c_ok, other=0.0)
-            acc += a.to(tl.float32) * b.to(tl.float32)[None, :]
+    if TAPS_R > 0:
+        for r in tl.static_range(TAPS_R):
+            u, u_ok = tap_source(di, r, stride_h, pad_h, dil_h, SH, BACKWARD)
+            for s in tl.static_range(TAPS_S):
+                acc = _tap(acc, src, w_c, u, u_ok, dj, r, s, stride_w, pad_w, dil_w, SW, ssh,
+                           ssw, swr, sws, pix_ok, c_ok, BACKWARD)
+    else:
+        for r in range(R):
+            u, u_ok = tap_source(di, r, stride_h, pad_h, dil_h, SH, BACKWARD)
+            for s in range(S):
+                acc = _tap(acc, src, w_c, u, u_ok, dj, r, s, stride_w, pad_w, dil_w, SW, ssh,
+                           ssw, swr, sws, pix_ok, c_ok, BACKWARD)
     tl.store(dst_ptr + n * sdn + (di * sdh + dj * sdw)[:, None] + dst_c[None, :],
              acc.to(dst_ptr.dtype.element_ty), mask=pix_ok[:, None] & c_ok[None, :])
 

@@ -45,7 +45,8 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("SW", "i32"), ("DH", "i32"), ("DW", "i32"), ("R", "i32"), ("S", "i32"), *_GEOMETRY,
         ("ssn", "i32"), ("ssc", "i32"), ("ssh", "i32"), ("ssw", "i32"), ("sdn", "i32"),
         ("sdc", "i32"), ("sdh", "i32"), ("sdw", "i32"), ("swc", "i32"), ("swr", "i32"),
-        ("sws", "i32"), *_TILE, ("BACKWARD", "constexpr")),
+        ("sws", "i32"), *_TILE, ("BACKWARD", "constexpr"), ("TAPS_R", "constexpr"),
+        ("TAPS_S", "constexpr")),
     "depthwise_conv_wrw": (
         ("x_ptr", "ptr"), ("y_ptr", "ptr"), ("w_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
         ("N", "i32"), ("C", "i32"), ("H", "i32"), ("W", "i32"), ("P", "i32"), ("Q", "i32"),
@@ -58,6 +59,11 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
 #: Backward weights sum a whole filter row at once: BLOCK_S, the row's width class (the
 #: smallest of these at least S), is part of the object, so a package ships one per class.
 WIDTH_CLASSES = (4, 8)
+#: Forward filters whose objects have their taps unrolled (TAPS_R x TAPS_S): unrolled, a
+#: program issues every tap's load at once; the best tile took 0.73-1.01x cuDNN's GPU time at
+#: batch 1 against 1.02-1.66x with the taps in run-time loops (bench/depthwise_tiles.py, H100,
+#: 34 layers of four networks). Other filters take the object whose R and S are arguments.
+UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
 TENSORS: dict[str, dict[str, str]] = {
     "F": {"src_ptr": "x", "w_ptr": "w", "dst_ptr": "y"},
@@ -74,11 +80,14 @@ ALIGN16: dict[str, tuple[str, ...]] = {
 
 #: The usual tile (BLOCK_M, BLOCK_N, num_warps) by direction and layout (channels-last or
 #: not): channels-last tiles are wide along the contiguous channels, the others along pixels.
-#: Chosen from the kernels' shape (128-thread programs, 8-16 elements a thread, a warp's loads
+#: Forward: the unrolled tile with the lowest geomean against cuDNN over batches 1 and 32 of
+#: bench/depthwise_tiles.py (H100; NHWC 8x16 1.23x in FP16 and 1.25x in FP32, the earlier
+#: 16x64 1.49-3.35x; NCHW 64x2 0.98x and 0.81x, the earlier 128x8 1.24-2.05x). The others
+#: chosen from the kernels' shape (128-thread programs, 8-16 elements a thread, a warp's loads
 #: along the contiguous axis); not yet measured on a GPU.
 TILES: dict[tuple[str, bool], dict[str, int]] = {
-    ("F", True): {"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 4},
-    ("F", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4},
+    ("F", True): {"BLOCK_M": 8, "BLOCK_N": 16, "num_warps": 1},
+    ("F", False): {"BLOCK_M": 64, "BLOCK_N": 2, "num_warps": 1},
     ("B", True): {"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 4},
     ("B", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4},
     ("W", True): {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4},
@@ -87,7 +96,7 @@ TILES: dict[tuple[str, bool], dict[str, int]] = {
 #: The legal space: tiles of at most MAX_ELEMENTS elements and at least one a thread
 #: (backward weights: BLOCK_M x BLOCK_S x BLOCK_N, counted at the largest width class).
 BLOCKS_M = (8, 16, 32, 64, 128, 256)
-BLOCKS_N = (4, 8, 16, 32, 64, 128)
+BLOCKS_N = (2, 4, 8, 16, 32, 64, 128)
 WARPS = (1, 2, 4, 8)
 MAX_ELEMENTS = 8192
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
@@ -188,10 +197,30 @@ def width_class(s: int) -> int:
     return next(w for w in WIDTH_CLASSES if w >= s)
 
 
+def shape_classes(direction: str) -> tuple[int, ...]:
+    """The object classes a package ships per tile (`shape_class`)."""
+    if direction == "W":
+        return WIDTH_CLASSES
+    if direction == "F":
+        return (0, *(r * 10 + s for r, s in UNROLLED_FILTERS))
+    return (0,)
+
+
+def shape_class(direction: str, sizes: Mapping[str, int]) -> int:
+    """The part of a problem's shape its object is compiled for: backward weights' width
+    class (BLOCK_S); forward's filter R * 10 + S where UNROLLED_FILTERS holds it, else 0 (R
+    and S at run time); 0 in backward data."""
+    if direction == "W":
+        return width_class(sizes["S"])
+    if direction == "F" and (sizes["R"], sizes["S"]) in UNROLLED_FILTERS:
+        return int(sizes["R"]) * 10 + int(sizes["S"])
+    return 0
+
+
 def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
               width: int = 0) -> tuple[dict[str, str], dict[str, Any]]:
-    """(signature, constexprs) of one object for `triton.compiler.ASTSource`; `width` is
-    backward weights' BLOCK_S."""
+    """(signature, constexprs) of one object for `triton.compiler.ASTSource`; `width` is its
+    `shape_class` (backward weights' BLOCK_S; forward's unrolled filter)."""
     return typed_signature(ARGS[KERNEL[direction]], dtype,
                            constexpr_values(direction, config, last, width))
 
@@ -199,9 +228,10 @@ def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
 def constexpr_values(direction: str, config: Mapping[str, int], last: bool, width: int
                      ) -> dict[str, int]:
     """Every constexpr a direct kernel may take (a kernel's ARGS pick theirs)."""
+    taps = width if direction == "F" else 0
     return {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
-            "BLOCK_S": int(width), "CHANNELS_LAST": int(last),
-            "BACKWARD": int(direction == "B")}
+            "BLOCK_S": int(width) if direction == "W" else 0, "CHANNELS_LAST": int(last),
+            "BACKWARD": int(direction == "B"), "TAPS_R": taps // 10, "TAPS_S": taps % 10}
 
 
 def legal(direction: str, config: Mapping[str, int]) -> bool:

@@ -197,11 +197,16 @@ class ConvTritonDepthwise(Solver):
         config = {**_config(tuple(params)), "SPLIT_K": 1}
         _, sizes, _, last = _view(problem)
         return _job(self.spec_name, self.direction, problem.in_type,
-                    tuple(sorted(config.items())), last, aligned, self._width(sizes["S"]), target)
+                    tuple(sorted(config.items())), last, aligned, self._width(sizes), target)
 
-    def _width(self, s: int) -> int:
-        """Backward weights' filter width class (BLOCK_S); 0 in the other directions."""
-        return int(self.spec().width_class(s)) if self.direction == "W" else 0
+    def _width(self, sizes: dict[str, int]) -> int:
+        """The shape class the object is compiled for (the spec's `shape_class`: backward
+        weights' filter width class, the depthwise forward's unrolled filter); else backward
+        weights' width class and 0 in the other directions."""
+        spec = self.spec()
+        if hasattr(spec, "shape_class"):
+            return int(spec.shape_class(self.direction, sizes))
+        return int(spec.width_class(sizes["S"])) if self.direction == "W" else 0
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type and layout the usual tile (channels-last: with and without alignment);
@@ -209,7 +214,8 @@ class ConvTritonDepthwise(Solver):
         if self._kind(target) is None:
             return []
         spec = self.spec()
-        widths = spec.WIDTH_CLASSES if self.direction == "W" else (0,)
+        widths = spec.shape_classes(self.direction) if hasattr(spec, "shape_classes") else (
+            spec.WIDTH_CLASSES if self.direction == "W" else (0,))
         aligned = (True, False) if spec.ALIGN16[spec.KERNEL[self.direction]] else (False,)
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:

@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from miopenkernels.kernels import conv_triton_spec as spec
 from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import rank_candidates

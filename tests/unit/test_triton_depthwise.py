@@ -107,8 +107,8 @@ def test_launch_geometry_and_arguments_per_layout() -> None:
     nhwc = _p(96, 56, 3, 2)
     params = f.default_params(nhwc, SM90)
     launch = f.launch(nhwc, params)
-    # 28x28 output pixels in blocks of 16, 96 channels in blocks of 64, 32 images.
-    assert params[:2] == (16, 64) and launch.grid == (49, 2, 32) and launch.block == (128, 1, 1)
+    # 28x28 output pixels in blocks of 8, 96 channels in blocks of 16, 32 images, one warp.
+    assert params[:2] == (8, 16) and launch.grid == (98, 6, 32) and launch.block == (32, 1, 1)
     assert launch.pointer_args()[:3] == ["x", "w", "y"]
     s = launch.scalars()
     assert (s["C"], s["SH"], s["DH"], s["ssc"], s["ssw"], s["sdw"], s["swc"]) == \
@@ -116,14 +116,32 @@ def test_launch_geometry_and_arguments_per_layout() -> None:
     assert launch.workspace_bytes == 0 and f.follow_ups(nhwc, params, SM90) == ()
     nchw = _p(96, 56, 3, 2, layout="NCHW")
     params = f.default_params(nchw, SM90)
-    assert params[:2] == (128, 8) and f.launch(nchw, params).grid == (7, 12, 32)
+    assert params[:2] == (64, 2) and f.launch(nchw, params).grid == (13, 48, 32)
     b = get_solver(NAMES["B"])
     launch = b.launch(_p(96, 56, 3, 2, "B"), b.default_params(_p(96, 56, 3, 2, "B"), SM90))
     # Backward data walks dx's 56x56 pixels, reading dy's 28x28.
     assert launch.pointer_args()[:3] == ["dy", "w", "dx"]
     assert (launch.scalars()["SH"], launch.scalars()["DH"]) == (28, 56)
     assert launch.grid == (196, 2, 32)
-    assert f.launch_geometry(nhwc, f.default_params(nhwc, SM90)) == ((49, 2, 32), (128, 1, 1))
+    assert f.launch_geometry(nhwc, f.default_params(nhwc, SM90)) == ((98, 6, 32), (32, 1, 1))
+
+
+def test_forward_objects_unroll_the_usual_filters_and_ship() -> None:
+    """3x3, 5x5 and 7x7 forward filters run an object with their taps unrolled (TAPS_R x
+    TAPS_S constexprs), other sizes the one whose R and S are arguments; all ship."""
+    f = get_solver(NAMES["F"])
+    shipped = set(f.dynamic_jobs(SM90))
+    seen = set()
+    for r, taps in ((3, "3"), (5, "5"), (7, "7"), (4, "0")):
+        p = _p(96, 56, r, 1)
+        job = f.compile_job(p, f.default_params(p, SM90), SM90)
+        assert f"-DTAPS_R={taps}" in job.options and f"-DTAPS_S={taps}" in job.options, job
+        assert job in shipped and f.unaligned_job(p, f.default_params(p, SM90), SM90) in shipped
+        seen.add(job)
+    assert len(seen) == 4
+    b = get_solver(NAMES["B"])
+    back = _p(96, 56, 3, 1, "B")
+    assert "-DTAPS_R=0" in b.compile_job(back, b.default_params(back, SM90), SM90).options
 
 
 def test_backward_weights_split_the_reduction_to_fill_the_gpu() -> None:
