@@ -9,7 +9,10 @@ own child process under a timeout, so a hang or a crash is recorded and the run 
 - torch: the model as torch builds it (cuDNN; `cudnn.benchmark` off, TF32 as torch's default);
 - miopenkernels: a copy with `miopenkernels.torch.convert`, after one warm-up forward (the
   solutions are found and their kernels loaded then, outside the timings);
-- eager: median of `--repeats` forwards timed with CUDA events after 3 warm-up forwards;
+- eager: median of `--repeats` forwards timed with CUDA events after 3 warm-up forwards, the
+  two engines' forwards taken in turn (torch, ours, torch, ...) so that both see the same host:
+  a host-bound forward moves with the machine's load, and timed one engine after the other a
+  busy moment fell on one of them alone;
 - graph: the forward captured once with `torch.cuda.graph`, median of `--repeats` replays;
 - agreement: the largest difference between the two engines' outputs, relative to torch's
   largest output;
@@ -28,6 +31,7 @@ import contextlib
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -151,6 +155,27 @@ def _event_ms(fn: Any, repeats: int) -> float:
     return float(_median_ms(fn, repeats, WARMUP))
 
 
+def _interleaved_ms(fns: list[Any], repeats: int) -> list[float]:
+    """Median CUDA-event milliseconds of each of `fns` after WARMUP untimed calls of each, the
+    calls taken in turn (fns[0], fns[1], fns[0], ...)."""
+    import torch
+
+    for fn in fns:
+        for _ in range(WARMUP):
+            fn()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, samples in zip(fns, times, strict=True):
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end))
+    return [float(statistics.median(samples)) for samples in times]
+
+
 def _graph(torch: Any, fn: Any) -> tuple[Any, Any]:
     """(graph, its output) of `fn`, captured after warm-ups on a side stream (torch's recipe)."""
     side = torch.cuda.Stream()
@@ -192,21 +217,36 @@ def one_case(model: str, batch: int, type_name: str, layout: str, repeats: int) 
                            "converted": len(report.converted),
                            "left": [list(item) for item in report.left]}
     outputs = {}
-    for engine, net in (("torch", base), ("miopenkernels", ours)):
-        rec: dict[str, Any] = {}
+    engines = (("torch", base), ("miopenkernels", ours))
+    recs: dict[str, dict[str, Any]] = {engine: {} for engine, _ in engines}
+    for engine, net in engines:
         try:
             with torch.inference_mode():
                 t0 = time.perf_counter()
                 outputs[engine] = net(x).float()
                 torch.cuda.synchronize()
-                rec["first_forward_s"] = round(time.perf_counter() - t0, 4)
-                rec["eager_ms"] = round(_event_ms(lambda net=net: net(x), repeats), 4)
+                recs[engine]["first_forward_s"] = round(time.perf_counter() - t0, 4)
+        except Exception as exc:  # recorded: the run goes on with the next case
+            recs[engine]["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+    running = [(engine, net) for engine, net in engines if "error" not in recs[engine]]
+    try:
+        with torch.inference_mode():
+            eager = _interleaved_ms([lambda net=net: net(x) for _, net in running], repeats)
+        for (engine, _), ms in zip(running, eager, strict=True):
+            recs[engine]["eager_ms"] = round(ms, 4)
+    except Exception as exc:  # recorded against both: the forwards ran in turn
+        for engine, _ in running:
+            recs[engine]["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+    for engine, net in engines:
+        if "error" in recs[engine]:
+            continue
+        try:
             with torch.no_grad():
                 graph, _ = _graph(torch, lambda net=net: net(x))
-                rec["graph_ms"] = round(_event_ms(graph.replay, repeats), 4)
+                recs[engine]["graph_ms"] = round(_event_ms(graph.replay, repeats), 4)
         except Exception as exc:  # recorded: the run goes on with the next case
-            rec["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-        out[engine] = rec
+            recs[engine]["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+    out.update(recs)
     if len(outputs) == 2:
         ref = outputs["torch"]
         scale = float(ref.abs().max()) or 1.0

@@ -704,3 +704,37 @@ def test_the_models_benchmark_refuses_a_machine_without_cuda(tmp_path) -> None: 
              "miopenkernels": {"eager_ms": 2.2, "error": "RuntimeError: boom"}}]
     table = _bench_models().table(rows)
     assert "1.10" in table and "miopenkernels: RuntimeError: boom" in table
+
+
+def test_the_models_benchmark_times_the_two_engines_in_turn(monkeypatch) -> None:  # noqa: ANN001
+    """Eager forwards are host-bound: the engines' timed calls alternate, so that a busy
+    moment of the machine falls on both, and each gets the median of its own samples."""
+    calls: list[str] = []
+    clock = [0.0]
+
+    class FakeEvent:
+        def __init__(self, enable_timing: bool = False) -> None:
+            self.at = 0.0
+
+        def record(self) -> None:
+            self.at = clock[0]
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_time(self, end: FakeEvent) -> float:
+            return end.at - self.at
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+
+    def engine(name: str, ms: float):  # noqa: ANN202
+        def call() -> None:
+            calls.append(name)
+            clock[0] += ms
+        return call
+
+    bench = _bench_models()
+    medians = bench._interleaved_ms([engine("torch", 2.0), engine("ours", 3.0)], 5)
+    assert medians == [2.0, 3.0]
+    timed = calls[2 * bench.WARMUP:]
+    assert timed == ["torch", "ours"] * 5
