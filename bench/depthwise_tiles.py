@@ -21,11 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing
-import os
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +29,13 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from triton_conv import layer_sizes, median_ms  # noqa: E402
+from triton_conv import (  # noqa: E402
+    add_timing_args,
+    compile_all,
+    layer_sizes,
+    median_ms,
+    sweep_setup,
+)
 
 CASES = ("FP16-NHWC", "FP16-NCHW", "FP32-NHWC", "FP32-NCHW")
 TOLERANCE = {"FP16": 5e-3, "FP32": 2e-5}
@@ -183,33 +185,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--networks", default="mobilenet_v2")
     ap.add_argument("--batches", default="1,32")
-    ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--samples", type=int, default=9)
-    ap.add_argument("--inner", type=int, default=10)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 4)
-    ap.add_argument("--out", default="", help="write <out>.json")
-    ap.add_argument("--json", action="store_true", help="print the JSON result")
+    add_timing_args(ap, CASES, 9, 10)
     args = ap.parse_args(argv)
-    cases = [c for c in args.cases.split(",") if c]
-    bad = sorted(set(cases) - set(CASES))
-    if bad:
-        raise SystemExit(f"unknown case(s) {', '.join(bad)}: pick from {', '.join(CASES)}")
+    cases, props, target = sweep_setup(args, CASES)
     import torch
 
-    props = torch.cuda.get_device_properties(0)
-    cap = torch.cuda.get_device_capability(0)
-    target = ("cuda", cap[0] * 10 + cap[1], 32)
     seen: dict[str, tuple[str, Any]] = {}
     for batch in (int(b) for b in args.batches.split(",") if b):
         for net in (n for n in args.networks.split(",") if n):
             for p in depthwise_layers(net, batch):
                 seen.setdefault(p.key(), (net, p))
     planned, jobs = plan(list(seen.values()), cases, target)
-    t0 = time.time()
-    with ProcessPoolExecutor(max_workers=args.workers,
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(_job, list(jobs.values()), chunksize=1))
-    print(f"compiled {len(jobs)} objects in {time.time() - t0:.0f}s", flush=True)
+    compile_all(_job, list(jobs.values()), args.workers)
     rows = run(planned, target, args)
     import triton
 

@@ -23,11 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing
-import os
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,9 +35,12 @@ from triton_conv import (  # noqa: E402
     TOLERANCE,
     _compiled,
     _cudnn,
+    add_timing_args,
+    compile_all,
     config_name,
     layer_sizes,
     median_ms,
+    sweep_setup,
 )
 
 CASES = ("FP16-NHWC", "FP16-NCHW", "TF32-NCHW", "TF32-NHWC")
@@ -259,36 +258,21 @@ def summarise(rows: list[dict]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--networks", default="resnet50,mobilenet_v2")
-    ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--samples", type=int, default=11)
-    ap.add_argument("--inner", type=int, default=20)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 4)
     ap.add_argument("--no-serial", action="store_true",
                     help="leave the one-launch split out (no split against two launches only)")
-    ap.add_argument("--out", default="", help="write <out>.json")
-    ap.add_argument("--json", action="store_true", help="print the JSON result")
+    add_timing_args(ap, CASES, 11, 20)
     args = ap.parse_args(argv)
-    cases = [c for c in args.cases.split(",") if c]
-    bad = sorted(set(cases) - set(CASES))
-    if bad:
-        raise SystemExit(f"unknown case(s) {', '.join(bad)}: pick from {', '.join(CASES)}")
+    cases, props, target = sweep_setup(args, CASES)
     import torch
 
-    props = torch.cuda.get_device_properties(0)
-    cap = torch.cuda.get_device_capability(0)
-    target = ("cuda", cap[0] * 10 + cap[1], 32)
     seen: dict[str, tuple[str, Any]] = {}  # a layer two networks share is timed once
     for net in (n for n in args.networks.split(",") if n):
         for p in forward_layers(net, args.batch):
             seen.setdefault(p.key(), (net, p))
     planned, jobs = plan_cases(list(seen.values()), cases, props.multi_processor_count, target,
                                serial=not args.no_serial)
-    t0 = time.time()
-    with ProcessPoolExecutor(max_workers=args.workers,
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(_job, list(jobs.values()), chunksize=1))
-    print(f"compiled {len(jobs)} objects in {time.time() - t0:.0f}s", flush=True)
+    compile_all(_job, list(jobs.values()), args.workers)
     rows = run(planned, target, args)
     import platform
 

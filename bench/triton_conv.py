@@ -154,6 +154,40 @@ def _compiled(kernel: str, dtype: str, cfg: dict[str, int], channels_last: bool,
     return _CACHE[key]
 
 
+def add_timing_args(ap: argparse.ArgumentParser, cases: tuple[str, ...], samples: int,
+                    inner: int) -> None:
+    """The arguments the layer-sweep benches share (bench/serial_split.py,
+    bench/depthwise_tiles.py): cases, timing samples, compile workers, output."""
+    ap.add_argument("--cases", default=",".join(cases))
+    ap.add_argument("--samples", type=int, default=samples)
+    ap.add_argument("--inner", type=int, default=inner, help="calls per CUDA graph (a sample)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 4)
+    ap.add_argument("--out", default="", help="write <out>.json")
+    ap.add_argument("--json", action="store_true", help="print the JSON result")
+
+
+def sweep_setup(args: Any, known: tuple[str, ...]) -> tuple[list[str], Any, tuple]:
+    """(cases asked for, the GPU's properties, its Triton target) for a layer-sweep bench;
+    SystemExit naming the known cases where one is not."""
+    cases = [c for c in args.cases.split(",") if c]
+    bad = sorted(set(cases) - set(known))
+    if bad:
+        raise SystemExit(f"unknown case(s) {', '.join(bad)}: pick from {', '.join(known)}")
+    import torch
+
+    cap = torch.cuda.get_device_capability(0)
+    return cases, torch.cuda.get_device_properties(0), ("cuda", cap[0] * 10 + cap[1], 32)
+
+
+def compile_all(job: Any, jobs: list, workers: int) -> None:
+    """Run `job` over `jobs` in a pool of spawned processes (each fills Triton's cache)."""
+    t0 = time.time()
+    with ProcessPoolExecutor(max_workers=workers,
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(job, jobs, chunksize=1))
+    print(f"compiled {len(jobs)} objects in {time.time() - t0:.0f}s", flush=True)
+
+
 def median_ms(fn: Any, samples: int, inner: int) -> float:
     """Median GPU time of one call of fn: `inner` calls are captured in a CUDA graph (so the
     host's launch cost, Python's or PyTorch's, is not timed) and each sample is one replay

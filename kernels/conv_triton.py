@@ -107,12 +107,12 @@ def _output_tile(N, K, P, Q, stride_h, stride_w, pad_h, pad_w, BLOCK_M: tl.const
 
 
 @triton.jit
-def conv2d_fwd(
-    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
-):
-    """y[n, g*K+k, p, q] = sum over (r, s) taps, then C channels, of x * w."""
+def _fwd_tile(x_ptr, w_ptr, dims, conv, strides, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+              CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr):
+    """A forward program's work: (the FP32 sums of its output tile over its part of the
+    reduction, the tile's mask, its offsets in y, and in a SPLIT_K > 1 launch's partials,
+    [SPLIT_K][N][G*K][P][Q] FP32)."""
     N, C, H, W, K, P, Q, R, S, G = dims
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
     sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
@@ -142,13 +142,24 @@ def conv2d_fwd(
                     mask=c_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
     mask = m_ok[:, None] & n_ok[None, :]
+    y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
+    ws_row = (split * N + img) * (G * K * P * Q) + pq
+    ws_off = ws_row[:, None] + ((g * K + offs_n) * (P * Q))[None, :]
+    return acc, mask, y_off, ws_off
+
+
+@triton.jit
+def conv2d_fwd(
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """y[n, g*K+k, p, q] = sum over (r, s) taps, then C channels, of x * w."""
+    acc, mask, y_off, ws_off = _fwd_tile(x_ptr, w_ptr, dims, conv, strides, BLOCK_M, BLOCK_N,
+                                         BLOCK_K, GROUP_M, SPLIT_K, CHANNELS_LAST, PRECISION)
     if SPLIT_K == 1:
-        y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
         tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=mask)
-    else:
-        # Partial sums, [SPLIT_K][N][G*K][P][Q] FP32, for conv2d_bwd_weight_reduce.
-        ws_row = (split * N + img) * (G * K * P * Q) + pq
-        ws_off = ws_row[:, None] + ((g * K + offs_n) * (P * Q))[None, :]
+    else:  # partial sums for conv2d_bwd_weight_reduce
         tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
