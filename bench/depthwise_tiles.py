@@ -19,7 +19,6 @@ both variants; a `summary` per case and batch) and prints a table.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import replace
@@ -35,6 +34,7 @@ from triton_conv import (  # noqa: E402
     layer_sizes,
     median_ms,
     sweep_setup,
+    write_result,
 )
 
 CASES = ("FP16-NHWC", "FP16-NCHW", "FP32-NHWC", "FP32-NCHW")
@@ -207,11 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, s in result["summary"].items():
         print(f"{key:14} layers {s['layers']:3}  /cuDNN geomean: usual tile {s['usual']}, best "
               f"tile {s['best_loop']}, best tile unrolled {s['best_taps']}  wrong {s['wrong']}")
-    if args.out:
-        Path(args.out + ".json").write_text(json.dumps(result, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(result))
-    return 0
+    return write_result(result, args)
 
 
 if __name__ == "__main__":

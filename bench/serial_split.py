@@ -21,7 +21,6 @@ Writes <out>.json (rows per layer and case: cuDNN, the best of each variant, its
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import replace
@@ -41,6 +40,7 @@ from triton_conv import (  # noqa: E402
     layer_sizes,
     median_ms,
     sweep_setup,
+    write_result,
 )
 
 CASES = ("FP16-NHWC", "FP16-NCHW", "TF32-NCHW", "TF32-NHWC")
@@ -288,11 +288,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['plain_geomean']:.3f}, two-launch split {s['two_launch_geomean']:.3f}, "
               f"one-launch split {s['one_launch_geomean']:.3f} (max {s['one_launch_max']:.2f})"
               f"  wrong {s['wrong']}")
-    if args.out:
-        Path(args.out + ".json").write_text(json.dumps(result, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(result))
-    return 0
+    return write_result(result, args)
 
 
 if __name__ == "__main__":

@@ -188,6 +188,15 @@ def compile_all(job: Any, jobs: list, workers: int) -> None:
     print(f"compiled {len(jobs)} objects in {time.time() - t0:.0f}s", flush=True)
 
 
+def write_result(result: dict, args: Any) -> int:
+    """A layer-sweep bench's result to <out>.json and, with --json, to stdout; exit code 0."""
+    if args.out:
+        Path(args.out + ".json").write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
 def median_ms(fn: Any, samples: int, inner: int) -> float:
     """Median GPU time of one call of fn: `inner` calls are captured in a CUDA graph (so the
     host's launch cost, Python's or PyTorch's, is not timed) and each sample is one replay
