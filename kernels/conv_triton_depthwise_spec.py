@@ -264,10 +264,12 @@ def legal_space(direction: str) -> list[dict[str, int]]:
     return out
 
 
-def usual_tile(direction: str, last: bool) -> dict[str, int]:
-    """The direction's usual tile for the layout, with the unused tunables at 1."""
+def usual_tile(direction: str, last: bool,
+               tiles: Mapping[tuple[str, bool], Mapping[str, int]] = TILES) -> dict[str, int]:
+    """The direction's usual tile for the layout (of `tiles`: the grouped family has its own),
+    with the unused tunables at 1."""
     return {"BLOCK_K": 1, "GROUP_M": 1, "SPLIT_K": 1, "num_stages": 1,
-            **TILES[(direction, last)]}
+            **tiles[(direction, last)]}
 
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:

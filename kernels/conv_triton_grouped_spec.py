@@ -25,6 +25,7 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
     MAX_STRIDE,
     SPLITS,
     TENSORS,
+    TILES,
     TYPES,
     WIDTH_CLASSES,
     channels_last,
@@ -36,11 +37,32 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
     legal,
     legal_space,
     split_for,
-    usual_tile,
     width_class,
     workspace_bytes,
 )
+from .conv_triton_depthwise_spec import usual_tile as _usual_tile
 from .conv_triton_spec import typed_signature
+
+#: The usual tiles: the depthwise family's, but in forward the tiles it had before its own
+#: were measured (bench/depthwise_tiles.py times depthwise layers, not grouped ones).
+GROUPED_TILES: dict[tuple[str, bool], dict[str, int]] = {
+    **TILES, ("F", True): {"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 4},
+    ("F", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4}}
+
+
+def usual_tile(direction: str, last: bool) -> dict[str, int]:
+    """The direction's usual tile for the layout (GROUPED_TILES)."""
+    return _usual_tile(direction, last, GROUPED_TILES)
+
+
+def shape_classes(direction: str) -> tuple[int, ...]:
+    """The object classes a package ships per tile: backward weights' width classes."""
+    return WIDTH_CLASSES if direction == "W" else (0,)
+
+
+def shape_class(direction: str, sizes: Mapping[str, int]) -> int:
+    """Backward weights' width class (BLOCK_S); 0 in the other directions."""
+    return width_class(sizes["S"]) if direction == "W" else 0
 
 #: The most channels, and filters, a group may have. Beyond it the implicit GEMM's 16-wide
 #: tiles are mostly real work (and from 16 they rank first on 16-bit problems).

@@ -201,21 +201,17 @@ class ConvTritonDepthwise(Solver):
 
     def _width(self, sizes: dict[str, int]) -> int:
         """The shape class the object is compiled for (the spec's `shape_class`: backward
-        weights' filter width class, the depthwise forward's unrolled filter); else backward
-        weights' width class and 0 in the other directions."""
-        spec = self.spec()
-        if hasattr(spec, "shape_class"):
-            return int(spec.shape_class(self.direction, sizes))
-        return int(spec.width_class(sizes["S"])) if self.direction == "W" else 0
+        weights' filter width class, the depthwise forward's unrolled filter)."""
+        return int(self.spec().shape_class(self.direction, sizes))
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type and layout the usual tile (channels-last: with and without alignment);
-        backward weights at each filter width class, and the reduce kernel at every split."""
+        """Per type and layout the usual tile (channels-last: with and without alignment) at
+        each of the spec's shape classes (backward weights' filter width classes, the
+        depthwise forward's unrolled filters), and the reduce kernel at every split."""
         if self._kind(target) is None:
             return []
         spec = self.spec()
-        widths = spec.shape_classes(self.direction) if hasattr(spec, "shape_classes") else (
-            spec.WIDTH_CLASSES if self.direction == "W" else (0,))
+        widths = spec.shape_classes(self.direction)
         aligned = (True, False) if spec.ALIGN16[spec.KERNEL[self.direction]] else (False,)
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:

@@ -99,6 +99,16 @@ def test_the_package_ships_every_object_a_grouped_call_runs() -> None:
         assert not missing, (p.key(), params, missing)
 
 
+def test_the_forward_keeps_its_own_tiles_when_the_depthwise_ones_change() -> None:
+    """The depthwise forward's tiles were measured on depthwise layers alone: the grouped
+    forward keeps the tiles it had (16x64 NHWC, 128x8 NCHW, four warps)."""
+    fwd = get_solver("ConvTritonGroupedFwd")
+    for layout, tile in (("NHWC", (16, 64)), ("NCHW", (128, 8))):
+        p = _p(32, 32, 8, layout=layout)
+        params = fwd.default_params(p, SM90)
+        assert (params[0], params[1], params[5]) == (*tile, 4), layout
+
+
 def test_launch_arguments_name_the_group_layout() -> None:
     p = _p(128, 64, 16, hw=10, direction="B", layout="NCHW")  # dx has 128 channels, dy 64
     solver = get_solver("ConvTritonGroupedBwd")
