@@ -19,6 +19,7 @@ both variants; a `summary` per case and batch) and prints a table.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from dataclasses import replace
@@ -165,10 +166,31 @@ def run(cases: list[tuple], target: tuple, args: Any) -> list[dict]:
     return rows
 
 
-def summarise(rows: list[dict]) -> dict:
-    def geo(v: list[float]) -> float:
-        return round(math.exp(sum(map(math.log, v)) / len(v)), 3) if v else float("nan")
+def _geo(v: list[float]) -> float:
+    return round(math.exp(sum(map(math.log, v)) / len(v)), 3) if v else float("nan")
 
+
+def tiles_unrolled(rows: list[dict]) -> dict:
+    """Per case, each tile unrolled against cuDNN: geomean per batch and over all the rows
+    (the one tile a layout ships is the one lowest over all)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for case in sorted({r["case"] for r in rows}):
+        rs = [r for r in rows if r["case"] == case]
+        per: dict[str, dict[str, float]] = {}
+        for tile in sorted({t[0] for r in rs for t in r["tried"]}):
+            def ratios(sel: list[dict], tile: str = tile) -> list[float]:
+                return [t[2] / r["cudnn_us"] for r in sel for t in r["tried"]
+                        if t[0] == tile and t[1] == "taps"]
+
+            per[tile] = {f"b{b}": _geo(ratios([r for r in rs if r["batch"] == b]))
+                         for b in sorted({r["batch"] for r in rs})}
+            per[tile]["all"] = _geo(ratios(rs))
+        out[case] = per
+    return out
+
+
+def summarise(rows: list[dict]) -> dict:
+    geo = _geo
     out = {}
     for case in sorted({(r["case"], r["batch"]) for r in rows}):
         rs = [r for r in rows if (r["case"], r["batch"]) == case]
@@ -185,8 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--networks", default="mobilenet_v2")
     ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--from-json", type=Path,
+                    help="no GPU: summarise this script's earlier result again (into --out)")
     add_timing_args(ap, CASES, 9, 10)
     args = ap.parse_args(argv)
+    if args.from_json:
+        result = json.loads(args.from_json.read_text())
+        result["summary"] = summarise(result["rows"])
+        result["tiles_unrolled"] = tiles_unrolled(result["rows"])
+        report(result)
+        return write_result(result, args)
     cases, props, target = sweep_setup(args, CASES)
     import torch
 
@@ -203,11 +233,21 @@ def main(argv: list[str] | None = None) -> int:
     result = {"device": props.name, "sms": props.multi_processor_count,
               "versions": {"torch": torch.__version__, "cuda": torch.version.cuda,
                            "cudnn": torch.backends.cudnn.version(), "triton": triton.__version__},
-              "networks": args.networks.split(","), "summary": summarise(rows), "rows": rows}
+              "networks": args.networks.split(","), "summary": summarise(rows),
+              "tiles_unrolled": tiles_unrolled(rows), "rows": rows}
+    report(result)
+    return write_result(result, args)
+
+
+def report(result: dict) -> None:
+    """The table: per case and batch, then each case's lowest tile unrolled over all rows."""
     for key, s in result["summary"].items():
         print(f"{key:14} layers {s['layers']:3}  /cuDNN geomean: usual tile {s['usual']}, best "
               f"tile {s['best_loop']}, best tile unrolled {s['best_taps']}  wrong {s['wrong']}")
-    return write_result(result, args)
+    for case, per in result["tiles_unrolled"].items():
+        tile = min(per, key=lambda t: per[t]["all"])
+        print(f"{case:9} one tile unrolled for every row: {tile} "
+              + ", ".join(f"{k} {v}" for k, v in per[tile].items()))
 
 
 if __name__ == "__main__":
