@@ -7,11 +7,19 @@ What an earlier run or another test left cannot change a result.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Inductor's CPU path imports setuptools (torch.utils.cpp_extension), and setuptools refuses to
+# load once the standard library's distutils is in the process: a test that imported it earlier
+# in the same worker would fail the Inductor test by order alone. Imported first, setuptools
+# makes every later `import distutils` its own copy.
+with contextlib.suppress(ImportError):
+    import setuptools  # noqa: F401
 
 # Variables that point at per-user state, and the folder each gets under the test's root.
 _DIRS = {
