@@ -2,7 +2,8 @@
 
 Runs `build()` with a fresh object cache (so everything compiles), prints a table per target and
 writes JSON (default bench/results/full_build-<N>cpu.json) with the wall time, the objects
-compiled, the kdb and raw object bytes per target, and the machine (cores, CPU model, load
+compiled, the compile seconds per compiler and kernel family (`family_seconds`), the kdb and
+raw object bytes per target, and the machine (cores, CPU model, load
 average before and after: on a shared machine it explains slow numbers).
 
     .venv/bin/python bench/full_build.py [--workers N] [--out FILE] [--targets GLOB]
@@ -74,6 +75,15 @@ def main() -> int:
         table.add_row(t["target"], str(t["jobs"]), str(t["compiled"]), str(t["failed"]),
                       f"{t['kdb_bytes'] / 2**20:.1f}", f"{t['object_bytes'] / 2**20:.1f}")
     Console().print(table)
+    families = Table(title="compile time by compiler and kernel family (summed over workers)")
+    for col in ("compiler family", "objects", "seconds", "s/object", "share"):
+        families.add_column(col, justify="right" if col != "compiler family" else "left")
+    total = max(summary["compile_seconds"], 1e-9)
+    for name, f in summary["family_seconds"].items():
+        families.add_row(name, str(f["objects"]), f"{f['seconds']:.0f}",
+                         f"{f['seconds'] / max(f['objects'], 1):.2f}",
+                         f"{100 * f['seconds'] / total:.1f}%")
+    Console().print(families)
     Console().print(f"wall {summary['wall_seconds']:.0f} s, {summary['objects']} distinct objects; "
                     f"no-op rebuild {rebuild['wall_seconds']:.1f} s, {rebuild['compiled']} "
                     "compiled")

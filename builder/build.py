@@ -26,14 +26,14 @@ from typing import Any
 
 from miopenkernels._fsutil import atomic_path, atomic_write
 from miopenkernels.codeobject import split_kdb_blob
-from miopenkernels.compiler import check_code_object, compile_job, describe_job
+from miopenkernels.compiler import check_code_object, compile_job, describe_job, is_triton_job
 from miopenkernels.errors import ArgumentError, MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
-from miopenkernels.target import Target
+from miopenkernels.target import Target, spec_for
 
 from .cache import CacheKeys, ObjectCache
 from .jobs import TargetDbs, build_jobs
-from .resources import ResourceReport
+from .resources import ResourceReport, family_of
 
 __all__ = ["JobFailure", "TargetSummary", "BuildResult", "build", "write_kdb", "kdb_holds",
            "failure_text"]
@@ -89,6 +89,9 @@ class BuildResult:
     cached: int = 0  # distinct objects found in the cache
     compile_seconds: float = 0.0  # summed over workers
     wall_seconds: float = 0.0
+    # "<compiler> <family>" -> [objects compiled now, their compile seconds]: where a cold
+    # build's time goes (family: the kernel source file; Triton's also the kernel)
+    family_seconds: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -99,6 +102,9 @@ class BuildResult:
             "ok": self.ok, "wall_seconds": round(self.wall_seconds, 3),
             "compile_seconds": round(self.compile_seconds, 3), "objects": self.objects,
             "compiled": self.compiled, "cached": self.cached,
+            "family_seconds": {k: {"objects": int(n), "seconds": round(t, 2)}
+                               for k, (n, t) in sorted(self.family_seconds.items(),
+                                                       key=lambda kv: -kv[1][1])},
             "targets": [t.to_dict() for t in self.targets],
             "failures": [f.to_dict() for f in self.failures],
         }
@@ -116,6 +122,18 @@ def _compile_one(job: Any, kernels: str | None) -> tuple[str, Any, float]:
     except Exception as exc:  # noqa: BLE001 - reported as the job's failure, with traceback
         return ("error", (f"{describe_job(job)}: {type(exc).__name__}: {exc}",
                           traceback.format_exc()), time.perf_counter() - start)
+
+
+def _family_label(job: Any) -> str:
+    """"<compiler> <family>" of a job for the build's time table: `clang-19 conv_1x1`,
+    `triton conv_triton_depthwise.depthwise_conv`."""
+    family = family_of(job)
+    if is_triton_job(job):
+        return f"triton {family}.{job.kernel_name}"
+    try:
+        return f"{spec_for(job.target.arch).compiler} {family}"
+    except MIOpenKernelsError:
+        return f"? {family}"
 
 
 def write_kdb(path: Path, rows: Sequence[tuple[str, str, bytes]]) -> int:
@@ -274,6 +292,9 @@ def build(
         nonlocal done
         done += 1
         result.compile_seconds += seconds
+        slot = result.family_seconds.setdefault(_family_label(users[key][0][1]), [0, 0.0])
+        slot[0] += 1
+        slot[1] += seconds
         if status == "ok":
             cache.put(key, payload)
             fresh.add(key)

@@ -37,6 +37,11 @@ import triton.language as tl
 
 from .conv_triton_common import tap_source
 
+#: A forward object of at most this many taps unrolls them all (every tap's load issued at
+#: once); a larger filter (7x7) unrolls a row's taps and loops over its rows: all 49 at once
+#: took 3 s of compile per object and spilled registers on wave32 targets.
+UNROLL_MAX_TAPS = tl.constexpr(25)
+
 
 @triton.jit
 def _direct_tile(C, DH, DW, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -81,7 +86,13 @@ def depthwise_conv(
     src = src_ptr + n * ssn + src_c[None, :]
     w_c = w_ptr + c * swc
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if TAPS_R > 0:
+    if TAPS_R * TAPS_S > UNROLL_MAX_TAPS:
+        for r in tl.range(TAPS_R, loop_unroll_factor=1):
+            u, u_ok = tap_source(di, r, stride_h, pad_h, dil_h, SH, BACKWARD)
+            for s in tl.static_range(TAPS_S):
+                acc = _tap(acc, src, w_c, u, u_ok, dj, r, s, stride_w, pad_w, dil_w, SW, ssh,
+                           ssw, swr, sws, pix_ok, c_ok, BACKWARD)
+    elif TAPS_R > 0:
         for r in tl.static_range(TAPS_R):
             u, u_ok = tap_source(di, r, stride_h, pad_h, dil_h, SH, BACKWARD)
             for s in tl.static_range(TAPS_S):

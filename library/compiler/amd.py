@@ -5,11 +5,19 @@ Both compile HIP source for the device only and emit a bare ELF code object
 The kernels are portable sources that need no HIP headers (`-nogpuinc`); clang-19 also runs without
 device libraries (`-nogpulib`) because Debian ships none for the archs it builds (gfx942, gfx11,
 gfx12). Debian's hipcc must be told the platform: nvcc is installed too.
+
+Debian's hipcc is a Perl script that adds its device flags and runs clang through a shell: a
+third of a small kernel's compile. `HipccDriver` asks it once per arch and process what clang
+command it runs (`HIPCC_VERBOSE=1` on a probe), then runs that clang itself with the job's own
+arguments: the same code object, byte for byte, and the same cache identity (hipcc's version
+and flags). A hipcc that prints no command line is run as it is.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import tempfile
 from collections.abc import Sequence
 from functools import cache
@@ -18,7 +26,7 @@ from pathlib import Path
 from .._proc import run_tool
 from ..errors import CompileError
 
-__all__ = ["HipClang", "HIPCC", "CLANG19"]
+__all__ = ["HipClang", "HipccDriver", "HIPCC", "CLANG19"]
 
 _COMMON = ("-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", "-nogpuinc", "-O3",
            "-std=c++17")
@@ -70,5 +78,53 @@ def _version(executable: str, env: tuple[tuple[str, str], ...]) -> str:
     return "; ".join(parts) if parts else text.strip().splitlines()[0]
 
 
-HIPCC = HipClang("hipcc", "hipcc", _COMMON, {"HIP_PLATFORM": "amd"})
+class HipccDriver(HipClang):
+    """hipcc, run as the clang command it would run (module docstring)."""
+
+    def compile(self, source: Path, options: Sequence[str], arch: str,
+                include_dirs: Sequence[Path] = (), what: str = "compile") -> bytes:
+        prefix = _hipcc_clang(self.executable, tuple(self.flags), arch,
+                              tuple(sorted(self.env.items())))
+        if not prefix:
+            return super().compile(source, options, arch, include_dirs, what)
+        with tempfile.TemporaryDirectory(prefix="mk-amd-") as tmp:
+            out = Path(tmp) / "kernel.o"
+            cmd = [*prefix, *self.command(source, options, arch, out, include_dirs)[1:]]
+            run_tool(cmd, what=what, error=CompileError, cwd=tmp, timeout=600)
+            return out.read_bytes()
+
+
+_PROBE = 'extern "C" __attribute__((global)) void probe(float* x) { x[0] = 1.0f; }\n'
+
+
+@cache
+def _hipcc_clang(executable: str, flags: tuple[str, ...], arch: str,
+                 env: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The clang executable and the flags hipcc adds for `arch`, from one probe compile with
+    HIPCC_VERBOSE=1; empty where hipcc prints no `hipcc-cmd:` line or the probe fails."""
+    with tempfile.TemporaryDirectory(prefix="mk-hipcc-") as tmp:
+        ours = [*flags, f"--offload-arch={arch}", "-c", "probe.hip", "-o", "probe.o"]
+        Path(tmp, "probe.hip").write_text(_PROBE)
+        try:
+            out = run_tool([executable, *ours], what="hipcc probe", error=CompileError,
+                           env={**dict(env), "HIPCC_VERBOSE": "1"}, cwd=tmp, timeout=120)
+        except CompileError:
+            return ()
+        line = next((ln for ln in (out.stdout + out.stderr).splitlines()
+                     if ln.startswith("hipcc-cmd:")), "")
+        try:
+            words = shlex.split(line[len("hipcc-cmd:"):])
+        except ValueError:
+            return ()
+        if not words or not os.path.isabs(words[0]) or not os.access(words[0], os.X_OK):
+            return ()
+        added = words[1:]
+        for word in ours:  # what is left is what hipcc adds; every word of ours must be there
+            if word not in added:
+                return ()
+            added.remove(word)
+        return (words[0], *added)
+
+
+HIPCC = HipccDriver("hipcc", "hipcc", _COMMON, {"HIP_PLATFORM": "amd"})
 CLANG19 = HipClang("clang-19", "clang-19", (*_COMMON, "-nogpulib"), {})

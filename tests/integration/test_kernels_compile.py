@@ -145,3 +145,19 @@ def test_without_no_gpu_bundle_output_clang_writes_a_bundle(tmp_path: Path) -> N
     subprocess.run(cmd, check=True, capture_output=True)
     assert out.read_bytes()[:4] != b"\x7fELF"
     assert out.read_bytes().startswith(b"__CLANG_OFFLOAD_BUNDLE__")
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc is not installed")
+def test_hipcc_run_as_its_clang_command_gives_the_same_object() -> None:
+    """The build runs the clang command Debian's hipcc would run (library/compiler/amd.py):
+    every hipcc arch's objects come out byte for byte as hipcc itself writes them."""
+    from miopenkernels.compiler.amd import HIPCC, HipClang, _hipcc_clang
+
+    plain = HipClang("hipcc", "hipcc", HIPCC.flags, HIPCC.env)
+    for arch in ("gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030"):
+        prefix = _hipcc_clang(HIPCC.executable, HIPCC.flags, arch,
+                              tuple(sorted(HIPCC.env.items())))
+        assert prefix and Path(prefix[0]).name.startswith("clang"), prefix
+        for job in _subset(Target(arch, 60))[:3]:
+            assert HIPCC.compile(job.source_path, job.options, arch) == \
+                plain.compile(job.source_path, job.options, arch), (arch, job.kdb_args)

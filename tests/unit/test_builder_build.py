@@ -49,6 +49,12 @@ def test_build_then_rebuild_from_cache(env: dict) -> None:
     again = run(env)
     assert again.ok and again.compiled == 0 and again.cached == 4
     assert again.targets[0].cached == 4 and again.targets[0].compiled == 0
+    # Where the cold build's time went, per compiler and family; the rebuild compiled none.
+    families = first.to_dict()["family_seconds"]
+    assert sum(f["objects"] for f in families.values()) == 4
+    assert all(name.startswith("clang-19 ") for name in families), families
+    assert abs(sum(f["seconds"] for f in families.values()) - first.compile_seconds) < 0.05
+    assert again.to_dict()["family_seconds"] == {}
 
 
 def test_a_rebuild_with_nothing_changed_leaves_the_kdb_alone(env: dict) -> None:
