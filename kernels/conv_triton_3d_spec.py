@@ -27,6 +27,7 @@ from typing import Any
 
 from .conv_triton_spec import (
     TARGET_KINDS,
+    accumulators_per_lane,
     cdiv,
     filling_split,
     is_legal,
@@ -208,14 +209,19 @@ def _at_most(value: int, choices: tuple[int, ...]) -> int:
 
 def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[str, int]:
     """TILES' entry fitted to the kind: each value the largest legal one up to the entry's,
-    then, while the operand tiles exceed the kind's shared memory, the larger of BLOCK_M and
-    BLOCK_N halved (down to 64), then stages dropped."""
+    then, while a lane would hold more sums than the kind's ACC_PER_LANE, and then while the
+    operand tiles exceed the kind's shared memory, the larger of BLOCK_M and BLOCK_N halved
+    (down to 64), then stages dropped."""
     space = TARGET_KINDS[kind]
     bm, bn, bk, warps, stages = TILES[(precision, direction)]
     config = {"BLOCK_M": _at_most(bm, space["BLOCK_M"]), "BLOCK_N": _at_most(bn, space["BLOCK_N"]),
               "BLOCK_K": _at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
               "num_warps": _at_most(warps, space["num_warps"]),
               "num_stages": _at_most(stages, space["num_stages"])}
+    while accumulators_per_lane(config, kind) > space.get("ACC_PER_LANE", 1 << 30) and (
+            max(config["BLOCK_M"], config["BLOCK_N"]) > 64):
+        wide = "BLOCK_M" if config["BLOCK_M"] >= config["BLOCK_N"] else "BLOCK_N"
+        config[wide] //= 2
     while shared_bytes(config, dtype) > space["smem"]:
         wide = "BLOCK_M" if config["BLOCK_M"] >= config["BLOCK_N"] else "BLOCK_N"
         if config[wide] > 64 and config[wide] // 2 in space[wide]:

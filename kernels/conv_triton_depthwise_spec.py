@@ -59,10 +59,13 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
 #: Backward weights sum a whole filter row at once: BLOCK_S, the row's width class (the
 #: smallest of these at least S), is part of the object, so a package ships one per class.
 WIDTH_CLASSES = (4, 8)
-#: Forward filters whose objects have their taps unrolled (TAPS_R x TAPS_S): unrolled, a
-#: program issues every tap's load at once; the best tile took 0.73-1.01x cuDNN's GPU time at
-#: batch 1 against 1.02-1.66x with the taps in run-time loops (bench/depthwise_tiles.py, H100,
-#: 34 layers of four networks). Other filters take the object whose R and S are arguments.
+#: Forward filters whose objects are compiled for them (TAPS_R x TAPS_S): up to 25 taps
+#: unrolled, a program issues every tap's load at once; the best tile took 0.73-1.01x cuDNN's
+#: GPU time at batch 1 against 1.02-1.66x with the taps in run-time loops
+#: (bench/depthwise_tiles.py, H100, 34 layers of four networks: 3x3 and 5x5). 7x7 unrolls a
+#: row's seven taps and loops over the rows (conv_triton_depthwise.UNROLL_MAX_TAPS): all 49
+#: at once took 3 s of compile an object and spilled on wave32 targets; no 7x7 layer has been
+#: timed yet. Other filters take the object whose R and S are arguments.
 UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
 TENSORS: dict[str, dict[str, str]] = {

@@ -263,10 +263,12 @@ TARGET_KINDS: dict[str, dict[str, Any]] = {
     "cdna4": {"smem": 163840, "warp": 64, "BLOCK_M": (32, 64, 128, 256), "BLOCK_N": _N,
               "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (1, 2),
               "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
-    # RDNA 3/3.5/4 (gfx11xx, gfx12xx): 64 KiB LDS per workgroup, wave32, v_wmma.
+    # RDNA 3/3.5/4 (gfx11xx, gfx12xx): 64 KiB LDS per workgroup, wave32, v_wmma. At 64
+    # accumulators a lane (128x64 on 4 warps, 128x128 on 8) every object read back from a
+    # build spilled 440-1,310 bytes a lane to scratch; ACC_PER_LANE caps the tile.
     "rdna": {"smem": 65536, "warp": 32, "BLOCK_M": (32, 64, 128), "BLOCK_N": _N[:4],
              "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (1, 2),
-             "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
+             "GROUP_M": (1, 8), "SPLIT_K": _SPLITS, "ACC_PER_LANE": 32},
 }
 
 
@@ -307,7 +309,16 @@ def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "co
         return False
     if dtype == "FP32" and config["BLOCK_K"] > 64:
         return False
+    if accumulators_per_lane(config, kind) > space.get("ACC_PER_LANE", config["BLOCK_M"]
+                                                         * config["BLOCK_N"]):
+        return False
     return bool(shared_bytes(config, dtype) <= space["smem"])
+
+
+def accumulators_per_lane(config: Mapping[str, int], kind: str) -> int:
+    """The FP32 sums of a BLOCK_M x BLOCK_N tile that each lane of its warps holds."""
+    lanes = int(config["num_warps"]) * int(TARGET_KINDS[kind]["warp"])
+    return -(-int(config["BLOCK_M"]) * int(config["BLOCK_N"]) // lanes)
 
 
 def legal_space(kind: str, dtype: str, kernel: str = "conv2d_fwd") -> list[dict[str, int]]:

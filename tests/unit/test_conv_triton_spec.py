@@ -237,3 +237,31 @@ def test_mma_sync_is_legal_on_sm90_tf32_for_the_cases_it_won() -> None:
                              "sm90")
     assert not spec.is_legal({**spec.default_config("conv2d_fwd", "FP32"), "MMA": 2}, "FP32",
                              "sm100")
+
+
+def test_wave32_tiles_hold_at_most_acc_per_lane_sums_a_lane() -> None:
+    # 128x64 on 4 warps: 64 sums a lane, legal on wave64 CDNA (32 there), not on RDNA.
+    wide = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1,
+            "num_warps": 4, "num_stages": 2}
+    assert spec.accumulators_per_lane(wide, "rdna") == 64
+    assert spec.accumulators_per_lane(wide, "cdna") == 32
+    assert not spec.is_legal(wide, "FP16", "rdna")
+    assert spec.is_legal(wide, "FP16", "cdna")
+    assert spec.is_legal({**wide, "num_warps": 8}, "FP16", "rdna")
+    cap = spec.TARGET_KINDS["rdna"]["ACC_PER_LANE"]
+    for dtype in ("FP16", "BF16"):
+        space = spec.legal_space("rdna", dtype)
+        assert space and all(spec.accumulators_per_lane(c, "rdna") <= cap for c in space)
+        assert spec.is_legal(spec.default_config("conv2d_fwd", dtype), dtype, "rdna")
+
+
+def test_the_3d_usual_tiles_fit_every_kind() -> None:
+    from miopenkernels.kernels import conv_triton_3d_spec as spec3d
+
+    for (precision, direction) in spec3d.TILES:
+        dtype = "FP32" if precision in ("FP32", "TF32", "FP32X3") else precision
+        for kind in spec.TARGET_KINDS:
+            tile = spec3d.usual_tile(precision, direction, dtype, kind)
+            assert spec3d.legal(direction, tile, dtype, kind), (precision, direction, kind, tile)
+    assert spec3d.usual_tile("FP16", "F", "FP16", "rdna")["BLOCK_M"] == 64  # 128x128 w8 cut
+    assert spec3d.usual_tile("FP16", "F", "FP16", "cdna")["BLOCK_M"] == 128
