@@ -39,7 +39,8 @@ from .conv_triton_common import tap_source
 
 #: A forward object of at most this many taps unrolls them all (every tap's load issued at
 #: once); a larger filter (7x7) unrolls a row's taps and loops over its rows: all 49 at once
-#: took 3 s of compile per object and spilled registers on wave32 targets.
+#: took 2.9-3.4 s of compile an object against 0.4-0.5 s (bench/compile_cost.py) and spilled
+#: registers on wave32 targets.
 UNROLL_MAX_TAPS = tl.constexpr(25)
 
 

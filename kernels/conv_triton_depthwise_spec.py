@@ -64,8 +64,9 @@ WIDTH_CLASSES = (4, 8)
 #: GPU time at batch 1 against 1.02-1.66x with the taps in run-time loops
 #: (bench/depthwise_tiles.py, H100, 34 layers of four networks: 3x3 and 5x5). 7x7 unrolls a
 #: row's seven taps and loops over the rows (conv_triton_depthwise.UNROLL_MAX_TAPS): all 49
-#: at once took 3 s of compile an object and spilled on wave32 targets; no 7x7 layer has been
-#: timed yet. Other filters take the object whose R and S are arguments.
+#: at once took 2.9-3.4 s of compile an object against 0.4-0.5 s (bench/compile_cost.py) and
+#: spilled on wave32 targets; no 7x7 layer has been timed yet. Other filters take the object
+#: whose R and S are arguments.
 UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
 TENSORS: dict[str, dict[str, str]] = {

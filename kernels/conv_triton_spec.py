@@ -264,8 +264,9 @@ TARGET_KINDS: dict[str, dict[str, Any]] = {
               "BLOCK_K": (16, 32, 64, 128), "num_warps": (4, 8), "num_stages": (1, 2),
               "GROUP_M": (1, 8), "SPLIT_K": _SPLITS},
     # RDNA 3/3.5/4 (gfx11xx, gfx12xx): 64 KiB LDS per workgroup, wave32, v_wmma. At 64
-    # accumulators a lane (128x64 on 4 warps, 128x128 on 8) every object read back from a
-    # build spilled 440-1,310 bytes a lane to scratch; ACC_PER_LANE caps the tile.
+    # sums a lane (128x64 on 4 warps, 128x128 on 8) the 2-D and 3-D objects spilled up to
+    # 940 and 1,312 bytes a lane to scratch (bench/results/full_build-2cpu.json, the build's
+    # `resources`, tree c14ba8a; 304 and 252 since); ACC_PER_LANE caps the tile.
     "rdna": {"smem": 65536, "warp": 32, "BLOCK_M": (32, 64, 128), "BLOCK_N": _N[:4],
              "BLOCK_K": (16, 32, 64), "num_warps": (4, 8), "num_stages": (1, 2),
              "GROUP_M": (1, 8), "SPLIT_K": _SPLITS, "ACC_PER_LANE": 32},
