@@ -17,6 +17,16 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and its waited-for children (compilers, ptxas): what a
+    compile costs, which a busy neighbour does not inflate as it does the wall clock."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def python_speed_ms(repeats: int = 5) -> float:
     """Milliseconds the interpreter takes for a fixed pure-Python loop (best of `repeats`):
     host-side timings of two runs compare only as far as this figure agrees."""

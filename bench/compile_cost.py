@@ -17,22 +17,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import time
 from pathlib import Path
 
+from _machine import cpu_seconds
 from miopenkernels.builder.jobs import build_jobs
 from miopenkernels.builder.manifest import load_manifests
 from miopenkernels.compiler import compile_job
 from miopenkernels.target import default_targets
 from rich.console import Console
 from rich.table import Table
-
-
-def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main() -> int:
@@ -67,9 +61,9 @@ def main() -> int:
         jobs = list(picked[arch].values())[: args.limit]
         seconds = []
         for job in jobs:
-            cpu, start = _cpu(), time.perf_counter()
+            cpu, start = cpu_seconds(), time.perf_counter()
             compile_job(job, args.kernels)
-            seconds.append((_cpu() - cpu, time.perf_counter() - start))
+            seconds.append((cpu_seconds() - cpu, time.perf_counter() - start))
         if seconds:
             rows[arch] = {"objects": len(seconds),
                           "cpu_s_mean": round(sum(c for c, _ in seconds) / len(seconds), 3),

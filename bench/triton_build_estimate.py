@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import time
 from pathlib import Path
 
+from _machine import cpu_seconds
 from miopenkernels.builder.jobs import build_jobs
 from miopenkernels.builder.manifest import load_manifests
 from miopenkernels.compiler import compile_job, is_triton_job
@@ -29,12 +29,6 @@ from rich.console import Console
 from rich.table import Table
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main() -> int:
@@ -62,9 +56,9 @@ def main() -> int:
     for arch in ("sm90", "gfx942"):
         jobs = [j for (_, _, a), j in keys["triton"].items() if a == arch][: args.sample]
         for job in jobs:
-            start, cpu = time.perf_counter(), _cpu()
+            start, cpu = time.perf_counter(), cpu_seconds()
             compile_job(job)
-            samples.setdefault(arch, []).append(_cpu() - cpu)
+            samples.setdefault(arch, []).append(cpu_seconds() - cpu)
             walls.setdefault(arch, []).append(time.perf_counter() - start)
     load_after = [round(v, 2) for v in os.getloadavg()]
     mean = {a: sum(v) / len(v) for a, v in samples.items()}
