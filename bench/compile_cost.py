@@ -42,10 +42,11 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=12, help="objects per arch at most")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    if args.hipcc_itself:
-        from miopenkernels.compiler import amd
+    if args.hipcc_itself:  # the registry's hipcc as a plain clang driver: the script runs
+        from miopenkernels.compiler import COMPILERS
+        from miopenkernels.compiler.amd import HIPCC, HipClang
 
-        amd._hipcc_clang = lambda *a: ()  # noqa: SLF001 - the driver then runs hipcc as it is
+        COMPILERS["hipcc"] = HipClang(HIPCC.name, HIPCC.executable, HIPCC.flags, HIPCC.env)
     archs = args.archs.split(",")
     plan = build_jobs([t for t in default_targets() if t.arch in archs], load_manifests(None))
     picked: dict[str, dict[tuple[str, str], object]] = {a: {} for a in archs}

@@ -7,6 +7,7 @@ raw object bytes per target, and the machine (cores, CPU model, load
 average before and after: on a shared machine it explains slow numbers).
 
     .venv/bin/python bench/full_build.py [--workers N] [--out FILE] [--targets GLOB]
+    .venv/bin/python bench/full_build.py --from-json bench/results/full_build-2cpu.json
 """
 
 from __future__ import annotations
@@ -39,12 +40,44 @@ def _tree() -> str:
         return ""
 
 
+def _print_times(summary: dict) -> None:
+    """Where the compile time went: per compiler and kernel family (the build's
+    `family_seconds`), then per compiler, with each one's share of the total."""
+    total = max(summary["compile_seconds"], 1e-9)
+    compilers: dict[str, list[float]] = {}
+    for name, f in summary["family_seconds"].items():
+        slot = compilers.setdefault(name.split(" ", 1)[0], [0, 0.0])
+        slot[0] += f["objects"]
+        slot[1] += f["seconds"]
+    for title, first, rows in (
+            ("compile time by compiler and kernel family (summed over workers)",
+             "compiler family",
+             {k: (f["objects"], f["seconds"]) for k, f in summary["family_seconds"].items()}),
+            ("compile time by compiler", "compiler",
+             {k: tuple(v) for k, v in sorted(compilers.items(), key=lambda kv: -kv[1][1])})):
+        table = Table(title=title)
+        for col in (first, "objects", "seconds", "s/object", "share"):
+            table.add_column(col, justify="right" if col != first else "left")
+        for name, (objects, seconds) in rows.items():
+            table.add_row(name, str(int(objects)), f"{seconds:.0f}",
+                          f"{seconds / max(objects, 1):.2f}", f"{100 * seconds / total:.1f}%")
+        Console().print(table)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--targets", default=None, help="Target globs (default: all defaults).")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="Print the compile-time tables of a saved result; build nothing.")
     args = parser.parse_args()
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        _print_times(saved)
+        print(f"wall {saved['wall_seconds']:.0f} s, {saved['objects']} distinct objects, "
+              f"{saved['compile_seconds']:.0f} s of compile time (tree {saved.get('tree')})")
+        return 0
     console = Console(stderr=True)
     out = args.out or Path(__file__).parent / "results" / f"full_build-{os.cpu_count()}cpu.json"
 
@@ -75,15 +108,7 @@ def main() -> int:
         table.add_row(t["target"], str(t["jobs"]), str(t["compiled"]), str(t["failed"]),
                       f"{t['kdb_bytes'] / 2**20:.1f}", f"{t['object_bytes'] / 2**20:.1f}")
     Console().print(table)
-    families = Table(title="compile time by compiler and kernel family (summed over workers)")
-    for col in ("compiler family", "objects", "seconds", "s/object", "share"):
-        families.add_column(col, justify="right" if col != "compiler family" else "left")
-    total = max(summary["compile_seconds"], 1e-9)
-    for name, f in summary["family_seconds"].items():
-        families.add_row(name, str(f["objects"]), f"{f['seconds']:.0f}",
-                         f"{f['seconds'] / max(f['objects'], 1):.2f}",
-                         f"{100 * f['seconds'] / total:.1f}%")
-    Console().print(families)
+    _print_times(summary)
     Console().print(f"wall {summary['wall_seconds']:.0f} s, {summary['objects']} distinct objects; "
                     f"no-op rebuild {rebuild['wall_seconds']:.1f} s, {rebuild['compiled']} "
                     "compiled")

@@ -26,10 +26,16 @@ from typing import Any
 
 from miopenkernels._fsutil import atomic_path, atomic_write
 from miopenkernels.codeobject import split_kdb_blob
-from miopenkernels.compiler import check_code_object, compile_job, describe_job, is_triton_job
+from miopenkernels.compiler import (
+    check_code_object,
+    compile_job,
+    describe_job,
+    is_triton_job,
+    job_compiler,
+)
 from miopenkernels.errors import ArgumentError, MIOpenKernelsError
 from miopenkernels.problem import ConvProblem
-from miopenkernels.target import Target, spec_for
+from miopenkernels.target import Target
 
 from .cache import CacheKeys, ObjectCache
 from .jobs import TargetDbs, build_jobs
@@ -127,12 +133,10 @@ def _compile_one(job: Any, kernels: str | None) -> tuple[str, Any, float]:
 def _family_label(job: Any) -> str:
     """"<compiler> <family>" of a job for the build's time table: `clang-19 conv_1x1`,
     `triton conv_triton_depthwise.depthwise_conv`."""
-    family = family_of(job)
-    if is_triton_job(job):
-        return f"triton {family}.{job.kernel_name}"
+    family = family_of(job) + (f".{job.kernel_name}" if is_triton_job(job) else "")
     try:
-        return f"{spec_for(job.target.arch).compiler} {family}"
-    except MIOpenKernelsError:
+        return f"{job_compiler(job).name} {family}"
+    except MIOpenKernelsError:  # no compiler for the arch: the job fails, its time still counts
         return f"? {family}"
 
 

@@ -218,8 +218,8 @@ def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[st
               "BLOCK_K": _at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
               "num_warps": _at_most(warps, space["num_warps"]),
               "num_stages": _at_most(stages, space["num_stages"])}
-    while accumulators_per_lane(config, kind) > space.get("ACC_PER_LANE", 1 << 30) and (
-            max(config["BLOCK_M"], config["BLOCK_N"]) > 64):
+    while "ACC_PER_LANE" in space and max(config["BLOCK_M"], config["BLOCK_N"]) > 64 and (
+            accumulators_per_lane(config, kind) > space["ACC_PER_LANE"]):
         wide = "BLOCK_M" if config["BLOCK_M"] >= config["BLOCK_N"] else "BLOCK_N"
         config[wide] //= 2
     while shared_bytes(config, dtype) > space["smem"]:

@@ -310,8 +310,7 @@ def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "co
         return False
     if dtype == "FP32" and config["BLOCK_K"] > 64:
         return False
-    if accumulators_per_lane(config, kind) > space.get("ACC_PER_LANE", config["BLOCK_M"]
-                                                         * config["BLOCK_N"]):
+    if "ACC_PER_LANE" in space and accumulators_per_lane(config, kind) > space["ACC_PER_LANE"]:
         return False
     return bool(shared_bytes(config, dtype) <= space["smem"])
 

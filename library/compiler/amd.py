@@ -57,9 +57,14 @@ class HipClang:
         """Compile `source` for `arch` (e.g. 'gfx90a'); the code object's bytes."""
         with tempfile.TemporaryDirectory(prefix="mk-amd-") as tmp:
             out = Path(tmp) / "kernel.o"
-            cmd = self.command(source, options, arch, out, include_dirs)
+            cmd = self.run_command(source, options, arch, out, include_dirs)
             run_tool(cmd, what=what, error=CompileError, env=self.env, cwd=tmp, timeout=600)
             return out.read_bytes()
+
+    def run_command(self, source: Path, options: Sequence[str], arch: str, out: Path,
+                    include_dirs: Sequence[Path] = ()) -> list[str]:
+        """What `compile` runs: `command`, here as it is."""
+        return self.command(source, options, arch, out, include_dirs)
 
     def identity(self) -> str:
         """Compiler, version and fixed flags: everything of the compiler that shapes the output."""
@@ -81,17 +86,12 @@ def _version(executable: str, env: tuple[tuple[str, str], ...]) -> str:
 class HipccDriver(HipClang):
     """hipcc, run as the clang command it would run (module docstring)."""
 
-    def compile(self, source: Path, options: Sequence[str], arch: str,
-                include_dirs: Sequence[Path] = (), what: str = "compile") -> bytes:
-        prefix = _hipcc_clang(self.executable, tuple(self.flags), arch,
-                              tuple(sorted(self.env.items())))
-        if not prefix:
-            return super().compile(source, options, arch, include_dirs, what)
-        with tempfile.TemporaryDirectory(prefix="mk-amd-") as tmp:
-            out = Path(tmp) / "kernel.o"
-            cmd = [*prefix, *self.command(source, options, arch, out, include_dirs)[1:]]
-            run_tool(cmd, what=what, error=CompileError, cwd=tmp, timeout=600)
-            return out.read_bytes()
+    def run_command(self, source: Path, options: Sequence[str], arch: str, out: Path,
+                    include_dirs: Sequence[Path] = ()) -> list[str]:
+        """`command` with hipcc replaced by its clang command for `arch`, where it prints one."""
+        cmd = self.command(source, options, arch, out, include_dirs)
+        prefix = _hipcc_clang(self.executable, self.flags, arch, tuple(sorted(self.env.items())))
+        return [*prefix, *cmd[1:]] if prefix else cmd
 
 
 _PROBE = 'extern "C" __attribute__((global)) void probe(float* x) { x[0] = 1.0f; }\n'
