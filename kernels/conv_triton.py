@@ -25,7 +25,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .conv_triton_common import channel_strides, split_range, tile_offsets
+from .conv_triton_common import channel_strides, part_range, tile_offsets
 from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and the solvers)
     ALIGN16_ARGS,
     CONV_ARGS,
@@ -111,8 +111,9 @@ def _fwd_tile(x_ptr, w_ptr, dims, conv, strides, BLOCK_M: tl.constexpr, BLOCK_N:
               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
               CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr):
     """A forward program's work: (the FP32 sums of its output tile over its part of the
-    reduction, the tile's mask, its offsets in y, and in a SPLIT_K > 1 launch's partials,
-    [SPLIT_K][N][G*K][P][Q] FP32)."""
+    reduction, the tile's mask, its offsets in y, and in a SPLIT_K > 1 launch's FP32 partials:
+    [SPLIT_K][N][P][Q][G*K], y's memory order, in channels-last objects, else
+    [SPLIT_K][N][G*K][P][Q])."""
     N, C, H, W, K, P, Q, R, S, G = dims
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
     sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
@@ -125,7 +126,7 @@ def _fwd_tile(x_ptr, w_ptr, dims, conv, strides, BLOCK_M: tl.constexpr, BLOCK_N:
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     c_blocks = tl.cdiv(C, BLOCK_K)
     split = tl.program_id(2)
-    t0, t1 = split_range(R * S * c_blocks, SPLIT_K, split)
+    t0, t1 = part_range(R * S * c_blocks, SPLIT_K, split, tl.num_programs(2))
     for t in range(t0, t1):
         rs = t // c_blocks
         cb = t - rs * c_blocks
@@ -143,8 +144,12 @@ def _fwd_tile(x_ptr, w_ptr, dims, conv, strides, BLOCK_M: tl.constexpr, BLOCK_N:
         acc = _mma(a, b, acc, PRECISION)
     mask = m_ok[:, None] & n_ok[None, :]
     y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
-    ws_row = (split * N + img) * (G * K * P * Q) + pq
-    ws_off = ws_row[:, None] + ((g * K + offs_n) * (P * Q))[None, :]
+    if CHANNELS_LAST:  # partials in y's memory order, (n, p, q, G*K): coalesced both ways
+        ws_off = (((split * N + img) * (P * Q) + pq) * (G * K))[:, None] + \
+            (g * K + offs_n)[None, :]
+    else:
+        ws_off = ((split * N + img) * (G * K * P * Q) + pq)[:, None] + \
+            ((g * K + offs_n) * (P * Q))[None, :]
     return acc, mask, y_off, ws_off
 
 
@@ -279,7 +284,8 @@ def conv2d_bwd_data(
         t0 = 0
         t1 = steps
     else:
-        t0, t1 = split_range(steps, SPLIT_K, split)
+        t0, t1 = part_range(steps, SPLIT_K, split,
+                            tl.num_programs(2) // (stride_h * stride_w))
     for t in range(t0, t1):
         tap = t // k_blocks
         kb = t - tap * k_blocks
@@ -301,9 +307,14 @@ def conv2d_bwd_data(
         x_off = (img * sxn + ih * sxh + iw * sxw)[:, None] + ((g * C + offs_n) * sxc)[None, :]
         tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=mask)
     else:
-        # Partial sums, [SPLIT_K][N][G*C][H][W] FP32, for conv2d_bwd_weight_reduce.
-        ws_row = (split * N + img) * (G * C * H * W) + ih * W + iw
-        ws_off = ws_row[:, None] + ((g * C + offs_n) * (H * W))[None, :]
+        # Partial sums, FP32, for conv2d_bwd_weight_reduce: [SPLIT_K][N][H][W][G*C] (x's
+        # memory order) in channels-last objects, else [SPLIT_K][N][G*C][H][W].
+        if CHANNELS_LAST:
+            ws_off = (((split * N + img) * (H * W) + ih * W + iw) * (G * C))[:, None] + \
+                (g * C + offs_n)[None, :]
+        else:
+            ws_off = ((split * N + img) * (G * C * H * W) + ih * W + iw)[:, None] + \
+                ((g * C + offs_n) * (H * W))[None, :]
         tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
@@ -430,7 +441,7 @@ def conv2d_bwd_weight(
     n_ok = offs_n < C
     PQ = P * Q
     NPQ = N * PQ
-    kb0, kb1 = split_range(tl.cdiv(NPQ, BLOCK_K), SPLIT_K, split)
+    kb0, kb1 = part_range(tl.cdiv(NPQ, BLOCK_K), SPLIT_K, split, tl.num_programs(2))
     y_col = (g * K + offs_m) * syk
     x_col = (g * C + offs_n) * sxc
     img, op, oq, d_img, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
@@ -485,7 +496,7 @@ def conv2d_bwd_weight_smallc(
     x_col = (g * C + c) * sxc + s * dil_w * sxw
     PQ = P * Q
     NPQ = N * PQ
-    kb0, kb1 = split_range(tl.cdiv(NPQ, BLOCK_K), SPLIT_K, split)
+    kb0, kb1 = part_range(tl.cdiv(NPQ, BLOCK_K), SPLIT_K, split, tl.num_programs(2))
     y_col = (g * K + offs_m) * syk
     img, op, oq, d_img, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -515,8 +526,8 @@ def conv2d_bwd_weight_smallc(
 
 @triton.jit
 def conv2d_bwd_weight_reduce(
-    ws_ptr, w_ptr, TOTAL, C, R, S, swk, swc, swr, sws,
-    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+    ws_ptr, w_ptr, TOTAL, C, R, S, swk, swc, swr, sws, SPLIT_K,
+    BLOCK: tl.constexpr,
 ):
     """out[i0, i1, i2, i3] = sum of SPLIT_K FP32 partials ([SPLIT_K][TOTAL], TOTAL = I0*C*R*S
     in (i0, i1, i2, i3) order) into a 4-D tensor of any strides: w (k, c, r, s) after backward
@@ -525,7 +536,9 @@ def conv2d_bwd_weight_reduce(
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = i < TOTAL
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for sp in range(0, SPLIT_K):
+    # SPLIT_K is a run-time value (one object serves every split); four parts' loads at a
+    # time are in flight.
+    for sp in tl.range(0, SPLIT_K, loop_unroll_factor=4):
         acc += tl.load(ws_ptr + sp * TOTAL + i, mask=ok, other=0.0)
     RS = R * S
     k = i // (C * RS)

@@ -29,7 +29,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-__all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range", "tap_source"]
+__all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range", "part_range",
+           "tap_source"]
 
 
 @triton.jit
@@ -74,6 +75,20 @@ def split_range(total, SPLIT_K: tl.constexpr, split):
     per_split = tl.cdiv(total, SPLIT_K)
     first = split * per_split
     return first, tl.minimum(first + per_split, total)
+
+
+@triton.jit
+def part_range(total, SPLIT_K: tl.constexpr, part, parts):
+    """[first, last) of the steps 0..total that part `part` runs. An object compiled with
+    SPLIT_K == 1 runs them all (as `split_range` has it); one compiled with SPLIT_K > 1 serves
+    every split, the launch's `parts` (its grid's) each taking cdiv(total, parts)."""
+    if SPLIT_K == 1:
+        first, last = split_range(total, SPLIT_K, part)
+    else:
+        per_part = tl.cdiv(total, parts)
+        first = part * per_part
+        last = tl.minimum(first + per_part, total)
+    return first, last
 
 
 @triton.jit

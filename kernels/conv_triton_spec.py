@@ -16,8 +16,12 @@ of the three tensors in element units, in (n, c, h, w) / (k, c, r, s) / (n, k, h
 With SPLIT_K > 1 (backward weights; forward and backward data where `split_applies`) a kernel
 writes FP32 partial sums to `ws` (`workspace_bytes`) instead of its output, and
 `conv2d_bwd_weight_reduce` (its own argument list, `REDUCE_ARGS`, values from `reduce_args`)
-sums them into the output. `kernel_for` picks the kernel of a direction; `tuned_config` gives
-the configuration measured fastest on the H100 (kernels/conv_triton_tuned_sm90.json).
+sums them into the output. The split is the launch's (the grid's third axis): one object,
+compiled at SPLIT_K = SPLIT_OBJECT, serves every split of a tile, and the reduce takes the
+split as a run-time argument; channels-last objects write the forward's and backward data's
+partials in the output's memory order. `kernel_for` picks the kernel of a direction;
+`tuned_config` gives the configuration measured fastest on the H100
+(kernels/conv_triton_tuned_sm90.json).
 
 `C` and `K` are channels PER GROUP; `G` is the group count (x has G*C channels, y G*K, w has G*K
 filters of C channels). NCHW and NHWC are the same kernels: the strides say where the elements
@@ -66,16 +70,19 @@ CONV_ARGS: tuple[tuple[str, str], ...] = (
 
 #: `conv2d_bwd_weight_reduce`: sums SPLIT_K FP32 partials ([SPLIT_K][TOTAL], contiguous) into a
 #: 4-D output of any strides and the output's element type; TOTAL = I0*C*R*S with the output's
-#: dims named (i0, C, R, S): w (G*K, C, R, S), y (N, G*K, P, Q), x (N, G*C, H, W). The values
-#: come from `reduce_args`. Grid: (cdiv(TOTAL, BLOCK),).
+#: dims named (i0, C, R, S) in the partials' order: w (G*K, C, R, S), y (N, G*K, P, Q) or, after
+#: a channels-last object, (N, P, Q, G*K), x (N, G*C, H, W) or (N, H, W, G*C). The values come
+#: from `reduce_args`. Grid: (cdiv(TOTAL, BLOCK),).
 REDUCE_ARGS: tuple[tuple[str, str], ...] = (
     ("ws_ptr", "ptr_fp32"), ("w_ptr", "ptr"),
     ("TOTAL", "i32"), ("C", "i32"), ("R", "i32"), ("S", "i32"),
     ("swk", "i32"), ("swc", "i32"), ("swr", "i32"), ("sws", "i32"),
-    ("SPLIT_K", "constexpr"), ("BLOCK", "constexpr"),
+    ("SPLIT_K", "i32"), ("BLOCK", "constexpr"),
 )
-REDUCE_BLOCK = 1024
-REDUCE_WARPS = 4
+#: 256 values a program on 2 warps: small outputs (batch 1) still spread over many SMs
+#: (bench/reduce_kernel.py: 2.1 us against 2.6 at 1024 on 4 warps for 25k values on an H100).
+REDUCE_BLOCK = 256
+REDUCE_WARPS = 2
 #: Kernels that run no matrix instruction by design (a sum of partials, a transpose): a
 #: matrix-core target's object of one is right without v_mfma/v_wmma (builder/codeobject.py).
 NO_MATRIX_KERNELS = frozenset({"conv2d_bwd_weight_reduce", "transpose_021"})
@@ -205,9 +212,10 @@ KERNELS: dict[str, dict[str, Any]] = {
         "grid": ("cdiv(G*K*C*R*S, BLOCK)", "1", "1"),
         "tunables": (), "fixed": {"BLOCK": REDUCE_BLOCK, "num_warps": REDUCE_WARPS,
                                   "num_stages": 1},
-        "applies": "after any kernel launched with SPLIT_K > 1, same SPLIT_K; its i32 arguments "
-                   "come from reduce_args (the name is kept for compatibility: it reduces the "
-                   "partials of every direction)",
+        "applies": "after any kernel launched with SPLIT_K > 1, its SPLIT_K a run-time argument "
+                   "(one object per element type); its other i32 arguments come from "
+                   "reduce_args (the name is kept for compatibility: it reduces the partials "
+                   "of every direction)",
     },
     "transpose_021": {
         "direction": "", "reads": ("src",), "writes": ("dst",), "args": "TRANSPOSE_ARGS",
@@ -429,14 +437,22 @@ def split_applies(kernel: str, sizes: Mapping[str, int]) -> bool:
                                    (z["stride_w"], z["pad_w"], z["dil_w"], z["S"])))
 
 
-def reduce_args(kernel: str, args: Mapping[str, int]) -> dict[str, int]:
+def reduce_args(kernel: str, args: Mapping[str, int], channels_last: bool = False
+                ) -> dict[str, int]:
     """The i32 arguments of conv2d_bwd_weight_reduce (TOTAL C R S swk swc swr sws) that finish a
-    SPLIT_K > 1 launch of `kernel`, from that launch's CONV_ARGS values. Its grid is
+    SPLIT_K > 1 launch of `kernel`, from the CONV_ARGS values of the output's tensor (`args`).
+    `channels_last`: the launch's object is a CHANNELS_LAST one, whose forward and backward
+    data partials are in the output's channels-last memory order ((n, p, q, k), (n, h, w, c));
+    the reduce then walks them in that order, so its stores are contiguous too. Its grid is
     (cdiv(TOTAL, REDUCE_BLOCK), 1, 1)."""
     a = args
     out = OUTPUT_OF[kernel]
-    if out == "y":
+    if out == "y" and channels_last:
+        dims, strides = (a["N"], a["P"], a["Q"], a["G"] * a["K"]), ("syn", "syh", "syw", "syk")
+    elif out == "y":
         dims, strides = (a["N"], a["G"] * a["K"], a["P"], a["Q"]), ("syn", "syk", "syh", "syw")
+    elif out == "x" and channels_last:
+        dims, strides = (a["N"], a["H"], a["W"], a["G"] * a["C"]), ("sxn", "sxh", "sxw", "sxc")
     elif out == "x":
         dims, strides = (a["N"], a["G"] * a["C"], a["H"], a["W"]), ("sxn", "sxc", "sxh", "sxw")
     else:
@@ -600,6 +616,18 @@ def transpose_fits(b: int, r: int, s: int, element_bytes: int) -> bool:
         rows_fit(s, r)
 
 
+#: The SPLIT_K constexpr of the one object per tile that serves every split above 1: its
+#: kernels read the parts from the grid (`conv_triton_common.part_range`), so a package holds
+#: two objects per tile (SPLIT_K 1 and this) however many splits its records name.
+SPLIT_OBJECT = 2
+
+
+def split_object(split: int) -> int:
+    """The SPLIT_K constexpr of the object a SPLIT_K = `split` launch runs: 1, or SPLIT_OBJECT
+    for every split."""
+    return 1 if split <= 1 else SPLIT_OBJECT
+
+
 def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
                      channels_last: bool = False, precision: str = "ieee",
                      ) -> tuple[dict[str, str], dict[str, Any]]:
@@ -609,7 +637,8 @@ def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
     values: dict[str, Any] = {
         "BLOCK_M": config.get("BLOCK_M"), "BLOCK_N": config.get("BLOCK_N"),
         "BLOCK_K": config.get("BLOCK_K"), "GROUP_M": config.get("GROUP_M", 8),
-        "SPLIT_K": int(config.get("SPLIT_K", 1)), "CHANNELS_LAST": int(channels_last),
+        "SPLIT_K": split_object(int(config.get("SPLIT_K", 1))),
+        "CHANNELS_LAST": int(channels_last),
         "PRECISION": precision, "BLOCK": REDUCE_BLOCK,
         "BLOCK_R": config.get("BLOCK_R"), "BLOCK_S": config.get("BLOCK_S"),
     }

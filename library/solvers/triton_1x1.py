@@ -191,7 +191,7 @@ class ConvTritonGemm1x1(Solver):
                     config = tuple(sorted({**tile, "SPLIT_K": s}.items()))
                     jobs += [_job(self.direction, data_type, config, a, target)
                              for a in (True, False)]
-            jobs += [reduce_job(data_type, s, target) for s in splits if s > 1]
+            jobs += [reduce_job(data_type, target)] if any(s > 1 for s in splits) else []
         return jobs
 
     # ------------------------------------------------------------------ launches

@@ -166,11 +166,11 @@ def splits_reduction(kernel: str) -> bool:
 
 
 @lru_cache(maxsize=256)
-def reduce_job(data_type: str, split: int, target: Target) -> CompileJob:
-    """The job of the reduce kernel that finishes a SPLIT_K = `split` launch (no alignment
-    assumptions: its output is any tensor the caller passes)."""
+def reduce_job(data_type: str, target: Target) -> CompileJob:
+    """The job of the reduce kernel that finishes a split launch of any SPLIT_K (a run-time
+    argument; no alignment assumptions: its output is any tensor the caller passes)."""
     spec = spec_module()
-    config = (("SPLIT_K", int(split)), ("num_warps", int(spec.REDUCE_WARPS)), ("num_stages", 1))
+    config = (("num_warps", int(spec.REDUCE_WARPS)), ("num_stages", 1))
     return conv_triton_job(CONV_KERNEL_FILE, "ieee", REDUCE_KERNEL, data_type, config, False, False,
                        target)
 
@@ -183,13 +183,14 @@ def reduce_step(data_type: str, split: int, target: Target, out_tensor: str,
     spec = spec_module()
     args = [kernel_arg("ws_ptr", "ptr:workspace", None),
             kernel_arg("w_ptr", "ptr:" + out_tensor, None)]
+    values = {**values, "SPLIT_K": int(split)}
     args += [kernel_arg(name, "i32", int(values[name])) for name, kind in spec.REDUCE_ARGS
              if kind == "i32"]
     args += scratch_args()
     grid = (int(spec.cdiv(values["TOTAL"], spec.REDUCE_BLOCK)), 1, 1)
     launch = Launch(REDUCE_KERNEL, grid, (int(spec.REDUCE_WARPS) * 32, 1, 1), tuple(args),
                     needs_meta=True)
-    return reduce_job(data_type, split, target), launch
+    return reduce_job(data_type, target), launch
 
 
 def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:
@@ -206,7 +207,7 @@ def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:
     data_type = {v: k for k, v in spec_module().ELEMENT_TYPES.items()}.get(element.lstrip("*"))
     if data_type is None:
         return ()
-    return (reduce_job(data_type, split, job.target),)
+    return (reduce_job(data_type, job.target),)
 
 
 @lru_cache(maxsize=4096)

@@ -447,6 +447,13 @@ class ConvTritonImplicitGemm(Solver):
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
         """With SPLIT_K > 1: the reduce kernel's job and launch, which sums the partials the
         main launch left in the workspace into the output."""
+        return self.reduce_follow_ups(problem, params, target, self._view(problem)[3])
+
+    def reduce_follow_ups(self, problem: ConvProblem, params: Params, target: Target,
+                          partials_channels_last: bool
+                          ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """With SPLIT_K > 1: the reduce of partials that a channels-last object
+        (`partials_channels_last`) or another one wrote, into `problem`'s output."""
         config = self._config(params)
         split = config["SPLIT_K"]
         if split <= 1:
@@ -458,7 +465,7 @@ class ConvTritonImplicitGemm(Solver):
         out_tensor = {"y": view.out_tensor, "x": view.in_tensor,
                       "w": view.wei_tensor}[spec.OUTPUT_OF[kernel]]
         return (reduce_step(problem.in_type, split, target, out_tensor,
-                            spec.reduce_args(kernel, args)),)
+                            spec.reduce_args(kernel, args, partials_channels_last)),)
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

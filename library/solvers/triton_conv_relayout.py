@@ -283,8 +283,10 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         out = spec_module().OUTPUT_OF[kernel]
         names = self._names(problem)
         if int(self._config(params)["SPLIT_K"]) > 1 and splits_reduction(kernel):
-            # The caller's problem's reduce: the same partials (logical order), its strides.
-            (job, launch), = super().follow_ups(problem, params, target)
+            # The caller's problem's reduce, its strides, over the partials in the order the
+            # inner kernel wrote them (a channels-last object's: channels last).
+            (job, launch), = self.reduce_follow_ups(
+                problem, params, target, self.inner._view(self._relaid(problem))[3])
             args = tuple(kernel_arg(a.name, "ptr:" + _SLOTS["part"], None)
                          if a.kind == "ptr:workspace" and a.name == "ws_ptr" else a
                          for a in launch.args)

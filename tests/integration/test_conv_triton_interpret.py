@@ -23,11 +23,13 @@ if int(np.__version__.split(".")[0]) >= 2:
 # direction, C, H, K, R, stride, pad, dilation, groups, SPLIT_K
 CASES = [
     ("F", 16, 8, 16, 3, 1, 1, 1, 2, 2),
+    ("F", 16, 7, 16, 1, 1, 0, 1, 1, 3),
     ("F", 3, 9, 16, 3, 2, 1, 1, 1, 1),
     ("F", 16, 9, 16, 3, 1, 2, 2, 2, 1),
     ("B", 16, 8, 16, 3, 1, 1, 1, 2, 1),
     ("B", 16, 8, 32, 1, 2, 0, 1, 1, 1),
     ("B", 16, 9, 16, 3, 2, 1, 1, 1, 2),
+    ("B", 16, 8, 16, 3, 1, 1, 1, 2, 3),
     ("B", 3, 9, 16, 3, 2, 1, 1, 1, 1),
     ("W", 16, 8, 16, 3, 1, 1, 1, 2, 2),
     ("W", 16, 8, 32, 1, 2, 0, 1, 1, 1),
@@ -70,10 +72,10 @@ SCRIPT = textwrap.dedent('''
     fn[ct.grid(kernel, sizes, cfg)](**launch_arguments(
         fn, {"x_ptr": tx, "w_ptr": tw, "y_ptr": ty, "ws_ptr": ws, **args, **cx}))
     if split > 1:
-        ra = ct.reduce_args(kernel, args)
+        ra = dict(ct.reduce_args(kernel, args, layout == "NHWC"), SPLIT_K=split)
         ct.JIT["conv2d_bwd_weight_reduce"][(ct.cdiv(ra["TOTAL"], ct.REDUCE_BLOCK), 1, 1)](
             ws, out, *(ra[a] for a, kind in ct.REDUCE_ARGS if kind == "i32"),
-            SPLIT_K=split, BLOCK=ct.REDUCE_BLOCK)
+            BLOCK=ct.REDUCE_BLOCK)
     print(float((out.double() - ref).norm() / ref.norm()))
 ''')
 

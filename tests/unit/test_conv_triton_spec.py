@@ -48,7 +48,8 @@ def test_grids() -> None:
     assert spec.grid("conv2d_bwd_weight", SIZES, cfg) == (1 * 2, 9, 4)
     assert spec.workspace_bytes("conv2d_bwd_weight", SIZES, cfg) == 4 * 128 * 128 * 9 * 4
     assert spec.workspace_bytes("conv2d_fwd", SIZES, dict(cfg, SPLIT_K=1)) == 0
-    assert spec.grid("conv2d_bwd_weight_reduce", SIZES, cfg) == (-(-128 * 128 * 9 // 1024), 1, 1)
+    assert spec.grid("conv2d_bwd_weight_reduce", SIZES, cfg) == (
+        -(-128 * 128 * 9 // spec.REDUCE_BLOCK), 1, 1)
 
 
 @pytest.mark.parametrize("kind", sorted(spec.TARGET_KINDS))
@@ -110,9 +111,20 @@ def test_reduce_arguments_follow_the_output() -> None:
                  "swk": 28 * 28 * 128, "swc": 1, "swr": 28 * 128, "sws": 128}
     x = spec.reduce_args("conv2d_bwd_data", args)
     assert (x["TOTAL"], x["R"], x["swk"], x["sws"]) == (32 * 128 * 56 * 56, 56, 56 * 56 * 128, 128)
+    # After a channels-last object the partials are in memory order, (n, p, q, k): the reduce
+    # walks them so, channels innermost, and its stores are contiguous.
+    y = spec.reduce_args("conv2d_fwd", args, channels_last=True)
+    assert y == {"TOTAL": 32 * 128 * 28 * 28, "C": 28, "R": 28, "S": 128,
+                 "swk": 28 * 28 * 128, "swc": 28 * 128, "swr": 128, "sws": 1}
+    x = spec.reduce_args("conv2d_bwd_data", args, channels_last=True)
+    assert (x["C"], x["R"], x["S"], x["sws"]) == (56, 56, 128, 1)
+    # Weights' partials are (k, c, r, s) whatever the object.
+    assert spec.reduce_args("conv2d_bwd_weight", args, channels_last=True) == \
+        spec.reduce_args("conv2d_bwd_weight", args)
     w = spec.reduce_args("conv2d_bwd_weight", args)
     assert (w["TOTAL"], w["C"], w["R"], w["swc"]) == (128 * 128 * 9, 128, 3, 1)
-    assert [n for n, k in spec.REDUCE_ARGS if k == "i32"] == list(y)
+    # Every i32 argument but the split (reduce_step's: the launch's own) from reduce_args.
+    assert [n for n, k in spec.REDUCE_ARGS if k == "i32"] == [*y, "SPLIT_K"]
 
 
 def test_signature() -> None:

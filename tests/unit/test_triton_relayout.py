@@ -411,6 +411,21 @@ def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
     assert back.scalars() == {"B": 128, "R": 128, "S": 9}
 
 
+def test_a_split_forward_via_nhwc_reduces_partials_in_their_channels_last_order() -> None:
+    """The NHWC kernel of a Via forward writes its partials in NHWC order, (n, p, q, k); the
+    reduce walks them so and stores into the caller's NCHW output with its strides."""
+    via = get_solver("ConvTritonImplicitGemmViaNhwcFwd")
+    p = _as(ConvProblem(n=1, c=1024, k=256, in_spatial=(14, 14), filter=(1, 1)), "F", "FP16")
+    (_, reduce), = via.follow_ups(p, (64, 32, 64, 8, 4, 4, 3), SM90)
+    v = reduce.scalars()
+    assert (v["TOTAL"], v["C"], v["R"], v["S"], v["SPLIT_K"]) == (256 * 14 * 14, 14, 14, 256, 4)
+    assert [v[k] for k in ("swk", "swc", "swr", "sws")] == [256 * 14 * 14, 14, 1, 14 * 14]
+    # The NCHW solver's own split reduces NCHW-ordered partials.
+    (_, own), = get_solver("ConvTritonImplicitGemmFwd").follow_ups(
+        p, (64, 32, 64, 8, 4, 4, 3), SM90)
+    assert [own.scalars()[k] for k in ("C", "R", "S", "sws")] == [256, 14, 14, 1]
+
+
 def test_every_object_of_a_call_is_named_for_precompiles_and_closures(tmp_path) -> None:  # noqa: ANN001
     from miopenkernels.builder.closure import required_kernels
     from miopenkernels.solvers import launch_jobs

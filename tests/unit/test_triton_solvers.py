@@ -488,7 +488,7 @@ def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
     k, c, r, s = problem.wei_shape
     assert inv.workspace_bytes == 4 * k * c * r * s * 4  # FP32 partials per split
     main, reduce = built
-    assert reduce.kernel_name == "conv2d_bwd_weight_reduce" and "-DSPLIT_K=4" in reduce.options
+    assert reduce.kernel_name == "conv2d_bwd_weight_reduce" and "SPLIT_K:i32" in str(reduce.options)
     assert companion_jobs(main) == (reduce,) and companion_jobs(reduce) == ()
     assert with_companions([main]) == [main, reduce]
     one = solver.compile_job(problem, (*params[:4], 1, *params[5:]), SM90)
@@ -503,6 +503,7 @@ def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
     args = second.args
     assert args[0] == ("ptr:workspace", ptrs["workspace"]) and args[1] == ("ptr:dw", ptrs["w"])
     assert [v for kind, v in args if kind == "i32"][:4] == [k * c * r * s, c, r, s]
+    assert [v for kind, v in args if kind == "i32"][8] == 4  # the split: a run-time argument
     # No workspace address: a one-line error before anything is launched.
     launched = len(backend.recorded)
     with pytest.raises(ProblemError, match="bytes of workspace"):
