@@ -147,7 +147,11 @@ def main() -> int:
     rows = [one(torch, package, size, split, layout, args.calls)
             for size in SIZES for split in SPLITS for layout in ("NHWC", "NCHW")]
     names = ("package", "unrolled", "runtime", "runtime256", "torch")
-    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _machine import nvidia_driver
+
+    result = {"device": torch.cuda.get_device_name(), "driver": nvidia_driver(),
+              "torch": torch.__version__,
               "triton": triton.__version__, "calls": args.calls, "rows": rows,
               "geomean_over_package": {
                   v: round(statistics.geometric_mean(r[v] / r["package"] for r in rows), 3)

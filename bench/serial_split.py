@@ -135,10 +135,9 @@ def plan_cases(layers: list[tuple[str, Any]], cases: list[str], sms: int, target
                         else:
                             jobs[("p", dtype, str(cfg), cl, precision)] = (
                                 "plain", "conv2d_fwd", dtype, cfg, cl, precision, aligned, target)
-                        if v == "reduce":
-                            rc = {"SPLIT_K": split, "num_warps": spec.REDUCE_WARPS,
-                                  "num_stages": 1}
-                            jobs[("r", dtype, split)] = (
+                        if v == "reduce":  # one reduce object serves every split
+                            rc = {"num_warps": spec.REDUCE_WARPS, "num_stages": 1}
+                            jobs[("r", dtype)] = (
                                 "plain", "conv2d_bwd_weight_reduce", dtype, rc, False, "ieee",
                                 False, target)
             out.append((net, p, case, t, dtype, precision, cl, aligned, tried))
@@ -194,13 +193,12 @@ def run(cases: list[tuple], target: tuple, args: Any) -> list[dict]:
                     **cx}).values())
                 launches = [(ck, (gx, gy, gz), vals)]
                 if variant == "reduce":
-                    split = cfg["SPLIT_K"]
-                    rc = {"SPLIT_K": split, "num_warps": spec.REDUCE_WARPS, "num_stages": 1}
+                    rc = {"num_warps": spec.REDUCE_WARPS, "num_stages": 1}
                     rk = _compiled("conv2d_bwd_weight_reduce", dtype, rc, False, "ieee", False,
                                    target)
-                    ra = spec.reduce_args("conv2d_fwd", cargs)
+                    ra = dict(spec.reduce_args("conv2d_fwd", cargs, cl), SPLIT_K=cfg["SPLIT_K"])
                     rv = [ws, out, *(ra[nm] for nm, kd in spec.REDUCE_ARGS if kd == "i32"),
-                          split, spec.REDUCE_BLOCK]
+                          spec.REDUCE_BLOCK]
                     launches.append((rk, (spec.cdiv(ra["TOTAL"], spec.REDUCE_BLOCK), 1, 1),
                                      rv))
 

@@ -319,10 +319,9 @@ def main(argv: list[str] | None = None) -> int:
                     for c in cfgs:
                         jobs[(kernel, dtype, tuple(sorted(c.items())), cl, precision, aligned)] = (
                             kernel, dtype, c, cl, precision, aligned, target)
-                        if c["SPLIT_K"] > 1:
-                            rc = {"SPLIT_K": c["SPLIT_K"], "num_warps": spec.REDUCE_WARPS,
-                                  "num_stages": 1}
-                            jobs[("r", dtype, c["SPLIT_K"])] = (
+                        if c["SPLIT_K"] > 1:  # one reduce object serves every split
+                            rc = {"num_warps": spec.REDUCE_WARPS, "num_stages": 1}
+                            jobs[("r", dtype)] = (
                                 "conv2d_bwd_weight_reduce", dtype, rc, False, "ieee", False,
                                 target)
                     cases.append((li, t, dtype, precision, lay, d, kernel, cfgs, aligned))
@@ -476,11 +475,11 @@ def run_cases(cases: list, layers: list, target: tuple, args: Any, sms: int) -> 
                 "x_ptr": tx, "w_ptr": tw, "y_ptr": ty, "ws_ptr": ws, **cargs, **cx}).values())
             launches = [(ck, grid, vals)]
             if cfg["SPLIT_K"] > 1:
-                rc = {"SPLIT_K": cfg["SPLIT_K"], "num_warps": spec.REDUCE_WARPS, "num_stages": 1}
+                rc = {"num_warps": spec.REDUCE_WARPS, "num_stages": 1}
                 rk = _compiled("conv2d_bwd_weight_reduce", dtype, rc, False, "ieee", False, target)
-                ra = spec.reduce_args(kernel, cargs)
+                ra = dict(spec.reduce_args(kernel, cargs, lay == "NHWC"), SPLIT_K=cfg["SPLIT_K"])
                 rv = [ws, out, *(ra[nm] for nm, kd in spec.REDUCE_ARGS if kd == "i32"),
-                      cfg["SPLIT_K"], spec.REDUCE_BLOCK]
+                      spec.REDUCE_BLOCK]
                 launches.append((rk, (spec.cdiv(ra["TOTAL"], spec.REDUCE_BLOCK), 1, 1), rv))
 
             def ours(launches: list = launches) -> None:
