@@ -100,8 +100,20 @@ def _job(job: tuple) -> None:
         _compiled(*rest)
 
 
+def parse_tiles(text: str) -> list[tuple[int, int, int, int, int]]:
+    """`--tiles` (`64x16x64w4s3,64x32x128w4s3`): (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)."""
+    out = []
+    for item in (t for t in text.split(",") if t):
+        shape, rest = item.split("w")
+        warps, stages = rest.split("s")
+        m, n, k = (int(v) for v in shape.split("x"))
+        out.append((m, n, k, int(warps), int(stages)))
+    return out
+
+
 def plan_cases(layers: list[tuple[str, Any]], cases: list[str], sms: int, target: tuple,
-               serial: bool = True) -> tuple[list[tuple], dict[tuple, tuple]]:
+               serial: bool = True, extra_tiles: list[tuple[int, ...]] | None = None
+               ) -> tuple[list[tuple], dict[tuple, tuple]]:
     """(cases to time, compile jobs): per layer and case the (variant, config) list."""
     from miopenkernels.kernels import conv_triton_spec as spec
 
@@ -114,7 +126,7 @@ def plan_cases(layers: list[tuple[str, Any]], cases: list[str], sms: int, target
             cl = lay == "NHWC"
             aligned = sz["C"] % 16 == 0 and sz["K"] % 16 == 0 and (
                 not cl or all(v % 16 == 0 for v in (sz["C"] * sz["W"], sz["K"] * sz["Q"])))
-            tiles = TILES["TF32" if t == "TF32" else "16"]
+            tiles = TILES["TF32" if t == "TF32" else "16"] + list(extra_tiles or [])
             red_steps = sz["R"] * sz["S"]
             tried = []
             for m, n, k, w, s in tiles:
@@ -259,8 +271,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--no-serial", action="store_true",
                     help="leave the one-launch split out (no split against two launches only)")
+    ap.add_argument("--tiles", default="", help="tiles to try besides the usual set, e.g. "
+                    "64x16x64w4s3,64x32x128w4s3 (BLOCK_MxBLOCK_NxBLOCK_K, warps, stages)")
     add_timing_args(ap, CASES, 11, 20)
     args = ap.parse_args(argv)
+    try:
+        extra = parse_tiles(args.tiles)
+    except ValueError:
+        ap.error(f"--tiles {args.tiles!r}: write each tile as 64x16x64w4s3")
     cases, props, target = sweep_setup(args, CASES)
     import torch
 
@@ -269,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in forward_layers(net, args.batch):
             seen.setdefault(p.key(), (net, p))
     planned, jobs = plan_cases(list(seen.values()), cases, props.multi_processor_count, target,
-                               serial=not args.no_serial)
+                               serial=not args.no_serial, extra_tiles=extra)
     compile_all(_job, list(jobs.values()), args.workers)
     rows = run(planned, target, args)
     import platform
