@@ -37,6 +37,14 @@ SPLITS = (2, 4, 8, 16)
 
 
 @triton.jit
+def _store(acc, i, ok, w_ptr, C, R, S, swk, swc, swr, sws):
+    """The shipped kernel's store: flat index i of (i0, C, R, S) into any strides."""
+    c, rs = (i // (R * S)) % C, i % (R * S)
+    tl.store(w_ptr + (i // (C * R * S)) * swk + c * swc + (rs // S) * swr + (rs % S) * sws,
+             acc.to(w_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
 def reduce_unrolled(ws_ptr, w_ptr, TOTAL, C, R, S, swk, swc, swr, sws,
                     SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -44,15 +52,7 @@ def reduce_unrolled(ws_ptr, w_ptr, TOTAL, C, R, S, swk, swc, swr, sws,
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for sp in tl.static_range(SPLIT_K):
         acc += tl.load(ws_ptr + sp * TOTAL + i, mask=ok, other=0.0)
-    RS = R * S
-    k = i // (C * RS)
-    crs = i - k * (C * RS)
-    c = crs // RS
-    rs = crs - c * RS
-    r = rs // S
-    s = rs - r * S
-    tl.store(w_ptr + k * swk + c * swc + r * swr + s * sws, acc.to(w_ptr.dtype.element_ty),
-             mask=ok)
+    _store(acc, i, ok, w_ptr, C, R, S, swk, swc, swr, sws)
 
 
 @triton.jit
@@ -63,15 +63,7 @@ def reduce_runtime(ws_ptr, w_ptr, TOTAL, C, R, S, swk, swc, swr, sws, splits,
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for sp in tl.range(0, splits, loop_unroll_factor=4):
         acc += tl.load(ws_ptr + sp * TOTAL + i, mask=ok, other=0.0)
-    RS = R * S
-    k = i // (C * RS)
-    crs = i - k * (C * RS)
-    c = crs // RS
-    rs = crs - c * RS
-    r = rs // S
-    s = rs - r * S
-    tl.store(w_ptr + k * swk + c * swc + r * swr + s * sws, acc.to(w_ptr.dtype.element_ty),
-             mask=ok)
+    _store(acc, i, ok, w_ptr, C, R, S, swk, swc, swr, sws)
 
 
 def graph_us(torch: Any, fn: Any, calls: int) -> float:

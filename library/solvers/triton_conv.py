@@ -7,13 +7,11 @@ from the kdb with the launch metadata they carry (codeobject.LaunchMetadata).
 
 Applicability: targets with matrix instructions (targets.toml `matrix`); 2D problems; one
 element type of FP16, BF16 or FP32 (FP32 not on wmma targets); 32-bit offsets; groups as
-program axis 1. The portable solvers stay the fallback for everything else.
-
-Parameters (PerfDb order): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps,
-num_stages; the legal space per target comes from the spec (shared memory/LDS respected).
-SPLIT_K > 1 (backward weights by default; forward and backward data where their tiles alone
-would leave most CUs idle) leaves FP32 partial sums in the workspace, which a second launch of
-the reduce kernel (`follow_ups`) adds into the output.
+program axis 1. The portable solvers stay the fallback for everything else. Parameters (PerfDb
+order): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps, num_stages; the legal space per
+target comes from the spec. SPLIT_K > 1 (backward weights by default; forward and backward data
+where their tiles alone would leave most CUs idle) leaves FP32 partial sums in the workspace,
+which the reduce kernel (`follow_ups`) adds into the output; one object serves every split.
 
 Every object is shape-agnostic (sizes are arguments). An object may assume 16-byte aligned
 pointers and multiples of 16 in the spec's ALIGN16_ARGS; a problem or call that does not meet
@@ -443,29 +441,24 @@ class ConvTritonImplicitGemm(Solver):
                       workspace_bytes=int(spec.workspace_bytes(kernel, sizes, config)),
                       needs_meta=True)
 
-    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target,
+                   partials_channels_last: bool | None = None
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
         """With SPLIT_K > 1: the reduce kernel's job and launch, which sums the partials the
-        main launch left in the workspace into the output."""
-        return self.reduce_follow_ups(problem, params, target, self._view(problem)[3])
-
-    def reduce_follow_ups(self, problem: ConvProblem, params: Params, target: Target,
-                          partials_channels_last: bool
-                          ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """With SPLIT_K > 1: the reduce of partials that a channels-last object
-        (`partials_channels_last`) or another one wrote, into `problem`'s output."""
-        config = self._config(params)
-        split = config["SPLIT_K"]
+        main launch left in the workspace into the output, in the order a channels-last object
+        (`partials_channels_last`; None: the problem's own object) or another one wrote them."""
+        split = self._config(params)["SPLIT_K"]
         if split <= 1:
             return ()
         spec = spec_module()
-        view, args, kernel, _ = self._view(problem)
+        view, args, kernel, cl = self._view(problem)
         if not splits_reduction(kernel):
             raise ProblemError(f"{self.name}: kernel {kernel} has no SPLIT_K > 1 variant here")
         out_tensor = {"y": view.out_tensor, "x": view.in_tensor,
                       "w": view.wei_tensor}[spec.OUTPUT_OF[kernel]]
         return (reduce_step(problem.in_type, split, target, out_tensor,
-                            spec.reduce_args(kernel, args, partials_channels_last)),)
+                            spec.reduce_args(kernel, args, cl if partials_channels_last is None
+                                             else partials_channels_last)),)
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

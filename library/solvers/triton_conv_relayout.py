@@ -273,10 +273,12 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
                 args.append(kernel_arg(a.name, to_slot.get(a.kind, a.kind), a.value))
         return replace(inner, args=tuple(args), workspace_bytes=total)
 
-    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target,
+                   partials_channels_last: bool | None = None
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """The inner kernel's reduce (partials from the workspace into the caller's output,
-        with its strides), or the output's transpose back into the caller's layout."""
+        """The inner kernel's reduce (partials from the workspace, in the order the inner
+        kernel wrote them, into the caller's output with its strides), or the output's
+        transpose back into the caller's layout."""
         from .._record import replace
 
         kernel = self._kernel(problem)
@@ -285,7 +287,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         if int(self._config(params)["SPLIT_K"]) > 1 and splits_reduction(kernel):
             # The caller's problem's reduce, its strides, over the partials in the order the
             # inner kernel wrote them (a channels-last object's: channels last).
-            (job, launch), = self.reduce_follow_ups(
+            (job, launch), = super().follow_ups(
                 problem, params, target, self.inner._view(self._relaid(problem))[3])
             args = tuple(kernel_arg(a.name, "ptr:" + _SLOTS["part"], None)
                          if a.kind == "ptr:workspace" and a.name == "ws_ptr" else a
