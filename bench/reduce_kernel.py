@@ -7,9 +7,11 @@ launch at about 4 us where a torch elementwise kernel of that size takes 1.4 us
 (bench/torch_graph_profile.py). This script times, for outputs of those sizes in NCHW and NHWC
 and splits of 2-16, GPU time per call in a CUDA graph of `--calls` calls (median of 7
 replays):
-- `package`: the shipped kernel (SPLIT_K a constexpr, the split loop a `range`);
-- `unrolled`: the same with the split loop unrolled (`tl.static_range`), so that the SPLIT_K
-  loads are all in flight at once;
+- `package`: the installed package's kernel at its own block and warps (REDUCE_BLOCK,
+  REDUCE_WARPS; at tree a07afd4, which bench/results/reduce_kernel_h100.json measured: SPLIT_K
+  a constexpr, the split loop a `range`, 1024 values on 4 warps);
+- `unrolled`: SPLIT_K a constexpr and the split loop unrolled (`tl.static_range`), so that the
+  SPLIT_K loads are all in flight at once, 1024 values on 4 warps;
 - `runtime`: the split count a run-time argument, the loop unrolled by 4
   (`tl.range(..., loop_unroll_factor=4)`), at BLOCK 1024 and 256;
 - `torch`: `torch.sum` of the partials over the split axis into the output (its reduction
@@ -93,6 +95,8 @@ def graph_us(torch: Any, fn: Any, calls: int) -> float:
 
 def one(torch: Any, package: Any, size: tuple[int, ...], split: int, layout: str,
         calls: int) -> dict[str, Any]:
+    from miopenkernels.kernels import conv_triton_spec as spec
+
     n, k, p, q = size
     total = n * k * p * q
     ws = torch.randn(split, total, device="cuda", dtype=torch.float32)
@@ -103,8 +107,9 @@ def one(torch: Any, package: Any, size: tuple[int, ...], split: int, layout: str
     ref = ws.double().sum(0).view(n, k, p, q)
     args = (total, k, p, q, *y.stride())
     variants = {
-        "package": lambda: package[(triton.cdiv(total, 1024),)](
-            ws, y, *args, SPLIT_K=split, BLOCK=1024, num_warps=4, num_stages=1),
+        "package": lambda: package[(triton.cdiv(total, spec.REDUCE_BLOCK),)](
+            ws, y, *args, SPLIT_K=split, BLOCK=spec.REDUCE_BLOCK, num_warps=spec.REDUCE_WARPS,
+            num_stages=1),
         "unrolled": lambda: reduce_unrolled[(triton.cdiv(total, 1024),)](
             ws, y, *args, SPLIT_K=split, BLOCK=1024, num_warps=4, num_stages=1),
         "runtime": lambda: reduce_runtime[(triton.cdiv(total, 1024),)](

@@ -242,7 +242,7 @@ class ConvTriton3d(Solver):
             jobs += [_job(self.direction, data_type, self.math, config, last, last, target)
                      for last in (False, True)]
             if self.direction == "W":
-                jobs += [reduce_job(data_type, target)] if any(s > 1 for s in spec.SPLITS) else []
+                jobs.append(reduce_job(data_type, target))  # every split: one object
         return jobs
 
     # ------------------------------------------------------------------ launches

@@ -220,7 +220,7 @@ class ConvTritonDepthwise(Solver):
                 jobs += [_job(self.spec_name, self.direction, data_type, config, last, a,
                               width, target) for a in (aligned if last else (False,))]
             if self.direction == "W":
-                jobs += [reduce_job(data_type, target)] if any(s > 1 for s in spec.SPLITS) else []
+                jobs.append(reduce_job(data_type, target))  # every split: one object
         return jobs
 
     # ------------------------------------------------------------------ launches
