@@ -33,13 +33,62 @@ from torch_models import _graph, _interleaved_ms, environment, model_pair  # noq
 DEFAULT_CASES = ("resnet50,1,FP16,channels_last", "resnet50,1,FP32,channels_last")
 # Substrings of the kernels that compute a convolution: cuDNN's (and the cuBLAS-like kernels
 # it runs for 1x1 layers) and this package's (Triton families and the portable kernels).
-CONV_NAMES = ("conv", "xmma", "cudnn", "implicit", "gemm", "sm90_", "sm80_", "winograd",
-              "depthwise", "grouped", "naive")
+CONV_NAMES = ("conv", "xmma", "cudnn", "implicit", "gemm", "gemv", "sm90_", "sm80_", "winograd",
+              "depthwise", "grouped", "naive", "splitkreduce")
+# cuDNN's batch norm kernels carry "cudnn" in their names without being a convolution's.
+NOT_CONV = ("elementwise", "bn_fw", "batch_norm")
 
 
 def is_conv(name: str) -> bool:
     low = name.lower()
-    return any(s in low for s in CONV_NAMES) and "elementwise" not in low
+    return any(s in low for s in CONV_NAMES) and not any(s in low for s in NOT_CONV)
+
+
+def conv_order(torch: Any, net: Any, x: Any) -> list[str]:
+    """The model's convolutions and linear layers as they run, each named by its shape
+    (C-HxW-RxS-K stride, or fc C-K)."""
+    names: list[str] = []
+
+    def hook(module: Any, inputs: Any, _out: Any) -> None:
+        if isinstance(module, torch.nn.Linear):
+            names.append(f"fc {module.in_features}-{module.out_features}")
+            return
+        h, w = inputs[0].shape[-2:]
+        r, s = module.kernel_size
+        g = f" g{module.groups}" if module.groups > 1 else ""
+        names.append(f"{module.in_channels}-{h}x{w}-{r}x{s}-{module.out_channels} "
+                     f"u{module.stride[0]}{g}")
+
+    hooks = [m.register_forward_hook(hook) for m in net.modules()
+             if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    try:
+        with torch.no_grad():
+            net(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    return names
+
+
+def per_layer(kernels: list[tuple[str, float, float]], names: list[str]
+              ) -> list[dict[str, Any]] | None:
+    """One replay's convolution kernels grouped into layers (a run of consecutive convolution
+    kernels is one layer's: its kernel and any split reduce), named in `names` order; None
+    where the runs and the layers do not pair up."""
+    runs: list[list[tuple[str, float, float]]] = []
+    prev_conv = False
+    for k in kernels:
+        conv = is_conv(k[0])
+        if conv:
+            if prev_conv:
+                runs[-1].append(k)
+            else:
+                runs.append([k])
+        prev_conv = conv
+    if len(runs) != len(names):
+        return None
+    return [{"layer": name, "us": round(sum(e - s for _, s, e in run), 3), "kernels": len(run)}
+            for name, run in zip(names, runs, strict=True)]
 
 
 def kernel_records(torch: Any, replay: Any, replays: int) -> list[list[tuple[str, float, float]]]:
@@ -96,6 +145,17 @@ def summarise(replays: list[list[tuple[str, float, float]]]) -> dict[str, Any]:
     return out
 
 
+def layer_medians(replays: list[list[tuple[str, float, float]]], names: list[str]
+                  ) -> list[dict[str, Any]] | None:
+    """Per layer, the median over replays of its kernels' time."""
+    per = [per_layer(ks, names) for ks in replays]
+    good = [p for p in per if p is not None]
+    if not good:
+        return None
+    return [{**good[0][i], "us": round(statistics.median(p[i]["us"] for p in good), 3)}
+            for i in range(len(names))]
+
+
 def one_case(model: str, batch: int, type_name: str, layout: str, replays: int
              ) -> dict[str, Any]:
     import torch
@@ -107,11 +167,32 @@ def one_case(model: str, batch: int, type_name: str, layout: str, replays: int
         ours(x)  # finds the solutions and loads their kernels before the capture
         for engine, net in (("torch", base), ("miopenkernels", ours)):
             graphs[engine], _ = _graph(torch, lambda net=net: net(x))
+    names = conv_order(torch, base, x)
     ms = _interleaved_ms([g.replay for g in graphs.values()], replays)
+    layers = {}
     for (engine, graph), replay_ms in zip(graphs.items(), ms, strict=True):
-        out[engine] = {"graph_ms": round(replay_ms, 4),
-                       **summarise(kernel_records(torch, graph.replay, replays))}
+        records = kernel_records(torch, graph.replay, replays)
+        out[engine] = {"graph_ms": round(replay_ms, 4), **summarise(records)}
+        layers[engine] = layer_medians(records, names)
+    if layers["torch"] and layers["miopenkernels"]:
+        out["layers"] = [{"layer": a["layer"], "torch_us": a["us"], "ours_us": b["us"],
+                          "ours_kernels": b["kernels"]}
+                         for a, b in zip(layers["torch"], layers["miopenkernels"], strict=True)]
     return out
+
+
+def layer_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Layers of one shape summed: count, torch us, ours us, ratio; largest excess first."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        acc = by.setdefault(r["layer"], [0, 0.0, 0.0])
+        acc[0] += 1
+        acc[1] += r["torch_us"]
+        acc[2] += r["ours_us"]
+    lines = [f"  {'layer':34}{'n':>3}{'torch us':>10}{'ours us':>10}{'ratio':>7}"]
+    for name, (n, t, o) in sorted(by.items(), key=lambda kv: kv[1][1] - kv[1][2]):
+        lines.append(f"  {name:34}{n:>3}{t:>10.2f}{o:>10.2f}{o / max(t, 1e-9):>7.2f}")
+    return lines
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -126,6 +207,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         for engine in ("torch", "miopenkernels"):
             lines.append(f"  {engine}: top kernels (name, count, us)")
             lines += [f"    {n:90} {c:>4} {t:>9}" for n, c, t in r[engine]["top"][:8]]
+        if r.get("layers"):
+            lines += layer_table(r["layers"])
     return "\n".join(lines)
 
 

@@ -54,20 +54,21 @@ def _torch() -> Any:
 
 # ----------------------------------------------------------------------------- models
 def resnet(blocks: tuple[int, ...] = (3, 4, 6, 3), width: int = 64, classes: int = 1000,
-           expansion: int = 4) -> Any:
-    """ResNet with bottleneck blocks; the defaults are ResNet-50's layer list."""
+           expansion: int = 4, inner: int = 1) -> Any:
+    """ResNet with bottleneck blocks; the defaults are ResNet-50's layer list (`inner` 2:
+    Wide ResNet-50-2, whose bottlenecks are twice as wide inside)."""
     torch = _torch()
     nn = torch.nn
 
     class Bottleneck(nn.Module):  # type: ignore[misc]
         def __init__(self, inplanes: int, planes: int, stride: int) -> None:
             super().__init__()
-            out = planes * expansion
-            self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(planes)
-            self.conv2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(planes)
-            self.conv3 = nn.Conv2d(planes, out, 1, bias=False)
+            out, mid = planes * expansion, planes * inner
+            self.conv1 = nn.Conv2d(inplanes, mid, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(mid)
+            self.conv2 = nn.Conv2d(mid, mid, 3, stride, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(mid)
+            self.conv3 = nn.Conv2d(mid, out, 1, bias=False)
             self.bn3 = nn.BatchNorm2d(out)
             self.relu = nn.ReLU(inplace=True)
             self.downsample = None
@@ -142,7 +143,10 @@ def mobilenet_v2(width_mult: float = 1.0, last_channel: int = 1280, classes: int
     return nn.Sequential(*layers)
 
 
-BUILDERS = {"resnet50": resnet, "mobilenet_v2": mobilenet_v2}
+BUILDERS = {"resnet50": resnet, "mobilenet_v2": mobilenet_v2,
+            # Further networks, not among the defaults: checks of rules fitted on the two above.
+            "wide_resnet50_2": lambda: resnet(inner=2),
+            "mobilenet_v2_1.4": lambda: mobilenet_v2(width_mult=1.4, last_channel=1792)}
 
 
 # ----------------------------------------------------------------------------- timing

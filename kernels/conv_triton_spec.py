@@ -791,28 +791,32 @@ def tuned_config(kind: str, case: str, sizes: Mapping[str, int], kernel: str = "
     return dict(own) if own else usual_config(kind, case, kernel)
 
 
-def small_grid_rule(kind: str, case: str) -> tuple[dict[str, int], float] | None:
+def small_grid_rule(kind: str, case: str) -> tuple[dict[str, int], float, int] | None:
     """A forward case's small-grid rule on a target kind (the tuned table's `small_grid`,
     fitted by bench/small_grid_fit.py): (tile configuration, what the reduce launch of a split
-    costs in BLOCK_K steps, see `small_grid_split`), or None where the table has none."""
+    costs in BLOCK_K steps, how many of the tile's programs an SM runs at once; see
+    `small_grid_split`), or None where the table has none."""
     table = tuned_table(kind)
     rule = ((table or {}).get("small_grid") or {}).get("rules", {}).get(case)
     if not rule:
         return None
-    return dict(rule["config"]), float(rule["reduce_steps"])
+    return (dict(rule["config"]), float(rule["reduce_steps"]),
+            int(rule.get("programs_per_sm", 1)))
 
 
 def small_grid_split(programs: int, steps: int, sms: int, reduce_steps: float,
-                     most: int = 16) -> int:
+                     most: int = 16, per_sm: int = 1) -> int:
     """The SPLIT_K (a power of two up to `most`) of a small-grid forward launch of `programs`
     tiles and `steps` BLOCK_K steps each that costs least, a cost being the steps each part
-    runs times the waves its programs take, plus `reduce_steps` for the reduce launch of any
-    split. A split keeps at least 2 steps per part and 4 waves at most (what
-    bench/serial_split.py measures)."""
-    best, best_cost = 1, float(steps) * cdiv(programs, sms)
+    runs times the waves its programs take (`per_sm` programs on each of `sms` SMs at once),
+    plus `reduce_steps` for the reduce launch of any split. A split keeps at least 2 steps per
+    part and 4 programs an SM at most (what bench/serial_split.py and
+    bench/split_in_model.py measure)."""
+    slots = sms * max(1, per_sm)
+    best, best_cost = 1, float(steps) * cdiv(programs, slots)
     split = 2
     while split <= most and steps >= 2 * split and programs * split <= 4 * sms:
-        cost = cdiv(steps, split) * cdiv(programs * split, sms) + reduce_steps
+        cost = cdiv(steps, split) * cdiv(programs * split, slots) + reduce_steps
         if cost < best_cost:
             best, best_cost = split, cost
         split *= 2

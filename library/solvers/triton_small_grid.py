@@ -4,9 +4,12 @@ At batch 1 most layers of a classification network are small GEMMs: the case's u
 (128x128, fitted at batch 32) launches a few programs on a GPU of 132 SMs, and each runs the
 whole reduction alone. There the forward takes the tuned table's `small_grid` rule for its case
 instead: a narrow tile (64x32) with its reduction split where that saves more serial steps
-than the reduce launch costs (`spec.small_grid_split`, the rule's `reduce_steps`). Fitted by
-bench/small_grid_fit.py on ResNet-50 and MobileNet-v2 at batch 1 (bench/serial_split.py, H100)
-and scored on eleven other networks it was not fitted on and at batch 8: the numbers are in
+than the reduce launch costs (`spec.small_grid_split`: the rule's `reduce_steps`, and its
+`programs_per_sm`, the programs an SM runs at once, which set a split's waves). Fitted by
+bench/small_grid_fit.py on ResNet-50 and MobileNet-v2 at batch 1: the tile on layers timed
+alone (bench/serial_split.py, H100), the split's costs on the same layers inside the
+graph-replayed models, whose weights come from memory once per forward
+(bench/split_in_model.py); scored on other networks it was not fitted on: the numbers are in
 bench/results/small_grid_fit.json.
 
 Where the rule applies, the implicit GEMM claims first place and its defaults rank alone, and
@@ -61,10 +64,11 @@ def small_grid_config(problem: ConvProblem, target: Target, math: str
     gx, gy, gz = spec.grid(kernel, sizes, {**usual, "SPLIT_K": 1})
     if gx * gy * gz >= target.cu // 2:
         return None
-    config, reduce_steps = rule
+    config, reduce_steps, per_sm = rule
     gx, gy, gz = spec.grid(kernel, sizes, {**config, "SPLIT_K": 1})
     split = spec.small_grid_split(gx * gy * gz, spec.reduction_steps(kernel, sizes, config),
-                                  target.cu, reduce_steps, spec.MAX_SPLIT.get(kernel, 16))
+                                  target.cu, reduce_steps, spec.MAX_SPLIT.get(kernel, 16),
+                                  per_sm)
     config = {**config, "SPLIT_K": int(split)}
     return config if spec.is_legal(config, p.in_type, kind, kernel) else None
 

@@ -77,3 +77,59 @@ def test_graph_profile_summary_splits_gaps_by_the_kernel_that_follows() -> None:
     assert s["gap_before_other_us"] == 1.0 and s["gap_before_conv_us"] == -0.5
     assert s["overlaps"] == 1 and s["gap_us"] == 0.5
     assert s["top"][0] == ["conv2d_fwd", 1, 5.0]
+
+
+def test_graph_profile_pairs_each_layer_with_its_run_of_convolution_kernels() -> None:
+    pytest.importorskip("torch")
+    profile = _bench("torch_graph_profile")
+    assert not profile.is_conv("void cudnn::bn_fw_inf_1C11_kernel_NHWC<float>")
+    assert profile.is_conv("internal::gemvx::kernel<int>")
+    replay = [("conv2d_fwd", 0.0, 4.0), ("conv2d_bwd_weight_reduce", 4.5, 6.0),
+              ("batch_norm", 6.5, 7.0), ("conv2d_fwd", 7.5, 9.5), ("relu elementwise", 10, 11),
+              ("nvjet_sm90_gemm", 11.5, 13.0)]
+    layers = profile.per_layer(replay, ["a", "b", "fc"])
+    assert layers == [{"layer": "a", "us": 5.5, "kernels": 2},
+                      {"layer": "b", "us": 2.0, "kernels": 1},
+                      {"layer": "fc", "us": 1.5, "kernels": 1}]
+    assert profile.per_layer(replay, ["a", "b"]) is None  # the runs do not pair up
+    slower = [(n, s, s + 2 * (e - s)) for n, s, e in replay]
+    medians = profile.layer_medians([replay, slower, replay], ["a", "b", "fc"])
+    assert [m["us"] for m in medians] == [5.5, 2.0, 1.5]
+    table = "\n".join(profile.layer_table([{"layer": "a", "torch_us": 2.0, "ours_us": 5.0},
+                                           {"layer": "b", "torch_us": 2.0, "ours_us": 1.0}]))
+    assert table.index(" a ") < table.index(" b ")  # the largest excess first
+
+
+def _in_model_case(model: str, per_split: dict[int, list[float]]) -> dict:
+    """A bench/split_in_model.py case of two small-grid layers (32 tiles of 16 steps, and 128
+    tiles of 4) timed at each forced split."""
+    shapes = [(32, 16), (128, 4)]
+
+    def layers(times: list[float], splits: list[int]) -> list[dict]:
+        return [{"layer": f"l{i}", "us": t, "small_grid_split": s, "programs": p, "steps": st,
+                 "tile": "64x32x64 w4 s3"}
+                for i, ((p, st), t, s) in enumerate(zip(shapes, times, splits, strict=True))]
+
+    variants = {"rule": {"layers": layers([9.0, 4.0], [1, 1])}}
+    for split, times in per_split.items():
+        variants[f"split{split}"] = {"layers": layers(times, [split, min(split, 2)])}
+    return {"model": model, "case": "FP16-F-NHWC", "variants": variants,
+            "torch_layers": [{"layer": "l0", "us": 5.0}, {"layer": "l1", "us": 3.0}]}
+
+
+def test_small_grid_fit_in_the_models_picks_the_costs_whose_splits_sum_least(
+        tmp_path: Path) -> None:
+    fit = _bench("small_grid_fit")
+    # The 32-tile layer is fastest at a split of 8, the 128-tile one unsplit.
+    case = _in_model_case("net", {1: [9.0, 4.0], 2: [7.0, 6.0], 4: [6.0, 6.0], 8: [5.0, 6.0]})
+    path = tmp_path / "in_model.json"
+    path.write_text(json.dumps({"cases": [case]}))
+    rows = fit.in_model_rows([str(path)])
+    assert [r["times"] for r in rows] == [{1: 9.0, 2: 7.0, 4: 6.0, 8: 5.0}, {1: 4.0, 2: 6.0}]
+    rule = fit.fit_in_model(rows, 132)
+    picks = [fit.in_model_pick(r, rule["reduce_steps"], rule["programs_per_sm"], 132)
+             for r in rows]
+    assert picks == [5.0, 4.0]
+    score = fit.score_in_model(rows, rule, 132)["net"]
+    assert score == {"layers": 2, "untimed": 0, "rule_us": 9.0, "best_us": 9.0,
+                     "package_us": 13.0, "torch_us": 8.0}

@@ -59,6 +59,18 @@ def test_a_split_is_taken_where_it_saves_more_steps_than_the_reduce_costs() -> N
     assert spec.small_grid_split(66, 1024, 132, 0.0) == 2
 
 
+def test_programs_an_sm_runs_at_once_make_a_split_cheaper() -> None:
+    # ResNet-50's 1x1 1024 -> 256 at 14x14 (32 tiles of 16 steps): at one program an SM a
+    # split of 8 takes two waves and costs what 4 does; at two an SM it runs in one.
+    assert spec.small_grid_split(32, 16, 132, 6.0) == 4
+    assert spec.small_grid_split(32, 16, 132, 6.0, 16, 2) == 8
+    # 64 tiles of 16 steps: a split of 4 takes 2 waves at one program an SM, 1 at two.
+    assert spec.small_grid_split(64, 16, 132, 6.0) == 2
+    assert spec.small_grid_split(64, 16, 132, 6.0, 16, 2) == 4
+    # 128 tiles of 4 steps never split: 2 steps saved are less than the reduce.
+    assert spec.small_grid_split(128, 4, 132, 6.0, 16, 4) == 1
+
+
 def _sizes(p: ConvProblem) -> dict[str, int]:
     from miopenkernels.solvers.triton_common import problem_view, spec_sizes
 
@@ -119,9 +131,13 @@ def test_the_tuned_table_holds_what_the_fit_gives(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "small_grid_fit.py"), "--fit",
          str(results / "serial_split_h100.json"), str(results / "serial_split_tf32nhwc_h100.json"),
+         "--in-model", str(results / "split_in_model_h100-ab81144.json"),
          "--write", str(table)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert json.loads(table.read_text())["small_grid"] == shipped["small_grid"]
+    # Every case's split costs come from the models.
+    assert all(rule.get("programs_per_sm", 1) > 1
+               for rule in shipped["small_grid"]["rules"].values())
     assert set(shipped["small_grid"]["rules"]) == {f"{t}-F-{lay}" for t in ("FP16", "BF16",
                                                                             "TF32")
                                                    for lay in ("NCHW", "NHWC")}
