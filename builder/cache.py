@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from miopenkernels._fsutil import atomic_write
-from miopenkernels.compiler import compile_arch, is_triton_job, job_compiler, source_digest
+from miopenkernels.compiler import (
+    compile_arch,
+    is_triton_job,
+    job_compiler,
+    source_digest,
+    triton_arch,
+)
 
 __all__ = ["CACHE_ENV", "default_cache_dir", "CacheKeys", "ObjectCache"]
 
@@ -64,8 +70,9 @@ class CacheKeys:
             f"kernel={job.kernel_file}:{job.kernel_name}",
             "options=" + "\0".join(job.options),
             f"compiler={self.compiler(job)}",
-            # Triton takes the DbId; the C++ compilers the targets.toml compile arch.
-            f"arch={job.target.arch if is_triton_job(job) else compile_arch(job.target)}",
+            # Triton takes a DbId (the compile arch's on NVIDIA), the C++ compilers the
+            # targets.toml compile arch: targets that share one share their objects.
+            f"arch={triton_arch(job.target) if is_triton_job(job) else compile_arch(job.target)}",
         ]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

@@ -26,6 +26,7 @@ from miopenkernels.codeobject import (
     assumed_divisors,
     check_code_object,
     inspect_code_object,
+    runs_on,
     split_kdb_blob,
 )
 from miopenkernels.errors import CodeObjectError, IntegrityError, TargetError
@@ -102,10 +103,10 @@ def verify_kdb(path: str | Path) -> list[EntryCheck]:
                 info = inspect_code_object(blob, what)
                 if want is None:
                     raise CodeObjectError(f"{what}: args do not end with -mcpu=<arch>")
-                if info.arch != want:
+                if not runs_on(info.arch, want):
                     raise CodeObjectError(f"{what}: code object is for {info.arch}, args say "
                                           f"-mcpu={want}")
-                if file_arch and info.arch != file_arch:
+                if file_arch and not runs_on(info.arch, file_arch):
                     raise CodeObjectError(f"{what}: code object is for {info.arch}, but "
                                           f"{path.name} is a {file_arch} database")
                 if not info.kernels:

@@ -56,6 +56,7 @@ __all__ = [
     "KernelResources",
     "amdgpu_resources",
     "check_code_object",
+    "runs_on",
     "inspect_code_object",
     "read_code_object",
 ]
@@ -376,6 +377,21 @@ def read_code_object(blob: bytes, what: str = "code object", arch: str | None = 
 
 
 # ------------------------------------------------------------------ checks
+def runs_on(have: str, want: str) -> bool:
+    """Whether a code object for DbId `have` runs on DbId `want`: the same arch, or a cubin
+    of the same major version and no higher minor one (CUDA's binary compatibility: `sm80`
+    code runs on `sm86` and `sm89`, not on `sm90`, and `sm86` code not on `sm80`)."""
+    if have == want:
+        return True
+    if not (have.startswith("sm") and want.startswith("sm")):
+        return False
+    try:
+        h, w = int(have[2:]), int(want[2:])
+    except ValueError:
+        return False
+    return h // 10 == w // 10 and h % 10 <= w % 10
+
+
 def check_code_object(blob: bytes, target: Target | str, kernel_name: str | None = None,
                       what: str = "code object", *, bare: bool = True) -> CodeObjectInfo:
     """Raise CodeObjectError unless `blob` is a code object for `target` (defining
@@ -409,7 +425,7 @@ def check_code_object(blob: bytes, target: Target | str, kernel_name: str | None
         if int(info.arch[2:]) > int(want[2:]):
             raise CodeObjectError(f"{what} is PTX for {info.shown_arch}, which cannot run on "
                                   f"{shown}")
-    elif info.arch != want:
+    elif not runs_on(info.arch, want):
         raise CodeObjectError(f"{what} is for {info.shown_arch}, the target is {shown} "
                               f"(expected {want} code)")
     if kernel_name is not None:

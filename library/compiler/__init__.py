@@ -27,6 +27,7 @@ __all__ = [
     "job_compiler",
     "is_triton_job",
     "compile_arch",
+    "triton_arch",
     "compile_job",
     "describe_job",
     "check_code_object",
@@ -88,6 +89,13 @@ def compile_arch(target: Target) -> str:
     return spec_for(target.arch).compile_arch
 
 
+def triton_arch(target: Target) -> str:
+    """The DbId Triton compiles `target`'s objects for: the compile arch's on NVIDIA (`sm80`
+    for sm86 and sm89, whose GPUs run sm80 cubins), the target's own on AMD."""
+    arch = compile_arch(target)
+    return "sm" + arch[3:] if arch.startswith("sm_") else target.arch
+
+
 def describe_job(job: Any) -> str:
     """One line naming a job: `conv_direct.hip:conv_fwd for gfx90a-110 [-DK=3 ...]`."""
     opts = " ".join(job.options)
@@ -104,7 +112,7 @@ def compile_job(job: Any, kernels: str | Path | None = None, *, check: bool = Tr
         source = kernel_source(job.kernel_file, root)
         if compiler is TRITON:
             blob = TRITON.compile_kernel(source, job.kernel_name, tuple(job.options),
-                                         job.target.arch, what=what)
+                                         triton_arch(job.target), what=what)
         else:
             blob = compiler.compile(source, tuple(job.options), compile_arch(job.target),
                                     (root,), what=what)

@@ -33,6 +33,20 @@ def test_load_refuses_a_cubin_for_another_sm() -> None:
         NullBackend(SM90).load(fake_cubin(80, ["k"]))
 
 
+def test_a_cubin_runs_on_later_minor_versions_of_its_major_alone() -> None:
+    """CUDA's binary compatibility, which lets sm86 and sm89 packages carry sm80 objects."""
+    from miopenkernels.codeobject import runs_on
+
+    for gpu in ("sm86", "sm89"):
+        NullBackend(Target(gpu, 84)).load(fake_cubin(80, ["k"]))
+        assert runs_on("sm80", gpu) and not runs_on(gpu, "sm80")
+    for have, want in (("sm80", "sm90"), ("sm90", "sm100"), ("sm100", "sm120"),
+                       ("sm89", "sm86"), ("gfx90a", "gfx942"), ("sm80", "gfx90a")):
+        assert not runs_on(have, want)
+    with pytest.raises(CodeObjectError, match="sm_86.*sm80"):
+        NullBackend(Target("sm80", 108)).load(fake_cubin(86, ["k"]))
+
+
 def test_old_abi_cubin_keeps_sm_in_low_bits() -> None:
     blob = bytearray(fake_cubin(90, ["k"]))
     blob[8] = 7
