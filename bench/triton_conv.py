@@ -137,10 +137,12 @@ def _compiled(kernel: str, dtype: str, cfg: dict[str, int], channels_last: bool,
 
         fn = ct.JIT[kernel]
         sig, cx = ct.triton_signature(kernel, dtype, cfg, channels_last, precision)
-        aligned_args = ct.align16_args(kernel, channels_last) if aligned else ()
+        # What the package's aligned object assumes (8 for 16-bit channels-last objects).
+        from miopenkernels.kernels import conv_triton_spec as spec
+
+        assume = list(spec.align_assumptions(kernel, dtype, channels_last)) if aligned else []
         sig, cx, attrs = source_arguments(
-            fn, [(n, t) for n, t in sig.items() if t != "constexpr"], cx,
-            [(a, 16) for a in aligned_args])
+            fn, [(n, t) for n, t in sig.items() if t != "constexpr"], cx, assume)
         opts = {"num_warps": cfg.get("num_warps", 4), "num_stages": cfg.get("num_stages", 2)}
         import triton
         from miopenkernels.compiler.triton import mma_env

@@ -107,10 +107,11 @@ TRANSPOSE_THIN = 16  # R or S at most this: the tall or wide tile
 TRANSPOSE_NARROW = 64  # 16-bit: R at most this, and below S, takes the wide tile
 TRANSPOSE_WARPS = 4
 
-#: i32 arguments that an "align16" object assumes to be multiples of 16 (besides the pointers),
-#: by CHANNELS_LAST. Channels-last: the channel counts and every stride but the unit channel
-#: stride (this is what lets loads along channels be 16-byte vectors). Otherwise the channel
-#: counts alone (masks along channels then hold for whole vectors).
+#: i32 arguments that an "align16" object assumes to be multiples of 16 (8 for the 16-bit
+#: channels-last forward: `align_divisor`) besides the pointers, by CHANNELS_LAST.
+#: Channels-last: the channel counts and every stride but the unit channel stride (this is
+#: what lets loads along channels be 16-byte vectors). Otherwise the channel counts alone
+#: (masks along channels then hold for whole vectors).
 ALIGN16_ARGS: dict[bool, tuple[str, ...]] = {
     True: ("C", "K", "sxn", "sxh", "sxw", "swk", "swr", "sws", "syn", "syh", "syw"),
     False: ("C", "K"),
@@ -530,13 +531,38 @@ def workspace_bytes(kernel: str, sizes: Mapping[str, int], config: Mapping[str, 
     return split * elems * 4
 
 
-def meets_align16(args: Mapping[str, int], channels_last: bool) -> bool:
-    """Whether a problem may use an object compiled with the align16 assumption: every
-    ALIGN16_ARGS value a multiple of 16 (elements) and channels-last strides where promised.
-    Pointers must also be 16-byte aligned (the caller checks its addresses)."""
+def align_divisor(dtype: str | None, channels_last: bool, kernel: str = "conv2d_fwd") -> int:
+    """What an aligned object assumes each ALIGN16_ARGS value a multiple of: 16 elements, or 8
+    for a 16-bit channels-last forward, whose loads along channels need 16 bytes. On the H100
+    that forward assuming 8 took 0.999-1.005 of the time of one assuming 16 over ResNet-50's
+    layers, and 0.29-0.44 of the generic object's on the zoo's layers of 8k channels
+    (bench/results/align_variants*_h100.json); NCHW objects keep 16 (1.03-1.09), and so do the
+    backward kernels, which were not measured so."""
+    if channels_last and kernel == "conv2d_fwd" and dtype is not None and \
+            ELEMENT_BYTES.get(dtype) == 2:
+        return 8
+    return 16
+
+
+def align_assumptions(kernel: str, dtype: str, channels_last: bool
+                      ) -> tuple[tuple[str, int], ...]:
+    """(argument, divisor) an aligned object of `kernel` assumes: pointers 16-byte aligned,
+    ALIGN16_ARGS multiples of `align_divisor`."""
+    divisor = align_divisor(dtype, channels_last, kernel)
+    ptrs = {n for n, k in arg_list(kernel) if k.startswith("ptr")}
+    return tuple((n, 16 if n in ptrs else divisor) for n in align16_args(kernel, channels_last))
+
+
+def meets_align16(args: Mapping[str, int], channels_last: bool, dtype: str | None = None,
+                  kernel: str = "conv2d_fwd") -> bool:
+    """Whether a problem may use an aligned object of `kernel` (element type `dtype`; None:
+    the 16-element assumption): every ALIGN16_ARGS value a multiple of `align_divisor` and
+    channels-last strides where promised. Pointers must also be 16-byte aligned (the caller
+    checks its addresses)."""
     if channels_last and not (args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1):
         return False
-    return all(int(args[a]) % 16 == 0 for a in ALIGN16_ARGS[channels_last])
+    divisor = align_divisor(dtype, channels_last, kernel)
+    return all(int(args[a]) % divisor == 0 for a in ALIGN16_ARGS[channels_last])
 
 
 def fits_int32(sizes: Mapping[str, int]) -> bool:

@@ -15,7 +15,7 @@ another's private names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -223,18 +223,20 @@ def conv_triton_job(kernel_file: str, math: str, kernel: str, data_type: str,
                                             precision)
     return triton_compile_job(kernel_file, kernel, sig, constexprs, config["num_warps"],
                               config["num_stages"], target,
-                              spec.align16_args(kernel, channels_last) if aligned else (),
+                              spec.align_assumptions(kernel, data_type, channels_last)
+                              if aligned else (),
                               int(config.get(MMA_PARAM, 0)))
 
 
 def triton_compile_job(kernel_file: str, kernel: str, sig: dict[str, str],
                        constexprs: dict[str, Any], warps: int, stages: int, target: Target,
-                       assume16: tuple[str, ...] | list[str] = (), mma: int = 0
+                       assume16: Sequence[str | tuple[str, int]] = (), mma: int = 0
                        ) -> CompileJob:
     """The job of one Triton object, its options spelling everything that shapes it: the
     symbol (part of the kdb row's args: one row per (source, args) holds one kernel), the
     constexprs, the run-time signature, warps and stages, mma.sync where `mma` is 2, and the
-    arguments `assume16` assumes multiples of 16 (pointers: 16-byte aligned)."""
+    arguments `assume16` assumes multiples of 16 (pointers: 16-byte aligned), or of the
+    divisor given beside a name."""
     options = [f"--kernel={kernel}", *(f"-D{k}={v}" for k, v in constexprs.items()),
                "--signature=" + ",".join(f"{k}:{v}" for k, v in sig.items()
                                          if v != "constexpr"),
@@ -242,7 +244,8 @@ def triton_compile_job(kernel_file: str, kernel: str, sig: dict[str, str],
     if mma:
         options.append(f"--mma={int(mma)}")
     if assume16:
-        options.append("--assume=" + ",".join(f"{a}:16" for a in assume16))
+        options.append("--assume=" + ",".join(
+            f"{a}:16" if isinstance(a, str) else f"{a[0]}:{int(a[1])}" for a in assume16))
     return CompileJob(kernel_file, tuple(options), kernel, target)
 
 

@@ -72,8 +72,8 @@ _NO_SIZES = {k: 0 for k in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "G", "s
 @lru_cache(maxsize=4096)
 def _aligned(problem: ConvProblem) -> bool:
     """Whether the problem meets the align16 assumption (kept per problem)."""
-    _, args, _, cl = problem_view(problem)
-    return bool(spec_module().meets_align16(args, cl))
+    _, args, kernel, cl = problem_view(problem)
+    return bool(spec_module().meets_align16(args, cl, problem.in_type, kernel))
 
 
 @lru_cache(maxsize=4096)

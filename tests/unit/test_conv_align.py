@@ -1,0 +1,65 @@
+"""Which implicit GEMM object a problem takes by its channel counts: the 16-bit channels-last
+forward's aligned object assumes multiples of 8 (16 bytes), every other aligned object
+multiples of 16, and a problem that meets neither takes the generic object."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from miopenkernels.kernels import conv_triton_spec as spec
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import get_solver
+from miopenkernels.target import Target
+
+SM90 = Target("sm90", 132)
+# EfficientNet-B0's 1x1 24 -> 144 at 56x56: channel counts multiples of 8, not of 16.
+LAYER = ConvProblem(n=32, c=24, k=144, in_spatial=(56, 56), filter=(1, 1), pad=(0, 0))
+SOLVERS = {"F": "ConvTritonImplicitGemmFwd", "B": "ConvTritonImplicitGemmBwd",
+           "W": "ConvTritonImplicitGemmWrw"}
+
+
+def _assumed(problem: ConvProblem) -> dict[str, int]:
+    solver = get_solver(SOLVERS[problem.direction])
+    job = solver.compile_job(problem, solver.default_params(problem, SM90), SM90)
+    text = next((o[len("--assume="):] for o in job.options if o.startswith("--assume=")), "")
+    return {k: int(v) for k, v in (item.split(":") for item in text.split(",") if item)}
+
+
+def _as(type_name: str, layout: str, **change: object) -> ConvProblem:
+    return replace(LAYER, in_type=type_name, wei_type=type_name, out_type=type_name,
+                   in_layout=layout, wei_layout=layout, out_layout=layout, **change)
+
+
+@pytest.mark.parametrize("type_name", ["FP16", "BF16"])
+def test_a_16_bit_channels_last_forward_of_8k_channels_takes_the_aligned_object(
+        type_name: str) -> None:
+    assumed = _assumed(_as(type_name, "NHWC"))
+    assert assumed["C"] == assumed["K"] == assumed["syh"] == 8
+    assert assumed["x_ptr"] == assumed["w_ptr"] == assumed["y_ptr"] == 16
+
+
+@pytest.mark.parametrize(("type_name", "layout", "direction"), [
+    ("FP16", "NCHW", "F"),   # NCHW objects keep 16 (masks along channels)
+    ("FP32", "NHWC", "F"),   # 4-byte elements: 8 of them are not a 16-byte vector's multiple
+    ("FP16", "NHWC", "B"),   # the backward kernels keep 16
+    ("FP16", "NHWC", "W"),
+])
+def test_other_objects_keep_16_and_such_a_layer_takes_the_generic_one(
+        type_name: str, layout: str, direction: str) -> None:
+    assert _assumed(_as(type_name, layout, direction=direction)) == {}
+    # The same layer with channel counts of 16k takes their aligned object, assuming 16.
+    assumed = _assumed(_as(type_name, layout, direction=direction, c=32, k=160))
+    assert assumed["C"] == assumed["K"] == 16
+
+
+def test_16k_channels_keep_taking_an_aligned_object_at_either_divisor() -> None:
+    assumed = _assumed(_as("FP16", "NHWC", c=32, k=160))
+    assert assumed["C"] == 8  # the channels-last forward's one object serves both
+    args = {"C": 24, "K": 40, "sxn": 2400, "sxh": 240, "sxw": 24, "swk": 24, "swr": 24,
+            "sws": 24, "syn": 1000, "syh": 200, "syw": 40, "sxc": 1, "swc": 1, "syk": 1}
+    assert spec.meets_align16(args, True, "FP16")
+    assert not spec.meets_align16(args, True)             # no type: 16 elements
+    assert not spec.meets_align16(args, True, "FP32")
+    assert not spec.meets_align16(args, True, "FP16", "conv2d_bwd_data")
+    assert not spec.meets_align16({**args, "K": 36}, True, "FP16")
