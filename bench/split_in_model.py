@@ -21,7 +21,6 @@ fits the rule's reduce cost on these per-layer times.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from torch_graph_profile import conv_order, kernel_records, layer_medians  # noqa: E402
-from torch_models import _graph, _interleaved_ms, environment, model_pair  # noqa: E402
+from torch_graph_profile import conv_order, kernel_records, layer_medians, run_cases  # noqa: E402
+from torch_models import _graph, _interleaved_ms, model_pair  # noqa: E402
 
 DEFAULT_CASES = ("resnet50,1,FP16,channels_last", "mobilenet_v2,1,FP16,channels_last")
 SPLITS = (1, 2, 4, 8, 16)
@@ -169,16 +168,7 @@ def main() -> int:
         print("error: torch sees no CUDA GPU: the models run on the GPU machine",
               file=sys.stderr)
         return 6
-    rows = []
-    for case in args.cases.split(";"):
-        model, batch, type_name, layout = case.split(",")
-        rows.append(one_case(model, int(batch), type_name, layout, splits, args.replays))
-    result = {"environment": environment(), "replays": args.replays, "cases": rows}
-    path = args.out.with_suffix(".json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1) if args.json else table(rows))
-    return 0
+    return run_cases(args, lambda *case: one_case(*case, splits, args.replays), table)
 
 
 if __name__ == "__main__":

@@ -226,15 +226,21 @@ def main() -> int:
         print("error: torch sees no CUDA GPU: the profile replays GPU forwards; run it on the "
               "GPU machine", file=sys.stderr)
         return 6
+    return run_cases(args, lambda *case: one_case(*case, args.replays), table)
+
+
+def run_cases(args: Any, one: Any, show: Any) -> int:
+    """Each of `args.cases` ("model,batch,type,layout" separated by ';') through `one`, the
+    rows with the environment into `args.out` (.json) and, by `show` or as JSON, on stdout."""
     rows = []
     for case in args.cases.split(";"):
         model, batch, type_name, layout = case.split(",")
-        rows.append(one_case(model, int(batch), type_name, layout, args.replays))
+        rows.append(one(model, int(batch), type_name, layout))
     result = {"environment": environment(), "replays": args.replays, "cases": rows}
     path = args.out.with_suffix(".json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1) if args.json else table(rows))
+    print(json.dumps(result, indent=1) if args.json else show(rows))
     return 0
 
 

@@ -133,3 +133,20 @@ def test_small_grid_fit_in_the_models_picks_the_costs_whose_splits_sum_least(
     score = fit.score_in_model(rows, rule, 132)["net"]
     assert score == {"layers": 2, "untimed": 0, "rule_us": 9.0, "best_us": 9.0,
                      "package_us": 13.0, "torch_us": 8.0}
+
+
+def test_the_model_benches_run_each_case_and_write_their_rows(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture
+                                                              ) -> None:
+    pytest.importorskip("torch")
+    profile = _bench("torch_graph_profile")
+    monkeypatch.setattr(profile, "environment", lambda: {"device": "none"})
+    args = type("Args", (), {"cases": "resnet50,1,FP16,channels_last;mobilenet_v2,8,FP32,x",
+                             "replays": 3, "out": tmp_path / "r", "json": False})()
+    rc = profile.run_cases(args, lambda *case: {"case": list(case)}, lambda rows: len(rows))
+    assert rc == 0 and capsys.readouterr().out.strip() == "2"
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert written["cases"] == [{"case": ["resnet50", 1, "FP16", "channels_last"]},
+                                {"case": ["mobilenet_v2", 8, "FP32", "x"]}]
+    assert written["replays"] == 3 and written["environment"] == {"device": "none"}
