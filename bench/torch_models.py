@@ -3,8 +3,11 @@
 ResNet-50 (He et al. 2015, torchvision's v1.5 layer list: stride on the 3x3 of a bottleneck)
 and MobileNet-v2 (Sandler et al. 2018: inverted residuals with depthwise 3x3 convolutions),
 defined here from their public layer lists (no weights downloaded: random initialisation
-serves a latency and an agreement check). Each case (model, batch, type, layout) runs in its
-own child process under a timeout, so a hang or a crash is recorded and the run goes on:
+serves a latency and an agreement check). `--models` also takes Wide ResNet-50-2 and
+MobileNet-v2 at width 1.4 (`wide_resnet50_2`, `mobilenet_v2_1.4`): networks the small-grid
+rule was not fitted on (bench/split_in_model.py scores it on them). Each case (model, batch,
+type, layout) runs in its own child process under a timeout, so a hang or a crash is recorded
+and the run goes on:
 
 - torch: the model as torch builds it (cuDNN; `cudnn.benchmark` off, TF32 as torch's default);
 - miopenkernels: a copy with `miopenkernels.torch.convert`, after one warm-up forward (the
