@@ -10,13 +10,11 @@ input and output are swapped (MIOpen does the same), so its key shows that direc
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ._lazy_re import lazy
-from ._numbers import INT32, parse_int
 from ._record import dataclass, field
 from .errors import ProblemError
+from .problem_key import DATA_TYPES, DIRECTIONS, parse_key
 
 __all__ = [
     "ConvProblem",
@@ -27,13 +25,11 @@ __all__ = [
     "FINDDB_TF32_SUFFIX",
 ]
 
-DIRECTIONS = ("F", "B", "W")
 #: The FindDb key suffix of records made under the TF32 math mode (`config.MathMode`): the
 #: problem is the same, its measured choice is not.
 FINDDB_TF32_SUFFIX = "_tf32"
 DIRECTION_NAMES = {"F": "forward", "B": "backward data", "W": "backward weights"}
-# Every data type name MIOpen writes into a key; only COMPUTE_TYPES have kernels here.
-DATA_TYPES = ("FP32", "FP16", "BF16", "INT8", "INT32", "FP64", "FP8", "BF8", "INT64")
+# Only COMPUTE_TYPES of the DATA_TYPES have kernels here.
 COMPUTE_TYPES = ("FP32", "FP16", "BF16")
 TYPE_BYTES = {
     "FP32": 4, "FP16": 2, "BF16": 2, "INT8": 1, "INT32": 4, "FP64": 8, "FP8": 1, "BF8": 1,
@@ -43,7 +39,6 @@ LAYOUTS_2D = ("NCHW", "NHWC")
 LAYOUTS_3D = ("NCDHW", "NDHWC")
 LAYOUTS = LAYOUTS_2D + LAYOUTS_3D
 _DEFAULT_LAYOUT = {2: "NCHW", 3: "NCDHW"}
-_TYPE_RE = lazy("|".join(sorted(DATA_TYPES, key=len, reverse=True)))
 
 
 def normal_layouts(dims: int, in_layout: str, wei_layout: str,
@@ -62,6 +57,17 @@ def _tuple(value: Any, dims: int, name: str) -> tuple[int, ...]:
         raise ProblemError(f"{name} has {len(out)} values, expected {dims} for a {dims}D problem")
     return out
 
+
+
+def _type_field(i: str, w: str, o: str) -> str:
+    """A key's data type field from its (in, wei, out) types in key order."""
+    return i if i == w == o else i + w + o
+
+
+def _layout_field(i: str, w: str, o: str, dims: int) -> str:
+    """A key's layout field from its (in, wei, out) layouts in key order: the default layout
+    alone, else in-wei-out."""
+    return i if i == w == o == _DEFAULT_LAYOUT[dims] else f"{i}-{w}-{o}"
 
 @dataclass(frozen=True)
 class ConvProblem:
@@ -124,6 +130,44 @@ class ConvProblem:
     # ----------------------------------------------------------------- validation
     def _validate(self) -> None:
         dims = self.spatial_dim
+        # One pass over the sizes first: a manifest of 80,000 lines validates 80,000 problems;
+        # the checks below name the size that is out of range.
+        if min(self.n, self.c, self.k, self.groups, *self.in_spatial, *self.filter,
+               *self.stride, *self.dilation) < 1 or min(self.pad) < 0:
+            self._size_errors()
+        if self.direction not in DIRECTIONS:
+            raise ProblemError(f"direction {self.direction!r} is not one of F, B, W")
+        if self.mode not in ("conv", "trans"):
+            raise ProblemError(f"mode {self.mode!r} is not 'conv' or 'trans'")
+        if self.c % self.groups or self.k % self.groups:
+            raise ProblemError(
+                f"group count {self.groups} must divide both C={self.c} and K={self.k}"
+            )
+        allowed = LAYOUTS_2D if dims == 2 else LAYOUTS_3D
+        if not (self.in_layout in allowed and self.wei_layout in allowed
+                and self.out_layout in allowed):
+            for name, layout in (("in", self.in_layout), ("wei", self.wei_layout),
+                                 ("out", self.out_layout)):
+                if layout not in allowed:
+                    raise ProblemError(
+                        f"{name} layout {layout!r} is not one of "
+                        f"{', '.join(allowed)} for a {dims}D problem"
+                    )
+        if not (self.in_type in DATA_TYPES and self.wei_type in DATA_TYPES
+                and self.out_type in DATA_TYPES):
+            for data_type in (self.in_type, self.wei_type, self.out_type):
+                if data_type not in DATA_TYPES:
+                    raise ProblemError(
+                        f"data type {data_type!r} is not one of {' '.join(DATA_TYPES)}"
+                    )
+        if min(self.out_spatial) < 1:
+            raise ProblemError(
+                f"output size {self.out_spatial} is empty: the filter {self.filter} "
+                f"(dilation {self.dilation}) does not fit the padded input {self.in_spatial}"
+            )
+
+    def _size_errors(self) -> None:
+        """Raise the ProblemError naming the first size out of range."""
         if min(self.n, self.c, self.k, self.groups) < 1:
             name = next(n for n in ("n", "c", "k", "groups") if getattr(self, n) < 1)
             raise ProblemError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -137,32 +181,6 @@ class ConvProblem:
             raise ProblemError(f"stride {self.stride} must be at least 1")
         if min(self.dilation) < 1:
             raise ProblemError(f"dilation {self.dilation} must be at least 1")
-        if self.direction not in DIRECTIONS:
-            raise ProblemError(f"direction {self.direction!r} is not one of F, B, W")
-        if self.mode not in ("conv", "trans"):
-            raise ProblemError(f"mode {self.mode!r} is not 'conv' or 'trans'")
-        if self.c % self.groups or self.k % self.groups:
-            raise ProblemError(
-                f"group count {self.groups} must divide both C={self.c} and K={self.k}"
-            )
-        allowed = LAYOUTS_2D if dims == 2 else LAYOUTS_3D
-        for name, layout in (("in", self.in_layout), ("wei", self.wei_layout),
-                             ("out", self.out_layout)):
-            if layout not in allowed:
-                raise ProblemError(
-                    f"{name} layout {layout!r} is not one of "
-                    f"{', '.join(allowed)} for a {dims}D problem"
-                )
-        for data_type in (self.in_type, self.wei_type, self.out_type):
-            if data_type not in DATA_TYPES:
-                raise ProblemError(
-                    f"data type {data_type!r} is not one of {' '.join(DATA_TYPES)}"
-                )
-        if min(self.out_spatial) < 1:
-            raise ProblemError(
-                f"output size {self.out_spatial} is empty: the filter {self.filter} "
-                f"(dilation {self.dilation}) does not fit the padded input {self.in_spatial}"
-            )
 
     def with_batch(self, n: int) -> ConvProblem:
         """The same layer at batch size `n` (what `replace(self, n=n)` gives, without checking
@@ -214,6 +232,11 @@ class ConvProblem:
                     self.trans_output_pad, strict=True,
                 )
             ])
+        if len(self.in_spatial) == 2:  # the common case, without a loop
+            (ih, iw), (fh, fw), (ph, pw) = self.in_spatial, self.filter, self.pad
+            (sh, sw), (dh, dw) = self.stride, self.dilation
+            return ((ih + 2 * ph - dh * (fh - 1) - 1) // sh + 1,
+                    (iw + 2 * pw - dw * (fw - 1) - 1) // sw + 1)
         return tuple([
             (i + 2 * p - d * (f - 1) - 1) // s + 1
             for i, f, p, s, d in zip(
@@ -241,16 +264,12 @@ class ConvProblem:
     @property
     def data_type(self) -> str:
         """The key's data type field: one name, or in+wei+out names concatenated."""
-        i, w, o = self._key_types()
-        return i if i == w == o else i + w + o
+        return _type_field(*self._key_types())
 
     @property
     def layout(self) -> str:
         """The key's layout field: the default layout alone, else in-wei-out."""
-        i, w, o = self._key_layouts()
-        if i == w == o == _DEFAULT_LAYOUT[self.spatial_dim]:
-            return i
-        return f"{i}-{w}-{o}"
+        return _layout_field(*self._key_layouts(), self.spatial_dim)
 
     # ----------------------------------------------------------------- key view
     def _solver_view(self) -> tuple[str, bool]:
@@ -299,7 +318,17 @@ class ConvProblem:
         return key
 
     def _make_key(self) -> str:
-        c, i, k, o = self._key_tensors()
+        # The key view worked out once (what _key_tensors, layout, data_type and
+        # key_direction give one by one): a manifest makes a key per line.
+        direction, swapped = self._solver_view()
+        if swapped:
+            c, i, k, o = self.k, self.out_spatial, self.c, self.in_spatial
+            layout = _layout_field(self.out_layout, self.wei_layout, self.in_layout, len(i))
+            data_type = _type_field(self.out_type, self.wei_type, self.in_type)
+        else:
+            c, i, k, o = self.c, self.in_spatial, self.k, self.out_spatial
+            layout = _layout_field(self.in_layout, self.wei_layout, self.out_layout, len(i))
+            data_type = _type_field(self.in_type, self.wei_type, self.out_type)
         f, p, s, d = self.filter, self.pad, self.stride, self.dilation
         if len(i) == 2:
             sizes = (f"{c}-{i[0]}-{i[1]}-{f[0]}x{f[1]}-{k}-{o[0]}-{o[1]}-{self.n}-"
@@ -307,7 +336,7 @@ class ConvProblem:
         else:
             sizes = (f"{c}-{i[0]}-{i[1]}-{i[2]}-{f[0]}x{f[1]}x{f[2]}-{k}-{o[0]}-{o[1]}-{o[2]}-"
                      f"{self.n}-{p[0]}x{p[1]}x{p[2]}-{s[0]}x{s[1]}x{s[2]}-{d[0]}x{d[1]}x{d[2]}")
-        text = f"{sizes}-{self.bias}-{self.layout}-{self.data_type}-{self.key_direction}"
+        text = f"{sizes}-{self.bias}-{layout}-{data_type}-{direction}"
         if self.groups > 1:
             text += f"_g{self.groups}"
         return text
@@ -390,107 +419,13 @@ class ConvProblem:
     @classmethod
     def from_key(cls, key: str) -> ConvProblem:
         """Parse a FindDb key. The result is a plain (mode conv) problem."""
-        return _parse_key(key)
+        problem: ConvProblem = parse_key(key, cls)
+        return problem
 
     @classmethod
     def from_record_key(cls, key: str) -> ConvProblem:
         """Parse a FindDb record's key: MIOpen's key, or one made under the TF32 math mode
         (`FINDDB_TF32_SUFFIX` appended); the problem is the same."""
-        return _parse_key(key.removesuffix(FINDDB_TF32_SUFFIX))
+        problem: ConvProblem = parse_key(key.removesuffix(FINDDB_TF32_SUFFIX), cls)
+        return problem
 
-
-def _looks_like_key(text: str) -> bool:
-    return " " not in text and bool(re.match(r"^\d+-\d+-", text))
-
-
-def _split_types(text: str) -> tuple[str, str, str]:
-    names = _TYPE_RE.findall(text)
-    if "".join(names) != text or len(names) not in (1, 3):
-        raise ProblemError(f"data type field {text!r} is not a MIOpen type or in/wei/out triple")
-    if len(names) == 1:
-        return names[0], names[0], names[0]
-    return names[0], names[1], names[2]
-
-
-def _num(text: str, what: str) -> int:
-    """One numeric field of a problem key: ASCII digits within int32."""
-    return parse_int(text, f"problem key field {what}", 0, INT32[1], ProblemError)
-
-
-def _nums(texts: list[str], names: str) -> tuple[int, ...]:
-    return tuple(_num(v, name) for v, name in zip(texts, names.split(), strict=True))
-
-
-def _ints(text: str, dims: int, what: str) -> tuple[int, ...]:
-    parts = text.split("x")
-    if len(parts) != dims:
-        raise ProblemError(f"{what} field {text[:40]!r} is not {dims} integers joined by 'x'")
-    return tuple(_num(p, what) for p in parts)
-
-
-def _parse_key(key: str) -> ConvProblem:
-    text = key.strip()
-    groups = 1
-    m = re.search(r"_g([0-9]+)$", text)
-    if m:
-        groups = parse_int(m.group(1), "problem key group count", 1, INT32[1], ProblemError)
-        text = text[: m.start()]
-    fields = text.split("-")
-    # 2D: C H W f K oH oW N p s d bias LAYOUT(1 or 3) TYPE DIR -> 15 or 17 fields
-    # 3D: C D H W f K oD oH oW N p s d bias LAYOUT TYPE DIR   -> 17 or 19 fields
-    if len(fields) < 15 or not (fields[0].isascii() and fields[0].isdigit()):
-        raise ProblemError(f"not a MIOpen problem key: {key[:80]!r}")
-    # The filter field (with 'x') tells 2D from 3D.
-    dims = fields[3].count("x") + 1 if "x" in fields[3] else fields[4].count("x") + 1
-    n_num = 12 if dims == 2 else 14  # numeric fields before the layout (bias included)
-    nums = fields[:n_num]
-    try:
-        if dims == 2:
-            c, h, w = _nums(nums[0:3], "C H W")
-            filt = _ints(nums[3], 2, "filter")
-            k, oh, ow, n = _nums(nums[4:8], "K oH oW N")
-            kin: tuple[int, ...] = (h, w)
-            kout: tuple[int, ...] = (oh, ow)
-            pad, stride, dil = (_ints(nums[i], 2, name) for i, name in
-                                ((8, "padding"), (9, "stride"), (10, "dilation")))
-            bias = _num(nums[11], "bias")
-        elif dims == 3:
-            c, d, h, w = _nums(nums[0:4], "C D H W")
-            filt = _ints(nums[4], 3, "filter")
-            k, od, oh, ow, n = _nums(nums[5:10], "K oD oH oW N")
-            kin, kout = (d, h, w), (od, oh, ow)
-            pad, stride, dil = (_ints(nums[i], 3, name) for i, name in
-                                ((10, "padding"), (11, "stride"), (12, "dilation")))
-            bias = _num(nums[13], "bias")
-        else:
-            raise ProblemError(f"not a MIOpen problem key (filter field): {key!r}")
-    except (ValueError, IndexError) as exc:
-        raise ProblemError(f"not a MIOpen problem key: {key[:80]!r} ({exc})") from None
-    rest = fields[n_num:]
-    if len(rest) not in (3, 5):
-        raise ProblemError(f"not a MIOpen problem key (layout/type/direction): {key!r}")
-    direction = rest[-1]
-    if direction not in DIRECTIONS:
-        raise ProblemError(f"key direction {direction!r} is not F, B or W in {key!r}")
-    layouts = rest[:-2] if len(rest) == 5 else [rest[0]] * 3
-    ti, tw, to = _split_types(rest[-2])
-    if direction == "F":
-        prob = ConvProblem(
-            n=n, c=c, k=k, in_spatial=kin, filter=filt, pad=pad, stride=stride, dilation=dil,
-            groups=groups, direction="F", in_layout=layouts[0], wei_layout=layouts[1],
-            out_layout=layouts[2], in_type=ti, wei_type=tw, out_type=to, bias=bias,
-        )
-        expected = kout
-    else:
-        prob = ConvProblem(
-            n=n, c=k, k=c, in_spatial=kout, filter=filt, pad=pad, stride=stride, dilation=dil,
-            groups=groups, direction=direction, in_layout=layouts[2], wei_layout=layouts[1],
-            out_layout=layouts[0], in_type=to, wei_type=tw, out_type=ti, bias=bias,
-        )
-        expected = kin
-    if prob.out_spatial != expected:
-        raise ProblemError(
-            f"key {key!r} is inconsistent: output size {expected} but the shape gives "
-            f"{prob.out_spatial}"
-        )
-    return prob

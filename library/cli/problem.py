@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 
 from ..driver import parse_any_line
-from ..problem import ConvProblem, _looks_like_key
+from ..problem import ConvProblem
+from ..problem_key import looks_like_key
 from ._options import JsonFlag
 from ._output import console, print_json
 
@@ -20,7 +21,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print the FindDb key and the derived shapes of a problem."""
 
-        problems = ([ConvProblem.from_key(text)] if _looks_like_key(text.strip())
+        problems = ([ConvProblem.from_key(text)] if looks_like_key(text.strip())
                     else parse_any_line(text))
         if as_json:
             print_json([p.to_dict() for p in problems])

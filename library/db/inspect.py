@@ -158,10 +158,11 @@ def _keys(query: str) -> list[tuple[str, Any]]:
     """(FindDb key, problem or None) of a query: a key is taken as written (every key MIOpen
     wrote, also those `ConvProblem` cannot rebuild); a driver line may name several."""
     from ..driver import parse_problems
-    from ..problem import ConvProblem, _looks_like_key
+    from ..problem import ConvProblem
+    from ..problem_key import looks_like_key
 
     text = query.strip()
-    if _looks_like_key(text):
+    if looks_like_key(text):
         try:
             return [(text, ConvProblem.from_key(text))]
         except MIOpenKernelsError:
