@@ -58,7 +58,6 @@ def _tuple(value: Any, dims: int, name: str) -> tuple[int, ...]:
     return out
 
 
-
 def _type_field(i: str, w: str, o: str) -> str:
     """A key's data type field from its (in, wei, out) types in key order."""
     return i if i == w == o else i + w + o
@@ -68,6 +67,7 @@ def _layout_field(i: str, w: str, o: str, dims: int) -> str:
     """A key's layout field from its (in, wei, out) layouts in key order: the default layout
     alone, else in-wei-out."""
     return i if i == w == o == _DEFAULT_LAYOUT[dims] else f"{i}-{w}-{o}"
+
 
 @dataclass(frozen=True)
 class ConvProblem:
