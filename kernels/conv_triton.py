@@ -9,7 +9,9 @@ stride phase at a time, so it never multiplies by the zeros that a strided forwa
 backward weights splits its long pixel reduction over SPLIT_K programs (forward and backward
 data may too, where few output tiles would leave the GPU idle); few input channels (the first
 layer, C=3) have kernels of their own in every direction: forward and backward weights one
-filter row at a time over (s, c) flattened, backward data over all stride phases at once.
+filter row at a time over (s, c) flattened, backward data over all stride phases at once;
+grouped problems of few channels and filters a group take the packed kernels
+(conv_triton_packed.py: several groups to a tile, its weight tile block-diagonal).
 `transpose_021` turns NCHW operands into NHWC ones and back, for the solvers that run NCHW
 problems on the NHWC kernels.
 
@@ -26,6 +28,11 @@ import triton
 import triton.language as tl
 
 from .conv_triton_common import channel_strides, part_range, tile_offsets
+from .conv_triton_packed import (
+    conv2d_bwd_data_packed,
+    conv2d_bwd_weight_packed,
+    conv2d_fwd_packed,
+)
 from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and the solvers)
     ALIGN16_ARGS,
     CONV_ARGS,
@@ -579,6 +586,9 @@ JIT = {
     "conv2d_bwd_data_smallc": conv2d_bwd_data_smallc,
     "conv2d_bwd_weight": conv2d_bwd_weight,
     "conv2d_bwd_weight_smallc": conv2d_bwd_weight_smallc,
+    "conv2d_fwd_packed": conv2d_fwd_packed,
+    "conv2d_bwd_data_packed": conv2d_bwd_data_packed,
+    "conv2d_bwd_weight_packed": conv2d_bwd_weight_packed,
     "conv2d_bwd_weight_reduce": conv2d_bwd_weight_reduce,
     "transpose_021": transpose_021,
 }

@@ -26,7 +26,6 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
     SPLITS,
     TENSORS,
     TILES,
-    TYPES,
     WIDTH_CLASSES,
     channels_last,
     constexpr_values,
@@ -42,6 +41,12 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
 )
 from .conv_triton_depthwise_spec import usual_tile as _usual_tile
 from .conv_triton_spec import typed_signature
+
+#: FP32 alone: 16-bit grouped problems of few channels a group take the implicit GEMM's packed
+#: kernels (kernels/conv_triton_packed.py), several groups to a tensor-core tile; these direct
+#: kernels, which waste no multiply-adds, stay the FP32 path (IEEE), and the packed tiles'
+#: 2-8x redundant products would be FP32 FMAs there.
+TYPES = ("FP32",)
 
 #: The usual tiles: the depthwise family's, but in forward the tiles it had before its own
 #: were measured (bench/depthwise_tiles.py times depthwise layers, not grouped ones).

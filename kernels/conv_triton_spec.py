@@ -208,6 +208,42 @@ KERNELS: dict[str, dict[str, Any]] = {
         "workspace": "as conv2d_bwd_weight (same partial layout, same reduce kernel)",
         "applies": "any problem with G*R <= 65535; faster than conv2d_bwd_weight where C < 16",
     },
+    # Grouped problems of fewer than 16 channels and filters a group (conv_triton_packed.py):
+    # a tile holds several groups, its weight tile block-diagonal (`packed_groups`).
+    "conv2d_fwd_packed": {
+        "packed": True,
+        "direction": "F", "reads": ("x", "w"), "writes": ("y",), "args": "CONV_ARGS",
+        "gemm": "M = N*P*Q, N = the filters of GB = BLOCK_N // K groups, reduction = taps x "
+                "their GB*C channels (a block-diagonal weight tile)",
+        "grid": ("cdiv(N*P*Q, BLOCK_M) * cdiv(G, GB)", "1", "1"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
+        "fixed": {"SPLIT_K": 1},
+        "applies": "groups of 1-15 channels and filters (kernel_for)",
+    },
+    "conv2d_bwd_data_packed": {
+        "packed": True,
+        "direction": "B", "reads": ("y", "w"), "writes": ("x",), "args": "CONV_ARGS",
+        "gemm": "per stride phase: M = N*cdiv(H,stride_h)*cdiv(W,stride_w), N = the channels "
+                "of GB = BLOCK_N // C groups, reduction = the phase's taps x their GB*K filters",
+        "grid": ("cdiv(N*cdiv(H,stride_h)*cdiv(W,stride_w), BLOCK_M) * cdiv(G, GB)", "1",
+                 "stride_h*stride_w"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
+        "fixed": {"SPLIT_K": 1},
+        "applies": "groups of 1-15 channels and filters (kernel_for); writes every element of x",
+    },
+    "conv2d_bwd_weight_packed": {
+        "packed": True,
+        "direction": "W", "reads": ("x", "y"), "writes": ("w", "ws"), "args": "CONV_ARGS",
+        "gemm": "per tap: M = the filters of GB groups, N = their channels, GB = min(BLOCK_M "
+                "// K, BLOCK_N // C); reduction = N*P*Q pixels cut in SPLIT_K parts; the "
+                "diagonal blocks are kept",
+        "grid": ("cdiv(G, GB)", "R*S", "SPLIT_K"),
+        "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
+                     "num_stages"),
+        "fixed": {},
+        "workspace": "as conv2d_bwd_weight (same partial layout, same reduce kernel)",
+        "applies": "groups of 1-15 channels and filters (kernel_for), R*S <= 65535",
+    },
     "conv2d_bwd_weight_reduce": {
         "direction": "W", "reads": ("ws",), "writes": ("w",), "args": "REDUCE_ARGS",
         "grid": ("cdiv(G*K*C*R*S, BLOCK)", "1", "1"),
@@ -369,9 +405,16 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
         return cdiv(z["G"] * z["K"] * z["C"] * z["R"] * z["S"], REDUCE_BLOCK), 1, 1
     if kernel == "transpose_021":
         return cdiv(z["S"], config["BLOCK_S"]), cdiv(z["R"], config["BLOCK_R"]), z["B"]
+    split = int(config.get("SPLIT_K", 1))
+    if KERNELS[kernel].get("packed"):
+        gb = packed_groups(kernel, z, config)
+        if kernel == "conv2d_bwd_weight_packed":
+            return cdiv(z["G"], gb), z["R"] * z["S"], split
+        m = gemm_dims(kernel, z)[0]
+        return cdiv(m, config["BLOCK_M"]) * cdiv(z["G"], gb), 1, \
+            (z["stride_h"] * z["stride_w"] if kernel == "conv2d_bwd_data_packed" else 1)
     m, n, _ = gemm_dims(kernel, z)
     tiles = cdiv(m, config.get("BLOCK_M", 0)) * cdiv(n, config.get("BLOCK_N", 0))
-    split = int(config.get("SPLIT_K", 1))
     if kernel == "conv2d_fwd":
         return tiles, z["G"], split
     if kernel == "conv2d_fwd_smallc":
@@ -383,6 +426,16 @@ def grid(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> tu
     if kernel == "conv2d_bwd_weight":
         return tiles, z["G"] * z["R"] * z["S"], split
     return tiles, z["G"] * z["R"], split  # conv2d_bwd_weight_smallc (gemm_dims rejected the rest)
+
+
+def packed_groups(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
+    """GB, the groups one tile of a packed kernel holds: BLOCK_N // K (forward), BLOCK_N // C
+    (backward data), min(BLOCK_M // K, BLOCK_N // C) (backward weights); at least 1."""
+    z, bm, bn = sizes, int(config["BLOCK_M"]), int(config["BLOCK_N"])
+    gb = bn // max(1, z["K"]) if kernel == "conv2d_fwd_packed" else \
+        bn // max(1, z["C"]) if kernel == "conv2d_bwd_data_packed" else \
+        min(bm // max(1, z["K"]), bn // max(1, z["C"]))
+    return max(1, gb)
 
 
 def gemm_dims(kernel: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
@@ -405,12 +458,22 @@ def gemm_dims(kernel: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
         return z["K"], z["C"], z["N"] * z["P"] * z["Q"]
     if kernel == "conv2d_bwd_weight_smallc":
         return z["K"], z["S"] * z["C"], z["N"] * z["P"] * z["Q"]
+    # Packed: the useful GEMM of one group (tile_efficiency counts its blocks' share).
+    if kernel == "conv2d_fwd_packed":
+        return z["N"] * z["P"] * z["Q"], z["K"], z["C"]
+    if kernel == "conv2d_bwd_data_packed":
+        m = z["N"] * cdiv(z["H"], z["stride_h"]) * cdiv(z["W"], z["stride_w"])
+        return m, z["C"], z["K"]
+    if kernel == "conv2d_bwd_weight_packed":
+        return z["K"], z["C"], z["N"] * z["P"] * z["Q"]
     raise KeyError(kernel)
 
 
 def tile_efficiency(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:
     """The fraction of the launched tile work that is real: how much of each BLOCK_M x BLOCK_N
     tile and each BLOCK_K step falls inside the problem (a cost-model input)."""
+    if KERNELS[kernel].get("packed"):  # GB diagonal blocks of a GB x GB block tile
+        return 1.0 / packed_groups(kernel, sizes, config)
     out = 1.0
     for dim, block in zip(gemm_dims(kernel, sizes),
                           (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]), strict=True):
@@ -421,7 +484,7 @@ def tile_efficiency(kernel: str, sizes: Mapping[str, int], config: Mapping[str, 
 
 #: Which tensor a direction's kernel writes: the reduce kernel's output after a split launch.
 OUTPUT_OF = {"conv2d_fwd": "y", "conv2d_bwd_data": "x", "conv2d_bwd_weight": "w",
-             "conv2d_bwd_weight_smallc": "w"}
+             "conv2d_bwd_weight_smallc": "w", "conv2d_bwd_weight_packed": "w"}
 
 
 def split_applies(kernel: str, sizes: Mapping[str, int]) -> bool:
@@ -471,13 +534,17 @@ def reduce_args(kernel: str, args: Mapping[str, int], channels_last: bool = Fals
 #: forward and backward data where their output tiles leave most of the GPU idle (small images,
 #: small batches).
 SPLIT_BY_DEFAULT = ("conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weight",
-                    "conv2d_bwd_weight_smallc")
+                    "conv2d_bwd_weight_smallc", "conv2d_bwd_weight_packed")
 
 #: The fewest BLOCK_K steps each part of a split keeps, per kernel (others: 8).
 _MIN_SPLIT_STEPS = {"conv2d_fwd": 4, "conv2d_bwd_data": 4}
 #: The largest default split, per kernel (others: 64): forward and backward data reductions
 #: (taps x channels) are short, so a package ships their splits up to 16 only.
 MAX_SPLIT = {"conv2d_fwd": 16, "conv2d_bwd_data": 16}
+#: The waves of programs a default split may fill, per kernel (others: 2). The packed backward
+#: weights at twice the two-wave split took less time on 79 of the 104 layer cases of
+#: bench/results/grouped_packed_h100.json (its 64x64x64 tile, H100).
+SPLIT_WAVES = {"conv2d_bwd_weight_packed": 4}
 
 
 def reduction_steps(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
@@ -516,7 +583,7 @@ def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], 
     tiles = gx * gy * gz
     steps = reduction_steps(kernel, sizes, config)
     return filling_split(tiles, steps, sms, _MIN_SPLIT_STEPS.get(kernel, 8),
-                         MAX_SPLIT.get(kernel, 64))
+                         MAX_SPLIT.get(kernel, 64), SPLIT_WAVES.get(kernel, 2))
 
 
 def workspace_bytes(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
@@ -537,9 +604,11 @@ def align_divisor(dtype: str | None, channels_last: bool, kernel: str = "conv2d_
     that forward assuming 8 took 0.999-1.005 of the time of one assuming 16 over ResNet-50's
     layers, and 0.29-0.44 of the generic object's on the zoo's layers of 8k channels
     (bench/results/align_variants*_h100.json); NCHW objects keep 16 (1.03-1.09), and so do the
-    backward kernels, which were not measured so."""
-    if channels_last and kernel == "conv2d_fwd" and dtype is not None and \
-            ELEMENT_BYTES.get(dtype) == 2:
+    backward kernels, which were not measured so. The packed kernels' 16-bit channels-last
+    objects assume 8 too: a group of 8 channels meets it, and their loads along a tile's
+    groups' channels are then 16-byte vectors."""
+    if channels_last and (kernel == "conv2d_fwd" or KERNELS[kernel].get("packed")) and \
+            dtype is not None and ELEMENT_BYTES.get(dtype) == 2:
         return 8
     return 16
 
@@ -575,9 +644,29 @@ def fits_int32(sizes: Mapping[str, int]) -> bool:
     return max(elems) < 2**31
 
 
+#: Grouped problems with fewer channels and fewer filters a group than this take the packed
+#: kernels (several groups to a tile).
+PACKED_BELOW = 16
+
+
+def packed(sizes: Mapping[str, int]) -> bool:
+    """Whether a problem takes the packed kernels: two or more groups, each of fewer than
+    PACKED_BELOW channels and filters, not depthwise (one of each: the depthwise family's, and
+    a packed tile would be all but one of its blocks zeros)."""
+    if sizes.get("G", 1) < 2:
+        return False
+    c, k = sizes["C"], sizes["K"]
+    return c < PACKED_BELOW and k < PACKED_BELOW and (c, k) != (1, 1)
+
+
 def kernel_for(direction: str, sizes: Mapping[str, int]) -> str:
-    """The main kernel of a direction for a problem: few input channels (C < 16) take their
-    own in forward and backward weights, and in backward data with a stride (dilation 1)."""
+    """The main kernel of a direction for a problem: grouped problems of few channels and
+    filters a group take the packed kernels (`packed`); otherwise few input channels (C < 16)
+    take their own in forward and backward weights, and in backward data with a stride
+    (dilation 1)."""
+    if packed(sizes):
+        return {"F": "conv2d_fwd_packed", "B": "conv2d_bwd_data_packed",
+                "W": "conv2d_bwd_weight_packed"}[direction]
     if direction == "F":
         return "conv2d_fwd_smallc" if sizes["C"] < 16 else "conv2d_fwd"
     if direction == "W":
@@ -601,9 +690,37 @@ def conv_args(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, in
     return out
 
 
+def _packed_tile(m: int, n: int, k: int, group_m: int) -> dict[str, int]:
+    return {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": group_m, "SPLIT_K": 1,
+            "num_warps": 4, "num_stages": 3}
+
+
+#: The packed kernels' tile per direction and layout (NHWC: channels last): the tile of
+#: bench/grouped_packed.py's candidates with the least geomean time against cuDNN over the
+#: zoo's grouped layers of 4 and 8 channels a group at batch 32 on the H100, FP16 and BF16
+#: (bench/results/grouped_packed_h100.json). Three stages where the kind allows them
+#: (`packed_tile`): two cost 6-9% in channels-last forward and backward weights there.
+PACKED_TILES: dict[tuple[str, bool], dict[str, int]] = {
+    ("F", True): _packed_tile(128, 32, 32, 8), ("F", False): _packed_tile(128, 16, 16, 8),
+    ("B", True): _packed_tile(128, 32, 32, 8), ("B", False): _packed_tile(128, 16, 16, 8),
+    ("W", True): _packed_tile(64, 64, 64, 1), ("W", False): _packed_tile(64, 64, 64, 1),
+}
+
+
+def packed_tile(kind: str, kernel: str, channels_last: bool) -> dict[str, int]:
+    """A packed kernel's tile on a target kind (PACKED_TILES), at the most stages the kind
+    allows up to the tile's."""
+    tile = dict(PACKED_TILES[(KERNELS[kernel]["direction"], channels_last)])
+    tile["num_stages"] = min(tile["num_stages"], max(TARGET_KINDS[kind]["num_stages"]))
+    return tile
+
+
 def default_config(kernel: str, dtype: str) -> dict[str, int]:
-    """A configuration that is legal everywhere (the fallback before tuning)."""
-    del kernel, dtype
+    """A configuration that is legal everywhere (the fallback before tuning); a packed
+    kernel's channels-last tile at two stages."""
+    del dtype
+    if KERNELS[kernel].get("packed"):
+        return {**PACKED_TILES[(KERNELS[kernel]["direction"], True)], "num_stages": 2}
     return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1,
             "num_warps": 4, "num_stages": 2}
 
@@ -690,10 +807,14 @@ def typed_signature(args: tuple[tuple[str, str], ...], dtype: str, values: Mappi
     return sig, constexprs
 
 
-def align16_variants(kernel: str) -> tuple[bool, ...]:
+def align16_variants(kernel: str, channels_last: bool | None = None) -> tuple[bool, ...]:
     """The align16 settings a kernel's objects are built with: both, or only the generic one
-    for a few-channel kernel (its problems never meet the assumption)."""
-    return (False,) if KERNELS[kernel].get("few_channels") else (True, False)
+    for a few-channel kernel and for a packed one in NCHW (`channels_last` False): their
+    problems never meet the assumption (fewer than 16 channels a group)."""
+    if KERNELS[kernel].get("few_channels") or (
+            KERNELS[kernel].get("packed") and channels_last is False):
+        return (False,)
+    return (True, False)
 
 
 def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
@@ -766,7 +887,10 @@ def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]
     """Whether a problem in `layout` (NCHW or NHWC) of `case` (`FP16-B`, `TF32-W`...) with
     `sizes` runs faster on the other layout's kernels, transposed, on a target kind: from
     VIA_NHWC_MIN_C channels per group by VIA_NHWC / VIA_NCHW (and NCHW 1x1 filters by
-    VIA_NHWC_ONE_TAP's output pixels), below that by VIA_NCHW_FEW_C."""
+    VIA_NHWC_ONE_TAP's output pixels), below that by VIA_NCHW_FEW_C; never for the packed
+    kernels' grouped problems, whose tables these are not."""
+    if packed(sizes):
+        return False
     if sizes["C"] >= VIA_NHWC_MIN_C:
         taps = (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {}).get(case)
     else:
@@ -813,8 +937,9 @@ def tuned_config(kind: str, case: str, sizes: Mapping[str, int], kernel: str = "
     (`usual_config`, for `kernel` where given); None where nothing was measured for the kind
     or case."""
     table = tuned_table(kind)
+    packed_kernel = bool(kernel) and bool(KERNELS[kernel].get("packed"))
     if table is None:
-        return None
+        return usual_config(kind, case, kernel) if packed_kernel else None
     own = table["configs"].get(case, {}).get(shape_key(sizes))
     return dict(own) if own else usual_config(kind, case, kernel)
 
@@ -876,6 +1001,8 @@ def usual_config(kind: str, case: str, kernel: str = "") -> dict[str, int] | Non
     GEMM: the case's usual tile, fitted to the other layers, wasted two thirds of a
     few-channel tile at batch 1 and 64, bench/results/kernels_h100-d68e283.json); else, or
     where none was measured, the case's most frequent winner over all its layers."""
+    if kernel and KERNELS[kernel].get("packed"):  # every kind: its tile (packed_tile)
+        return packed_tile(kind, kernel, case.endswith("NHWC"))
     table = tuned_table(kind)
     if table is None:
         return None

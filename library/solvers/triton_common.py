@@ -157,6 +157,13 @@ def target_kind(arch: str) -> str | None:
 REDUCE_KERNEL = "conv2d_bwd_weight_reduce"
 
 
+def packed_kernel(kernel: str) -> bool:
+    """Whether `kernel` is one of the packed kernels (several groups of few channels to a
+    tile, conv_triton_packed.py): 16-bit types only (FP32 grouped problems of few channels
+    take the grouped direct family, whose kernels waste no multiply-adds)."""
+    return bool(spec_module().KERNELS[kernel].get("packed"))
+
+
 def splits_reduction(kernel: str) -> bool:
     """Whether the solvers use `kernel`'s SPLIT_K > 1 variant (the spec's SPLIT_BY_DEFAULT:
     backward weights, forward, backward data); its partial sums go to the workspace and

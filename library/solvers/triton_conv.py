@@ -7,11 +7,12 @@ from the kdb with the launch metadata they carry (codeobject.LaunchMetadata).
 
 Applicability: targets with matrix instructions (targets.toml `matrix`); 2D problems; one
 element type of FP16, BF16 or FP32 (FP32 not on wmma targets); 32-bit offsets; groups as
-program axis 1. The portable solvers stay the fallback for everything else. Parameters (PerfDb
-order): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps, num_stages; the legal space per
-target comes from the spec. SPLIT_K > 1 (backward weights by default; forward and backward data
-where their tiles alone would leave most CUs idle) leaves FP32 partial sums in the workspace,
-which the reduce kernel (`follow_ups`) adds into the output; one object serves every split.
+program axis 1, or several to a tile with fewer than 16 channels and filters each (the packed
+kernels, 16-bit only); else the portable solvers. Parameters (PerfDb order): BLOCK_M, BLOCK_N,
+BLOCK_K, GROUP_M, SPLIT_K, num_warps, num_stages; the legal space per target: the spec.
+SPLIT_K > 1 (backward weights by default; forward and backward data where their tiles alone
+would leave most CUs idle) leaves FP32 partial sums in the workspace, which the reduce kernel
+(`follow_ups`) adds into the output; one object serves every split.
 
 Every object is shape-agnostic (sizes are arguments). An object may assume 16-byte aligned
 pointers and multiples of 16 in the spec's ALIGN16_ARGS; a problem or call that does not meet
@@ -28,6 +29,7 @@ error 1.3e-7 to 3.2e-7 in 0.35-0.80 of the IEEE kernels' time, triton_kernels_fp
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from ..config import triton_solvers_enabled
@@ -46,6 +48,7 @@ from .triton_common import (
     conv_triton_job,
     job_items,
     kernel_arg,
+    packed_kernel,
     problem_view,
     reduce_step,
     scratch_args,
@@ -93,9 +96,7 @@ def _choices(solver: ConvTritonImplicitGemm, problem: ConvProblem, target: Targe
 
 
 def _programs(kernel: str, sizes: dict[str, int], config: dict[str, int]) -> int:
-    """Programs (thread blocks) one launch of `config` runs."""
-    gx, gy, gz = spec_module().grid(kernel, sizes, config)
-    return int(gx) * int(gy) * int(gz)
+    return int(math.prod(spec_module().grid(kernel, sizes, config)))  # its thread blocks
 
 
 #: 16-bit types in which the implicit GEMM ranks ahead of the portable solvers, from this many
@@ -106,13 +107,12 @@ _SIXTEEN_BIT_FIRST = {"FP16": 16, "BF16": 16}
 #: Grouped problems of this many channels and filters a group or more rank the implicit GEMM
 #: (the group its program axis 1) first in every type: the portable kernels loop over the
 #: groups, at 10-17x cuDNN's GPU time on ResNeXt's 3x3 layers (issue 28, H100). Fewer a group
-#: (2-8) take the grouped direct family (solvers/triton_grouped.py).
+#: take the packed kernels in 16-bit types (FP32: the grouped direct family) and rank first.
 _GROUPED_FIRST = 16
 
 
 class ConvTritonImplicitGemm(Solver):
-    """One direction of the Triton implicit GEMM, in one math mode ('ieee', 'tf32' or
-    'tf32x3')."""
+    """One direction of the Triton implicit GEMM in one math mode: 'ieee', 'tf32', 'tf32x3'."""
 
     tunable = True
     language = "triton"
@@ -135,8 +135,7 @@ class ConvTritonImplicitGemm(Solver):
 
     # ------------------------------------------------------------------ problem mapping
     def _view(self, problem: ConvProblem) -> tuple[ConvView, dict[str, int], str, bool]:
-        """(view, i32 arguments, kernel name, channels_last) of a problem."""
-        return problem_view(problem)
+        return problem_view(problem)  # (view, i32 arguments, kernel name, channels_last)
 
     def _kind(self, target: Target) -> str | None:
         """The spec's target kind; None without matrix cores, kernels or MIOPENKERNELS_TRITON."""
@@ -153,7 +152,8 @@ class ConvTritonImplicitGemm(Solver):
         kernels or a Winograd, 1x1 GEMM or direct solver claims it."""
         per_group = min(problem.c, problem.k) // problem.groups
         return self.rank_first or per_group >= _SIXTEEN_BIT_FIRST.get(problem.in_type, 1 << 30) \
-            or (problem.groups > 1 and per_group >= _GROUPED_FIRST) \
+            or (problem.groups > 1 and (per_group >= _GROUPED_FIRST or
+                                        packed_kernel(self._view(problem)[2]))) \
             or small_grid_config(problem, target, self.math) is not None
 
     def ahead_of_portable(self, problem: ConvProblem, target: Target) -> bool:
@@ -182,13 +182,14 @@ class ConvTritonImplicitGemm(Solver):
             return False
         if p.in_type == "FP32" and matrix == "wmma":
             return False  # RDNA's wmma takes no FP32: no tensor-core gain over the portable
-        return shape_fits(self._view(p)[0])
+        view, _, kernel, _ = self._view(p)
+        return shape_fits(view) and not (p.in_type == "FP32" and packed_kernel(kernel))
 
     # ------------------------------------------------------------------ parameters
     def _check_length(self, params: Params) -> None:
         if len(params) not in (len(PARAM_NAMES), len(PARAM_NAMES) + 1):
-            raise ProblemError(f"{self.name}: params {params} are not "
-                               f"{','.join(PARAM_NAMES)}[,{MMA_PARAM}]")
+            raise ProblemError(f"{self.name}: params {params} are not {','.join(PARAM_NAMES)}"
+                               f"[,{MMA_PARAM}]")
 
     def _config(self, params: Params) -> dict[str, int]:
         """The constexprs of a parameter set (a fresh dict: callers may extend it)."""
@@ -378,25 +379,27 @@ class ConvTritonImplicitGemm(Solver):
                            job_items(tuple(params)), cl, aligned, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Default configuration of every kernel, type and layout, with and without align16:
-        any problem the solver accepts runs without a compile."""
-        if self._kind(target) is None or not spec_for(target.arch).matrix:
+        """Every kernel's default and usual tiles per type and layout, aligned and not."""
+        kind = self._kind(target)
+        if kind is None or not spec_for(target.arch).matrix:
             return []
         spec = spec_module()
         kernels = [k for k, d in spec.KERNELS.items()
                    if d["direction"] == self.direction and d["args"] == "CONV_ARGS"]
-        kind = self._kind(target)
-        assert kind is not None
         jobs: dict[CompileJob, None] = {}
         for data_type in _TYPES:
             if not self._type_applicable(data_type, target):
                 continue
             for kernel in kernels:
+                if data_type == "FP32" and packed_kernel(kernel):
+                    continue  # 16-bit only (triton_common.packed_kernel)
                 for cl in (False, True):
-                    configs = [spec.default_config(kernel, data_type)]
-                    # The case's usual winner: what a problem without its own record runs.
+                    # The case's usual winner: what a problem without its own record runs
+                    # (a packed kernel's alone: its default is its tile at fewer stages).
                     usual = self._tuned(kind, self._case(data_type, self.direction, cl),
                                         _NO_SIZES, kernel, data_type)
+                    configs = [] if usual and packed_kernel(kernel) else \
+                        [spec.default_config(kernel, data_type)]
                     configs += [usual] if usual else []
                     if kernel == "conv2d_fwd":  # every tile and split of the small-grid rule
                         configs += small_grid_configs(kind, data_type, self.math, cl)
@@ -407,7 +410,7 @@ class ConvTritonImplicitGemm(Solver):
                                                 if k <= most)
                                     if spec.is_legal(c, data_type, kind, kernel)]
                     for config in configs:
-                        for aligned in spec.align16_variants(kernel):
+                        for aligned in spec.align16_variants(kernel, cl):
                             jobs.setdefault(self._job(kernel, data_type, config, cl, aligned,
                                                       target))
         return list(jobs)
@@ -462,8 +465,7 @@ class ConvTritonImplicitGemm(Solver):
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(grid, block) without the argument list (the miss ranking asks for it per
-        candidate)."""
+        """(grid, block) without the argument list (the miss ranking asks per candidate)."""
         view, _, kernel, _ = self._view(problem)
         self._check_length(params)
         config = config_view(tuple(params))
@@ -482,15 +484,13 @@ class ConvTritonImplicitGemm(Solver):
 
     def efficiency(self, view: ConvView, params: Params) -> float:
         """The fraction of launched tile work that is real (the miss ranking's feature)."""
-        sizes = spec_sizes(view)
-        spec = spec_module()
+        sizes, spec = spec_sizes(view), spec_module()
         self._check_length(params)
         return float(spec.tile_efficiency(spec.kernel_for(view.direction, sizes), sizes,
                                           config_view(tuple(params))))
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
-        # Tensor cores: nominally ~20x the portable kernels' MAC rate (FP32 IEEE ~4x, three
-        # TF32 products ~7x).
+        # Tensor cores: nominally ~20x the portable kernels' MAC rate (IEEE FP32 4x, TF32x3 7x).
         speed = 4.0 if problem.in_type == "FP32" and self.math == "ieee" else \
             7.0 if self.math == "tf32x3" else 20.0
         return 5.0 + macs(problem) / (1e6 * speed)

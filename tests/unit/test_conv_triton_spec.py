@@ -9,6 +9,7 @@ import pytest
 from miopenkernels.kernels import conv_triton_spec as spec
 
 SOURCE = Path(spec.__file__).with_name("conv_triton.py")
+PACKED_SOURCE = Path(spec.__file__).with_name("conv_triton_packed.py")
 
 # ResNet-50's 3x3 stride-2 layer 128 -> 128 at 56x56, batch 32.
 SIZES = {"N": 32, "C": 128, "H": 56, "W": 56, "K": 128, "P": 28, "Q": 28, "R": 3, "S": 3,
@@ -16,11 +17,12 @@ SIZES = {"N": 32, "C": 128, "H": 56, "W": 56, "K": 128, "P": 28, "Q": 28, "R": 3
 
 
 def _jit_params() -> dict[str, list[str]]:
-    """Parameter names of each @triton.jit function in conv_triton.py, read without Triton, a
-    tuple parameter (CONV_TUPLES) as its members: the flat list Triton passes."""
-    tree = ast.parse(SOURCE.read_text())
+    """Parameter names of each @triton.jit function in conv_triton.py and the packed kernels'
+    file it re-exports, read without Triton, a tuple parameter (CONV_TUPLES) as its members:
+    the flat list Triton passes."""
     return {f.name: [n for a in f.args.args for n in spec.CONV_TUPLES.get(a.arg, (a.arg,))]
-            for f in tree.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
+            for source in (SOURCE, PACKED_SOURCE) for f in ast.parse(source.read_text()).body
+            if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
 
 
 def test_spec_imports_no_triton() -> None:

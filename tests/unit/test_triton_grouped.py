@@ -1,5 +1,6 @@
-"""The grouped direct solvers (2-8 channels and filters a group) and grouped problems on the
-implicit GEMM: applicability, precedence in the miss ranking, objects and launches."""
+"""The grouped direct solvers (FP32, 2-8 channels and filters a group), grouped problems on the
+implicit GEMM and its packed kernels (16-bit, fewer than 16 a group): applicability,
+precedence in the miss ranking, objects and launches."""
 
 from __future__ import annotations
 
@@ -39,8 +40,11 @@ def test_applies_to_few_channels_a_group_on_matrix_core_targets() -> None:
     for (c, k, g), d, t, layout in itertools.product(TAKEN, "FBW", ("FP16", "BF16", "FP32"),
                                                      ("NCHW", "NHWC")):
         p = _p(c, k, g, direction=d, data_type=t, layout=layout)
-        assert get_solver("ConvTritonGrouped" + SUFFIX[d]).is_applicable(p, SM90), p.key()
-    p = _p(128, 128, 32)
+        direct = get_solver("ConvTritonGrouped" + SUFFIX[d]).is_applicable(p, SM90)
+        gemm = get_solver("ConvTritonImplicitGemm" + SUFFIX[d]).is_applicable(p, SM90)
+        # FP32: the direct kernels; 16-bit: the implicit GEMM's packed kernels.
+        assert (direct, gemm) == ((True, False) if t == "FP32" else (False, True)), p.key()
+    p = _p(128, 128, 32, data_type="FP32")
     for target in ("gfx90a-104", "gfx942-304", "sm80-108", "gfx1100-48"):
         assert get_solver("ConvTritonGroupedFwd").is_applicable(p, Target.parse(target))
     for target in ("gfx906-60", "gfx1030-40"):  # no matrix cores: the portable kernels
@@ -70,9 +74,10 @@ def test_grouped_problems_rank_the_direct_family_first_and_wide_groups_the_gemm(
     for (c, k, g), d, t, layout in itertools.product(TAKEN[:2], "FBW", ("FP16", "FP32"),
                                                      ("NCHW", "NHWC")):
         p = _p(c, k, g, direction=d, data_type=t, layout=layout, n=8)
-        assert first(p) == "ConvTritonGrouped" + SUFFIX[d], p.key()
+        family = "ConvTritonGrouped" if t == "FP32" else "ConvTritonImplicitGemm"
+        assert first(p) == family + SUFFIX[d], p.key()
         for solver in SOLVERS:
-            if solver.is_applicable(p, SM90) and not solver.name.startswith("ConvTritonGrouped"):
+            if solver.is_applicable(p, SM90) and solver.name != family + SUFFIX[d]:
                 assert not ranks_first(solver, p, SM90), (solver.name, p.key())
     # 16 or more a group: the implicit GEMM (its Via solvers where they claim the case) in
     # every direction, FP32 included; the portable kernels never first.
@@ -86,13 +91,17 @@ def test_grouped_problems_rank_the_direct_family_first_and_wide_groups_the_gemm(
 def test_the_package_ships_every_object_a_grouped_call_runs() -> None:
     shipped = set(all_dynamic_jobs(SM90))
     own = [j for j in shipped if j.kernel_name.startswith("grouped_conv")]
-    # F and B: 3 types x 2 layouts; W: also 2 width classes; no alignment variants.
-    assert len(own) == 6 + 6 + 12
+    # FP32 alone. F and B: 2 layouts; W: also 2 width classes; no alignment variants.
+    assert len(own) == 2 + 2 + 4
     assert not any(any(o.startswith("--assume=") for o in j.options) for j in own)
+    packed = [j for j in shipped if j.kernel_name.endswith("_packed")]
+    # FP16 and BF16; NCHW generic, NHWC generic and aligned; W also its split object.
+    assert len(packed) == 2 * 3 + 2 * 3 + 2 * 3 * 2
     for (c, k, g), d, f, st, layout, t in itertools.product(
             TAKEN, "FBW", (3, 5, 7), (1, 2), ("NCHW", "NHWC"), ("FP16", "BF16", "FP32")):
         p = _p(c, k, g, hw=14, f=f, stride=st, direction=d, data_type=t, layout=layout)
-        solver = get_solver("ConvTritonGrouped" + SUFFIX[d])
+        family = "ConvTritonGrouped" if t == "FP32" else "ConvTritonImplicitGemm"
+        solver = get_solver(family + SUFFIX[d])
         params = solver.default_params(p, SM90)
         missing = [j.kernel_name for j in launch_jobs(solver, p, params, SM90)
                    if j not in shipped]
@@ -104,13 +113,13 @@ def test_the_forward_keeps_its_own_tiles_when_the_depthwise_ones_change() -> Non
     forward keeps the tiles it had (16x64 NHWC, 128x8 NCHW, four warps)."""
     fwd = get_solver("ConvTritonGroupedFwd")
     for layout, tile in (("NHWC", (16, 64)), ("NCHW", (128, 8))):
-        p = _p(32, 32, 8, layout=layout)
+        p = _p(32, 32, 8, layout=layout, data_type="FP32")
         params = fwd.default_params(p, SM90)
         assert (params[0], params[1], params[5]) == (*tile, 4), layout
 
 
 def test_launch_arguments_name_the_group_layout() -> None:
-    p = _p(128, 64, 16, hw=10, direction="B", layout="NCHW")  # dx has 128 channels, dy 64
+    p = _p(128, 64, 16, hw=10, direction="B", layout="NCHW", data_type="FP32")  # dx 128, dy 64
     solver = get_solver("ConvTritonGroupedBwd")
     args = {a.name: a.value for a in solver.launch(p, solver.default_params(p, SM90)).args}
     # Weights (64, 8, 3, 3): a channel d of group g reads filters g*4 + m at channel d % 8.
