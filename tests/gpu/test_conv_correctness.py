@@ -44,13 +44,18 @@ BASE = [
                 groups=32),
     ConvProblem(n=3, c=24, k=24, in_spatial=(17, 14), filter=(7, 7), pad=(6, 6),
                 dilation=(2, 2), groups=24),
-    # Grouped, few channels a group (the grouped direct family): ResNeXt's 4 a group, one
+    # Grouped, few channels a group (FP32: the grouped direct family; 16-bit: the implicit
+    # GEMM's packed kernels): ResNeXt's 4 a group, one
     # channel to two filters at 5x5 stride 2, eight channels to two filters dilated.
     ConvProblem(n=2, c=32, k=32, in_spatial=(10, 9), filter=(3, 3), pad=(1, 1), groups=8),
     ConvProblem(n=2, c=8, k=16, in_spatial=(13, 11), filter=(5, 5), pad=(2, 2), stride=(2, 2),
                 groups=8),
     ConvProblem(n=2, c=16, k=4, in_spatial=(12, 12), filter=(3, 3), pad=(2, 2),
                 dilation=(2, 2), groups=2),
+    # Grouped, 8 a group in 13 groups at stride 2 on odd sizes (16-bit: the packed kernels,
+    # a last tile of fewer groups; NHWC: the objects assuming multiples of 8).
+    ConvProblem(n=2, c=104, k=104, in_spatial=(11, 10), filter=(3, 3), pad=(1, 1),
+                stride=(2, 2), groups=13),
     # Grouped, 16 a group at stride 2: the implicit GEMM's backward data with groups.
     ConvProblem(n=2, c=64, k=64, in_spatial=(9, 9), filter=(3, 3), pad=(1, 1), stride=(2, 2),
                 groups=4),
