@@ -43,24 +43,36 @@ def _mma(a, b, acc, PRECISION: tl.constexpr):
 
 
 @triton.jit
-def conv2d_fwd_packed(
-    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
-):
-    """y[n, f, p, q] = sum over taps, then the channels of f's group, of x * w; a tile's
-    columns are the filters of GB = BLOCK_N // K groups, its reduction their GB * C channels."""
+def _dense(C, K, GB, sxw, syw, G, SPAN: tl.constexpr, CHANNELS_LAST: tl.constexpr):
+    """Whether a tile's groups span exactly SPAN channels and SPAN filters of channels-last x
+    and y whose pixels hold exactly the G groups' channels and filters (C == K, GB * C ==
+    SPAN, sxw == G * C, syw == G * K). Then a tile's first channel is a multiple of SPAN and
+    its bounds are sxw and syw, which an aligned object assumes multiples of 8: its loads and
+    stores along channels are vectors, as a group of 4 channels alone would not allow."""
+    dense = False
+    if CHANNELS_LAST:
+        dense = (C == K) & (GB * C == SPAN) & (sxw == G * C) & (syw == G * K)
+    return dense
+
+
+@triton.jit
+def _fwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              PRECISION: tl.constexpr, DENSE: tl.constexpr):
     N, C, H, W, K, P, Q, R, S, G = dims
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
-        strides, CHANNELS_LAST)
-    GB = BLOCK_N // K
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = strides
     M = N * P * Q
-    pid_m, pid_g = tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(G, GB), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     j = tl.arange(0, BLOCK_N)
-    f = pid_g * GB * K + j  # the tile's filters
-    n_ok = (j < GB * K) & (f < G * K)
+    if DENSE:  # the tile's first channel and filter: pid_g * BLOCK_N (see _dense)
+        f = pid_g * BLOCK_N + j
+        n_ok = f < syw
+        CB = BLOCK_N
+    else:
+        f = pid_g * GB * K + j  # the tile's filters
+        n_ok = (j < GB * K) & (f < G * K)
+        CB = GB * C  # the channels of the tile's groups
     fg = f // K
     m_ok = offs_m < M
     img = offs_m // (P * Q)
@@ -70,7 +82,6 @@ def conv2d_fwd_packed(
     ih0 = op * stride_h - pad_h
     iw0 = oq * stride_w - pad_w
     i = tl.arange(0, BLOCK_K)
-    CB = GB * C  # the channels of the tile's groups
     c_blocks = tl.cdiv(CB, BLOCK_K)
     RS = R * S
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -83,8 +94,12 @@ def conv2d_fwd_packed(
         iw = iw0 + s * dil_w
         a_ok = m_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         ci = cb * BLOCK_K + i
-        cs = pid_g * CB + ci
-        c_ok = (ci < CB) & (cs < G * C)
+        if DENSE:
+            cs = pid_g * BLOCK_N + ci
+            c_ok = (ci < BLOCK_N) & (cs < sxw)
+        else:
+            cs = pid_g * CB + ci
+            c_ok = (ci < CB) & (cs < G * C)
         cg = cs // C
         a = tl.load(x_ptr + (img * sxn + ih * sxh + iw * sxw)[:, None] + (cs * sxc)[None, :],
                     mask=a_ok[:, None] & c_ok[None, :], other=0.0)
@@ -94,6 +109,28 @@ def conv2d_fwd_packed(
         acc = _mma(a, b, acc, PRECISION)
     y_off = (img * syn + op * syh + oq * syw)[:, None] + (f * syk)[None, :]
     tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def conv2d_fwd_packed(
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """y[n, f, p, q] = sum over taps, then the channels of f's group, of x * w; a tile's
+    columns are the filters of GB = BLOCK_N // K groups, its reduction their GB * C channels."""
+    N, C, H, W, K, P, Q, R, S, G = dims
+    strides = channel_strides(strides, CHANNELS_LAST)
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = strides
+    GB = BLOCK_N // K
+    pid_m, pid_g = tile_ids(tl.program_id(0), tl.cdiv(N * P * Q, BLOCK_M), tl.cdiv(G, GB),
+                            GROUP_M)
+    if _dense(C, K, GB, sxw, syw, G, BLOCK_N, CHANNELS_LAST):
+        _fwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB, BLOCK_M,
+                  BLOCK_N, BLOCK_K, PRECISION, True)
+    else:
+        _fwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB, BLOCK_M,
+                  BLOCK_N, BLOCK_K, PRECISION, False)
 
 
 @triton.jit
@@ -113,26 +150,15 @@ def _first_taps(phase, pad, dil, stride, R):
 
 
 @triton.jit
-def conv2d_bwd_data_packed(
-    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
-):
-    """dx[n, c, h, w] = sum over the taps reaching (h, w), then the filters of c's group, of
-    dy * w, one stride phase per program axis 2 (as conv2d_bwd_data); a tile's columns are the
-    channels of GB = BLOCK_N // C groups, its reduction their GB * K filters."""
+def _bwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB, ph, pw,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              PRECISION: tl.constexpr, DENSE: tl.constexpr):
     N, C, H, W, K, P, Q, R, S, G = dims
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
-        strides, CHANNELS_LAST)
-    GB = BLOCK_N // C
-    phase = tl.program_id(2)
-    ph = phase // stride_w
-    pw = phase % stride_w
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = strides
     Hs = tl.cdiv(H, stride_h)
     Ws = tl.cdiv(W, stride_w)
     M = N * Hs * Ws
-    pid_m, pid_g = tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(G, GB), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     img = offs_m // (Hs * Ws)
     hw = offs_m % (Hs * Ws)
@@ -142,11 +168,16 @@ def conv2d_bwd_data_packed(
     iw = pw + ww * stride_w
     m_ok = (offs_m < M) & (ih < H) & (iw < W)
     j = tl.arange(0, BLOCK_N)
-    c = pid_g * GB * C + j  # the tile's channels
-    n_ok = (j < GB * C) & (c < G * C)
+    if DENSE:  # the tile's first channel and filter: pid_g * BLOCK_N (see _dense)
+        c = pid_g * BLOCK_N + j
+        n_ok = c < sxw
+        KB = BLOCK_N
+    else:
+        c = pid_g * GB * C + j  # the tile's channels
+        n_ok = (j < GB * C) & (c < G * C)
+        KB = GB * K  # the filters of the tile's groups
     cg = c // C
     i = tl.arange(0, BLOCK_K)
-    KB = GB * K  # the filters of the tile's groups
     r0, r_step, n_r = _first_taps(ph, pad_h, dil_h, stride_h, R)
     s0, s_step, n_s = _first_taps(pw, pad_w, dil_w, stride_w, S)
     k_blocks = tl.cdiv(KB, BLOCK_K)
@@ -161,8 +192,12 @@ def conv2d_bwd_data_packed(
         oq = ww + (pw + pad_w - s * dil_w) // stride_w
         a_ok = m_ok & (op >= 0) & (op < P) & (oq >= 0) & (oq < Q)
         ki = kb * BLOCK_K + i
-        kf = pid_g * KB + ki
-        k_ok = (ki < KB) & (kf < G * K)
+        if DENSE:
+            kf = pid_g * BLOCK_N + ki
+            k_ok = (ki < BLOCK_N) & (kf < syw)
+        else:
+            kf = pid_g * KB + ki
+            k_ok = (ki < KB) & (kf < G * K)
         kg = kf // K
         a = tl.load(y_ptr + (img * syn + op * syh + oq * syw)[:, None] + (kf * syk)[None, :],
                     mask=a_ok[:, None] & k_ok[None, :], other=0.0)
@@ -172,6 +207,33 @@ def conv2d_bwd_data_packed(
         acc = _mma(a, b, acc, PRECISION)
     x_off = (img * sxn + ih * sxh + iw * sxw)[:, None] + (c * sxc)[None, :]
     tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def conv2d_bwd_data_packed(
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """dx[n, c, h, w] = sum over the taps reaching (h, w), then the filters of c's group, of
+    dy * w, one stride phase per program axis 2 (as conv2d_bwd_data); a tile's columns are the
+    channels of GB = BLOCK_N // C groups, its reduction their GB * K filters."""
+    N, C, H, W, K, P, Q, R, S, G = dims
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
+    strides = channel_strides(strides, CHANNELS_LAST)
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = strides
+    GB = BLOCK_N // C
+    phase = tl.program_id(2)
+    ph = phase // stride_w
+    pw = phase % stride_w
+    M = N * tl.cdiv(H, stride_h) * tl.cdiv(W, stride_w)
+    pid_m, pid_g = tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(G, GB), GROUP_M)
+    if _dense(C, K, GB, sxw, syw, G, BLOCK_N, CHANNELS_LAST):
+        _bwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB, ph, pw,
+                  BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, True)
+    else:
+        _bwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB, ph, pw,
+                  BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, False)
 
 
 @triton.jit
@@ -189,31 +251,23 @@ def _load_tile(ptr, row_off, col_off, row_ok, col_ok, TRANSPOSED: tl.constexpr):
 
 
 @triton.jit
-def conv2d_bwd_weight_packed(
-    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
-):
-    """dw[f, c, r, s] = sum over pixels of dy[f] * x[c of f's group], one tap per program
-    axis 1, the pixels split over axis 2; a tile holds GB groups' filters (rows) and channels
-    (columns), GB the most that fit both, and keeps its diagonal blocks."""
+def _wrw_body(x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, pid_g, GB, SPLIT_K: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr):
     N, C, H, W, K, P, Q, R, S, G = dims
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
-    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
-        strides, CHANNELS_LAST)
-    GB = tl.minimum(BLOCK_M // K, BLOCK_N // C)
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = strides
     rs = tl.program_id(1)
     r = rs // S
     s = rs - r * S
     split = tl.program_id(2)
-    pid_g = tl.program_id(0)
     ii = tl.arange(0, BLOCK_M)
+    j = tl.arange(0, BLOCK_N)
     f = pid_g * GB * K + ii
     m_ok = (ii < GB * K) & (f < G * K)
-    fg = f // K
-    j = tl.arange(0, BLOCK_N)
     c = pid_g * GB * C + j
     n_ok = (j < GB * C) & (c < G * C)
+    fg = f // K
     cg = c // C
     offs_k = tl.arange(0, BLOCK_K)
     PQ = P * Q
@@ -245,3 +299,20 @@ def conv2d_bwd_weight_packed(
         tl.store(ws_ptr + ws_off + rs, acc, mask=mask)
 
 
+@triton.jit
+def conv2d_bwd_weight_packed(
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """dw[f, c, r, s] = sum over pixels of dy[f] * x[c of f's group], one tap per program
+    axis 1, the pixels split over axis 2; a tile holds GB groups' filters (rows) and channels
+    (columns), GB the most that fit both, and keeps its diagonal blocks."""
+    N, C, H, W, K, P, Q, R, S, G = dims
+    strides = channel_strides(strides, CHANNELS_LAST)
+    sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = strides
+    GB = tl.minimum(BLOCK_M // K, BLOCK_N // C)
+    # One path only: a second (the forward's `_dense` one) doubled the shared memory of the
+    # pipelined loads (393,216 bytes at 256x256x64 and three stages, over sm90's 232,448).
+    _wrw_body(x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, tl.program_id(0), GB, SPLIT_K,
+              BLOCK_M, BLOCK_N, BLOCK_K, CHANNELS_LAST, PRECISION)

@@ -117,6 +117,17 @@ ALIGN16_ARGS: dict[bool, tuple[str, ...]] = {
     False: ("C", "K"),
 }
 
+#: What the packed kernels' aligned objects assume instead, as a fraction of `align_divisor`
+#: (channels-last 16-bit: 8): the activations' strides whole multiples of it, a group's channel
+#: and filter counts and the weights' strides multiples of half of it (4 a group meets that).
+#: The kernels' vector path (`conv_triton_packed._dense`) starts each tile at a multiple of its
+#: width and bounds it by sxw and syw, so its activation loads and stores are 16-byte vectors;
+#: the weights' block-diagonal loads then gather 4 at a time.
+PACKED_ALIGN_ARGS: dict[bool, dict[str, int]] = {
+    True: {"sxn": 1, "sxh": 1, "sxw": 1, "syn": 1, "syh": 1, "syw": 1, "C": 2, "K": 2,
+           "swk": 2, "swr": 2, "sws": 2},
+    False: {"C": 1, "K": 1}}
+
 #: Triton signature type of an element type (the "ptr" kind).
 ELEMENT_TYPES = {"FP16": "fp16", "BF16": "bf16", "FP32": "fp32"}
 ELEMENT_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
@@ -619,7 +630,9 @@ def align_assumptions(kernel: str, dtype: str, channels_last: bool
     ALIGN16_ARGS multiples of `align_divisor`."""
     divisor = align_divisor(dtype, channels_last, kernel)
     ptrs = {n for n, k in arg_list(kernel) if k.startswith("ptr")}
-    return tuple((n, 16 if n in ptrs else divisor) for n in align16_args(kernel, channels_last))
+    part = PACKED_ALIGN_ARGS[channels_last] if KERNELS[kernel].get("packed") else {}
+    return tuple((n, 16 if n in ptrs else divisor // part.get(n, 1))
+                 for n in align16_args(kernel, channels_last))
 
 
 def meets_align16(args: Mapping[str, int], channels_last: bool, dtype: str | None = None,
@@ -631,6 +644,9 @@ def meets_align16(args: Mapping[str, int], channels_last: bool, dtype: str | Non
     if channels_last and not (args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1):
         return False
     divisor = align_divisor(dtype, channels_last, kernel)
+    if KERNELS[kernel].get("packed"):
+        return all(int(args[a]) % (divisor // part) == 0
+                   for a, part in PACKED_ALIGN_ARGS[channels_last].items())
     return all(int(args[a]) % divisor == 0 for a in ALIGN16_ARGS[channels_last])
 
 
@@ -820,7 +836,9 @@ def align16_variants(kernel: str, channels_last: bool | None = None) -> tuple[bo
 def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
     """Arguments an align16 object assumes multiples of 16 (pointers: 16-byte aligned)."""
     names = [n for n, k in arg_list(kernel) if k.startswith("ptr")]
-    if KERNELS[kernel]["args"] == "CONV_ARGS":
+    if KERNELS[kernel].get("packed"):
+        names += list(PACKED_ALIGN_ARGS[channels_last])
+    elif KERNELS[kernel]["args"] == "CONV_ARGS":
         names += list(ALIGN16_ARGS[channels_last])
     return tuple(names)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,54 @@ def test_the_3d_usual_tiles_fit_every_kind() -> None:
             assert spec3d.legal(direction, tile, dtype, kind), (precision, direction, kind, tile)
     assert spec3d.usual_tile("FP16", "F", "FP16", "rdna")["BLOCK_M"] == 64  # 128x128 w8 cut
     assert spec3d.usual_tile("FP16", "F", "FP16", "cdna")["BLOCK_M"] == 128
+
+
+def _packed_sizes(c: int, k: int, g: int) -> dict[str, int]:
+    return {**SIZES, "C": c, "K": k, "G": g, "stride_h": 1, "stride_w": 1, "P": 56, "Q": 56}
+
+
+def test_grouped_problems_of_few_channels_a_group_take_the_packed_kernels() -> None:
+    for d, kernel in (("F", "conv2d_fwd_packed"), ("B", "conv2d_bwd_data_packed"),
+                      ("W", "conv2d_bwd_weight_packed")):
+        assert spec.kernel_for(d, _packed_sizes(4, 4, 32)) == kernel
+        assert spec.kernel_for(d, _packed_sizes(8, 2, 13)) == kernel
+        assert spec.kernel_for(d, _packed_sizes(1, 1, 64)) != kernel  # depthwise
+        assert spec.kernel_for(d, _packed_sizes(16, 16, 8)) != kernel  # the group axis
+        assert spec.kernel_for(d, _packed_sizes(8, 8, 1)) != kernel  # no groups
+    # A tile of 32 filters holds 4 groups of 8: 13 groups take 4 tiles, a quarter used each.
+    z = _packed_sizes(8, 8, 13)
+    tile = spec.packed_tile("sm90", "conv2d_fwd_packed", True)
+    assert spec.grid("conv2d_fwd_packed", z, tile) == (spec.cdiv(32 * 56 * 56, 128) * 4, 1, 1)
+    assert spec.tile_efficiency("conv2d_fwd_packed", z, tile) == 0.25
+    assert spec.grid("conv2d_bwd_weight_packed", z, {**spec.packed_tile(
+        "sm90", "conv2d_bwd_weight_packed", True), "SPLIT_K": 8}) == (2, 9, 8)
+
+
+def test_packed_tiles_are_legal_on_every_kind() -> None:
+    for kind, kernel, cl in itertools.product(spec.TARGET_KINDS, ("conv2d_fwd_packed",
+                                              "conv2d_bwd_data_packed",
+                                              "conv2d_bwd_weight_packed"), (True, False)):
+        for dtype in ("FP16", "BF16"):
+            assert spec.is_legal(spec.packed_tile(kind, kernel, cl), dtype, kind, kernel)
+            assert spec.is_legal(spec.default_config(kernel, dtype), dtype, kind, kernel)
+    assert spec.packed_tile("sm90", "conv2d_fwd_packed", True)["num_stages"] == 3
+    assert spec.packed_tile("cdna", "conv2d_fwd_packed", True)["num_stages"] == 2
+
+
+def test_packed_objects_assume_what_four_channels_a_group_meet() -> None:
+    def args(c: int, k: int, g: int, dense_w: int = 0) -> dict[str, int]:
+        z = _packed_sizes(c, k, g)
+        x = (56 * 56 * g * c, 1, 56 * (dense_w or g * c), dense_w or g * c)
+        w = (9 * c, 1, 3 * c, c)
+        y = (56 * 56 * g * k, 1, 56 * g * k, g * k)
+        return spec.conv_args(z, {"x": x, "w": w, "y": y})
+
+    kernel = "conv2d_fwd_packed"
+    assert spec.meets_align16(args(4, 4, 32), True, "FP16", kernel)  # ResNeXt's 4 a group
+    assert spec.meets_align16(args(8, 8, 13), True, "BF16", kernel)  # RegNet's 8
+    assert not spec.meets_align16(args(3, 3, 32), True, "FP16", kernel)
+    assert not spec.meets_align16(args(4, 4, 5), True, "FP16", kernel)  # 20 channels a pixel
+    assumed = dict(spec.align_assumptions(kernel, "FP16", True))
+    assert (assumed["sxw"], assumed["C"], assumed["swk"], assumed["x_ptr"]) == (8, 4, 4, 16)
+    assert spec.align16_variants(kernel, False) == (False,)
+    assert spec.align16_variants(kernel, True) == (True, False)
