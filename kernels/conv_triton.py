@@ -19,7 +19,8 @@ Importing this module needs Triton but no GPU. How to launch each kernel (argume
 tunables, legal spaces per target, workspace and the assumptions a compiled object may carry)
 is plain data in `conv_triton_spec`, re-exported here; the runtime reads that module alone.
 The tile order, tile offsets, NHWC channel strides and split-K ranges that these kernels share
-with the 1x1 and Winograd ones are `@triton.jit` helpers in `conv_triton_common`.
+with the 1x1 and Winograd ones, and the tile loads, dot and stride-phase taps they share with
+the 3-D and packed ones, are `@triton.jit` helpers in `conv_triton_common`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ import triton
 import triton.language as tl
 
 from .conv_triton_common import channel_strides, part_range, tile_offsets
+from .conv_triton_common import first_taps as _first_taps
+from .conv_triton_common import load_tile as _load_tile
+from .conv_triton_common import mma as _mma
 from .conv_triton_packed import (
     conv2d_bwd_data_packed,
     conv2d_bwd_weight_packed,
@@ -67,31 +71,6 @@ from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and 
     tuned_config,
     workspace_bytes,
 )
-
-
-@triton.jit
-def _load_tile(ptr, row_off, col_off, row_ok, col_ok, TRANSPOSED: tl.constexpr):
-    """The [rows, cols] tile at ptr + row_off[:, None] + col_off[None, :]. TRANSPOSED reads it
-    as [cols, rows] and transposes it in the kernel: Triton lays the threads of a warp along
-    the first dimension of a load whose strides it cannot see, so the near index (pixels, in
-    NCHW) must come first to be read coalesced."""
-    if TRANSPOSED:
-        t = tl.load(ptr + col_off[:, None] + row_off[None, :],
-                    mask=col_ok[:, None] & row_ok[None, :], other=0.0)
-        tile = tl.trans(t)
-    else:
-        tile = tl.load(ptr + row_off[:, None] + col_off[None, :],
-                       mask=row_ok[:, None] & col_ok[None, :], other=0.0)
-    return tile
-
-
-@triton.jit
-def _mma(a, b, acc, PRECISION: tl.constexpr):
-    if a.dtype == tl.float32:
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    else:
-        acc = tl.dot(a, b, acc)
-    return acc
 
 
 @triton.jit
@@ -216,22 +195,6 @@ def conv2d_fwd_smallc(
             acc = _mma(a, b, acc, PRECISION)
     y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
     tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
-
-
-@triton.jit
-def _first_taps(phase, pad, dil, stride, R):
-    """The taps r of a stride phase that land on whole output positions: r0, r0+step, ...
-    Returns (r0, step, count); count 0 where none does."""
-    r0 = -1
-    r1 = -1
-    for r in range(0, R):
-        hit = (phase + pad - r * dil) % stride == 0
-        r1 = tl.where(hit & (r0 >= 0) & (r1 < 0), r, r1)
-        r0 = tl.where(hit & (r0 < 0), r, r0)
-    step = tl.where(r1 > r0, r1 - r0, 1)
-    count = tl.where(r0 < 0, 0, tl.where(r1 < 0, 1, (R - 1 - r0) // step + 1))
-    r0 = tl.maximum(r0, 0)
-    return r0, step, count
 
 
 @triton.jit

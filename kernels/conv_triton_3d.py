@@ -29,9 +29,12 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .conv_triton import _advance, _first_taps, _load_tile, _mma, _pixels
+from .conv_triton import _advance, _pixels
 from .conv_triton_3d_spec import TUPLES
 from .conv_triton_common import channel_strides, tile_offsets
+from .conv_triton_common import first_taps as _first_taps
+from .conv_triton_common import load_tile as _load_tile
+from .conv_triton_common import mma as _mma
 
 #: The tuple arguments of the kernels by the flat names of their members (compiler.triton).
 TUPLE_ARGS = TUPLES

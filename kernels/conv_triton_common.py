@@ -1,7 +1,9 @@
 """Index and pointer arithmetic that the Triton convolution kernels share, as `@triton.jit`
 helpers: which output tile a program computes, the strides with NHWC's and NDHWC's unit
 channel strides, which part of a split reduction it runs, and which source position a filter
-tap reads in the direct (depthwise and grouped) kernels.
+tap reads in the direct (depthwise and grouped) kernels; and the implicit GEMM families' tile
+loads, their dot and the taps of a backward-data stride phase (the 2-D, 3-D and packed
+kernels').
 
 Tuple arguments: a kernel takes a group of run-time arguments that kernels share (sizes,
 geometry, strides) as one tuple parameter, e.g. `conv2d_fwd(x_ptr, w_ptr, y_ptr, ws_ptr, dims,
@@ -30,7 +32,7 @@ import triton
 import triton.language as tl
 
 __all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range", "part_range",
-           "tap_source"]
+           "tap_source", "load_tile", "mma", "first_taps"]
 
 
 @triton.jit
@@ -104,3 +106,46 @@ def tap_source(dst, tap, stride, pad, dil, size, BACKWARD: tl.constexpr):
         u = dst * stride - pad + tap * dil
         ok = (u >= 0) & (u < size)
     return u, ok
+
+
+@triton.jit
+def load_tile(ptr, row_off, col_off, row_ok, col_ok, TRANSPOSED: tl.constexpr):
+    """The [rows, cols] tile at ptr + row_off[:, None] + col_off[None, :]. TRANSPOSED reads it
+    as [cols, rows] and transposes it in the kernel: Triton lays the threads of a warp along
+    the first dimension of a load whose strides it cannot see, so the near index (pixels, in
+    NCHW) must come first to be read coalesced."""
+    if TRANSPOSED:
+        t = tl.load(ptr + col_off[:, None] + row_off[None, :],
+                    mask=col_ok[:, None] & row_ok[None, :], other=0.0)
+        tile = tl.trans(t)
+    else:
+        tile = tl.load(ptr + row_off[:, None] + col_off[None, :],
+                       mask=row_ok[:, None] & col_ok[None, :], other=0.0)
+    return tile
+
+
+@triton.jit
+def mma(a, b, acc, PRECISION: tl.constexpr):
+    """acc + a @ b on the matrix cores; FP32 operands at PRECISION ("ieee", "tf32",
+    "tf32x3")."""
+    if a.dtype == tl.float32:
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    else:
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def first_taps(phase, pad, dil, stride, R):
+    """The taps r of a stride phase that land on whole output positions: r0, r0+step, ...
+    Returns (r0, step, count); count 0 where none does."""
+    r0 = -1
+    r1 = -1
+    for r in range(0, R):
+        hit = (phase + pad - r * dil) % stride == 0
+        r1 = tl.where(hit & (r0 >= 0) & (r1 < 0), r, r1)
+        r0 = tl.where(hit & (r0 < 0), r, r0)
+    step = tl.where(r1 > r0, r1 - r0, 1)
+    count = tl.where(r0 < 0, 0, tl.where(r1 < 0, 1, (R - 1 - r0) // step + 1))
+    r0 = tl.maximum(r0, 0)
+    return r0, step, count

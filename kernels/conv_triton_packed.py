@@ -24,6 +24,9 @@ import triton
 import triton.language as tl
 
 from .conv_triton_common import channel_strides, part_range, tile_ids
+from .conv_triton_common import first_taps as _first_taps
+from .conv_triton_common import load_tile as _load_tile
+from .conv_triton_common import mma as _mma
 from .conv_triton_spec import CONV_TUPLES
 
 __all__ = ["conv2d_fwd_packed", "conv2d_bwd_data_packed", "conv2d_bwd_weight_packed",
@@ -31,15 +34,6 @@ __all__ = ["conv2d_fwd_packed", "conv2d_bwd_data_packed", "conv2d_bwd_weight_pac
 
 #: The tuple arguments of these kernels (the implicit GEMM's: see conv_triton_common).
 TUPLE_ARGS = CONV_TUPLES
-
-
-@triton.jit
-def _mma(a, b, acc, PRECISION: tl.constexpr):
-    if a.dtype == tl.float32:
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    else:
-        acc = tl.dot(a, b, acc)
-    return acc
 
 
 @triton.jit
@@ -134,22 +128,6 @@ def conv2d_fwd_packed(
 
 
 @triton.jit
-def _first_taps(phase, pad, dil, stride, R):
-    """conv_triton._first_taps: the taps r of a stride phase that land on whole output
-    positions, (r0, step, count)."""
-    r0 = -1
-    r1 = -1
-    for r in range(0, R):
-        hit = (phase + pad - r * dil) % stride == 0
-        r1 = tl.where(hit & (r0 >= 0) & (r1 < 0), r, r1)
-        r0 = tl.where(hit & (r0 < 0), r, r0)
-    step = tl.where(r1 > r0, r1 - r0, 1)
-    count = tl.where(r0 < 0, 0, tl.where(r1 < 0, 1, (R - 1 - r0) // step + 1))
-    r0 = tl.maximum(r0, 0)
-    return r0, step, count
-
-
-@triton.jit
 def _bwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB, ph, pw,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
               PRECISION: tl.constexpr, DENSE: tl.constexpr):
@@ -234,20 +212,6 @@ def conv2d_bwd_data_packed(
     else:
         _bwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB, ph, pw,
                   BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, False)
-
-
-@triton.jit
-def _load_tile(ptr, row_off, col_off, row_ok, col_ok, TRANSPOSED: tl.constexpr):
-    """conv_triton._load_tile: the [rows, cols] tile, read as [cols, rows] and transposed
-    where the near index must come first to be read coalesced."""
-    if TRANSPOSED:
-        t = tl.load(ptr + col_off[:, None] + row_off[None, :],
-                    mask=col_ok[:, None] & row_ok[None, :], other=0.0)
-        tile = tl.trans(t)
-    else:
-        tile = tl.load(ptr + row_off[:, None] + col_off[None, :],
-                       mask=row_ok[:, None] & col_ok[None, :], other=0.0)
-    return tile
 
 
 @triton.jit

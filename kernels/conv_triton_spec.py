@@ -723,10 +723,22 @@ PACKED_TILES: dict[tuple[str, bool], dict[str, int]] = {
 }
 
 
+#: Per target kind, what of a packed tile changes there, per direction: RDNA's wave32 objects of
+#: the tiles above spilled 75-201 VGPRs to scratch (gfx1100: the channels-last forward and
+#: backward data on 4 warps, backward weights at 64x64x64); 8 warps, and backward weights at
+#: 64x32x32, spill none (tests/integration/test_conv_triton_compile.py checks every object).
+PACKED_KIND_TILES: dict[str, dict[str, dict[str, int]]] = {
+    "rdna": {"F": {"num_warps": 8}, "B": {"num_warps": 8},
+             "W": {"BLOCK_N": 32, "BLOCK_K": 32}},
+}
+
+
 def packed_tile(kind: str, kernel: str, channels_last: bool) -> dict[str, int]:
-    """A packed kernel's tile on a target kind (PACKED_TILES), at the most stages the kind
-    allows up to the tile's."""
-    tile = dict(PACKED_TILES[(KERNELS[kernel]["direction"], channels_last)])
+    """A packed kernel's tile on a target kind (PACKED_TILES, with the kind's PACKED_KIND_TILES
+    changes), at the most stages the kind allows up to the tile's."""
+    direction = KERNELS[kernel]["direction"]
+    tile = {**PACKED_TILES[(direction, channels_last)],
+            **PACKED_KIND_TILES.get(kind, {}).get(direction, {})}
     tile["num_stages"] = min(tile["num_stages"], max(TARGET_KINDS[kind]["num_stages"]))
     return tile
 

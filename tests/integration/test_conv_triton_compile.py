@@ -229,9 +229,9 @@ def test_every_grouped_object_compiles_for_sm90_gfx90a_and_gfx942(tmp_path) -> N
     for target in (Target.parse("sm90-132"), Target.parse("gfx90a-104"),
                    Target.parse("gfx942-304")):
         jobs = _family_objects("Grouped", target, tmp_path / f"{target.basename}.kdb")
-        # Types x (NCHW, NHWC): forward, backward data, and backward weights at two filter
-        # width classes; no alignment variants.
-        assert len(jobs) == 3 * 2 * (1 + 1 + 2)
+        # FP32 alone (16-bit: the packed kernels) x (NCHW, NHWC): forward, backward data, and
+        # backward weights at two filter width classes; no alignment variants.
+        assert len(jobs) == 1 * 2 * (1 + 1 + 2)
         for job in jobs if target.vendor == "amd" else ():
             notes = _job_asm(job, GPUTarget("hip", target.arch, 64))["amdgcn"]
 
@@ -240,4 +240,50 @@ def test_every_grouped_object_compiles_for_sm90_gfx90a_and_gfx942(tmp_path) -> N
 
             assert note("vgpr_spill_count") == [0] and note("sgpr_spill_count") == [0]
             assert note("group_segment_fixed_size") == [0]
+            assert 0 < note("vgpr_count")[0] <= 512, job.options
+
+
+def test_every_packed_object_compiles_within_each_arch_s_limits() -> None:
+    """Every object of the implicit GEMM's packed kernels a package ships (16-bit; NCHW
+    generic, NHWC generic and aligned; backward weights unsplit and split) compiles from its
+    job as the builder does, for sm90, gfx942 (CDNA, wave64) and gfx1100 (RDNA, wave32), with
+    its launch metadata. sm90: on wgmma, and the aligned objects' loads are vectors (forward
+    and backward data: 16 bytes on their vector path) where the generic ones load elements.
+    AMD: the kernel descriptor's notes show no VGPR spills and no scratch, LDS within the
+    arch's 64 KiB and VGPRs within 512."""
+    import re
+
+    from miopenkernels.codeobject import split_kdb_blob
+    from miopenkernels.compiler import compile_job
+    from miopenkernels.config import scoped_env
+    from miopenkernels.solvers import all_dynamic_jobs
+    from miopenkernels.target import Target
+
+    for name in ("sm90-132", "gfx942-304", "gfx1100-48"):
+        target = Target.parse(name)
+        with scoped_env("MIOPENKERNELS_TRITON", "1"):
+            jobs = [j for j in all_dynamic_jobs(target) if j.kernel_name.endswith("_packed")]
+        assert len(jobs) == 2 * 3 + 2 * 3 + 2 * 3 * 2, name
+        for job in jobs:
+            code, meta = split_kdb_blob(compile_job(job))
+            assert meta is not None and meta.kernel == job.kernel_name
+            if target.vendor == "nvidia":
+                ptx = _job_ptx(job)
+                assert "wgmma.mma_async" in ptx, job.options
+                aligned = any(o.startswith("--assume=") for o in job.options)
+                # 16 bytes (cg) along a tile's groups' channels, 8 (ca) along one group's.
+                assert ("cp.async.c" in ptx) == aligned, job.options
+                if aligned and not job.kernel_name.startswith("conv2d_bwd_weight"):
+                    assert "cp.async.cg.shared.global" in ptx, job.options
+                continue
+            wave = 64 if target.arch.startswith("gfx9") else 32
+            notes = _job_asm(job, GPUTarget("hip", target.arch, wave))["amdgcn"]
+
+            def note(key: str, text: str = notes) -> list[int]:
+                return [int(v) for v in re.findall(rf"\.{key}:\s+(\d+)", text)]
+
+            # SGPRs may spill (into VGPR lanes: cheap, what builder/resources.py reports).
+            assert note("vgpr_spill_count") == [0], job.options
+            assert note("private_segment_fixed_size") == [0], job.options  # no scratch
+            assert note("group_segment_fixed_size")[0] <= 65536, job.options
             assert 0 < note("vgpr_count")[0] <= 512, job.options
