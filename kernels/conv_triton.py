@@ -28,7 +28,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .conv_triton_common import channel_strides, part_range, tile_offsets
+from .conv_triton_common import channel_strides, part_range, phase_tap, tile_offsets
 from .conv_triton_common import first_taps as _first_taps
 from .conv_triton_common import load_tile as _load_tile
 from .conv_triton_common import mma as _mma
@@ -257,14 +257,9 @@ def conv2d_bwd_data(
         t0, t1 = part_range(steps, SPLIT_K, split,
                             tl.num_programs(2) // (stride_h * stride_w))
     for t in range(t0, t1):
-        tap = t // k_blocks
-        kb = t - tap * k_blocks
-        ri = tap // n_s
-        r = r0 + ri * r_step
-        s = s0 + (tap - ri * n_s) * s_step
-        op = hh + (ph + pad_h - r * dil_h) // stride_h
-        oq = ww + (pw + pad_w - s * dil_w) // stride_w
-        a_ok = m_ok & (op >= 0) & (op < P) & (oq >= 0) & (oq < Q)
+        kb, r, s, op, oq, a_ok = phase_tap(t, k_blocks, n_s, r0, r_step, s0, s_step, hh, ww, ph,
+                                           pw, pad_h, pad_w, dil_h, dil_w, stride_h, stride_w,
+                                           P, Q, m_ok)
         ks = kb * BLOCK_K + offs_k
         k_ok = ks < K
         a = tl.load(y_ptr + (y_row + op * syh + oq * syw)[:, None] + (ks * syk)[None, :],

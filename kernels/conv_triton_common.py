@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 
 __all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range", "part_range",
-           "tap_source", "load_tile", "mma", "first_taps"]
+           "tap_source", "load_tile", "mma", "first_taps", "phase_tap"]
 
 
 @triton.jit
@@ -149,3 +149,20 @@ def first_taps(phase, pad, dil, stride, R):
     count = tl.where(r0 < 0, 0, tl.where(r1 < 0, 1, (R - 1 - r0) // step + 1))
     r0 = tl.maximum(r0, 0)
     return r0, step, count
+
+
+@triton.jit
+def phase_tap(t, k_blocks, n_s, r0, r_step, s0, s_step, hh, ww, ph, pw, pad_h, pad_w, dil_h,
+              dil_w, stride_h, stride_w, P, Q, m_ok):
+    """Step t of a backward-data stride phase's loop over its taps (first_taps: r0, r_step;
+    s0, s_step, n_s of them along S) and k_blocks reduction blocks each: (the block, the tap
+    (r, s), the output row and column its rows (hh, ww) read, and which of them exist)."""
+    tap = t // k_blocks
+    kb = t - tap * k_blocks
+    ri = tap // n_s
+    r = r0 + ri * r_step
+    s = s0 + (tap - ri * n_s) * s_step
+    op = hh + (ph + pad_h - r * dil_h) // stride_h
+    oq = ww + (pw + pad_w - s * dil_w) // stride_w
+    a_ok = m_ok & (op >= 0) & (op < P) & (oq >= 0) & (oq < Q)
+    return kb, r, s, op, oq, a_ok

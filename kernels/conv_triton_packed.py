@@ -23,7 +23,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .conv_triton_common import channel_strides, part_range, tile_ids
+from .conv_triton_common import channel_strides, part_range, phase_tap, tile_ids
 from .conv_triton_common import first_taps as _first_taps
 from .conv_triton_common import load_tile as _load_tile
 from .conv_triton_common import mma as _mma
@@ -161,14 +161,9 @@ def _bwd_body(x_ptr, w_ptr, y_ptr, dims, conv, strides, pid_m, pid_g, GB, ph, pw
     k_blocks = tl.cdiv(KB, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for t in range(0, n_r * n_s * k_blocks):
-        tap = t // k_blocks
-        kb = t - tap * k_blocks
-        ri = tap // n_s
-        r = r0 + ri * r_step
-        s = s0 + (tap - ri * n_s) * s_step
-        op = hh + (ph + pad_h - r * dil_h) // stride_h
-        oq = ww + (pw + pad_w - s * dil_w) // stride_w
-        a_ok = m_ok & (op >= 0) & (op < P) & (oq >= 0) & (oq < Q)
+        kb, r, s, op, oq, a_ok = phase_tap(t, k_blocks, n_s, r0, r_step, s0, s_step, hh, ww, ph,
+                                           pw, pad_h, pad_w, dil_h, dil_w, stride_h, stride_w,
+                                           P, Q, m_ok)
         ki = kb * BLOCK_K + i
         if DENSE:
             kf = pid_g * BLOCK_N + ki
