@@ -1,10 +1,12 @@
 """Grouped convolutions on the Triton solvers, run by Triton's interpreter on the CPU
 (TRITON_INTERPRET=1) through the solvers' own launches against the float64 reference: the
 implicit GEMM (groups as program axis 1) in every direction, backward data included, and its
-few-channel and split forms; the grouped direct family (2-8 channels or filters a group,
-filters 3/5/7, strides 1/2, dilation, a channel multiplier, a split backward-weights
-reduction); both layouts, FP32 and FP16 (and BF16 for the direct family). The interpreter's
-harness (numpy arrays as tensors) is tests/integration/triton_interpreter.py."""
+few-channel and split forms, in FP32 and FP16; its packed kernels (fewer than 16 channels and
+filters a group, several groups to a tile) in FP16 (the interpreter does not model BF16
+dots); the grouped direct family in FP32 (2-8 channels or filters a group, filters 3/5/7,
+strides 1/2, dilation, a channel multiplier, a split backward-weights reduction); both
+layouts. The interpreter's harness (numpy arrays as tensors) is
+tests/integration/triton_interpreter.py."""
 
 from __future__ import annotations
 
