@@ -219,6 +219,10 @@ def _members(check: _Check, stream: IO[bytes]) -> Iterator[tarfile.TarInfo]:
         check.skip(stream, padded)
 
 
+def _record(check: _Check, raw: bytes) -> str:
+    return check.shown(raw.decode("utf-8", "backslashreplace"))
+
+
 def _pax(check: _Check, data: bytes) -> dict[str, Any]:
     """The records `<length> <key>=<value>\\n` of a pax header: path, linkpath and size."""
     out: dict[str, Any] = {}
@@ -226,12 +230,14 @@ def _pax(check: _Check, data: bytes) -> dict[str, Any]:
     while pos < len(data) and data[pos:pos + 1] != b"\0":
         length_text, _, _ = data[pos:pos + 20].partition(b" ")
         if not length_text.isdigit() or int(length_text) < 5:
-            raise check.refuse("has a malformed pax header")
-        record = data[pos:pos + int(length_text)]
-        pos += int(length_text)
+            raise check.refuse(f"has a malformed pax header record at byte {pos} of "
+                               f"{len(data)}: {_record(check, data[pos:pos + 40])}")
+        start, pos = pos, pos + int(length_text)
+        record = data[start:pos]
         key, eq, value = record[len(length_text) + 1:].rstrip(b"\n").partition(b"=")
         if not eq or not record.endswith(b"\n"):
-            raise check.refuse("has a malformed pax header")
+            raise check.refuse(f"has a malformed pax header record at byte {start} "
+                               f"of {len(data)}: {_record(check, record[:40])}")
         if key in (b"path", b"linkpath"):
             out[key.decode()] = value.decode("utf-8", "surrogateescape")
         elif key == b"size":

@@ -135,3 +135,21 @@ def test_a_zstd_bomb_is_refused_in_seconds_and_megabytes(tmp_path: Path, header:
     assert time.monotonic() - start < 5
     assert out[0].startswith("12 ") and ("inflate" in out[0] or "after the end" in out[0])
     assert int(out[1]) < 512
+
+
+@pytest.mark.parametrize("records", [b"22 path=../../escaped", b"x path=a\n", b"9 pathx\n"])
+def test_a_malformed_pax_record_is_refused_and_shown(tmp_path: Path, records: bytes) -> None:
+    header, _ = tar_member("././@PaxHeader", records, kind=tarfile.XHDTYPE)
+    header.size = len(records)
+    member, data = tar_member("short", b"x")
+    raw = io.BytesIO()
+    for info, payload in ((header, records), (member, data)):
+        raw.write(info.tobuf(tarfile.USTAR_FORMAT) + payload + bytes(-len(payload) % 512))
+    raw.write(bytes(1024))
+    stem = NAME.removesuffix(".conda")
+    with zipfile.ZipFile(tmp_path / NAME, "w") as zf:
+        zf.writestr("metadata.json", b"{}")
+        zf.writestr(f"pkg-{stem}.tar.zst", zstandard.ZstdCompressor().compress(raw.getvalue()))
+    with pytest.raises(IntegrityError, match="malformed pax header record at byte 0") as info:
+        check_conda_archive(tmp_path / NAME, T.package)
+    assert records[:7].decode() in str(info.value) and info.value.exit_code == 12
