@@ -3,11 +3,11 @@
 For each target the job list is
 - every solver's dynamic (shape-agnostic) jobs and the primitives' jobs: they make the package
   cover ANY problem without a compiler, and
-- for each manifest problem, specialised jobs (shape baked in) of the solvers worth it: the
-  solver the runtime would pick (the first applicable solver of the committed FindDb record in
-  `dbs/<basename>/`, else the best `heuristic_rank`), plus every applicable solver that has a
-  tuned PerfDb record there. Parameters come from that PerfDb record when it holds legal ones,
-  else from `default_params`;
+- for each manifest problem, a specialised job (shape baked in) of the solver the runtime would
+  pick (the first applicable solver of the committed FindDb record in `dbs/<basename>/`, else
+  the best `heuristic_rank`). Parameters come from that solver's PerfDb record when it holds
+  legal ones, else from `default_params`. A record's other solutions are not specialised: they
+  run from the dynamic binaries below, a fraction of a specialised one's compile time each;
 - dynamic jobs at the parameter sets the miss ranking may choose (library/ranking.py): the most
   frequent few of the ranking model's, for each type, direction and layout that a manifest
   problem or a FindDb record needs, and every set the target's PerfDb holds, for the problems of
@@ -117,7 +117,11 @@ def _tuned_params(solver: Solver, text: str | None, problem: ConvProblem,
 
 def specialisations(problem: ConvProblem, target: Target,
                     dbs: TargetDbs | None = None) -> list[Specialisation]:
-    """The solvers worth a specialised binary for `problem` on `target`, in registry order."""
+    """The solver worth a specialised binary for `problem` on `target`: the one the runtime
+    runs (the FindDb record's first applicable solution, else the best `heuristic_rank`), at
+    its PerfDb parameters when legal. A record's other solutions, and the PerfDb's other
+    tuned solvers, run from their dynamic binaries at those parameters (`_ranking_jobs` puts
+    them in the kdb for the problem's case, which keeps the package closed)."""
     solvers = applicable_solvers(problem, target)
     if not solvers:
         return []
@@ -125,16 +129,10 @@ def specialisations(problem: ConvProblem, target: Target,
     by_name = {s.name: s for s in solvers}
     measured = [by_name[name] for name in (dbs.fastest(problem) if dbs else []) if name in by_name]
     picked = measured[0] if measured else min(solvers, key=lambda s: _rank(s, problem, target))
-    out = []
-    for solver in solvers:
-        if solver is not picked and solver.name not in tuned:
-            continue
-        params = _tuned_params(solver, tuned.get(solver.name), problem, target)
-        if params is None:
-            out.append(Specialisation(solver, tuple(solver.default_params(problem, target))))
-        else:
-            out.append(Specialisation(solver, params, tuned=True))
-    return out
+    params = _tuned_params(picked, tuned.get(picked.name), problem, target)
+    if params is None:
+        return [Specialisation(picked, tuple(picked.default_params(problem, target)))]
+    return [Specialisation(picked, params, tuned=True)]
 
 
 def primitive_jobs(target: Target) -> list[CompileJob]:

@@ -92,7 +92,7 @@ def test_jobs_hold_dynamic_ones_and_one_specialisation_per_shape(registry: None,
     assert all(j.kdb_args.endswith(" -mcpu=gfx906") for j in jobs)
 
 
-def test_finddb_winner_and_tuned_perfdb_params_are_specialised(
+def test_the_finddb_winner_is_specialised_and_the_other_tuned_solutions_run_dynamic(
         registry: None, problems: list, tmp_path: Path) -> None:
     problem = problems[0]
     folder = tmp_path / GFX906.basename
@@ -104,17 +104,24 @@ def test_finddb_winner_and_tuned_perfdb_params_are_specialised(
     find.write(folder / f"{GFX906.basename}.HIP.fdb.txt")
     perf = PerfDbFile()
     perf.put(problem, "FxShift", "4")
-    perf.put(problem, "FxScale", "3")  # not in the param space: defaults instead
+    perf.put(problem, "FxScale", "2")
     perf.write(folder / f"{GFX906.basename}.db.txt")
 
     dbs = TargetDbs(GFX906, tmp_path)
-    chosen = {s.solver.name: s for s in specialisations(problem, GFX906, dbs)}
-    assert chosen["FxShift"].params == (4,) and chosen["FxShift"].tuned
-    assert chosen["FxScale"].params == (1,) and not chosen["FxScale"].tuned
+    chosen = specialisations(problem, GFX906, dbs)
+    assert [(s.solver.name, s.params, s.tuned) for s in chosen] == [("FxShift", (4,), True)]
     # Without databases only the heuristic's pick is specialised.
     assert [s.solver for s in specialisations(problem, GFX906)] == [SCALE]
     jobs = target_jobs(GFX906, [problem], dbs)
     assert SHIFT.compile_job(problem, (4,), GFX906, specialised=True) in jobs
+    # The second solution runs at its PerfDb parameters from a dynamic binary.
+    assert SCALE.compile_job(problem, (2,), GFX906, specialised=False) in jobs
+    assert SCALE.compile_job(problem, (2,), GFX906, specialised=True) not in jobs
+    # Parameters a PerfDb holds that are not legal give the winner its defaults.
+    perf.put(problem, "FxShift", "3")
+    perf.write(folder / f"{GFX906.basename}.db.txt")
+    chosen = specialisations(problem, GFX906, TargetDbs(GFX906, tmp_path))
+    assert [(s.solver.name, s.params, s.tuned) for s in chosen] == [("FxShift", (1,), False)]
 
 
 def test_a_tuned_set_is_compiled_for_its_records_case_only(
