@@ -7,11 +7,15 @@ The three directions share ONE argument list (`CONV_ARGS`): the pointers are alw
 (x, w, y, ws) whatever is read or written, followed by the sizes, the geometry and the strides
 of the three tensors in element units, in (n, c, h, w) / (k, c, r, s) / (n, k, h, w) order:
 
-- forward           (`conv2d_fwd`, `conv2d_fwd_smallc`): reads x and w, writes y.
-- backward data     (`conv2d_bwd_data`, `conv2d_bwd_data_smallc`): reads y (dy) and w,
-  writes x (dx).
-- backward weights  (`conv2d_bwd_weight`, `conv2d_bwd_weight_smallc`): reads x and y (dy),
-  writes w (dw).
+- forward           (`conv2d_fwd`, `conv2d_fwd_smallc`, `conv2d_fwd_packed`): reads x and w,
+  writes y.
+- backward data     (`conv2d_bwd_data`, `conv2d_bwd_data_smallc`, `conv2d_bwd_data_packed`):
+  reads y (dy) and w, writes x (dx).
+- backward weights  (`conv2d_bwd_weight`, `conv2d_bwd_weight_smallc`,
+  `conv2d_bwd_weight_packed`): reads x and y (dy), writes w (dw).
+
+The packed kernels (kernels/conv_triton_packed.py) serve grouped problems of few channels and
+filters a group (`packed`): a tile holds several groups, its weight tile block-diagonal.
 
 With SPLIT_K > 1 (backward weights; forward and backward data where `split_applies`) a kernel
 writes FP32 partial sums to `ws` (`workspace_bytes`) instead of its output, and
