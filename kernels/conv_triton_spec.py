@@ -112,7 +112,7 @@ TRANSPOSE_NARROW = 64  # 16-bit: R at most this, and below S, takes the wide til
 TRANSPOSE_WARPS = 4
 
 #: i32 arguments that an "align16" object assumes to be multiples of 16 (8 for the 16-bit
-#: channels-last forward: `align_divisor`) besides the pointers, by CHANNELS_LAST.
+#: channels-last implicit GEMM objects: `align_divisor`) besides the pointers, by CHANNELS_LAST.
 #: Channels-last: the channel counts and every stride but the unit channel stride (this is
 #: what lets loads along channels be 16-byte vectors). Otherwise the channel counts alone
 #: (masks along channels then hold for whole vectors).
@@ -613,16 +613,23 @@ def workspace_bytes(kernel: str, sizes: Mapping[str, int], config: Mapping[str, 
     return split * elems * 4
 
 
+#: The implicit GEMM kernels whose 16-bit channels-last aligned objects assume multiples of 8
+#: (`align_divisor`): each loads and stores along channels.
+ALIGN8_KERNELS = frozenset({"conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weight"})
+
+
 def align_divisor(dtype: str | None, channels_last: bool, kernel: str = "conv2d_fwd") -> int:
     """What an aligned object assumes each ALIGN16_ARGS value a multiple of: 16 elements, or 8
-    for a 16-bit channels-last forward, whose loads along channels need 16 bytes. On the H100
-    that forward assuming 8 took 0.999-1.005 of the time of one assuming 16 over ResNet-50's
-    layers, and 0.29-0.44 of the generic object's on the zoo's layers of 8k channels
-    (bench/results/align_variants*_h100.json); NCHW objects keep 16 (1.03-1.09), and so do the
-    backward kernels, which were not measured so. The packed kernels' 16-bit channels-last
-    objects assume 8 too: a group of 8 channels meets it, and their loads along a tile's
-    groups' channels are then 16-byte vectors."""
-    if channels_last and (kernel == "conv2d_fwd" or KERNELS[kernel].get("packed")) and \
+    for a 16-bit channels-last object of ALIGN8_KERNELS or a packed kernel, whose loads along
+    channels need 16 bytes. On the H100 the forward assuming 8 took 0.999-1.005 of the time of
+    one assuming 16 over ResNet-50's layers, and 0.29-0.44 of the generic object's on the
+    zoo's layers of 8k channels (bench/results/align_variants*_h100.json); NCHW objects keep
+    16 (1.03-1.09). The backward kernels' objects assuming 8 keep the memory instructions of
+    those assuming 16, the same 16-byte vectors, about half of them with a few more mask
+    instructions (bench/results/align8_backward_ptx.json); their time is not measured yet.
+    The packed kernels' 16-bit channels-last objects assume 8 too: a group of 8 channels
+    meets it, and their loads along a tile's groups' channels are then 16-byte vectors."""
+    if channels_last and (kernel in ALIGN8_KERNELS or KERNELS[kernel].get("packed")) and \
             dtype is not None and ELEMENT_BYTES.get(dtype) == 2:
         return 8
     return 16

@@ -1,6 +1,7 @@
 """Which implicit GEMM object a problem takes by its channel counts: the 16-bit channels-last
-forward's aligned object assumes multiples of 8 (16 bytes), every other aligned object
-multiples of 16, and a problem that meets neither takes the generic object."""
+aligned objects (forward, backward data, backward weights) assume multiples of 8 (16 bytes),
+every other aligned object multiples of 16, and a problem that meets neither takes the generic
+object."""
 
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ def _as(type_name: str, layout: str, **change: object) -> ConvProblem:
                    in_layout=layout, wei_layout=layout, out_layout=layout, **change)
 
 
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
 @pytest.mark.parametrize("type_name", ["FP16", "BF16"])
-def test_a_16_bit_channels_last_forward_of_8k_channels_takes_the_aligned_object(
-        type_name: str) -> None:
-    assumed = _assumed(_as(type_name, "NHWC"))
+def test_a_16_bit_channels_last_layer_of_8k_channels_takes_the_aligned_object(
+        type_name: str, direction: str) -> None:
+    assumed = _assumed(_as(type_name, "NHWC", direction=direction))
     assert assumed["C"] == assumed["K"] == assumed["syh"] == 8
     assert assumed["x_ptr"] == assumed["w_ptr"] == assumed["y_ptr"] == 16
 
@@ -42,8 +44,9 @@ def test_a_16_bit_channels_last_forward_of_8k_channels_takes_the_aligned_object(
 @pytest.mark.parametrize(("type_name", "layout", "direction"), [
     ("FP16", "NCHW", "F"),   # NCHW objects keep 16 (masks along channels)
     ("FP32", "NHWC", "F"),   # 4-byte elements: 8 of them are not a 16-byte vector's multiple
-    ("FP16", "NHWC", "B"),   # the backward kernels keep 16
-    ("FP16", "NHWC", "W"),
+    ("FP32", "NHWC", "B"),
+    ("FP32", "NHWC", "W"),
+    ("BF16", "NCHW", "W"),
 ])
 def test_other_objects_keep_16_and_such_a_layer_takes_the_generic_one(
         type_name: str, layout: str, direction: str) -> None:
@@ -61,5 +64,8 @@ def test_16k_channels_keep_taking_an_aligned_object_at_either_divisor() -> None:
     assert spec.meets_align16(args, True, "FP16")
     assert not spec.meets_align16(args, True)             # no type: 16 elements
     assert not spec.meets_align16(args, True, "FP32")
-    assert not spec.meets_align16(args, True, "FP16", "conv2d_bwd_data")
+    assert spec.meets_align16(args, True, "BF16", "conv2d_bwd_data")
+    assert spec.meets_align16(args, True, "FP16", "conv2d_bwd_weight")
+    assert not spec.meets_align16(args, True, "FP32", "conv2d_bwd_data")
+    assert not spec.meets_align16({**args, "sxw": 20}, True, "FP16", "conv2d_bwd_weight")
     assert not spec.meets_align16({**args, "K": 36}, True, "FP16")
