@@ -31,7 +31,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from triton_ptx_compare import _NAME_RE, _capture_asm, _traits, normalise  # noqa: E402
+from triton_ptx_compare import _capture_asm, _traits, normalise, status_of  # noqa: E402
 
 # 16-byte memory instructions: PTX global vectors of four 32-bit words (any cache hints) and
 # cp.async.cg (16 bytes, the only size it copies); AMDGPU dwordx4.
@@ -97,12 +97,7 @@ def compare_job(job: Any, last: dict[str, Any]) -> dict[str, Any]:
         compile_job(variant, None)
         texts.append(last["asm"][asm])
     a, b, g = (normalise(t, asm) for t in texts)
-    if a == b:
-        status = "same"
-    elif [_NAME_RE.sub("_", x) for x in a] == [_NAME_RE.sub("_", x) for x in b]:
-        status = "names"
-    else:
-        status = "different"
+    status = status_of(a, b)
     vec = [len(_VECTOR[asm].findall("\n".join(t))) for t in (a, b, g)]
     ops_a, ops_b = opcodes(a), opcodes(b)
     changed = sum(abs(ops_a.get(k, 0) - ops_b.get(k, 0)) for k in {*ops_a, *ops_b})

@@ -173,6 +173,16 @@ def normalise(text: str, asm: str) -> list[str]:
     return lines
 
 
+def status_of(before: list[str], after: list[str]) -> str:
+    """`same`, `names` (only register, label and parameter names differ) or `different`, of
+    two normalised texts."""
+    if before == after:
+        return "same"
+    if [_NAME_RE.sub("_", x) for x in before] == [_NAME_RE.sub("_", x) for x in after]:
+        return "names"
+    return "different"
+
+
 def compare(before: Path, after: Path) -> list[dict[str, Any]]:
     """Per object of `before`'s index: same, names (only register, label and parameter names
     differ), different, or missing (no text on one side)."""
@@ -188,12 +198,7 @@ def compare(before: Path, after: Path) -> list[dict[str, Any]]:
             rows.append(result)
             continue
         la, lb = normalise(a.read_text(), asm), normalise(b.read_text(), asm)
-        if la == lb:
-            status = "same"
-        elif [_NAME_RE.sub("_", x) for x in la] == [_NAME_RE.sub("_", x) for x in lb]:
-            status = "names"
-        else:
-            status = "different"
+        status = status_of(la, lb)
         result.update(status=status, lines=len(la), lines_after=len(lb))
         after_row = after_rows.get(row["id"], {})
         if "object_sha256" in row and "object_sha256" in after_row:
