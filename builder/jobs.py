@@ -7,7 +7,7 @@ For each target the job list is
   pick (the first applicable solver of the committed FindDb record in `dbs/<basename>/`, else
   the best `heuristic_rank`). Parameters come from that solver's PerfDb record when it holds
   legal ones, else from `default_params`. A record's other solutions are not specialised: they
-  run from the dynamic binaries below, a fraction of a specialised one's compile time each;
+  run from the dynamic binaries below, which the package holds for the miss ranking anyway;
 - dynamic jobs at the parameter sets the miss ranking may choose (library/ranking.py): the most
   frequent few of the ranking model's, for each type, direction and layout that a manifest
   problem or a FindDb record needs, and every set the target's PerfDb holds, for the problems of
