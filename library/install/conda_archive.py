@@ -137,7 +137,7 @@ class _Check:
         rest = 0
         while chunk := self.read(stream, _CHUNK):
             rest += len(chunk)
-            if rest > _CHUNK or chunk.strip(b"\0"):
+            if rest > _CHUNK or chunk.count(0) != len(chunk):
                 raise self.refuse("goes on after the end of its archive")
 
     def member(self, m: tarfile.TarInfo, section: str | None) -> None:
@@ -185,7 +185,7 @@ def _members(check: _Check, stream: IO[bytes]) -> Iterator[tarfile.TarInfo]:
         block = check.read(stream, tarfile.BLOCKSIZE)
         if len(block) < tarfile.BLOCKSIZE:
             raise EOFError("the archive ends inside a header")
-        if block == tarfile.NUL * tarfile.BLOCKSIZE:
+        if block == bytes(tarfile.BLOCKSIZE):
             return
         try:
             info = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
@@ -200,7 +200,9 @@ def _members(check: _Check, stream: IO[bytes]) -> Iterator[tarfile.TarInfo]:
                 pending.update(_pax(check, data))
             else:
                 key = "path" if info.type == tarfile.GNUTYPE_LONGNAME else "linkpath"
-                pending[key] = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+                end = data.find(0)
+                pending[key] = data[:end if end >= 0 else len(data)].decode("utf-8",
+                                                                             "surrogateescape")
             continue
         if info.type == tarfile.XGLTYPE:
             raise check.refuse("has a global pax header")
@@ -223,21 +225,28 @@ def _record(check: _Check, raw: bytes) -> str:
     return check.shown(raw.decode("utf-8", "backslashreplace"))
 
 
+# The separators as byte values: a one-byte bytes literal is a process-wide shared object, so a
+# native extension that ever wrote into one would change what it compares equal to.
+_SPACE, _EQUALS, _NEWLINE = 0x20, 0x3D, 0x0A
+
+
 def _pax(check: _Check, data: bytes) -> dict[str, Any]:
     """The records `<length> <key>=<value>\\n` of a pax header: path, linkpath and size."""
     out: dict[str, Any] = {}
     pos = 0
-    while pos < len(data) and data[pos:pos + 1] != b"\0":
-        length_text, _, _ = data[pos:pos + 20].partition(b" ")
-        if not length_text.isdigit() or int(length_text) < 5:
+    while pos < len(data) and data[pos] != 0:
+        space = data.find(_SPACE, pos, pos + 20)
+        length_text = data[pos:space]
+        if space < 0 or not length_text.isdigit() or int(length_text) < 5:
             raise check.refuse(f"has a malformed pax header record at byte {pos} of "
                                f"{len(data)}: {_record(check, data[pos:pos + 40])}")
         start, pos = pos, pos + int(length_text)
         record = data[start:pos]
-        key, eq, value = record[len(length_text) + 1:].rstrip(b"\n").partition(b"=")
-        if not eq or not record.endswith(b"\n"):
+        eq = record.find(_EQUALS, space - start + 1)
+        if eq < 0 or len(record) < 2 or record[-1] != _NEWLINE:
             raise check.refuse(f"has a malformed pax header record at byte {start} "
                                f"of {len(data)}: {_record(check, record[:40])}")
+        key, value = record[space - start + 1:eq], record[eq + 1:-1]
         if key in (b"path", b"linkpath"):
             out[key.decode()] = value.decode("utf-8", "surrogateescape")
         elif key == b"size":
