@@ -2,8 +2,9 @@
 # On the GPU machine: every GPU test (portable and tensor-core solvers, primitives, find, the
 # CUDA backend, launches with Triton hidden). The test grid's objects are compiled first on every
 # core, then the tests run in 8 processes. Output under OUTDIR (first argument); a summary line
-# per step on stdout. Run from the repository root. GRID_SOLVER=<prefix> (e.g. ConvTriton3d)
-# keeps the grid to the solvers whose names start with it and skips the other GPU tests.
+# per step on stdout. Run from the repository root. GRID_SOLVER=<prefix>[,<prefix>...] (e.g.
+# ConvTriton3d) keeps the grid to the solvers whose names start with one of them and skips the
+# other GPU tests.
 set -uo pipefail
 out="${1:?usage: bash bench/gpu_test_all.sh OUTDIR}"
 source "$(dirname "$0")/_gpu_env.sh"
@@ -17,8 +18,8 @@ from miopenkernels.builder.precompile import precompile
 from miopenkernels.primitives import all_primitive_jobs
 from miopenkernels.solvers import get_solver, launch_jobs, with_companions
 t = tc.SM90
-only = os.environ.get("GRID_SOLVER", "")
-jobs = set() if only else set(all_primitive_jobs(t))
+only = tuple(os.environ.get("GRID_SOLVER", "").split(","))
+jobs = set() if any(only) else set(all_primitive_jobs(t))
 for p, s, q in (c for c in tc.CASES if c[1].startswith(only)):
     solver = get_solver(s)
     params = q if q is not None else tuple(solver.default_params(p, t))
@@ -33,7 +34,7 @@ PY
 export MIOPENKERNELS_TEST_KERNEL_CACHE="$MIOPEN_CUSTOM_CACHE_DIR"
 if [ -n "${GRID_SOLVER:-}" ]; then
   MIOPENKERNELS_HIDE_TRITON=1 timeout "${TESTS_S:-330}" python3 -m pytest -q \
-    -p no:cacheprovider tests/gpu/test_conv_correctness.py -k "$GRID_SOLVER" -n 8 \
+    -p no:cacheprovider tests/gpu/test_conv_correctness.py -k "${GRID_SOLVER//,/ or }" -n 8 \
     --maxfail=150 > "$out/gpu_tests.txt" 2>&1
   echo "grid of $GRID_SOLVER*, Triton hidden: rc=$?"; tail -5 "$out/gpu_tests.txt"
   exit 0

@@ -25,11 +25,13 @@ The JSON holds `device` and versions, `networks`, `compiles` (kernels the handle
 `by_batch` (the same per batch), `by_network`, `classes` (per layer class: grouped, depthwise,
 3-D, few-channel, dilated, transposed, plain), `held_out` (the same for held-out networks) and
 `rows`. A time budget (`--budget-s`) stops the run between problems; what was not reached is
-listed under `not_reached`.
+listed under `not_reached`. `--every K` keeps every K-th layer of each network's layers of one
+class (the first, the K+1-th, ...; `every` in the JSON): a sample of the whole zoo, every class
+of every network in it, for a run shorter than the zoo.
 
     python bench/zoo.py --out bench/results/zoo_h100 [--networks yolov5s,r2plus1d_18]
         [--types FP16,FP32] [--directions F] [--layouts NHWC] [--batches 32,8,1]
-        [--held-out] [--budget-s 540] [--list]
+        [--held-out] [--every 3] [--budget-s 540] [--list]
     python bench/zoo.py --picks sm90-132 [--out bench/results/zoo_picks_sm90-132]  # no GPU
 """
 
@@ -114,6 +116,19 @@ def load_layers(networks: Iterable[str] | None = None, held_out: bool = False) -
     # A held-out network named on its own is measured too (and reported apart).
     return [layer for path, held in manifest_files(held_out or bool(wanted))
             if not wanted or path.stem in wanted for layer in read_layers(path, held)]
+
+
+def every_kth(layers: list[Layer], k: int) -> list[Layer]:
+    """The first, (k+1)-th, (2k+1)-th, ... layer of each network's layers of one set of classes
+    (`layer_classes`), in the manifests' order: every class a network has stays."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for layer in layers:
+        group = (layer.network, layer_classes(layer.problem))
+        i = seen[group] = seen.get(group, -1) + 1
+        if i % k == 0:
+            out.append(layer)
+    return out
 
 
 def layer_problem(layer: Layer, type_name: str, direction: str, layout: str,
@@ -397,6 +412,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     help="batch sizes, in the order run")
     ap.add_argument("--held-out", action="store_true",
                     help="also the held-out networks, reported apart")
+    ap.add_argument("--every", type=int, default=1, metavar="K",
+                    help="every K-th layer of each network only (a sample of the zoo)")
     ap.add_argument("--repeats", type=int, default=20, help="timed calls per engine")
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls first")
     ap.add_argument("--budget-s", type=float, default=540.0, help="stop between problems after")
@@ -427,15 +444,15 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"--batches {args.batches!r} is not a list of integers", 3)
     bad = [t for t in types if t not in TYPES] + [d for d in directions if d not in DIRECTIONS] \
         + [lay for lay in layouts if lay not in LAYOUTS]
-    if bad or not batches or any(b < 1 for b in batches) or args.repeats < 1:
-        return _fail(f"unknown or empty {', '.join(bad) or '--batches or --repeats'}; "
+    if bad or not batches or any(b < 1 for b in batches) or args.repeats < 1 or args.every < 1:
+        return _fail(f"unknown or empty {', '.join(bad) or '--batches, --repeats or --every'}; "
                      "see --help", 3)
     known = {p.stem for p, _ in manifest_files(held_out=True)}
     unknown = sorted(set(networks) - known)
     if unknown:
         return _fail(f"no zoo network {', '.join(unknown)}: choose among "
                      f"{', '.join(sorted(known))}", 3)
-    layers = load_layers(networks, args.held_out)
+    layers = every_kth(load_layers(networks, args.held_out), args.every)
     if args.list:
         for name in dict.fromkeys(la.network for la in layers):
             mine = [la for la in layers if la.network == name]
@@ -549,7 +566,8 @@ def _result(args: argparse.Namespace, handles: dict, rows: list[dict], failures:
     result = {**_versions(handles), "method": __doc__.split("\n\n")[1],
               "networks": sorted({r["network"] for r in zoo}),
               "compiles": sum(h.compilations for h in handles.values() if h is not None),
-              "errors": len(failures), "repeats": args.repeats, "warmup": args.warmup,
+              "errors": len(failures), "every": args.every, "repeats": args.repeats,
+              "warmup": args.warmup,
               "seconds": round(time.perf_counter() - start, 1), **report(zoo)}
     if args.held_out or held:
         result["held_out"] = {"networks": sorted({r["network"] for r in held}), **report(held)}

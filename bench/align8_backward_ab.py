@@ -1,0 +1,146 @@
+"""The backward objects that assume multiples of 8, against the generic objects they replaced,
+on the zoo's layers that need them (device machine).
+
+The layers are those of the zoo and its held-out networks (bench/zoo.py) with one group, 2-D,
+and channel counts that are multiples of 8 but not both of 16 (MobileNet's and RegNet's 24, 40,
+104, 440, ...). In FP16 and BF16 channels-last, backward data and backward weights take an
+object that assumes those counts multiples of 8 (`conv_triton_spec.ALIGN8_KERNELS`); before,
+they took the generic object, which assumes nothing and loads no vectors. `run` times one arm
+with bench/zoo.py's method (find's pick against cuDNN, GPU time queued behind a sleep kernel,
+wall time per call, results checked): `--arm align8` as the package ships, `--arm generic` with
+the backward kernels' objects assuming nothing, as before (the objects it needs that the package
+lacks compile on first use, outside the timing; the JSON's `compiles` counts them). `compare`
+pairs the two arms' rows (same layer, case and batch) and writes, per case, the geomean of
+align8's GPU time over generic's and each arm's geomean against cuDNN.
+
+    python bench/align8_backward_ab.py run --arm align8 --out OUT/ab_align8 [zoo options]
+    python bench/align8_backward_ab.py run --arm generic --out OUT/ab_generic [zoo options]
+    python bench/align8_backward_ab.py compare OUT/ab_align8.json OUT/ab_generic.json \\
+        --out bench/results/align8_backward_h200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+ZOO_DEFAULTS = ["--types", "FP16,BF16", "--directions", "B,W", "--layouts", "NHWC",
+                "--batches", "32", "--held-out"]
+
+
+def eights(layer: Any) -> bool:
+    """A 2-D layer of one group whose channel counts are multiples of 8, not both of 16."""
+    p = layer.problem
+    return len(p.in_spatial) == 2 and p.groups == 1 and p.c % 8 == 0 and p.k % 8 == 0 and \
+        bool(p.c % 16 or p.k % 16)
+
+
+def run(arm: str, zoo_args: list[str]) -> int:
+    import zoo
+
+    loader = zoo.load_layers
+    zoo.load_layers = lambda *a, **k: [la for la in loader(*a, **k) if eights(la)]
+    if arm == "generic":
+        from miopenkernels.kernels import conv_triton_spec as spec
+
+        spec.ALIGN8_KERNELS = frozenset(spec.ALIGN8_KERNELS - {"conv2d_bwd_data",
+                                                               "conv2d_bwd_weight"})
+    return int(zoo.main(ZOO_DEFAULTS + zoo_args))
+
+
+def geomean(values: list[float]) -> float:
+    return round(math.exp(sum(map(math.log, values)) / len(values)), 3) if values else 0.0
+
+
+def compare(align8: dict, generic: dict) -> dict:
+    """Per case: paired layers, align8 over generic (GPU and wall), each arm against cuDNN."""
+    def key(r: dict) -> tuple:
+        return (r["network"], r["key"], r["case"], r["n"])
+
+    other = {key(r): r for r in generic["rows"]}
+    pairs = [(r, other[key(r)]) for r in align8["rows"] if key(r) in other]
+    out: dict[str, Any] = {}
+    for case in sorted({a["case"] for a, _ in pairs}):
+        mine = [(a, g) for a, g in pairs if a["case"] == case]
+        ratios = [a["ours_gpu_ms"] / g["ours_gpu_ms"] for a, g in mine]
+        worst = max(mine, key=lambda ag: ag[0]["ratio"])[0]
+        out[case] = {
+            "layers": len(mine),
+            "align8_over_generic_gpu": geomean(ratios),
+            "align8_over_generic_wall": geomean([a["ours_wall_ms"] / g["ours_wall_ms"]
+                                                 for a, g in mine]),
+            "min_align8_over_generic": round(min(ratios), 3),
+            "max_align8_over_generic": round(max(ratios), 3),
+            "align8_vs_cudnn": geomean([a["ratio"] for a, _ in mine]),
+            "generic_vs_cudnn": geomean([g["ratio"] for _, g in mine]),
+            "align8_max_vs_cudnn": round(worst["ratio"], 2),
+            "align8_worst": f"{worst['network']} {worst['layer']} {worst['key']}",
+            "same_solver": sum(a["solver"] == g["solver"] for a, g in mine),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="one arm through bench/zoo.py (GPU)")
+    r.add_argument("--arm", choices=("align8", "generic"), required=True)
+    c = sub.add_parser("compare", help="pair two arms' JSON (no GPU)")
+    c.add_argument("align8", type=Path)
+    c.add_argument("generic", type=Path)
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--json", action="store_true", help="print the result as JSON")
+    args, rest = ap.parse_known_args(argv)
+    if args.command == "run":
+        return run(args.arm, rest)
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        arms = [json.loads(p.read_text()) for p in (args.align8, args.generic)]
+    except (OSError, ValueError) as exc:
+        print(f"align8_backward_ab: cannot read an arm's JSON: {exc}", file=sys.stderr)
+        return 3
+    if any("rows" not in a for a in arms):
+        print("align8_backward_ab: an arm's JSON has no rows: give bench/zoo.py results",
+              file=sys.stderr)
+        return 3
+    summary = compare(*arms)
+    versions = {k: arms[0].get(k) for k in ("device", "driver", "torch", "cuda", "cudnn",
+                                            "triton", "miopenkernels")}
+    result = {**versions, "method": __doc__.split("\n\n")[1],
+              "compiles": {"align8": arms[0].get("compiles"),
+                           "generic": arms[1].get("compiles")},
+              "errors": {"align8": arms[0].get("errors"), "generic": arms[1].get("errors")},
+              "summary": summary, "align8_rows": arms[0]["rows"],
+              "generic_rows": arms[1]["rows"]}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"align8 against generic backward objects, {result['device']}")
+        for col in ("case", "layers", "align8/generic GPU", "min", "max", "wall",
+                    "align8 vs cuDNN", "generic vs cuDNN", "worst vs cuDNN"):
+            table.add_column(col)
+        for case, s in summary.items():
+            table.add_row(case, str(s["layers"]), f"{s['align8_over_generic_gpu']:.3f}",
+                          f"{s['min_align8_over_generic']:.3f}",
+                          f"{s['max_align8_over_generic']:.3f}",
+                          f"{s['align8_over_generic_wall']:.3f}", f"{s['align8_vs_cudnn']:.2f}",
+                          f"{s['generic_vs_cudnn']:.2f}", f"{s['align8_max_vs_cudnn']:.2f}")
+        Console(width=150).print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
