@@ -59,32 +59,71 @@ def geomean(values: list[float]) -> float:
     return round(math.exp(sum(map(math.log, values)) / len(values)), 3) if values else 0.0
 
 
-def compare(align8: dict, generic: dict) -> dict:
-    """Per case: paired layers, align8 over generic (GPU and wall), each arm against cuDNN."""
+def compare(first: dict, second: dict, names: tuple[str, str] = ("align8", "generic")
+            ) -> dict:
+    """Per case: paired layers, `first` over `second` (GPU and wall), each arm against cuDNN;
+    the keys spell the arms' `names`."""
     def key(r: dict) -> tuple:
         return (r["network"], r["key"], r["case"], r["n"])
 
-    other = {key(r): r for r in generic["rows"]}
-    pairs = [(r, other[key(r)]) for r in align8["rows"] if key(r) in other]
+    a, b = names
+    other = {key(r): r for r in second["rows"]}
+    pairs = [(r, other[key(r)]) for r in first["rows"] if key(r) in other]
     out: dict[str, Any] = {}
-    for case in sorted({a["case"] for a, _ in pairs}):
-        mine = [(a, g) for a, g in pairs if a["case"] == case]
-        ratios = [a["ours_gpu_ms"] / g["ours_gpu_ms"] for a, g in mine]
-        worst = max(mine, key=lambda ag: ag[0]["ratio"])[0]
+    for case in sorted({x["case"] for x, _ in pairs}):
+        mine = [(x, y) for x, y in pairs if x["case"] == case]
+        ratios = [x["ours_gpu_ms"] / y["ours_gpu_ms"] for x, y in mine]
+        worst = max(mine, key=lambda xy: xy[0]["ratio"])[0]
         out[case] = {
             "layers": len(mine),
-            "align8_over_generic_gpu": geomean(ratios),
-            "align8_over_generic_wall": geomean([a["ours_wall_ms"] / g["ours_wall_ms"]
-                                                 for a, g in mine]),
-            "min_align8_over_generic": round(min(ratios), 3),
-            "max_align8_over_generic": round(max(ratios), 3),
-            "align8_vs_cudnn": geomean([a["ratio"] for a, _ in mine]),
-            "generic_vs_cudnn": geomean([g["ratio"] for _, g in mine]),
-            "align8_max_vs_cudnn": round(worst["ratio"], 2),
-            "align8_worst": f"{worst['network']} {worst['layer']} {worst['key']}",
-            "same_solver": sum(a["solver"] == g["solver"] for a, g in mine),
+            f"{a}_over_{b}_gpu": geomean(ratios),
+            f"{a}_over_{b}_wall": geomean([x["ours_wall_ms"] / y["ours_wall_ms"]
+                                           for x, y in mine]),
+            f"min_{a}_over_{b}": round(min(ratios), 3),
+            f"max_{a}_over_{b}": round(max(ratios), 3),
+            f"{a}_vs_cudnn": geomean([x["ratio"] for x, _ in mine]),
+            f"{b}_vs_cudnn": geomean([y["ratio"] for _, y in mine]),
+            f"{a}_max_vs_cudnn": round(worst["ratio"], 2),
+            f"{a}_worst": f"{worst['network']} {worst['layer']} {worst['key']}",
+            "same_solver": sum(x["solver"] == y["solver"] for x, y in mine),
         }
     return out
+
+
+def write_comparison(arms: list[dict], names: tuple[str, str], method: str, out: Path,
+                     as_json: bool, title: str) -> int:
+    """The paired summary and both arms' rows into OUT.json, and a table (or the summary as
+    JSON) on stdout."""
+    if any("rows" not in arm for arm in arms):
+        print("an arm's JSON has no rows: give bench/zoo.py results", file=sys.stderr)
+        return 3
+    a, b = names
+    summary = compare(arms[0], arms[1], names)
+    versions = {k: arms[0].get(k) for k in ("device", "driver", "torch", "cuda", "cudnn",
+                                            "triton", "miopenkernels")}
+    result = {**versions, "method": method,
+              "compiles": {a: arms[0].get("compiles"), b: arms[1].get("compiles")},
+              "errors": {a: arms[0].get("errors"), b: arms[1].get("errors")},
+              "summary": summary, f"{a}_rows": arms[0]["rows"], f"{b}_rows": arms[1]["rows"]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    Path(str(out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
+    if as_json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{title}, {result['device']}")
+    for col in ("case", "layers", f"{a}/{b} GPU", "min", "max", "wall", f"{a} vs cuDNN",
+                f"{b} vs cuDNN", "worst vs cuDNN"):
+        table.add_column(col)
+    for case, s in summary.items():
+        table.add_row(case, str(s["layers"]), f"{s[f'{a}_over_{b}_gpu']:.3f}",
+                      f"{s[f'min_{a}_over_{b}']:.3f}", f"{s[f'max_{a}_over_{b}']:.3f}",
+                      f"{s[f'{a}_over_{b}_wall']:.3f}", f"{s[f'{a}_vs_cudnn']:.2f}",
+                      f"{s[f'{b}_vs_cudnn']:.2f}", f"{s[f'{a}_max_vs_cudnn']:.2f}")
+    Console(width=150).print(table)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,39 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"align8_backward_ab: cannot read an arm's JSON: {exc}", file=sys.stderr)
         return 3
-    if any("rows" not in a for a in arms):
-        print("align8_backward_ab: an arm's JSON has no rows: give bench/zoo.py results",
-              file=sys.stderr)
-        return 3
-    summary = compare(*arms)
-    versions = {k: arms[0].get(k) for k in ("device", "driver", "torch", "cuda", "cudnn",
-                                            "triton", "miopenkernels")}
-    result = {**versions, "method": __doc__.split("\n\n")[1],
-              "compiles": {"align8": arms[0].get("compiles"),
-                           "generic": arms[1].get("compiles")},
-              "errors": {"align8": arms[0].get("errors"), "generic": arms[1].get("errors")},
-              "summary": summary, "align8_rows": arms[0]["rows"],
-              "generic_rows": arms[1]["rows"]}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(summary, indent=1))
-    else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=f"align8 against generic backward objects, {result['device']}")
-        for col in ("case", "layers", "align8/generic GPU", "min", "max", "wall",
-                    "align8 vs cuDNN", "generic vs cuDNN", "worst vs cuDNN"):
-            table.add_column(col)
-        for case, s in summary.items():
-            table.add_row(case, str(s["layers"]), f"{s['align8_over_generic_gpu']:.3f}",
-                          f"{s['min_align8_over_generic']:.3f}",
-                          f"{s['max_align8_over_generic']:.3f}",
-                          f"{s['align8_over_generic_wall']:.3f}", f"{s['align8_vs_cudnn']:.2f}",
-                          f"{s['generic_vs_cudnn']:.2f}", f"{s['align8_max_vs_cudnn']:.2f}")
-        Console(width=150).print(table)
-    return 0
+    return write_comparison(arms, ("align8", "generic"), __doc__.split("\n\n")[1],
+                            args.out, args.json, "align8 against generic backward objects")
 
 
 if __name__ == "__main__":

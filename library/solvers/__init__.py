@@ -22,6 +22,7 @@ from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
+from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
 from .triton_winograd import WINOGRAD_SOLVERS, ConvTritonWinogradWrw, winograd_first
 from .winograd import ConvWinograd3x3
 
@@ -47,6 +48,7 @@ __all__ = [
 SOLVERS: list[Solver] = [
     *TRITON_SOLVERS,
     *VIA_SOLVERS,
+    *PADDED_SOLVERS,
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,
@@ -73,21 +75,27 @@ SOLVERS: list[Solver] = [
 #: `via_other_layout`): where they list a case, the problem's own layout is the slower one.
 FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonImplicitGemmRelayout: lambda p, t, math: via_layout(p, t, math) is not None,
+    ConvTritonImplicitGemmPadded: lambda p, t, math: math == "ieee" and padded_first(p, t),
     ConvTritonWinogradWrw: winograd_first,
     ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t),
     ConvTritonDepthwise: lambda p, t, math: depthwise_first(p, t),
     ConvTritonGrouped: lambda p, t, math: grouped_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
-#: bench/results/README.md): the implicit GEMM to its Via solvers, and both to the Winograd
+#: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
+#: only take channel counts the aligned objects refuse: bench/results/README.md,
+#: padded_h200), the padded ones to the Via solvers, and all to the Winograd
 #: backward weights and the 1x1 GEMMs; all three to the depthwise and grouped direct families
 #: on the problems they take (groups = channels, or 2-8 channels and filters a group: GEMMs
 #: that narrow and their transforms waste the tensor cores there).
 #: A family not listed gives way to none; the 3-D family (triton_3d) claims every 3-D problem
 #: it takes, which no other Triton family takes, so it needs no entry here.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
-    ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
-                             ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped),
+    ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
+                             ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
+                             ConvTritonGrouped),
+    ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
+                                   ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),

@@ -56,6 +56,10 @@ BASE = [
     # a last tile of fewer groups; NHWC: the objects assuming multiples of 8).
     ConvProblem(n=2, c=104, k=104, in_spatial=(11, 10), filter=(3, 3), pad=(1, 1),
                 stride=(2, 2), groups=13),
+    # Channel counts that are not multiples of 8 (16-bit NHWC: the padded solvers): 20 to 36
+    # at stride 2 on odd sizes, and 32 to 3 filters (an image output).
+    ConvProblem(n=2, c=20, k=36, in_spatial=(9, 10), filter=(3, 3), pad=(1, 1), stride=(2, 2)),
+    ConvProblem(n=3, c=32, k=3, in_spatial=(11, 9), filter=(3, 3), pad=(1, 1)),
     # Grouped, 16 a group at stride 2: the implicit GEMM's backward data with groups.
     ConvProblem(n=2, c=64, k=64, in_spatial=(9, 9), filter=(3, 3), pad=(1, 1), stride=(2, 2),
                 groups=4),

@@ -231,7 +231,7 @@ def test_held_out_networks_are_reported_apart() -> None:
         compilations = 2
 
     handles = {"ieee": _Handle(), "tf32": None}
-    args = argparse.Namespace(repeats=5, warmup=1, held_out=True)
+    args = argparse.Namespace(repeats=5, warmup=1, held_out=True, every=1)
     versions = ZOO_BENCH._versions
     ZOO_BENCH._versions = lambda handles: {"device": "none", "driver": "", "torch": "",
                                            "cudnn": 0}
