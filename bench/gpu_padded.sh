@@ -2,11 +2,11 @@
 # On the GPU machine: the padded implicit GEMM solvers checked and timed. The GPU test grid of
 # ConvTritonImplicitGemmPadded{Fwd,Bwd,Wrw} (bench/gpu_test_all.sh) against the float64
 # reference; then the sm90-132 package and, against it, bench/padded_ab.py's two arms over the
-# zoo's 2-D layers of channel counts that are not multiples of 8 (FP16, NHWC, every direction,
-# batch 32) and their comparison. Output under OUTDIR; a summary line per step.
+# zoo's 2-D layers of channel counts that are not multiples of 8 (NHWC, every direction, batch
+# 32; TYPES, default FP16) and their comparison. Output under OUTDIR; a summary line per step.
 #
 #   bash bench/gpu_padded.sh OUTDIR   (GRID_S, GRID_TIMEOUT_S, BUILD_S, AB_S: limits;
-#                                      GRID_S=0 skips the grid)
+#                                      GRID_S=0 skips the grid; TYPES, REPEATS, MAX_GB)
 set -uo pipefail
 out="${1:?usage: bash bench/gpu_padded.sh OUTDIR}"
 here="$(dirname "$0")"
@@ -27,7 +27,7 @@ sm90_package /tmp/sys "$out"
 export MIOPEN_SYSTEM_DB_PATH=/tmp/sys
 ab_s="${AB_S:-150}"
 for arm in padded unpadded; do
-  timeout "$ab_s" python3 bench/padded_ab.py run --arm "$arm" --repeats "${REPEATS:-10}" --max-gb "${MAX_GB:-3}" \
+  timeout "$ab_s" python3 bench/padded_ab.py run --arm "$arm" --repeats "${REPEATS:-10}" --max-gb "${MAX_GB:-3}" --types "${TYPES:-FP16}" \
     --budget-s "$(( ab_s - 30 ))" --out "$out/$arm" > "$out/$arm.log" 2>&1
   stamp "arm $arm rc=$?"; grep -E "^\[" "$out/$arm.log" | tail -3
 done

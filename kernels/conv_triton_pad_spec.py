@@ -17,6 +17,12 @@ from .conv_triton_spec import cdiv, typed_signature
 #: only on FIRST_KINDS, where they were measured (bench/results/README.md).
 KINDS = ("sm80", "sm90", "sm100", "sm120", "cdna", "cdna4", "rdna")
 FIRST_KINDS = ("sm90",)
+#: The fewest output pixels (batch x output height x width) of a problem the padded solvers rank
+#: first on: below it the copies' two launches cost more than the vector loads save. On the
+#: H200 over the zoo's odd-channel layers (bench/results/padded_h200.json), FP16 NHWC at batch
+#: 32, the padded solvers took 0.34-2.25x the time of what served the problem before at 32
+#: output pixels (squeeze-and-excitation layers: 3-40 us), and 0.02-1.15x from 2,016 pixels up.
+MIN_PIXELS = 1024
 #: Element types: those whose channels-last implicit GEMM objects assume multiples of 8.
 TYPES = ("FP16", "BF16")
 #: The channel multiple a padded tensor takes (a 16-byte vector of a 16-bit type).

@@ -17,8 +17,9 @@ adds the copy's objects (one per element type and tile, `dynamic_jobs`). The par
 defaults and the ranking's model are the implicit GEMM's (`ranking_name`). They take 2-D
 channels-last problems of one group in FP16 and BF16 whose padded problem meets the aligned
 objects' assumption; in the miss ranking they go ahead of the implicit GEMM on the spec's
-FIRST_KINDS, after the Via, Winograd, 1x1, depthwise and grouped families where those claim a
-problem (the registry's YIELDS_TO).
+FIRST_KINDS for problems of MIN_PIXELS output pixels or more (below that the copies' launches
+cost more than they save), after the Via, Winograd, 1x1, depthwise and grouped families where
+those claim a problem (the registry's YIELDS_TO).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..problem import ConvProblem
-from ..target import Target
+from ..target import Target, spec_for
 from .base import CompileJob, Launch, Params, Solver
 from .triton_common import (
     have_kernels,
@@ -95,7 +96,10 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
         self.name = f"{self.inner.name[:-3]}Padded{self.inner.name[-3:]}"  # ...PaddedFwd
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        return target_kind(target.arch) in pad_spec().FIRST_KINDS
+        """On the spec's FIRST_KINDS, for problems of MIN_PIXELS output pixels or more."""
+        spec = pad_spec()
+        pixels = problem.n * problem.out_spatial[0] * problem.out_spatial[1]
+        return target_kind(target.arch) in spec.FIRST_KINDS and pixels >= spec.MIN_PIXELS
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         return padded_problem(problem)
@@ -133,7 +137,8 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The copy's objects, per element type and tile (the conv objects are the implicit
         GEMM's)."""
-        if spec_kind(target, SPEC) is None or self._kind(target) is None:
+        if spec_kind(target, SPEC) is None or self._kind(target) is None or \
+                not spec_for(target.arch).matrix:
             return []
         return [self._copy_job(t, target, tile) for t in pad_spec().TYPES
                 if self._type_applicable(t, target) for tile in pad_spec().TILES]
