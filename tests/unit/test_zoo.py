@@ -192,6 +192,20 @@ def test_layers_become_problems_of_every_case() -> None:
         2 * (32 * 3 * 224 * 224 + 64 * 3 * 49 + 32 * 64 * 112 * 112) / 1e9)
 
 
+def test_every_kth_keeps_every_class_of_every_network() -> None:
+    layers = ZOO_BENCH.load_layers(held_out=True)
+    sample = ZOO_BENCH.every_kth(layers, 3)
+    assert ZOO_BENCH.every_kth(layers, 1) == layers
+    assert len(layers) / 3 <= len(sample) < len(layers) / 2
+    assert all(la in layers for la in sample)
+    groups = {(la.network, ZOO_BENCH.layer_classes(la.problem)) for la in layers}
+    assert {(la.network, ZOO_BENCH.layer_classes(la.problem)) for la in sample} == groups
+    # Within a group: its first layer, then every third, in the manifest's order.
+    mine = [la for la in layers if la.network == "resnext50_32x4d"
+            and "grouped" in ZOO_BENCH.layer_classes(la.problem)]
+    assert [la for la in sample if la in mine] == mine[::3]
+
+
 def _row(network: str, case: str, ratio: float, classes: list[str], n: int = 32,
          held: bool = False) -> dict:
     return {"network": network, "layer": f"{network}-{ratio}", "case": case, "n": n,
@@ -263,7 +277,8 @@ def test_list_needs_no_gpu() -> None:
 
 @pytest.mark.parametrize("argv", [["--types", "FP8"], ["--directions", "X"],
                                   ["--layouts", "NCDHW"], ["--batches", "x"],
-                                  ["--batches", "0"], ["--networks", "alexnet"]])
+                                  ["--batches", "0"], ["--networks", "alexnet"],
+                                  ["--every", "0"]])
 def test_a_malformed_command_line_exits_3_in_one_line(argv: list[str]) -> None:
     proc = subprocess.run([sys.executable, str(BENCH / "zoo.py"), *argv], capture_output=True,
                           text=True, timeout=120)
