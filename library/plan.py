@@ -197,11 +197,19 @@ def _pointer_roles(solver: Solver, problem: ConvProblem, prepared: PreparedLaunc
         if slots and name in slots:
             out.append((name, "workspace", int(slots[name])))
             continue
-        if name not in roles:
+        tensor, offset = split_offset(name)
+        if tensor not in roles:
             raise ProblemError(f"{solver.name} launch names tensor {name!r}, not one of "
                                f"{sorted(roles)} for direction {problem.direction}")
-        out.append((name, roles[name], 0))
+        out.append((name, roles[tensor], offset))
     return tuple(out)
+
+
+def split_offset(name: str) -> tuple[str, int]:
+    """A launch's pointer name as (tensor, byte offset): "x@4096" is 4096 bytes into x (a part
+    of the layer's tensor, as a batch chunk's launches take), "x" is x itself."""
+    tensor, _, offset = name.partition("@")
+    return tensor, int(offset) if offset else 0
 
 
 def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
@@ -251,10 +259,13 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
     zero = tuple((roles[n], math.prod(sizes[roles[n]][0]) * TYPE_BYTES[sizes[roles[n]][1]])
                  for n in launch.zero_first if roles.get(n) in sizes)
     assumed = assumed_divisors(meta)
-    align = tuple(sorted({("workspace" if a.tensor in slots else roles[a.tensor],
+    # A part of a tensor ("x@offset") is aligned where the tensor is: its solver keeps the
+    # offsets multiples of 256 bytes.
+    align = tuple(sorted({("workspace" if a.tensor in slots else roles[split_offset(a.tensor)[0]],
                            assumed[a.name]) for a in launch.args
                           if a.name in assumed and a.is_pointer
-                          and (a.tensor in roles or a.tensor in slots)})) if assumed else ()
+                          and (split_offset(a.tensor)[0] in roles or a.tensor in slots)})
+                         ) if assumed else ()
     fallback = None
     if align:
         def fallback() -> Invoker:

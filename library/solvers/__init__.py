@@ -17,6 +17,7 @@ from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
 from .triton_1x1 import GEMM1X1_SOLVERS, ConvTritonGemm1x1, gemm1x1_first
 from .triton_3d import TRITON_3D_SOLVERS
+from .triton_chunks import CHUNK_SOLVERS
 from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
@@ -49,6 +50,7 @@ SOLVERS: list[Solver] = [
     *TRITON_SOLVERS,
     *VIA_SOLVERS,
     *PADDED_SOLVERS,
+    *CHUNK_SOLVERS,
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,

@@ -78,7 +78,7 @@ Params = tuple[int, ...]
 ARG_KINDS = ("i32", "f32")
 """Scalar argument kinds; pointer kinds are `ptr:<tensor name>`."""
 
-_PTR_RE = lazy(r"^ptr:[a-z_]+$")
+_PTR_RE = lazy(r"^ptr:[a-z_][a-z_0-9]*(@[0-9]+)?$")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,240 @@
+"""ConvTritonImplicitGemmChunks{Fwd,Bwd,Wrw}: layers too large for 32-bit offsets, a chunk of
+the batch at a time.
+
+Every kernel here indexes its tensors with 32-bit offsets, so each solver refuses a problem with
+a tensor of 2**31 elements or more (`conv_triton_spec.fits_int32`): ESRGAN's 64-channel layers
+at 1024x1024, a VAE decoder's 128-channel layers at 512x512, both at batch 32, had no solver at
+all (bench/results/zoo_h200-sample3.json). Images are independent in forward and backward
+data, and backward weights sums over them: these solvers cut the batch into chunks whose
+tensors fit (`chunking`), and run the implicit GEMM on each chunk, its pointers a chunk's bytes
+into the caller's activations ("x@offset": plan.split_offset). Forward and backward data run
+each chunk's launches in turn (a split's reduce included); backward weights runs every chunk
+split (SPLIT_K of 2 or more), each chunk's partial sums in its own part of the workspace, and
+one reduce over all the parts writes dw. A chunk is a multiple of the images that keep every
+chunk's offset a multiple of 256 bytes, so the aligned objects stay legal; where no such
+multiple fits (odd image sizes), the chunks run the objects that assume nothing.
+
+The objects are the implicit GEMM's own on a chunk's problem (shape-agnostic: the last,
+smaller chunk runs the same ones); the parameters and ranking are the implicit GEMM's on the
+first chunk. They apply only where a tensor has 2**31 elements or more, where no other solver
+does, and the weights fit; 2-D layers in FP32 (IEEE), FP16 and BF16.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from ..problem import TYPE_BYTES, ConvProblem
+from ..target import Target
+from .base import CompileJob, Launch, Params, Solver
+from .triton_common import have_kernels, kernel_arg
+from .triton_conv_relayout import ConvTritonImplicitGemmRelayout
+
+__all__ = ["CHUNK_SOLVERS", "ConvTritonImplicitGemmChunks", "chunking"]
+
+LIMIT = 2**31  # elements a tensor must stay below (32-bit offsets)
+_ALIGN = 256  # bytes every chunk's offset is a multiple of
+_SPLIT = 4  # the implicit GEMM's SPLIT_K position in its parameters
+
+
+def _per_image(problem: ConvProblem) -> tuple[int, int]:
+    """Elements of one image of x and of y."""
+    return (problem.c * math.prod(problem.in_spatial),
+            problem.k * math.prod(problem.out_spatial))
+
+
+@lru_cache(maxsize=1024)
+def chunking(problem: ConvProblem) -> tuple[int, int, bool] | None:
+    """(images per chunk, chunks, aligned) of a problem a tensor of which has LIMIT elements
+    or more; None where every tensor fits already, where the weights do not, or where one
+    image does not. `aligned`: every chunk's offset is a multiple of 256 bytes (a chunk is a
+    multiple of the images that keep it so), and the aligned objects may run; otherwise the
+    chunks take the objects that assume nothing."""
+    p = problem
+    per = _per_image(p)
+    weights = p.k * (p.c // p.groups) * math.prod(p.filter)
+    if max(p.n * per[0], p.n * per[1], weights) < LIMIT or weights >= LIMIT:
+        return None
+    elem = TYPE_BYTES[p.in_type]
+    fit = (LIMIT - 1) // max(per)
+    step = math.lcm(*(_ALIGN // math.gcd(count * elem, _ALIGN) for count in per))
+    aligned = step <= fit
+    if not aligned:
+        step = 1
+    if fit < 1:
+        return None
+    most = fit // step * step
+    # As few chunks as fit, of as even a size as the step allows.
+    count = _cdiv(p.n, most)
+    images = min(most, _cdiv(_cdiv(p.n, count), step) * step)
+    return images, _cdiv(p.n, images), aligned
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):
+    """One direction of the Triton implicit GEMM for a problem too large for 32-bit offsets,
+    a chunk of images at a time."""
+
+    def __init__(self, direction: str) -> None:
+        super().__init__(direction, "ieee", "NHWC")
+        self.name = f"{self.inner.name[:-3]}Chunks{self.inner.name[-3:]}"  # ...ChunksFwd
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        return True  # no other solver takes its problems
+
+    def _relaid(self, problem: ConvProblem) -> ConvProblem:
+        """The first chunk's problem."""
+        from .._record import replace
+
+        got = chunking(problem)
+        return problem if got is None else replace(problem, n=got[0])
+
+    def _object(self, chunk: ConvProblem, problem: ConvProblem, params: Params,
+                target: Target) -> CompileJob:
+        """A chunk's object: the aligned one where every chunk's offset keeps it legal."""
+        got = chunking(problem)
+        if got is not None and not got[2]:
+            job = self.inner.unaligned_job(chunk, params, target)
+            if job is not None:
+                return job
+        return self.inner.compile_job(chunk, params, target, False)
+
+    def _chunks(self, problem: ConvProblem) -> list[tuple[ConvProblem, int]]:
+        """(problem, first image) of each chunk."""
+        from .._record import replace
+
+        got = chunking(problem)
+        assert got is not None, problem.key()
+        images, count, _ = got
+        return [(replace(problem, n=min(images, problem.n - i * images)), i * images)
+                for i in range(count)]
+
+    def _inner_params(self, params: Params) -> Params:
+        """Backward weights sums the chunks' partials: SPLIT_K at least 2."""
+        if self.direction == "W" and int(params[_SPLIT]) < 2:
+            return (*params[:_SPLIT], 2, *params[_SPLIT + 1:])
+        return tuple(params)
+
+    # ------------------------------------------------------------------ applicability
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        p = problem
+        if p.key_direction != self.direction or p.mode != "conv" or len(p.in_spatial) != 2 or \
+                chunking(p) is None or p.in_type not in ("FP32", "FP16", "BF16"):
+            return False
+        first = self._relaid(p)
+        if not self.inner.is_applicable(first, target):
+            return False
+        params = self._inner_params(self.inner.default_params(first, target))
+        if not self.inner.params_valid(first, target, params):
+            return False
+        return self.direction != "W" or \
+            self.inner.workspace_for(first, params) % _ALIGN == 0  # parts end to end
+
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        return self.inner.params_valid(self._relaid(problem), target,
+                                       self._inner_params(params))
+
+    def default_params(self, problem: ConvProblem, target: Target) -> Params:
+        return self._inner_params(self.inner.default_params(self._relaid(problem), target))
+
+    # ------------------------------------------------------------------ kernels
+    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
+                    specialised: bool = False) -> CompileJob:
+        """The implicit GEMM's shape-agnostic object of the first chunk (every chunk's)."""
+        return self._object(self._relaid(problem), problem, self._inner_params(params), target)
+
+    def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
+                      ) -> CompileJob:
+        return self.inner.unaligned_job(self._relaid(problem), self._inner_params(params),
+                                        target)
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        return []  # the implicit GEMM's
+
+    # ------------------------------------------------------------------ workspace
+    def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
+        """Forward and backward data: the implicit GEMM's workspace, reused by each chunk in
+        turn. Backward weights: each chunk's partial sums, end to end (`ws_c<i>`)."""
+        inner = self._inner_params(params)
+        per = self.inner.workspace_for(self._relaid(problem), inner)
+        if self.direction != "W":
+            return {}, per
+        count = len(self._chunks(problem))
+        return {f"ws_c{i}": i * per for i in range(count)}, count * per
+
+    # ------------------------------------------------------------------ launches
+    def _moved(self, problem: ConvProblem, first_image: int) -> dict[str, str]:
+        """The caller's activations' names -> their parts from `first_image` on."""
+        names = self._names(problem)
+        elem = TYPE_BYTES[problem.in_type]
+        per = dict(zip(("x", "y"), _per_image(problem), strict=True))
+        return {"ptr:" + names[t]: f"ptr:{names[t]}@{first_image * per[t] * elem}"
+                for t in ("x", "y") if first_image}
+
+    def _chunk_launch(self, launch: Launch, moved: dict[str, str], part: str | None) -> Launch:
+        from .._record import replace
+
+        args = tuple(kernel_arg(a.name, "ptr:" + part, None)
+                     if part is not None and a.kind == "ptr:workspace" and a.name == "ws_ptr"
+                     else kernel_arg(a.name, moved.get(a.kind, a.kind), a.value)
+                     for a in launch.args)
+        return replace(launch, args=args)
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
+               ) -> Launch:
+        """The first chunk's launch (from image 0: the caller's pointers)."""
+        from .._record import replace
+
+        inner = self.inner.launch(self._relaid(problem), self._inner_params(params), False)
+        main = self._chunk_launch(inner, {}, "ws_c0" if self.direction == "W" else None)
+        return replace(main, workspace_bytes=self._layout(problem, params)[1])
+
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target,
+                   partials_channels_last: bool | None = None
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """The first chunk's reduce (forward, backward data), every other chunk's launches,
+        and in backward weights one reduce over every chunk's partials."""
+        from .._record import replace
+
+        inner = self._inner_params(params)
+        chunks = self._chunks(problem)
+        steps: list[tuple[CompileJob, Launch]] = []
+        for index, (chunk, first_image) in enumerate(chunks):
+            moved = self._moved(problem, first_image)
+            part = f"ws_c{index}" if self.direction == "W" else None
+            if index:
+                job = self._object(chunk, problem, inner, target)
+                steps.append((job, self._chunk_launch(self.inner.launch(chunk, inner, False),
+                                                      moved, part)))
+            if self.direction != "W":
+                steps += [(job, self._chunk_launch(step, moved, None))
+                          for job, step in self.inner.follow_ups(chunk, inner, target)]
+        if self.direction == "W":
+            (job, reduce), = self.inner.follow_ups(chunks[0][0], inner, target)
+            total = int(inner[_SPLIT]) * len(chunks)
+            args = tuple(kernel_arg(a.name, "ptr:ws_c0", None) if a.name == "ws_ptr" else
+                         kernel_arg(a.name, a.kind, total) if a.name == "SPLIT_K" else a
+                         for a in reduce.args)
+            steps.append((job, replace(reduce, args=args)))
+        return tuple(steps)
+
+    def lead_ins(self, problem: ConvProblem, params: Params, target: Target
+                 ) -> tuple[tuple[CompileJob, Launch], ...]:
+        return ()
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        return self.inner.heuristic_rank(self._relaid(problem), target)
+
+
+def _chunk_solvers() -> list[Solver]:
+    """One per direction (none without the kernels)."""
+    if not have_kernels():
+        return []
+    return [ConvTritonImplicitGemmChunks(d) for d in ("F", "B", "W")]
+
+
+CHUNK_SOLVERS: list[Solver] = _chunk_solvers()

@@ -1,0 +1,64 @@
+"""Layers too large for 32-bit offsets, on the GPU: the batch-chunk solvers against torch (cuDNN)
+on the same tensors, every direction, both layouts, FP16, with an aligned and an unaligned
+chunking (bench/gpu_chunks.sh runs this with the objects compiled on first use)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+if not torch.cuda.is_available():
+    pytest.skip("torch has no CUDA device here (a CPU build, or no GPU)",
+                allow_module_level=True)
+
+from miopenkernels.handle import Handle  # noqa: E402
+from miopenkernels.problem import ConvProblem  # noqa: E402
+from miopenkernels.solvers.triton_chunks import chunking  # noqa: E402
+
+# (n, c, k, size): y holds 2**31 elements (aligned chunks of 16 images); 33 images of 1023x1023
+# with 63 filters, whose chunks' offsets cannot all be 256-byte multiples.
+LAYERS = [(32, 8, 64, 1024), (33, 8, 63, 1023)]
+
+
+@pytest.fixture(scope="module")
+def handle() -> Handle:
+    return Handle()
+
+
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_layer_past_32_bit_offsets_matches_torch(handle: Handle, direction: str, layout: str,
+                                                   layer: tuple[int, int, int, int]) -> None:
+    import torch.nn.functional as F
+
+    n, c, k, size = layer
+    p = ConvProblem(n=n, c=c, k=k, in_spatial=(size, size), filter=(3, 3), pad=(1, 1),
+                    direction=direction, in_type="FP16", in_layout=layout, wei_layout=layout,
+                    out_layout=layout)
+    assert chunking(p) is not None
+    fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn((n, c, size, size), device="cuda", generator=gen, dtype=torch.float16)
+    w = torch.randn((k, c, 3, 3), device="cuda", generator=gen, dtype=torch.float16) / 8
+    dy = torch.randn((n, k, size, size), device="cuda", generator=gen, dtype=torch.float16)
+    x, w, dy = (t.contiguous(memory_format=fmt) for t in (x, w, dy))
+    solution = handle.solutions(p)[0]
+    assert solution.solver.startswith("ConvTritonImplicitGemmChunks")
+    if direction == "F":
+        ours = torch.full_like(dy, float("nan"))
+        handle.run(p, solution, x, w, ours)
+        want = F.conv2d(x, w, padding=1)
+    elif direction == "B":
+        ours = torch.full_like(x, float("nan"))
+        handle.run(p, solution, ours, w, dy)
+        want = torch.nn.grad.conv2d_input(x.shape, w, dy, padding=1)
+    else:
+        ours = torch.full_like(w, float("nan"))
+        handle.run(p, solution, x, ours, dy)
+        want = torch.nn.grad.conv2d_weight(x, w.shape, dy, padding=1)
+    torch.cuda.synchronize()
+    assert torch.isfinite(ours).all()
+    err = float((ours.float() - want.float()).norm() / want.float().norm())
+    assert err < 1e-2, err
