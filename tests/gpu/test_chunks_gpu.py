@@ -46,17 +46,22 @@ def test_a_layer_past_32_bit_offsets_matches_torch(handle: Handle, direction: st
     x, w, dy = (t.contiguous(memory_format=fmt) for t in (x, w, dy))
     solution = handle.solutions(p)[0]
     assert solution.solver.startswith("ConvTritonImplicitGemmChunks")
+
+    def stored(t: torch.Tensor) -> torch.Tensor:
+        """The tensor in memory order (N, H, W, C for NHWC), as the runtime checks it."""
+        return t.permute(0, 2, 3, 1) if layout == "NHWC" else t
+
     if direction == "F":
         ours = torch.full_like(dy, float("nan"))
-        handle.run(p, solution, x, w, ours)
+        handle.run(p, solution, stored(x), stored(w), stored(ours))
         want = F.conv2d(x, w, padding=1)
     elif direction == "B":
         ours = torch.full_like(x, float("nan"))
-        handle.run(p, solution, ours, w, dy)
+        handle.run(p, solution, stored(ours), stored(w), stored(dy))
         want = torch.nn.grad.conv2d_input(x.shape, w, dy, padding=1)
     else:
         ours = torch.full_like(w, float("nan"))
-        handle.run(p, solution, x, ours, dy)
+        handle.run(p, solution, stored(x), stored(ours), stored(dy))
         want = torch.nn.grad.conv2d_weight(x, w.shape, dy, padding=1)
     torch.cuda.synchronize()
     assert torch.isfinite(ours).all()
