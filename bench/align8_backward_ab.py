@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -126,28 +127,35 @@ def write_comparison(arms: list[dict], names: tuple[str, str], method: str, out:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def ab_main(argv: list[str] | None, doc: str, names: tuple[str, str],
+            run_arm: Callable[[str, list[str]], int], prog: str, title: str) -> int:
+    """The command line of an A/B bench: `run --arm NAME [zoo options]` (GPU) or `compare
+    FIRST.json SECOND.json --out OUT [--json]` (no GPU)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="one arm through bench/zoo.py (GPU)")
-    r.add_argument("--arm", choices=("align8", "generic"), required=True)
+    r.add_argument("--arm", choices=names, required=True)
     c = sub.add_parser("compare", help="pair two arms' JSON (no GPU)")
-    c.add_argument("align8", type=Path)
-    c.add_argument("generic", type=Path)
+    c.add_argument("first", type=Path, metavar=names[0])
+    c.add_argument("second", type=Path, metavar=names[1])
     c.add_argument("--out", type=Path, required=True)
-    c.add_argument("--json", action="store_true", help="print the result as JSON")
+    c.add_argument("--json", action="store_true", help="print the summary as JSON")
     args, rest = ap.parse_known_args(argv)
     if args.command == "run":
-        return run(args.arm, rest)
+        return run_arm(args.arm, rest)
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        arms = [json.loads(p.read_text()) for p in (args.align8, args.generic)]
+        arms = [json.loads(p.read_text()) for p in (args.first, args.second)]
     except (OSError, ValueError) as exc:
-        print(f"align8_backward_ab: cannot read an arm's JSON: {exc}", file=sys.stderr)
+        print(f"{prog}: cannot read an arm's JSON: {exc}", file=sys.stderr)
         return 3
-    return write_comparison(arms, ("align8", "generic"), __doc__.split("\n\n")[1],
-                            args.out, args.json, "align8 against generic backward objects")
+    return write_comparison(arms, names, doc.split("\n\n")[1], args.out, args.json, title)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return ab_main(argv, __doc__, ("align8", "generic"), run, "align8_backward_ab",
+                   "align8 against generic backward objects")
 
 
 if __name__ == "__main__":

@@ -20,8 +20,6 @@ over unpadded's and each arm against cuDNN.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,29 +50,10 @@ def run(arm: str, zoo_args: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from align8_backward_ab import write_comparison
+    from align8_backward_ab import ab_main
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="one arm through bench/zoo.py (GPU)")
-    r.add_argument("--arm", choices=("padded", "unpadded"), required=True)
-    c = sub.add_parser("compare", help="pair two arms' JSON (no GPU)")
-    c.add_argument("padded", type=Path)
-    c.add_argument("unpadded", type=Path)
-    c.add_argument("--out", type=Path, required=True)
-    c.add_argument("--json", action="store_true", help="print the summary as JSON")
-    args, rest = ap.parse_known_args(argv)
-    if args.command == "run":
-        return run(args.arm, rest)
-    if rest:
-        ap.error(f"unrecognized arguments: {' '.join(rest)}")
-    try:
-        arms = [json.loads(p.read_text()) for p in (args.padded, args.unpadded)]
-    except (OSError, ValueError) as exc:
-        print(f"padded_ab: cannot read an arm's JSON: {exc}", file=sys.stderr)
-        return 3
-    return write_comparison(arms, ("padded", "unpadded"), __doc__.split("\n\n")[1], args.out,
-                            args.json, "padded against unpadded odd-channel layers")
+    return ab_main(argv, __doc__, ("padded", "unpadded"), run, "padded_ab",
+                   "padded against unpadded odd-channel layers")
 
 
 if __name__ == "__main__":
