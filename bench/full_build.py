@@ -8,6 +8,12 @@ average before and after: on a shared machine it explains slow numbers).
 
     .venv/bin/python bench/full_build.py [--workers N] [--out FILE] [--targets GLOB]
     .venv/bin/python bench/full_build.py --from-json bench/results/full_build-2cpu.json
+    .venv/bin/python bench/full_build.py --from-json NEW.json --against OLD.json
+
+`--against` compares two saved results per compiler over the kernel families that compiled as
+many objects in both: the families whose sources a change did not touch time the box itself
+(its speed moves between runs by a third), and the wall time is also given at the other run's
+speed, scaled by the non-Triton families' ratio (an estimate, marked as one).
 """
 
 from __future__ import annotations
@@ -64,6 +70,34 @@ def _print_times(summary: dict) -> None:
         Console().print(table)
 
 
+def _print_against(saved: dict, base: dict) -> None:
+    """Compile seconds here over there per compiler, over the families of equal object counts;
+    the wall time at the base run's speed by the non-Triton families' ratio."""
+    here, there = saved["family_seconds"], base["family_seconds"]
+    same = [k for k in here if k in there and here[k]["objects"] == there[k]["objects"]]
+    per: dict[str, list[float]] = {}
+    for name in same:
+        slot = per.setdefault(name.split(" ", 1)[0], [0, 0.0, 0.0])
+        slot[0] += here[name]["objects"]
+        slot[1] += there[name]["seconds"]
+        slot[2] += here[name]["seconds"]
+    table = Table(title=f"families of equal object counts: tree {saved.get('tree')} against "
+                        f"{base.get('tree')}")
+    for col in ("compiler", "objects", "seconds there", "seconds here", "ratio"):
+        table.add_column(col, justify="right" if col != "compiler" else "left")
+    for name, (objects, a, b) in sorted(per.items()):
+        table.add_row(name, str(int(objects)), f"{a:.0f}", f"{b:.0f}", f"{b / max(a, 1e-9):.2f}")
+    Console().print(table)
+    others = [v for k, v in per.items() if k != "triton"]
+    a, b = sum(v[1] for v in others), sum(v[2] for v in others)
+    if a > 0:
+        ratio = b / a
+        wall = saved["wall_seconds"]
+        print(f"non-Triton families {ratio:.2f}x the base run's compile time; wall {wall:.0f} s "
+              f"here, an estimated {wall / ratio:.0f} s at the base run's speed (base: "
+              f"{base['wall_seconds']:.0f} s)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -71,12 +105,23 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--from-json", type=Path, default=None,
                         help="Print the compile-time tables of a saved result; build nothing.")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="With --from-json: compare with another saved result.")
     args = parser.parse_args()
+    if args.against and not args.from_json:
+        parser.error("--against compares saved results: give --from-json too")
     if args.from_json:
-        saved = json.loads(args.from_json.read_text())
+        try:
+            saved = json.loads(args.from_json.read_text())
+            base = json.loads(args.against.read_text()) if args.against else None
+        except (OSError, ValueError) as exc:
+            print(f"full_build: cannot read a saved result: {exc}")
+            return 3
         _print_times(saved)
         print(f"wall {saved['wall_seconds']:.0f} s, {saved['objects']} distinct objects, "
               f"{saved['compile_seconds']:.0f} s of compile time (tree {saved.get('tree')})")
+        if base is not None:
+            _print_against(saved, base)
         return 0
     console = Console(stderr=True)
     out = args.out or Path(__file__).parent / "results" / f"full_build-{os.cpu_count()}cpu.json"
