@@ -190,8 +190,9 @@ def _apply_meta(solver: Solver, launch: Launch, meta: LaunchMetadata | None) -> 
 
 def _pointer_roles(solver: Solver, problem: ConvProblem, prepared: PreparedLaunch,
                    roles: dict[str, str], slots: dict[str, int] | None = None) -> Pointers:
-    """(kernel slot, layer tensor role, byte offset) of a prepared launch's pointer
-    arguments, in order; `slots` names parts of the workspace (Solver.workspace_slots)."""
+    """(kernel slot, layer tensor role, byte offset) of a prepared launch's pointer arguments,
+    in order; `slots` names workspace parts (Solver.workspace_slots), "x@4096" a part of x."""
+    from .solvers.base import split_offset
     out = []
     for name in prepared.slots:
         if slots and name in slots:
@@ -203,13 +204,6 @@ def _pointer_roles(solver: Solver, problem: ConvProblem, prepared: PreparedLaunc
                                f"{sorted(roles)} for direction {problem.direction}")
         out.append((name, roles[tensor], offset))
     return tuple(out)
-
-
-def split_offset(name: str) -> tuple[str, int]:
-    """A launch's pointer name as (tensor, byte offset): "x@4096" is 4096 bytes into x (a part
-    of the layer's tensor, as a batch chunk's launches take), "x" is x itself."""
-    tensor, _, offset = name.partition("@")
-    return tensor, int(offset) if offset else 0
 
 
 def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
@@ -259,13 +253,10 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
     zero = tuple((roles[n], math.prod(sizes[roles[n]][0]) * TYPE_BYTES[sizes[roles[n]][1]])
                  for n in launch.zero_first if roles.get(n) in sizes)
     assumed = assumed_divisors(meta)
-    # A part of a tensor ("x@offset") is aligned where the tensor is: its solver keeps the
-    # offsets multiples of 256 bytes.
-    align = tuple(sorted({("workspace" if a.tensor in slots else roles[split_offset(a.tensor)[0]],
-                           assumed[a.name]) for a in launch.args
-                          if a.name in assumed and a.is_pointer
-                          and (split_offset(a.tensor)[0] in roles or a.tensor in slots)})
-                         ) if assumed else ()
+    # A part of a tensor ("x@offset") is aligned where the tensor is (offsets: 256-byte steps).
+    align = tuple(sorted({("workspace" if a.tensor in slots else roles[a.whole], assumed[a.name])
+                          for a in launch.args if a.name in assumed and a.is_pointer
+                          and (a.whole in roles or a.tensor in slots)})) if assumed else ()
     fallback = None
     if align:
         def fallback() -> Invoker:

@@ -148,6 +148,18 @@ class KernelArg:
         """The tensor a pointer argument names (`x`, `dw`, `workspace`...)."""
         return self.kind[4:] if self.is_pointer else ""
 
+    @cached_property
+    def whole(self) -> str:
+        """The tensor a pointer argument points into (`x` of `x@4096`: `split_offset`)."""
+        return split_offset(self.tensor)[0]
+
+
+def split_offset(name: str) -> tuple[str, int]:
+    """A launch's pointer name as (tensor, byte offset): "x@4096" is 4096 bytes into x (a part
+    of the layer's tensor, as a batch chunk's launches take), "x" is x itself."""
+    tensor, _, offset = name.partition("@")
+    return tensor, int(offset) if offset else 0
+
 
 @dataclass(frozen=True)
 class Launch:

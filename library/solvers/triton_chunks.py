@@ -7,7 +7,7 @@ at 1024x1024, a VAE decoder's 128-channel layers at 512x512, both at batch 32, h
 all (bench/results/zoo_h200-sample3.json). Images are independent in forward and backward
 data, and backward weights sums over them: these solvers cut the batch into chunks whose
 tensors fit (`chunking`), and run the implicit GEMM on each chunk, its pointers a chunk's bytes
-into the caller's activations ("x@offset": plan.split_offset). Forward and backward data run
+into the caller's activations ("x@offset": solvers.base.split_offset). Forward and backward data run
 each chunk's launches in turn (a split's reduce included); backward weights runs every chunk
 split (SPLIT_K of 2 or more), each chunk's partial sums in its own part of the workspace, and
 one reduce over all the parts writes dw. A chunk is a multiple of the images that keep every

@@ -231,9 +231,13 @@ def test_kernel_args_check_kinds_and_range():
         KernelArg("a", "i32", 2**31)
 
 
-def test_huge_tensors_are_not_applicable():
+def test_huge_tensors_take_only_the_batch_chunk_solver():
     big = conv(n=4096, c=256, k=256, in_spatial=(64, 64))  # 4.3e9 input elements
-    assert applicable_solvers(big, GFX90A) == []
+    assert [s.name for s in applicable_solvers(big, GFX90A)] == [
+        "ConvTritonImplicitGemmChunksFwd"]  # a chunk of images at a time
+    assert applicable_solvers(big, Target("gfx906", 60)) == []  # no matrix cores: none
+    one = conv(n=1, c=2**16, k=64, in_spatial=(256, 256))  # one image past 2**31: none
+    assert applicable_solvers(one, GFX90A) == []
 
 
 def test_heuristic_prefers_the_specialised_algorithms():

@@ -8,10 +8,9 @@ from dataclasses import replace
 import pytest
 from miopenkernels.errors import ProblemError
 from miopenkernels.handle import Handle
-from miopenkernels.plan import split_offset
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import applicable_solvers, get_solver, launch_jobs
-from miopenkernels.solvers.base import KernelArg
+from miopenkernels.solvers.base import KernelArg, split_offset
 from miopenkernels.solvers.triton_chunks import LIMIT, chunking
 from miopenkernels.target import Target
 

@@ -327,8 +327,13 @@ def test_picks_count_first_choices_per_class_without_a_gpu() -> None:
     assert all(0 <= e["tensor_cores"] <= e["problems"] and e["no_solver"] == 0
                for e in classes.values())
     assert classes["plain"]["tensor_cores"] == classes["plain"]["problems"]  # FP16 NHWC GEMMs
-    # A layer no solver takes (more elements than 32-bit offsets reach) is named.
+    # A 2-D layer past 32-bit offsets runs a chunk of images at a time, on the tensor cores.
     big = [la for la in ZOO_BENCH.load_layers(["esrgan"]) if la.name == "conv_last"]
     out = ZOO_BENCH.picks(big, "sm90-132", ["FP16"], ["F"], ["NCHW"], [32])
+    assert out["classes"]["all"] == {"problems": 1, "no_solver": 0, "tensor_cores": 1}
+    # A 3-D one no solver takes yet is named.
+    big = [la for la in ZOO_BENCH.load_layers(["unet3d"])
+           if la.problem.c == 1 and la.problem.in_spatial == (128, 128, 128)]
+    out = ZOO_BENCH.picks(big[:1], "sm90-132", ["FP16"], ["F"], ["NCHW"], [32])
     assert out["classes"]["all"] == {"problems": 1, "no_solver": 1, "tensor_cores": 0}
-    assert out["no_solver"][0].startswith("esrgan/conv_last 64-2048-2048-3x3-3-")
+    assert out["no_solver"][0].startswith(f"unet3d/{big[0].name} ")
