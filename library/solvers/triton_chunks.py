@@ -28,7 +28,7 @@ from functools import lru_cache
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
 from .base import CompileJob, Launch, Params, Solver
-from .triton_common import have_kernels, kernel_arg
+from .triton_common import have_kernels, kernel_arg, spec_module
 from .triton_conv_relayout import ConvTritonImplicitGemmRelayout
 
 __all__ = ["CHUNK_SOLVERS", "ConvTritonImplicitGemmChunks", "chunking"]
@@ -52,6 +52,7 @@ def chunking(problem: ConvProblem) -> tuple[int, int, bool] | None:
     multiple of the images that keep it so), and the aligned objects may run; otherwise the
     chunks take the objects that assume nothing."""
     p = problem
+    _cdiv = spec_module().cdiv
     per = _per_image(p)
     weights = p.k * (p.c // p.groups) * math.prod(p.filter)
     if max(p.n * per[0], p.n * per[1], weights) < LIMIT or weights >= LIMIT:
@@ -69,10 +70,6 @@ def chunking(problem: ConvProblem) -> tuple[int, int, bool] | None:
     count = _cdiv(p.n, most)
     images = min(most, _cdiv(_cdiv(p.n, count), step) * step)
     return images, _cdiv(p.n, images), aligned
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):

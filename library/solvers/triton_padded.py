@@ -41,13 +41,12 @@ from .triton_common import (
     target_kind,
     triton_compile_job,
 )
-from .triton_conv_relayout import _SLOTS, ConvTritonImplicitGemmRelayout
+from .triton_conv_relayout import _SLOTS, ConvTritonImplicitGemmRelayout, _round
 
 __all__ = ["ConvTritonImplicitGemmPadded", "PADDED_SOLVERS", "padded_first", "padded_problem"]
 
 KERNEL_FILE = "conv_triton_pad.py"
 SPEC = "conv_triton_pad_spec"
-_ALIGN = 256  # byte alignment of each part of the workspace
 
 
 def pad_spec() -> Any:
@@ -81,10 +80,6 @@ def _copies(problem: ConvProblem) -> dict[str, tuple[int, int, int, int]]:
     if q.k != p.k:
         out["y"] = (pixels_out, p.k, pixels_out, q.k)
     return out
-
-
-def _round(n: int) -> int:
-    return -(-int(n) // _ALIGN) * _ALIGN
 
 
 class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
