@@ -121,9 +121,10 @@ class ConvProblem:
         """What `ConvProblem(**fields)` gives for fields already in normal form (every field
         given; sizes tuples of ints, one per spatial axis; layouts from `normal_layouts`;
         three types named), without normalising them again: a manifest line makes one.
-        Checked as any problem is."""
+        Checked as any problem is. The problem takes `fields` as its own `__dict__` (a manifest's
+        line makes a dict for it): the caller keeps no reference."""
         out = object.__new__(cls)
-        out.__dict__.update(fields)
+        object.__setattr__(out, "__dict__", fields)
         out._validate()
         return out
 
