@@ -116,12 +116,14 @@ class BuildResult:
         }
 
 
-def _compile_one(job: Any, kernels: str | None) -> tuple[str, Any, float]:
+def _compile_one(job: Any, kernels: str | None, triton_ir: str | None = None
+                 ) -> tuple[str, Any, float]:
     """Worker: ('ok', bytes, seconds) or ('error', (message, log), seconds). Never raises, so
-    one bad job cannot take the pool down."""
+    one bad job cannot take the pool down. `triton_ir`: the cache's folder of Triton IR that
+    targets share (compiler/triton_ir.py)."""
     start = time.perf_counter()
     try:
-        blob = compile_job(job, kernels)
+        blob = compile_job(job, kernels, triton_ir=triton_ir)
         return "ok", blob, time.perf_counter() - start
     except MIOpenKernelsError as exc:
         return "error", (str(exc), getattr(exc, "log", "")), time.perf_counter() - start
@@ -312,10 +314,11 @@ def build(
         if on_progress:
             on_progress(done, total)
 
+    triton_ir = str(cache.triton_ir)
     n_workers = max(1, workers or os.cpu_count() or 1)
     if n_workers == 1 or total <= 1 or not _pool_can_start():
         for key in todo:
-            finish(key, *_compile_one(users[key][0][1], kernels_arg))
+            finish(key, *_compile_one(users[key][0][1], kernels_arg, triton_ir))
     else:
         # forkserver: workers start from a clean process, not a fork of one running threads
         # (the progress display), and import NVRTC only if they get an NVIDIA job.
@@ -323,7 +326,8 @@ def build(
         with _short_temp_dir(), ProcessPoolExecutor(max_workers=min(n_workers, total),
                                                     mp_context=ctx) as pool:
             pending: dict[Future[Any], str] = {
-                pool.submit(_compile_one, users[key][0][1], kernels_arg): key for key in todo
+                pool.submit(_compile_one, users[key][0][1], kernels_arg, triton_ir): key
+                for key in todo
             }
             while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -86,6 +86,12 @@ class ObjectCache:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.co"
 
+    @property
+    def triton_ir(self) -> Path:
+        """The folder where Triton jobs share their IR between targets
+        (compiler/triton_ir.py): beside the objects, never a key's folder (two characters)."""
+        return self.root / "triton-ir"
+
     def get(self, key: str) -> bytes | None:
         """The cached object, or None."""
         try:

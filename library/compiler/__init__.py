@@ -102,9 +102,11 @@ def describe_job(job: Any) -> str:
     return f"{job.kernel_file}:{job.kernel_name} for {job.target.name} [{opts}]"
 
 
-def compile_job(job: Any, kernels: str | Path | None = None, *, check: bool = True) -> bytes:
+def compile_job(job: Any, kernels: str | Path | None = None, *, check: bool = True,
+                triton_ir: str | Path | None = None) -> bytes:
     """Compile `job` and (by default) check that the result is a code object for the job's
-    arch defining the job's kernel. CompileError / CodeObjectError name the job."""
+    arch defining the job's kernel. CompileError / CodeObjectError name the job.
+    `triton_ir`: a folder where Triton jobs share their IR between targets (triton_ir.py)."""
     root = kernels_dir(kernels)
     compiler = job_compiler(job)
     what = f"{compiler.name} {describe_job(job)}"
@@ -112,7 +114,8 @@ def compile_job(job: Any, kernels: str | Path | None = None, *, check: bool = Tr
         source = kernel_source(job.kernel_file, root)
         if compiler is TRITON:
             blob = TRITON.compile_kernel(source, job.kernel_name, tuple(job.options),
-                                         triton_arch(job.target), what=what)
+                                         triton_arch(job.target), what=what,
+                                         ir_cache=Path(triton_ir) if triton_ir else None)
         else:
             blob = compiler.compile(source, tuple(job.options), compile_arch(job.target),
                                     (root,), what=what)

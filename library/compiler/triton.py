@@ -39,6 +39,7 @@ from typing import Any
 from ..codeobject import LaunchMetadata, attach_launch_metadata
 from ..config import scoped_env, triton_importable
 from ..errors import CompileError
+from .triton_ir import compile_through_ir_cache
 
 __all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "mma_env", "available",
            "gpu_target", "source_arguments", "launch_arguments"]
@@ -251,6 +252,14 @@ def mma_env(mma: int) -> Iterator[None]:
 _COMPILE_LOCK = threading.Lock()
 
 
+def _compile(src: Any, target: Any, options: dict[str, Any], mma: int, ir_cache: Path | None,
+             tmp: Path) -> Any:
+    """`triton.compile` of `src`, through the IR cache where one is given."""
+    if ir_cache is None:
+        return _triton().compile(src, target=target, options=options)
+    return compile_through_ir_cache(src, target, options, f"mma={mma}", ir_cache, tmp)
+
+
 class TritonCompiler:
     """Triton from PyPI, used as a cross-compiler for every matrix-core target."""
 
@@ -258,8 +267,10 @@ class TritonCompiler:
     vendor = "any"
 
     def compile_kernel(self, source: Path, symbol: str, options: Sequence[str], arch: str,
-                       what: str = "compile") -> bytes:
-        """Compile `symbol` of `source` for `arch` (DbId); the code object + LaunchMeta."""
+                       what: str = "compile", ir_cache: Path | None = None) -> bytes:
+        """Compile `symbol` of `source` for `arch` (DbId); the code object + LaunchMeta.
+        `ir_cache`: a folder of Triton IR that other targets' compiles of the same job left
+        (`triton_ir`), read and added to."""
         triton = _triton()
         from triton.compiler import ASTSource
 
@@ -284,7 +295,7 @@ class TritonCompiler:
                 # No line tables: they (and the PTX text that ptxas embeds with them) are most
                 # of a cubin, and every byte is decompressed and loaded on a first call.
                 triton.knobs.compilation.disable_line_info = True
-                kernel = triton.compile(src, target=target, options=dict(opts.compile))
+                kernel = _compile(src, target, dict(opts.compile), opts.mma, ir_cache, Path(tmp))
         except Exception as exc:  # noqa: BLE001 - Triton raises many types; all mean "failed"
             raise CompileError(f"{what} failed: {type(exc).__name__}: {str(exc)[:2000]}",
                                log=str(exc)) from None

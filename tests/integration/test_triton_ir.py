@@ -1,0 +1,85 @@
+"""Triton IR shared between targets (compiler/triton_ir.py), with the real Triton: a target of
+the same class compiles from the TTIR another left, into the same bytes as from the source; a
+target of another class makes its own; an entry Triton cannot read is compiled again and
+replaced; the builder's cache keeps the IR beside its objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from miopenkernels.compiler import compile_job
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import get_solver
+from miopenkernels.target import Target
+
+pytestmark = pytest.mark.integration
+triton = pytest.importorskip("triton")
+pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
+
+PROBLEM = ConvProblem(n=4, c=32, k=64, in_spatial=(14, 14), filter=(3, 3), pad=(1, 1),
+                      in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC", in_type="FP16",
+                      wei_type="FP16", out_type="FP16")
+FWD = get_solver("ConvTritonImplicitGemmFwd")
+PARAMS = (64, 64, 32, 8, 1, 4, 2)  # legal on every target kind
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.ttir")) if folder.exists() else []
+
+
+def _job(target: Target) -> object:
+    return FWD.compile_job(PROBLEM, PARAMS, target)
+
+
+@pytest.fixture(autouse=True)
+def _known_version() -> None:
+    from miopenkernels.compiler.triton_ir import IR_VERSIONS
+
+    if triton.__version__ not in IR_VERSIONS:
+        pytest.skip(f"Triton {triton.__version__} shares no IR (read from {IR_VERSIONS})")
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    (Target("sm100", 148), Target("sm120", 170)),
+    (Target("gfx1100", 48), Target("gfx1200", 16)),
+])
+def test_a_target_of_the_same_class_starts_from_the_ir_into_the_same_bytes(
+        tmp_path: Path, first: Target, second: Target) -> None:
+    folder = tmp_path / "ir"
+    compile_job(_job(first), triton_ir=folder)
+    (entry,) = _entries(folder)
+    shared = compile_job(_job(second), triton_ir=folder)
+    assert _entries(folder) == [entry]  # read, not made again
+    assert shared == compile_job(_job(second))  # byte for byte what the source gives
+
+
+def test_targets_whose_ir_differs_make_their_own(tmp_path: Path) -> None:
+    """sm80 lowers tensor descriptors in its TTIR passes and sm90's options differ from
+    sm100's: three entries."""
+    folder = tmp_path / "ir"
+    for target in (Target("sm80", 108), Target("sm90", 132), Target("sm100", 148)):
+        compile_job(_job(target), triton_ir=folder)
+    assert len(_entries(folder)) == 3
+
+
+def test_an_entry_triton_cannot_read_is_compiled_again_and_replaced(tmp_path: Path) -> None:
+    folder = tmp_path / "ir"
+    first, second = Target("sm100", 148), Target("sm120", 170)
+    compile_job(_job(first), triton_ir=folder)
+    (entry,) = _entries(folder)
+    good = entry.read_text()
+    entry.write_text("module {\n  this is not TTIR\n")
+    assert compile_job(_job(second), triton_ir=folder) == compile_job(_job(second))
+    assert entry.read_text() == good
+
+
+def test_the_build_keeps_the_ir_beside_its_objects(tmp_path: Path) -> None:
+    from miopenkernels.builder.build import build
+
+    cache = tmp_path / "cache"
+    targets = [Target("sm100", 148), Target("sm120", 170)]
+    jobs = {t: [_job(t)] for t in targets}
+    result = build(targets, [], tmp_path / "out", workers=1, cache_dir=cache, jobs=jobs)
+    assert result.ok and result.compiled == 2, result.to_dict()
+    assert len(_entries(cache / "triton-ir")) == 1
