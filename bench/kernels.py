@@ -13,6 +13,13 @@ PyTorch peer (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input / conv2d_we
 cudnn.benchmark on) is timed the same way on the same tensors, and the two outputs are compared
 (relative L2 error). The ratio is ours / cuDNN (above 1: cuDNN is faster).
 
+What this times is a call, not the GPU alone: each call sits between its own two events, so
+where a kernel is shorter than the host's work to launch it (PyTorch's dispatch for the peer,
+the invoker's for ours) the host's time counts. Its ratios are calls against calls; GPU time
+alone (launches queued behind a sleep kernel) is bench/zoo.py's, whose FP16 NHWC rows of
+these layers read 1.73-2.16 where this table read 0.32-1.01 (bench/results/README.md,
+zoo_h200-sample3).
+
 The JSON keeps, under `summary` (batch 32) and `summary_b1`, `summary_b64`, one entry per
 `<type>-<direction>-<layout>` (e.g. `FP16-F-NHWC`, `TF32-B-NCHW`) with `geomean_ratio`,
 `max_ratio`, `max_layer`, `layers`, `max_rel_err` and the totals; `rows` holds every problem.
