@@ -26,6 +26,11 @@ class Flag:
     kind: str  # "int" | "str" | "ignored"
 
 
+
+# Quotes and escapes need shlex (which splits at spaces, tabs, CR and LF alone).
+_SHELL_QUOTES = ("'", '"', "\\")
+
+
 def tokens_of(line: str) -> list[str]:
     text = line.strip()
     # MITuna's logs prefix the API call: "miopenConvolutionForward: ./bin/MIOpenDriver conv ..."
@@ -33,9 +38,8 @@ def tokens_of(line: str) -> list[str]:
         text = text.split(":", 1)[1].strip()
     plain = text.replace("\t", " ") if "\t" in text else text
     if (plain.isascii() and plain.isprintable()
-            and "'" not in plain and '"' not in plain and "\\" not in plain):
-        # Printable ASCII without quotes or escapes (which need shlex): shlex would split at
-        # spaces alone, ten times slower.
+            and not any(quote in plain for quote in _SHELL_QUOTES)):
+        # Printable ASCII without quotes: shlex would split at spaces alone, ten times slower.
         tokens = plain.split()
     else:
         try:
@@ -93,17 +97,11 @@ class _LinePlan:
         int_at = [i for i, long in enumerate(longs) if long in table.ints]
         text_at = [i for i, long in enumerate(longs) if long not in table.ints]
         self.numbers, self.texts = _picker(int_at), _picker(text_at)
-
-        def fields_of(given: list[int], fields: list[str]) -> Any:
-            """The picker of `fields` from the given values with the defaults appended."""
+        self.values = []
+        for given, fields in ((int_at, table.fields[0]), (text_at, table.fields[1])):
             at = {longs[i]: n for n, i in enumerate(given)}
-            return _picker([at.get(f, len(given) + j) for j, f in enumerate(fields)])
-
-        # Integers come as a list (the defaults extend it), texts as a tuple (`self.texts`').
-        self.values = ((fields_of(int_at, table.fields[0]),
-                        [table.defaults[f] for f in table.fields[0]]),
-                       (fields_of(text_at, table.fields[1]),
-                        tuple(table.defaults[f] for f in table.fields[1])))
+            self.values.append((_picker([at.get(f, len(given) + j) for j, f in enumerate(fields)]),
+                                [table.defaults[f] for f in fields]))
 
 
 def _plan(table: FlagTable, names: tuple[str, ...]) -> _LinePlan | None:
@@ -118,21 +116,15 @@ def _plan(table: FlagTable, names: tuple[str, ...]) -> _LinePlan | None:
     return plan
 
 
-def read_fields(tokens: list[str], table: FlagTable,
-                start: int = 0) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """The values of `table.fields` (integers, texts) given on a command line (its flags from
-    `tokens[start]` on) or defaulted."""
-    names, given = tokens[start::2], tokens[start + 1::2]
-    if len(names) == len(given):
-        plan = _plan(table, tuple(names))
-        if plan is not None:
-            found: list[Any] = list(map(_small_ints().get, plan.numbers(given)))
-            if None not in found:  # every integer small and in normal form
-                (ints, int_defaults), (texts, text_defaults) = plan.values
-                found += int_defaults
-                return ints(found), texts(plan.texts(given) + text_defaults)
-    if start:
-        tokens = tokens[start:]
+def read_fields(tokens: list[str], table: FlagTable) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The values of `table.fields` (integers, texts) given on a command line or defaulted."""
+    names, given = tokens[0::2], tokens[1::2]
+    plan = _plan(table, tuple(names)) if len(names) == len(given) else None
+    if plan is not None:
+        found = list(map(_small_ints().get, plan.numbers(given)))
+        if None not in found:  # every integer small and in normal form
+            (ints, int_defaults), (texts, text_defaults) = plan.values
+            return ints(found + int_defaults), texts(list(plan.texts(given)) + text_defaults)
     values = {**table.defaults, **read_flags(tokens, table)}
     return table.pick[0](values), table.pick[1](values)
 

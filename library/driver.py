@@ -127,7 +127,7 @@ def _conv_problems(tokens: list[str]) -> list[ConvProblem]:
         raise ProblemError(
             f"unknown sub-command {sub!r}: expected one of {', '.join(SUBCOMMAND_TYPES)}"
         )
-    ints, texts = read_fields(tokens, _CONV_FLAGS, 1)
+    ints, texts = read_fields(tokens[1:], _CONV_FLAGS)
     dims, forw, n, c, k, groups, bias = ints[:7]
     # Depth flags without --spatial_dim 3 leave the problem 2D, as in MIOpenDriver (MITuna
     # writes --in_d 1 --fil_d 1 on 2D problems).

@@ -121,10 +121,9 @@ class ConvProblem:
         """What `ConvProblem(**fields)` gives for fields already in normal form (every field
         given; sizes tuples of ints, one per spatial axis; layouts from `normal_layouts`;
         three types named), without normalising them again: a manifest line makes one.
-        Checked as any problem is. The problem takes `fields` as its own `__dict__` (a manifest's
-        line makes a dict for it): the caller keeps no reference."""
+        Checked as any problem is."""
         out = object.__new__(cls)
-        object.__setattr__(out, "__dict__", fields)
+        out.__dict__.update(fields)
         out._validate()
         return out
 
