@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 #: The i32 arguments of the convolution kernels in three groups: sizes, geometry and the
 #: strides of x, w and y. Each group is one tuple argument of the kernels (Triton passes a
@@ -587,18 +587,21 @@ def filling_split(programs: int, steps: int, sms: int, least: int, most: int, wa
     return split
 
 
-def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
+def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], sms: int,
+              waves: int | None = None, least: int | None = None) -> int:
     """The SPLIT_K that fills a GPU of `sms` multiprocessors (CUs): doubled from 1 while the
-    launch stays within two waves of programs and each part keeps at least 8 BLOCK_K steps of
-    its reduction (4 for forward and backward data), at most 64 (MAX_SPLIT); 1 for kernels
-    not in SPLIT_BY_DEFAULT or problems `split_applies` rejects."""
+    launch stays within two waves of programs (`waves`) and each part keeps at least 8 BLOCK_K
+    steps of its reduction (4 for forward and backward data; `least`), at most 64 (MAX_SPLIT);
+    1 for kernels not in SPLIT_BY_DEFAULT or problems `split_applies` rejects."""
     if kernel not in SPLIT_BY_DEFAULT or not split_applies(kernel, sizes):
         return 1
     gx, gy, gz = grid(kernel, sizes, {**config, "SPLIT_K": 1})
     tiles = gx * gy * gz
     steps = reduction_steps(kernel, sizes, config)
-    return filling_split(tiles, steps, sms, _MIN_SPLIT_STEPS.get(kernel, 8),
-                         MAX_SPLIT.get(kernel, 64), SPLIT_WAVES.get(kernel, 2))
+    return filling_split(tiles, steps, sms,
+                         least if least is not None else _MIN_SPLIT_STEPS.get(kernel, 8),
+                         MAX_SPLIT.get(kernel, 64),
+                         waves if waves is not None else SPLIT_WAVES.get(kernel, 2))
 
 
 def workspace_bytes(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
@@ -998,6 +1001,59 @@ def small_grid_rule(kind: str, case: str) -> tuple[dict[str, int], float, int] |
         return None
     return (dict(rule["config"]), float(rule["reduce_steps"]),
             int(rule.get("programs_per_sm", 1)))
+
+
+class WrwRule(NamedTuple):
+    """A backward-weights case's tile and split rule on a target kind (the tuned table's
+    `wrw_rule`, fitted by bench/split_fit.py on bench/split_sweep.py's timings): problems
+    whose per-group C and K are both at least `large_channels` take the `large` tile, the
+    others the case's usual one; each splits by `split_for` with its own `waves` and `least`
+    steps a part."""
+
+    large_channels: int
+    large: tuple[tuple[str, int], ...]
+    large_waves: int
+    large_least: int
+    waves: int
+    least: int
+
+    def tile(self, sizes: Mapping[str, int], usual: Mapping[str, int]
+             ) -> tuple[dict[str, int], int, int]:
+        """(tile configuration, waves, least) of a problem."""
+        if min(int(sizes["C"]), int(sizes["K"])) >= self.large_channels:
+            return dict(self.large), self.large_waves, self.large_least
+        return dict(usual), self.waves, self.least
+
+
+def wrw_rule(kind: str, case: str, kernel: str = "conv2d_bwd_weight") -> WrwRule | None:
+    """A backward-weights case's rule on a target kind (`WrwRule`), or None where the tuned
+    table has none or `kernel` is not the one it was fitted on (conv2d_bwd_weight)."""
+    if kernel != "conv2d_bwd_weight":
+        return None
+    table = tuned_table(kind)
+    rule = ((table or {}).get("wrw_rule") or {}).get("rules", {}).get(case)
+    if not rule:
+        return None
+    return WrwRule(int(rule["large_channels"]), tuple(sorted(rule["large"].items())),
+                   int(rule["large_waves"]), int(rule["large_least"]), int(rule["waves"]),
+                   int(rule["least"]))
+
+
+def wrw_split(kind: str, case: str, kernel: str, sizes: Mapping[str, int],
+              usual: Mapping[str, int], sms: int) -> dict[str, int]:
+    """A backward-weights problem's tile and SPLIT_K: the rule's (`wrw_rule`) where the kind
+    has one for the case, else the usual tile split by `split_for`'s defaults."""
+    rule = wrw_rule(kind, case, kernel)
+    tile, waves, least = rule.tile(sizes, usual) if rule else (dict(usual), None, None)
+    return {**tile, "SPLIT_K": int(split_for(kernel, sizes, tile, sms, waves, least))}
+
+
+def wrw_tiles(kind: str, case: str, kernel: str, usual: Mapping[str, int]
+              ) -> list[dict[str, int]]:
+    """The tiles `wrw_split` may give a case's problems (the package ships each at every
+    split)."""
+    rule = wrw_rule(kind, case, kernel)
+    return [dict(usual)] + ([dict(rule.large)] if rule else [])
 
 
 def small_grid_split(programs: int, steps: int, sms: int, reduce_steps: float,

@@ -277,7 +277,7 @@ class ConvTritonImplicitGemm(Solver):
         sizes = spec_sizes(view)
         config = self._tuned(kind, case, sizes, kernel, problem.in_type)
         usual = self._tuned(kind, case, _NO_SIZES, kernel, problem.in_type)
-        split = (self._split(kind, usual, sizes, kernel, problem.in_type, target.cu)
+        split = (self._split(kind, usual, sizes, kernel, problem.in_type, target.cu, case)
                  if splits_reduction(kernel) and usual is not None else None)
         if config is not None and split is not None and (
                 spec_module().OUTPUT_OF[kernel] == "w" or (
@@ -310,12 +310,11 @@ class ConvTritonImplicitGemm(Solver):
         return _choices(self, problem, target, kind)[0][PARAM_NAMES.index("SPLIT_K")] > 1
 
     def _split(self, kind: str, usual: dict[str, int], sizes: dict[str, int], kernel: str,
-               data_type: str, cus: int) -> dict[str, int] | None:
-        """The case's usual tile with SPLIT_K by `spec.split_for` for `cus` CUs (None where the
-        split is not legal)."""
-        spec = spec_module()
-        config = {**usual, "SPLIT_K": int(spec.split_for(kernel, sizes, usual, cus))}
-        return config if spec.is_legal(config, data_type, kind, kernel) else None
+               data_type: str, cus: int, case: str = "") -> dict[str, int] | None:
+        """`usual` split to fill `cus` CUs, or the backward-weights rule's tile and split for
+        `case` (`spec.wrw_split`); None where the split is not legal."""
+        config = spec_module().wrw_split(kind, case, kernel, sizes, usual, cus)
+        return config if spec_module().is_legal(config, data_type, kind, kernel) else None
 
     def workspace_for(self, problem: ConvProblem, params: Params) -> int:
         """The FP32 partial sums of a SPLIT_K > 1 launch, else 0."""
@@ -396,18 +395,18 @@ class ConvTritonImplicitGemm(Solver):
                 for cl in (False, True):
                     # The case's usual winner: what a problem without its own record runs
                     # (a packed kernel's alone: its default is its tile at fewer stages).
-                    usual = self._tuned(kind, self._case(data_type, self.direction, cl),
-                                        _NO_SIZES, kernel, data_type)
+                    case = self._case(data_type, self.direction, cl)
+                    usual = self._tuned(kind, case, _NO_SIZES, kernel, data_type)
                     configs = [] if usual and packed_kernel(kernel) else \
                         [spec.default_config(kernel, data_type)]
                     configs += [usual] if usual else []
                     if kernel == "conv2d_fwd":  # every tile and split of the small-grid rule
                         configs += small_grid_configs(kind, data_type, self.math, cl)
                     if usual and splits_reduction(kernel):  # every split `_split` may choose
-                        most = spec.MAX_SPLIT.get(kernel, 64)
-                        configs += [c for c in ({**usual, "SPLIT_K": k}
-                                                for k in spec.TARGET_KINDS[kind]["SPLIT_K"]
-                                                if k <= most)
+                        splits = [k for k in spec.TARGET_KINDS[kind]["SPLIT_K"]
+                                  if k <= spec.MAX_SPLIT.get(kernel, 64)]
+                        configs += [c for tile in spec.wrw_tiles(kind, case, kernel, usual)
+                                    for c in ({**tile, "SPLIT_K": k} for k in splits)
                                     if spec.is_legal(c, data_type, kind, kernel)]
                     for config in configs:
                         for aligned in spec.align16_variants(kernel, cl):

@@ -1,0 +1,191 @@
+"""Backward weights' SPLIT_K against cuDNN over the zoo: every split of a few tiles, through the
+runtime, so that the rule choosing the split (`conv_triton_spec.split_for`) can be fitted on
+the zoo's networks and checked on the held-out ones.
+
+On the GPU machine. For every zoo layer (and, with `--held-out`, the held-out networks' layers)
+of one group whose backward weights ConvTritonImplicitGemmWrw runs, at one batch and layout, per
+type: cuDNN's time (benchmark on), then each tile of `TILES` at each split of 1-64 that the
+kernel may take, run through the runtime (an invoker of those params, `plan.make_invoker`: the
+split's FP32 partials and the reduce launch included; splits below a quarter of today's rule's
+are left out), every result checked against cuDNN's. Times are GPU times as bench/zoo.py takes
+them (launches queued behind a sleep kernel). The JSON (`--out`) holds device and versions and,
+per row, the layer, its sizes, cuDNN's time, the split `split_for` picks today and each (tile,
+split)'s time.
+
+    python bench/split_sweep.py --out bench/results/split_sweep_h200 [--every 3]
+        [--types FP16] [--layout NHWC] [--batch 32] [--held-out] [--budget-s 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import sys
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SOLVER = "ConvTritonImplicitGemmWrw"
+#: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the sm90 usual FP16 tile and
+#: two larger ones.
+TILES = ((64, 64, 64, 8, 4, 4), (128, 128, 64, 8, 8, 3), (128, 64, 64, 8, 4, 4))
+SPLITS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _zoo() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_zoo", HERE / "zoo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_zoo"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layout: str,
+            batch: int, repeats: int, budget_end: float) -> dict | None:
+    import torch
+    from miopenkernels.invoke import workspace_ptr
+    from miopenkernels.kernels import conv_triton_spec as spec
+    from miopenkernels.plan import make_invoker
+    from miopenkernels.problem import TYPE_BYTES
+    from miopenkernels.solvers.triton_common import spec_sizes
+    from miopenkernels.tensor import DeviceTensor
+
+    p = zoo.layer_problem(layer, type_name, "W", layout, batch)
+    if p.groups > 1 or not solver.is_applicable(p, handle.context.target):
+        return None
+    tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
+    tensors = zoo._tensors(p, tdt)
+    dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
+                              tuple(t.shape)) for role, (t, _) in tensors.items()}
+    torch.backends.cudnn.benchmark = True
+    peer = zoo._peer(p, {role: view for role, (_, view) in tensors.items()})
+    ref = peer().float()
+    cudnn_ms = zoo.queued_gpu_ms(peer, repeats, 3)
+    view, _, kernel, _ = solver._view(p)
+    sizes = spec_sizes(view)
+    sms = handle.context.target.cu
+    row: dict[str, Any] = {
+        "network": layer.network, "layer": layer.name, "held_out": layer.held_out,
+        "classes": list(zoo.layer_classes(p)), "case": f"{type_name}-W-{layout}", "n": batch,
+        "key": p.key(), "sizes": sizes, "sms": sms, "cudnn_gpu_ms": cudnn_ms,
+        "default_params": list(handle.params_for(p, solver)), "times": {}}
+    ptrs = {role: t.ptr for role, t in dev.items()}
+    for tile in TILES:
+        bm, bn, bk, gm, nw, ns = tile
+        config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm}
+        gx, gy, gz = spec.grid(kernel, sizes, {**config, "SPLIT_K": 1})
+        row.setdefault("programs", {})[f"{bm}x{bn}"] = gx * gy * gz
+        row.setdefault("rule_split", {})[f"{bm}x{bn}"] = spec.split_for(kernel, sizes, config, sms)
+        for split in SPLITS:
+            if time.monotonic() > budget_end:
+                return row
+            params = (bm, bn, bk, gm, split, nw, ns)
+            if not solver.params_valid(p, handle.context.target, params):
+                continue
+            name = f"{bm}x{bn}x{bk}w{nw}s{ns}/{split}"
+            if split < row["rule_split"][f"{bm}x{bn}"] // 4:
+                continue  # far too few programs to fill the GPU: slow, and never picked
+            # An invoker of its own (the handle keeps one per problem and solver)
+            inv = make_invoker(handle.context, p, solver, params=params)
+            try:
+                ptrs["workspace"] = workspace_ptr(handle.backend, inv)
+                tensors["w"][0].fill_(float("nan"))
+                inv(ptrs)
+                torch.cuda.synchronize()
+                out = tensors["w"][1].float()
+                err = float((out - ref).norm() / max(float(ref.norm()), 1e-30))
+                call = functools.partial(inv, ptrs)
+                row["times"][name] = {"gpu_ms": zoo.queued_gpu_ms(call, repeats, 2),
+                                      "rel_err": err}
+            finally:
+                torch.cuda.synchronize()
+                if inv.workspace is not None:
+                    inv.workspace.free()
+                    inv.workspace = None
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="path stem of the .json result")
+    ap.add_argument("--every", type=int, default=3)
+    ap.add_argument("--types", default="FP16")
+    ap.add_argument("--layout", default="NHWC")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--max-gb", type=float, default=3.0)
+    ap.add_argument("--held-out", action="store_true")
+    ap.add_argument("--budget-s", type=float, default=400.0)
+    args = ap.parse_args(argv)
+    import torch
+    import triton
+    from miopenkernels.handle import Handle
+    from miopenkernels.solvers import get_solver
+
+    zoo = _zoo()
+    handle = Handle()
+    solver = get_solver(SOLVER)
+    layers = zoo.every_kth(zoo.load_layers(held_out=args.held_out), args.every)
+    seen, unique = set(), []
+    for la in layers:  # one row per distinct problem
+        key = zoo.layer_problem(la, "FP16", "W", args.layout, args.batch).key()
+        if key not in seen:
+            seen.add(key)
+            unique.append(la)
+    # Interleaved: a run the budget stops still covers every network.
+    unique.sort(key=lambda la: (zlib.crc32(la.name.encode()) % 7, la.network))
+    budget_end = time.monotonic() + args.budget_s
+    rows, errors = [], []
+    for i, la in enumerate(unique):
+        for t in args.types.split(","):
+            if time.monotonic() > budget_end:
+                break
+            p = zoo.layer_problem(la, t, "W", args.layout, args.batch)
+            if zoo.tensor_gb(p) > args.max_gb:
+                continue
+            try:
+                row = measure(zoo, handle, solver, la, t, args.layout, args.batch,
+                              args.repeats, budget_end)
+                if row:
+                    rows.append(row)
+            except Exception as exc:  # noqa: BLE001 - listed, the run goes on
+                errors.append({"network": la.network, "layer": la.name, "type": t,
+                               "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+        if i % 20 == 0:
+            print(f"[{i}/{len(unique)}] rows {len(rows)} errors {len(errors)}", flush=True)
+    props = torch.cuda.get_device_properties(0)
+    result = {"device": props.name, "sms": props.multi_processor_count,
+              "torch": torch.__version__, "cuda": torch.version.cuda,
+              "cudnn": torch.backends.cudnn.version(), "triton": triton.__version__,
+              "batch": args.batch, "every": args.every, "layout": args.layout,
+              "repeats": args.repeats, "layers": len(unique), "measured": len(rows),
+              "errors": errors, "compiles": handle.compilations, "rows": rows}
+    Path(args.out + ".json").write_text(json.dumps(result, indent=1))
+    g = zoo.geomean
+    for case in sorted({r["case"] for r in rows}):
+        rs = [r for r in rows if r["case"] == case and r["times"]]
+        today = [r for r in rs if _today(r) is not None]
+        best = g(min(v["gpu_ms"] for v in r["times"].values()) / r["cudnn_gpu_ms"] for r in rs)
+        print(f"{case}: {len(rs)} layers; GPU time / cuDNN geomean: today's split "
+              f"{g(_today(r) / r['cudnn_gpu_ms'] for r in today):.2f}, best of the sweep "
+              f"{best:.2f}"
+              f"; max rel err {max(v['rel_err'] for r in rs for v in r['times'].values()):.1e}")
+    print(f"{len(errors)} errors, {handle.compilations} compiles")
+    return 0
+
+
+def _today(row: dict) -> float | None:
+    """The time of the usual tile at the split the rule picks today."""
+    bm, bn, bk, gm, nw, ns = TILES[0]
+    split = row["rule_split"].get(f"{bm}x{bn}")
+    v = row["times"].get(f"{bm}x{bn}x{bk}w{nw}s{ns}/{split}")
+    return None if v is None else v["gpu_ms"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
