@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import json
 import sys
 import time
@@ -37,12 +36,11 @@ SPLITS = (1, 2, 4, 8, 16, 32, 64)
 
 
 def _zoo() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_zoo", HERE / "zoo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_zoo"] = module
-    spec.loader.exec_module(module)
-    return module
+    """bench/zoo.py (its layers, problems, tensors and GPU timing)."""
+    sys.path.insert(0, str(HERE))
+    import zoo
+
+    return zoo
 
 
 def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layout: str,

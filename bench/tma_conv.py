@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import math
 import sys
@@ -40,12 +39,11 @@ CONFIGS = ((8, 16, 128, 64, 4, 4), (8, 16, 128, 64, 4, 8), (16, 16, 128, 64, 3, 
 
 
 def _zoo() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_zoo", HERE / "zoo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_zoo"] = module
-    spec.loader.exec_module(module)
-    return module
+    """bench/zoo.py (its layers, problems, tensors and GPU timing)."""
+    sys.path.insert(0, str(HERE))
+    import zoo
+
+    return zoo
 
 
 def eligible(p: Any) -> bool:
