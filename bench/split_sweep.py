@@ -50,7 +50,7 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
     from miopenkernels.kernels import conv_triton_spec as spec
     from miopenkernels.plan import make_invoker
     from miopenkernels.problem import TYPE_BYTES
-    from miopenkernels.solvers.triton_common import spec_sizes
+    from miopenkernels.solvers.triton_common import problem_view, spec_sizes
     from miopenkernels.tensor import DeviceTensor
 
     p = zoo.layer_problem(layer, type_name, "W", layout, batch)
@@ -64,7 +64,7 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
     peer = zoo._peer(p, {role: view for role, (_, view) in tensors.items()})
     ref = peer().float()
     cudnn_ms = zoo.queued_gpu_ms(peer, repeats, 3)
-    view, _, kernel, _ = solver._view(p)
+    view, _, kernel, _ = problem_view(p)
     sizes = spec_sizes(view)
     sms = handle.context.target.cu
     row: dict[str, Any] = {
