@@ -56,7 +56,7 @@ def _problem(i: int) -> Any:
     return ConvProblem(n=1, c=1 + i % PROBLEMS, k=2, in_spatial=(4, 4), filter=(1, 1))
 
 
-def _writer(root: Path, seed: int, stop_at: float, finds: Any) -> None:
+def _writer(root: Path, seed: int, stop_at: Any, finds: Any) -> None:
     import numpy as np
     from miopenkernels.find import find
 
@@ -65,7 +65,7 @@ def _writer(root: Path, seed: int, stop_at: float, finds: Any) -> None:
         os.environ.pop(var, None)
     rng = random.Random(seed)
     h = _handle()
-    while time.monotonic() < stop_at:
+    while time.monotonic() < stop_at.value:
         p = _problem(rng.randrange(PROBLEMS))
         h.perfdb.store(p, "Tun", str(rng.choice((1, 2))))
         h.invokers.clear()  # read the PerfDb again on the next find, as a new process would
@@ -87,7 +87,9 @@ def run(root: Path, *, writers: int = 32, seconds: float = 8.0, kill_every: floa
     ctx = mp.get_context("fork")
     rng = random.Random(seed)
     finds = ctx.Value("i", 0)
-    stop_at = time.monotonic() + seconds
+    # The run's end, set once every writer has started (a busy runner may take seconds to
+    # fork 32): the kills then get their whole window. CLOCK_MONOTONIC is system-wide.
+    stop_at = ctx.Value("d", float("inf"))
     procs: list[Any] = []
     kills = 0
     started = 0
@@ -102,7 +104,8 @@ def run(root: Path, *, writers: int = 32, seconds: float = 8.0, kill_every: floa
 
     for _ in range(writers):
         start()
-    while time.monotonic() < stop_at - kill_every:
+    stop_at.value = time.monotonic() + seconds
+    while time.monotonic() < stop_at.value - kill_every:
         time.sleep(kill_every * (0.5 + rng.random()))
         alive = [p for p in procs if p.is_alive()]
         for proc in rng.sample(alive, min(len(alive), max(1, writers // 4))):
