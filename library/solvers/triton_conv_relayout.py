@@ -72,7 +72,21 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
         return None
     if small_grid_config(problem, target, math) is not None:
         return None  # the own layout's narrow split tile (solvers/triton_small_grid.py)
+    if p.in_layout == "NCHW" and not _aligned(relaid(problem, "NHWC")):
+        return None  # odd channels: the NHWC kernel's generic object, 20-45x the aligned one
     return "NHWC" if p.in_layout == "NCHW" else "NCHW"
+
+
+def _aligned(problem: ConvProblem) -> bool:
+    """Whether a channels-last problem takes its kernel's aligned object where it has one
+    (16-bit: channel counts multiples of 8). Without it the NHWC kernel loads one element at
+    a time: 22-45x cuDNN's GPU time on RetinaNet's 819- and 36-filter heads and a VAE's
+    3-channel output through these solvers, where the NCHW kernel takes them aligned or not
+    (bench/results/zoo_h200-sample3.json)."""
+    spec = spec_module()
+    _, args, kernel, channels_last = problem_view(problem)
+    return not channels_last or True not in spec.align16_variants(kernel, channels_last) or \
+        bool(spec.meets_align16(args, channels_last, problem.in_type, kernel))
 
 
 

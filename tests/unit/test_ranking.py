@@ -304,3 +304,24 @@ def test_a_neighbours_gain_goes_to_its_tuned_set_a_loss_to_every_set() -> None:
     slow = times(predicted * 2)
     assert slow[tuned] == pytest.approx(plain[tuned] * 2 ** weight)
     assert slow[other] == pytest.approx(plain[other] * 2 ** weight)
+
+
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
+@pytest.mark.parametrize("data_type", ["FP16", "BF16"])
+def test_few_channel_16_bit_problems_rank_the_implicit_gemm_ahead_of_the_portable(
+        direction: str, data_type: str) -> None:
+    """VGG-16's first layer (3 channels) in NCHW: the tensor-core implicit GEMM ranks ahead of
+    the direct and portable implicit GEMM solvers whatever the model predicts (it put the
+    direct solver first in backward weights, at 37x cuDNN's GPU time on the H200)."""
+    stem = ConvProblem(n=32, c=3, k=64, in_spatial=(224, 224), filter=(3, 3), pad=(1, 1),
+                       direction=direction, in_type=data_type, wei_type=data_type,
+                       out_type=data_type)
+    ranked = rank_candidates(stem, SM90, applicable_solvers(stem, SM90), lambda s, p: True)
+    names = [c.solver.name for c in ranked]
+    suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
+    assert names[0] == f"ConvTritonImplicitGemm{suffix}", names
+    assert f"ConvDirect{suffix}" in names
+    # FP32 keeps the model's order there: the rule is the 16-bit types'.
+    fp32 = ConvProblem(n=32, c=3, k=64, in_spatial=(224, 224), filter=(3, 3), pad=(1, 1),
+                       direction=direction)
+    assert not get_solver(f"ConvTritonImplicitGemm{suffix}").ahead_of_portable(fp32, SM90)

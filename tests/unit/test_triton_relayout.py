@@ -14,7 +14,7 @@ from miopenkernels.find import make_invoker
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import load_model, rank_candidates
-from miopenkernels.solvers import SOLVERS, get_solver
+from miopenkernels.solvers import SOLVERS, get_solver, ranks_first
 from miopenkernels.target import Target
 
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
@@ -441,3 +441,24 @@ def test_every_object_of_a_call_is_named_for_precompiles_and_closures(tmp_path) 
                    "miopenConvolutionBwdDataAlgoImplicitGEMM\n")
     (req,) = required_kernels(SM90, fdb, None)
     assert req.solver == via.name and set(req.companions) == set(jobs[1:])
+
+
+def test_odd_channels_stay_on_the_nchw_kernel() -> None:
+    """An NCHW problem whose NHWC form misses the aligned objects' assumption (16-bit channel
+    counts not multiples of 8: RetinaNet's 819-filter head) is not relaid: the NHWC kernel's
+    generic object is what made these 22-45x cuDNN. The same layer with 816 filters is."""
+    from miopenkernels.solvers.triton_conv_relayout import via_layout
+
+    head = ConvProblem(n=32, c=256, k=819, in_spatial=(100, 136), filter=(3, 3), pad=(1, 1))
+    even = replace(head, k=816)
+    for d in ("F", "B", "W"):
+        via = get_solver(f"ConvTritonImplicitGemmViaNhwc{ {'F': 'Fwd', 'B': 'Bwd', 'W': 'Wrw'}[d]}")
+        for t in ("FP16", "BF16"):
+            assert via_layout(_as(even, d, t), SM90, "ieee") == "NHWC"
+            assert via.is_applicable(_as(even, d, t), SM90)
+            assert via_layout(_as(head, d, t), SM90, "ieee") is None
+            assert not via.is_applicable(_as(head, d, t), SM90)
+            # ... and the NCHW kernel, no longer giving way, ranks first.
+            own = get_solver(f"ConvTritonImplicitGemm{ {'F': 'Fwd', 'B': 'Bwd', 'W': 'Wrw'}[d]}")
+            assert ranks_first(own, _as(head, d, t), SM90)
+            assert not ranks_first(own, _as(even, d, t), SM90)
