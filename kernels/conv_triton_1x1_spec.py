@@ -77,6 +77,12 @@ MAX_SPLIT = 16  # the largest default split of backward weights (over images)
 #: output pixels per image (28x28), as measured on the H100 (bench/results/
 #: triton_1x1_h100.json).
 FIRST_PIXELS = 784
+#: Backward weights rank first only where the aligned object applies (`meets_align16`: the
+#: pixels and the channel counts multiples of 16): elsewhere the implicit GEMM, whose split cuts
+#: within images and whose loads do not depend on it, measured faster (H200, FP16 NCHW, the
+#: zoo's 1x1 layers of 784 pixels or more at batch 32, bench/results/
+#: alternatives_1x1_wrw_h200.json: 2.78 -> 2.27 of cuDNN's GPU time over 73 zoo layers,
+#: 3.17 -> 2.39 over 21 held-out ones).
 
 
 def pixels(sizes: Mapping[str, int]) -> int:
@@ -183,3 +189,4 @@ def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[st
 
 def ranks_first(sizes: Mapping[str, int]) -> bool:
     return pixels(sizes) >= FIRST_PIXELS
+

@@ -914,9 +914,14 @@ VIA_NCHW: dict[str, dict[str, int]] = {
 #: NCHW (bench/results/triton_kernels_first_layer_w_h100.json); the transposes read and write
 #: dy and x, 61 MB each way in FP16. With them, against the NHWC kernel (dbs/sm9084's batch-32
 #: records, run 18): 0.77 in FP16 and BF16, 0.97 in TF32 (not listed). FP32 with three TF32
-#: products (0.89 before the transposes) stays.
+#: products (0.89 before the transposes) stays. FP16 backward data of those layers (dx of 3
+#: channels) at a stride, whose kernel is the few-channel one (stride 1 takes the padded
+#: solvers): the NCHW kernel took 0.34 of the NHWC kernel's time over the 19 zoo stems both
+#: ran it on (bench/results/zoo_h200-nchw-57b2c95.json against zoo_h200-nhwc-57b2c95.json, H200,
+#: batch 32); the transposes read and write dy and dx once each. Forward (0.76, the patchify
+#: and 4-channel layers the other way) stays.
 VIA_NCHW_FEW_C: dict[str, dict[str, int]] = {
-    "sm90": {"FP16-W": 2, "BF16-W": 2},
+    "sm90": {"FP16-W": 2, "BF16-W": 2, "FP16-B": 2},
 }
 
 
@@ -939,8 +944,10 @@ def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]
         return False
     if sizes["C"] >= VIA_NHWC_MIN_C:
         taps = (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {}).get(case)
+    elif layout == "NHWC" and KERNELS[kernel_for(case[-1], sizes)].get("few_channels"):
+        taps = VIA_NCHW_FEW_C.get(kind, {}).get(case)  # measured on the few-channel kernels
     else:
-        taps = VIA_NCHW_FEW_C.get(kind, {}).get(case) if layout == "NHWC" else None
+        taps = None
     if taps is not None and sizes["R"] * sizes["S"] >= taps:
         return True
     pixels = VIA_NHWC_ONE_TAP.get(kind, {}).get(case) if layout == "NCHW" else None

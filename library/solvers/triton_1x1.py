@@ -103,9 +103,13 @@ class ConvTritonGemm1x1(Solver):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """From the spec's FIRST_PIXELS (measured on the H100), except on a small grid, where
-        the implicit GEMM's narrow split tile goes first (solvers/triton_small_grid.py)."""
-        return bool(gemm1x1_spec().ranks_first(_view(problem)[1])) and \
-            small_grid_config(problem, target, "ieee") is None
+        the implicit GEMM's narrow split tile goes first (solvers/triton_small_grid.py), and in
+        backward weights where the aligned object does not apply (the spec's FIRST_PIXELS
+        comment)."""
+        if not gemm1x1_spec().ranks_first(_view(problem)[1]) or \
+                small_grid_config(problem, target, "ieee") is not None:
+            return False
+        return self.direction != "W" or self._aligned(problem)
 
     # ------------------------------------------------------------------ parameters
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:

@@ -214,7 +214,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         writes it), then the inner kernel's own partial sums."""
         view = conv_view(problem)
         elem = int(spec_module().ELEMENT_BYTES[problem.in_type])
-        out = spec_module().OUTPUT_OF.get(self._kernel(problem), "")
+        out = spec_module().KERNELS[self._kernel(problem)]["writes"][0]
         split = int(self._config(params)["SPLIT_K"]) > 1
         offsets: dict[str, int] = {}
         at = 0
@@ -296,7 +296,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         from .._record import replace
 
         kernel = self._kernel(problem)
-        out = spec_module().OUTPUT_OF[kernel]
+        out = spec_module().KERNELS[kernel]["writes"][0]
         names = self._names(problem)
         if int(self._config(params)["SPLIT_K"]) > 1 and splits_reduction(kernel):
             # The caller's problem's reduce, its strides, over the partials in the order the

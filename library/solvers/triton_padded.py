@@ -186,7 +186,7 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
         workspace), then the output's real channels into the caller's tensor."""
         from .._record import replace
 
-        out = spec_module().OUTPUT_OF[self._kernel(problem)]
+        out = spec_module().KERNELS[self._kernel(problem)]["writes"][0]
         names = self._names(problem)
         slots = self._layout(problem, params)[0]
         moved = {"ptr:" + names[t]: "ptr:" + _SLOTS[t] for t in ("x", "w", "y")

@@ -144,3 +144,40 @@ def test_16bit_tensor_core_solvers_rank_ahead_of_the_portable_ones() -> None:
     depthwise = replace(_p(64, 64, 56, "F", n=1, layout="NHWC"), groups=64, filter=(3, 3),
                         pad=(1, 1))
     assert not ranks_first(get_solver("ConvTritonImplicitGemmFwd"), depthwise, SM90)
+
+
+def test_backward_weights_claim_is_what_the_zoo_run_measured() -> None:
+    """The W claim (where the aligned object applies): over the committed run's layers of 784
+    pixels or more, the solver the claim picks (this one where it claims, else the implicit
+    GEMM) against cuDNN, geomean, is the spec comment's figure and beats this solver alone,
+    on the held-out layers too."""
+    import json
+    import math
+    from pathlib import Path
+
+    spec = pytest.importorskip("miopenkernels.kernels.conv_triton_1x1_spec")
+    run = Path(__file__).resolve().parents[2] / "bench" / "results" / \
+        "alternatives_1x1_wrw_h200.json"
+    rows = json.loads(run.read_text())["rows"]
+    wrw = get_solver(NAMES["W"])
+    picked: dict[bool, list[float]] = {False: [], True: []}
+    gemm: dict[bool, list[float]] = {False: [], True: []}
+    for r in rows:
+        p = ConvProblem.from_key(r["key"])
+        s = r["solvers"]
+        if p.in_spatial[0] * p.in_spatial[1] < spec.FIRST_PIXELS or not s[NAMES["W"]]["params"]:
+            continue  # below FIRST_PIXELS, or a FindDb record (its own parameters)
+        claims = wrw.claims_first(p, SM90)
+        ms = s[NAMES["W"]]["gpu_ms"] if claims else s["ConvTritonImplicitGemmWrw"]["gpu_ms"]
+        picked[r["held_out"]].append(ms / r["cudnn_gpu_ms"])
+        gemm[r["held_out"]].append(s[NAMES["W"]]["gpu_ms"] / r["cudnn_gpu_ms"])
+
+    def geomean(v: list[float]) -> float:
+        return math.exp(sum(math.log(x) for x in v) / len(v))
+
+    assert (len(picked[False]), len(picked[True])) == (73, 21)
+    assert round(geomean(gemm[False]), 2) == 2.78 and round(geomean(picked[False]), 2) == 2.27
+    assert round(geomean(gemm[True]), 2) == 3.17 and round(geomean(picked[True]), 2) == 2.39
+    assert wrw.claims_first(_p(64, 256, 56, "W"), SM90)
+    assert not wrw.claims_first(_p(24, 48, 56, "W"), SM90)  # 24 channels: no aligned object
+    assert not wrw.claims_first(_p(256, 512, 65, "W"), SM90)  # 4225 pixels: no aligned object

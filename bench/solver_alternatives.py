@@ -1,0 +1,220 @@
+"""Named solvers side by side on the zoo's layers, each at the parameters the runtime would give
+it, against cuDNN (on the device machine).
+
+For each sampled zoo layer (bench/zoo.py's layers, `--every`, `--held-out`) of each case and
+batch, every solver of `--solvers` that applies runs at its ranked parameters (immediate mode's
+candidate for it where the ranking has one at hand, else the solver's defaults; a kernel the
+package lacks is compiled, outside the timing, and counted), on the same tensors, timed as
+bench/zoo.py times find's pick: GPU time queued behind a sleep kernel. Each output is compared
+with cuDNN's (relative L2 error). A layer where fewer than two of the solvers apply is skipped.
+`--only` keeps the layers whose FindDb key matches a regular expression (e.g. `-1x1-` for 1x1
+filters).
+
+    python bench/solver_alternatives.py --solvers ConvTritonGemm1x1Wrw,ConvTritonImplicitGemmWrw \
+        --types FP16 --directions W --layouts NCHW --batches 32 --only -1x1- \
+        --out bench/results/alternatives_1x1_wrw_h200
+
+Writes <out>.json (device, versions, rows: per layer each solver's GPU ms and error, cuDNN's
+GPU ms) and prints, per case, each solver's geomean against cuDNN and the geomean of each
+solver's time over the first's, over the layers all of them ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import zoo  # noqa: E402 - bench/zoo.py, beside this file
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--solvers", required=True, help="comma-separated solver names")
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "alternatives")
+    ap.add_argument("--networks", default="", help="comma-separated names (default: the zoo)")
+    ap.add_argument("--types", default="FP16", help="FP32, TF32, FP16, BF16")
+    ap.add_argument("--directions", default="F,B,W")
+    ap.add_argument("--layouts", default="NCHW,NHWC")
+    ap.add_argument("--batches", default="32")
+    ap.add_argument("--held-out", action="store_true", help="also the held-out networks")
+    ap.add_argument("--every", type=int, default=1, metavar="K", help="every K-th layer")
+    ap.add_argument("--only", default="", metavar="REGEX", help="keys matching REGEX alone")
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--budget-s", type=float, default=300.0, help="stop between problems after")
+    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return ap.parse_args(argv)
+
+
+def _solution(handle: Any, p: Any, name: str) -> Any:
+    """The solver's ranked solution for `p` (its parameters the ranking's), else one at the
+    solver's defaults; None where it does not apply."""
+    from miopenkernels.plan import ConvSolution
+    from miopenkernels.solvers import get_solver
+
+    for s in handle.solutions(p):
+        if s.solver == name:
+            return s
+    solver = get_solver(name)
+    if not solver.is_applicable(p, handle.target):
+        return None
+    params = tuple(solver.default_params(p, handle.target)) if solver.tunable else None
+    return ConvSolution(name, "", 0.0, 0, "defaults", params)
+
+
+def _time(handle: Any, p: Any, sol: Any, tensors: dict, ref: Any, repeats: int,
+          warmup: int) -> dict:
+    import torch
+    from miopenkernels.invoke import output_role, workspace_ptr
+    from miopenkernels.problem import TYPE_BYTES
+    from miopenkernels.tensor import DeviceTensor
+
+    jit = handle.compilations
+    inv = handle.compile_solution(p, sol)
+    dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
+                              tuple(t.shape)) for role, (t, _) in tensors.items()}
+    ptrs = {role: t.ptr for role, t in dev.items()}
+    out = tensors[output_role(p)][1]
+    try:
+        ptrs["workspace"] = workspace_ptr(handle.backend, inv)
+        out.fill_(float("nan"))
+        inv(ptrs)
+        torch.cuda.synchronize()
+        mine = out.float()
+        err = float((mine - ref).norm() / max(float(ref.norm()), 1e-30))
+        ms = zoo.queued_gpu_ms(lambda: inv(ptrs), repeats, warmup)
+    finally:
+        torch.cuda.synchronize()
+        if inv.workspace is not None:
+            inv.workspace.free()
+            inv.workspace = None
+    return {"gpu_ms": ms, "rel_err": err, "params": list(sol.params or ()),
+            "source": sol.source, "compiled": handle.compilations - jit}
+
+
+def summarise(rows: list[dict], names: list[str]) -> dict:
+    """Per case: layers all solvers ran, each solver's geomean against cuDNN and over the
+    first solver's time."""
+    out: dict[str, dict] = {}
+    for case in dict.fromkeys(r["case"] for r in rows):
+        full = [r for r in rows if r["case"] == case and all(n in r["solvers"] for n in names)]
+        if not full:
+            continue
+        entry: dict[str, Any] = {"layers": len(full)}
+        for n in names:
+            entry[n] = {
+                "vs_cudnn": zoo.geomean(r["solvers"][n]["gpu_ms"] / r["cudnn_gpu_ms"]
+                                        for r in full),
+                "vs_first": zoo.geomean(r["solvers"][n]["gpu_ms"]
+                                        / r["solvers"][names[0]]["gpu_ms"] for r in full),
+                "faster_than_first": sum(r["solvers"][n]["gpu_ms"]
+                                         < r["solvers"][names[0]]["gpu_ms"] for r in full)}
+        out[case] = entry
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    names = [n for n in args.solvers.split(",") if n]
+    split = {k: [v for v in getattr(args, k).split(",") if v]
+             for k in ("types", "directions", "layouts", "networks")}
+    try:
+        from miopenkernels.solvers import get_solver
+
+        for n in names:
+            get_solver(n)
+        batches = [int(b) for b in args.batches.split(",") if b]
+        only = re.compile(args.only) if args.only else None
+    except (ValueError, re.error) as exc:
+        print(f"solver_alternatives: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 3
+    except Exception as exc:  # noqa: BLE001 - the library's own error names the solvers
+        print(f"solver_alternatives: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 3
+    if len(names) < 2:
+        print("solver_alternatives: name at least two solvers (--solvers A,B)", file=sys.stderr)
+        return 3
+    try:
+        import torch
+    except ImportError:
+        print("solver_alternatives: PyTorch is not installed; run this on the GPU machine",
+              file=sys.stderr)
+        return 6
+    if not torch.cuda.is_available():
+        print("solver_alternatives: no CUDA device; run this on the GPU machine",
+              file=sys.stderr)
+        return 6
+    from miopenkernels.handle import Handle
+
+    handle = Handle()
+    layers = zoo.every_kth(zoo.load_layers(split["networks"], args.held_out), args.every)
+    rows: list[dict] = []
+    failures: list[dict] = []
+    start = time.perf_counter()
+    for batch in batches:
+        for t in split["types"]:
+            for d in split["directions"]:
+                for lay in split["layouts"]:
+                    for layer in layers:
+                        if time.perf_counter() - start > args.budget_s:
+                            break
+                        p = zoo.layer_problem(layer, t, d, lay, batch)
+                        if (only and not only.search(p.key())) or zoo.tensor_gb(p) > 6:
+                            continue
+                        try:
+                            sols = {n: _solution(handle, p, n) for n in names}
+                            sols = {n: s for n, s in sols.items() if s is not None}
+                            if len(sols) < 2:
+                                continue
+                            tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(
+                                p.in_type, torch.float32)
+                            tensors = zoo._tensors(p, tdt)
+                            torch.backends.cudnn.benchmark = True
+                            peer = zoo._peer(p, {r: v for r, (_, v) in tensors.items()})
+                            ref = peer().float()
+                            row = {"network": layer.network, "layer": layer.name,
+                                   "held_out": layer.held_out,
+                                   "case": zoo.case_name(t, d, lay), "n": batch, "key": p.key(),
+                                   "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, args.repeats,
+                                                                     args.warmup),
+                                   "solvers": {n: _time(handle, p, s, tensors, ref,
+                                                        args.repeats, args.warmup)
+                                               for n, s in sols.items()}}
+                            del ref, tensors
+                        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+                            failures.append({"key": p.key(), "error": str(exc)[:300]})
+                            torch.cuda.empty_cache()
+                            continue
+                        rows.append(row)
+    summary = summarise(rows, names)
+    versions = zoo._versions({"ieee": handle})
+    result = {**versions, "solvers": names, "every": args.every, "only": args.only,
+              "seconds": round(time.perf_counter() - start, 1), "summary": summary,
+              "failures": failures, "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        for case, entry in summary.items():
+            print(f"{case}: {entry['layers']} layers")
+            for n in names:
+                e = entry[n]
+                print(f"  {n:42s} vs cuDNN {e['vs_cudnn']:6.2f}  vs {names[0]} "
+                      f"{e['vs_first']:5.2f}  faster {e['faster_than_first']}")
+        print(f"{len(rows)} layers, {len(failures)} failures, "
+              f"{sum(s['compiled'] for r in rows for s in r['solvers'].values())} compiles, "
+              f"{result['seconds']} s")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
