@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> dict:
             for tile, kern in kernels.items():
                 grid = spec.grid("transpose_021", {"B": b, "R": r, "S": s},
                                  {"BLOCK_R": tile[0], "BLOCK_S": tile[1]})
-                launch = (src, dst, b, r, s, tile[0], tile[1])
+                launch = (src, dst, b, r, s, s, b, r, tile[0], tile[1])
 
                 def ours(kern: Any = kern, grid: tuple = grid, launch: tuple = launch) -> None:
                     kern[grid](*launch)

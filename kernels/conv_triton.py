@@ -518,18 +518,23 @@ def conv2d_bwd_weight_reduce(
 
 @triton.jit
 def transpose_021(
-    src_ptr, dst_ptr, B, R, S,
+    src_ptr, dst_ptr, B, R, S, SRC_S, DST_B, DST_R,
     BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
-    """dst[b, s, r] = src[b, r, s] for packed [B][R][S] -> [B][S][R]: NCHW <-> NHWC (b = n,
-    r = channels, s = pixels or the reverse) and KCRS <-> KRSC weights. Loads run along s and
+    """dst[b, s, r] = src[b, r, s] for [B][R][S] -> [B][S][R]: NCHW <-> NHWC (b = n, r =
+    channels, s = pixels or the reverse) and KCRS <-> KRSC weights. The source's rows are
+    SRC_S apart (S where packed; wider where it is a padded tensor read back without its extra
+    channels); the destination is [DST_B][S][DST_R], its batches from B and rows from R on
+    zero (channels and filters rounded up for the aligned objects). Loads run along s and
     stores along r, both coalesced; Triton turns the tile round in shared memory."""
     rs = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)
     ss = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    ok = (rs < R)[:, None] & (ss < S)[None, :]
-    base = tl.program_id(2) * R * S
-    t = tl.load(src_ptr + base + rs[:, None] * S + ss[None, :], mask=ok)
-    tl.store(dst_ptr + base + ss[None, :] * R + rs[:, None], t, mask=ok)
+    b = tl.program_id(2)
+    inside = (ss < S)[None, :]
+    ok = (rs < R)[:, None] & inside & (b < B)
+    t = tl.load(src_ptr + b * R * SRC_S + rs[:, None] * SRC_S + ss[None, :], mask=ok, other=0.0)
+    tl.store(dst_ptr + b * S * DST_R + ss[None, :] * DST_R + rs[:, None], t,
+             mask=(rs < DST_R)[:, None] & inside)
 
 
 #: The tuple arguments of this file's kernels and the flat arguments each holds, in order

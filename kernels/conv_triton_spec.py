@@ -91,12 +91,16 @@ REDUCE_WARPS = 2
 #: matrix-core target's object of one is right without v_mfma/v_wmma (builder/codeobject.py).
 NO_MATRIX_KERNELS = frozenset({"conv2d_bwd_weight_reduce", "transpose_021"})
 
-#: `transpose_021`: packed [B][R][S] -> [B][S][R] in the element type (NCHW <-> NHWC
-#: activations, KCRS <-> KRSC weights) for the solvers that compute an NCHW problem with the
-#: NHWC kernels (`VIA_NHWC`). Grid: `grid`; tile: `transpose_tile`, one object per
-#: tile of TRANSPOSE_TILES. A tensor whose R or S is 1 is its own transpose: nothing runs.
+#: `transpose_021`: [B][R][S] -> [B][S][R] in the element type (NCHW <-> NHWC activations,
+#: KCRS <-> KRSC weights) for the solvers that compute an NCHW problem with the NHWC kernels
+#: (`VIA_NHWC`), the source's rows SRC_S apart and the destination [DST_B][S][DST_R], zero
+#: beyond B and R (a channel-padded NHWC copy, or one read back: SRC_S the padded channels).
+#: Grid: `grid` over the destination (sizes B = DST_B, R = DST_R); tile: `transpose_tile`, one
+#: object per tile of TRANSPOSE_TILES. A tensor whose R or S is 1 and that no padding changes
+#: is its own transpose: nothing runs.
 TRANSPOSE_ARGS: tuple[tuple[str, str], ...] = (
     ("src_ptr", "ptr"), ("dst_ptr", "ptr"), ("B", "i32"), ("R", "i32"), ("S", "i32"),
+    ("SRC_S", "i32"), ("DST_B", "i32"), ("DST_R", "i32"),
     ("BLOCK_R", "constexpr"), ("BLOCK_S", "constexpr"),
 )
 #: (BLOCK_R, BLOCK_S): square, tall (few pixels per row: a 3x3 filter's 9 taps per row of KCRS
@@ -271,10 +275,11 @@ KERNELS: dict[str, dict[str, Any]] = {
     },
     "transpose_021": {
         "direction": "", "reads": ("src",), "writes": ("dst",), "args": "TRANSPOSE_ARGS",
-        "grid": ("cdiv(S, BLOCK_S)", "cdiv(R, BLOCK_R)", "B"),
+        "grid": ("cdiv(S, BLOCK_S)", "cdiv(DST_R, BLOCK_R)", "DST_B"),
         "tunables": (), "fixed": {"num_warps": TRANSPOSE_WARPS, "num_stages": 1},
-        "applies": "packed tensors with R and S above 1, B and cdiv(R, BLOCK_R) at most "
-                   "65535, B*R*S below 2**31; BLOCK_R x BLOCK_S from transpose_tile",
+        "applies": "tensors with R or S above 1 or padded (DST_B, DST_R above B, R), DST_B "
+                   "and cdiv(DST_R, BLOCK_R) at most 65535, either side below 2**31 "
+                   "elements; BLOCK_R x BLOCK_S from transpose_tile",
     },
 }
 
@@ -794,15 +799,18 @@ def transpose_is_identity(r: int, s: int) -> bool:
     return r == 1 or s == 1
 
 
-def transpose_fits(b: int, r: int, s: int, element_bytes: int) -> bool:
-    """Whether `transpose_021` takes a packed [b][r][s] tensor and its [b][s][r] transpose
-    (a Via solver copies a tensor one way and its output back the other): grid limits with the
-    tile each way takes, 32-bit offsets."""
+def transpose_fits(b: int, r: int, s: int, element_bytes: int, padded_b: int | None = None,
+                   padded_r: int | None = None) -> bool:
+    """Whether `transpose_021` takes a packed [b][r][s] tensor and its [b][s][r] transpose,
+    or its [padded_b][s][padded_r] padded copy (a Via solver copies a tensor one way and its
+    output back the other): grid limits with the tile each way takes, 32-bit offsets."""
+    pb, pr = padded_b or b, padded_r or r
+
     def rows_fit(r: int, s: int) -> bool:
         return cdiv(r, transpose_tile(r, s, element_bytes)[0]) <= 65535
 
-    return 0 < b <= 65535 and r > 0 and s > 0 and b * r * s < 2**31 and rows_fit(r, s) and \
-        rows_fit(s, r)
+    return 0 < b <= pb <= 65535 and 0 < r <= pr and s > 0 and pb * pr * s < 2**31 and \
+        rows_fit(pr, s) and rows_fit(s, pr)
 
 
 #: The SPLIT_K constexpr of the one object per tile that serves every split above 1: its

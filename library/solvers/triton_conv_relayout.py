@@ -72,7 +72,8 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
         return None
     if small_grid_config(problem, target, math) is not None:
         return None  # the own layout's narrow split tile (solvers/triton_small_grid.py)
-    if p.in_layout == "NCHW" and not _aligned(relaid(problem, "NHWC")):
+    if p.in_layout == "NCHW" and not _aligned(relaid(problem, "NHWC")) and \
+            padded_nhwc(problem) is None:
         return None  # odd channels: the NHWC kernel's generic object, 20-45x the aligned one
     return "NHWC" if p.in_layout == "NCHW" else "NCHW"
 
@@ -81,12 +82,30 @@ def _aligned(problem: ConvProblem) -> bool:
     """Whether a channels-last problem takes its kernel's aligned object where it has one
     (16-bit: channel counts multiples of 8). Without it the NHWC kernel loads one element at
     a time: 22-45x cuDNN's GPU time on RetinaNet's 819- and 36-filter heads and a VAE's
-    3-channel output through these solvers, where the NCHW kernel takes them aligned or not
-    (bench/results/zoo_h200-sample3.json)."""
+    3-channel output through these solvers (bench/results/zoo_h200-sample3.json)."""
     spec = spec_module()
     _, args, kernel, channels_last = problem_view(problem)
     return not channels_last or True not in spec.align16_variants(kernel, channels_last) or \
         bool(spec.meets_align16(args, channels_last, problem.in_type, kernel))
+
+
+@lru_cache(maxsize=4096)
+def padded_nhwc(problem: ConvProblem) -> ConvProblem | None:
+    """The NHWC form of an NCHW problem of one group with its input channels and filters
+    rounded up to the padded solvers' multiple (conv_triton_pad_spec), where that form takes
+    the aligned object and the plain one does not: the transposes write the padded copies (the
+    new channels zero) and read the output's real channels back. None elsewhere."""
+    from .._record import replace
+    from .triton_common import has_kernels_spec, kernels_spec
+
+    q = relaid(problem, "NHWC")
+    if problem.groups != 1 or _aligned(q) or not has_kernels_spec("conv_triton_pad_spec"):
+        return None
+    pad = kernels_spec("conv_triton_pad_spec")
+    if problem.in_type not in pad.TYPES:
+        return None
+    q = replace(q, c=pad.padded(problem.c), k=pad.padded(problem.k))
+    return q if _aligned(q) else None
 
 
 
@@ -115,11 +134,20 @@ def _shapes(view: ConvView) -> dict[str, tuple[int, int, int]]:
 
 
 @lru_cache(maxsize=4096)
-def _copied(view: ConvView) -> dict[str, tuple[int, int, int]]:
-    """`_shapes` of the tensors whose two layouts differ. One with a single channel or pixel
-    (1x1 weights: KCRS and KRSC are the same bytes) is no copy: the kernel takes the caller's."""
+def _copies(problem: ConvProblem, layout: str) -> dict[str, tuple[int, int, int, int, int]]:
+    """The tensors a solver running `layout`'s kernels copies, each as (b, r, s, padded b,
+    padded r) of its NCHW form (`_shapes`; padded: the copy's rows and channels in the padded
+    NHWC form, `padded_nhwc`, else b and r). One the same bytes in both layouts (a single
+    channel or pixel: 1x1 weights) and not padded is no copy: the kernel takes the caller's."""
     identity = spec_module().transpose_is_identity
-    return {t: shape for t, shape in _shapes(view).items() if not identity(*shape[1:])}
+    q = padded_nhwc(problem) if layout == "NHWC" else None
+    rounded = {"x": (problem.n, q.c), "w": (q.k, q.c), "y": (problem.n, q.k)} if q else {}
+    out = {}
+    for t, (b, r, s) in _shapes(conv_view(problem)).items():
+        pb, pr = rounded.get(t, (b, r))
+        if (pb, pr) != (b, r) or not identity(r, s):
+            out[t] = (b, r, s, pb, pr)
+    return out
 
 
 class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
@@ -145,7 +173,9 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         return True
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
-        return relaid(problem, self.layout)
+        """The problem the inner kernel runs: the other layout's, channel-padded where the
+        plain NHWC form misses the aligned objects (`padded_nhwc`)."""
+        return (self.layout == "NHWC" and padded_nhwc(problem)) or relaid(problem, self.layout)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
@@ -157,7 +187,8 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
             return False
         spec = spec_module()
         elem = int(spec.ELEMENT_BYTES[p.in_type])
-        return all(spec.transpose_fits(*shape, elem) for shape in _copied(conv_view(p)).values())
+        return all(spec.transpose_fits(b, r, s, elem, pb, pr)
+                   for b, r, s, pb, pr in _copies(p, self.layout).values())
 
     # ------------------------------------------------------------------ parameters (inner's)
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
@@ -210,22 +241,24 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
     # ------------------------------------------------------------------ workspace
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
         """({slot: byte offset}, total bytes) of the workspace: the relaid copies of the
-        tensors whose layouts differ (`_copied`; the output's only where no reduce launch
-        writes it), then the inner kernel's own partial sums."""
-        view = conv_view(problem)
+        tensors `_copies` lists (the output's only where no reduce launch writes the caller's,
+        which a padded one never does), then the inner kernel's own partial sums."""
         elem = int(spec_module().ELEMENT_BYTES[problem.in_type])
         out = spec_module().KERNELS[self._kernel(problem)]["writes"][0]
-        split = int(self._config(params)["SPLIT_K"]) > 1
+        direct = int(self._config(params)["SPLIT_K"]) > 1 and not self._padded(problem)
         offsets: dict[str, int] = {}
         at = 0
-        for tensor, (b, r, s) in _copied(view).items():
-            if tensor == out and split:
+        for tensor, (_, _, s, pb, pr) in _copies(problem, self.layout).items():
+            if tensor == out and direct:
                 continue
             offsets[_SLOTS[tensor]] = at
-            at += _round(b * r * s * elem)
+            at += _round(pb * pr * s * elem)
         part = self.inner.workspace_for(self._relaid(problem), params)
         offsets[_SLOTS["part"]] = at if part else 0  # unused without a split: any address
         return offsets, at + _round(part)
+
+    def _padded(self, problem: ConvProblem) -> bool:
+        return self.layout == "NHWC" and padded_nhwc(problem) is not None
 
     def _kernel(self, problem: ConvProblem) -> str:
         return self.inner._view(self._relaid(problem))[2]
@@ -243,14 +276,20 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         return {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor}
 
     def _transpose(self, problem: ConvProblem, target: Target, src: str, dst: str,
-                   shape: tuple[int, int, int]) -> tuple[CompileJob, Launch]:
+                   shape: tuple[int, int, int], src_s: int | None = None,
+                   padded: tuple[int, int] | None = None) -> tuple[CompileJob, Launch]:
+        """`transpose_021` of the [b][r][s] `shape` from `src` (rows `src_s` apart, s where
+        None) into `dst`, padded to [padded b][s][padded r] where given."""
         b, r, s = shape
+        pb, pr = padded or (b, r)
         spec = spec_module()
         tile = spec.transpose_tile(r, s, int(spec.ELEMENT_BYTES[problem.in_type]))
         args = (kernel_arg("src_ptr", "ptr:" + src, None),
                 kernel_arg("dst_ptr", "ptr:" + dst, None), kernel_arg("B", "i32", b),
-                kernel_arg("R", "i32", r), kernel_arg("S", "i32", s), *scratch_args())
-        grid = spec.grid(TRANSPOSE_KERNEL, {"B": b, "R": r, "S": s},
+                kernel_arg("R", "i32", r), kernel_arg("S", "i32", s),
+                kernel_arg("SRC_S", "i32", src_s or s), kernel_arg("DST_B", "i32", pb),
+                kernel_arg("DST_R", "i32", pr), *scratch_args())
+        grid = spec.grid(TRANSPOSE_KERNEL, {"B": pb, "R": pr, "S": s},
                          {"BLOCK_R": tile[0], "BLOCK_S": tile[1]})
         launch = Launch(TRANSPOSE_KERNEL, grid, (int(spec.TRANSPOSE_WARPS) * 32, 1, 1), args,
                         needs_meta=True)
@@ -258,14 +297,17 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """Each tensor the kernel reads, into the kernel's layout in its workspace part (none
-        for a tensor that is the same bytes in both, `_copied`)."""
-        shapes = _copied(conv_view(problem))
+        """Each tensor the kernel reads, into the kernel's layout in its workspace part,
+        channel-padded where `_copies` says (none for a tensor that is the same bytes in
+        both and not padded)."""
+        copies = _copies(problem, self.layout)
         names = self._names(problem)
         reads = spec_module().KERNELS[self._kernel(problem)]["reads"]
+        pads = self.layout == "NHWC"  # only NCHW -> NHWC copies are ever padded
         return tuple(self._transpose(problem, target, names[t], _SLOTS[t],
-                                     self._into(shapes[t])) for t in ("x", "w", "y")
-                     if t in reads and t in shapes)
+                                     self._into(copies[t][:3]), None,
+                                     copies[t][3:] if pads else None)
+                     for t in ("x", "w", "y") if t in reads and t in copies)
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
@@ -298,7 +340,9 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         kernel = self._kernel(problem)
         out = spec_module().KERNELS[kernel]["writes"][0]
         names = self._names(problem)
-        if int(self._config(params)["SPLIT_K"]) > 1 and splits_reduction(kernel):
+        split = int(self._config(params)["SPLIT_K"]) > 1 and splits_reduction(kernel)
+        steps = []
+        if split and not self._padded(problem):
             # The caller's problem's reduce, its strides, over the partials in the order the
             # inner kernel wrote them (a channels-last object's: channels last).
             (job, launch), = super().follow_ups(
@@ -307,11 +351,27 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
                          if a.kind == "ptr:workspace" and a.name == "ws_ptr" else a
                          for a in launch.args)
             return ((job, replace(launch, args=args)),)
-        shapes = _copied(conv_view(problem))
-        if out not in shapes:  # the same bytes in both layouts: the kernel wrote the caller's
-            return ()
-        b, r, s = self._into(shapes[out])
-        return (self._transpose(problem, target, _SLOTS[out], names[out], (b, s, r)),)
+        if split:
+            # Padded: the padded problem's reduce into the padded output's workspace part.
+            slots = self._layout(problem, params)[0]
+            moved = {"ptr:" + names[t]: "ptr:" + _SLOTS[t] for t in ("x", "w", "y")
+                     if _SLOTS[t] in slots}
+            for job, launch in self.inner.follow_ups(self._relaid(problem), params, target):
+                args = tuple(kernel_arg(a.name, "ptr:" + _SLOTS["part"], None)
+                             if a.kind == "ptr:workspace" and a.name == "ws_ptr" else
+                             kernel_arg(a.name, moved.get(a.kind, a.kind), a.value)
+                             for a in launch.args)
+                steps.append((job, replace(launch, args=args)))
+        copies = _copies(problem, self.layout)
+        if out not in copies:  # the same bytes in both layouts: the kernel wrote the caller's
+            return tuple(steps)
+        b, r, s, _, pr = copies[out]
+        if self.layout == "NHWC":  # [pb][s][pr] (the real r of each row) -> [b][r][s]
+            steps.append(self._transpose(problem, target, _SLOTS[out], names[out], (b, s, r),
+                                         pr))
+        else:  # [b][r][s] -> the caller's [b][s][r]
+            steps.append(self._transpose(problem, target, _SLOTS[out], names[out], (b, r, s)))
+        return tuple(steps)
 
     def _into(self, shape: tuple[int, int, int]) -> tuple[int, int, int]:
         """The [B][R][S] a tensor is in the caller's layout, whose transpose is the layout the

@@ -39,6 +39,13 @@ def _times(name: str, batch: int = 32) -> dict[tuple[str, str], float]:
             for r in rows if r["n"] == batch}
 
 
+def _plain(launch: object) -> dict[str, int]:
+    """A transpose launch's B, R and S, checked unpadded (rows S apart, DST_B = B, DST_R = R)."""
+    v = launch.scalars()  # type: ignore[attr-defined]
+    assert (v["SRC_S"], v["DST_B"], v["DST_R"]) == (v["S"], v["B"], v["R"]), v
+    return {k: v[k] for k in ("B", "R", "S")}
+
+
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -259,7 +266,7 @@ def test_backward_data_transposes_in_and_out() -> None:
     assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:], strict=False))  # no overlap
     assert all(off % 256 == 0 for off in slots.values()) and ends[-1][1] <= total
     ins = via.lead_ins(p, params, SM90)
-    assert [(launch.pointer_args()[:2], launch.scalars()) for _, launch in ins] == [
+    assert [(launch.pointer_args()[:2], _plain(launch)) for _, launch in ins] == [
         (["w", "ws_w"], {"B": 128, "R": 128, "S": 9}),
         (["dy", "ws_y"], {"B": 32, "R": 128, "S": 784})]
     main = via.launch(p, params)
@@ -267,7 +274,7 @@ def test_backward_data_transposes_in_and_out() -> None:
     assert main.pointer_args()[:4] == ["ws_x", "ws_w", "ws_y", "ws_part"]
     (_, out), = via.follow_ups(p, params, SM90)
     assert out.kernel_name == "transpose_021" and out.pointer_args()[:2] == ["ws_x", "dx"]
-    assert out.scalars() == {"B": 32, "R": 784, "S": 128}  # [n][pixels][c] -> [n][c][pixels]
+    assert _plain(out) == {"B": 32, "R": 784, "S": 128}  # [n][pixels][c] -> [n][c][pixels]
 
 
 def test_each_transpose_takes_the_tile_of_its_shape() -> None:
@@ -399,7 +406,7 @@ def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
     assert via.compile_job(p, params, SM90) == nchw.compile_job(q, params, SM90)
     ins = via.lead_ins(p, params, SM90)
     # NHWC [n][pixels][c] -> NCHW [n][c][pixels], for x and dy.
-    assert [(launch.pointer_args()[:2], launch.scalars()) for _, launch in ins] == [
+    assert [(launch.pointer_args()[:2], _plain(launch)) for _, launch in ins] == [
         (["x", "ws_x"], {"B": 32, "R": 784, "S": 128}),
         (["dy", "ws_y"], {"B": 32, "R": 784, "S": 128})]
     split = (64, 64, 32, 8, 4, 4, 3)
@@ -410,7 +417,7 @@ def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
     (_, back), = via.follow_ups(p, (64, 64, 32, 8, 1, 4, 3), SM90)
     # KCRS [k][c][taps] -> KRSC [k][taps][c].
     assert back.pointer_args()[:2] == ["ws_w", "dw"]
-    assert back.scalars() == {"B": 128, "R": 128, "S": 9}
+    assert _plain(back) == {"B": 128, "R": 128, "S": 9}
 
 
 def test_a_split_forward_via_nhwc_reduces_partials_in_their_channels_last_order() -> None:
@@ -445,25 +452,75 @@ def test_every_object_of_a_call_is_named_for_precompiles_and_closures(tmp_path) 
     assert req.solver == via.name and set(req.companions) == set(jobs[1:])
 
 
-def test_odd_channels_stay_on_the_nchw_kernel() -> None:
+def test_odd_channels_go_through_padded_copies() -> None:
     """An NCHW problem whose NHWC form misses the aligned objects' assumption (16-bit channel
-    counts not multiples of 8: RetinaNet's 819-filter head) is not relaid: the NHWC kernel's
-    generic object is what made these 22-45x cuDNN. The same layer with 816 filters is."""
-    from miopenkernels.solvers.triton_conv_relayout import via_layout
+    counts not multiples of 8: RetinaNet's 819-filter head) is relaid with its channels
+    rounded up (the copies' new channels zero), so that the NHWC kernel's aligned object runs:
+    its generic object is what made these 22-45x cuDNN. FP32 (no padded copies) and grouped
+    ones stay on the NCHW kernel."""
+    from miopenkernels.solvers.triton_conv_relayout import padded_nhwc, via_layout
 
     head = ConvProblem(n=32, c=256, k=819, in_spatial=(100, 136), filter=(3, 3), pad=(1, 1))
     even = replace(head, k=816)
+    suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
     for d in ("F", "B", "W"):
-        via = get_solver(f"ConvTritonImplicitGemmViaNhwc{ {'F': 'Fwd', 'B': 'Bwd', 'W': 'Wrw'}[d]}")
+        via = get_solver(f"ConvTritonImplicitGemmViaNhwc{suffix[d]}")
         for t in ("FP16", "BF16"):
             assert via_layout(_as(even, d, t), SM90, "ieee") == "NHWC"
-            assert via.is_applicable(_as(even, d, t), SM90)
-            assert via_layout(_as(head, d, t), SM90, "ieee") is None
-            assert not via.is_applicable(_as(head, d, t), SM90)
-            # ... and the NCHW kernel, no longer giving way, ranks first.
-            own = get_solver(f"ConvTritonImplicitGemm{ {'F': 'Fwd', 'B': 'Bwd', 'W': 'Wrw'}[d]}")
-            assert ranks_first(own, _as(head, d, t), SM90)
-            assert not ranks_first(own, _as(even, d, t), SM90)
+            assert padded_nhwc(_as(even, d, t)) is None
+            assert via_layout(_as(head, d, t), SM90, "ieee") == "NHWC"
+            q = padded_nhwc(_as(head, d, t))
+            assert q is not None and (q.c, q.k, q.in_layout) == (256, 824, "NHWC")
+            assert via.is_applicable(_as(head, d, t), SM90)
+            params = via.default_params(_as(head, d, t), SM90)
+            inner = get_solver(f"ConvTritonImplicitGemm{suffix[d]}")
+            assert via.compile_job(_as(head, d, t), params, SM90) == \
+                inner.compile_job(q, params, SM90)
+        # FP32 has no padded copies: the NCHW kernel, which no longer gives way, ranks first.
+        fp32 = replace(_as(head, d, "FP32"), direction=d)
+        if d != "F":  # FP32 forward is no Via case
+            assert via_layout(fp32, SM90, "ieee") is None
+    grouped = replace(_as(head, "B", "FP16"), c=258, k=822, groups=2)
+    assert padded_nhwc(grouped) is None and via_layout(grouped, SM90, "ieee") is None
+
+
+def test_padded_copies_in_and_out() -> None:
+    """Backward weights of the 819-filter head at the default split: dy [n][819][pixels] into
+    [n][pixels][824] (zero beyond 819), x into NHWC unpadded (256 channels), the padded
+    problem's reduce into the padded dw's workspace part, and dw's real filters and channels
+    back into KCRS; forward reads w [819][256][9] into [824][9][256]."""
+    head = _as(ConvProblem(n=32, c=256, k=819, in_spatial=(100, 136), filter=(3, 3),
+                           pad=(1, 1)), "W", "FP16")
+    via = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
+    params = via.default_params(head, SM90)
+    split = int(params[4])
+    slots, total = via._layout(head, params)
+    assert {"ws_x", "ws_y", "ws_w", "ws_part"} <= set(slots)
+    ins = {launch.pointer_args()[0]: launch.scalars() for _, launch in
+           via.lead_ins(head, params, SM90)}
+    pix = 100 * 136
+    assert ins["dy"] == {"B": 32, "R": 819, "S": pix, "SRC_S": pix, "DST_B": 32, "DST_R": 824}
+    assert ins["x"] == {"B": 32, "R": 256, "S": pix, "SRC_S": pix, "DST_B": 32, "DST_R": 256}
+    steps = via.follow_ups(head, params, SM90)
+    assert len(steps) == (2 if split > 1 else 1)
+    back = steps[-1][1]
+    assert back.pointer_args()[:2] == ["ws_w", "dw"]
+    # Padded KRSC [824][9][256] -> KCRS [819][256][9]: rows of 256 channels, 819 filters.
+    assert back.scalars() == {"B": 819, "R": 9, "S": 256, "SRC_S": 256, "DST_B": 819,
+                              "DST_R": 9}
+    if split > 1:
+        reduce = steps[0][1]
+        assert "ws_w" in reduce.pointer_args() and "dw" not in reduce.pointer_args()
+    assert total >= 824 * 9 * 256 * 2 + 32 * pix * (824 + 256) * 2
+    fwd = get_solver("ConvTritonImplicitGemmViaNhwcFwd")
+    f = replace(head, direction="F")
+    ins = {launch.pointer_args()[0]: launch.scalars() for _, launch in
+           fwd.lead_ins(f, fwd.default_params(f, SM90), SM90)}
+    assert ins["w"] == {"B": 819, "R": 256, "S": 9, "SRC_S": 9, "DST_B": 824, "DST_R": 256}
+    (_, out), = fwd.follow_ups(f, fwd.default_params(f, SM90), SM90)
+    assert out.pointer_args()[:2] == ["ws_y", "y"]
+    assert out.scalars() == {"B": 32, "R": pix, "S": 819, "SRC_S": 824, "DST_B": 32,
+                             "DST_R": pix}
 
 
 def test_few_channel_backward_data_is_what_the_zoo_runs_measured() -> None:
@@ -505,4 +562,4 @@ def test_few_channel_backward_data_is_what_the_zoo_runs_measured() -> None:
     assert bwd.launch(stem, params).kernel_name == "conv2d_bwd_data_smallc"
     (_, out), = bwd.follow_ups(stem, params, SM90)
     assert out.kernel_name == "transpose_021" and out.pointer_args()[:2] == ["ws_x", "dx"]
-    assert out.scalars() == {"B": 32, "R": 3, "S": 224 * 224}  # [n][c][pixels] -> [n][pixels][c]
+    assert _plain(out) == {"B": 32, "R": 3, "S": 224 * 224}  # [n][c][pixels] -> [n][pixels][c]
