@@ -163,10 +163,9 @@ class ConvTritonImplicitGemm(Solver):
         at 14.5x cuDNN on 14 zoo layers, this one 1.4x on its 11: zoo_h200-sample3)."""
         if self.math != "ieee" or not spec_module().tuned_table(self._kind(target) or ""):
             return False
-        if problem.in_type in _SIXTEEN_BIT_FIRST:
-            return True
-        return problem.in_type == "FP32" and self.direction != "W" and \
-            min(problem.c, problem.k) // problem.groups >= 16
+        fp32 = problem.in_type == "FP32" and self.direction != "W"
+        return problem.in_type in _SIXTEEN_BIT_FIRST or \
+            (fp32 and min(problem.c, problem.k) // problem.groups >= 16)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
