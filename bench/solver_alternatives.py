@@ -37,7 +37,7 @@ import zoo  # noqa: E402 - bench/zoo.py, beside this file
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--solvers", required=True, help="comma-separated solver names")
+    ap.add_argument("--solvers", default="", help="comma-separated solver names")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "alternatives")
     ap.add_argument("--networks", default="", help="comma-separated names (default: the zoo)")
     ap.add_argument("--types", default="FP16", help="FP32, TF32, FP16, BF16")
@@ -51,6 +51,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--budget-s", type=float, default=300.0, help="stop between problems after")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--from-json", type=Path, metavar="FILE",
+                    help="print the summary of a saved run (no GPU) and exit")
     return ap.parse_args(argv)
 
 
@@ -101,28 +103,60 @@ def _time(handle: Any, p: Any, sol: Any, tensors: dict, ref: Any, repeats: int,
 
 
 def summarise(rows: list[dict], names: list[str]) -> dict:
-    """Per case: layers all solvers ran, each solver's geomean against cuDNN and over the
-    first solver's time."""
+    """Per case, over the layers every named solver that ran in the case ran on: each one's
+    geomean and largest time against cuDNN, its geomean over the first such solver's time, the
+    layers it beat that one on, and its largest relative error."""
     out: dict[str, dict] = {}
     for case in dict.fromkeys(r["case"] for r in rows):
-        full = [r for r in rows if r["case"] == case and all(n in r["solvers"] for n in names)]
-        if not full:
+        mine = [r for r in rows if r["case"] == case]
+        present = [n for n in names if any(n in r["solvers"] for r in mine)]
+        full = [r for r in mine if all(n in r["solvers"] for n in present)]
+        if len(present) < 2 or not full:
             continue
-        entry: dict[str, Any] = {"layers": len(full)}
-        for n in names:
+        first = present[0]
+        entry: dict[str, Any] = {"layers": len(full), "solvers": present}
+        for n in present:
+            ratios = [r["solvers"][n]["gpu_ms"] / r["cudnn_gpu_ms"] for r in full]
             entry[n] = {
-                "vs_cudnn": zoo.geomean(r["solvers"][n]["gpu_ms"] / r["cudnn_gpu_ms"]
+                "vs_cudnn": zoo.geomean(ratios), "max_vs_cudnn": max(ratios),
+                "vs_first": zoo.geomean(r["solvers"][n]["gpu_ms"] / r["solvers"][first]["gpu_ms"]
                                         for r in full),
-                "vs_first": zoo.geomean(r["solvers"][n]["gpu_ms"]
-                                        / r["solvers"][names[0]]["gpu_ms"] for r in full),
-                "faster_than_first": sum(r["solvers"][n]["gpu_ms"]
-                                         < r["solvers"][names[0]]["gpu_ms"] for r in full)}
+                "faster_than_first": sum(r["solvers"][n]["gpu_ms"] < r["solvers"][first]["gpu_ms"]
+                                         for r in full),
+                "max_rel_err": max(r["solvers"][n]["rel_err"] for r in full)}
         out[case] = entry
     return out
 
 
+def table(summary: dict) -> str:
+    """The summary as text, a block per case."""
+    lines = []
+    for case, entry in summary.items():
+        first = entry["solvers"][0]
+        lines.append(f"{case}: {entry['layers']} layers")
+        for n in entry["solvers"]:
+            e = entry[n]
+            lines.append(f"  {n:42s} vs cuDNN {e['vs_cudnn']:6.2f} (max {e['max_vs_cudnn']:6.2f})"
+                         f"  vs {first} {e['vs_first']:5.2f}  faster {e['faster_than_first']}"
+                         f"  max error {e['max_rel_err']:.1e}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    if args.from_json:
+        try:
+            saved = json.loads(args.from_json.read_text())
+            summary = summarise(saved["rows"], saved["solvers"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"solver_alternatives: {args.from_json} is not a saved run: "
+                  f"{str(exc).splitlines()[0]}", file=sys.stderr)
+            return 2
+        print(json.dumps(summary, indent=1) if args.json else table(summary))
+        return 0
+    if not args.solvers:
+        print("solver_alternatives: name the solvers (--solvers A,B)", file=sys.stderr)
+        return 3
     names = [n for n in args.solvers.split(",") if n]
     split = {k: [v for v in getattr(args, k).split(",") if v]
              for k in ("types", "directions", "layouts", "networks")}
@@ -204,12 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        for case, entry in summary.items():
-            print(f"{case}: {entry['layers']} layers")
-            for n in names:
-                e = entry[n]
-                print(f"  {n:42s} vs cuDNN {e['vs_cudnn']:6.2f}  vs {names[0]} "
-                      f"{e['vs_first']:5.2f}  faster {e['faster_than_first']}")
+        print(table(summary))
         print(f"{len(rows)} layers, {len(failures)} failures, "
               f"{sum(s['compiled'] for r in rows for s in r['solvers'].values())} compiles, "
               f"{result['seconds']} s")

@@ -1,0 +1,57 @@
+"""bench/solver_alternatives.py without a GPU: the summary of a saved run (`--from-json`), whose
+figures bench/results/README.md quotes, and its refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PADDED = ROOT / "bench" / "results" / "alternatives_padded_via_h200.json"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "bench/solver_alternatives.py", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_from_json_summarises_each_case_over_the_solvers_that_ran_in_it() -> None:
+    run = _run("--from-json", str(PADDED), "--json")
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    saved = json.loads(PADDED.read_text())
+    for case, via, own in (("FP16-F-NCHW", "ConvTritonImplicitGemmViaNhwcFwd",
+                            "ConvTritonImplicitGemmFwd"),
+                           ("FP16-B-NCHW", "ConvTritonImplicitGemmViaNhwcBwd",
+                            "ConvTritonImplicitGemmBwd"),
+                           ("FP16-W-NCHW", "ConvTritonImplicitGemmViaNhwcWrw",
+                            "ConvTritonImplicitGemmWrw")):
+        entry = summary[case]
+        rows = [r for r in saved["rows"] if r["case"] == case]
+        assert entry["solvers"] == [via, own] and entry["layers"] == len(rows)
+        worst = max(r["solvers"][via]["gpu_ms"] / r["cudnn_gpu_ms"] for r in rows)
+        assert entry[via]["max_vs_cudnn"] == worst
+        # The padded copies' solver is the faster on every layer of the run.
+        assert entry[own]["faster_than_first"] == 0 and entry[own]["vs_first"] > 2
+    assert [round(summary[c][v]["vs_cudnn"], 2) for c, v in (
+        ("FP16-F-NCHW", "ConvTritonImplicitGemmViaNhwcFwd"),
+        ("FP16-B-NCHW", "ConvTritonImplicitGemmViaNhwcBwd"),
+        ("FP16-W-NCHW", "ConvTritonImplicitGemmViaNhwcWrw"))] == [1.18, 1.28, 1.35]
+    text = _run("--from-json", str(PADDED)).stdout
+    assert "FP16-B-NCHW: 12 layers" in text and "max error" in text
+
+
+def test_refusals_are_one_line_with_their_own_exit_codes(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    run = _run("--from-json", str(bad))
+    assert run.returncode == 2 and "is not a saved run" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    run = _run()
+    assert run.returncode == 3 and "--solvers" in run.stderr
+    run = _run("--solvers", "ConvTritonImplicitGemmFwd,NoSuchSolver")
+    assert run.returncode == 3 and "unknown solver 'NoSuchSolver'" in run.stderr
+    run = _run("--solvers", "ConvTritonImplicitGemmFwd")
+    assert run.returncode == 3 and "at least two" in run.stderr
