@@ -108,8 +108,6 @@ def padded_nhwc(problem: ConvProblem) -> ConvProblem | None:
     return q if _aligned(q) else None
 
 
-
-
 @lru_cache(maxsize=4096)
 def relaid(problem: ConvProblem, layout: str) -> ConvProblem:
     """The same problem in `layout` (NHWC: channels-last activations and KRSC weights)."""
