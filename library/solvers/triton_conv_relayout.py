@@ -339,7 +339,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         out = spec_module().KERNELS[kernel]["writes"][0]
         names = self._names(problem)
         split = int(self._config(params)["SPLIT_K"]) > 1 and splits_reduction(kernel)
-        steps = []
+        steps: list[tuple[CompileJob, Launch]] = []
         if split and not self._padded(problem):
             # The caller's problem's reduce, its strides, over the partials in the order the
             # inner kernel wrote them (a channels-last object's: channels last).
@@ -349,17 +349,8 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
                          if a.kind == "ptr:workspace" and a.name == "ws_ptr" else a
                          for a in launch.args)
             return ((job, replace(launch, args=args)),)
-        if split:
-            # Padded: the padded problem's reduce into the padded output's workspace part.
-            slots = self._layout(problem, params)[0]
-            moved = {"ptr:" + names[t]: "ptr:" + _SLOTS[t] for t in ("x", "w", "y")
-                     if _SLOTS[t] in slots}
-            for job, launch in self.inner.follow_ups(self._relaid(problem), params, target):
-                args = tuple(kernel_arg(a.name, "ptr:" + _SLOTS["part"], None)
-                             if a.kind == "ptr:workspace" and a.name == "ws_ptr" else
-                             kernel_arg(a.name, moved.get(a.kind, a.kind), a.value)
-                             for a in launch.args)
-                steps.append((job, replace(launch, args=args)))
+        if split:  # padded: the padded problem's reduce into the padded output's part
+            steps = self._inner_follow_ups(problem, params, target)
         copies = _copies(problem, self.layout)
         if out not in copies:  # the same bytes in both layouts: the kernel wrote the caller's
             return tuple(steps)
@@ -370,6 +361,25 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
         else:  # [b][r][s] -> the caller's [b][s][r]
             steps.append(self._transpose(problem, target, _SLOTS[out], names[out], (b, r, s)))
         return tuple(steps)
+
+    def _inner_follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                          ) -> list[tuple[CompileJob, Launch]]:
+        """The inner solver's follow-ups on the relaid problem (a split's reduce), its
+        tensors and partials in this solver's workspace parts."""
+        from .._record import replace
+
+        names = self._names(problem)
+        slots = self._layout(problem, params)[0]
+        moved = {"ptr:" + names[t]: "ptr:" + _SLOTS[t] for t in ("x", "w", "y")
+                 if _SLOTS[t] in slots}
+        steps = []
+        for job, launch in self.inner.follow_ups(self._relaid(problem), params, target):
+            args = tuple(kernel_arg(a.name, "ptr:" + _SLOTS["part"], None)
+                         if a.kind == "ptr:workspace" and a.name == "ws_ptr" else
+                         kernel_arg(a.name, moved.get(a.kind, a.kind), a.value)
+                         for a in launch.args)
+            steps.append((job, replace(launch, args=args)))
+        return steps
 
     def _into(self, shape: tuple[int, int, int]) -> tuple[int, int, int]:
         """The [B][R][S] a tensor is in the caller's layout, whose transpose is the layout the

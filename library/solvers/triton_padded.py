@@ -184,20 +184,9 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
         """The implicit GEMM's reduce on the padded problem (partials and output in the
         workspace), then the output's real channels into the caller's tensor."""
-        from .._record import replace
-
         out = spec_module().KERNELS[self._kernel(problem)]["writes"][0]
         names = self._names(problem)
-        slots = self._layout(problem, params)[0]
-        moved = {"ptr:" + names[t]: "ptr:" + _SLOTS[t] for t in ("x", "w", "y")
-                 if _SLOTS[t] in slots}
-        steps = []
-        for job, launch in self.inner.follow_ups(self._relaid(problem), params, target):
-            args = tuple(kernel_arg(a.name, "ptr:" + _SLOTS["part"], None)
-                         if a.kind == "ptr:workspace" and a.name == "ws_ptr" else
-                         kernel_arg(a.name, moved.get(a.kind, a.kind), a.value)
-                         for a in launch.args)
-            steps.append((job, replace(launch, args=args)))
+        steps = self._inner_follow_ups(problem, params, target)
         if out in _copies(problem):
             rows, cols, _, cols2 = _copies(problem)[out]
             steps.append(self._copy(problem, target, _SLOTS[out], names[out], rows, cols,
