@@ -189,4 +189,3 @@ def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[st
 
 def ranks_first(sizes: Mapping[str, int]) -> bool:
     return pixels(sizes) >= FIRST_PIXELS
-

@@ -926,7 +926,7 @@ VIA_NCHW: dict[str, dict[str, int]] = {
 #: channels) at a stride, whose kernel is the few-channel one (stride 1 takes the padded
 #: solvers): the NCHW kernel took 0.34 of the NHWC kernel's time over the 19 zoo stems both
 #: ran it on (bench/results/zoo_h200-nchw-57b2c95.json against zoo_h200-nhwc-57b2c95.json, H200,
-#: batch 32); the transposes read and write dy and dx once each. Forward (0.76, the patchify
+#: batch 32); the transposes read and write dy and dx once each. Forward (0.77, the patchify
 #: and 4-channel layers the other way) stays.
 VIA_NCHW_FEW_C: dict[str, dict[str, int]] = {
     "sm90": {"FP16-W": 2, "BF16-W": 2, "FP16-B": 2},

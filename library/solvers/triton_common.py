@@ -33,7 +33,7 @@ __all__ = [
     "CONV_KERNEL_FILE", "MATH_TYPE", "MMA_PARAM", "PARAM_NAMES", "REDUCE_KERNEL",
     "companion_jobs", "config_items", "config_of", "config_view", "conv_triton_job",
     "has_kernels_spec", "have_kernels", "job_items", "kernel_arg", "kernels_spec",
-    "no_matrix_kernels",
+    "no_matrix_kernels", "padded_problem",
     "params_of", "problem_view", "reduce_job", "reduce_step", "scratch_args", "shape_fits",
     "spec_kind", "spec_module", "spec_sizes", "spec_strides", "splits_reduction",
     "target_kind", "tf32_capable", "tf32x3_capable", "triton_compile_job",
@@ -82,6 +82,20 @@ def spec_kind(target: Target, name: str) -> str | None:
 def spec_module() -> Any:
     """`kernels/conv_triton_spec.py`: stdlib-only launch data of the Triton kernels."""
     return kernels_spec("conv_triton_spec")
+
+
+PAD_SPEC = "conv_triton_pad_spec"
+
+
+@lru_cache(maxsize=4096)
+def padded_problem(problem: ConvProblem) -> ConvProblem:
+    """The problem with its input channels and filters rounded up to the channel-padding
+    copy's MULTIPLE (`kernels/conv_triton_pad_spec.py`): what the padded solvers and the Via
+    solvers' padded copies run the aligned objects on."""
+    from .._record import replace
+
+    spec = kernels_spec(PAD_SPEC)
+    return replace(problem, c=spec.padded(problem.c), k=spec.padded(problem.k))
 
 
 @lru_cache(maxsize=4096)

@@ -32,9 +32,13 @@ from .base import CompileJob, Launch, Params, Solver
 from .triton_common import (
     CONV_KERNEL_FILE,
     MATH_TYPE,
+    PAD_SPEC,
     conv_triton_job,
+    has_kernels_spec,
     have_kernels,
     kernel_arg,
+    kernels_spec,
+    padded_problem,
     problem_view,
     scratch_args,
     spec_module,
@@ -95,16 +99,11 @@ def padded_nhwc(problem: ConvProblem) -> ConvProblem | None:
     rounded up to the padded solvers' multiple (conv_triton_pad_spec), where that form takes
     the aligned object and the plain one does not: the transposes write the padded copies (the
     new channels zero) and read the output's real channels back. None elsewhere."""
-    from .._record import replace
-    from .triton_common import has_kernels_spec, kernels_spec
-
     q = relaid(problem, "NHWC")
-    if problem.groups != 1 or _aligned(q) or not has_kernels_spec("conv_triton_pad_spec"):
+    if problem.groups != 1 or _aligned(q) or not has_kernels_spec(PAD_SPEC) or \
+            problem.in_type not in kernels_spec(PAD_SPEC).TYPES:
         return None
-    pad = kernels_spec("conv_triton_pad_spec")
-    if problem.in_type not in pad.TYPES:
-        return None
-    q = replace(q, c=pad.padded(problem.c), k=pad.padded(problem.k))
+    q = padded_problem(q)
     return q if _aligned(q) else None
 
 

@@ -31,9 +31,11 @@ from ..problem import ConvProblem
 from ..target import Target, spec_for
 from .base import CompileJob, Launch, Params, Solver
 from .triton_common import (
+    PAD_SPEC,
     have_kernels,
     kernel_arg,
     kernels_spec,
+    padded_problem,
     problem_view,
     scratch_args,
     spec_kind,
@@ -46,21 +48,12 @@ from .triton_conv_relayout import _SLOTS, ConvTritonImplicitGemmRelayout, _round
 __all__ = ["ConvTritonImplicitGemmPadded", "PADDED_SOLVERS", "padded_first", "padded_problem"]
 
 KERNEL_FILE = "conv_triton_pad.py"
-SPEC = "conv_triton_pad_spec"
+SPEC = PAD_SPEC
 
 
 def pad_spec() -> Any:
     """`kernels/conv_triton_pad_spec.py`: stdlib-only launch data of the copy."""
     return kernels_spec(SPEC)
-
-
-@lru_cache(maxsize=4096)
-def padded_problem(problem: ConvProblem) -> ConvProblem:
-    """The problem with its input channels and filters rounded up to the spec's MULTIPLE."""
-    from .._record import replace
-
-    spec = pad_spec()
-    return replace(problem, c=spec.padded(problem.c), k=spec.padded(problem.k))
 
 
 @lru_cache(maxsize=4096)

@@ -531,7 +531,7 @@ def test_few_channel_backward_data_is_what_the_zoo_runs_measured() -> None:
     nchw = json.loads((RESULTS / "zoo_h200-nchw-57b2c95.json").read_text())["rows"]
     nhwc = json.loads((RESULTS / "zoo_h200-nhwc-57b2c95.json").read_text())["rows"]
 
-    def share(direction: str) -> float:
+    def share(direction: str) -> tuple[int, float]:
         own = {(r["network"], r["layer"]): r for r in nchw
                if r.get("ratio") and r["case"] == f"FP16-{direction}-NCHW"}
         values = []
@@ -543,10 +543,12 @@ def test_few_channel_backward_data_is_what_the_zoo_runs_measured() -> None:
             if channels < spec.VIA_NHWC_MIN_C and o["solver"].startswith("ConvTritonImplicitGemm"):
                 values.append(o["ours_gpu_ms"] / r["ours_gpu_ms"])
         assert len(values) >= 15
-        return _geomean(values)
+        return len(values), _geomean(values)
 
-    assert share("B") < 0.5 and "FP16-B" in spec.VIA_NCHW_FEW_C["sm90"]
-    assert share("F") > 0.7 and "FP16-F" not in spec.VIA_NCHW_FEW_C["sm90"]
+    # The spec comment's figures: 0.34 over 19 stems, forward 0.77.
+    layers, b = share("B")
+    assert (layers, round(b, 2)) == (19, 0.34) and "FP16-B" in spec.VIA_NCHW_FEW_C["sm90"]
+    assert round(share("F")[1], 2) == 0.77 and "FP16-F" not in spec.VIA_NCHW_FEW_C["sm90"]
     bwd = get_solver("ConvTritonImplicitGemmViaNchwBwd")
     stem = replace(_as(FIRST, "B", "FP16", "NHWC"))
     assert bwd.is_applicable(stem, SM90)
