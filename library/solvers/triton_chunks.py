@@ -17,7 +17,14 @@ multiple fits (odd image sizes), the chunks run the objects that assume nothing.
 The objects are the implicit GEMM's own on a chunk's problem (shape-agnostic: the last,
 smaller chunk runs the same ones); the parameters and ranking are the implicit GEMM's on the
 first chunk. They apply only where a tensor has 2**31 elements or more, where no other solver
-does, and the weights fit; 2-D layers in FP32 (IEEE), FP16 and BF16.
+does, and the weights fit (and, in backward weights, every chunk's partials); 2-D layers,
+convolutions and transposed ones (the plain convolution's x and y: `conv_view`), in FP32
+(IEEE), FP16 and BF16.
+
+The machinery is `BatchChunks`, over an inner solver whose launches name the caller's x and y
+and whose backward weights, split, leaves FP32 partials ([parts][dw's elements]) that one
+reduce launch (`ws_ptr`, `SPLIT_K`) sums: the 3-D implicit GEMM's chunk solvers
+(solvers/triton_3d_chunks.py) are it over ConvTriton3d.
 """
 
 from __future__ import annotations
@@ -27,11 +34,12 @@ from functools import lru_cache
 
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
+from ._conv import conv_view
 from .base import CompileJob, Launch, Params, Solver
 from .triton_common import have_kernels, kernel_arg, spec_module
-from .triton_conv_relayout import ConvTritonImplicitGemmRelayout
+from .triton_conv import ConvTritonImplicitGemm
 
-__all__ = ["CHUNK_SOLVERS", "ConvTritonImplicitGemmChunks", "chunking"]
+__all__ = ["BatchChunks", "CHUNK_SOLVERS", "ConvTritonImplicitGemmChunks", "chunking"]
 
 LIMIT = 2**31  # elements a tensor must stay below (32-bit offsets)
 _ALIGN = 256  # bytes every chunk's offset is a multiple of
@@ -39,9 +47,11 @@ _SPLIT = 4  # the implicit GEMM's SPLIT_K position in its parameters
 
 
 def _per_image(problem: ConvProblem) -> tuple[int, int]:
-    """Elements of one image of x and of y."""
-    return (problem.c * math.prod(problem.in_spatial),
-            problem.k * math.prod(problem.out_spatial))
+    """Elements of one image of the kernel's x and y (`conv_view`: a transposed problem's
+    plain convolution reads the layer's y as its x)."""
+    f = conv_view(problem).field
+    return (f("c") * f("in_d") * f("in_h") * f("in_w"),
+            f("k") * f("out_d") * f("out_h") * f("out_w"))
 
 
 @lru_cache(maxsize=1024)
@@ -72,13 +82,18 @@ def chunking(problem: ConvProblem) -> tuple[int, int, bool] | None:
     return images, _cdiv(p.n, images), aligned
 
 
-class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):
-    """One direction of the Triton implicit GEMM for a problem too large for 32-bit offsets,
-    a chunk of images at a time."""
+class BatchChunks(Solver):
+    """One direction of an implicit GEMM (`inner`, on problems of `dims` spatial axes) for a
+    problem too large for 32-bit offsets, a chunk of images at a time. A solver class lists
+    it first among its bases, ahead of its inner solver's class, and sets `inner`."""
 
-    def __init__(self, direction: str) -> None:
-        super().__init__(direction, "ieee", "NHWC")
-        self.name = f"{self.inner.name[:-3]}Chunks{self.inner.name[-3:]}"  # ...ChunksFwd
+    inner: Solver
+    direction: str
+    dims = 2
+
+    @property
+    def ranking_name(self) -> str:
+        return self.inner.name
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         return True  # no other solver takes its problems
@@ -112,14 +127,14 @@ class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):
 
     def _inner_params(self, params: Params) -> Params:
         """Backward weights sums the chunks' partials: SPLIT_K at least 2."""
-        if self.direction == "W" and int(params[_SPLIT]) < 2:
+        if self.direction == "W" and len(params) > _SPLIT and int(params[_SPLIT]) < 2:
             return (*params[:_SPLIT], 2, *params[_SPLIT + 1:])
         return tuple(params)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
-        if p.key_direction != self.direction or p.mode != "conv" or len(p.in_spatial) != 2 or \
+        if p.key_direction != self.direction or len(p.in_spatial) != self.dims or \
                 chunking(p) is None or p.in_type not in ("FP32", "FP16", "BF16"):
             return False
         first = self._relaid(p)
@@ -128,8 +143,16 @@ class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):
         params = self._inner_params(self.inner.default_params(first, target))
         if not self.inner.params_valid(first, target, params):
             return False
-        return self.direction != "W" or \
-            self.inner.workspace_for(first, params) % _ALIGN == 0  # parts end to end
+        if self.direction != "W":
+            return True
+        # Parts end to end, every chunk's, and within the reduce's 32-bit offsets.
+        per = self.inner.workspace_for(first, params)
+        return per % _ALIGN == 0 and len(self._chunks(p)) * per // 4 < LIMIT
+
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """The inner solver's space on the first chunk; backward weights' split sets alone."""
+        space = self.inner.param_space(self._relaid(problem), target)
+        return [tuple(s) for s in space if self._inner_params(s) == tuple(s)]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         return self.inner.params_valid(self._relaid(problem), target,
@@ -137,6 +160,25 @@ class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         return self._inner_params(self.inner.default_params(self._relaid(problem), target))
+
+    def _distinct(self, sets: list[Params], default: Params | None = None) -> list[Params]:
+        """`sets` as the chunks run them (`_inner_params`), without repeats or `default`."""
+        out: list[Params] = []
+        for params in sets:
+            params = self._inner_params(params)
+            if params != default and params not in out:
+                out.append(params)
+        return out
+
+    def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        return self._distinct(self.inner.usual_params(self._relaid(problem), target))
+
+    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
+        return self.inner.defaults_rule(self._relaid(problem), target)
+
+    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        return self._distinct(self.inner.seed_params(self._relaid(problem), target),
+                              self.default_params(problem, target))
 
     # ------------------------------------------------------------------ kernels
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
@@ -146,8 +188,9 @@ class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):
 
     def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
                       ) -> CompileJob:
-        return self.inner.unaligned_job(self._relaid(problem), self._inner_params(params),
-                                        target)
+        first, inner = self._relaid(problem), self._inner_params(params)
+        job = self.inner.unaligned_job(first, inner, target)
+        return job if job is not None else self.inner.compile_job(first, inner, target, False)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         return []  # the implicit GEMM's
@@ -163,7 +206,18 @@ class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):
         count = len(self._chunks(problem))
         return {f"ws_c{i}": i * per for i in range(count)}, count * per
 
+    def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
+        return self._layout(problem, params)[0]
+
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        return self._layout(problem, params)[1]
+
     # ------------------------------------------------------------------ launches
+    def _names(self, problem: ConvProblem) -> dict[str, str]:
+        """The kernel's tensors (x, w, y) -> the caller's names for them."""
+        view = conv_view(problem)
+        return {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor}
+
     def _moved(self, problem: ConvProblem, first_image: int) -> dict[str, str]:
         """The caller's activations' names -> their parts from `first_image` on."""
         names = self._names(problem)
@@ -225,6 +279,17 @@ class ConvTritonImplicitGemmChunks(ConvTritonImplicitGemmRelayout):
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         return self.inner.heuristic_rank(self._relaid(problem), target)
+
+
+class ConvTritonImplicitGemmChunks(BatchChunks, ConvTritonImplicitGemm):
+    """One direction of the Triton implicit GEMM for a 2-D problem too large for 32-bit
+    offsets, a chunk of images at a time."""
+
+    def __init__(self, direction: str) -> None:
+        super().__init__(direction, "ieee")
+        self.inner = ConvTritonImplicitGemm(direction)
+        self.name = f"{self.inner.name[:-3]}Chunks{self.inner.name[-3:]}"  # ...ChunksFwd
+        self.rank_first = True
 
 
 def _chunk_solvers() -> list[Solver]:

@@ -106,3 +106,23 @@ def test_a_pointer_may_name_a_part_of_a_tensor() -> None:
     for bad in ("ptr:x@", "ptr:x@-1", "ptr:X", "ptr:x@4k"):
         with pytest.raises((ValueError, ProblemError)):
             KernelArg("x_ptr", bad)
+
+
+def test_a_transposed_layer_chunks_its_plain_convolutions_tensors() -> None:
+    # A 2x2/2 up-convolution, 64 channels, 512x512 -> 1024x1024 at batch 32 (y: 2**31
+    # elements): its plain convolution's backward data reads the layer's y as dy and writes
+    # its x as dx.
+    p = replace(BIG, in_spatial=(512, 512), filter=(2, 2), stride=(2, 2), pad=(0, 0),
+                mode="trans")
+    assert chunking(p) == (16, 2, True)
+    assert [s.name for s in applicable_solvers(p, SM90)] == [_solver("B").name]
+    s = _solver("B")
+    params = s.default_params(p, SM90)
+    steps = [step for _, step in s.follow_ups(p, params, SM90)
+             if step.kernel_name != "conv2d_bwd_weight_reduce"]
+    assert len(steps) == 1
+    kinds = {a.name: a.kind for a in steps[0].args}
+    assert kinds["x_ptr"] == f"ptr:y@{16 * 64 * 1024 * 1024 * 2}"
+    assert kinds["y_ptr"] == f"ptr:x@{16 * 64 * 512 * 512 * 2}"
+    assert [s.name for s in applicable_solvers(replace(p, direction="W"), SM90)] == \
+        [_solver("W").name]
