@@ -17,6 +17,7 @@ from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
 from .triton_1x1 import GEMM1X1_SOLVERS, ConvTritonGemm1x1, gemm1x1_first
 from .triton_3d import TRITON_3D_SOLVERS
+from .triton_3d_chunks import CHUNK_3D_SOLVERS
 from .triton_chunks import CHUNK_SOLVERS
 from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
@@ -51,6 +52,7 @@ SOLVERS: list[Solver] = [
     *VIA_SOLVERS,
     *PADDED_SOLVERS,
     *CHUNK_SOLVERS,
+    *CHUNK_3D_SOLVERS,
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,
@@ -91,7 +93,9 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: on the problems they take (groups = channels, or 2-8 channels and filters a group: GEMMs
 #: that narrow and their transforms waste the tensor cores there).
 #: A family not listed gives way to none; the 3-D family (triton_3d) claims every 3-D problem
-#: it takes, which no other Triton family takes, so it needs no entry here.
+#: it takes, which no other Triton family takes, so it needs no entry here, nor do the
+#: batch-chunk solvers (triton_chunks, triton_3d_chunks), which take only problems no other
+#: solver does.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,

@@ -331,9 +331,13 @@ def test_picks_count_first_choices_per_class_without_a_gpu() -> None:
     big = [la for la in ZOO_BENCH.load_layers(["esrgan"]) if la.name == "conv_last"]
     out = ZOO_BENCH.picks(big, "sm90-132", ["FP16"], ["F"], ["NCHW"], [32])
     assert out["classes"]["all"] == {"problems": 1, "no_solver": 0, "tensor_cores": 1}
-    # A 3-D one no solver takes yet is named.
+    # A 3-D one too (3D U-Net's input layer: y holds 2**31 elements at batch 32).
     big = [la for la in ZOO_BENCH.load_layers(["unet3d"])
            if la.problem.c == 1 and la.problem.in_spatial == (128, 128, 128)]
     out = ZOO_BENCH.picks(big[:1], "sm90-132", ["FP16"], ["F"], ["NCHW"], [32])
+    assert out["classes"]["all"] == {"problems": 1, "no_solver": 0, "tensor_cores": 1}
+    # One no solver takes (a single image past 2**31 elements: no chunk fits) is named.
+    huge = replace(big[0], problem=replace(big[0].problem, k=2**16))
+    out = ZOO_BENCH.picks([huge], "sm90-132", ["FP16"], ["F"], ["NCHW"], [32])
     assert out["classes"]["all"] == {"problems": 1, "no_solver": 1, "tensor_cores": 0}
     assert out["no_solver"][0].startswith(f"unet3d/{big[0].name} ")
