@@ -92,12 +92,40 @@ TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
 #: The precision name of a solver's math mode in TILES ("ieee": the element type's own).
 PRECISION_NAME = {"tf32": "TF32", "tf32x3": "FP32X3"}
 
+#: The relaid solvers (solvers/triton_3d_relaid.py): NCDHW problems through the NDHWC
+#: kernels with transposes, and NDHWC problems of channel counts that miss the aligned objects'
+#: multiple of 16 through a channel-padded copy. They rank first on RELAID_KINDS (measured
+#: there): the padded ones from RELAID_MIN_POSITIONS output positions (the 2-D padded solvers'
+#: MIN_PIXELS), the NCDHW ones where the layer does at least VIA_MIN_MACS (per direction)
+#: multiply-adds per element the copies write. On the H200 over the zoo's 45-46 distinct 3-D
+#: layers at batch 32, FP16 (bench/results/alternatives_3d_relaid_h200.json), the Via solver's
+#: time over the NCDHW kernel's: forward 1.58-3.46 at 13-51 (1x1x1 layers at stride 2), 0.67-0.88
+#: from 59 on; backward data 1.03-1.11 at 77-102, 0.37-0.92 from 133 on; backward weights
+#: 1.13-1.67 at 13-51, 0.51-0.70 from 59 on. Padded against the NDHWC kernel's generic object:
+#: faster on all 15 odd-channel layers in every direction (geomean 0.25, 0.21, 0.18).
+RELAID_KINDS = ("sm90",)
+RELAID_MIN_POSITIONS = 1024
+VIA_MIN_MACS = {"F": 55, "B": 120, "W": 55}
+#: The channel multiple of a padded copy: the aligned objects assume C and K multiples of 16.
+PAD_MULTIPLE = 16
+
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_SPLIT = 64
 #: Backward weights' default split keeps at least this many BLOCK_K steps in each part and
-#: fills at most WAVES waves of programs (the 2-D family's rule).
-MIN_PART_STEPS = 8
-WAVES = 2
+#: fills at most WAVES waves of programs: the 2-D family's fitted rule for its usual 64x64 tile
+#: (kernels/conv_triton_tuned_sm90.json `wrw_rule`, bench/results/split_fit_h200.json). Two
+#: waves, the rule before, left the 3-D stems' 147 tap programs unsplit, each looping over
+#: 1.6M output positions (21-130x cuDNN on the H200: zoo_h200-nhwc-57b2c95).
+MIN_PART_STEPS = 16
+WAVES = 16
+#: The narrow block: 16-bit problems of at most this many input channels C (an image or
+#: video stem's 3, or 16 padded) run a tile this wide along C instead of the usual 64-128
+#: (`narrow_tile`; NARROW_BLOCK: forward's reduction block, backward data's and backward
+#: weights' columns), so that the block is not mostly zeros. A package ships these objects
+#: beside the usual ones (16-bit types, both layouts).
+NARROW = 16
+NARROW_TYPES = ("FP16", "BF16")
+NARROW_BLOCK = {"F": "BLOCK_K", "B": "BLOCK_N", "W": "BLOCK_N"}
 
 
 def channels_last(strides: Mapping[str, tuple[int, ...]]) -> bool:
@@ -231,6 +259,22 @@ def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[st
         else:
             config["BLOCK_K"] = _at_most(config["BLOCK_K"] // 2, space["BLOCK_K"])
     return config
+
+
+def narrow_tile(direction: str, config: Mapping[str, int], dtype: str,
+                sizes: Mapping[str, int]) -> dict[str, int]:
+    """`config` with its block along C (NARROW_BLOCK) cut to NARROW where C is at most that
+    (16-bit types); other problems keep `config`."""
+    out = dict(config)
+    if dtype in NARROW_TYPES and int(sizes["C"]) <= NARROW:
+        out = narrow_of(direction, out)
+    return out
+
+
+def narrow_of(direction: str, config: Mapping[str, int]) -> dict[str, int]:
+    """The narrow variant of a usual tile (the object a package ships beside it)."""
+    block = NARROW_BLOCK[direction]
+    return {**config, block: min(int(config[block]), NARROW)}
 
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:

@@ -16,8 +16,9 @@ from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
 from .triton_1x1 import GEMM1X1_SOLVERS, ConvTritonGemm1x1, gemm1x1_first
-from .triton_3d import TRITON_3D_SOLVERS
+from .triton_3d import TRITON_3D_SOLVERS, ConvTriton3d
 from .triton_3d_chunks import CHUNK_3D_SOLVERS
+from .triton_3d_relaid import RELAID_3D_SOLVERS, ConvTriton3dRelaid, relaid_first
 from .triton_chunks import CHUNK_SOLVERS
 from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
@@ -56,6 +57,7 @@ SOLVERS: list[Solver] = [
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,
+    *RELAID_3D_SOLVERS,
     *TRITON_3D_SOLVERS,
     *GROUPED_SOLVERS,
     ConvWinograd3x3("F"),
@@ -84,6 +86,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t),
     ConvTritonDepthwise: lambda p, t, math: depthwise_first(p, t),
     ConvTritonGrouped: lambda p, t, math: grouped_first(p, t),
+    ConvTriton3dRelaid: lambda p, t, math: math == "ieee" and relaid_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -92,10 +95,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: backward weights and the 1x1 GEMMs; all three to the depthwise and grouped direct families
 #: on the problems they take (groups = channels, or 2-8 channels and filters a group: GEMMs
 #: that narrow and their transforms waste the tensor cores there).
-#: A family not listed gives way to none; the 3-D family (triton_3d) claims every 3-D problem
-#: it takes, which no other Triton family takes, so it needs no entry here, nor do the
-#: batch-chunk solvers (triton_chunks, triton_3d_chunks), which take only problems no other
-#: solver does.
+#: The 3-D family (triton_3d), which claims every 3-D problem it takes, gives way to its
+#: relaid solvers (triton_3d_relaid: NCDHW through NDHWC, odd channels padded) where they
+#: claim one. A family not listed gives way to none; the batch-chunk solvers (triton_chunks,
+#: triton_3d_chunks) need no entry: they take only problems no other solver does.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
@@ -105,6 +108,7 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
+    ConvTriton3d: (ConvTriton3dRelaid,),
 }
 
 

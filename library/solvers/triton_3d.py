@@ -173,12 +173,16 @@ class ConvTriton3d(Solver):
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The precision's usual tile for the direction and layout, fitted to the target's
-        kind; backward weights split to fill two waves of the target's CUs."""
+        kind, narrowed along a dimension of 16 channels or fewer (`spec.narrow_tile`);
+        backward weights split to fill the target's CUs (`spec.split_for`)."""
         kind = target_kind(target.arch)
         if kind is None or kind not in spec_3d().KINDS:
             kind = "sm90"
-        tile = self._usual(problem, kind)
         view, sizes, _, _ = _view(problem)
+        tile = self._usual(problem, kind)
+        narrow = spec_3d().narrow_tile(view.direction, tile, problem.in_type, sizes)
+        if self.math == "ieee" and spec_3d().legal(view.direction, narrow, problem.in_type, kind):
+            tile = narrow
         if view.direction == "W":
             tile["SPLIT_K"] = spec_3d().split_for(sizes, tile, target.cu)
         return params_of(tile)
@@ -225,8 +229,9 @@ class ConvTriton3d(Solver):
                     tuple(sorted(config.items())), aligned, aligned, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type the usual tile's generic and aligned channels-last objects and, in backward
-        weights, the reduce kernel at every split. A transposed problem's key direction is its
+        """Per type the usual tile's generic and aligned channels-last objects (16-bit types:
+        also its narrow variant's, `spec.narrow_of`) and, in backward weights, the reduce
+        kernel at every split. A transposed problem's key direction is its
         plain convolution's (`conv_view`), so the solver's kernel is its direction's either
         way."""
         kind = self._kind(target)
@@ -238,9 +243,13 @@ class ConvTriton3d(Solver):
             if not self._type_applicable(data_type, target):
                 continue
             tile = spec.usual_tile(self._precision(data_type), self.direction, data_type, kind)
-            config = tuple(sorted(tile.items()))
-            jobs += [_job(self.direction, data_type, self.math, config, last, last, target)
-                     for last in (False, True)]
+            tiles = [tile]
+            if self.math == "ieee" and data_type in spec.NARROW_TYPES:
+                narrow = spec.narrow_of(self.direction, tile)
+                if narrow != tile and spec.legal(self.direction, narrow, data_type, kind):
+                    tiles.append(narrow)
+            jobs += [_job(self.direction, data_type, self.math, tuple(sorted(t.items())), last,
+                          last, target) for t in tiles for last in (False, True)]
             if self.direction == "W":
                 jobs.append(reduce_job(data_type, target))  # every split: one object
         return jobs

@@ -50,7 +50,7 @@ from .triton_conv import ConvTritonImplicitGemm
 from .triton_small_grid import small_grid_config
 
 __all__ = ["ConvTritonImplicitGemmRelayout", "VIA_SOLVERS", "TRANSPOSE_KERNEL", "relaid",
-           "via_layout"]
+           "transpose_job", "transpose_step", "via_layout"]
 
 TRANSPOSE_KERNEL = "transpose_021"
 _ALIGN = 256  # byte alignment of each part of the workspace
@@ -147,6 +147,36 @@ def _copies(problem: ConvProblem, layout: str) -> dict[str, tuple[int, int, int,
     return out
 
 
+def transpose_job(data_type: str, target: Target, tile: tuple[int, int]) -> CompileJob:
+    """The transpose kernel's object of one element type and tile."""
+    spec = spec_module()
+    config = (("BLOCK_R", tile[0]), ("BLOCK_S", tile[1]), ("num_stages", 1),
+              ("num_warps", int(spec.TRANSPOSE_WARPS)))
+    return conv_triton_job(CONV_KERNEL_FILE, "ieee", TRANSPOSE_KERNEL, data_type, config, False,
+                           False, target)
+
+
+def transpose_step(data_type: str, target: Target, src: str, dst: str,
+                   shape: tuple[int, int, int], src_s: int | None = None,
+                   padded: tuple[int, int] | None = None) -> tuple[CompileJob, Launch]:
+    """`transpose_021` of the [b][r][s] `shape` from `src` (rows `src_s` apart, s where None)
+    into `dst`, padded to [padded b][s][padded r] where given: its object and launch."""
+    b, r, s = shape
+    pb, pr = padded or (b, r)
+    spec = spec_module()
+    tile = spec.transpose_tile(r, s, int(spec.ELEMENT_BYTES[data_type]))
+    args = (kernel_arg("src_ptr", "ptr:" + src, None),
+            kernel_arg("dst_ptr", "ptr:" + dst, None), kernel_arg("B", "i32", b),
+            kernel_arg("R", "i32", r), kernel_arg("S", "i32", s),
+            kernel_arg("SRC_S", "i32", src_s or s), kernel_arg("DST_B", "i32", pb),
+            kernel_arg("DST_R", "i32", pr), *scratch_args())
+    grid = spec.grid(TRANSPOSE_KERNEL, {"B": pb, "R": pr, "S": s},
+                     {"BLOCK_R": tile[0], "BLOCK_S": tile[1]})
+    launch = Launch(TRANSPOSE_KERNEL, grid, (int(spec.TRANSPOSE_WARPS) * 32, 1, 1), args,
+                    needs_meta=True)
+    return transpose_job(data_type, target, tile), launch
+
+
 class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
     """One direction of the Triton implicit GEMM for problems of one layout, through the
     kernels of the other (`layout`: the one its kernels run in, NHWC or NCHW)."""
@@ -218,11 +248,7 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
 
     def _transpose_job(self, data_type: str, target: Target, tile: tuple[int, int]
                        ) -> CompileJob:
-        spec = spec_module()
-        config = (("BLOCK_R", tile[0]), ("BLOCK_S", tile[1]), ("num_stages", 1),
-                  ("num_warps", int(spec.TRANSPOSE_WARPS)))
-        return conv_triton_job(CONV_KERNEL_FILE, "ieee", TRANSPOSE_KERNEL, data_type, config, False,
-                           False, target)
+        return transpose_job(data_type, target, tile)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The transpose kernel for each element type the solver takes on `target` and each
@@ -275,22 +301,8 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
     def _transpose(self, problem: ConvProblem, target: Target, src: str, dst: str,
                    shape: tuple[int, int, int], src_s: int | None = None,
                    padded: tuple[int, int] | None = None) -> tuple[CompileJob, Launch]:
-        """`transpose_021` of the [b][r][s] `shape` from `src` (rows `src_s` apart, s where
-        None) into `dst`, padded to [padded b][s][padded r] where given."""
-        b, r, s = shape
-        pb, pr = padded or (b, r)
-        spec = spec_module()
-        tile = spec.transpose_tile(r, s, int(spec.ELEMENT_BYTES[problem.in_type]))
-        args = (kernel_arg("src_ptr", "ptr:" + src, None),
-                kernel_arg("dst_ptr", "ptr:" + dst, None), kernel_arg("B", "i32", b),
-                kernel_arg("R", "i32", r), kernel_arg("S", "i32", s),
-                kernel_arg("SRC_S", "i32", src_s or s), kernel_arg("DST_B", "i32", pb),
-                kernel_arg("DST_R", "i32", pr), *scratch_args())
-        grid = spec.grid(TRANSPOSE_KERNEL, {"B": pb, "R": pr, "S": s},
-                         {"BLOCK_R": tile[0], "BLOCK_S": tile[1]})
-        launch = Launch(TRANSPOSE_KERNEL, grid, (int(spec.TRANSPOSE_WARPS) * 32, 1, 1), args,
-                        needs_meta=True)
-        return self._transpose_job(problem.in_type, target, tile), launch
+        """`transpose_step` in the problem's element type."""
+        return transpose_step(problem.in_type, target, src, dst, shape, src_s, padded)
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:

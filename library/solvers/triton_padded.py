@@ -45,7 +45,8 @@ from .triton_common import (
 )
 from .triton_conv_relayout import _SLOTS, ConvTritonImplicitGemmRelayout, _round
 
-__all__ = ["ConvTritonImplicitGemmPadded", "PADDED_SOLVERS", "padded_first", "padded_problem"]
+__all__ = ["ConvTritonImplicitGemmPadded", "PADDED_SOLVERS", "pad_job", "pad_step", "padded_first",
+           "padded_problem"]
 
 KERNEL_FILE = "conv_triton_pad.py"
 SPEC = PAD_SPEC
@@ -54,6 +55,31 @@ SPEC = PAD_SPEC
 def pad_spec() -> Any:
     """`kernels/conv_triton_pad_spec.py`: stdlib-only launch data of the copy."""
     return kernels_spec(SPEC)
+
+
+def pad_job(data_type: str, target: Target, tile: tuple[int, int]) -> CompileJob:
+    """The copy's object of one element type and tile."""
+    spec = pad_spec()
+    sig, constexprs = spec.signature(data_type, tile)
+    return triton_compile_job(KERNEL_FILE, spec.KERNEL, sig, constexprs, spec.WARPS, 1, target)
+
+
+def pad_step(data_type: str, target: Target, src: str, dst: str, rows: int, cols: int,
+             src_stride: int, dst_rows: int, dst_cols: int, dst_stride: int
+             ) -> tuple[CompileJob, Launch]:
+    """`pad_rows` from `src` ([rows][cols], rows `src_stride` apart) into `dst`
+    ([dst_rows][dst_cols], rows `dst_stride` apart, zero where `src` has nothing): its object
+    and launch."""
+    spec = pad_spec()
+    tile = spec.tile(dst_cols)
+    args = (kernel_arg("src_ptr", "ptr:" + src, None),
+            kernel_arg("dst_ptr", "ptr:" + dst, None), kernel_arg("ROWS", "i32", rows),
+            kernel_arg("COLS", "i32", cols), kernel_arg("SRC_STRIDE", "i32", src_stride),
+            kernel_arg("DST_ROWS", "i32", dst_rows), kernel_arg("DST_COLS", "i32", dst_cols),
+            kernel_arg("DST_STRIDE", "i32", dst_stride), *scratch_args())
+    launch = Launch(spec.KERNEL, spec.grid(dst_rows, dst_cols), (int(spec.WARPS) * 32, 1, 1),
+                    args, needs_meta=True)
+    return pad_job(data_type, target, tile), launch
 
 
 @lru_cache(maxsize=4096)
@@ -117,10 +143,7 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
 
     # ------------------------------------------------------------------ kernels
     def _copy_job(self, data_type: str, target: Target, tile: tuple[int, int]) -> CompileJob:
-        spec = pad_spec()
-        sig, constexprs = spec.signature(data_type, tile)
-        return triton_compile_job(KERNEL_FILE, spec.KERNEL, sig, constexprs, spec.WARPS, 1,
-                                  target)
+        return pad_job(data_type, target, tile)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The copy's objects, per element type and tile (the conv objects are the implicit
@@ -150,16 +173,8 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
     def _copy(self, problem: ConvProblem, target: Target, src: str, dst: str,
               rows: int, cols: int, src_stride: int, dst_rows: int, dst_cols: int,
               dst_stride: int) -> tuple[CompileJob, Launch]:
-        spec = pad_spec()
-        tile = spec.tile(dst_cols)
-        args = (kernel_arg("src_ptr", "ptr:" + src, None),
-                kernel_arg("dst_ptr", "ptr:" + dst, None), kernel_arg("ROWS", "i32", rows),
-                kernel_arg("COLS", "i32", cols), kernel_arg("SRC_STRIDE", "i32", src_stride),
-                kernel_arg("DST_ROWS", "i32", dst_rows), kernel_arg("DST_COLS", "i32", dst_cols),
-                kernel_arg("DST_STRIDE", "i32", dst_stride), *scratch_args())
-        launch = Launch(spec.KERNEL, spec.grid(dst_rows, dst_cols),
-                        (int(spec.WARPS) * 32, 1, 1), args, needs_meta=True)
-        return self._copy_job(problem.in_type, target, tile), launch
+        return pad_step(problem.in_type, target, src, dst, rows, cols, src_stride, dst_rows,
+                        dst_cols, dst_stride)
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:

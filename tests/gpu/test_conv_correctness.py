@@ -74,6 +74,13 @@ BASE = [
                 dilation=(2, 2, 2), in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     ConvProblem(n=2, c=16, k=32, in_spatial=(5, 6, 7), filter=(1, 1, 1), stride=(2, 2, 2),
                 in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    # 3-D channel counts off the aligned objects' multiple of 16 (16-bit: the relaid solvers,
+    # NCDHW through NDHWC and NDHWC padded): a video stem's 3 channels at 3x5x5 stride (1, 2, 2)
+    # (the narrow tiles), and (2+1)-D's 45 filters of a 3x1x1 temporal layer on 20 channels.
+    ConvProblem(n=2, c=3, k=16, in_spatial=(4, 12, 12), filter=(3, 5, 5), pad=(1, 2, 2),
+                stride=(1, 2, 2), in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    ConvProblem(n=2, c=20, k=45, in_spatial=(5, 6, 6), filter=(3, 1, 1), pad=(1, 0, 0),
+                in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
 ]
 #: A 3-D problem's layout for each 2-D one of LAYOUTS.
 LAYOUTS_3D = {"NCHW": "NCDHW", "NHWC": "NDHWC"}

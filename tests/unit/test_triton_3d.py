@@ -13,8 +13,9 @@ from miopenkernels.backends import NullBackend
 from miopenkernels.find import make_invoker
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
-from miopenkernels.ranking import load_model, rank_candidates
+from miopenkernels.ranking import MIN_TILE_EFFICIENCY, load_model, rank_candidates
 from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs, ranks_first
+from miopenkernels.solvers.triton_3d import _view
 from miopenkernels.target import Target
 
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
@@ -138,7 +139,12 @@ def test_backward_weights_split_fills_the_gpu_and_reduces_into_dw() -> None:
     split = params[4]
     (gx, gy, gz), _ = solver.launch_geometry(p, params)
     assert gz == split > 1 and gy == 27
-    assert gx * gy * split <= 2 * SM90.cu
+    # Within WAVES waves, each part MIN_PART_STEPS steps or more, and one doubling more would
+    # break one of them or MAX_SPLIT.
+    steps = spec.cdiv(spec.gemm_dims("W", _view(p)[1])[2], params[2])  # BLOCK_K
+    assert gx * gy * split <= spec.WAVES * SM90.cu and steps // split >= spec.MIN_PART_STEPS
+    assert split == spec.MAX_SPLIT or gx * gy * split * 2 > spec.WAVES * SM90.cu or \
+        steps // (split * 2) < spec.MIN_PART_STEPS
     assert solver.workspace_for(p, params) == split * 64 * 64 * 27 * 4
     (job, step), = solver.follow_ups(p, params, SM90)
     # One reduce object per element type: the split is its run-time argument.
@@ -187,16 +193,34 @@ def test_shipped_objects_cover_the_defaults_of_every_case() -> None:
     for target in (SM90, Target("gfx90a", 110), Target("gfx942", 304)):
         jobs = {j for s in SOLVERS if s.name.startswith("ConvTriton3d")
                 for j in s.dynamic_jobs(target)}
-        for d, data_type, layout in itertools.product("FBW", ("FP16", "BF16", "FP32"),
-                                                      ("NCDHW", "NDHWC")):
-            p = _p(d, data_type, layout)
+        for d, data_type, layout, few in itertools.product(
+                "FBW", ("FP16", "BF16", "FP32"), ("NCDHW", "NDHWC"), (False, True)):
+            # few: a stem's 3 input channels, the narrow objects'.
+            p = _p(d, data_type, layout, **({"c": 3} if few else {}))
             for s in SOLVERS:
                 if s.name.startswith("ConvTriton3d") and s.is_applicable(p, target):
                     needed = launch_jobs(s, p, s.default_params(p, target), target)
                     assert set(needed) <= jobs, (target.arch, s.name, p.key())
         per_target[target.arch] = len([j for j in jobs if j.kernel_file == "conv_triton_3d.py"])
-    # Per precision: 3 directions x (the generic object + the aligned channels-last one).
-    assert per_target == {"sm90": 30, "gfx90a": 18, "gfx942": 24}
+    # Per precision: 3 directions x (the generic object + the aligned channels-last one); the
+    # two 16-bit types add their narrow tiles' (3 directions x 2 objects each).
+    assert per_target == {"sm90": 30 + 12, "gfx90a": 18 + 12, "gfx942": 24 + 12}
+
+
+def test_few_channel_problems_take_the_narrow_tile() -> None:
+    """A stem's 3 input channels: forward's reduction block and the backward directions'
+    columns NARROW wide (16-bit), so the tile is no longer 95% zeros and the ranking keeps the
+    family (it took the portable kernels at 3.5-17x cuDNN there); FP32 keeps its tile."""
+    for d, block in (("F", 2), ("B", 1), ("W", 1)):
+        solver = get_solver("ConvTriton3d" + SUFFIX[d])
+        wide = solver.default_params(_p(d), SM90)
+        narrow = solver.default_params(_p(d, c=3), SM90)
+        assert narrow[block] == spec.NARROW < wide[block]
+        view = _view(_p(d, c=3))[0]
+        assert solver.efficiency(view, narrow) >= 4 * solver.efficiency(view, wide)
+        assert solver.efficiency(view, narrow) > MIN_TILE_EFFICIENCY
+        assert solver.default_params(_p(d, "FP32", c=3), SM90)[block] == \
+            solver.default_params(_p(d, "FP32"), SM90)[block]
 
 
 def test_transposed_problems_run_their_plain_convolutions_kernel() -> None:
