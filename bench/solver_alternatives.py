@@ -8,7 +8,9 @@ package lacks is compiled, outside the timing, and counted), on the same tensors
 bench/zoo.py times find's pick: GPU time queued behind a sleep kernel. Each output is compared
 with cuDNN's (relative L2 error). A layer where fewer than two of the solvers apply is skipped.
 `--only` keeps the layers whose FindDb key matches a regular expression (e.g. `-1x1-` for 1x1
-filters).
+filters). A name may carry a tile, NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:num_stages
+(the solver's defaults with that tile; its object compiled on first use), to compare tiles of
+one solver.
 
     python bench/solver_alternatives.py --solvers ConvTritonGemm1x1Wrw,ConvTritonImplicitGemmWrw \
         --types FP16 --directions W --layouts NCHW --batches 32 --only -1x1- \
@@ -56,12 +58,40 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+#: A tile override in a --solvers entry: NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:
+#: num_stages (a tunable Triton solver's first four and last two parameters; SPLIT_K stays
+#: the defaults').
+TILE_FIELDS = (0, 1, 2, 3, 5, 6)
+
+
+def tiled_params(params: tuple[int, ...], tile: str) -> tuple[int, ...]:
+    """`params` with the six values of a NAME@... tile in their places; ValueError where the
+    tile is not six integers."""
+    values = [int(v) for v in tile.split(":")]
+    if len(values) != len(TILE_FIELDS):
+        raise ValueError(f"a tile is {len(TILE_FIELDS)} integers a:b:c:d:e:f, not {tile!r}")
+    out = list(params)
+    for i, v in zip(TILE_FIELDS, values, strict=True):
+        out[i] = v
+    return tuple(out)
+
+
 def _solution(handle: Any, p: Any, name: str) -> Any:
     """The solver's ranked solution for `p` (its parameters the ranking's), else one at the
-    solver's defaults; None where it does not apply."""
+    solver's defaults; NAME@tile: the defaults with that tile (`tiled_params`). None where it
+    does not apply (or the tile is not legal for it)."""
     from miopenkernels.plan import ConvSolution
     from miopenkernels.solvers import get_solver
 
+    if "@" in name:
+        base, tile = name.split("@", 1)
+        solver = get_solver(base)
+        if not solver.is_applicable(p, handle.target):
+            return None
+        params = tiled_params(tuple(solver.default_params(p, handle.target)), tile)
+        if not solver.params_valid(p, handle.target, params):
+            return None
+        return ConvSolution(base, "", 0.0, 0, "tile", params)
     for s in handle.solutions(p):
         if s.solver == name:
             return s
@@ -164,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         from miopenkernels.solvers import get_solver
 
         for n in names:
-            get_solver(n)
+            get_solver(n.split("@")[0])
+            if "@" in n:
+                tiled_params((0,) * 7, n.split("@", 1)[1])
         batches = [int(b) for b in args.batches.split(",") if b]
         only = re.compile(args.only) if args.only else None
     except (ValueError, re.error) as exc:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PADDED = ROOT / "bench" / "results" / "alternatives_padded_via_h200.json"
 
@@ -55,3 +57,17 @@ def test_refusals_are_one_line_with_their_own_exit_codes(tmp_path: Path) -> None
     assert run.returncode == 3 and "unknown solver 'NoSuchSolver'" in run.stderr
     run = _run("--solvers", "ConvTritonImplicitGemmFwd")
     assert run.returncode == 3 and "at least two" in run.stderr
+
+
+def test_a_tile_overrides_the_defaults_six_tile_values() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("solver_alternatives",
+                                                  ROOT / "bench" / "solver_alternatives.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.tiled_params((64, 64, 32, 8, 16, 4, 4), "128:128:32:8:8:3") == \
+        (128, 128, 32, 8, 16, 8, 3)
+    with pytest.raises(ValueError):
+        module.tiled_params((0,) * 7, "128:128")
