@@ -110,6 +110,8 @@ def _time(handle: Any, p: Any, sol: Any, tensors: dict, ref: Any, repeats: int,
     from miopenkernels.tensor import DeviceTensor
 
     jit = handle.compilations
+    # The handle keeps one invoker per (problem, solver): tiles of one solver each need theirs.
+    handle.context.invokers.pop((p, sol.solver), None)
     inv = handle.compile_solution(p, sol)
     dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
                               tuple(t.shape)) for role, (t, _) in tensors.items()}
