@@ -89,6 +89,21 @@ TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
     ("FP32X3", "F"): (128, 128, 32, 8, 3), ("FP32X3", "B"): (64, 64, 32, 4, 1),
     ("FP32X3", "W"): (64, 64, 32, 4, 1),
 }
+#: The wide tiles of FP16 backward data and weights, and where they replace TILES' (WIDE_RULE:
+#: the fewest channels C, in backward weights also filters K, per group, and input positions
+#: N*D*H*W), on the aligned channels-last objects. On the H200 over the zoo's 3-D layers in
+#: NDHWC at batch 32 of the networks the fits may see (r2plus1d_18, unet3d;
+#: bench/results/tiles_3d_{B,W}_h200.json), against TILES' on the layers whose channel counts
+#: take the aligned object: backward data 256x128 took 0.68-0.81 of the time on the 15 of 20
+#: the rule picks (geomean 0.75), backward weights 128x128 on 8 warps 0.58-1.25 on 11 of 21
+#: (0.77; on every layer up to 3.38, where 64 channels half fill the tile). Backward weights
+#: keep the split the usual tile's rule gives (as measured); forward keeps TILES' (each of four
+#: other tiles was slower over the run: 1.09-1.53).
+WIDE_TILES: dict[str, tuple[int, int, int, int, int]] = {
+    "B": (256, 128, 64, 8, 3), "W": (128, 128, 32, 8, 3)}
+WIDE_RULE: dict[str, tuple[int, int]] = {"B": (64, 65536), "W": (128, 65536)}
+WIDE_KINDS = ("sm90",)  # measured there, in FP16 on the aligned channels-last objects
+WIDE_TYPES = ("FP16",)
 #: The precision name of a solver's math mode in TILES ("ieee": the element type's own).
 PRECISION_NAME = {"tf32": "TF32", "tf32x3": "FP32X3"}
 
@@ -259,6 +274,28 @@ def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[st
         else:
             config["BLOCK_K"] = _at_most(config["BLOCK_K"] // 2, space["BLOCK_K"])
     return config
+
+
+def wide_of(direction: str, config: Mapping[str, int]) -> dict[str, int]:
+    """WIDE_TILES' tile of a 16-bit direction in place of `config`'s (its GROUP_M and SPLIT_K
+    kept); `config` where the direction has none."""
+    if direction not in WIDE_TILES:
+        return dict(config)
+    bm, bn, bk, warps, stages = WIDE_TILES[direction]
+    return {**config, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps,
+            "num_stages": stages}
+
+
+def wide_applies(direction: str, dtype: str, sizes: Mapping[str, int], kind: str) -> bool:
+    """Whether WIDE_RULE gives a problem of WIDE_TYPES the direction's wide tile on a kind of
+    WIDE_KINDS (the solver asks it of problems that take the aligned channels-last object,
+    where the tiles were measured)."""
+    if dtype not in WIDE_TYPES or direction not in WIDE_RULE or kind not in WIDE_KINDS:
+        return False
+    least, positions = WIDE_RULE[direction]
+    channels = min(sizes["C"], sizes["K"]) if direction == "W" else sizes["C"]
+    return channels >= least and \
+        sizes["N"] * sizes["D"] * sizes["H"] * sizes["W"] >= positions
 
 
 def narrow_tile(direction: str, config: Mapping[str, int], dtype: str,

@@ -174,7 +174,9 @@ class ConvTriton3d(Solver):
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The precision's usual tile for the direction and layout, fitted to the target's
         kind, narrowed along a dimension of 16 channels or fewer (`spec.narrow_tile`);
-        backward weights split to fill the target's CUs (`spec.split_for`)."""
+        backward weights split to fill the target's CUs (`spec.split_for`); FP16 backward
+        data and weights of many channels and positions that take the aligned object on the
+        wide tile (`spec.wide_of`, `spec.wide_applies`)."""
         kind = target_kind(target.arch)
         if kind is None or kind not in spec_3d().KINDS:
             kind = "sm90"
@@ -185,6 +187,11 @@ class ConvTriton3d(Solver):
             tile = narrow
         if view.direction == "W":
             tile["SPLIT_K"] = spec_3d().split_for(sizes, tile, target.cu)
+        if self.math == "ieee" and self._aligned(problem) and \
+                spec_3d().wide_applies(view.direction, problem.in_type, sizes, kind):
+            wide = spec_3d().wide_of(view.direction, tile)
+            if spec_3d().legal(view.direction, wide, problem.in_type, kind):
+                tile = wide  # the split stays the usual tile's, as measured
         return params_of(tile)
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
@@ -229,11 +236,10 @@ class ConvTriton3d(Solver):
                     tuple(sorted(config.items())), aligned, aligned, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type the usual tile's generic and aligned channels-last objects (16-bit types:
-        also its narrow variant's, `spec.narrow_of`) and, in backward weights, the reduce
-        kernel at every split. A transposed problem's key direction is its
-        plain convolution's (`conv_view`), so the solver's kernel is its direction's either
-        way."""
+        """Per type the usual tile's generic and aligned channels-last objects (16-bit: also
+        its narrow variant's; FP16 on WIDE_KINDS its wide one's) and, in backward weights, the
+        reduce kernel at every split. A transposed problem's key direction is its plain
+        convolution's (`conv_view`), so the solver's kernel is its direction's either way."""
         kind = self._kind(target)
         if kind is None:
             return []
@@ -245,9 +251,11 @@ class ConvTriton3d(Solver):
             tile = spec.usual_tile(self._precision(data_type), self.direction, data_type, kind)
             tiles = [tile]
             if self.math == "ieee" and data_type in spec.NARROW_TYPES:
-                narrow = spec.narrow_of(self.direction, tile)
-                if narrow != tile and spec.legal(self.direction, narrow, data_type, kind):
-                    tiles.append(narrow)
+                wide = spec.wide_of(self.direction, tile) if kind in spec.WIDE_KINDS and \
+                    data_type in spec.WIDE_TYPES else tile
+                for other in (spec.narrow_of(self.direction, tile), wide):
+                    if other not in tiles and spec.legal(self.direction, other, data_type, kind):
+                        tiles.append(other)
             jobs += [_job(self.direction, data_type, self.math, tuple(sorted(t.items())), last,
                           last, target) for t in tiles for last in (False, True)]
             if self.direction == "W":

@@ -21,7 +21,7 @@ from triton_interpreter import HARNESS
 pytestmark = pytest.mark.integration
 
 pytest.importorskip("triton")
-pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
+spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
 
 # (C, K, D, H, W, filter (t, r, s), stride, pad, dilation, groups, N, SPLIT_K)
 GEOMETRIES = [
@@ -41,8 +41,8 @@ TILE = (32, 16, 16, 1, 1, 4, 2)
 SCRIPT = HARNESS + textwrap.dedent('''
     from miopenkernels.kernels import conv_triton_3d
 
-    SM80 = Target("sm80", 108)
-    direction, cases, tile = json.loads(sys.argv[1])
+    direction, cases, tile, arch = json.loads(sys.argv[1])
+    SM80 = Target(arch, 108)  # sm80 unless a case names another target
     suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
     solver = get_solver("ConvTriton3d" + suffix)
     rng = np.random.default_rng(0)
@@ -63,9 +63,10 @@ SCRIPT = HARNESS + textwrap.dedent('''
 ''')
 
 
-def _run(direction: str, cases: list) -> list[float]:
+def _run(direction: str, cases: list, tile: tuple = TILE, arch: str = "sm80") -> list[float]:
     env = dict(os.environ, TRITON_INTERPRET="1", MIOPENKERNELS_TRITON="1")
-    run = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps([direction, cases, TILE])],
+    run = subprocess.run([sys.executable, "-c", SCRIPT,
+                          json.dumps([direction, cases, tile, arch])],
                          capture_output=True, text=True, env=env, timeout=1200, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     errors = json.loads(run.stdout.strip().splitlines()[-1])
@@ -81,3 +82,16 @@ def test_interpreted_kernels_match_float64(direction: str, layout: str) -> None:
     bad = [(case, e) for case, e in zip(cases, errors, strict=True)
            if not e < TOLERANCE[case[1]]]  # a NaN left in the output fails too
     assert not bad, bad
+
+
+@pytest.mark.parametrize("direction", ["B", "W"])
+def test_interpreted_wide_tiles_match_float64(direction: str) -> None:
+    """The FP16 wide tiles of backward data and weights (spec WIDE_TILES, sm90's legal space)
+    on aligned NDHWC layers, a split backward weights among them."""
+    bm, bn, bk, warps, stages = spec.WIDE_TILES[direction]
+    tile = (bm, bn, bk, 8, 1, warps, stages)
+    cases = [("NDHWC", "FP16", g) for g in (
+        (16, 32, 3, 5, 6, (3, 3, 3), 1, 1, 1, 1, 2, 4),
+        (32, 16, 4, 6, 5, (1, 3, 3), 2, 1, 1, 1, 1, 1))]
+    errors = _run(direction, cases, tile, "sm90")
+    assert all(e < TOLERANCE["FP16"] for e in errors), errors

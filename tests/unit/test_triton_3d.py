@@ -193,18 +193,21 @@ def test_shipped_objects_cover_the_defaults_of_every_case() -> None:
     for target in (SM90, Target("gfx90a", 110), Target("gfx942", 304)):
         jobs = {j for s in SOLVERS if s.name.startswith("ConvTriton3d")
                 for j in s.dynamic_jobs(target)}
-        for d, data_type, layout, few in itertools.product(
-                "FBW", ("FP16", "BF16", "FP32"), ("NCDHW", "NDHWC"), (False, True)):
-            # few: a stem's 3 input channels, the narrow objects'.
-            p = _p(d, data_type, layout, **({"c": 3} if few else {}))
+        for d, data_type, layout, size in itertools.product(
+                "FBW", ("FP16", "BF16", "FP32"), ("NCDHW", "NDHWC"), ("", "few", "wide")):
+            # few: a stem's 3 input channels, the narrow objects'; wide: 128 channels and
+            # filters at batch 32, the wide ones'.
+            kw = {"few": {"c": 3}, "wide": {"c": 128, "k": 128, "n": 32}}.get(size, {})
+            p = _p(d, data_type, layout, **kw)
             for s in SOLVERS:
                 if s.name.startswith("ConvTriton3d") and s.is_applicable(p, target):
                     needed = launch_jobs(s, p, s.default_params(p, target), target)
                     assert set(needed) <= jobs, (target.arch, s.name, p.key())
         per_target[target.arch] = len([j for j in jobs if j.kernel_file == "conv_triton_3d.py"])
     # Per precision: 3 directions x (the generic object + the aligned channels-last one); the
-    # two 16-bit types add their narrow tiles' (3 directions x 2 objects each).
-    assert per_target == {"sm90": 30 + 12, "gfx90a": 18 + 12, "gfx942": 24 + 12}
+    # two 16-bit types add their narrow tiles' (3 directions x 2 objects each) and FP16 on
+    # sm90 its wide ones (backward data and weights x 2 objects each).
+    assert per_target == {"sm90": 30 + 12 + 4, "gfx90a": 18 + 12, "gfx942": 24 + 12}
 
 
 def test_few_channel_problems_take_the_narrow_tile() -> None:
@@ -221,6 +224,47 @@ def test_few_channel_problems_take_the_narrow_tile() -> None:
         assert solver.efficiency(view, narrow) > MIN_TILE_EFFICIENCY
         assert solver.default_params(_p(d, "FP32", c=3), SM90)[block] == \
             solver.default_params(_p(d, "FP32"), SM90)[block]
+
+
+def test_wide_tiles_where_the_h200_sweep_found_them_faster() -> None:
+    """WIDE_RULE, from the committed sweep (networks the fits may see): on the layers it picks,
+    the wide tile never took longer than 1.25x the usual one, and over the run it saved at
+    least 10%; the FP16 NDHWC problems it picks get the wide tile, the rest keep theirs."""
+    import json
+    import math
+
+    root = Path(__file__).resolve().parents[2]
+    for d, tile in spec.WIDE_TILES.items():
+        run = json.loads((root / "bench" / "results" / f"tiles_3d_{d}_h200.json").read_text())
+        assert run["device"].startswith("NVIDIA H")
+        wide = "ConvTriton3d{}@{}:{}:{}:8:{}:{}".format(SUFFIX[d], *tile)
+        shares = []
+        for row in run["rows"]:
+            assert not row["held_out"]
+            k = row["key"].split("-")
+            sizes = {"K": int(k[0]), "C": int(k[5]), "N": int(k[9]), "D": int(k[6]),
+                     "H": int(k[7]), "W": int(k[8])}
+            if sizes["K"] % 16 or sizes["C"] % 16:
+                continue  # the generic object's row: the rule asks for the aligned one
+            share = row["solvers"][wide]["gpu_ms"] / row["solvers"]["ConvTriton3d" + SUFFIX[d]][
+                "gpu_ms"]
+            picked = spec.wide_applies(d, "FP16", sizes, "sm90")
+            assert not picked or share <= 1.25, row["key"]
+            shares.append(share if picked else 1.0)
+        assert len(shares) >= 20 and math.exp(sum(map(math.log, shares)) / len(shares)) < 0.9
+        solver = get_solver("ConvTriton3d" + SUFFIX[d])
+        big = _p(d, c=128, k=128, n=32)
+        params = solver.default_params(big, SM90)
+        assert (params[0], params[1], params[2]) == tile[:3]
+        assert solver.default_params(big, Target("sm80", 108))[:3] != tile[:3]
+        # FP32 and BF16 (unmeasured) and the generic object (NCDHW) keep their tiles.
+        for other in (_p(d, "FP32", c=128, k=128, n=32), _p(d, "BF16", c=128, k=128, n=32),
+                      _p(d, layout="NCDHW", c=128, k=128, n=32)):
+            assert solver.default_params(other, SM90)[:3] != tile[:3]
+        # Backward weights keep the usual tile's split (what the sweep measured).
+        if d == "W":
+            usual = spec.usual_tile("FP16", "W", "FP16", "sm90")
+            assert params[4] == spec.split_for(_view(big)[1], usual, SM90.cu)
 
 
 def test_transposed_problems_run_their_plain_convolutions_kernel() -> None:
