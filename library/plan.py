@@ -211,7 +211,7 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
                  specialised: bool | None = None, unaligned: bool = False) -> Invoker:
     """Load (or compile) the solver's kernel and pack its arguments. `ctx` gives the backend,
     the target, kernels and parameters (a Handle or its ExecutionContext); `unaligned` takes
-    the solver's variant without pointer-alignment assumptions."""
+    the solver's variants without pointer-alignment assumptions (follow-ups included)."""
     from .codeobject import assumed_divisors
 
     params = ctx.params_for(problem, solver) if params is None else tuple(params)
@@ -245,8 +245,9 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
                         _pointer_roles(solver, problem, extra_prepared, roles, slots)))
         return tuple(out)
 
-    first = extra(solver.lead_ins(problem, params, ctx.target))
-    then = extra(solver.follow_ups(problem, params, ctx.target))
+    call = (problem, params, ctx.target)
+    first = extra(solver.lead_ins(*call))
+    then = extra((solver.unaligned_follow_ups if unaligned else solver.follow_ups)(*call))
     ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))
     sizes = {"x": (problem.in_shape, problem.in_type), "w": (problem.wei_shape, problem.wei_type),
              "y": (problem.out_shape, problem.out_type)}
@@ -450,8 +451,7 @@ class Plan:
                                    "once on the stream first, or pass workspace=") from None
         return int(buf.data_ptr())
 
-    def _run_bound(self, x: object, w: object, y: object, workspace: object,
-                   stream: Any) -> None:
+    def _run_bound(self, x: object, w: object, y: object, workspace: object, stream: Any) -> None:
         """Any other tensors (numpy, CPU torch, CUDA array interface, DLPack, Buffers)."""
         backend = self.backend
         handle = stream_handle(stream) if stream is not None else (backend.capture_stream or 0)

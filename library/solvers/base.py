@@ -322,6 +322,13 @@ class Solver:
         the main one is (`solvers.companion_jobs`)."""
         return ()
 
+    def unaligned_follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                             ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """The follow-ups of the variant for tensors that miss the alignment assumptions
+        (`unaligned_job`'s): `follow_ups`, unless a solver's follow-ups run objects that assume
+        the caller's pointers aligned (the batch-chunk solvers' later chunks)."""
+        return self.follow_ups(problem, params, target)
+
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(grid, block) of `launch(problem, params)`, for cost models; solvers may answer

@@ -106,10 +106,11 @@ class BatchChunks(Solver):
         return problem if got is None else replace(problem, n=got[0])
 
     def _object(self, chunk: ConvProblem, problem: ConvProblem, params: Params,
-                target: Target) -> CompileJob:
-        """A chunk's object: the aligned one where every chunk's offset keeps it legal."""
+                target: Target, unaligned: bool = False) -> CompileJob:
+        """A chunk's object: the aligned one where every chunk's offset keeps it legal (and
+        the caller's pointers are aligned: not `unaligned`)."""
         got = chunking(problem)
-        if got is not None and not got[2]:
+        if unaligned or (got is not None and not got[2]):
             job = self.inner.unaligned_job(chunk, params, target)
             if job is not None:
                 return job
@@ -249,6 +250,16 @@ class BatchChunks(Solver):
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
         """The first chunk's reduce (forward, backward data), every other chunk's launches,
         and in backward weights one reduce over every chunk's partials."""
+        return self._follow_ups(problem, params, target, False)
+
+    def unaligned_follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                             ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """`follow_ups` with every later chunk on the object that assumes nothing: the
+        caller's pointers missed the alignment the first chunk's aligned object assumes."""
+        return self._follow_ups(problem, params, target, True)
+
+    def _follow_ups(self, problem: ConvProblem, params: Params, target: Target,
+                    unaligned: bool) -> tuple[tuple[CompileJob, Launch], ...]:
         from .._record import replace
 
         inner = self._inner_params(params)
@@ -258,7 +269,7 @@ class BatchChunks(Solver):
             moved = self._moved(problem, first_image)
             part = f"ws_c{index}" if self.direction == "W" else None
             if index:
-                job = self._object(chunk, problem, inner, target)
+                job = self._object(chunk, problem, inner, target, unaligned)
                 steps.append((job, self._chunk_launch(self.inner.launch(chunk, inner, False),
                                                       moved, part)))
             if self.direction != "W":

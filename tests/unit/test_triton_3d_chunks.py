@@ -275,3 +275,24 @@ def test_the_invoker_points_each_chunk_into_the_callers_tensors(monkeypatch, tmp
     assert [v for _, v in reduce.args[:2]] == [ptrs["workspace"], ptrs["w"]]
     assert dict(zip(("TOTAL", "SPLIT_K"), (reduce.args[2][1], reduce.args[-3][1]),
                     strict=True)) == {"TOTAL": 32 * 27, "SPLIT_K": 6}
+
+
+@pytest.mark.usefixtures("small_limit")
+def test_the_unaligned_invoker_takes_the_unaligned_follow_ups(monkeypatch, tmp_path
+                                                             ) -> None:  # noqa: ANN001
+    """The invoker's fallback for misaligned pointers builds the later chunks' launches from
+    `unaligned_follow_ups` (the aligned invoker from `follow_ups`)."""
+    db_env(monkeypatch, tmp_path)
+    p = ConvProblem(n=5, c=1, k=32, in_spatial=(4, 5, 5), filter=(3, 3, 3), pad=(1, 1, 1),
+                    direction="F", in_type="FP32", in_layout="NCDHW")
+    s = _solver("F")
+    h = Handle(backend=NullBackend(SM90), compiler=triton_compiler(), solvers=[s])
+    params = s.default_params(p, SM90)
+    asked: list[str] = []
+    for name in ("follow_ups", "unaligned_follow_ups"):
+        real = getattr(s, name)
+        monkeypatch.setattr(s, name, lambda *a, _real=real, _name=name: (
+            asked.append(_name), _real(*a))[1])
+    make_invoker(h, p, s, params=params)
+    make_invoker(h, p, s, params=params, unaligned=True)
+    assert asked == ["follow_ups", "unaligned_follow_ups"]

@@ -99,6 +99,24 @@ def test_unaligned_chunks_take_the_objects_that_assume_nothing() -> None:
     assert any(o.startswith("--assume") for o in aligned.options)
 
 
+def test_misaligned_pointers_take_unaligned_objects_for_every_chunk() -> None:
+    """The invoker's fallback for pointers that miss the aligned object's assumption runs
+    every chunk, not only the first, on the object that assumes nothing."""
+    def assumes(steps: tuple, kernel: str) -> list[bool]:
+        return [any(o.startswith("--assume") for o in job.options) for job, _ in steps
+                if job.kernel_name == kernel]
+
+    for direction in "FBW":
+        s = _solver(direction)
+        params = s.default_params(BIG, SM90)
+        kernel = s.compile_job(BIG, params, SM90).kernel_name
+        aligned = assumes(s.follow_ups(BIG, params, SM90), kernel)
+        unaligned = assumes(s.unaligned_follow_ups(BIG, params, SM90), kernel)
+        assert aligned and all(aligned) and unaligned and not any(unaligned), direction
+        assert [step for _, step in s.follow_ups(BIG, params, SM90)] == \
+            [step for _, step in s.unaligned_follow_ups(BIG, params, SM90)]
+
+
 def test_a_pointer_may_name_a_part_of_a_tensor() -> None:
     assert split_offset("x") == ("x", 0) and split_offset("dy@4096") == ("dy", 4096)
     assert KernelArg("x_ptr", "ptr:x@4096").tensor == "x@4096"
