@@ -222,6 +222,13 @@ def _gemm_sizes(view: ConvView) -> tuple[int, int, int]:
     return kg, cg * view.taps, view.out_positions
 
 
+def kernel_tensors(problem: ConvProblem) -> dict[str, str]:
+    """The kernels' tensors (x, w, y of the plain convolution) -> the problem's names for them
+    (`conv_view`: a transposed problem's are its plain convolution's)."""
+    view = conv_view(problem)
+    return {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor}
+
+
 def macs(problem: ConvProblem) -> int:
     """Multiply-accumulates of the convolution (the same in every direction)."""
     v = conv_view(problem)

@@ -354,6 +354,20 @@ class Solver:
         return f"<Solver {self.name}>"
 
 
+class WorkspaceParts:
+    """A solver whose workspace is named parts (mixed in ahead of its Solver base): its
+    `workspace_slots` and `workspace_for` read `_layout` ({slot: byte offset}, total bytes)."""
+
+    def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
+        raise NotImplementedError
+
+    def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
+        return self._layout(problem, params)[0]
+
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        return self._layout(problem, params)[1]
+
+
 def hip_kernels(target: Target) -> bool:
     """Whether the portable HIP C++ kernels exist for `target` (a C++ compiler knows its arch;
     targets.toml's compiler "triton" says none does)."""

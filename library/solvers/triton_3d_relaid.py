@@ -31,8 +31,8 @@ from typing import Any
 
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import conv_view, macs
-from .base import CompileJob, Launch, Params, Solver
+from ._conv import conv_view, kernel_tensors, macs
+from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
 from .triton_3d import ConvTriton3d, spec_3d
 from .triton_3d import _view as _view_3d
 from .triton_common import PAD_SPEC, has_kernels_spec, kernel_arg, kernels_spec, spec_module
@@ -111,7 +111,7 @@ def relaid_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bo
                for s in RELAID_3D_SOLVERS)
 
 
-class ConvTriton3dRelaid(ConvTriton3d):
+class ConvTriton3dRelaid(WorkspaceParts, ConvTriton3d):
     """One direction of the 3-D implicit GEMM for problems of `layout` (NCDHW: through NDHWC;
     NDHWC: through its channel-padded form) on the aligned channels-last objects."""
 
@@ -219,17 +219,10 @@ class ConvTriton3dRelaid(ConvTriton3d):
         offsets[_SLOTS["part"]] = at if part else 0  # unused without a split: any address
         return offsets, at + _round(part)
 
-    def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
-        return self._layout(problem, params)[0]
-
-    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        return self._layout(problem, params)[1]
-
     # ------------------------------------------------------------------ launches
     def _names(self, problem: ConvProblem) -> dict[str, str]:
         """The kernel's tensors (x, w, y) -> the caller's names for them."""
-        view = conv_view(problem)
-        return {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor}
+        return kernel_tensors(problem)
 
     def _moved(self, launch: Launch, problem: ConvProblem, params: Params) -> Launch:
         """`launch` with the copied tensors' pointers on their workspace parts and the 3-D

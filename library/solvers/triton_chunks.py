@@ -34,8 +34,8 @@ from functools import lru_cache
 
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
-from ._conv import conv_view
-from .base import CompileJob, Launch, Params, Solver
+from ._conv import conv_view, kernel_tensors
+from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
 from .triton_common import have_kernels, kernel_arg, spec_module
 from .triton_conv import ConvTritonImplicitGemm
 
@@ -82,7 +82,7 @@ def chunking(problem: ConvProblem) -> tuple[int, int, bool] | None:
     return images, _cdiv(p.n, images), aligned
 
 
-class BatchChunks(Solver):
+class BatchChunks(WorkspaceParts, Solver):
     """One direction of an implicit GEMM (`inner`, on problems of `dims` spatial axes) for a
     problem too large for 32-bit offsets, a chunk of images at a time. A solver class lists
     it first among its bases, ahead of its inner solver's class, and sets `inner`."""
@@ -207,17 +207,10 @@ class BatchChunks(Solver):
         count = len(self._chunks(problem))
         return {f"ws_c{i}": i * per for i in range(count)}, count * per
 
-    def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
-        return self._layout(problem, params)[0]
-
-    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        return self._layout(problem, params)[1]
-
     # ------------------------------------------------------------------ launches
     def _names(self, problem: ConvProblem) -> dict[str, str]:
         """The kernel's tensors (x, w, y) -> the caller's names for them."""
-        view = conv_view(problem)
-        return {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor}
+        return kernel_tensors(problem)
 
     def _moved(self, problem: ConvProblem, first_image: int) -> dict[str, str]:
         """The caller's activations' names -> their parts from `first_image` on."""

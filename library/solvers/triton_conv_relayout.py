@@ -27,8 +27,8 @@ from functools import lru_cache
 
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import ConvView, conv_view
-from .base import CompileJob, Launch, Params, Solver
+from ._conv import ConvView, conv_view, kernel_tensors
+from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
 from .triton_common import (
     CONV_KERNEL_FILE,
     MATH_TYPE,
@@ -177,7 +177,7 @@ def transpose_step(data_type: str, target: Target, src: str, dst: str,
     return transpose_job(data_type, target, tile), launch
 
 
-class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
+class ConvTritonImplicitGemmRelayout(WorkspaceParts, ConvTritonImplicitGemm):
     """One direction of the Triton implicit GEMM for problems of one layout, through the
     kernels of the other (`layout`: the one its kernels run in, NHWC or NCHW)."""
 
@@ -286,17 +286,10 @@ class ConvTritonImplicitGemmRelayout(ConvTritonImplicitGemm):
     def _kernel(self, problem: ConvProblem) -> str:
         return self.inner._view(self._relaid(problem))[2]
 
-    def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
-        return self._layout(problem, params)[0]
-
-    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        return self._layout(problem, params)[1]
-
     # ------------------------------------------------------------------ launches
     def _names(self, problem: ConvProblem) -> dict[str, str]:
-        """The conv kernel's tensors (x, w, y) -> the caller's names for them."""
-        view = conv_view(problem)
-        return {"x": view.in_tensor, "w": view.wei_tensor, "y": view.out_tensor}
+        """The kernel's tensors (x, w, y) -> the caller's names for them."""
+        return kernel_tensors(problem)
 
     def _transpose(self, problem: ConvProblem, target: Target, src: str, dst: str,
                    shape: tuple[int, int, int], src_s: int | None = None,
