@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import itertools
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,13 +28,50 @@ def _jit_params() -> dict[str, list[str]]:
             if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
 
 
-def test_spec_imports_no_triton() -> None:
-    tree = ast.parse(Path(spec.__file__).read_text())
-    imported = {n.name.split(".")[0] for node in ast.walk(tree)
-                if isinstance(node, (ast.Import, ast.ImportFrom)) for n in node.names}
+def _tree(name: str) -> ast.Module:
+    return ast.parse(Path(spec.__file__).with_name(f"{name}.py").read_text())
+
+
+#: The modules conv_triton_spec gathers (its relative imports).
+PARTS = sorted(node.module for node in ast.walk(_tree("conv_triton_spec"))
+               if isinstance(node, ast.ImportFrom) and node.level and node.module)
+
+
+def test_the_spec_gathers_its_parts() -> None:
+    assert PARTS == ["conv_triton_grid_spec", "conv_triton_kernels_spec",
+                     "conv_triton_tuned_spec", "conv_triton_via_spec"]
+
+
+@pytest.mark.parametrize("name", ["conv_triton_spec", *PARTS])
+def test_spec_imports_the_standard_library_alone(name: str) -> None:
+    """The runtime reads the spec without Triton: the spec and its parts import the standard
+    library and one another alone."""
+    tree = _tree(name)
+    imported = {n.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for n in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module}
-    assert "triton" not in imported
+                 if isinstance(node, ast.ImportFrom) and not node.level and node.module}
+    assert imported <= sys.stdlib_module_names, sorted(imported - sys.stdlib_module_names)
+    relative = {node.module for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.level}
+    assert relative <= set(PARTS)
+
+
+@pytest.mark.parametrize("name", PARTS)
+def test_the_spec_re_exports_every_name_of_its_parts(name: str) -> None:
+    part = importlib.import_module(f"miopenkernels.kernels.{name}")
+    tree = _tree(name)
+    defined = [node.name for node in tree.body
+               if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    defined += [t.id for node in tree.body if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)]
+    defined += [node.target.id for node in tree.body
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)]
+    public = [n for n in defined if not n.startswith("_")]
+    assert public
+    for n in public:
+        assert n in spec.__all__, n
+        assert getattr(spec, n) is getattr(part, n), n
 
 
 @pytest.mark.parametrize("kernel", sorted(spec.KERNELS))
