@@ -354,6 +354,35 @@ class Solver:
         return f"<Solver {self.name}>"
 
 
+class InnerParameters:
+    """A solver that runs another's kernels on a relaid form of the problem (`inner`,
+    `_relaid`; mixed in ahead of its Solver base): its parameters, their defaults and seeds are
+    the inner solver's on that problem."""
+
+    inner: Solver
+
+    def _relaid(self, problem: ConvProblem) -> ConvProblem:
+        raise NotImplementedError
+
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        return self.inner.param_space(self._relaid(problem), target)
+
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        return self.inner.params_valid(self._relaid(problem), target, params)
+
+    def default_params(self, problem: ConvProblem, target: Target) -> Params:
+        return self.inner.default_params(self._relaid(problem), target)
+
+    def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        return self.inner.usual_params(self._relaid(problem), target)
+
+    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
+        return self.inner.defaults_rule(self._relaid(problem), target)
+
+    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        return self.inner.seed_params(self._relaid(problem), target)
+
+
 class WorkspaceParts:
     """A solver whose workspace is named parts (mixed in ahead of its Solver base): its
     `workspace_slots` and `workspace_for` read `_layout` ({slot: byte offset}, total bytes)."""

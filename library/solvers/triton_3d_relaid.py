@@ -32,7 +32,7 @@ from typing import Any
 from ..problem import ConvProblem
 from ..target import Target
 from ._conv import conv_view, kernel_tensors, macs
-from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
+from .base import CompileJob, InnerParameters, Launch, Params, Solver, WorkspaceParts
 from .triton_3d import ConvTriton3d, spec_3d
 from .triton_3d import _view as _view_3d
 from .triton_common import PAD_SPEC, has_kernels_spec, kernel_arg, kernels_spec, spec_module
@@ -111,9 +111,11 @@ def relaid_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bo
                for s in RELAID_3D_SOLVERS)
 
 
-class ConvTriton3dRelaid(WorkspaceParts, ConvTriton3d):
+class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
     """One direction of the 3-D implicit GEMM for problems of `layout` (NCDHW: through NDHWC;
     NDHWC: through its channel-padded form) on the aligned channels-last objects."""
+
+    inner: ConvTriton3d
 
     def __init__(self, direction: str, layout: str) -> None:
         super().__init__(direction, "ieee")
@@ -165,22 +167,6 @@ class ConvTriton3dRelaid(WorkspaceParts, ConvTriton3d):
             return bool(spec_module().transpose_fits(b, r, s, elem, pb, pr))
         pad = kernels_spec(PAD_SPEC)
         return bool(pad.fits(b * s, r, r, pb * s, pr, pr) and pad.fits(b * s, r, pr, b * s, r, r))
-
-    # ------------------------------------------------------------------ parameters (inner's)
-    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return self.inner.param_space(self._relaid(problem), target)
-
-    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        return self.inner.params_valid(self._relaid(problem), target, params)
-
-    def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        return self.inner.default_params(self._relaid(problem), target)
-
-    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
-        return self.inner.defaults_rule(self._relaid(problem), target)
-
-    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return self.inner.seed_params(self._relaid(problem), target)
 
     def efficiency(self, view: Any, params: Params) -> float:
         return self.inner.efficiency(view, params)

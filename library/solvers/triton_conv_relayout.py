@@ -28,7 +28,7 @@ from functools import lru_cache
 from ..problem import ConvProblem
 from ..target import Target
 from ._conv import ConvView, conv_view, kernel_tensors
-from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
+from .base import CompileJob, InnerParameters, Launch, Params, Solver, WorkspaceParts
 from .triton_common import (
     CONV_KERNEL_FILE,
     MATH_TYPE,
@@ -177,9 +177,12 @@ def transpose_step(data_type: str, target: Target, src: str, dst: str,
     return transpose_job(data_type, target, tile), launch
 
 
-class ConvTritonImplicitGemmRelayout(WorkspaceParts, ConvTritonImplicitGemm):
+class ConvTritonImplicitGemmRelayout(WorkspaceParts, InnerParameters,
+                                      ConvTritonImplicitGemm):
     """One direction of the Triton implicit GEMM for problems of one layout, through the
     kernels of the other (`layout`: the one its kernels run in, NHWC or NCHW)."""
+
+    inner: ConvTritonImplicitGemm
 
     def __init__(self, direction: str, math: str = "ieee", layout: str = "NHWC") -> None:
         super().__init__(direction, math)
@@ -216,25 +219,6 @@ class ConvTritonImplicitGemmRelayout(WorkspaceParts, ConvTritonImplicitGemm):
         elem = int(spec.ELEMENT_BYTES[p.in_type])
         return all(spec.transpose_fits(b, r, s, elem, pb, pr)
                    for b, r, s, pb, pr in _copies(p, self.layout).values())
-
-    # ------------------------------------------------------------------ parameters (inner's)
-    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return self.inner.param_space(self._relaid(problem), target)
-
-    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        return self.inner.params_valid(self._relaid(problem), target, params)
-
-    def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        return self.inner.default_params(self._relaid(problem), target)
-
-    def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return self.inner.usual_params(self._relaid(problem), target)
-
-    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
-        return self.inner.defaults_rule(self._relaid(problem), target)
-
-    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return self.inner.seed_params(self._relaid(problem), target)
 
     # ------------------------------------------------------------------ kernels
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,

@@ -98,13 +98,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
         job = solver.compile_job(p, params, SM80)
         aligned = any(o.startswith("--assume") for o in job.options)
         assert aligned == (want[2] and layout in ("NHWC", "NDHWC") and c % 16 == 0), job
-        shapes = conv_tensor_shapes(p)
-        output = {"F": "y", "B": "dx", "W": "dw"}[direction]
-        host = {name: rng.standard_normal(shape) for name, shape in shapes.items()
-                if name != output}
-        tensors = {name: to_device(v, "FP16") for name, v in host.items()}
-        exact = {name: to_host(t) for name, t in tensors.items()}
-        tensors[output] = to_device(np.full(shapes[output], np.nan), "FP16")
+        tensors, exact, output = layer_tensors(p, direction, "FP16", rng)
         main = solver.launch(p, params)
         tensors["workspace"] = _HostTensor(
             np.full(max(main.workspace_bytes // 4, 1), np.nan, np.float32), "float32")

@@ -46,22 +46,10 @@ SCRIPT = HARNESS + textwrap.dedent('''
         if split:
             params = params[:4] + (split,) + params[5:]
         assert solver.params_valid(p, SM90, params), params
-        shapes = conv_tensor_shapes(p)
-        output = {"F": "y", "B": "dx", "W": "dw"}[direction]
-        host = {name: rng.standard_normal(shape) for name, shape in shapes.items()
-                if name != output}
-        tensors = {name: to_device(v, data_type) for name, v in host.items()}
-        exact = {name: to_host(t) for name, t in tensors.items()}
-        tensors[output] = to_device(np.full(shapes[output], np.nan), data_type)
+        tensors, exact, output = layer_tensors(p, direction, data_type, rng)
         main = solver.launch(p, params)
-        # The workspace starts as NaN bytes: a copy that left a padded channel unwritten
-        # would show in the result.
-        ws = np.full(max(main.workspace_bytes, 4), 0xFF, np.uint8)
-        tensors["workspace"] = _HostTensor(ws.view(np.float32), "float32")
-        element = (np.float16, "float16")
-        for slot, offset in solver.workspace_slots(p, params).items():
-            dtype, name = (np.float32, "float32") if slot == "ws_part" else element
-            tensors[slot] = _HostTensor(ws[offset:].view(dtype), name)
+        workspace_parts(tensors, solver, p, params, main.workspace_bytes,
+                        (np.float16, "float16"))
         for job, step in solver.lead_ins(p, params, SM90):
             run(module(job), step, job, tensors)
         main_job = solver.compile_job(p, params, SM90)

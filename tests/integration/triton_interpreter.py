@@ -117,20 +117,36 @@ HARNESS = textwrap.dedent('''
                 for arg in launch.args if arg.name not in ("global_scratch", "profile_scratch")}
         fn[launch.grid](**launch_arguments(fn, {**flat, **constexprs(job)}))
 
+    def layer_tensors(p, direction, data_type, rng):
+        """(the layer's tensors on the device, random inputs and the output NaN; the inputs'
+        exact values as the element type holds them, what the kernels compute from; the
+        output's name)."""
+        shapes = conv_tensor_shapes(p)
+        output = {"F": "y", "B": "dx", "W": "dw"}[direction]
+        host = {name: rng.standard_normal(shape) for name, shape in shapes.items()
+                if name != output}
+        tensors = {name: to_device(v, data_type) for name, v in host.items()}
+        exact = {name: to_host(t) for name, t in tensors.items()}
+        tensors[output] = to_device(np.full(shapes[output], np.nan), data_type)
+        return tensors, exact, output
+
+    def workspace_parts(tensors, solver, p, params, nbytes, element):
+        """The workspace as NaN bytes into `tensors` ("workspace", FP32) with a view per part
+        of the solver's (`workspace_slots`): the FP32 partials' part (ws_part) and the copies'
+        in the element type (numpy dtype, Triton name). A copy that left a padded channel
+        unwritten shows in the result."""
+        ws = np.full(max(nbytes, 4), 0xFF, np.uint8)
+        tensors["workspace"] = _HostTensor(ws.view(np.float32), "float32")
+        for slot, offset in solver.workspace_slots(p, params).items():
+            dtype, name = (np.float32, "float32") if slot == "ws_part" else element
+            tensors[slot] = _HostTensor(ws[offset:].view(dtype), name)
+
     def relative_error(solver, kernel, p, params, target, rng):
         """Run `solver`'s launches of `p` with `params` (the main one from the kernel module
         `kernel`, follow-ups from conv_triton) on random inputs, the output poisoned with NaN
         first; the relative error against the float64 reference (NaN where any is left)."""
-        data_type = p.in_type
-        shapes = conv_tensor_shapes(p)
         launch = solver.launch(p, params)
-        output = {"F": "y", "B": "dx", "W": "dw"}[p.direction]
-        host = {name: rng.standard_normal(shape) for name, shape in shapes.items()
-                if name != output}
-        tensors = {name: to_device(v, data_type) for name, v in host.items()}
-        # What the kernels compute from: the inputs as the element type holds them.
-        exact = {name: to_host(t) for name, t in tensors.items()}
-        tensors[output] = to_device(np.full(shapes[output], np.nan), data_type)
+        tensors, exact, output = layer_tensors(p, p.direction, p.in_type, rng)
         tensors["workspace"] = _HostTensor(
             np.full(max(launch.workspace_bytes // 4, 1), np.nan, np.float32), "float32")
         run(kernel, launch, solver.compile_job(p, params, target), tensors)
