@@ -114,9 +114,9 @@ PRECISION_NAME = {"tf32": "TF32", "tf32x3": "FP32X3"}
 #: MIN_PIXELS), the NCDHW ones where the layer does at least VIA_MIN_MACS (per direction)
 #: multiply-adds per element the copies write. On the H200 over the zoo's 45-46 distinct 3-D
 #: layers at batch 32, FP16 (bench/results/alternatives_3d_relaid_h200.json), the Via solver's
-#: time over the NCDHW kernel's: forward 1.58-3.46 at 13-51 (1x1x1 layers at stride 2), 0.67-0.88
-#: from 59 on; backward data 1.03-1.11 at 77-102, 0.37-0.92 from 133 on; backward weights
-#: 1.13-1.67 at 13-51, 0.51-0.70 from 59 on. Padded against the NDHWC kernel's generic object:
+#: time over the NCDHW kernel's: forward 1.58-3.46 at 13-51 (1x1x1 layers at stride 2), 0.17-0.88
+#: from 59 on; backward data 1.03-1.11 at 77-102, 0.13-0.92 from 133 on; backward weights
+#: 1.13-1.67 at 13-51, 0.41-0.84 from 59 on. Padded against the NDHWC kernel's generic object:
 #: faster on all 15 odd-channel layers in every direction (geomean 0.25, 0.21, 0.18).
 RELAID_KINDS = ("sm90",)
 RELAID_MIN_POSITIONS = 1024

@@ -356,8 +356,8 @@ class Solver:
 
 class InnerParameters:
     """A solver that runs another's kernels on a relaid form of the problem (`inner`,
-    `_relaid`; mixed in ahead of its Solver base): its parameters, their defaults and seeds are
-    the inner solver's on that problem."""
+    `_relaid`; mixed in ahead of its Solver base): its parameters, their defaults and seeds,
+    and its conv objects are the inner solver's on that problem."""
 
     inner: Solver
 
@@ -381,6 +381,18 @@ class InnerParameters:
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         return self.inner.seed_params(self._relaid(problem), target)
+
+    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
+                    specialised: bool = False) -> CompileJob:
+        return self.inner.compile_job(self._relaid(problem), params, target, specialised)
+
+    def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
+                      ) -> CompileJob:
+        """The inner solver's variant for unaligned pointers (its only object where it has
+        none)."""
+        relaid = self._relaid(problem)
+        job = self.inner.unaligned_job(relaid, params, target)
+        return job if job is not None else self.inner.compile_job(relaid, params, target)
 
 
 class WorkspaceParts:

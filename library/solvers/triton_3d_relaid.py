@@ -36,23 +36,17 @@ from .base import CompileJob, InnerParameters, Launch, Params, Solver, Workspace
 from .triton_3d import ConvTriton3d, spec_3d
 from .triton_3d import _view as _view_3d
 from .triton_common import PAD_SPEC, has_kernels_spec, kernel_arg, kernels_spec, spec_module
-from .triton_conv_relayout import transpose_job, transpose_step
+from .triton_conv_relayout import _SLOTS, _round, transpose_job, transpose_step
 from .triton_padded import pad_job, pad_step
 
 __all__ = ["ConvTriton3dRelaid", "RELAID_3D_SOLVERS", "relaid_first", "relaid_problem"]
 
-_ALIGN = 256  # byte alignment of each part of the workspace
-_SLOTS = {"x": "ws_x", "w": "ws_w", "y": "ws_y", "part": "ws_part"}
 #: The kernel's tensors each direction of the plain convolution reads, and the one it writes.
 _READS = {"F": ("x", "w"), "B": ("y", "w"), "W": ("x", "y")}
 _WRITES = {"F": "y", "B": "x", "W": "w"}
 _TYPES = ("FP16", "BF16")
 
 Copy = tuple[int, int, int, int, int]  # (b, r, s, padded b, padded r)
-
-
-def _round(n: int) -> int:
-    return -(-int(n) // _ALIGN) * _ALIGN
 
 
 def _padded(channels: int) -> int:
@@ -172,15 +166,6 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
         return self.inner.efficiency(view, params)
 
     # ------------------------------------------------------------------ kernels
-    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
-                    specialised: bool = False) -> CompileJob:
-        """The 3-D solver's aligned object on the relaid problem."""
-        return self.inner.compile_job(self._relaid(problem), params, target, specialised)
-
-    def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
-                      ) -> CompileJob:
-        return self.inner.unaligned_job(self._relaid(problem), params, target)
-
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The copies' objects per element type and tile (the conv objects are the 3-D
         solver's)."""

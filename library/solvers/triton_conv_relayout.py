@@ -221,19 +221,6 @@ class ConvTritonImplicitGemmRelayout(WorkspaceParts, InnerParameters,
                    for b, r, s, pb, pr in _copies(p, self.layout).values())
 
     # ------------------------------------------------------------------ kernels
-    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
-                    specialised: bool = False) -> CompileJob:
-        """The inner solver's job on the relaid problem: the same object."""
-        return self.inner.compile_job(self._relaid(problem), params, target, specialised)
-
-    def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
-                      ) -> CompileJob:
-        return self.inner.unaligned_job(self._relaid(problem), params, target)
-
-    def _transpose_job(self, data_type: str, target: Target, tile: tuple[int, int]
-                       ) -> CompileJob:
-        return transpose_job(data_type, target, tile)
-
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The transpose kernel for each element type the solver takes on `target` and each
         tile, on the kinds where it applies (the conv objects are the inner solver's)."""
@@ -242,7 +229,7 @@ class ConvTritonImplicitGemmRelayout(WorkspaceParts, InnerParameters,
         if kind is None or not spec_module().via_cases(kind, problems) or \
                 self._kind(target) is None:
             return []
-        return [self._transpose_job(t, target, tile) for t in ("FP16", "BF16", "FP32")
+        return [transpose_job(t, target, tile) for t in ("FP16", "BF16", "FP32")
                 if self._type_applicable(t, target) for tile in spec_module().TRANSPOSE_TILES]
 
     # ------------------------------------------------------------------ workspace

@@ -142,16 +142,13 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
             bool(spec.meets_align16(args, channels_last, q.in_type, kernel))
 
     # ------------------------------------------------------------------ kernels
-    def _copy_job(self, data_type: str, target: Target, tile: tuple[int, int]) -> CompileJob:
-        return pad_job(data_type, target, tile)
-
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The copy's objects, per element type and tile (the conv objects are the implicit
         GEMM's)."""
         if spec_kind(target, SPEC) is None or self._kind(target) is None or \
                 not spec_for(target.arch).matrix:
             return []
-        return [self._copy_job(t, target, tile) for t in pad_spec().TYPES
+        return [pad_job(t, target, tile) for t in pad_spec().TYPES
                 if self._type_applicable(t, target) for tile in pad_spec().TILES]
 
     # ------------------------------------------------------------------ workspace
