@@ -27,7 +27,6 @@ problems only where nothing is padded. They rank first on the spec's RELAID_KIND
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 from ..problem import ConvProblem
 from ..target import Target
@@ -161,9 +160,6 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
             return bool(spec_module().transpose_fits(b, r, s, elem, pb, pr))
         pad = kernels_spec(PAD_SPEC)
         return bool(pad.fits(b * s, r, r, pb * s, pr, pr) and pad.fits(b * s, r, pr, b * s, r, r))
-
-    def efficiency(self, view: Any, params: Params) -> float:
-        return self.inner.efficiency(view, params)
 
     # ------------------------------------------------------------------ kernels
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
