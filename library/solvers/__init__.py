@@ -17,7 +17,12 @@ from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
 from .triton_1x1 import GEMM1X1_SOLVERS, ConvTritonGemm1x1, gemm1x1_first
 from .triton_3d import TRITON_3D_SOLVERS, ConvTriton3d
-from .triton_3d_chunks import CHUNK_3D_SOLVERS
+from .triton_3d_chunks import (
+    CHUNK_3D_SOLVERS,
+    ConvTriton3dChunks,
+    ConvTriton3dRelaidChunks,
+    relaid_chunks_first,
+)
 from .triton_3d_relaid import RELAID_3D_SOLVERS, ConvTriton3dRelaid, relaid_first
 from .triton_chunks import CHUNK_SOLVERS
 from .triton_common import companion_jobs as _triton_companions
@@ -87,6 +92,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonDepthwise: lambda p, t, math: depthwise_first(p, t),
     ConvTritonGrouped: lambda p, t, math: grouped_first(p, t),
     ConvTriton3dRelaid: lambda p, t, math: math == "ieee" and relaid_first(p, t),
+    ConvTriton3dRelaidChunks: lambda p, t, math: math == "ieee" and relaid_chunks_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -97,8 +103,9 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: that narrow and their transforms waste the tensor cores there).
 #: The 3-D family (triton_3d), which claims every 3-D problem it takes, gives way to its
 #: relaid solvers (triton_3d_relaid: NCDHW through NDHWC, odd channels padded) where they
-#: claim one. A family not listed gives way to none; the batch-chunk solvers (triton_chunks,
-#: triton_3d_chunks) need no entry: they take only problems no other solver does.
+#: claim one; likewise its batch-chunk solvers (triton_3d_chunks) to the relaid ones' chunk
+#: solvers. A family not listed gives way to none; the 2-D batch-chunk solvers
+#: (triton_chunks) need no entry: they take only problems no other solver does.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
@@ -109,6 +116,7 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
                                      ConvTritonDepthwise, ConvTritonGrouped),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid,),
+    ConvTriton3dChunks: (ConvTriton3dRelaidChunks,),
 }
 
 

@@ -18,17 +18,32 @@ reduce over every part (SPLIT_K: the split times the chunks) writes dw.
 The objects are ConvTriton3d's own (its dynamic jobs, the reduce kernel's included); the
 parameters and ranking are its on the first chunk. Convolutions and transposed ones, NCDHW
 and NDHWC, in FP16, BF16 and FP32 (IEEE), where no other solver applies.
+
+ConvTriton3d{ViaNdhwc,Padded}Chunks{Fwd,Bwd,Wrw} are the same machinery over the relaid
+solvers (solvers/triton_3d_relaid.py): each chunk's operands copied into the workspace in the
+aligned channels-last form (NCDHW transposed, odd channel counts padded to 16), the aligned
+object run on the copies, the output copied back into the caller's tensor at the chunk's
+first image. The chunked problems are the largest layers, where the generic object (an NCDHW
+problem, a 1-channel input, a 3-class output) cost most: 3D U-Net's at batch 32 took 3-32x
+cuDNN's time on ConvTriton3dChunks (bench/results/zoo_h200-3d-c220f5b). They claim first where
+the relaid solver claims the first chunk (its rules), and the plain chunk solvers give way to
+them there (the registry's YIELDS_TO). The copies' parts must fit too: `chunking` sizes the
+chunks by the padded tensors where those are the widest.
 """
 
 from __future__ import annotations
 
+from ..problem import ConvProblem
+from ..target import Target
 from ._conv import DIRECTION_SUFFIX
 from .base import Solver
 from .triton_3d import ConvTriton3d
+from .triton_3d_relaid import RELAID_3D_SOLVERS, ConvTriton3dRelaid, copied_per_image
 from .triton_chunks import BatchChunks
 from .triton_common import has_kernels_spec, have_kernels
 
-__all__ = ["CHUNK_3D_SOLVERS", "ConvTriton3dChunks"]
+__all__ = ["CHUNK_3D_SOLVERS", "ConvTriton3dChunks", "ConvTriton3dRelaidChunks",
+           "relaid_chunks_first"]
 
 
 class ConvTriton3dChunks(BatchChunks, ConvTriton3d):
@@ -44,11 +59,47 @@ class ConvTriton3dChunks(BatchChunks, ConvTriton3d):
         self.rank_first = True
 
 
+class ConvTriton3dRelaidChunks(BatchChunks, ConvTriton3dRelaid):
+    """One direction of a 3-D relaid solver (`layout`: NCDHW through NDHWC, NDHWC padded) for
+    a problem too large for 32-bit offsets, a chunk of images at a time."""
+
+    dims = 3
+    inner: ConvTriton3dRelaid
+
+    def __init__(self, direction: str, layout: str) -> None:
+        super().__init__(direction, layout)
+        self.inner = ConvTriton3dRelaid(direction, layout)
+        self.name = f"{self.inner.name[:-3]}Chunks{self.inner.name[-3:]}"  # ...ChunksFwd
+
+    def _copied(self, problem: ConvProblem) -> tuple[int, ...]:
+        return copied_per_image(problem, self.layout)
+
+    def _chunks_aligned(self, problem: ConvProblem) -> bool:
+        """Also where the conv launches read and write copies alone (the workspace's parts,
+        whatever the chunks' offsets into the caller's tensors)."""
+        return super()._chunks_aligned(problem) or len(self._copied(problem)) == 2
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Where the relaid solver claims the first chunk."""
+        return self.inner.claims_first(self._relaid(problem), target)
+
+
+def relaid_chunks_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bool:
+    """Whether a relaid chunk solver claims the problem (the registry's FIRST_CLAIMS)."""
+    return any(isinstance(s, ConvTriton3dRelaidChunks) and s.is_applicable(problem, target)
+               and s.claims_first(problem, target) for s in CHUNK_3D_SOLVERS)
+
+
 def _chunk_solvers() -> list[Solver]:
-    """One per direction (none without the kernels' specs)."""
+    """One per direction, and per direction and layout over the relaid solvers (none without
+    the kernels' specs)."""
     if not have_kernels() or not has_kernels_spec("conv_triton_3d_spec"):
         return []
-    return [ConvTriton3dChunks(d) for d in ("F", "B", "W")]
+    plain: list[Solver] = [ConvTriton3dChunks(d) for d in ("F", "B", "W")]
+    if not RELAID_3D_SOLVERS:
+        return plain
+    return [*plain, *(ConvTriton3dRelaidChunks(d, lay) for lay in ("NCDHW", "NDHWC")
+                      for d in ("F", "B", "W"))]
 
 
 CHUNK_3D_SOLVERS: list[Solver] = _chunk_solvers()

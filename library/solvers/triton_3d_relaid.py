@@ -38,7 +38,8 @@ from .triton_common import PAD_SPEC, has_kernels_spec, kernel_arg, kernels_spec,
 from .triton_conv_relayout import _SLOTS, _round, transpose_job, transpose_step
 from .triton_padded import pad_job, pad_step
 
-__all__ = ["ConvTriton3dRelaid", "RELAID_3D_SOLVERS", "relaid_first", "relaid_problem"]
+__all__ = ["ConvTriton3dRelaid", "RELAID_3D_SOLVERS", "copied_per_image", "relaid_first",
+           "relaid_problem"]
 
 #: The kernel's tensors each direction of the plain convolution reads, and the one it writes.
 _READS = {"F": ("x", "w"), "B": ("y", "w"), "W": ("x", "y")}
@@ -96,6 +97,14 @@ def _copies(problem: ConvProblem, layout: str) -> dict[str, Copy]:
         if (pb, pr) != (b, r) or (layout == "NCDHW" and not identity(r, s)):
             out[t] = (b, r, s, pb, pr)
     return out
+
+
+def copied_per_image(problem: ConvProblem, layout: str) -> tuple[int, ...]:
+    """Elements per image of the activations (x, y) the solver of `layout` copies (none where
+    it does not take the problem): the batch-chunk solvers over it size chunks by them."""
+    if relaid_problem(problem, layout) is None:
+        return ()
+    return tuple(pr * s for t, (_, _, s, _, pr) in _copies(problem, layout).items() if t != "w")
 
 
 def relaid_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bool:

@@ -24,7 +24,12 @@ convolutions and transposed ones (the plain convolution's x and y: `conv_view`),
 The machinery is `BatchChunks`, over an inner solver whose launches name the caller's x and y
 and whose backward weights, split, leaves FP32 partials ([parts][dw's elements]) that one
 reduce launch (`ws_ptr`, `SPLIT_K`) sums: the 3-D implicit GEMM's chunk solvers
-(solvers/triton_3d_chunks.py) are it over ConvTriton3d.
+(solvers/triton_3d_chunks.py) are it over ConvTriton3d. An inner solver may copy operands into
+named parts of its workspace first (`lead_ins`; the 3-D relaid solvers' transposes and
+channel padding) and its partials into a part of its own (`ws_part`): each chunk runs its
+lead-ins, launch and follow-ups in turn, reusing the copies' parts; in backward weights each
+chunk's partials take their own part after the copies', and the inner solver's follow-ups
+after its reduce (the copy of dw back) run once, after the one reduce.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ __all__ = ["BatchChunks", "CHUNK_SOLVERS", "ConvTritonImplicitGemmChunks", "chun
 LIMIT = 2**31  # elements a tensor must stay below (32-bit offsets)
 _ALIGN = 256  # bytes every chunk's offset is a multiple of
 _SPLIT = 4  # the implicit GEMM's SPLIT_K position in its parameters
+_PART = "ws_part"  # an inner solver's partial sums' part of its workspace, where it names one
 
 
 def _per_image(problem: ConvProblem) -> tuple[int, int]:
@@ -55,20 +61,23 @@ def _per_image(problem: ConvProblem) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=1024)
-def chunking(problem: ConvProblem) -> tuple[int, int, bool] | None:
+def chunking(problem: ConvProblem, copies: tuple[int, ...] = ()
+             ) -> tuple[int, int, bool] | None:
     """(images per chunk, chunks, aligned) of a problem a tensor of which has LIMIT elements
     or more; None where every tensor fits already, where the weights do not, or where one
-    image does not. `aligned`: every chunk's offset is a multiple of 256 bytes (a chunk is a
-    multiple of the images that keep it so), and the aligned objects may run; otherwise the
-    chunks take the objects that assume nothing."""
+    image does not. `copies`: elements per image of the tensors an inner solver copies the
+    caller's into (a channel-padded form), which must fit too. `aligned`: every chunk's offset
+    is a multiple of 256 bytes (a chunk is a multiple of the images that keep it so), and the
+    aligned objects may run; otherwise the chunks take the objects that assume nothing."""
     p = problem
     _cdiv = spec_module().cdiv
     per = _per_image(p)
     weights = p.k * (p.c // p.groups) * math.prod(p.filter)
-    if max(p.n * per[0], p.n * per[1], weights) < LIMIT or weights >= LIMIT:
+    widest = max(*per, *copies)
+    if p.n * widest < LIMIT or weights >= LIMIT:
         return None
     elem = TYPE_BYTES[p.in_type]
-    fit = (LIMIT - 1) // max(per)
+    fit = (LIMIT - 1) // widest
     step = math.lcm(*(_ALIGN // math.gcd(count * elem, _ALIGN) for count in per))
     aligned = step <= fit
     if not aligned:
@@ -93,24 +102,37 @@ class BatchChunks(WorkspaceParts, Solver):
 
     @property
     def ranking_name(self) -> str:
-        return self.inner.name
+        return self.inner.ranking_name
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         return True  # no other solver takes its problems
+
+    def _copied(self, problem: ConvProblem) -> tuple[int, ...]:
+        """Elements per image of the tensors the inner solver copies the caller's into (none
+        here; `chunking`'s `copies`)."""
+        return ()
+
+    def _chunking(self, problem: ConvProblem) -> tuple[int, int, bool] | None:
+        return chunking(problem, self._copied(problem))
+
+    def _chunks_aligned(self, problem: ConvProblem) -> bool:
+        """Whether every chunk's launches may take the aligned objects (`chunking`'s
+        `aligned`: the chunks' offsets into the caller's tensors keep them legal)."""
+        got = self._chunking(problem)
+        return got is None or got[2]
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         """The first chunk's problem."""
         from .._record import replace
 
-        got = chunking(problem)
+        got = self._chunking(problem)
         return problem if got is None else replace(problem, n=got[0])
 
     def _object(self, chunk: ConvProblem, problem: ConvProblem, params: Params,
                 target: Target, unaligned: bool = False) -> CompileJob:
         """A chunk's object: the aligned one where every chunk's offset keeps it legal (and
         the caller's pointers are aligned: not `unaligned`)."""
-        got = chunking(problem)
-        if unaligned or (got is not None and not got[2]):
+        if unaligned or not self._chunks_aligned(problem):
             job = self.inner.unaligned_job(chunk, params, target)
             if job is not None:
                 return job
@@ -120,7 +142,7 @@ class BatchChunks(WorkspaceParts, Solver):
         """(problem, first image) of each chunk."""
         from .._record import replace
 
-        got = chunking(problem)
+        got = self._chunking(problem)
         assert got is not None, problem.key()
         images, count, _ = got
         return [(replace(problem, n=min(images, problem.n - i * images)), i * images)
@@ -136,7 +158,7 @@ class BatchChunks(WorkspaceParts, Solver):
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
         if p.key_direction != self.direction or len(p.in_spatial) != self.dims or \
-                chunking(p) is None or p.in_type not in ("FP32", "FP16", "BF16"):
+                self._chunking(p) is None or p.in_type not in ("FP32", "FP16", "BF16"):
             return False
         first = self._relaid(p)
         if not self.inner.is_applicable(first, target):
@@ -147,8 +169,8 @@ class BatchChunks(WorkspaceParts, Solver):
         if self.direction != "W":
             return True
         # Parts end to end, every chunk's, and within the reduce's 32-bit offsets.
-        per = self.inner.workspace_for(first, params)
-        return per % _ALIGN == 0 and len(self._chunks(p)) * per // 4 < LIMIT
+        at, per = self._part(first, params)
+        return at % _ALIGN == 0 == per % _ALIGN and len(self._chunks(p)) * per // 4 < LIMIT
 
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
         """The inner solver's space on the first chunk; backward weights' split sets alone."""
@@ -197,22 +219,32 @@ class BatchChunks(WorkspaceParts, Solver):
         return []  # the implicit GEMM's
 
     # ------------------------------------------------------------------ workspace
+    def _part(self, first: ConvProblem, inner: Params) -> tuple[int, int]:
+        """(byte offset, bytes) of the inner solver's partial sums in its workspace on the
+        first chunk: from its `ws_part` on where it names one, all of it otherwise."""
+        at = int(self.inner.workspace_slots(first, inner).get(_PART, 0))
+        return at, self.inner.workspace_for(first, inner) - at
+
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
-        """Forward and backward data: the implicit GEMM's workspace, reused by each chunk in
-        turn. Backward weights: each chunk's partial sums, end to end (`ws_c<i>`)."""
+        """Forward and backward data: the inner solver's workspace (its parts), reused by each
+        chunk in turn. Backward weights: its parts but the partials' (the copies, reused),
+        then each chunk's partial sums, end to end (`ws_c<i>`)."""
         inner = self._inner_params(params)
-        per = self.inner.workspace_for(self._relaid(problem), inner)
+        first = self._relaid(problem)
+        slots = dict(self.inner.workspace_slots(first, inner))
         if self.direction != "W":
-            return {}, per
+            return slots, self.inner.workspace_for(first, inner)
+        at, per = self._part(first, inner)
+        slots.pop(_PART, None)
         count = len(self._chunks(problem))
-        return {f"ws_c{i}": i * per for i in range(count)}, count * per
+        return slots | {f"ws_c{i}": at + i * per for i in range(count)}, at + count * per
 
     # ------------------------------------------------------------------ launches
     def _names(self, problem: ConvProblem) -> dict[str, str]:
         """The kernel's tensors (x, w, y) -> the caller's names for them."""
         return kernel_tensors(problem)
 
-    def _moved(self, problem: ConvProblem, first_image: int) -> dict[str, str]:
+    def _shifted(self, problem: ConvProblem, first_image: int) -> dict[str, str]:
         """The caller's activations' names -> their parts from `first_image` on."""
         names = self._names(problem)
         elem = TYPE_BYTES[problem.in_type]
@@ -224,7 +256,8 @@ class BatchChunks(WorkspaceParts, Solver):
         from .._record import replace
 
         args = tuple(kernel_arg(a.name, "ptr:" + part, None)
-                     if part is not None and a.kind == "ptr:workspace" and a.name == "ws_ptr"
+                     if part is not None and a.name == "ws_ptr" and
+                     a.kind in ("ptr:workspace", "ptr:" + _PART)
                      else kernel_arg(a.name, moved.get(a.kind, a.kind), a.value)
                      for a in launch.args)
         return replace(launch, args=args)
@@ -238,11 +271,18 @@ class BatchChunks(WorkspaceParts, Solver):
         main = self._chunk_launch(inner, {}, "ws_c0" if self.direction == "W" else None)
         return replace(main, workspace_bytes=self._layout(problem, params)[1])
 
+    def lead_ins(self, problem: ConvProblem, params: Params, target: Target
+                 ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """The first chunk's lead-ins (the inner solver's copies of its operands)."""
+        return self.inner.lead_ins(self._relaid(problem), self._inner_params(params), target)
+
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target,
                    partials_channels_last: bool | None = None
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """The first chunk's reduce (forward, backward data), every other chunk's launches,
-        and in backward weights one reduce over every chunk's partials."""
+        """The first chunk's follow-ups (forward, backward data), every other chunk's
+        lead-ins (those that read its images), launches and follow-ups, and in backward
+        weights one reduce over every chunk's partials and the inner solver's steps after its
+        reduce."""
         return self._follow_ups(problem, params, target, False)
 
     def unaligned_follow_ups(self, problem: ConvProblem, params: Params, target: Target
@@ -259,9 +299,12 @@ class BatchChunks(WorkspaceParts, Solver):
         chunks = self._chunks(problem)
         steps: list[tuple[CompileJob, Launch]] = []
         for index, (chunk, first_image) in enumerate(chunks):
-            moved = self._moved(problem, first_image)
+            moved = self._shifted(problem, first_image)
             part = f"ws_c{index}" if self.direction == "W" else None
-            if index:
+            if index:  # lead-ins of the chunk's own images (the weights' copy stands)
+                steps += [(job, self._chunk_launch(step, moved, None))
+                          for job, step in self.inner.lead_ins(chunk, inner, target)
+                          if any(a.kind in moved for a in step.args)]
                 job = self._object(chunk, problem, inner, target, unaligned)
                 steps.append((job, self._chunk_launch(self.inner.launch(chunk, inner, False),
                                                       moved, part)))
@@ -269,17 +312,13 @@ class BatchChunks(WorkspaceParts, Solver):
                 steps += [(job, self._chunk_launch(step, moved, None))
                           for job, step in self.inner.follow_ups(chunk, inner, target)]
         if self.direction == "W":
-            (job, reduce), = self.inner.follow_ups(chunks[0][0], inner, target)
+            (job, reduce), *after = self.inner.follow_ups(chunks[0][0], inner, target)
             total = int(inner[_SPLIT]) * len(chunks)
             args = tuple(kernel_arg(a.name, "ptr:ws_c0", None) if a.name == "ws_ptr" else
                          kernel_arg(a.name, a.kind, total) if a.name == "SPLIT_K" else a
                          for a in reduce.args)
-            steps.append((job, replace(reduce, args=args)))
+            steps += [(job, replace(reduce, args=args)), *after]
         return tuple(steps)
-
-    def lead_ins(self, problem: ConvProblem, params: Params, target: Target
-                 ) -> tuple[tuple[CompileJob, Launch], ...]:
-        return ()
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         return self.inner.heuristic_rank(self._relaid(problem), target)

@@ -3,10 +3,11 @@ through their own launches (every chunk's, its pointers a chunk's bytes into the
 tensors, and backward weights' one reduce over every chunk's partials), against the float64
 reference: every direction in FP16, NCDHW and NDHWC, convolutions and transposed ones, chunkings
 whose offsets keep the aligned channels-last objects legal and ones that take the generic
-objects, and the 2-D family's solvers on one layer. A tensor of 2**31 elements is too large for
-the interpreter, so the script lowers the limit the chunking works to (`triton_chunks.LIMIT`)
-to a few hundred elements; the kernels' own offsets are untouched. The harness is
-triton_interpreter.py here."""
+objects, the chunk solvers over the 3-D relaid solvers (each chunk's copies into the
+workspace and back), and the 2-D family's solvers on one layer. A tensor of 2**31 elements is
+too large for the interpreter, so the script lowers the limit the chunking works to
+(`triton_chunks.LIMIT`) to a few hundred elements; the kernels' own offsets are untouched.
+The harness is triton_interpreter.py here."""
 
 from __future__ import annotations
 
@@ -45,6 +46,24 @@ CASES_2D = [
     ("NHWC", "conv", 16, 16, (6, 6), 1, 1, 0, 3, 1200, (2, 2, True)),
     ("NCHW", "trans", 4, 8, (5, 5), 3, 1, 1, 8, 1200, (4, 2, False)),
 ]
+# The chunk solvers over the relaid ones (then the relaid solver, ViaNdhwc for NCDHW, Padded
+# for NDHWC, and whether the conv launches take the aligned object): 16 -> 3 channels (3D
+# U-Net's output layer, padded to 16 filters) in both layouts.
+CASES_RELAID = [
+    ("NCDHW", "conv", 16, 3, (2, 4, 8), 1, 1, 0, 3, 2100, (2, 2, True), "ViaNdhwc", True),
+    ("NDHWC", "conv", 16, 3, (2, 4, 8), 1, 1, 0, 3, 2100, (2, 2, True), "Padded", True),
+]
+# Forward and backward data alone (the weights' partials, 16 padded channels' worth, would
+# pass the lowered limit): one channel padded to 16 and 32 filters (its input layer) in both
+# layouts, uneven chunks at offsets of no 256-byte step (NCDHW: aligned all the same, both
+# activations are copies in the workspace; NDHWC: y is the caller's); one channel and 8
+# filters, chunked by the padded input's 16 channels (the caller's widest tensor, y, would fit
+# 3 images a chunk).
+CASES_RELAID_FB = [
+    ("NCDHW", "conv", 1, 32, (4, 5, 5), 3, 1, 1, 5, 6500, (2, 3, False), "ViaNdhwc", True),
+    ("NDHWC", "conv", 1, 32, (4, 5, 5), 3, 1, 1, 5, 6500, (2, 3, False), "Padded", False),
+    ("NDHWC", "conv", 1, 8, (2, 4, 8), 3, 1, 1, 4, 2100, (2, 2, True), "Padded", True),
+]
 TOLERANCE = 3e-3
 #: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps, num_stages on an sm80 target (small
 #: tiles keep the interpreter quick); backward weights splits each chunk in two.
@@ -81,7 +100,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
     direction, cases, tile = json.loads(sys.argv[1])
     rng = np.random.default_rng(0)
     errors = []
-    for layout, mode, c, k, spatial, f, st, pad, n, limit, want in cases:
+    for layout, mode, c, k, spatial, f, st, pad, n, limit, want, *relaid in cases:
         triton_chunks.LIMIT = limit
         triton_chunks.chunking.cache_clear()
         dims = len(spatial)
@@ -89,22 +108,29 @@ SCRIPT = HARNESS + textwrap.dedent('''
                         pad=(pad,) * dims, stride=(st,) * dims, direction=direction,
                         in_type="FP16", in_layout=layout, wei_layout=layout,
                         out_layout=layout, mode=mode)
-        assert tuple(triton_chunks.chunking(p)) == tuple(want), (p.key(), want)
-        solver, = [s for s in SOLVERS if "Chunks" in s.name and s.is_applicable(p, SM80)]
-        assert solver.name.startswith("ConvTriton3d" if dims == 3 else "ConvTritonImplicit")
+        family = f"ConvTriton3d{relaid[0]}Chunks" if relaid else \
+            "ConvTriton3dChunks" if dims == 3 else "ConvTritonImplicitGemmChunks"
+        solver, = [s for s in SOLVERS if s.name.startswith(family) and
+                   s.is_applicable(p, SM80)]
+        # (A relaid one sizes its chunks by its copies too where they are the widest.)
+        assert tuple(solver._chunking(p)) == tuple(want), (p.key(), want)
         params = tuple(tile[:4]) + (2 if direction == "W" else 1,) + tuple(tile[5:])
         assert solver.params_valid(p, SM80, params), params
         # The aligned channels-last object exactly where every chunk keeps it legal.
         job = solver.compile_job(p, params, SM80)
         aligned = any(o.startswith("--assume") for o in job.options)
-        assert aligned == (want[2] and layout in ("NHWC", "NDHWC") and c % 16 == 0), job
+        expect = relaid[1] if relaid else \
+            want[2] and layout in ("NHWC", "NDHWC") and c % 16 == 0
+        assert aligned == expect, job
         tensors, exact, output = layer_tensors(p, direction, "FP16", rng)
         main = solver.launch(p, params)
-        tensors["workspace"] = _HostTensor(
-            np.full(max(main.workspace_bytes // 4, 1), np.nan, np.float32), "float32")
+        workspace_parts(tensors, solver, p, params, main.workspace_bytes,
+                        (np.float16, "float16"))
         parts = Parts(tensors, solver.workspace_slots(p, params))
-        steps = [(job, main), *solver.follow_ups(p, params, SM80)]
-        conv_steps = [s for _, s in steps if "reduce" not in s.kernel_name]
+        steps = [*solver.lead_ins(p, params, SM80), (job, main),
+                 *solver.follow_ups(p, params, SM80)]
+        conv_steps = [s for _, s in steps
+                      if s.kernel_name.startswith("conv") and "reduce" not in s.kernel_name]
         assert len(conv_steps) == want[1], [s.kernel_name for _, s in steps]
         for job, step in steps:
             run(module(job), step, job, parts)
@@ -125,6 +151,11 @@ def _check(direction: str, cases: list) -> None:
 @pytest.mark.parametrize("direction", ["F", "B", "W"])
 def test_interpreted_3d_chunks_match_float64(direction: str) -> None:
     _check(direction, CASES_3D + (CASES_3D_FB if direction != "W" else []))
+
+
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
+def test_interpreted_relaid_3d_chunks_match_float64(direction: str) -> None:
+    _check(direction, CASES_RELAID + (CASES_RELAID_FB if direction != "W" else []))
 
 
 @pytest.mark.parametrize("direction", ["F", "B", "W"])

@@ -132,13 +132,14 @@ HARNESS = textwrap.dedent('''
 
     def workspace_parts(tensors, solver, p, params, nbytes, element):
         """The workspace as NaN bytes into `tensors` ("workspace", FP32) with a view per part
-        of the solver's (`workspace_slots`): the FP32 partials' part (ws_part) and the copies'
-        in the element type (numpy dtype, Triton name). A copy that left a padded channel
-        unwritten shows in the result."""
+        of the solver's (`workspace_slots`): the FP32 partials' parts (ws_part; a batch chunk's
+        ws_c<i>) and the copies' in the element type (numpy dtype, Triton name). A copy that
+        left a padded channel unwritten shows in the result."""
         ws = np.full(max(nbytes, 4), 0xFF, np.uint8)
         tensors["workspace"] = _HostTensor(ws.view(np.float32), "float32")
         for slot, offset in solver.workspace_slots(p, params).items():
-            dtype, name = (np.float32, "float32") if slot == "ws_part" else element
+            partials = slot == "ws_part" or slot.startswith("ws_c")  # a chunk's partials
+            dtype, name = (np.float32, "float32") if partials else element
             tensors[slot] = _HostTensor(ws[offset:].view(dtype), name)
 
     def relative_error(solver, kernel, p, params, target, rng):

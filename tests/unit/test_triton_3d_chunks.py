@@ -77,14 +77,20 @@ def test_chunking_is_the_2d_one_over_three_axes() -> None:
 @pytest.mark.parametrize(("layer", "layout", "data_type", "direction"),
                          list(itertools.product(UNET, ("NCDHW", "NDHWC"), ("FP16", "BF16", "FP32"),
                                                 "FBW")))
-def test_only_the_chunk_solver_takes_unet3d_past_32_bit_offsets(
+def test_only_the_chunk_solvers_take_unet3d_past_32_bit_offsets(
         layer: tuple[int, int, int], layout: str, data_type: str, direction: str) -> None:
     p = _p(*layer, direction=direction, data_type=data_type, layout=layout)
-    assert [s.name for s in applicable_solvers(p, SM90)] == [_solver(direction).name]
+    # The relaid ones' chunks too where the relaid solver takes the layer: FP16/BF16, NCDHW
+    # (through NDHWC) or channels off 16 (the 1-channel input, padded).
+    relaid = data_type != "FP32" and (layout == "NCDHW" or layer[0] % 16 != 0)
+    infix = "ViaNdhwc" if layout == "NCDHW" else "Padded"
+    want = [_solver(direction).name] + \
+        ([f"ConvTriton3d{infix}Chunks{SUFFIX[direction]}"] if relaid else [])
+    assert [s.name for s in applicable_solvers(p, SM90)] == want
     # At a batch whose tensors fit, the 3-D implicit GEMM takes it and these do not.
     half = replace(p, n=8)
     names = [s.name for s in applicable_solvers(half, SM90)]
-    assert f"ConvTriton3d{SUFFIX[direction]}" in names and _solver(direction).name not in names
+    assert f"ConvTriton3d{SUFFIX[direction]}" in names and not any("Chunks" in n for n in names)
     s = _solver(direction)
     params = s.default_params(p, SM90)
     assert s.params_valid(p, SM90, params) and params in s.param_space(p, SM90)
@@ -92,11 +98,17 @@ def test_only_the_chunk_solver_takes_unet3d_past_32_bit_offsets(
 
 def test_the_handle_ranks_it_and_the_backward_keys_reach_it() -> None:
     h = Handle(target="sm90-132")
-    assert h.solutions(_p())[0].solver == "ConvTriton3dChunksFwd"
+    # NDHWC's 1-channel input: the relaid (padded) chunks; NCDHW's: the plain ones (the
+    # transposes would cost more than the layout saves: VIA_MIN_MACS), but for 384 channels.
+    assert h.solutions(_p())[0].solver == "ConvTriton3dPaddedChunksFwd"
+    assert h.solutions(_p(layout="NCDHW"))[0].solver == "ConvTriton3dChunksFwd"
+    assert h.solutions(_p(384, 128, 64, layout="NCDHW"))[0].solver == \
+        "ConvTriton3dViaNdhwcChunksFwd"
     back = _p(direction="B")
     assert back.key().startswith("32-128-128-128-3x3x3-1-")
-    assert h.solutions(back)[0].solver == "ConvTriton3dChunksBwd"
+    assert h.solutions(back)[0].solver == "ConvTriton3dPaddedChunksBwd"
     assert h.solutions(_p(direction="W", layout="NCDHW"))[0].solver == "ConvTriton3dChunksWrw"
+    assert h.solutions(_p(384, 128, 64, direction="B"))[0].solver == "ConvTriton3dChunksBwd"
     assert not _solver("F").is_applicable(_p(direction="B"), SM90)
     assert not _solver("F").is_applicable(_p(), Target("gfx906", 60))  # no matrix cores
 
