@@ -177,22 +177,58 @@ def conv3d_bwd_data(
 
 
 @triton.jit
+def _x_rows(x_ptr, img, idd, ih, iw, x_col, j_ok, n_ok, D, H, W, sxn, sxd, sxh, sxw):
+    """x at the positions (img, idd, ih, iw) (zero outside) by the columns x_col."""
+    ok = j_ok & _inside(idd, ih, iw, D, H, W)
+    return tl.load(x_ptr + (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None]
+                   + x_col[None, :], mask=ok[:, None] & n_ok[None, :], other=0.0)
+
+
+@triton.jit
+def _store_tap(w_ptr, ws_ptr, acc, g, tap, part, parts, offs_m, offs_n, mask, G, K, C, TRS,
+               swk, swc, swt, swr, sws, R, S):
+    """One tap's sums: into dw, or its FP32 partial into ws ([parts][G*K][C][T*R*S])."""
+    if parts == 1:
+        t, r, s = _tap(tap, R, S)
+        w_off = ((g * K + offs_m) * swk)[:, None] + (offs_n * swc)[None, :] + \
+            t * swt + r * swr + s * sws
+        tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
+    else:
+        ws_off = (part * (G * K) + g * K + offs_m)[:, None] * (C * TRS) + \
+            (offs_n * TRS)[None, :]
+        tl.store(ws_ptr + ws_off + tap, acc, mask=mask)
+
+
+@triton.jit
 def conv3d_bwd_weight(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr, TAPS: tl.constexpr = 1,
+    TAP_AXIS: tl.constexpr = 2,
 ):
-    """dw[g*K+k, c, t, r, s] = sum over positions (n, o, p, q) of dy * x, one tap per program
-    row (axis 1: g*T*R*S + tap); axis 2 cuts the positions into parts, each writing its FP32
-    partial to ws ([parts][G*K][C][T*R*S]) where there are several."""
+    """dw[g*K+k, c, t, r, s] = sum over positions (n, o, p, q) of dy * x, TAPS taps per program
+    row (axis 1: g*T*R*S/TAPS + row): one, or every tap along the filter axis TAP_AXIS (0: t,
+    2: s) whose extent TAPS is (2 or 3), each dy tile then serving TAPS products; axis 2 cuts
+    the positions into parts, each writing its FP32 partial to ws ([parts][G*K][C][T*R*S])
+    where there are several."""
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
         strides, CHANNELS_LAST)
     TRS = T * R * S
+    rows = TRS // TAPS
     gt = tl.program_id(1)
-    g = gt // TRS
-    tap = gt - g * TRS
+    g = gt // rows
+    row = gt - g * rows
+    if TAPS == 1:
+        tap = row
+        tap_step = 0
+    elif TAP_AXIS == 2:  # rows over T x R, s = 0 .. S-1 here
+        tap = row * S
+        tap_step = 1
+    else:  # rows over R x S, t = 0 .. T-1 here
+        tap = row
+        tap_step = R * S
     t, r, s = _tap(tap, R, S)
     part = tl.program_id(2)
     parts = tl.num_programs(2)
@@ -211,6 +247,8 @@ def conv3d_bwd_weight(
     # (n*Z + o, p, q) of the step's positions, moved on without a division per step.
     plane, op, oq, d_plane, d_p, d_q = _pixels(kb0 * BLOCK_K + offs_k, PQ, Q, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc1 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kb in range(kb0, kb1):
         j_ok = kb * BLOCK_K + offs_k < M
         img = plane // Z
@@ -218,22 +256,36 @@ def conv3d_bwd_weight(
         idd = od * stride_d - pad_d + t * dil_d
         ih = op * stride_h - pad_h + r * dil_h
         iw = oq * stride_w - pad_w + s * dil_w
-        x_ok = j_ok & _inside(idd, ih, iw, D, H, W)
         a = _load_tile(y_ptr, y_col, img * syn + od * syd + op * syh + oq * syw, m_ok, j_ok,
                        not CHANNELS_LAST)
-        b = tl.load(x_ptr + (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None]
-                    + x_col[None, :], mask=x_ok[:, None] & n_ok[None, :], other=0.0)
+        b = _x_rows(x_ptr, img, idd, ih, iw, x_col, j_ok, n_ok, D, H, W, sxn, sxd, sxh, sxw)
         acc = _mma(a, b, acc, PRECISION)
+        if TAPS > 1:
+            if TAP_AXIS == 2:
+                b = _x_rows(x_ptr, img, idd, ih, iw + dil_w, x_col, j_ok, n_ok, D, H, W, sxn,
+                            sxd, sxh, sxw)
+            else:
+                b = _x_rows(x_ptr, img, idd + dil_d, ih, iw, x_col, j_ok, n_ok, D, H, W, sxn,
+                            sxd, sxh, sxw)
+            acc1 = _mma(a, b, acc1, PRECISION)
+        if TAPS > 2:
+            if TAP_AXIS == 2:
+                b = _x_rows(x_ptr, img, idd, ih, iw + 2 * dil_w, x_col, j_ok, n_ok, D, H, W,
+                            sxn, sxd, sxh, sxw)
+            else:
+                b = _x_rows(x_ptr, img, idd + 2 * dil_d, ih, iw, x_col, j_ok, n_ok, D, H, W,
+                            sxn, sxd, sxh, sxw)
+            acc2 = _mma(a, b, acc2, PRECISION)
         plane, op, oq = _advance(plane, op, oq, d_plane, d_p, d_q, P, Q)
     mask = m_ok[:, None] & n_ok[None, :]
-    if parts == 1:
-        w_off = ((g * K + offs_m) * swk)[:, None] + (offs_n * swc)[None, :] + \
-            t * swt + r * swr + s * sws
-        tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
-    else:
-        ws_off = (part * (G * K) + g * K + offs_m)[:, None] * (C * TRS) + \
-            (offs_n * TRS)[None, :]
-        tl.store(ws_ptr + ws_off + tap, acc, mask=mask)
+    _store_tap(w_ptr, ws_ptr, acc, g, tap, part, parts, offs_m, offs_n, mask, G, K, C, TRS,
+               swk, swc, swt, swr, sws, R, S)
+    if TAPS > 1:
+        _store_tap(w_ptr, ws_ptr, acc1, g, tap + tap_step, part, parts, offs_m, offs_n, mask,
+                   G, K, C, TRS, swk, swc, swt, swr, sws, R, S)
+    if TAPS > 2:
+        _store_tap(w_ptr, ws_ptr, acc2, g, tap + 2 * tap_step, part, parts, offs_m, offs_n,
+                   mask, G, K, C, TRS, swk, swc, swt, swr, sws, R, S)
 
 
 #: The jit functions by the names the spec uses.

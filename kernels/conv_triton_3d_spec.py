@@ -104,6 +104,18 @@ WIDE_TILES: dict[str, tuple[int, int, int, int, int]] = {
 WIDE_RULE: dict[str, tuple[int, int]] = {"B": (64, 65536), "W": (128, 65536)}
 WIDE_KINDS = ("sm90",)  # measured there, in FP16 on the aligned channels-last objects
 WIDE_TYPES = ("FP16",)
+#: Backward weights' taps per program (the kernel's TAPS along TAP_AXIS: 2 the filter's s, 0
+#: its t): every tap along the filter's last axis of extent 2-3 (s; t where the filter is
+#: Tx1x1) in one program, so that each dy tile loaded serves them all (`taps`); the grid's
+#: axis 1 shrinks by TAPS, the split and the tile stay the rule's. On the H200 over the zoo's
+#: 3-D layers in NDHWC at batch 32 on ConvTriton3dWrw (r2plus1d_18, unet3d, and held out
+#: r3d_18; bench/results/taps_3d_W_h200.json, the kernel alone): 0.58-1.06 of one tap's
+#: time, geomean 0.78 over 25 layers. On channels-last problems of TAPS_TYPES on TAPS_KINDS,
+#: both their objects (the invoker's fallback for misaligned pointers launches the same grid
+#: on the generic one); one object per group of TAP_GROUPS beside each such tile's.
+TAP_GROUPS = ((3, 2), (2, 2), (3, 0))
+TAPS_KINDS = ("sm90",)
+TAPS_TYPES = ("FP16", "BF16")
 #: The precision name of a solver's math mode in TILES ("ieee": the element type's own).
 PRECISION_NAME = {"tf32": "TF32", "tf32x3": "FP32X3"}
 
@@ -205,8 +217,8 @@ def gemm_dims(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
 
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
          ) -> tuple[int, int, int]:
-    """(tiles, G, stride phases) forward and backward data; (tiles, G*T*R*S, SPLIT_K)
-    backward weights."""
+    """(tiles, G, stride phases) forward and backward data; (tiles, G*T*R*S/TAPS, SPLIT_K)
+    backward weights (`config`'s TAPS, 1 where it has none)."""
     z = sizes
     m, n, _ = gemm_dims(direction, z)
     tiles = cdiv(m, int(config["BLOCK_M"])) * cdiv(n, int(config["BLOCK_N"]))
@@ -214,7 +226,8 @@ def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
         return tiles, z["G"], 1
     if direction == "B":
         return tiles, z["G"], z["stride_d"] * z["stride_h"] * z["stride_w"]
-    return tiles, z["G"] * z["T"] * z["R"] * z["S"], int(config.get("SPLIT_K", 1))
+    rows = z["G"] * z["T"] * z["R"] * z["S"] // int(config.get("TAPS", 1))
+    return tiles, rows, int(config.get("SPLIT_K", 1))
 
 
 def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str) -> bool:
@@ -298,6 +311,19 @@ def wide_applies(direction: str, dtype: str, sizes: Mapping[str, int], kind: str
         sizes["N"] * sizes["D"] * sizes["H"] * sizes["W"] >= positions
 
 
+def taps(direction: str, sizes: Mapping[str, int]) -> tuple[int, int]:
+    """(TAPS, TAP_AXIS) of a problem: a group of TAP_GROUPS in backward weights (the filter's
+    s axis where it has 2-3 taps, else its t axis where the filter is 3x1x1); (1, 2), one
+    tap a program, otherwise. The solver asks it of problems TAPS_KINDS and TAPS_TYPES
+    cover."""
+    if direction == "W":
+        t, r, s = int(sizes["T"]), int(sizes["R"]), int(sizes["S"])
+        group = (s, 2) if s > 1 else (t, 0) if r == 1 else (1, 2)
+        if group in TAP_GROUPS:
+            return group
+    return (1, 2)
+
+
 def narrow_tile(direction: str, config: Mapping[str, int], dtype: str,
                 sizes: Mapping[str, int]) -> dict[str, int]:
     """`config` with its block along C (NARROW_BLOCK) cut to NARROW where C is at most that
@@ -356,8 +382,14 @@ def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, in
 
 def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
               precision: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """(signature, constexprs) of one object for `triton.compiler.ASTSource`."""
+    """(signature, constexprs) of one object for `triton.compiler.ASTSource` (`config`'s
+    TAPS and TAP_AXIS where it groups taps)."""
     values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
               "BLOCK_K": int(config["BLOCK_K"]), "GROUP_M": int(config["GROUP_M"]),
               "CHANNELS_LAST": int(last), "PRECISION": precision}
-    return typed_signature(ARGS[KERNEL[direction]], dtype, values)
+    sig, constexprs = typed_signature(ARGS[KERNEL[direction]], dtype, values)
+    if int(config.get("TAPS", 1)) > 1:  # backward weights' tap group (one tap: the defaults)
+        for name in ("TAPS", "TAP_AXIS"):
+            sig[name] = "constexpr"
+            constexprs[name] = int(config[name])
+    return sig, constexprs

@@ -192,10 +192,20 @@ def _paths(fn: Any, what: str) -> dict[str, tuple[int, ...]]:
     return paths
 
 
+def _defaults(fn: Any) -> dict[str, Any]:
+    """A kernel's parameters that have default values (constexprs a job may leave out)."""
+    import inspect
+
+    params = inspect.signature(getattr(fn, "fn", fn)).parameters.values()
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
 def launch_arguments(fn: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     """A kernel's parameters from values by flat name, a tuple argument the tuple of its
-    members' values: for a launch through Triton's own launcher (the interpreter, benches)."""
+    members' values (a parameter with a default value where `flat` has none): for a launch
+    through Triton's own launcher (the interpreter, benches)."""
     tuples = _tuple_args(fn)
+    flat = {**_defaults(fn), **flat}
     return {name: tuple(flat[m] for m in tuples[name]) if name in tuples else flat[name]
             for name in fn.arg_names}
 
@@ -205,12 +215,14 @@ def source_arguments(fn: Any, signature: Sequence[tuple[str, str]],
                      what: str = "compile",
                      ) -> tuple[dict[str, Any], dict[tuple[int, ...], Any], dict[Any, Any]]:
     """(signature, constexprs, attrs) for `ASTSource(fn, ...)` from flat names: `signature`
-    the run-time arguments (name, Triton type) in the kernel's order, `constexprs` by name,
+    the run-time arguments (name, Triton type) in the kernel's order, `constexprs` by name
+    (a parameter's default value where a constexpr is left out),
     `assumptions` (name, divisor) for tt.divisibility. A tuple argument's signature is the
     tuple of its members' types; its constexpr members and assumptions go by path."""
     symbol = fn.__name__
     paths = _paths(fn, what)
     given = dict(signature)
+    constexprs = {**{n: v for n, v in _defaults(fn).items() if n not in given}, **constexprs}
     types: dict[str, Any] = {}
     for name in paths:
         if name in constexprs:

@@ -243,24 +243,30 @@ class ConvTriton3d(Solver):
         kind = self._kind(target)
         if kind is None:
             return []
-        spec = spec_3d()
         jobs: list[CompileJob] = []
-        for data_type in spec.TYPES:
+        for data_type in spec_3d().TYPES:
             if not self._type_applicable(data_type, target):
                 continue
-            tile = spec.usual_tile(self._precision(data_type), self.direction, data_type, kind)
-            tiles = [tile]
-            if self.math == "ieee" and data_type in spec.NARROW_TYPES:
-                wide = spec.wide_of(self.direction, tile) if kind in spec.WIDE_KINDS and \
-                    data_type in spec.WIDE_TYPES else tile
-                for other in (spec.narrow_of(self.direction, tile), wide):
-                    if other not in tiles and spec.legal(self.direction, other, data_type, kind):
-                        tiles.append(other)
             jobs += [_job(self.direction, data_type, self.math, tuple(sorted(t.items())), last,
-                          last, target) for t in tiles for last in (False, True)]
+                          last, target) for t in self._tiles(data_type, kind)
+                     for last in (False, True)]
             if self.direction == "W":
                 jobs.append(reduce_job(data_type, target))  # every split: one object
         return jobs
+
+    def _tiles(self, data_type: str, kind: str) -> list[dict[str, int]]:
+        """The tiles a package ships for a type: the usual one, and for 16-bit types in IEEE
+        math its narrow variant and (FP16 on WIDE_KINDS) its wide one."""
+        spec = spec_3d()
+        tile = spec.usual_tile(self._precision(data_type), self.direction, data_type, kind)
+        tiles = [tile]
+        if self.math == "ieee" and data_type in spec.NARROW_TYPES:
+            wide = spec.wide_of(self.direction, tile) if kind in spec.WIDE_KINDS and \
+                data_type in spec.WIDE_TYPES else tile
+            for other in (spec.narrow_of(self.direction, tile), wide):
+                if other not in tiles and spec.legal(self.direction, other, data_type, kind):
+                    tiles.append(other)
+        return tiles
 
     # ------------------------------------------------------------------ launches
     def workspace_for(self, problem: ConvProblem, params: Params) -> int:

@@ -41,10 +41,10 @@ TILE = (32, 16, 16, 1, 1, 4, 2)
 SCRIPT = HARNESS + textwrap.dedent('''
     from miopenkernels.kernels import conv_triton_3d
 
-    direction, cases, tile, arch = json.loads(sys.argv[1])
+    direction, cases, tile, arch, *named = json.loads(sys.argv[1])
     SM80 = Target(arch, 108)  # sm80 unless a case names another target
     suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
-    solver = get_solver("ConvTriton3d" + suffix)
+    solver = get_solver(named[0] if named else "ConvTriton3d" + suffix)
     rng = np.random.default_rng(0)
     errors = []
     for layout, data_type, (c, k, d, h, w, f, st, pad, dil, g, n, split) in cases:
@@ -63,10 +63,11 @@ SCRIPT = HARNESS + textwrap.dedent('''
 ''')
 
 
-def _run(direction: str, cases: list, tile: tuple = TILE, arch: str = "sm80") -> list[float]:
+def _run(direction: str, cases: list, tile: tuple = TILE, arch: str = "sm80",
+         solver: str | None = None) -> list[float]:
     env = dict(os.environ, TRITON_INTERPRET="1", MIOPENKERNELS_TRITON="1")
-    run = subprocess.run([sys.executable, "-c", SCRIPT,
-                          json.dumps([direction, cases, tile, arch])],
+    payload = [direction, cases, tile, arch, *([solver] if solver else [])]
+    run = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(payload)],
                          capture_output=True, text=True, env=env, timeout=1200, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     errors = json.loads(run.stdout.strip().splitlines()[-1])
@@ -94,4 +95,19 @@ def test_interpreted_wide_tiles_match_float64(direction: str) -> None:
         (16, 32, 3, 5, 6, (3, 3, 3), 1, 1, 1, 1, 2, 4),
         (32, 16, 4, 6, 5, (1, 3, 3), 2, 1, 1, 1, 1, 1))]
     errors = _run(direction, cases, tile, "sm90")
+    assert all(e < TOLERANCE["FP16"] for e in errors), errors
+
+
+def test_interpreted_tap_groups_match_float64() -> None:
+    """ConvTriton3dTapsWrw's launches (TAPS taps a program, spec TAP_GROUPS) on aligned NDHWC
+    FP16 layers: 3 taps along s (3x3x3 split in four, 1x3x3 at stride 2 unsplit, dilation 2,
+    two groups), 2 along s (2x2x2), 3 along t (3x1x1)."""
+    cases = [("NDHWC", "FP16", g) for g in (
+        (16, 16, 3, 5, 6, (3, 3, 3), 1, 1, 1, 1, 2, 4),
+        (16, 32, 4, 6, 5, (1, 3, 3), 2, 1, 1, 1, 1, 1),
+        (16, 16, 3, 7, 7, (3, 3, 3), 1, 2, 2, 1, 1, 1),
+        (16, 16, 3, 4, 5, (1, 3, 3), 1, 1, 1, 2, 1, 2),
+        (16, 16, 4, 5, 5, (2, 2, 2), 1, 0, 1, 1, 1, 2),
+        (16, 16, 5, 4, 4, (3, 1, 1), 1, 1, 1, 1, 2, 2))]
+    errors = _run("W", cases, (64, 16, 16, 1, 1, 4, 2), "sm90", "ConvTriton3dTapsWrw")
     assert all(e < TOLERANCE["FP16"] for e in errors), errors

@@ -77,7 +77,8 @@ def test_ranks_first_on_matrix_core_targets_ahead_of_the_portable_solvers() -> N
         p = _p(d)
         applicable = [s for s in SOLVERS if s.is_applicable(p, SM90)]
         first = [s.name for s in applicable if ranks_first(s, p, SM90)]
-        assert first == ["ConvTriton3d" + SUFFIX[d]], first
+        # (Backward weights of a 3x1x1 filter: its taps in one program.)
+        assert first == ["ConvTriton3d" + ("Taps" if d == "W" else "") + SUFFIX[d]], first
         assert any(s.language == "hip" for s in applicable)  # the portable fallback stays
 
 
@@ -206,8 +207,11 @@ def test_shipped_objects_cover_the_defaults_of_every_case() -> None:
         per_target[target.arch] = len([j for j in jobs if j.kernel_file == "conv_triton_3d.py"])
     # Per precision: 3 directions x (the generic object + the aligned channels-last one); the
     # two 16-bit types add their narrow tiles' (3 directions x 2 objects each) and FP16 on
-    # sm90 its wide ones (backward data and weights x 2 objects each).
-    assert per_target == {"sm90": 30 + 12 + 4, "gfx90a": 18 + 12, "gfx942": 24 + 12}
+    # sm90 its wide ones (backward data and weights x 2 objects each); on sm90 the 16-bit
+    # channels-last backward-weights tiles (FP16: usual, narrow, wide; BF16: usual, narrow)
+    # again per tap group (ConvTriton3dTapsWrw: 3 groups x 2 objects).
+    assert per_target == {"sm90": 30 + 12 + 4 + 5 * 3 * 2, "gfx90a": 18 + 12,
+                          "gfx942": 24 + 12}
 
 
 def test_few_channel_problems_take_the_narrow_tile() -> None:
@@ -297,4 +301,6 @@ def test_argument_list_is_the_kernels_own() -> None:
     for name, args in kernels.items():
         assert [a for a in args if a in spec.TUPLES] == ["dims", "conv", "strides"], name
         flat = [n for a in args for n in spec.TUPLES.get(a, (a,))]
-        assert flat == [n for n, _ in spec.ARGS[name]], name
+        # Backward weights' tap group: constexprs with defaults, given where a group is.
+        optional = ["TAPS", "TAP_AXIS"] if name == spec.KERNEL["W"] else []
+        assert flat == [n for n, _ in spec.ARGS[name]] + optional, name

@@ -1,0 +1,96 @@
+"""ConvTriton3dTapsWrw: 3-D backward weights with every tap along one filter axis in one
+program.
+
+The 3-D backward-weights kernel (solvers/triton_3d.py) runs one tap per program row: each
+program loads a dy tile and an x tile per step for its one (t, r, s), so a 3x3x3 layer loads
+dy 27 times. With TAPS (kernels/conv_triton_3d.py) a program covers the filter's whole s axis
+(2-3 taps; the t axis of a 3x1x1 filter), one dy tile then serving TAPS products into TAPS
+accumulators; the grid's axis 1 shrinks by TAPS, the tile and split are the 3-D solver's
+(`spec.taps`, TAP_GROUPS). On the H200 over the zoo's NDHWC 3-D layers in FP16 at batch 32
+the kernel alone took 0.58-1.06 of one tap's time, geomean 0.78 over 25 layers
+(bench/results/taps_3d_W_h200.json).
+
+A solver of its own: its objects on TAPS_KINDS alone; FP16 and BF16 problems that take the
+aligned channels-last object and whose filter has such an axis (the generic channels-last
+objects ship too, for the invoker's fallback on misaligned pointers). It ranks first there,
+ahead of the 3-D solver (the registry's YIELDS_TO); parameters, defaults and the ranking's
+model are the 3-D solver's. The relaid and batch-chunk solvers keep the one-tap kernel.
+"""
+
+from __future__ import annotations
+
+from ..problem import ConvProblem
+from ..target import Target
+from ._conv import conv_view
+from .base import CompileJob, Params, Solver
+from .triton_3d import ConvTriton3d, _job, _view, spec_3d
+from .triton_common import has_kernels_spec, have_kernels
+
+__all__ = ["ConvTriton3dTaps", "TAPS_3D_SOLVERS", "taps_first"]
+
+
+class ConvTriton3dTaps(ConvTriton3d):
+    """The 3-D implicit GEMM's backward weights, TAPS taps a program."""
+
+    def __init__(self) -> None:
+        super().__init__("W", "ieee")
+        self.name = "ConvTriton3dTapsWrw"
+
+    @property
+    def ranking_name(self) -> str:
+        return "ConvTriton3dWrw"
+
+    def _taps(self, problem: ConvProblem) -> dict[str, int]:
+        view, sizes, _, _ = _view(problem)
+        count, axis = spec_3d().taps(view.direction, sizes)
+        return {"TAPS": int(count), "TAP_AXIS": int(axis)}
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        spec = spec_3d()
+        if problem.in_type not in spec.TAPS_TYPES or self._kind(target) not in spec.TAPS_KINDS:
+            return False
+        if not super().is_applicable(problem, target) or not self._aligned(problem):
+            return False  # problems of the aligned channels-last object alone (measured there)
+        return self._taps(problem)["TAPS"] > 1
+
+    def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
+             ) -> CompileJob:
+        config = {**self._config(tuple(params)), "SPLIT_K": 1, **self._taps(problem)}
+        return _job(conv_view(problem).direction, problem.in_type, self.math,
+                    tuple(sorted(config.items())), True, aligned, target)
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """The 3-D solver's backward-weights tiles for TAPS_TYPES, channels-last (aligned and
+        generic), one object per group of TAP_GROUPS, on TAPS_KINDS; the reduce is the 3-D
+        solver's."""
+        spec = spec_3d()
+        kind = self._kind(target)
+        if kind is None or kind not in spec.TAPS_KINDS:
+            return []
+        return [_job("W", data_type, self.math,
+                     tuple(sorted({**tile, "SPLIT_K": 1, "TAPS": count,
+                                   "TAP_AXIS": axis}.items())), True, aligned, target)
+                for data_type in spec.TAPS_TYPES for tile in self._tiles(data_type, kind)
+                for aligned in (False, True) for count, axis in spec.TAP_GROUPS]
+
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        config = {**self._config(tuple(params)), **self._taps(problem)}
+        view, sizes, _, _ = _view(problem)
+        grid = spec_3d().grid(view.direction, sizes, config)
+        return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
+
+
+def taps_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether the solver claims the problem (the registry's FIRST_CLAIMS): wherever it
+    applies."""
+    return any(s.is_applicable(problem, target) for s in TAPS_3D_SOLVERS)
+
+
+def _taps_solvers() -> list[Solver]:
+    if not have_kernels() or not has_kernels_spec("conv_triton_3d_spec"):
+        return []
+    return [ConvTriton3dTaps()]
+
+
+TAPS_3D_SOLVERS: list[Solver] = _taps_solvers()
