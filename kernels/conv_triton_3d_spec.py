@@ -324,6 +324,13 @@ def taps(direction: str, sizes: Mapping[str, int]) -> tuple[int, int]:
     return (1, 2)
 
 
+def taps_fit(config: Mapping[str, int], dtype: str, kind: str, count: int) -> bool:
+    """Whether a backward-weights tile's operands in flight fit the kind's shared memory with
+    `count` x tiles a step (one dy tile and TAPS x tiles, each stage)."""
+    wide = {**config, "BLOCK_N": int(config["BLOCK_N"]) * int(count)}
+    return bool(shared_bytes(wide, dtype) <= TARGET_KINDS[kind]["smem"])
+
+
 def narrow_tile(direction: str, config: Mapping[str, int], dtype: str,
                 sizes: Mapping[str, int]) -> dict[str, int]:
     """`config` with its block along C (NARROW_BLOCK) cut to NARROW where C is at most that

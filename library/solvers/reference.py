@@ -241,11 +241,14 @@ def tolerance(data_type: str, terms: int) -> float:
     """Absolute tolerance for a sum of `terms` products of values in [-1, 1] stored in the type.
 
     Accumulation is in FP32 everywhere; the output rounding dominates for FP16/BF16. "TF32" is
-    FP32 data under the TF32 math mode: inputs rounded to a 10-bit mantissa, like FP16's.
+    FP32 data under the TF32 math mode: inputs rounded to a 10-bit mantissa, like FP16's. A
+    long reduction in one FP32 chain (backward weights over 65,536 positions unsplit) adds a
+    rounding of up to half an FP32 ulp of the partial sum (about sqrt(k) after k terms) per
+    addition: some 3 * 2**-24 * terms at the largest of many outputs.
     """
     eps = {"FP32": 2.0**-23, "TF32": 2.0**-10, "FP16": 2.0**-10, "BF16": 2.0**-7}[data_type]
     magnitude = max(1.0, float(np.sqrt(terms)))
-    return float(4.0 * eps * magnitude + 1e-5 * terms**0.5)
+    return float(4.0 * eps * magnitude + 1e-5 * terms**0.5 + 3.0 * 2.0**-24 * terms)
 
 
 # ----------------------------------------------------------------------------- primitives

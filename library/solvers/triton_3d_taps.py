@@ -53,6 +53,19 @@ class ConvTriton3dTaps(ConvTriton3d):
             return False  # problems of the aligned channels-last object alone (measured there)
         return self._taps(problem)["TAPS"] > 1
 
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        """The 3-D solver's legal sets whose TAPS x tiles a step fit the shared memory
+        (`spec.taps_fit`)."""
+        if not super().params_valid(problem, target, params):
+            return False
+        kind = self._kind(target)
+        return kind is not None and bool(spec_3d().taps_fit(
+            self._config(tuple(params)), problem.in_type, kind, self._taps(problem)["TAPS"]))
+
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        return [q for q in super().param_space(problem, target)
+                if self.params_valid(problem, target, q)]
+
     def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
              ) -> CompileJob:
         config = {**self._config(tuple(params)), "SPLIT_K": 1, **self._taps(problem)}
