@@ -24,7 +24,13 @@ from .triton_3d_chunks import (
     relaid_chunks_first,
 )
 from .triton_3d_relaid import RELAID_3D_SOLVERS, ConvTriton3dRelaid, relaid_first
-from .triton_3d_taps import TAPS_3D_SOLVERS, ConvTriton3dTaps, taps_first
+from .triton_3d_taps import (
+    TAPS_3D_SOLVERS,
+    ConvTriton3dRelaidTaps,
+    ConvTriton3dTaps,
+    relaid_taps_first,
+    taps_first,
+)
 from .triton_chunks import CHUNK_SOLVERS
 from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
@@ -96,6 +102,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTriton3dRelaid: lambda p, t, math: math == "ieee" and relaid_first(p, t),
     ConvTriton3dRelaidChunks: lambda p, t, math: math == "ieee" and relaid_chunks_first(p, t),
     ConvTriton3dTaps: lambda p, t, math: math == "ieee" and taps_first(p, t),
+    ConvTriton3dRelaidTaps: lambda p, t, math: math == "ieee" and relaid_taps_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -106,7 +113,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: that narrow and their transforms waste the tensor cores there).
 #: The 3-D family (triton_3d), which claims every 3-D problem it takes, gives way to its
 #: relaid solvers (triton_3d_relaid: NCDHW through NDHWC, odd channels padded) and its
-#: several-taps backward weights (triton_3d_taps) where they claim one; likewise its
+#: several-taps backward weights (triton_3d_taps) where they claim one, the relaid backward
+#: weights to the relaid several-taps ones; likewise its
 #: batch-chunk solvers (triton_3d_chunks) to the relaid ones' chunk solvers. A family not
 #: listed gives way to none; the 2-D batch-chunk solvers (triton_chunks) need no entry: they
 #: take only problems no other solver does.
@@ -120,6 +128,7 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
                                      ConvTritonDepthwise, ConvTritonGrouped),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps),
+    ConvTriton3dRelaid: (ConvTriton3dRelaidTaps,),
     ConvTriton3dChunks: (ConvTriton3dRelaidChunks,),
 }
 

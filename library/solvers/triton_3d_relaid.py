@@ -128,7 +128,7 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
 
     @property
     def ranking_name(self) -> str:
-        return self.inner.name
+        return self.inner.ranking_name
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         q = relaid_problem(problem, self.layout)

@@ -14,7 +14,11 @@ A solver of its own: its objects on TAPS_KINDS alone; FP16 and BF16 problems tha
 aligned channels-last object and whose filter has such an axis (the generic channels-last
 objects ship too, for the invoker's fallback on misaligned pointers). It ranks first there,
 ahead of the 3-D solver (the registry's YIELDS_TO); parameters, defaults and the ranking's
-model are the 3-D solver's. The relaid and batch-chunk solvers keep the one-tap kernel.
+model are the 3-D solver's. ConvTriton3d{ViaNdhwc,Padded}TapsWrw are the relaid solvers
+(solvers/triton_3d_relaid.py: NCDHW through NDHWC, odd channel counts padded) over it: the
+copies', and the relaid problem's, the one-tap solver's; they claim where the relaid
+backward weights claim, which give way to them there. The batch-chunk solvers keep the
+one-tap kernel.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from ..target import Target
 from ._conv import conv_view
 from .base import CompileJob, Params, Solver
 from .triton_3d import ConvTriton3d, _job, _view, spec_3d
+from .triton_3d_relaid import RELAID_3D_SOLVERS, ConvTriton3dRelaid
 from .triton_common import has_kernels_spec, have_kernels
 
-__all__ = ["ConvTriton3dTaps", "TAPS_3D_SOLVERS", "taps_first"]
+__all__ = ["ConvTriton3dRelaidTaps", "ConvTriton3dTaps", "TAPS_3D_SOLVERS",
+           "relaid_taps_first", "taps_first"]
 
 
 class ConvTriton3dTaps(ConvTriton3d):
@@ -94,6 +100,29 @@ class ConvTriton3dTaps(ConvTriton3d):
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
 
+class ConvTriton3dRelaidTaps(ConvTriton3dRelaid):
+    """A relaid backward weights (`layout`: NCDHW through NDHWC, NDHWC padded) on the
+    several-taps solver."""
+
+    inner: ConvTriton3d
+
+    def __init__(self, layout: str) -> None:
+        super().__init__("W", layout)
+        self.inner = ConvTriton3dTaps()
+        infix = "ViaNdhwc" if layout == "NCDHW" else "Padded"
+        self.name = f"ConvTriton3d{infix}TapsWrw"
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        return []  # the copies' are the relaid solvers', the conv objects ConvTriton3dTaps's
+
+
+def relaid_taps_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether a relaid several-taps solver claims the problem (the registry's
+    FIRST_CLAIMS)."""
+    return any(isinstance(s, ConvTriton3dRelaidTaps) and s.is_applicable(problem, target)
+               and s.claims_first(problem, target) for s in TAPS_3D_SOLVERS)
+
+
 def taps_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the solver claims the problem (the registry's FIRST_CLAIMS): wherever it
     applies."""
@@ -103,7 +132,10 @@ def taps_first(problem: ConvProblem, target: Target) -> bool:
 def _taps_solvers() -> list[Solver]:
     if not have_kernels() or not has_kernels_spec("conv_triton_3d_spec"):
         return []
-    return [ConvTriton3dTaps()]
+    plain: list[Solver] = [ConvTriton3dTaps()]
+    if not RELAID_3D_SOLVERS:
+        return plain
+    return [*plain, *(ConvTriton3dRelaidTaps(layout) for layout in ("NCDHW", "NDHWC"))]
 
 
 TAPS_3D_SOLVERS: list[Solver] = _taps_solvers()

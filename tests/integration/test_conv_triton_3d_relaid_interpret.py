@@ -37,8 +37,8 @@ SCRIPT = HARNESS + textwrap.dedent('''
     def module(job):
         return importlib.import_module("miopenkernels.kernels." + job.kernel_file[:-3])
 
-    direction, cases = json.loads(sys.argv[1])
-    suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
+    direction, cases, *variant = json.loads(sys.argv[1])
+    suffix = (variant[0] if variant else "") + {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
     rng = np.random.default_rng(0)
     errors = []
     for layout, c, k, d, h, w, f, st, pad, n, split in cases:
@@ -77,5 +77,15 @@ SCRIPT = HARNESS + textwrap.dedent('''
 def test_interpreted_relaid_launches_match_float64(direction: str) -> None:
     errors = interpreted(SCRIPT, [direction, GEOMETRIES], len(GEOMETRIES))
     bad = [(case, e) for case, e in zip(GEOMETRIES, errors, strict=True)
+           if not e < TOLERANCE]  # a NaN left in the output fails too
+    assert not bad, bad
+
+
+def test_interpreted_relaid_tap_groups_match_float64() -> None:
+    """ConvTriton3d{ViaNdhwc,Padded}TapsWrw: the relaid backward weights on the several-taps
+    solver (3 taps along s, along t of the 3x1x1 filter), splits included."""
+    cases = [g for g in GEOMETRIES if tuple(g[6]) != (1, 1, 1)]
+    errors = interpreted(SCRIPT, ["W", cases, "Taps"], len(cases))
+    bad = [(case, e) for case, e in zip(cases, errors, strict=True)
            if not e < TOLERANCE]  # a NaN left in the output fails too
     assert not bad, bad

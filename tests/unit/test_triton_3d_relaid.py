@@ -135,8 +135,9 @@ def test_the_3d_solver_gives_way_where_they_claim() -> None:
         plain = get_solver("ConvTriton3d" + SUFFIX[d])
         for layout in ("NCDHW", "NDHWC"):
             p = _p(d, layout, n=32, filter=(3, 3, 3), pad=(1, 1, 1))
+            # (Backward weights of a 3x3x3 filter: the relaid several-taps solver.)
             relaid = get_solver("ConvTriton3d" + ("ViaNdhwc" if layout == "NCDHW" else "Padded")
-                                + SUFFIX[d])
+                                + ("Taps" if d == "W" else "") + SUFFIX[d])
             assert ranks_first(relaid, p, SM90) and not ranks_first(plain, p, SM90)
         # Not on kinds it was not measured on, and not in NDHWC without padding (backward
         # weights of a filter with a tap group: ConvTriton3dTapsWrw there).

@@ -69,3 +69,28 @@ def test_where_it_applies_and_ranks_first() -> None:
     jobs = s.dynamic_jobs(SM90)
     assert len(jobs) == len(set(jobs)) and {_consts(j)["TAPS"] for j in jobs} == {"2", "3"}
     assert all(_consts(j)["CHANNELS_LAST"] == "1" for j in jobs)
+
+
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+def test_the_relaid_backward_weights_run_on_it_where_they_claim(layout: str) -> None:
+    infix = "ViaNdhwc" if layout == "NCDHW" else "Padded"
+    taps, plain = get_solver(f"ConvTriton3d{infix}TapsWrw"), get_solver(f"ConvTriton3d{infix}Wrw")
+    p = _p(c=64 if layout == "NCDHW" else 45, layout=layout)
+    assert taps.is_applicable(p, SM90) and plain.is_applicable(p, SM90)
+    assert taps.ranking_name == plain.ranking_name == "ConvTriton3dWrw"
+    assert Handle(target="sm90-132").solutions(p)[0].solver == taps.name
+    params = taps.default_params(p, SM90)
+    assert params == plain.default_params(p, SM90)
+    q = taps._relaid(p)
+    assert taps.launch(p, params).grid[1] * 3 == plain.launch(p, params).grid[1]
+    assert taps.compile_job(p, params, SM90) == get_solver("ConvTriton3dTapsWrw").compile_job(
+        q, params, SM90)
+    # Its copies are the relaid solver's; every object ships.
+    assert [j for j, _ in taps.lead_ins(p, params, SM90)] == \
+        [j for j, _ in plain.lead_ins(p, params, SM90)]
+    assert taps.dynamic_jobs(SM90) == []
+    assert set(launch_jobs(taps, p, params, SM90)) <= {j for x in SOLVERS
+                                                       for j in x.dynamic_jobs(SM90)}
+    # No tap group (1x1x1), FP32 or another kind: not it.
+    assert not taps.is_applicable(_p(c=64, layout=layout, filt=(1, 1, 1)), SM90)
+    assert not taps.is_applicable(p, Target("gfx942", 304))
