@@ -133,3 +133,25 @@ def test_a_name_in_two_places_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     signature, cx, assumptions = _flat("conv2d_fwd", aligned=False)
     with pytest.raises(CompileError, match="takes 'N' twice"):
         source_arguments(fn, signature, cx, assumptions)
+
+
+def test_a_constexpr_with_a_default_may_be_left_out() -> None:
+    """conv3d_bwd_weight's TAPS and TAP_AXIS default to one tap a program: a job without them
+    compiles with the defaults (the one-tap objects keep their keys), one with them takes its
+    values; Triton's launcher gets the defaults where a launch leaves them out."""
+    fn = c3.JIT[spec3.KERNEL["W"]]
+    tile = spec3.usual_tile("FP16", "W", "FP16", "sm90")
+    names = list(fn.arg_names)
+    at = {n: (names.index(n),) for n in ("TAPS", "TAP_AXIS")}
+    for config, want in ((tile, (1, 2)), ({**tile, "TAPS": 3, "TAP_AXIS": 0}, (3, 0))):
+        signature, cx = spec3.signature("W", "FP16", config, True, "ieee")
+        assert ("TAPS" in cx) == (want != (1, 2))  # left out of the job at one tap
+        _, constexprs, _ = source_arguments(
+            fn, [(n, t) for n, t in signature.items() if t != "constexpr"], cx, [])
+        assert (constexprs[at["TAPS"]], constexprs[at["TAP_AXIS"]]) == want
+    flat = {m: 0 for name in fn.arg_names for m in spec3.TUPLES.get(name, (name,))
+            if name not in ("TAPS", "TAP_AXIS")}
+    args = launch_arguments(fn, flat)
+    assert (args["TAPS"], args["TAP_AXIS"]) == (1, 2)
+    with pytest.raises(KeyError):  # a parameter without a default stays required
+        launch_arguments(fn, {k: v for k, v in flat.items() if k != "BLOCK_M"})
