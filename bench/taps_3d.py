@@ -41,19 +41,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _constexprs(job: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for option in job.options:
-        if option.startswith("-D"):
-            name, value = option[2:].split("=", 1)
-            out[name] = int(value) if value.lstrip("-").isdigit() else value
-    return out
-
-
 def _layer(key: str, repeats: int) -> dict[str, Any] | None:
     import torch
     import triton
-    from miopenkernels.compiler.triton import launch_arguments
+    from miopenkernels.compiler.triton import TritonOptions, launch_arguments
     from miopenkernels.kernels import conv_triton_3d as k3
     from miopenkernels.kernels import conv_triton_3d_spec as spec
     from miopenkernels.problem import ConvProblem
@@ -69,7 +60,7 @@ def _layer(key: str, repeats: int) -> dict[str, Any] | None:
     solver = get_solver("ConvTriton3dWrw")
     params = solver.default_params(p, sm90)
     launch = solver.launch(p, params)
-    base = _constexprs(solver.compile_job(p, params, sm90))
+    base = dict(TritonOptions(solver.compile_job(p, params, sm90).options).constexprs)
     sizes = {n: math.prod(v) for n, v in
              (("x", p.in_shape), ("w", p.wei_shape), ("y", p.out_shape))}
     data = {n: torch.randn(sizes[n], device="cuda", dtype=torch.float16) for n in sizes}

@@ -52,6 +52,7 @@ forward `x, w, y`; backward data `dy, w, dx`; backward weights `x, dy, dw`; prim
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -393,6 +394,15 @@ class InnerParameters:
         relaid = self._relaid(problem)
         job = self.inner.unaligned_job(relaid, params, target)
         return job if job is not None else self.inner.compile_job(relaid, params, target)
+
+
+def family_claims(solvers: Iterable[Solver], family: type[Solver], problem: ConvProblem,
+                  target: Target) -> bool:
+    """Whether a solver of exactly `family` among `solvers` applies to the problem and claims
+    first place on it (`Solver.claims_first`): a family's entry in the registry's
+    FIRST_CLAIMS."""
+    return any(type(s) is family and s.is_applicable(problem, target) and
+               s.claims_first(problem, target) for s in solvers)
 
 
 class WorkspaceParts:

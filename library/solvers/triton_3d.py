@@ -231,9 +231,19 @@ class ConvTriton3d(Solver):
     def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
              ) -> CompileJob:
         # The split is the grid's third axis, not part of the object: one serves every split.
-        config = {**self._config(tuple(params)), "SPLIT_K": 1}
+        config = {**self._config(tuple(params)), "SPLIT_K": 1, **self._tap_group(problem)}
         return _job(conv_view(problem).direction, problem.in_type, self.math,
-                    tuple(sorted(config.items())), aligned, aligned, target)
+                    tuple(sorted(config.items())), aligned or self.generic_channels_last,
+                    aligned, target)
+
+    #: Whether the object that assumes no alignment is a channels-last one (CHANNELS_LAST=1);
+    #: here the generic one serves NCDHW and misaligned NDHWC problems alike.
+    generic_channels_last = False
+
+    def _tap_group(self, problem: ConvProblem) -> dict[str, int]:
+        """The backward-weights kernel's TAPS and TAP_AXIS for a problem (its object's and
+        grid's); none here: one tap a program (solvers/triton_3d_taps.py groups them)."""
+        return {}
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type the usual tile's generic and aligned channels-last objects (16-bit: also
@@ -293,7 +303,7 @@ class ConvTriton3d(Solver):
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        config = self._config(tuple(params))
+        config = {**self._config(tuple(params)), **self._tap_group(problem)}
         view, sizes, _, _ = _view(problem)
         grid = spec_3d().grid(view.direction, sizes, config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)

@@ -36,7 +36,7 @@ from __future__ import annotations
 from ..problem import ConvProblem
 from ..target import Target
 from ._conv import DIRECTION_SUFFIX
-from .base import Solver
+from .base import Solver, family_claims
 from .triton_3d import ConvTriton3d
 from .triton_3d_relaid import RELAID_3D_SOLVERS, ConvTriton3dRelaid, copied_per_image
 from .triton_chunks import BatchChunks
@@ -86,8 +86,7 @@ class ConvTriton3dRelaidChunks(BatchChunks, ConvTriton3dRelaid):
 
 def relaid_chunks_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bool:
     """Whether a relaid chunk solver claims the problem (the registry's FIRST_CLAIMS)."""
-    return any(isinstance(s, ConvTriton3dRelaidChunks) and s.is_applicable(problem, target)
-               and s.claims_first(problem, target) for s in CHUNK_3D_SOLVERS)
+    return family_claims(CHUNK_3D_SOLVERS, ConvTriton3dRelaidChunks, problem, target)
 
 
 def _chunk_solvers() -> list[Solver]:

@@ -31,7 +31,15 @@ from functools import lru_cache
 from ..problem import ConvProblem
 from ..target import Target
 from ._conv import conv_view, kernel_tensors, macs
-from .base import CompileJob, InnerParameters, Launch, Params, Solver, WorkspaceParts
+from .base import (
+    CompileJob,
+    InnerParameters,
+    Launch,
+    Params,
+    Solver,
+    WorkspaceParts,
+    family_claims,
+)
 from .triton_3d import ConvTriton3d, spec_3d
 from .triton_3d import _view as _view_3d
 from .triton_common import PAD_SPEC, has_kernels_spec, kernel_arg, kernels_spec, spec_module
@@ -109,8 +117,7 @@ def copied_per_image(problem: ConvProblem, layout: str) -> tuple[int, ...]:
 
 def relaid_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bool:
     """Whether a relaid solver claims the problem (the registry's FIRST_CLAIMS)."""
-    return any(s.is_applicable(problem, target) and s.claims_first(problem, target)
-               for s in RELAID_3D_SOLVERS)
+    return family_claims(RELAID_3D_SOLVERS, ConvTriton3dRelaid, problem, target)
 
 
 class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):

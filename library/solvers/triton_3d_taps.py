@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import conv_view
-from .base import CompileJob, Params, Solver
+from .base import CompileJob, Params, Solver, family_claims
 from .triton_3d import ConvTriton3d, _job, _view, spec_3d
 from .triton_3d_relaid import RELAID_3D_SOLVERS, ConvTriton3dRelaid
 from .triton_common import has_kernels_spec, have_kernels
@@ -46,7 +45,9 @@ class ConvTriton3dTaps(ConvTriton3d):
     def ranking_name(self) -> str:
         return "ConvTriton3dWrw"
 
-    def _taps(self, problem: ConvProblem) -> dict[str, int]:
+    generic_channels_last = True  # its problems are all channels-last
+
+    def _tap_group(self, problem: ConvProblem) -> dict[str, int]:
         view, sizes, _, _ = _view(problem)
         count, axis = spec_3d().taps(view.direction, sizes)
         return {"TAPS": int(count), "TAP_AXIS": int(axis)}
@@ -57,7 +58,7 @@ class ConvTriton3dTaps(ConvTriton3d):
             return False
         if not super().is_applicable(problem, target) or not self._aligned(problem):
             return False  # problems of the aligned channels-last object alone (measured there)
-        return self._taps(problem)["TAPS"] > 1
+        return self._tap_group(problem)["TAPS"] > 1
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         """The 3-D solver's legal sets whose TAPS x tiles a step fit the shared memory
@@ -66,17 +67,11 @@ class ConvTriton3dTaps(ConvTriton3d):
             return False
         kind = self._kind(target)
         return kind is not None and bool(spec_3d().taps_fit(
-            self._config(tuple(params)), problem.in_type, kind, self._taps(problem)["TAPS"]))
+            self._config(tuple(params)), problem.in_type, kind, self._tap_group(problem)["TAPS"]))
 
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
         return [q for q in super().param_space(problem, target)
                 if self.params_valid(problem, target, q)]
-
-    def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
-             ) -> CompileJob:
-        config = {**self._config(tuple(params)), "SPLIT_K": 1, **self._taps(problem)}
-        return _job(conv_view(problem).direction, problem.in_type, self.math,
-                    tuple(sorted(config.items())), True, aligned, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The 3-D solver's backward-weights tiles for TAPS_TYPES, channels-last (aligned and
@@ -91,13 +86,6 @@ class ConvTriton3dTaps(ConvTriton3d):
                                    "TAP_AXIS": axis}.items())), True, aligned, target)
                 for data_type in spec.TAPS_TYPES for tile in self._tiles(data_type, kind)
                 for aligned in (False, True) for count, axis in spec.TAP_GROUPS]
-
-    def launch_geometry(self, problem: ConvProblem, params: Params
-                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        config = {**self._config(tuple(params)), **self._taps(problem)}
-        view, sizes, _, _ = _view(problem)
-        grid = spec_3d().grid(view.direction, sizes, config)
-        return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
 
 class ConvTriton3dRelaidTaps(ConvTriton3dRelaid):
@@ -119,14 +107,13 @@ class ConvTriton3dRelaidTaps(ConvTriton3dRelaid):
 def relaid_taps_first(problem: ConvProblem, target: Target) -> bool:
     """Whether a relaid several-taps solver claims the problem (the registry's
     FIRST_CLAIMS)."""
-    return any(isinstance(s, ConvTriton3dRelaidTaps) and s.is_applicable(problem, target)
-               and s.claims_first(problem, target) for s in TAPS_3D_SOLVERS)
+    return family_claims(TAPS_3D_SOLVERS, ConvTriton3dRelaidTaps, problem, target)
 
 
 def taps_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the solver claims the problem (the registry's FIRST_CLAIMS): wherever it
     applies."""
-    return any(s.is_applicable(problem, target) for s in TAPS_3D_SOLVERS)
+    return family_claims(TAPS_3D_SOLVERS, ConvTriton3dTaps, problem, target)
 
 
 def _taps_solvers() -> list[Solver]:

@@ -32,11 +32,6 @@ GEOMETRIES = [
 TOLERANCE = 3e-3
 
 SCRIPT = HARNESS + textwrap.dedent('''
-    import importlib
-
-    def module(job):
-        return importlib.import_module("miopenkernels.kernels." + job.kernel_file[:-3])
-
     direction, cases, *variant = json.loads(sys.argv[1])
     suffix = (variant[0] if variant else "") + {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
     rng = np.random.default_rng(0)
@@ -56,19 +51,11 @@ SCRIPT = HARNESS + textwrap.dedent('''
             params = params[:4] + (split,) + params[5:]
         assert solver.params_valid(p, SM90, params), params
         tensors, exact, output = layer_tensors(p, direction, "FP16", rng)
-        main = solver.launch(p, params)
-        workspace_parts(tensors, solver, p, params, main.workspace_bytes,
+        workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
                         (np.float16, "float16"))
-        for job, step in solver.lead_ins(p, params, SM90):
-            run(module(job), step, job, tensors)
         main_job = solver.compile_job(p, params, SM90)
         assert "--assume=" in " ".join(main_job.options), main_job.options  # the aligned object
-        run(module(main_job), main, main_job, tensors)
-        for job, step in solver.follow_ups(p, params, SM90):
-            run(module(job), step, job, tensors)
-        ref = conv_reference(p, exact)
-        got = to_host(tensors[output])
-        errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+        errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
     print(json.dumps(errors))
 ''')
 

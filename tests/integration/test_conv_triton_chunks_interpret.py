@@ -70,16 +70,11 @@ TOLERANCE = 3e-3
 TILE = (32, 16, 16, 1, 1, 4, 2)
 
 SCRIPT = HARNESS + textwrap.dedent('''
-    import importlib
-
     from miopenkernels.solvers import SOLVERS
     from miopenkernels.solvers import triton_chunks
     from miopenkernels.solvers.base import split_offset
 
     SM80 = Target("sm80", 108)
-
-    def module(job):
-        return importlib.import_module("miopenkernels.kernels." + job.kernel_file[:-3])
 
     class Parts(dict):
         """The run's tensors and the parts its launches name: "x@<bytes>" (a chunk's first
@@ -133,7 +128,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
                       if s.kernel_name.startswith("conv") and "reduce" not in s.kernel_name]
         assert len(conv_steps) == want[1], [s.kernel_name for _, s in steps]
         for job, step in steps:
-            run(module(job), step, job, parts)
+            run(job_module(job), step, job, parts)
         ref = conv_reference(p, exact)
         got = to_host(tensors[output])
         errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))

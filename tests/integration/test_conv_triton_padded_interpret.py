@@ -27,11 +27,6 @@ GEOMETRIES = [
 TOLERANCE = {"FP16": 3e-3}
 
 SCRIPT = HARNESS + textwrap.dedent('''
-    import importlib
-
-    def module(job):
-        return importlib.import_module("miopenkernels.kernels." + job.kernel_file[:-3])
-
     direction, cases = json.loads(sys.argv[1])
     suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
     solver = get_solver("ConvTritonImplicitGemmPadded" + suffix)
@@ -47,18 +42,9 @@ SCRIPT = HARNESS + textwrap.dedent('''
             params = params[:4] + (split,) + params[5:]
         assert solver.params_valid(p, SM90, params), params
         tensors, exact, output = layer_tensors(p, direction, data_type, rng)
-        main = solver.launch(p, params)
-        workspace_parts(tensors, solver, p, params, main.workspace_bytes,
+        workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
                         (np.float16, "float16"))
-        for job, step in solver.lead_ins(p, params, SM90):
-            run(module(job), step, job, tensors)
-        main_job = solver.compile_job(p, params, SM90)
-        run(module(main_job), main, main_job, tensors)
-        for job, step in solver.follow_ups(p, params, SM90):
-            run(module(job), step, job, tensors)
-        ref = conv_reference(p, exact)
-        got = to_host(tensors[output])
-        errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+        errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
     print(json.dumps(errors))
 ''')
 

@@ -142,6 +142,25 @@ HARNESS = textwrap.dedent('''
             dtype, name = (np.float32, "float32") if partials else element
             tensors[slot] = _HostTensor(ws[offset:].view(dtype), name)
 
+    def job_module(job):
+        """The kernel module a job's object comes from."""
+        import importlib
+
+        return importlib.import_module("miopenkernels.kernels." + job.kernel_file[:-3])
+
+    def launches_error(solver, p, params, target, tensors, exact, output):
+        """Run `solver`'s lead-ins, main launch and follow-ups of `p` with `params` on
+        `tensors` (each from the kernel module its job names); the relative error of
+        `output` against the float64 reference (NaN where any is left)."""
+        steps = [*solver.lead_ins(p, params, target),
+                 (solver.compile_job(p, params, target), solver.launch(p, params)),
+                 *solver.follow_ups(p, params, target)]
+        for job, step in steps:
+            run(job_module(job), step, job, tensors)
+        ref = conv_reference(p, exact)
+        got = to_host(tensors[output])
+        return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
     def relative_error(solver, kernel, p, params, target, rng):
         """Run `solver`'s launches of `p` with `params` (the main one from the kernel module
         `kernel`, follow-ups from conv_triton) on random inputs, the output poisoned with NaN
