@@ -28,7 +28,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .conv_triton_common import channel_strides, part_range, phase_tap, tile_offsets
+from .conv_triton_common import carry as _carry
+from .conv_triton_common import channel_strides, part_range, tile_offsets
 from .conv_triton_common import first_taps as _first_taps
 from .conv_triton_common import load_tile as _load_tile
 from .conv_triton_common import mma as _mma
@@ -107,27 +108,31 @@ def _fwd_tile(x_ptr, w_ptr, dims, conv, strides, BLOCK_M: tl.constexpr, BLOCK_N:
     g = tl.program_id(1)
     offs_n, offs_k, m_ok, n_ok, img, pq, op, oq, ih0, iw0 = _output_tile(
         N, K, P, Q, stride_h, stride_w, pad_h, pad_w, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
-    x_row = img * sxn + g * C * sxc
+    a_row = img * sxn + g * C * sxc + ih0 * sxh + iw0 * sxw
     w_col = (g * K + offs_n) * swk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     c_blocks = tl.cdiv(C, BLOCK_K)
     split = tl.program_id(2)
     t0, t1 = part_range(R * S * c_blocks, SPLIT_K, split, tl.num_programs(2))
-    for t in range(t0, t1):
-        rs = t // c_blocks
-        cb = t - rs * c_blocks
-        r = rs // S
-        s = rs - r * S
-        ih = ih0 + r * dil_h
-        iw = iw0 + s * dil_w
-        a_ok = m_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    # The step's block and tap move on by counting, not dividing: one division before the loop.
+    rs = t0 // c_blocks
+    cb = t0 - rs * c_blocks
+    r = rs // S
+    s = rs - r * S
+    for _ in range(t0, t1):
+        dh = r * dil_h
+        dw = s * dil_w
+        a_ok = m_ok & ((ih0 + dh).to(tl.uint32) < H.to(tl.uint32)) & \
+            ((iw0 + dw).to(tl.uint32) < W.to(tl.uint32))
         cs = cb * BLOCK_K + offs_k
         c_ok = cs < C
-        a = tl.load(x_ptr + (x_row + ih * sxh + iw * sxw)[:, None] + (cs * sxc)[None, :],
+        a = tl.load(x_ptr + (a_row + (dh * sxh + dw * sxw))[:, None] + (cs * sxc)[None, :],
                     mask=a_ok[:, None] & c_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + (w_col + r * swr + s * sws)[None, :] + (cs * swc)[:, None],
+        b = tl.load(w_ptr + (w_col + (r * swr + s * sws))[None, :] + (cs * swc)[:, None],
                     mask=c_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
+        cb, s = _carry(cb + 1, s, c_blocks)
+        s, r = _carry(s, r, S)
     mask = m_ok[:, None] & n_ok[None, :]
     y_off = (img * syn + op * syh + oq * syw)[:, None] + ((g * K + offs_n) * syk)[None, :]
     if CHANNELS_LAST:  # partials in y's memory order, (n, p, q, G*K): coalesced both ways
@@ -245,7 +250,7 @@ def conv2d_bwd_data(
     n_ok = offs_n < C
     r0, r_step, n_r = _first_taps(ph, pad_h, dil_h, stride_h, R)
     s0, s_step, n_s = _first_taps(pw, pad_w, dil_w, stride_w, S)
-    y_row = img * syn + g * K * syk
+    a_row = img * syn + g * K * syk + hh * syh + ww * syw
     w_col = offs_n * swc  # w is (G*K, C, R, S): the group selects filters, not channels
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     k_blocks = tl.cdiv(K, BLOCK_K)
@@ -256,17 +261,32 @@ def conv2d_bwd_data(
     else:
         t0, t1 = part_range(steps, SPLIT_K, split,
                             tl.num_programs(2) // (stride_h * stride_w))
-    for t in range(t0, t1):
-        kb, r, s, op, oq, a_ok = phase_tap(t, k_blocks, n_s, r0, r_step, s0, s_step, hh, ww, ph,
-                                           pw, pad_h, pad_w, dil_h, dil_w, stride_h, stride_w,
-                                           P, Q, m_ok)
+    # The phase's taps are a lattice: tap (r0 + i*r_step, s0 + j*s_step) reads dy at (hh, ww)
+    # plus (dp0 - i*dp_step, dq0 - j*dq_step), each division exact. The step's block and tap
+    # move on by counting, not dividing.
+    dp0 = (ph + pad_h - r0 * dil_h) // stride_h
+    dq0 = (pw + pad_w - s0 * dil_w) // stride_w
+    dp_step = r_step * dil_h // stride_h
+    dq_step = s_step * dil_w // stride_w
+    tap = t0 // k_blocks
+    kb = t0 - tap * k_blocks
+    ri = tap // n_s
+    si = tap - ri * n_s
+    for _ in range(t0, t1):
+        dp = dp0 - ri * dp_step
+        dq = dq0 - si * dq_step
+        a_ok = m_ok & ((hh + dp).to(tl.uint32) < P.to(tl.uint32)) & \
+            ((ww + dq).to(tl.uint32) < Q.to(tl.uint32))
         ks = kb * BLOCK_K + offs_k
         k_ok = ks < K
-        a = tl.load(y_ptr + (y_row + op * syh + oq * syw)[:, None] + (ks * syk)[None, :],
+        a = tl.load(y_ptr + (a_row + (dp * syh + dq * syw))[:, None] + (ks * syk)[None, :],
                     mask=a_ok[:, None] & k_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + (w_col + r * swr + s * sws)[None, :] + ((g * K + ks) * swk)[:, None],
+        tap_off = (r0 + ri * r_step) * swr + (s0 + si * s_step) * sws
+        b = tl.load(w_ptr + (w_col + tap_off)[None, :] + ((g * K + ks) * swk)[:, None],
                     mask=k_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
+        kb, si = _carry(kb + 1, si, k_blocks)
+        si, ri = _carry(si, ri, n_s)
     mask = m_ok[:, None] & n_ok[None, :]
     if SPLIT_K == 1:
         x_off = (img * sxn + ih * sxh + iw * sxw)[:, None] + ((g * C + offs_n) * sxc)[None, :]

@@ -31,6 +31,7 @@ import triton.language as tl
 
 from .conv_triton import _advance, _pixels
 from .conv_triton_3d_spec import TUPLES
+from .conv_triton_common import carry as _carry
 from .conv_triton_common import channel_strides, tile_offsets
 from .conv_triton_common import first_taps as _first_taps
 from .conv_triton_common import load_tile as _load_tile
@@ -66,6 +67,13 @@ def _inside(d, h, w, D, H, W):
 
 
 @triton.jit
+def _inside_shifted(d, h, w, D, H, W):
+    """Whether positions are inside D x H x W: one unsigned compare per axis."""
+    return (d.to(tl.uint32) < D.to(tl.uint32)) & (h.to(tl.uint32) < H.to(tl.uint32)) & \
+        (w.to(tl.uint32) < W.to(tl.uint32))
+
+
+@triton.jit
 def conv3d_fwd(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -86,25 +94,30 @@ def conv3d_fwd(
     id0 = od * stride_d - pad_d
     ih0 = op * stride_h - pad_h
     iw0 = oq * stride_w - pad_w
-    x_row = img * sxn + g * C * sxc
+    a_row = img * sxn + g * C * sxc + id0 * sxd + ih0 * sxh + iw0 * sxw
     w_col = (g * K + offs_n) * swk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     c_blocks = tl.cdiv(C, BLOCK_K)
-    for i in range(0, T * R * S * c_blocks):
-        tap = i // c_blocks
-        cb = i - tap * c_blocks
-        t, r, s = _tap(tap, R, S)
-        idd = id0 + t * dil_d
-        ih = ih0 + r * dil_h
-        iw = iw0 + s * dil_w
-        a_ok = m_ok & _inside(idd, ih, iw, D, H, W)
+    # The step's block and tap move on by counting (conv_triton_common.carry), not dividing.
+    cb = 0
+    t = 0
+    r = 0
+    s = 0
+    for _ in range(0, T * R * S * c_blocks):
+        dd = t * dil_d
+        dh = r * dil_h
+        dw = s * dil_w
+        a_ok = m_ok & _inside_shifted(id0 + dd, ih0 + dh, iw0 + dw, D, H, W)
         cs = cb * BLOCK_K + offs_k
         c_ok = cs < C
-        a = tl.load(x_ptr + (x_row + idd * sxd + ih * sxh + iw * sxw)[:, None]
+        a = tl.load(x_ptr + (a_row + (dd * sxd + dh * sxh + dw * sxw))[:, None]
                     + (cs * sxc)[None, :], mask=a_ok[:, None] & c_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + (w_col + t * swt + r * swr + s * sws)[None, :]
+        b = tl.load(w_ptr + (w_col + (t * swt + r * swr + s * sws))[None, :]
                     + (cs * swc)[:, None], mask=c_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
+        cb, s = _carry(cb + 1, s, c_blocks)
+        s, r = _carry(s, r, S)
+        r, t = _carry(r, t, R)
     y_off = (img * syn + od * syd + op * syh + oq * syw)[:, None] + \
         ((g * K + offs_n) * syk)[None, :]
     tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty),
@@ -146,30 +159,41 @@ def conv3d_bwd_data(
     t0, t_step, n_t = _first_taps(pd, pad_d, dil_d, stride_d, T)
     r0, r_step, n_r = _first_taps(ph, pad_h, dil_h, stride_h, R)
     s0, s_step, n_s = _first_taps(pw, pad_w, dil_w, stride_w, S)
-    y_row = img * syn + g * K * syk
+    a_row = img * syn + g * K * syk + dd * syd + hh * syh + ww * syw
     w_col = offs_n * swc  # w is (G*K, C, T, R, S): the group selects filters, not channels
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     k_blocks = tl.cdiv(K, BLOCK_K)
-    for i in range(0, n_t * n_r * n_s * k_blocks):
-        tap = i // k_blocks
-        kb = i - tap * k_blocks
-        ti, ri, si = _tap(tap, n_r, n_s)
-        t = t0 + ti * t_step
-        r = r0 + ri * r_step
-        s = s0 + si * s_step
-        # Exact quotients: the phase's taps land on whole output positions.
-        od = dd + (pd + pad_d - t * dil_d) // stride_d
-        op = hh + (ph + pad_h - r * dil_h) // stride_h
-        oq = ww + (pw + pad_w - s * dil_w) // stride_w
-        a_ok = m_ok & _inside(od, op, oq, Z, P, Q)
+    # The phase's taps are a lattice: tap (t0 + i*t_step, ...) reads dy at (dd, hh, ww) plus
+    # (e0 - i*e_step, ...), each division exact (the taps land on whole output positions).
+    # The step's block and tap move on by counting, not dividing.
+    e0 = (pd + pad_d - t0 * dil_d) // stride_d
+    f0 = (ph + pad_h - r0 * dil_h) // stride_h
+    g0 = (pw + pad_w - s0 * dil_w) // stride_w
+    e_step = t_step * dil_d // stride_d
+    f_step = r_step * dil_h // stride_h
+    g_step = s_step * dil_w // stride_w
+    kb = 0
+    ti = 0
+    ri = 0
+    si = 0
+    for _ in range(0, n_t * n_r * n_s * k_blocks):
+        de = e0 - ti * e_step
+        df = f0 - ri * f_step
+        dg = g0 - si * g_step
+        a_ok = m_ok & _inside_shifted(dd + de, hh + df, ww + dg, Z, P, Q)
         ks = kb * BLOCK_K + offs_k
         k_ok = ks < K
-        a = tl.load(y_ptr + (y_row + od * syd + op * syh + oq * syw)[:, None]
+        a = tl.load(y_ptr + (a_row + (de * syd + df * syh + dg * syw))[:, None]
                     + (ks * syk)[None, :], mask=a_ok[:, None] & k_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + (w_col + t * swt + r * swr + s * sws)[None, :]
+        tap_off = (t0 + ti * t_step) * swt + (r0 + ri * r_step) * swr + \
+            (s0 + si * s_step) * sws
+        b = tl.load(w_ptr + (w_col + tap_off)[None, :]
                     + ((g * K + ks) * swk)[:, None], mask=k_ok[:, None] & n_ok[None, :],
                     other=0.0)
         acc = _mma(a, b, acc, PRECISION)
+        kb, si = _carry(kb + 1, si, k_blocks)
+        si, ri = _carry(si, ri, n_s)
+        ri, ti = _carry(ri, ti, n_r)
     x_off = (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None] + \
         ((g * C + offs_n) * sxc)[None, :]
     tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty),

@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 
 __all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range", "part_range",
-           "tap_source", "load_tile", "mma", "first_taps", "phase_tap"]
+           "tap_source", "load_tile", "mma", "first_taps", "phase_tap", "carry"]
 
 
 @triton.jit
@@ -68,6 +68,15 @@ def channel_strides(strides, CHANNELS_LAST: tl.constexpr):
         strides = strides[:1] + (1,) + strides[2:rank + 1] + (1,) + \
             strides[rank + 2:2 * rank + 1] + (1,) + strides[2 * rank + 2:]
     return strides
+
+
+@triton.jit
+def carry(inner, outer, inners):
+    """(inner, outer) with `inner` wrapped at `inners` into `outer`: the counters of nested
+    loops flattened into one, moved on by a step without dividing (`inner += 1` first, then
+    a carry per level). A kernel divides once, before its loop, to start them at its part."""
+    wrap = inner == inners
+    return tl.where(wrap, 0, inner), tl.where(wrap, outer + 1, outer)
 
 
 @triton.jit

@@ -1,0 +1,286 @@
+"""The forward kernel's main loop against its ceilings, on the device machine (FP16 NHWC).
+
+For a set of forward layers (batch 32, FP16, NHWC), the GPU time (queued behind a sleep kernel,
+bench/_gpu_timing.py) of:
+- cuDNN through torch (benchmark on, channels-last tensors);
+- cuBLAS (`torch.mm`) on the layer's GEMM: [N*P*Q, C*R*S] x [C*R*S, K], the operands made
+  outside the timing (the ceiling of a kernel that had the im2col matrix for free);
+- a plain Triton GEMM (`gemm` below: pointer loads, the same tiles) on those operands: what
+  Triton makes of the GEMM without the convolution's gather; and the same GEMM with its
+  operands moved by the tensor memory accelerator (`gemm_tma`, descriptors made on the
+  device);
+- `conv2d_fwd` of each kernel module named by `--kernels` (default the package's,
+  miopenkernels.kernels.conv_triton; e.g. `before=kernels_before.conv_triton` for a copy of
+  another tree's kernels folder on sys.path) at each tile of `--tiles`, launched through
+  Triton's JIT with the runtime's arguments, its output checked against cuDNN's.
+
+Each row gives the times in microseconds and TFLOP/s; the summary the geomean of each column
+over cuDNN's. Triton compiles what it lacks before the timing.
+
+    python bench/conv_ceiling.py --kernels shipped=miopenkernels.kernels.conv_triton \\
+        --out bench/results/conv_ceiling_h200
+
+Writes <out>.json (device, versions, rows, summary) and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+#: (name, C, H, W, K, R, S, stride, pad): forward layers of the zoo, batch 32.
+LAYERS: tuple[tuple[str, int, int, int, int, int, int, int, int], ...] = (
+    ("sd15_unet up_blocks.1.upsamplers.0.conv", 1280, 32, 32, 1280, 3, 3, 1, 1),
+    ("sd15_unet down_blocks.0.resnets.0.conv1", 320, 64, 64, 320, 3, 3, 1, 1),
+    ("sd15_vae encoder.down_blocks.1.resnets.0.conv2", 256, 256, 256, 256, 3, 3, 1, 1),
+    ("vgg16 features.28", 512, 14, 14, 512, 3, 3, 1, 1),
+    ("resnet50 layer1.0.conv2", 64, 56, 56, 64, 3, 3, 1, 1),
+    ("resnet50 layer3.0.conv2", 256, 14, 14, 256, 3, 3, 1, 1),
+    ("resnet50 layer1.0.conv3", 64, 56, 56, 256, 1, 1, 1, 0),
+    ("resnet50 layer2.0.conv1", 256, 56, 56, 128, 1, 1, 1, 0),
+    ("resnet50 layer3.1.conv1", 1024, 14, 14, 256, 1, 1, 1, 0),
+    ("resnet50 layer4.0.conv3", 512, 7, 7, 2048, 1, 1, 1, 0),
+    ("esrgan body.rdb.conv4", 160, 512, 512, 32, 3, 3, 1, 1),
+    ("fcn_resnet50 aux_classifier.0", 1024, 65, 65, 256, 3, 3, 1, 1),
+)
+
+TILES = "256:128:64:8:3,128:256:64:8:3,128:128:64:8:3,128:128:64:4:4"
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernels", default="shipped=miopenkernels.kernels.conv_triton",
+                    help="comma-separated NAME=MODULE of conv_triton modules to time")
+    ap.add_argument("--tiles", default=TILES,
+                    help="comma-separated BLOCK_M:BLOCK_N:BLOCK_K:num_warps:num_stages")
+    ap.add_argument("--layers", default="", help="comma-separated indices into LAYERS")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--no-gemm", action="store_true", help="skip cuBLAS and the Triton GEMM")
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "conv_ceiling")
+    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return ap.parse_args(argv)
+
+
+def _gemm_kernel() -> Any:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def gemm(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_bn, s_cm, BLOCK_M: tl.constexpr,
+             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+        """c[M, N] = a[M, K] b[N, K]^T, K contiguous in both (tile order as the kernels')."""
+        pid = tl.program_id(0)
+        num_m = tl.cdiv(M, BLOCK_M)
+        num_n = tl.cdiv(N, BLOCK_N)
+        in_group = GROUP_M * num_n
+        first_m = (pid // in_group) * GROUP_M
+        size_m = tl.minimum(num_m - first_m, GROUP_M)
+        pid_m = first_m + (pid % in_group) % size_m
+        pid_n = (pid % in_group) // size_m
+        om = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        on = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        ok = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = tl.load(a_ptr + (om.to(tl.int64) * s_am)[:, None] + (k + ok)[None, :],
+                        mask=(om < M)[:, None] & ((k + ok) < K)[None, :], other=0.0)
+            b = tl.load(b_ptr + (on.to(tl.int64) * s_bn)[None, :] + (k + ok)[:, None],
+                        mask=((k + ok) < K)[:, None] & (on < N)[None, :], other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + (om.to(tl.int64) * s_cm)[:, None] + on[None, :], acc.to(tl.float16),
+                 mask=(om < M)[:, None] & (on < N)[None, :])
+
+    @triton.jit
+    def gemm_tma(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+        """`gemm` with its operands and output moved by the tensor memory accelerator
+        (descriptors made on the device)."""
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                           block_shape=[BLOCK_M, BLOCK_K])
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                           block_shape=[BLOCK_M, BLOCK_N])
+        pid = tl.program_id(0)
+        num_m = tl.cdiv(M, BLOCK_M)
+        num_n = tl.cdiv(N, BLOCK_N)
+        in_group = GROUP_M * num_n
+        first_m = (pid // in_group) * GROUP_M
+        size_m = tl.minimum(num_m - first_m, GROUP_M)
+        pid_m = first_m + (pid % in_group) % size_m
+        pid_n = (pid % in_group) // size_m
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = a_desc.load([pid_m * BLOCK_M, k])
+            b = b_desc.load([pid_n * BLOCK_N, k])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.float16))
+
+    return gemm, gemm_tma
+
+
+def _tiles(text: str) -> list[tuple[int, int, int, int, int]]:
+    out = []
+    for item in text.split(","):
+        bm, bn, bk, nw, ns = (int(v) for v in item.split(":"))
+        out.append((bm, bn, bk, nw, ns))
+    return out
+
+
+def _tile_name(t: tuple[int, int, int, int, int]) -> str:
+    return f"{t[0]}x{t[1]}x{t[2]}w{t[3]}s{t[4]}"
+
+
+def _layer(args: argparse.Namespace, spec: tuple, modules: dict[str, Any],
+           tiles: list[tuple[int, int, int, int, int]], gemms: Any) -> dict[str, Any]:
+    """One layer's row: every column's GPU time, the kernels' errors against cuDNN."""
+    import torch
+    import torch.nn.functional as F
+    from _gpu_timing import queued_gpu_ms
+
+    name, c, h, w, k, r, s, stride, pad = spec
+    n = args.batch
+    p = (h + 2 * pad - r) // stride + 1
+    q = (w + 2 * pad - s) // stride + 1
+    flop = 2.0 * n * p * q * k * c * r * s
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(n, c, h, w, device="cuda", generator=g).half() \
+        .to(memory_format=torch.channels_last)
+    wt = (torch.randn(k, c, r, s, device="cuda", generator=g) / math.sqrt(c * r * s)).half() \
+        .to(memory_format=torch.channels_last)
+    row: dict[str, Any] = {"layer": name, "C": c, "H": h, "W": w, "K": k, "R": r, "S": s,
+                           "stride": stride, "pad": pad, "N": n, "gflop": flop / 1e9}
+
+    def time_us(fn: Any) -> float:
+        return queued_gpu_ms(fn, args.repeats, args.warmup) * 1e3
+
+    ref = F.conv2d(x, wt, stride=stride, padding=pad).float()
+    row["cudnn_us"] = time_us(lambda: F.conv2d(x, wt, stride=stride, padding=pad))
+    if not args.no_gemm:
+        gemm, gemm_tma = gemms
+        m_rows, red = n * p * q, c * r * s
+        a = torch.randn(m_rows, red, device="cuda", generator=g).half()
+        b = torch.randn(k, red, device="cuda", generator=g).half()
+        out = torch.empty(m_rows, k, device="cuda", dtype=torch.float16)
+        row["cublas_us"] = time_us(lambda: torch.mm(a, b.t()))
+        for bm, bn, bk, nw, ns in tiles:
+            grid = (math.ceil(m_rows / bm) * math.ceil(k / bn),)
+            row[f"gemm_{_tile_name((bm, bn, bk, nw, ns))}_us"] = time_us(
+                lambda grid=grid, bm=bm, bn=bn, bk=bk, nw=nw, ns=ns: gemm[grid](
+                    a, b, out, m_rows, k, red, red, red, k, BLOCK_M=bm, BLOCK_N=bn,
+                    BLOCK_K=bk, GROUP_M=8, num_warps=nw, num_stages=ns))
+            row[f"gemm-tma_{_tile_name((bm, bn, bk, nw, ns))}_us"] = time_us(
+                lambda grid=grid, bm=bm, bn=bn, bk=bk, nw=nw, ns=ns: gemm_tma[grid](
+                    a, b, out, m_rows, k, red, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    num_warps=nw, num_stages=ns))
+        del a, b, out
+    y = torch.empty(n, k, p, q, device="cuda", dtype=torch.float16) \
+        .to(memory_format=torch.channels_last)
+    dims = (n, c, h, w, k, p, q, r, s, 1)
+    conv = (stride, stride, pad, pad, 1, 1)
+    strides = (*x.stride(), *wt.stride(), *y.stride())
+    for mod_name, mod in modules.items():
+        for bm, bn, bk, nw, ns in tiles:
+            grid = (math.ceil(n * p * q / bm) * math.ceil(k / bn), 1, 1)
+
+            def run(mod: Any = mod, grid: tuple = grid, bm: int = bm, bn: int = bn,
+                    bk: int = bk, nw: int = nw, ns: int = ns) -> None:
+                mod.conv2d_fwd[grid](x, wt, y, y, dims, conv, strides, BLOCK_M=bm,
+                                     BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, SPLIT_K=1,
+                                     CHANNELS_LAST=True, PRECISION="ieee", num_warps=nw,
+                                     num_stages=ns)
+
+            key = f"{mod_name}_{_tile_name((bm, bn, bk, nw, ns))}"
+            y.fill_(float("nan"))
+            run()
+            row[f"{key}_err"] = float((y.float() - ref).norm() / ref.norm())
+            row[f"{key}_us"] = time_us(run)
+    return row
+
+
+def measure(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """Time every layer into result["rows"] and result["summary"], writing <out>.json after
+    each layer (a run cut short keeps what it measured)."""
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    modules = {}
+    for item in args.kernels.split(","):
+        name, module = item.split("=", 1)
+        modules[name] = importlib.import_module(module)
+    tiles = _tiles(args.tiles)
+    gemms = _gemm_kernel()
+    import triton
+
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device="cuda"))
+    picked = [LAYERS[int(i)] for i in args.layers.split(",") if i] or list(LAYERS)
+    rows: list[dict[str, Any]] = []
+    result["rows"] = rows
+    for spec in picked:
+        t0 = time.perf_counter()
+        row = _layer(args, spec, modules, tiles, gemms)
+        row["seconds"] = time.perf_counter() - t0
+        rows.append(row)
+        torch.cuda.empty_cache()
+        timed = [(v, kk) for kk, v in row.items() if kk.endswith("_us") and kk != "cudnn_us"]
+        best = min(timed)
+        print(f"{spec[0]}: cuDNN {row['cudnn_us']:.0f} us "
+              f"({row['gflop'] / row['cudnn_us'] * 1e3:.0f} TF/s), fastest other {best[1]} "
+              f"{best[0]:.0f} us, {row['seconds']:.0f} s", flush=True)
+        result["summary"] = summarise(rows)
+        args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per timed column: the geomean over the rows of its time over cuDNN's, and its TFLOP/s
+    geomean."""
+    cols = sorted({k for r in rows for k in r if k.endswith("_us") and k != "cudnn_us"})
+    out = {}
+    for col in cols:
+        have = [r for r in rows if col in r]
+        ratios = [r[col] / r["cudnn_us"] for r in have]
+        tflops = [r["gflop"] / r[col] * 1e3 for r in have]
+        out[col[:-3]] = {"vs_cudnn": math.exp(sum(map(math.log, ratios)) / len(ratios)),
+                         "tflops": math.exp(sum(map(math.log, tflops)) / len(tflops)),
+                         "layers": len(have)}
+    tf = [r["gflop"] / r["cudnn_us"] * 1e3 for r in rows]
+    out["cudnn"] = {"vs_cudnn": 1.0, "tflops": math.exp(sum(map(math.log, tf)) / len(tf)),
+                    "layers": len(rows)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    import torch
+    import triton
+
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+              "triton": triton.__version__, "batch": args.batch, "kernels": args.kernels,
+              "tiles": args.tiles, "repeats": args.repeats}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    measure(args, result)
+    if args.json:
+        print(json.dumps(result["summary"], indent=1))
+        return 0
+    print("| column | time / cuDNN (geomean) | TFLOP/s (geomean) | layers |")
+    print("|---|---|---|---|")
+    for col, v in sorted(result["summary"].items(), key=lambda kv: kv[1]["vs_cudnn"]):
+        print(f"| {col} | {v['vs_cudnn']:.2f} | {v['tflops']:.0f} | {v['layers']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
