@@ -64,6 +64,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     help="comma-separated BLOCK_M:BLOCK_N:BLOCK_K:num_warps:num_stages")
     ap.add_argument("--layers", default="", help="comma-separated indices into LAYERS")
     ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--direction", choices=("F", "B"), default="F",
+                    help="forward, or backward data (conv2d_bwd_data; cuDNN through "
+                         "aten.convolution_backward, as bench/zoo.py calls it)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--no-gemm", action="store_true", help="skip cuBLAS and the Triton GEMM")
@@ -165,8 +168,16 @@ def _layer(args: argparse.Namespace, spec: tuple, modules: dict[str, Any],
     def time_us(fn: Any) -> float:
         return queued_gpu_ms(fn, args.repeats, args.warmup) * 1e3
 
-    ref = F.conv2d(x, wt, stride=stride, padding=pad).float()
-    row["cudnn_us"] = time_us(lambda: F.conv2d(x, wt, stride=stride, padding=pad))
+    if args.direction == "B":  # as bench/zoo.py calls it: x's tensor, channels-last
+        dy = torch.randn(n, k, p, q, device="cuda", generator=g).half() \
+            .to(memory_format=torch.channels_last)
+        geo = ([stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1)
+        row["cudnn_us"] = time_us(lambda: torch.ops.aten.convolution_backward(
+            dy, x, wt, None, *geo, [True, False, False])[0])
+        del dy
+    else:
+        ref = F.conv2d(x, wt, stride=stride, padding=pad).float()
+        row["cudnn_us"] = time_us(lambda: F.conv2d(x, wt, stride=stride, padding=pad))
     if not args.no_gemm:
         gemm, gemm_tma = gemms
         m_rows, red = n * p * q, c * r * s
@@ -187,24 +198,34 @@ def _layer(args: argparse.Namespace, spec: tuple, modules: dict[str, Any],
         del a, b, out
     y = torch.empty(n, k, p, q, device="cuda", dtype=torch.float16) \
         .to(memory_format=torch.channels_last)
+    if args.direction == "B":  # dy in y's place, dx written into x
+        y.copy_(torch.randn(n, k, p, q, device="cuda", generator=g))
+        ref = torch.ops.aten.convolution_backward(
+            y, x, wt, None, [stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1,
+            [True, False, False])[0].float()
     dims = (n, c, h, w, k, p, q, r, s, 1)
     conv = (stride, stride, pad, pad, 1, 1)
     strides = (*x.stride(), *wt.stride(), *y.stride())
+    out_t = x if args.direction == "B" else y
     for mod_name, mod in modules.items():
         for bm, bn, bk, nw, ns in tiles:
-            grid = (math.ceil(n * p * q / bm) * math.ceil(k / bn), 1, 1)
+            if args.direction == "B":
+                rows_b = n * math.ceil(h / stride) * math.ceil(w / stride)
+                grid = (math.ceil(rows_b / bm) * math.ceil(c / bn), 1, stride * stride)
+            else:
+                grid = (math.ceil(n * p * q / bm) * math.ceil(k / bn), 1, 1)
 
             def run(mod: Any = mod, grid: tuple = grid, bm: int = bm, bn: int = bn,
                     bk: int = bk, nw: int = nw, ns: int = ns) -> None:
-                mod.conv2d_fwd[grid](x, wt, y, y, dims, conv, strides, BLOCK_M=bm,
-                                     BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, SPLIT_K=1,
-                                     CHANNELS_LAST=True, PRECISION="ieee", num_warps=nw,
-                                     num_stages=ns)
+                kernel = mod.conv2d_bwd_data if args.direction == "B" else mod.conv2d_fwd
+                kernel[grid](x, wt, y, y, dims, conv, strides, BLOCK_M=bm, BLOCK_N=bn,
+                             BLOCK_K=bk, GROUP_M=8, SPLIT_K=1, CHANNELS_LAST=True,
+                             PRECISION="ieee", num_warps=nw, num_stages=ns)
 
             key = f"{mod_name}_{_tile_name((bm, bn, bk, nw, ns))}"
-            y.fill_(float("nan"))
+            out_t.fill_(float("nan"))
             run()
-            row[f"{key}_err"] = float((y.float() - ref).norm() / ref.norm())
+            row[f"{key}_err"] = float((out_t.float() - ref).norm() / ref.norm())
             row[f"{key}_us"] = time_us(run)
     return row
 
@@ -268,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
 
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-              "triton": triton.__version__, "batch": args.batch, "kernels": args.kernels,
-              "tiles": args.tiles, "repeats": args.repeats}
+              "triton": triton.__version__, "batch": args.batch, "direction": args.direction,
+              "kernels": args.kernels, "tiles": args.tiles, "repeats": args.repeats}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     measure(args, result)
     if args.json:

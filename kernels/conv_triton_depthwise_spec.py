@@ -59,7 +59,8 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
 #: Backward weights sum a whole filter row at once: BLOCK_S, the row's width class (the
 #: smallest of these at least S), is part of the object, so a package ships one per class.
 WIDTH_CLASSES = (4, 8)
-#: Forward filters whose objects are compiled for them (TAPS_R x TAPS_S): up to 25 taps
+#: Forward and backward-data filters whose objects are compiled for them (TAPS_R x TAPS_S;
+#: backward data from 2026-12-02, its run-time loops waiting on a tap's load at a time): up to 25 taps
 #: unrolled, a program issues every tap's load at once; the best tile took 0.73-1.01x cuDNN's
 #: GPU time at batch 1 against 1.02-1.66x with the taps in run-time loops
 #: (bench/depthwise_tiles.py, H100, 34 layers of four networks: 3x3 and 5x5). 7x7 unrolls a
@@ -205,18 +206,18 @@ def shape_classes(direction: str) -> tuple[int, ...]:
     """The object classes a package ships per tile (`shape_class`)."""
     if direction == "W":
         return WIDTH_CLASSES
-    if direction == "F":
+    if direction in ("F", "B"):
         return (0, *(r * 10 + s for r, s in UNROLLED_FILTERS))
     return (0,)
 
 
 def shape_class(direction: str, sizes: Mapping[str, int]) -> int:
     """The part of a problem's shape its object is compiled for: backward weights' width
-    class (BLOCK_S); forward's filter R * 10 + S where UNROLLED_FILTERS holds it, else 0 (R
-    and S at run time); 0 in backward data."""
+    class (BLOCK_S); forward's and backward data's filter R * 10 + S where UNROLLED_FILTERS
+    holds it, else 0 (R and S at run time)."""
     if direction == "W":
         return width_class(sizes["S"])
-    if direction == "F" and (sizes["R"], sizes["S"]) in UNROLLED_FILTERS:
+    if (sizes["R"], sizes["S"]) in UNROLLED_FILTERS:
         return int(sizes["R"]) * 10 + int(sizes["S"])
     return 0
 
@@ -224,7 +225,8 @@ def shape_class(direction: str, sizes: Mapping[str, int]) -> int:
 def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
               width: int = 0) -> tuple[dict[str, str], dict[str, Any]]:
     """(signature, constexprs) of one object for `triton.compiler.ASTSource`; `width` is its
-    `shape_class` (backward weights' BLOCK_S; forward's unrolled filter)."""
+    `shape_class` (backward weights' BLOCK_S; forward's and backward data's unrolled
+    filter)."""
     return typed_signature(ARGS[KERNEL[direction]], dtype,
                            constexpr_values(direction, config, last, width))
 
@@ -232,7 +234,7 @@ def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
 def constexpr_values(direction: str, config: Mapping[str, int], last: bool, width: int
                      ) -> dict[str, int]:
     """Every constexpr a direct kernel may take (a kernel's ARGS pick theirs)."""
-    taps = width if direction == "F" else 0
+    taps = width if direction in ("F", "B") else 0
     return {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
             "BLOCK_S": int(width) if direction == "W" else 0, "CHANNELS_LAST": int(last),
             "BACKWARD": int(direction == "B"), "TAPS_R": taps // 10, "TAPS_S": taps % 10}

@@ -126,22 +126,27 @@ def test_launch_geometry_and_arguments_per_layout() -> None:
     assert f.launch_geometry(nhwc, f.default_params(nhwc, SM90)) == ((98, 6, 32), (32, 1, 1))
 
 
-def test_forward_objects_unroll_the_usual_filters_and_ship() -> None:
-    """3x3, 5x5 and 7x7 forward filters run an object with their taps unrolled (TAPS_R x
-    TAPS_S constexprs), other sizes the one whose R and S are arguments; all ship."""
-    f = get_solver(NAMES["F"])
+@pytest.mark.parametrize("direction", ["F", "B"])
+def test_objects_unroll_the_usual_filters_and_ship(direction: str) -> None:
+    """3x3, 5x5 and 7x7 filters run an object with their taps unrolled (TAPS_R x TAPS_S
+    constexprs) in forward and backward data, other sizes the one whose R and S are
+    arguments; all ship. Backward weights take a width class instead."""
+    f = get_solver(NAMES[direction])
     shipped = set(f.dynamic_jobs(SM90))
     seen = set()
     for r, taps in ((3, "3"), (5, "5"), (7, "7"), (4, "0")):
-        p = _p(96, 56, r, 1)
-        job = f.compile_job(p, f.default_params(p, SM90), SM90)
-        assert f"-DTAPS_R={taps}" in job.options and f"-DTAPS_S={taps}" in job.options, job
-        assert job in shipped and f.unaligned_job(p, f.default_params(p, SM90), SM90) in shipped
-        seen.add(job)
+        for stride in (1, 2):
+            p = _p(96, 56, r, stride, direction)
+            job = f.compile_job(p, f.default_params(p, SM90), SM90)
+            assert f"-DTAPS_R={taps}" in job.options and f"-DTAPS_S={taps}" in job.options, job
+            assert job in shipped and f.unaligned_job(p, f.default_params(p, SM90), SM90) in \
+                shipped
+            seen.add(job)
     assert len(seen) == 4
-    b = get_solver(NAMES["B"])
-    back = _p(96, 56, 3, 1, "B")
-    assert "-DTAPS_R=0" in b.compile_job(back, b.default_params(back, SM90), SM90).options
+    w = get_solver(NAMES["W"])
+    back = _p(96, 56, 3, 1, "W")
+    assert not any(o.startswith("-DTAPS_R") for o in
+                   w.compile_job(back, w.default_params(back, SM90), SM90).options)
 
 
 def test_backward_weights_split_the_reduction_to_fill_the_gpu() -> None:
