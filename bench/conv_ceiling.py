@@ -80,17 +80,19 @@ def _gemm_kernel() -> Any:
     import triton.language as tl
 
     @triton.jit
+    def tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+        """This program's (row tile, column tile), in the kernels' grouped order."""
+        pid = tl.program_id(0)
+        in_group = GROUP_M * tl.cdiv(N, BLOCK_N)
+        first_m = (pid // in_group) * GROUP_M
+        size_m = tl.minimum(tl.cdiv(M, BLOCK_M) - first_m, GROUP_M)
+        return first_m + (pid % in_group) % size_m, (pid % in_group) // size_m
+
+    @triton.jit
     def gemm(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_bn, s_cm, BLOCK_M: tl.constexpr,
              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
         """c[M, N] = a[M, K] b[N, K]^T, K contiguous in both (tile order as the kernels')."""
-        pid = tl.program_id(0)
-        num_m = tl.cdiv(M, BLOCK_M)
-        num_n = tl.cdiv(N, BLOCK_N)
-        in_group = GROUP_M * num_n
-        first_m = (pid // in_group) * GROUP_M
-        size_m = tl.minimum(num_m - first_m, GROUP_M)
-        pid_m = first_m + (pid % in_group) % size_m
-        pid_n = (pid % in_group) // size_m
+        pid_m, pid_n = tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
         om = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         on = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         ok = tl.arange(0, BLOCK_K)
@@ -115,14 +117,7 @@ def _gemm_kernel() -> Any:
                                            block_shape=[BLOCK_N, BLOCK_K])
         c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
                                            block_shape=[BLOCK_M, BLOCK_N])
-        pid = tl.program_id(0)
-        num_m = tl.cdiv(M, BLOCK_M)
-        num_n = tl.cdiv(N, BLOCK_N)
-        in_group = GROUP_M * num_n
-        first_m = (pid // in_group) * GROUP_M
-        size_m = tl.minimum(num_m - first_m, GROUP_M)
-        pid_m = first_m + (pid % in_group) % size_m
-        pid_n = (pid % in_group) // size_m
+        pid_m, pid_n = tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, K, BLOCK_K):
             a = a_desc.load([pid_m * BLOCK_M, k])

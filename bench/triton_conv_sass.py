@@ -4,11 +4,14 @@ For each case (`<type>-<direction>-<layout>`) the kernel of a ResNet-50 3x3 laye
 first layer with --first) is compiled ahead of time, as the builder does, with the case's most
 frequent tuned configuration (kernels/conv_triton_tuned_sm90.json); Triton's own cuobjdump and
 nvdisasm then report registers, spills, shared memory and, from the SASS, the tensor-core
-instructions (HGMMA: wgmma; HMMA: mma.sync) and the global loads by width (LDGSTS: cp.async into
-shared memory; LDG: into registers). A 16-bit operand read with 16-byte LDGSTS is vectorised; a
-count of 2- or 4-byte loads marks the scalar gathers.
+instructions (HGMMA: wgmma; HMMA: mma.sync), the global loads by width (LDGSTS: cp.async into
+shared memory; LDG: into registers) and the instructions of the main loop (one step of the
+reduction; its run-time divisions counted by their MUFU.RCP). A 16-bit operand read with
+16-byte LDGSTS is vectorised; a count of 2- or 4-byte loads marks the scalar gathers.
 
     python bench/triton_conv_sass.py [--first] [--json]
+    PYTHONPATH=DIR python bench/triton_conv_sass.py --kernels kernels_before.conv_triton
+        (DIR/kernels_before: another tree's kernels folder)
 """
 
 from __future__ import annotations
@@ -32,10 +35,29 @@ FIRST = {"N": 32, "C": 3, "H": 224, "W": 224, "K": 64, "P": 112, "Q": 112, "R": 
          "G": 1, "stride_h": 2, "stride_w": 2, "pad_h": 3, "pad_w": 3, "dil_h": 1, "dil_w": 1}
 
 
-def report(case: str, sizes: dict[str, int]) -> dict:
+def loop_body(sass: str) -> Counter:
+    """The instructions of the innermost loop that holds the tensor-core instructions (the
+    shortest span from a label to a branch back to it with an HGMMA or HMMA in it), by
+    opcode."""
+    labels = {m.group(1): m.start() for m in re.finditer(r"^\.L_x_(\d+):", sass, re.M)}
+    body = ""
+    for m in re.finditer(r"BRA\s+(?:\S+\s+)?`?\(?\.L_x_(\d+)", sass):
+        start = labels.get(m.group(1))
+        if start is not None and start < m.start():
+            span = sass[start:m.end()]
+            if ("HGMMA" in span or "HMMA" in span) and (not body or len(span) < len(body)):
+                body = span
+    return Counter(re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]+)",
+                              body, re.M))
+
+
+def report(case: str, sizes: dict[str, int], module: str = "") -> dict:
+    import importlib
+
     import triton
     from miopenkernels.compiler.triton import source_arguments
-    from miopenkernels.kernels import conv_triton as ct
+
+    ct = importlib.import_module(module or "miopenkernels.kernels.conv_triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -68,7 +90,9 @@ def report(case: str, sizes: dict[str, int]) -> dict:
         return sum(n for op, n in ops.items() if op.startswith(prefix))
 
     loads = {op: n for op, n in sorted(ops.items()) if op.startswith(("LDG", "LDGSTS"))}
+    loop = loop_body(sass)
     return {"case": case, "kernel": kernel, "config": cfg, "aligned": aligned,
+            "loop_instructions": sum(loop.values()), "loop_divisions": loop["MUFU"],
             "registers": int(regs.group(1)) if regs else None,
             "spills": "STL" in ops or "LDL" in ops, "shared": k.metadata.shared,
             "hgmma": count("HGMMA"), "hmma": count("HMMA"), "ffma": count("FFMA"),
@@ -79,25 +103,29 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--first", action="store_true", help="the first layer (C=3, 7x7) instead")
     ap.add_argument("--cases", default="", help="comma-separated cases (default: all 24)")
+    ap.add_argument("--kernels", default="", metavar="MODULE",
+                    help="the conv_triton module to compile (default the package's; e.g. a "
+                         "copy of another tree's kernels folder on PYTHONPATH)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     sizes = FIRST if args.first else LAYER
     cases = [c for c in args.cases.split(",") if c] or [
         f"{t}-{d}-{lay}" for t in ("FP16", "BF16", "FP32", "TF32") for d in "FBW"
         for lay in ("NHWC", "NCHW")]
-    rows = [report(c, sizes) for c in cases]
+    rows = [report(c, sizes, args.kernels) for c in cases]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print("| case | kernel | tile | regs | spills | shared | HGMMA | HMMA | FFMA | global loads |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| case | kernel | tile | regs | spills | shared | HGMMA | HMMA | FFMA | global loads "
+          "| loop instructions (divisions) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         c = r["config"]
         tile = f"{c['BLOCK_M']}x{c['BLOCK_N']}x{c['BLOCK_K']} w{c['num_warps']}s{c['num_stages']}"
         loads = " ".join(f"{op}:{n}" for op, n in r["loads"].items())
         print(f"| {r['case']} | {r['kernel']} | {tile} | {r['registers']} | "
               f"{'yes' if r['spills'] else 'no'} | {r['shared']} | {r['hgmma']} | {r['hmma']} | "
-              f"{r['ffma']} | {loads} |")
+              f"{r['ffma']} | {loads} | {r['loop_instructions']} ({r['loop_divisions']}) |")
     return 0
 
 

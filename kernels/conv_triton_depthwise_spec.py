@@ -59,9 +59,11 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
 #: Backward weights sum a whole filter row at once: BLOCK_S, the row's width class (the
 #: smallest of these at least S), is part of the object, so a package ships one per class.
 WIDTH_CLASSES = (4, 8)
-#: Forward and backward-data filters whose objects are compiled for them (TAPS_R x TAPS_S;
-#: backward data from 2026-12-02, its run-time loops waiting on a tap's load at a time): up to 25 taps
-#: unrolled, a program issues every tap's load at once; the best tile took 0.73-1.01x cuDNN's
+#: Forward and backward-data filters whose objects are compiled for them (TAPS_R x TAPS_S): up
+#: to 25 taps unrolled, a program issues every tap's load at once (backward data in run-time
+#: loops waited on one tap's load at a time: 1.49 -> 1.08 of cuDNN in NCHW and 2.93 -> 2.52 in
+#: NHWC on the zoo's sampled depthwise layers, bench/results/zoo_compare_dw-b-f2b3b54.json);
+#: in forward the best tile took 0.73-1.01x cuDNN's
 #: GPU time at batch 1 against 1.02-1.66x with the taps in run-time loops
 #: (bench/depthwise_tiles.py, H100, 34 layers of four networks: 3x3 and 5x5). 7x7 unrolls a
 #: row's seven taps and loops over the rows (conv_triton_depthwise.UNROLL_MAX_TAPS): all 49
