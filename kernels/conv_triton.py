@@ -3,7 +3,10 @@
 Forward, backward data and backward weights; NCHW and NHWC through run-time strides; FP16, BF16
 and FP32 (IEEE unless PRECISION asks for TF32); stride, dilation, padding, groups. The loops run
 over filter taps outside and channels inside, so the gather costs a few scalar operations per
-tap instead of a div/mod per element; channels are the contiguous, vectorised dimension in NHWC.
+tap instead of a div/mod per element; forward and backward data move their tap and channel
+block on by counting (`conv_triton_common.carry`), divide once before the loop, and work their
+rows' base offsets out once, a tap adding a scalar; channels are the contiguous, vectorised
+dimension in NHWC.
 Programs walk the output in groups of GROUP_M row tiles (L2 reuse). Backward data works one
 stride phase at a time, so it never multiplies by the zeros that a strided forward leaves out;
 backward weights splits its long pixel reduction over SPLIT_K programs (forward and backward
