@@ -5,7 +5,8 @@ takes each AMD object the object cache holds (a build fills it; nothing is compi
 reads its resource notes as the build's check does (builder/resources.py): objects, those that
 spill to scratch, those that spill SGPRs, the most VGPRs, SGPRs and LDS (static plus the launch
 metadata's dynamic bytes) and scratch, and objects beyond the arch's limits (the build refuses
-those). Objects not in the cache are counted apart.
+those). Objects not in the cache are counted apart. `spilling` names each object that spills
+VGPRs to scratch: its arch, kernel, constexprs, VGPRs spilled and scratch bytes.
 
     python bench/amd_resources.py [--cache-dir DIR] [--out FILE.json] [--json]
 """
@@ -21,6 +22,7 @@ from miopenkernels.builder.cache import CacheKeys, ObjectCache
 from miopenkernels.builder.jobs import build_jobs
 from miopenkernels.builder.manifest import load_manifests
 from miopenkernels.builder.resources import ResourceReport
+from miopenkernels.codeobject import amdgpu_resources
 from miopenkernels.errors import MIOpenKernelsError
 from miopenkernels.launch_metadata import split_kdb_blob
 from miopenkernels.target import default_targets
@@ -40,6 +42,7 @@ def main() -> int:
     seen: set[tuple[str, str]] = set()
     missing: dict[str, int] = {}
     refused: list[str] = []
+    spilling: list[dict] = []
     for target, jobs in plan.items():
         report = per_arch.setdefault(target.arch, ResourceReport())
         for job in jobs:
@@ -53,14 +56,20 @@ def main() -> int:
                 continue
             try:
                 what = f"{job.kernel_file} {job.kernel_name}"
-                why = report.check(target, job, *split_kdb_blob(blob, what), what)
+                code, meta = split_kdb_blob(blob, what)
+                why = report.check(target, job, code, meta, what)
+                spilling.extend(
+                    {"arch": target.arch, "kernel": job.kernel_name,
+                     "constexprs": [o for o in job.options if o.startswith("-D")],
+                     "vgpr_spills": k.vgpr_spills, "scratch_bytes": k.scratch_bytes}
+                    for k in amdgpu_resources(code, what) if k.vgpr_spills)
             except MIOpenKernelsError as exc:
                 why = str(exc)
             if why is not None:
                 refused.append(why)
     result = {"archs": {arch: {"families": r.to_dict(), "not_in_cache": missing.get(arch, 0)}
                         for arch, r in sorted(per_arch.items())},
-              "refused": refused}
+              "refused": refused, "spilling": spilling}
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     if args.json:

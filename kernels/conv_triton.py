@@ -273,7 +273,7 @@ def conv2d_bwd_data(
     dq_step = s_step * dil_w // stride_w
     tap = t0 // k_blocks
     kb = t0 - tap * k_blocks
-    ri = tap // n_s
+    ri = tap // tl.maximum(n_s, 1)  # a phase no tap reaches (n_s = 0) runs no step
     si = tap - ri * n_s
     for _ in range(t0, t1):
         dp = dp0 - ri * dp_step
