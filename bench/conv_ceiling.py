@@ -20,7 +20,8 @@ over cuDNN's. Triton compiles what it lacks before the timing.
     python bench/conv_ceiling.py --kernels shipped=miopenkernels.kernels.conv_triton \\
         --out bench/results/conv_ceiling_h200
 
-Writes <out>.json (device, versions, rows, summary) and prints a table.
+Writes <out>.json (device, versions, rows, summary) and prints a table; `--from-json FILE`
+prints a saved run's summary again, recomputed from its rows (no GPU).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-gemm", action="store_true", help="skip cuBLAS and the Triton GEMM")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "conv_ceiling")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--from-json", type=Path, metavar="FILE",
+                    help="print the summary of a saved run (recomputed from its rows; no GPU)")
     return ap.parse_args(argv)
 
 
@@ -279,15 +282,25 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    import torch
-    import triton
+    if args.from_json:
+        try:
+            rows = json.loads(args.from_json.read_text())["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"error: {args.from_json} is not a saved bench/conv_ceiling.py run ({exc}); "
+                  "give the .json it wrote", file=sys.stderr)
+            return 2
+        result: dict[str, Any] = {"summary": summarise(rows)}
+    else:
+        import torch
+        import triton
 
-    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-              "triton": triton.__version__, "batch": args.batch, "direction": args.direction,
-              "kernels": args.kernels, "tiles": args.tiles, "repeats": args.repeats}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    measure(args, result)
+        result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                  "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                  "triton": triton.__version__, "batch": args.batch,
+                  "direction": args.direction, "kernels": args.kernels, "tiles": args.tiles,
+                  "repeats": args.repeats}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        measure(args, result)
     if args.json:
         print(json.dumps(result["summary"], indent=1))
         return 0
