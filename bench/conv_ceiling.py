@@ -67,7 +67,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--direction", choices=("F", "B"), default="F",
                     help="forward, or backward data (conv2d_bwd_data; cuDNN through "
-                         "aten.convolution_backward, as bench/zoo.py calls it)")
+                         "aten.convolution_backward, as bench/zoo.py calls it; no GEMM "
+                         "columns)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--no-gemm", action="store_true", help="skip cuBLAS and the Triton GEMM")
@@ -81,21 +82,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def _gemm_kernel() -> Any:
     import triton
     import triton.language as tl
-
-    @triton.jit
-    def tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-        """This program's (row tile, column tile), in the kernels' grouped order."""
-        pid = tl.program_id(0)
-        in_group = GROUP_M * tl.cdiv(N, BLOCK_N)
-        first_m = (pid // in_group) * GROUP_M
-        size_m = tl.minimum(tl.cdiv(M, BLOCK_M) - first_m, GROUP_M)
-        return first_m + (pid % in_group) % size_m, (pid % in_group) // size_m
+    from miopenkernels.kernels.conv_triton_common import tile_ids
 
     @triton.jit
     def gemm(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_bn, s_cm, BLOCK_M: tl.constexpr,
              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
         """c[M, N] = a[M, K] b[N, K]^T, K contiguous in both (tile order as the kernels')."""
-        pid_m, pid_n = tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        pid_m, pid_n = tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
+                                GROUP_M)
         om = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         on = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         ok = tl.arange(0, BLOCK_K)
@@ -120,7 +114,8 @@ def _gemm_kernel() -> Any:
                                            block_shape=[BLOCK_N, BLOCK_K])
         c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
                                            block_shape=[BLOCK_M, BLOCK_N])
-        pid_m, pid_n = tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        pid_m, pid_n = tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
+                                GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, K, BLOCK_K):
             a = a_desc.load([pid_m * BLOCK_M, k])
@@ -176,7 +171,7 @@ def _layer(args: argparse.Namespace, spec: tuple, modules: dict[str, Any],
     else:
         ref = F.conv2d(x, wt, stride=stride, padding=pad).float()
         row["cudnn_us"] = time_us(lambda: F.conv2d(x, wt, stride=stride, padding=pad))
-    if not args.no_gemm:
+    if not args.no_gemm and args.direction == "F":
         gemm, gemm_tma = gemms
         m_rows, red = n * p * q, c * r * s
         a = torch.randn(m_rows, red, device="cuda", generator=g).half()

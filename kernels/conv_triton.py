@@ -36,6 +36,7 @@ from .conv_triton_common import channel_strides, part_range, tile_offsets
 from .conv_triton_common import first_taps as _first_taps
 from .conv_triton_common import load_tile as _load_tile
 from .conv_triton_common import mma as _mma
+from .conv_triton_common import within as _within
 from .conv_triton_packed import (
     conv2d_bwd_data_packed,
     conv2d_bwd_weight_packed,
@@ -125,8 +126,7 @@ def _fwd_tile(x_ptr, w_ptr, dims, conv, strides, BLOCK_M: tl.constexpr, BLOCK_N:
     for _ in range(t0, t1):
         dh = r * dil_h
         dw = s * dil_w
-        a_ok = m_ok & ((ih0 + dh).to(tl.uint32) < H.to(tl.uint32)) & \
-            ((iw0 + dw).to(tl.uint32) < W.to(tl.uint32))
+        a_ok = m_ok & _within(ih0 + dh, H) & _within(iw0 + dw, W)
         cs = cb * BLOCK_K + offs_k
         c_ok = cs < C
         a = tl.load(x_ptr + (a_row + (dh * sxh + dw * sxw))[:, None] + (cs * sxc)[None, :],
@@ -278,8 +278,7 @@ def conv2d_bwd_data(
     for _ in range(t0, t1):
         dp = dp0 - ri * dp_step
         dq = dq0 - si * dq_step
-        a_ok = m_ok & ((hh + dp).to(tl.uint32) < P.to(tl.uint32)) & \
-            ((ww + dq).to(tl.uint32) < Q.to(tl.uint32))
+        a_ok = m_ok & _within(hh + dp, P) & _within(ww + dq, Q)
         ks = kb * BLOCK_K + offs_k
         k_ok = ks < K
         a = tl.load(y_ptr + (a_row + (dp * syh + dq * syw))[:, None] + (ks * syk)[None, :],

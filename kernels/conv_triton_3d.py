@@ -36,6 +36,7 @@ from .conv_triton_common import channel_strides, tile_offsets
 from .conv_triton_common import first_taps as _first_taps
 from .conv_triton_common import load_tile as _load_tile
 from .conv_triton_common import mma as _mma
+from .conv_triton_common import within as _within
 
 #: The tuple arguments of the kernels by the flat names of their members (compiler.triton).
 TUPLE_ARGS = TUPLES
@@ -69,8 +70,7 @@ def _inside(d, h, w, D, H, W):
 @triton.jit
 def _inside_shifted(d, h, w, D, H, W):
     """Whether positions are inside D x H x W: one unsigned compare per axis."""
-    return (d.to(tl.uint32) < D.to(tl.uint32)) & (h.to(tl.uint32) < H.to(tl.uint32)) & \
-        (w.to(tl.uint32) < W.to(tl.uint32))
+    return _within(d, D) & _within(h, H) & _within(w, W)
 
 
 @triton.jit

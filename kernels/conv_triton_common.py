@@ -32,7 +32,8 @@ import triton
 import triton.language as tl
 
 __all__ = ["tile_ids", "tile_offsets", "channel_strides", "split_range", "part_range",
-           "tap_source", "load_tile", "mma", "first_taps", "phase_tap", "carry"]
+           "tap_source", "load_tile", "mma", "first_taps", "phase_tap", "carry",
+           "within"]
 
 
 @triton.jit
@@ -77,6 +78,13 @@ def carry(inner, outer, inners):
     a carry per level). A kernel divides once, before its loop, to start them at its part."""
     wrap = inner == inners
     return tl.where(wrap, 0, inner), tl.where(wrap, outer + 1, outer)
+
+
+@triton.jit
+def within(u, size):
+    """Whether indices u are in [0, size): one unsigned compare, a negative u wrapping past
+    any size."""
+    return u.to(tl.uint32) < size.to(tl.uint32)
 
 
 @triton.jit
