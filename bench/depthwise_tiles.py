@@ -74,7 +74,8 @@ def compiled(dtype: str, tile: tuple[int, int, int], cl: bool, aligned: bool,
         sig, cx = ds.signature("F", dtype, {"BLOCK_M": m, "BLOCK_N": n}, cl,
                                taps[0] * 10 + taps[1] if taps else 0)
         fn = dk.depthwise_conv
-        assume = [(a, 16) for a in ds.ALIGN16["depthwise_conv"]] if aligned else []
+        assume = ([(a, ds.align_divisor(dtype)) for a in ds.ALIGN16["depthwise_conv"]]
+                  if aligned else [])
         s, c, attrs = source_arguments(fn, [(k, t) for k, t in sig.items() if t != "constexpr"],
                                        cx, assume)
         _OBJECTS[key] = triton.compile(ASTSource(fn, s, c, attrs), target=GPUTarget(*target),
@@ -94,8 +95,9 @@ def plan(layers: list[tuple[str, Any]], cases: list[str], target: tuple
         for case in cases:
             dtype, lay = case.split("-")
             cl = lay == "NHWC"
-            aligned = cl and sz["G"] % 16 == 0 and all(
-                v % 16 == 0 for v in (sz["G"] * sz["W"], sz["G"] * sz["Q"]))
+            div = ds.align_divisor(dtype)
+            aligned = cl and sz["G"] % div == 0 and all(
+                v % div == 0 for v in (sz["G"] * sz["W"], sz["G"] * sz["Q"]))
             taps = (sz["R"], sz["S"])
             tried = []
             for tile in TILES[lay]:

@@ -9,8 +9,8 @@ bench/zoo.py times find's pick: GPU time queued behind a sleep kernel. Each outp
 with cuDNN's (relative L2 error). A layer where fewer than two of the solvers apply is skipped.
 `--only` keeps the layers whose FindDb key matches a regular expression (e.g. `-1x1-` for 1x1
 filters). A name may carry a tile, NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:num_stages
-(the solver's defaults with that tile; its object compiled on first use), to compare tiles of
-one solver.
+[:SPLIT_K] (the solver's defaults with that tile, and that split where given; its object
+compiled on first use), to compare tiles of one solver.
 
     python bench/solver_alternatives.py --solvers ConvTritonGemm1x1Wrw,ConvTritonImplicitGemmWrw \
         --types FP16 --directions W --layouts NCHW --batches 32 --only -1x1- \
@@ -59,19 +59,22 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 #: A tile override in a --solvers entry: NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:
-#: num_stages (a tunable Triton solver's first four and last two parameters; SPLIT_K stays
-#: the defaults').
+#: num_stages[:SPLIT_K] (a tunable Triton solver's first four and last two parameters, then
+#: optionally its split; without it SPLIT_K stays the defaults').
 TILE_FIELDS = (0, 1, 2, 3, 5, 6)
+SPLIT_FIELD = 4
 
 
 def tiled_params(params: tuple[int, ...], tile: str) -> tuple[int, ...]:
-    """`params` with the six values of a NAME@... tile in their places; ValueError where the
-    tile is not six integers."""
+    """`params` with the six (or seven, the split last) values of a NAME@... tile in their
+    places; ValueError where the tile is not six or seven integers."""
     values = [int(v) for v in tile.split(":")]
-    if len(values) != len(TILE_FIELDS):
-        raise ValueError(f"a tile is {len(TILE_FIELDS)} integers a:b:c:d:e:f, not {tile!r}")
+    fields = TILE_FIELDS + ((SPLIT_FIELD,) if len(values) == len(TILE_FIELDS) + 1 else ())
+    if len(values) != len(fields):
+        raise ValueError(f"a tile is {len(TILE_FIELDS)} integers a:b:c:d:e:f (a seventh, "
+                         f"the split, optional), not {tile!r}")
     out = list(params)
-    for i, v in zip(TILE_FIELDS, values, strict=True):
+    for i, v in zip(fields, values, strict=True):
         out[i] = v
     return tuple(out)
 

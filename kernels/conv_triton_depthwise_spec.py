@@ -14,8 +14,9 @@ backward weights, output positions per step of the reduction), BLOCK_N (channels
 program), SPLIT_K (backward weights alone: parts of the N * P * Q reduction, each a program
 column; the reduce kernel sums their partials), num_warps; BLOCK_K, GROUP_M and num_stages
 have no use here and are 1. An "aligned" channels-last object assumes 16-byte aligned pointers
-and every ALIGN16 argument a multiple of 16 (`meets_align16`): its channel loads are then
-16-byte vectors; other problems take the variant compiled without.
+and every ALIGN16 argument a multiple of 16 elements, 8 for 16-bit types (`align_divisor`,
+`meets_align16`): its channel loads are then 16-byte vectors; other problems take the variant
+compiled without.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .conv_triton_spec import cdiv, filling_split, typed_signature
+from .conv_triton_spec import ELEMENT_BYTES, cdiv, filling_split, typed_signature
 
 #: Target kinds (conv_triton_spec.target_kind) the solvers apply on: every kind the other
 #: Triton families know. The kernels use no matrix instruction, so nothing is kind-specific.
@@ -183,8 +184,19 @@ def arg_values(direction: str, sizes: Mapping[str, int],
             "sdn": dst[0], "sdc": dst[1], "sdh": dst[2], "sdw": dst[3], **weights}
 
 
-def meets_align16(direction: str, args: Mapping[str, int]) -> bool:
-    return all(int(args[a]) % 16 == 0 for a in ALIGN16[KERNEL[direction]])
+def align_divisor(dtype: str | None) -> int:
+    """What an aligned (channels-last) object assumes each ALIGN16 argument a multiple of: 8
+    elements for a 16-bit type, whose channel loads are then 16-byte vectors (the zoo's
+    depthwise layers of 24, 40, 72, 120, 200 or 232 channels are multiples of 8, not 16),
+    else 16. None: 16."""
+    return 8 if dtype is not None and ELEMENT_BYTES.get(dtype) == 2 else 16
+
+
+def meets_align16(direction: str, args: Mapping[str, int], dtype: str | None = None) -> bool:
+    """Whether a problem's arguments meet an aligned object's assumption (`align_divisor` of
+    its type); the caller checks the pointers."""
+    divisor = align_divisor(dtype)
+    return all(int(args[a]) % divisor == 0 for a in ALIGN16[KERNEL[direction]])
 
 
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]

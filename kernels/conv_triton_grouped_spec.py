@@ -139,7 +139,8 @@ def arg_values(direction: str, sizes: Mapping[str, int],
             "swj": w[1] if forward else w[0], "swr": w[2], "sws": w[3]}
 
 
-def meets_align16(direction: str, args: Mapping[str, int]) -> bool:
+def meets_align16(direction: str, args: Mapping[str, int], dtype: str | None = None
+                  ) -> bool:
     """No grouped object assumes alignment (ALIGN16 is empty)."""
     return False
 

@@ -74,7 +74,9 @@ def _job(spec_name: str, direction: str, data_type: str, config: tuple[tuple[str
     values = dict(config)
     kernel = spec.KERNEL[direction]
     sig, constexprs = spec.signature(direction, data_type, values, last, width)
-    return spec_compile_job(KERNEL_FILE, spec, kernel, sig, constexprs, values, target, aligned)
+    divisor = spec.align_divisor(data_type) if hasattr(spec, "align_divisor") else 16
+    return spec_compile_job(KERNEL_FILE, spec, kernel, sig, constexprs, values, target, aligned,
+                            divisor)
 
 
 def _config(params: Params) -> dict[str, int]:
@@ -177,9 +179,8 @@ class ConvTritonDepthwise(Solver):
     def _aligned(self, problem: ConvProblem) -> bool:
         _, sizes, strides, last = _view(problem)
         spec = self.spec()
-        return last and bool(spec.meets_align16(self.direction,
-                                                spec.arg_values(self.direction, sizes,
-                                                                strides)))
+        return last and bool(spec.meets_align16(
+            self.direction, spec.arg_values(self.direction, sizes, strides), problem.in_type))
 
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:

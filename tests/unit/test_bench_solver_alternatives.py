@@ -69,5 +69,8 @@ def test_a_tile_overrides_the_defaults_six_tile_values() -> None:
     spec.loader.exec_module(module)
     assert module.tiled_params((64, 64, 32, 8, 16, 4, 4), "128:128:32:8:8:3") == \
         (128, 128, 32, 8, 16, 8, 3)
-    with pytest.raises(ValueError):
-        module.tiled_params((0,) * 7, "128:128")
+    assert module.tiled_params((64, 64, 32, 8, 16, 4, 4), "128:128:32:8:8:3:2") == \
+        (128, 128, 32, 8, 2, 8, 3)
+    for bad in ("128:128", "1:2:3:4:5:6:7:8"):
+        with pytest.raises(ValueError):
+            module.tiled_params((0,) * 7, bad)

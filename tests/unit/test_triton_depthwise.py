@@ -185,8 +185,17 @@ def test_aligned_objects_only_for_aligned_channels_last_problems() -> None:
     aligned = solver.compile_job(_p(96, 56), (16, 64, 1, 1, 1, 4, 1), SM90)
     assert any(o.startswith("--assume=") for o in aligned.options)
     assert "-DCHANNELS_LAST=1" in aligned.options and "-DBACKWARD=0" in aligned.options
-    odd = solver.compile_job(_p(40, 28), (16, 64, 1, 1, 1, 4, 1), SM90)  # 40 channels
-    assert not any(o.startswith("--assume=") for o in odd.options)
+    # 16-bit objects assume multiples of 8 (16-byte channel vectors), FP32 ones of 16.
+    assert ",C:8," in next(o for o in aligned.options if o.startswith("--assume="))
+    eight = solver.compile_job(_p(40, 28), (16, 64, 1, 1, 1, 4, 1), SM90)  # 40 channels
+    assumed = next(o for o in eight.options if o.startswith("--assume="))
+    assert "C:8" in assumed and "src_ptr:16" in assumed and "ssw:8" in assumed
+    for odd in (_p(36, 28), _p(40, 28, data_type="FP32")):
+        job = solver.compile_job(odd, (16, 64, 1, 1, 1, 4, 1), SM90)
+        assert not any(o.startswith("--assume=") for o in job.options), odd.key()
+    assert get_solver(NAMES["F"]).compile_job(_p(48, 28, data_type="FP32"),
+                                              (16, 64, 1, 1, 1, 4, 1), SM90) != \
+        get_solver(NAMES["F"]).compile_job(_p(48, 28), (16, 64, 1, 1, 1, 4, 1), SM90)
     nchw = solver.compile_job(_p(96, 56, layout="NCHW"), (128, 8, 1, 1, 1, 4, 1), SM90)
     assert "-DCHANNELS_LAST=0" in nchw.options
     assert not any(o.startswith("--assume=") for o in nchw.options)
