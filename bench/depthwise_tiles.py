@@ -95,6 +95,8 @@ def plan(layers: list[tuple[str, Any]], cases: list[str], target: tuple
         for case in cases:
             dtype, lay = case.split("-")
             cl = lay == "NHWC"
+            from miopenkernels.kernels import conv_triton_depthwise_spec as ds
+
             div = ds.align_divisor(dtype)
             aligned = cl and sz["G"] % div == 0 and all(
                 v % div == 0 for v in (sz["G"] * sz["W"], sz["G"] * sz["Q"]))

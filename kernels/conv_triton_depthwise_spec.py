@@ -101,6 +101,18 @@ TILES: dict[tuple[str, bool], dict[str, int]] = {
     ("W", True): {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4},
     ("W", False): {"BLOCK_M": 64, "BLOCK_N": 8, "num_warps": 4},
 }
+#: Channels-last forward and backward-data launches that have at least LARGE_PROGRAMS_PER_SM
+#: programs an SM at this tile take it instead of the usual one (`tile_for`): over the zoo's
+#: depthwise layers at batch 32 on the H200 it took 0.73 (forward) and 0.55 (backward data) of
+#: the usual tiles' GPU time, 1.13x and 1.12x cuDNN's against 1.55x and 2.03x, the best of
+#: seven tiles on 50 and 60 of the 66 layers (bench/results/tile_survey_dw_*_h200.json); at
+#: batch 1, where a launch is a few programs an SM, the usual forward tile took 0.73x cuDNN's
+#: time and this one 1.11x (bench/results/depthwise_tiles_h100.json).
+LARGE_TILES: dict[tuple[str, bool], dict[str, int]] = {
+    ("F", True): {"BLOCK_M": 8, "BLOCK_N": 32, "num_warps": 1},
+    ("B", True): {"BLOCK_M": 8, "BLOCK_N": 32, "num_warps": 1},
+}
+LARGE_PROGRAMS_PER_SM = 8
 #: The legal space: tiles of at most MAX_ELEMENTS elements and at least one a thread
 #: (backward weights: BLOCK_M x BLOCK_S x BLOCK_N, counted at the largest width class).
 BLOCKS_M = (8, 16, 32, 64, 128, 256)
@@ -290,6 +302,26 @@ def usual_tile(direction: str, last: bool,
     with the unused tunables at 1."""
     return {"BLOCK_K": 1, "GROUP_M": 1, "SPLIT_K": 1, "num_stages": 1,
             **tiles[(direction, last)]}
+
+
+def tile_for(direction: str, last: bool, sizes: Mapping[str, int], sms: int) -> dict[str, int]:
+    """A problem's tile: LARGE_TILES' where the direction and layout have one and its launch
+    is at least LARGE_PROGRAMS_PER_SM programs an SM of `sms`, else the usual tile."""
+    usual = usual_tile(direction, last)
+    large = LARGE_TILES.get((direction, last))
+    if large is not None:
+        config = {**usual, **large}
+        gx, gy, gz = grid(direction, sizes, config)
+        if gx * gy * gz >= LARGE_PROGRAMS_PER_SM * sms:
+            return config
+    return usual
+
+
+def tiles_of(direction: str, last: bool) -> list[dict[str, int]]:
+    """Every tile `tile_for` may give (the package ships each)."""
+    usual = usual_tile(direction, last)
+    large = LARGE_TILES.get((direction, last))
+    return [usual] + ([{**usual, **large}] if large is not None else [])
 
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:

@@ -160,12 +160,15 @@ SPLIT_WAVES = {"conv2d_bwd_weight_packed": 4}
 
 
 def reduction_steps(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
-    """BLOCK_K steps of one program's reduction: taps x channel blocks (forward), taps of the
-    fullest stride phase x filter blocks (backward data), pixel blocks (backward weights)."""
+    """BLOCK_K steps of one program's reduction: taps x channel blocks (forward; few channels:
+    filter rows x blocks of a row's (s, c)), taps of the fullest stride phase x filter blocks
+    (backward data), pixel blocks (backward weights)."""
     z = sizes
     bk = int(config["BLOCK_K"])
     if kernel == "conv2d_fwd":
         return z["R"] * z["S"] * cdiv(z["C"], bk)
+    if kernel == "conv2d_fwd_smallc":  # a filter row at a time over (s, c) flattened
+        return z["R"] * cdiv(z["S"] * z["C"], bk)
     if kernel == "conv2d_bwd_data":
         return cdiv(z["R"], z["stride_h"]) * cdiv(z["S"], z["stride_w"]) * cdiv(z["K"], bk)
     return cdiv(z["N"] * z["P"] * z["Q"], bk)

@@ -109,10 +109,15 @@ from .conv_triton_kernels_spec import (
 from .conv_triton_tuned_spec import (
     TUNED_FILES,
     WrwRule,
+    measured,
+    rule_tile,
+    rule_tiles,
     shape_key,
     shape_sizes,
     small_grid_rule,
     small_grid_split,
+    tile_rule,
+    tile_terms,
     tuned_config,
     tuned_table,
     usual_config,
@@ -153,6 +158,7 @@ __all__ = [
     # conv_triton_tuned_spec
     "TUNED_FILES", "shape_key", "tuned_table", "tuned_config", "small_grid_rule", "WrwRule",
     "wrw_rule", "wrw_split", "wrw_tiles", "small_grid_split", "shape_sizes", "usual_config",
+    "tile_rule", "tile_terms", "measured", "rule_tile", "rule_tiles",
 ]
 
 

@@ -1,7 +1,8 @@
 """The tuned tables of the Triton implicit-GEMM kernels (kernels/conv_triton_tuned_<kind>.json)
 and the rules read from them: a layer's measured configuration or its case's usual one
 (`tuned_config`, `usual_config`), the small-grid forward split (`small_grid_rule`,
-`small_grid_split`) and the backward-weights tile and split (`WrwRule`, `wrw_split`).
+`small_grid_split`), the backward-weights tile and split (`WrwRule`, `wrw_split`) and the tile
+rule of untuned forward and backward-data layers (`tile_rule`, `rule_tile`, `rule_tiles`).
 
 Standard library only, so the runtime reads it without Triton; `conv_triton_spec` re-exports
 every name here.
@@ -14,7 +15,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .conv_triton_grid_spec import kernel_for, packed_tile, split_for
+from .conv_triton_grid_spec import (
+    grid,
+    kernel_for,
+    packed_tile,
+    reduction_steps,
+    split_applies,
+    split_for,
+)
 from .conv_triton_kernels_spec import KERNELS, cdiv
 
 #: Tile configurations measured fastest per ResNet-50 layer on a target kind (written by
@@ -57,6 +65,13 @@ def tuned_config(kind: str, case: str, sizes: Mapping[str, int], kernel: str = "
         return usual_config(kind, case, kernel) if packed_kernel else None
     own = table["configs"].get(case, {}).get(shape_key(sizes))
     return dict(own) if own else usual_config(kind, case, kernel)
+
+
+def measured(kind: str, case: str, sizes: Mapping[str, int]) -> bool:
+    """Whether a kind's tuned table holds this very problem of `case` (not only the case's
+    usual tile)."""
+    table = tuned_table(kind)
+    return bool(table and table["configs"].get(case, {}).get(shape_key(sizes)))
 
 
 def small_grid_rule(kind: str, case: str) -> tuple[dict[str, int], float, int] | None:
@@ -123,6 +138,55 @@ def wrw_tiles(kind: str, case: str, kernel: str, usual: Mapping[str, int]
     split)."""
     rule = wrw_rule(kind, case, kernel)
     return [dict(usual)] + ([dict(rule.large)] if rule else [])
+
+
+def tile_rule(kind: str, case: str) -> dict[str, Any] | None:
+    """A case's tile rule on a target kind (the tuned table's `tile_rule`, fitted by
+    bench/tile_rule_fit.py; `case` is `<type>-<direction>-<layout>`, with `-few` for the
+    few-channel forward kernel; BF16 takes FP16's): {"largest_m": the GEMM rows of the largest
+    layer it was fitted on (0: any), "tiles": [{config, per_sm, a_ms, b_ms, c_ms}]}, or None where
+    the table has none."""
+    table = tuned_table(kind)
+    rules = ((table or {}).get("tile_rule") or {}).get("rules", {})
+    rule = (rules.get(case) or rules.get(case.replace("BF16-", "FP16-", 1))) \
+        if case.startswith(("FP16-", "BF16-")) else rules.get(case)
+    return dict(rule) if rule else None
+
+
+def tile_terms(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], sms: int,
+               per_sm: int) -> tuple[int, int]:
+    """(waves, steps) of a launch: its programs over `sms` x `per_sm` slots, and the BLOCK_K
+    steps of one program's part of the reduction."""
+    split = int(config.get("SPLIT_K", 1))
+    gx, gy, gz = grid(kernel, sizes, {**config, "SPLIT_K": split})
+    return cdiv(gx * gy * gz, max(1, sms * per_sm)), \
+        cdiv(reduction_steps(kernel, sizes, config), split)
+
+
+def rule_tile(rule: Mapping[str, Any], kernel: str, sizes: Mapping[str, int], sms: int,
+              among: list[dict[str, int]] | None = None) -> dict[str, int] | None:
+    """The configuration of a tile rule (`tile_rule`) of least predicted time for a problem,
+    a_ms + b_ms x waves x steps + c_ms x waves (`tile_terms`; of those `among`, where given);
+    a split tile only where the problem may split. None where no tile is left."""
+    best: tuple[float, dict[str, int]] | None = None
+    for tile in rule["tiles"]:
+        config = {k: int(v) for k, v in tile["config"].items()}
+        if among is not None and config not in among:
+            continue
+        if config.get("SPLIT_K", 1) > 1 and not split_applies(kernel, sizes):
+            continue
+        waves, steps = tile_terms(kernel, sizes, config, sms, int(tile["per_sm"]))
+        cost = float(tile["a_ms"]) + float(tile["b_ms"]) * waves * steps + \
+            float(tile.get("c_ms", 0.0)) * waves
+        if best is None or cost < best[0]:
+            best = (cost, config)
+    return None if best is None else dict(best[1])
+
+
+def rule_tiles(kind: str, case: str) -> list[dict[str, int]]:
+    """Every configuration a case's tile rule may give (the package ships each)."""
+    rule = tile_rule(kind, case)
+    return [{k: int(v) for k, v in t["config"].items()} for t in (rule or {}).get("tiles", ())]
 
 
 def small_grid_split(programs: int, steps: int, sms: int, reduce_steps: float,

@@ -61,6 +61,7 @@ from .triton_common import (
     tf32x3_capable,
 )
 from .triton_small_grid import small_grid_config, small_grid_configs
+from .triton_tile_rule import tile_rule_config, tile_rule_configs
 
 __all__ = ["ConvTritonImplicitGemm", "TRITON_SOLVERS", "KERNEL_FILE"]
 
@@ -172,17 +173,11 @@ class ConvTritonImplicitGemm(Solver):
         p = problem
         if p.key_direction != self.direction or len(p.in_spatial) != 2:
             return False
-        matrix = spec_for(target.arch).matrix
-        if not matrix or self._kind(target) is None:
+        if not spec_for(target.arch).matrix or self._kind(target) is None:
             return False
-        if not (p.in_type == p.wei_type == p.out_type) or p.in_type not in _TYPES:
+        if not (p.in_type == p.wei_type == p.out_type) or p.in_type not in _TYPES or \
+                not self._type_applicable(p.in_type, target):
             return False
-        if self.math == "tf32" and (p.in_type != "FP32" or not tf32_capable(target)):
-            return False
-        if self.math == "tf32x3" and (p.in_type != "FP32" or not tf32x3_capable(target)):
-            return False
-        if p.in_type == "FP32" and matrix == "wmma":
-            return False  # RDNA's wmma takes no FP32: no tensor-core gain over the portable
         view, _, kernel, _ = self._view(p)
         return shape_fits(view) and not (p.in_type == "FP32" and packed_kernel(kernel))
 
@@ -259,7 +254,9 @@ class ConvTritonImplicitGemm(Solver):
         (kernels/conv_triton_tuned_*.json): the layer's own, else the case's usual tile, split
         to fill the CUs in backward weights (`spec.split_for`) and in forward and backward data
         under half the CUs (small_batch timings: split 0.60-0.82x unsplit there); a forward on
-        a small grid takes the small-grid rule's tile (solvers/triton_small_grid.py)."""
+        a small grid takes the small-grid rule's tile (solvers/triton_small_grid.py), another
+        layer no one tuned its case's tile rule's where one covers it
+        (solvers/triton_tile_rule.py)."""
         return _choices(self, problem, target, self._kind(target))[0]
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
@@ -286,8 +283,9 @@ class ConvTritonImplicitGemm(Solver):
                         _programs(kernel, sizes, config) < target.cu // 2 or (
                             self.math == "tf32x3" and not self._measured(kind, case, sizes))))):
             config = split
-        small = small_grid_config(problem, target, self.math)  # batch 1: a narrow split tile
-        default = self._params(small or config or spec_module().default_config(
+        # Batch 1: a narrow split tile; a small or few-channel layer no one tuned: its rule's.
+        default = self._params(small_grid_config(problem, target, self.math) or tile_rule_config(
+            problem, target, self.math) or config or spec_module().default_config(
             kernel, problem.in_type))
         shipped_config = split or usual
         shipped = self._params(shipped_config) if shipped_config is not None else None
@@ -295,8 +293,7 @@ class ConvTritonImplicitGemm(Solver):
 
     def _measured(self, kind: str, case: str, sizes: dict[str, int]) -> bool:
         """Whether the tuned table holds this very problem (not only the case's usual tile)."""
-        table = spec_module().tuned_table(kind)
-        return bool(table and table["configs"].get(case, {}).get(spec_module().shape_key(sizes)))
+        return bool(spec_module().measured(kind, case, sizes))
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
         """Split defaults of backward data and weights (and of the three-product kernels) and
@@ -304,7 +301,8 @@ class ConvTritonImplicitGemm(Solver):
         (bench/kernels.py, H100). Other forwards go to the model: 8.0% regret geomean leaving
         one network out over the small-batch timings, 9.7% for split defaults (ranking_eval)."""
         kind = self._kind(target)
-        if kind is not None and small_grid_config(problem, target, self.math) is not None:
+        if kind is not None and (small_grid_config(problem, target, self.math) is not None or
+                                 tile_rule_config(problem, target, self.math) is not None):
             return True
         if kind is None or (self.direction == "F" and self.math != "tf32x3"):
             return False
@@ -403,6 +401,7 @@ class ConvTritonImplicitGemm(Solver):
                     configs += [usual] if usual else []
                     if kernel == "conv2d_fwd":  # every tile and split of the small-grid rule
                         configs += small_grid_configs(kind, data_type, self.math, cl)
+                    configs += tile_rule_configs(kind, data_type, self.math, cl, kernel)
                     if usual and splits_reduction(kernel):  # every split `_split` may choose
                         splits = [k for k in spec.TARGET_KINDS[kind]["SPLIT_K"]
                                   if k <= spec.MAX_SPLIT.get(kernel, 64)]
@@ -420,6 +419,7 @@ class ConvTritonImplicitGemm(Solver):
             return False
         if self.math == "tf32x3" and (data_type != "FP32" or not tf32x3_capable(target)):
             return False
+        # RDNA's wmma takes no FP32: no tensor-core gain over the portable kernels.
         return not (data_type == "FP32" and spec_for(target.arch).matrix == "wmma")
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False

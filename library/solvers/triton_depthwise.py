@@ -144,18 +144,28 @@ class ConvTritonDepthwise(Solver):
         return bool(self.spec().legal(self.direction, config))
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        """The layout's usual tile; backward weights split to fill the CUs."""
+        """The layout's usual tile, or the family's tile for large launches where it has one
+        (the spec's `tile_for`); backward weights split to fill the CUs."""
         spec = self.spec()
         _, sizes, _, last = _view(problem)
-        tile = spec.usual_tile(self.direction, last)
+        tile = spec.tile_for(self.direction, last, sizes, target.cu) \
+            if hasattr(spec, "tile_for") else spec.usual_tile(self.direction, last)
         if self.direction == "W":
             tile["SPLIT_K"] = spec.split_for(sizes, tile, target.cu)
         return params_of(tile)
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
-        """Backward weights' split is shaped to fill the GPU; the ranking's model cannot
-        weigh it against other sets."""
-        return self.direction == "W"
+        """Backward weights' split is shaped to fill the GPU, and a large launch's tile was
+        measured against the others (the spec's `tile_for`); the ranking's model cannot weigh
+        either against other sets."""
+        if self.direction == "W":
+            return True
+        spec = self.spec()
+        if not hasattr(spec, "tile_for"):
+            return False
+        _, sizes, _, last = _view(problem)
+        return bool(spec.tile_for(self.direction, last, sizes, target.cu) !=
+                    spec.usual_tile(self.direction, last))
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         """The other layout's usual tile, and backward weights at half and twice the default
@@ -217,9 +227,12 @@ class ConvTritonDepthwise(Solver):
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:
             for last, width in itertools.product((True, False), widths):
-                config = tuple(sorted(spec.usual_tile(self.direction, last).items()))
-                jobs += [_job(self.spec_name, self.direction, data_type, config, last, a,
-                              width, target) for a in (aligned if last else (False,))]
+                tiles = spec.tiles_of(self.direction, last) if hasattr(spec, "tiles_of") \
+                    else [spec.usual_tile(self.direction, last)]
+                for tile in tiles:
+                    config = tuple(sorted(tile.items()))
+                    jobs += [_job(self.spec_name, self.direction, data_type, config, last, a,
+                                  width, target) for a in (aligned if last else (False,))]
             if self.direction == "W":
                 jobs.append(reduce_job(data_type, target))  # every split: one object
         return jobs

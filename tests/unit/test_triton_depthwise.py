@@ -107,8 +107,14 @@ def test_launch_geometry_and_arguments_per_layout() -> None:
     nhwc = _p(96, 56, 3, 2)
     params = f.default_params(nhwc, SM90)
     launch = f.launch(nhwc, params)
-    # 28x28 output pixels in blocks of 8, 96 channels in blocks of 16, 32 images, one warp.
-    assert params[:2] == (8, 16) and launch.grid == (98, 6, 32) and launch.block == (32, 1, 1)
+    # 28x28 output pixels in blocks of 8, 96 channels in blocks of 32 (a launch of 71 programs
+    # an SM: the large tile), 32 images, one warp.
+    assert params[:2] == (8, 32) and launch.grid == (98, 3, 32) and launch.block == (32, 1, 1)
+    assert f.defaults_rule(nhwc, SM90)
+    # At batch 1 (2.2 programs an SM at the large tile) the usual tile, 16 channels a block.
+    one = _p(96, 56, 3, 2, n=1)
+    assert f.default_params(one, SM90)[:2] == (8, 16) and not f.defaults_rule(one, SM90)
+    assert f.launch(one, f.default_params(one, SM90)).grid == (98, 6, 1)
     assert launch.pointer_args()[:3] == ["x", "w", "y"]
     s = launch.scalars()
     assert (s["C"], s["SH"], s["DH"], s["ssc"], s["ssw"], s["sdw"], s["swc"]) == \
@@ -122,8 +128,8 @@ def test_launch_geometry_and_arguments_per_layout() -> None:
     # Backward data walks dx's 56x56 pixels, reading dy's 28x28.
     assert launch.pointer_args()[:3] == ["dy", "w", "dx"]
     assert (launch.scalars()["SH"], launch.scalars()["DH"]) == (28, 56)
-    assert launch.grid == (196, 2, 32)
-    assert f.launch_geometry(nhwc, f.default_params(nhwc, SM90)) == ((98, 6, 32), (32, 1, 1))
+    assert launch.grid == (392, 3, 32)
+    assert f.launch_geometry(nhwc, f.default_params(nhwc, SM90)) == ((98, 3, 32), (32, 1, 1))
 
 
 @pytest.mark.parametrize("direction", ["F", "B"])

@@ -1,0 +1,84 @@
+"""The tile rule of the Triton implicit GEMM on layers no one tuned.
+
+A case's usual tile (the tuned table's `defaults`) was fitted to ResNet-50 at batch 32. On the
+zoo's small layers (1 to 20 pixels a side at batch 32) it leaves most of the GPU idle, and on
+its few-channel first layers the few-channel kernel's usual tile is mostly padding; a handful
+of other tiles ran 1.2-2x faster there. Per case the tuned table's `tile_rule` (fitted by
+bench/tile_rule_fit.py on bench/solver_alternatives.py's timings of the zoo's networks, the
+held-out ones scored apart) holds those tiles with a cost model each: time = a + b * waves *
+steps + c * waves (`spec.tile_terms`, `spec.rule_tile`). A problem of a case with a rule, whose
+GEMM is no larger than the rule's largest fitted one, no tuned record of its own and no
+small-grid rule (solvers/triton_small_grid.py), takes the tile of least predicted time; its
+defaults then rank alone, as the small grid's do. FP16 and BF16 (which takes FP16's rule), IEEE
+math; the forward, backward-data and few-channel forward kernels.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..problem import ConvProblem
+from ..target import Target
+from .triton_common import problem_view, spec_module, spec_sizes, target_kind
+
+__all__ = ["RULE_KERNELS", "rule_case", "tile_rule_config", "tile_rule_configs"]
+
+#: The kernels the tile rules were fitted on, and the suffix of each one's rule case.
+RULE_KERNELS = {"conv2d_fwd": "", "conv2d_bwd_data": "", "conv2d_fwd_smallc": "-few"}
+
+
+def rule_case(case: str, kernel: str) -> str | None:
+    """The tile rule's case of a kernel (the tuned case `<type>-<direction>-<layout>`, `-few`
+    for the few-channel kernel), or None for a kernel no rule was fitted on."""
+    suffix = RULE_KERNELS.get(kernel)
+    return None if suffix is None else case + suffix
+
+
+@lru_cache(maxsize=4096)
+def tile_rule_config(problem: ConvProblem, target: Target, math: str) -> dict[str, int] | None:
+    """The tile rule's configuration for a problem of the implicit GEMM in `math`, or None
+    where no rule covers it: another math or kind, a kernel or case without a rule, a GEMM
+    larger than the rule's largest, a layer the tuned table holds, a small grid's problem, or
+    an illegal tile."""
+    p = problem
+    kind = target_kind(target.arch)
+    if math != "ieee" or kind is None or not p.in_type == p.wei_type == p.out_type:
+        return None
+    spec = spec_module()
+    if not hasattr(spec, "tile_rule"):
+        return None
+    view, _, kernel, cl = problem_view(p)
+    case = f"{p.in_type}-{view.direction}-{'NHWC' if cl else 'NCHW'}"
+    which = rule_case(case, kernel)
+    rule = spec.tile_rule(kind, which) if which else None
+    if rule is None:
+        return None
+    sizes = spec_sizes(view)
+    largest = int(rule.get("largest_m", 0))
+    if largest and spec.gemm_dims(kernel, sizes)[0] > largest:
+        return None
+    if spec.measured(kind, case, sizes):
+        return None  # its own record
+    from .triton_small_grid import small_grid_config
+
+    if small_grid_config(p, target, math) is not None:
+        return None
+    config = spec.rule_tile(rule, kernel, sizes, target.cu)
+    if config is None:
+        return None
+    config = {**spec.default_config(kernel, p.in_type), **config}
+    return config if spec.is_legal(config, p.in_type, kind, kernel) else None
+
+
+def tile_rule_configs(kind: str, data_type: str, math: str, channels_last: bool, kernel: str
+                      ) -> list[dict[str, int]]:
+    """Every legal configuration a case's tile rule may give a kernel on a kind (the objects
+    a package ships for it)."""
+    spec = spec_module()
+    which = rule_case(f"{data_type}-{spec.KERNELS[kernel]['direction']}-"
+                      f"{'NHWC' if channels_last else 'NCHW'}", kernel)
+    if math != "ieee" or not which or not hasattr(spec, "rule_tiles"):
+        return []
+    configs = ({**spec.default_config(kernel, data_type), **c}
+               for c in spec.rule_tiles(kind, which))
+    return [c for c in configs if spec.is_legal(c, data_type, kind, kernel)]

@@ -1,0 +1,138 @@
+"""The tile rule of layers no one tuned (solvers/triton_tile_rule.py): where it applies, what
+it picks, that its objects ship, and that the tuned table holds what bench/tile_rule_fit.py
+fits from the committed timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from miopenkernels.kernels import conv_triton_spec as spec
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import all_dynamic_jobs, get_solver, launch_jobs
+from miopenkernels.solvers.triton_tile_rule import rule_case, tile_rule_config
+from miopenkernels.target import Target
+
+ROOT = Path(__file__).resolve().parents[2]
+SM90 = Target("sm90", 132)
+SURVEYS = sorted((ROOT / "bench" / "results").glob("tile_survey_*_h200.json"))
+NAMES = {"F": "ConvTritonImplicitGemmFwd", "B": "ConvTritonImplicitGemmBwd"}
+
+
+def _p(c: int, k: int, hw: int, f: int = 1, n: int = 32, direction: str = "F",
+       type_name: str = "FP16", layout: str = "NHWC", stride: int = 1) -> ConvProblem:
+    p = ConvProblem(n=n, c=c, k=k, in_spatial=(hw, hw), filter=(f, f),
+                    pad=((f - 1) // 2, (f - 1) // 2), stride=(stride, stride),
+                    direction=direction, in_type=type_name, wei_type=type_name,
+                    out_type=type_name)
+    return replace(p, in_layout=layout, wei_layout=layout, out_layout=layout)
+
+
+# DenseNet's 1x1 576 -> 128 at 14x14 (the usual 128x128 tile: 49 programs), an SE block's
+# 1x1 at one pixel, MobileNet's projection at 7x7 (backward data), and two first layers.
+SMALL = [_p(576, 128, 14), _p(672, 28, 1), _p(960, 160, 7, direction="B"),
+         _p(576, 128, 14, layout="NCHW")]
+FEW = [_p(3, 32, 224, 3, stride=2), _p(3, 128, 512, 3), _p(3, 64, 224, 3, layout="NCHW")]
+
+
+@pytest.mark.parametrize("p", SMALL + FEW, ids=lambda p: p.key())
+def test_untuned_small_and_few_channel_layers_take_a_rule_tile_that_ships(p: ConvProblem
+                                                                          ) -> None:
+    config = tile_rule_config(p, SM90, "ieee")
+    assert config is not None
+    solver = get_solver(NAMES[p.key_direction])
+    params = solver.default_params(p, SM90)
+    assert dict(zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), params[:3], strict=True)) == \
+        {k: config[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+    assert solver.defaults_rule(p, SM90)  # the rule's tile ranks alone
+    shipped = set(all_dynamic_jobs(SM90))
+    missing = [j.kernel_name for j in launch_jobs(solver, p, params, SM90) if j not in shipped]
+    assert not missing, (p.key(), params, missing)
+    assert solver.unaligned_job(p, params, SM90) in shipped
+
+
+def test_few_channel_tiles_fit_their_narrow_gemm() -> None:
+    # 3 channels x 3 taps = 9 of a row's reduction: a 16-wide block, not the usual 32 or 64.
+    for p in FEW:
+        config = tile_rule_config(p, SM90, "ieee")
+        assert config is not None and config["BLOCK_K"] <= 32, p.key()
+    assert tile_rule_config(FEW[0], SM90, "ieee")["BLOCK_N"] <= 64  # 32 filters
+
+
+def test_the_rule_leaves_what_it_was_not_fitted_on() -> None:
+    big = _p(256, 256, 56, 3)  # 100,352 GEMM rows: past every layer of the fit
+    assert tile_rule_config(big, SM90, "ieee") is None
+    assert tile_rule_config(_p(576, 128, 14, type_name="FP32"), SM90, "ieee") is None
+    assert tile_rule_config(_p(576, 128, 14, type_name="FP32"), SM90, "tf32") is None
+    assert tile_rule_config(_p(576, 128, 14), Target("sm80", 108), "ieee") is None
+    assert tile_rule_config(_p(576, 128, 14), Target("gfx942", 304), "ieee") is None
+    assert tile_rule_config(_p(576, 128, 14, n=1), SM90, "ieee") is None  # the small grid's
+    # ResNet-50's own layers keep their measured tiles.
+    tuned = _p(1024, 256, 14)
+    assert spec.measured("sm90", "FP16-F-NHWC", {**_sizes(tuned)})
+    assert tile_rule_config(tuned, SM90, "ieee") is None
+    # Backward weights and grouped (packed) kernels have no rule.
+    assert rule_case("FP16-W-NHWC", "conv2d_bwd_weight") is None
+    assert rule_case("FP16-F-NHWC", "conv2d_fwd_packed") is None
+    assert rule_case("FP16-F-NHWC", "conv2d_fwd_smallc") == "FP16-F-NHWC-few"
+
+
+def test_bf16_takes_fp16s_rule() -> None:
+    for p in SMALL[:1] + FEW[:1]:
+        bf = replace(p, in_type="BF16", wei_type="BF16", out_type="BF16")
+        assert tile_rule_config(bf, SM90, "ieee") == tile_rule_config(p, SM90, "ieee")
+    assert spec.tile_rule("sm90", "BF16-F-NHWC") == spec.tile_rule("sm90", "FP16-F-NHWC")
+    assert spec.tile_rule("sm90", "FP32-F-NHWC") is None
+
+
+def test_the_rule_picks_the_tile_of_least_predicted_time() -> None:
+    sizes = _sizes(_p(576, 128, 14))
+    one = {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1,
+           "num_warps": 4, "num_stages": 3}
+    two = {**one, "BLOCK_M": 128, "BLOCK_N": 128}
+    rule = {"tiles": [{"config": one, "per_sm": 1, "a_ms": 0.004, "b_ms": 1e-4, "c_ms": 0.0},
+                      {"config": two, "per_sm": 1, "a_ms": 0.004, "b_ms": 1e-4, "c_ms": 0.0}]}
+    # 392 programs of 9 steps (3 waves) against 49 of 9 (one wave): the big tile.
+    assert spec.tile_terms("conv2d_fwd", sizes, one, 132, 1) == (3, 9)
+    assert spec.tile_terms("conv2d_fwd", sizes, two, 132, 1) == (1, 9)
+    assert spec.rule_tile(rule, "conv2d_fwd", sizes, 132) == two
+    rule["tiles"][1]["a_ms"] = 0.01  # a dearer launch: the small one
+    assert spec.rule_tile(rule, "conv2d_fwd", sizes, 132) == one
+    assert spec.rule_tile(rule, "conv2d_fwd", sizes, 132, among=[two]) == two
+    assert spec.rule_tile(rule, "conv2d_fwd", sizes, 132, among=[]) is None
+    # A split tile only where the problem may split (1x1 stride 2 backward data may not).
+    split = {**one, "SPLIT_K": 2}
+    b = _sizes(_p(512, 1024, 28, stride=2, direction="B"))
+    assert spec.rule_tile({"tiles": [dict(rule["tiles"][0], config=split)]},
+                          "conv2d_bwd_data", b, 132) is None
+
+
+def _sizes(p: ConvProblem) -> dict[str, int]:
+    from miopenkernels.solvers.triton_common import problem_view, spec_sizes
+
+    return spec_sizes(problem_view(p)[0])
+
+
+@pytest.mark.skipif(not SURVEYS, reason="no committed tile surveys")
+def test_the_tuned_table_holds_what_the_fit_makes_of_the_committed_timings(tmp_path: Path
+                                                                           ) -> None:
+    table = tmp_path / "table.json"
+    table.write_text((ROOT / "kernels" / "conv_triton_tuned_sm90.json").read_text())
+    surveys = [f for f in SURVEYS if "_dw_" not in f.name]
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "tile_rule_fit.py"), *map(
+        str, surveys), "--least", "12", "--write", str(table), "--json"],
+        capture_output=True, text=True, check=True)
+    fitted = json.loads(table.read_text())["tile_rule"]
+    shipped = json.loads((ROOT / "kernels" / "conv_triton_tuned_sm90.json").read_text())
+    assert fitted["rules"] == shipped["tile_rule"]["rules"]
+    result = json.loads(out.stdout)
+    for case, entry in result["cases"].items():
+        # Leaving each zoo network out, the rule's picks beat the defaults, and the held-out
+        # networks' layers gain too.
+        lono = entry["leave_one_network_out"]
+        assert lono["rule_vs_default"] < 1.0, case
+        assert entry["held_out"] is None or entry["held_out"]["rule_vs_default"] <= 1.0, case
