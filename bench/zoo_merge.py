@@ -49,6 +49,13 @@ def case_of(row: dict[str, Any]) -> str:
     return f"{row['case']}@{row['n']}"
 
 
+def _with_3d(case: str) -> tuple[str, ...]:
+    """A 2-D case and its 3-D spelling: zoo.py runs a layout's 3-D layers (NCDHW, NDHWC) in
+    the same pass as its 2-D ones, so a pass cut short leaves both unfinished."""
+    three = case.replace("-NCHW@", "-NCDHW@").replace("-NHWC@", "-NDHWC@")
+    return (case,) if three == case else (case, three)
+
+
 def read_run(path: Path) -> dict[str, Any]:
     """A zoo run's JSON, checked for what merging reads."""
     try:
@@ -83,8 +90,8 @@ def merge(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     owner: dict[str, str] = {}
     unfinished: dict[str, str] = {}
     for name, run in runs:
-        partial = {m.group(1) for text in run.get("not_reached", [])
-                   if (m := _CASE.match(str(text)))}
+        partial = {c for text in run.get("not_reached", [])
+                   if (m := _CASE.match(str(text))) for c in _with_3d(m.group(1))}
         for case in dict.fromkeys(case_of(r) for r in run["rows"]):
             if case in partial:
                 unfinished.setdefault(case, name)

@@ -90,27 +90,30 @@ ALIGN16: dict[str, tuple[str, ...]] = {
 #: not): channels-last tiles are wide along the contiguous channels, the others along pixels.
 #: Forward: the unrolled tile with the lowest geomean against cuDNN over batches 1 and 32 of
 #: bench/depthwise_tiles.py (H100; NHWC 8x16 1.23x in FP16 and 1.25x in FP32, the earlier
-#: 16x64 1.49-3.35x; NCHW 64x2 0.98x and 0.81x, the earlier 128x8 1.24-2.05x). The others
-#: chosen from the kernels' shape (128-thread programs, 8-16 elements a thread, a warp's loads
-#: along the contiguous axis); not yet measured on a GPU.
+#: 16x64 1.49-3.35x; NCHW 64x2 0.98x and 0.81x, the earlier 128x8 1.24-2.05x). Channels-last
+#: backward data: 8x32 on one warp, the best of seven tiles over the zoo's depthwise layers at
+#: batch 32 (1.12x cuDNN's GPU time against 2.03x for the earlier 16x64 on four warps,
+#: bench/results/tile_survey_dw_b_nhwc_h200.json) and at batches 1 and 8 (0.92x and 0.95x
+#: against 1.15x and 1.59x, dw_small_batch_b_h200.json). The others chosen from the kernels'
+#: shape (128-thread programs, 8-16 elements a thread, a warp's loads along the contiguous
+#: axis).
 TILES: dict[tuple[str, bool], dict[str, int]] = {
     ("F", True): {"BLOCK_M": 8, "BLOCK_N": 16, "num_warps": 1},
     ("F", False): {"BLOCK_M": 64, "BLOCK_N": 2, "num_warps": 1},
-    ("B", True): {"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 4},
+    ("B", True): {"BLOCK_M": 8, "BLOCK_N": 32, "num_warps": 1},
     ("B", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4},
     ("W", True): {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4},
     ("W", False): {"BLOCK_M": 64, "BLOCK_N": 8, "num_warps": 4},
 }
-#: Channels-last forward and backward-data launches that have at least LARGE_PROGRAMS_PER_SM
-#: programs an SM at this tile take it instead of the usual one (`tile_for`): over the zoo's
-#: depthwise layers at batch 32 on the H200 it took 0.73 (forward) and 0.55 (backward data) of
-#: the usual tiles' GPU time, 1.13x and 1.12x cuDNN's against 1.55x and 2.03x, the best of
-#: seven tiles on 50 and 60 of the 66 layers (bench/results/tile_survey_dw_*_h200.json); at
-#: batch 1, where a launch is a few programs an SM, the usual forward tile took 0.73x cuDNN's
-#: time and this one 1.11x (bench/results/depthwise_tiles_h100.json).
+#: Channels-last forward launches that have at least LARGE_PROGRAMS_PER_SM programs an SM at
+#: this tile take it instead of the usual one (`tile_for`): over the zoo's depthwise layers at
+#: batch 32 on the H200 it took 0.73 of the usual tile's GPU time, 1.13x cuDNN's against
+#: 1.55x, the best of eight tiles on 50 of the 66 layers
+#: (bench/results/tile_survey_dw_f_nhwc_h200.json); at batches 1 and 8, where most launches
+#: are a few programs an SM, the rule took 0.58x and 0.87x cuDNN's time, the usual tile alone
+#: 0.60x and 1.08x, this one alone 0.64x and 0.87x (dw_small_batch_f_h200.json).
 LARGE_TILES: dict[tuple[str, bool], dict[str, int]] = {
     ("F", True): {"BLOCK_M": 8, "BLOCK_N": 32, "num_warps": 1},
-    ("B", True): {"BLOCK_M": 8, "BLOCK_N": 32, "num_warps": 1},
 }
 LARGE_PROGRAMS_PER_SM = 8
 #: The legal space: tiles of at most MAX_ELEMENTS elements and at least one a thread

@@ -77,6 +77,20 @@ def test_an_unfinished_case_is_left_out_unless_another_run_holds_it_whole() -> N
     assert merged["not_reached"] == ["FP16-W-NHWC@32"]
 
 
+def test_a_pass_cut_short_leaves_its_3d_layers_unfinished_too() -> None:
+    # zoo.py runs a layout's 3-D layers in the same pass: NDHWC rows of a cut NHWC pass.
+    cut = _run([_row("resnet", "FP16-B-NHWC", 32, 3.0), _row("r3d", "FP16-B-NDHWC", 32, 3.0)],
+               not_reached=("FP16-B-NHWC@32 (5 of 6 layers)",))
+    merged = MERGE.merge([("cut.json", cut)])
+    assert merged["summary"] == {} and \
+        merged["not_reached"] == ["FP16-B-NDHWC@32", "FP16-B-NHWC@32"]
+    whole = _run([_row("resnet", "FP16-B-NHWC", 32, 1.5), _row("r3d", "FP16-B-NDHWC", 32, 2.0),
+                  _row("x3d", "FP16-B-NDHWC", 32, 2.0)])
+    merged = MERGE.merge([("cut.json", cut), ("whole.json", whole)])
+    assert merged["summary"]["FP16-B-NDHWC"]["layers"] == 2 and merged["not_reached"] == []
+    assert merged["runs"][1]["cases"] == ["FP16-B-NDHWC@32", "FP16-B-NHWC@32"]
+
+
 def test_runs_of_another_stack_or_method_are_refused() -> None:
     a = _run([_row("resnet", "FP16-F-NHWC", 32, 0.5)])
     b = _run([_row("resnet", "FP16-W-NHWC", 32, 0.5)], cudnn=91000)
