@@ -15,7 +15,8 @@ Fitted on the zoo's networks alone (the held-out ones are scored apart, never fi
 scored leaving one zoo network out: the tiles' constants refitted without it, its layers
 picked by the refit. A tile enters a case's rule where it was timed on at least `--least`
 layers of the fit and on three fifths of them: the tiles the alternatives named, not the
-defaults that single layers had.
+defaults that single layers had; and stays where the rule picks it for at least
+`--least-picks` layers of the fit (each tile is objects a package ships).
 
     python bench/tile_rule_fit.py bench/results/tile_survey_small_f_h200.json ... \\
         --write kernels/conv_triton_tuned_sm90.json --out bench/results/tile_rule_fit
@@ -151,6 +152,25 @@ def fit_case(samples: list[dict], cus: int, least: int) -> list[dict]:
     return tiles
 
 
+def prune(tiles: list[dict], samples: list[dict], cus: int, least_picks: int) -> list[dict]:
+    """`tiles` less those the rule picks for fewer than `least_picks` of the samples (the
+    least picked first, the picks counted again after each): every tile a rule keeps is
+    objects a package ships for each type, layout and alignment."""
+    tiles = list(tiles)
+    while len(tiles) > 2:
+        counts = {i: 0 for i in range(len(tiles))}
+        for s in samples:
+            chosen = pick(tiles, s, cus)
+            for i, t in enumerate(tiles):
+                if chosen is not None and tuple(t["config"][k] for k in PARAMS) == chosen:
+                    counts[i] += 1
+        fewest = min(counts, key=lambda i: counts[i])
+        if counts[fewest] >= least_picks:
+            break
+        del tiles[fewest]
+    return tiles
+
+
 def pick(tiles: list[dict], sample: dict, cus: int) -> tuple[int, ...] | None:
     """The params of the rule's tile of least predicted time for a sample, among those it
     was timed at."""
@@ -225,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path, help="bench/solver_alternatives.py results")
     ap.add_argument("--cus", type=int, default=132, help="SMs of the GPU they were timed on")
     ap.add_argument("--least", type=int, default=20, help="layers a tile must be timed on")
+    ap.add_argument("--least-picks", type=int, default=3,
+                    help="fit layers a tile must be picked for to stay in its rule")
     ap.add_argument("--write", type=Path, help="a tuned table to put the rules into")
     ap.add_argument("--out", type=Path, help="path stem of a .json result")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -242,12 +264,14 @@ def main(argv: list[str] | None = None) -> int:
         mine = [s for s in samples if s["case"] == case]
         fit = [s for s in mine if not s["held_out"]]
         held = [s for s in mine if s["held_out"]]
-        tiles = fit_case(fit, args.cus, args.least)
+        tiles = prune(fit_case(fit, args.cus, args.least), fit, args.cus, args.least_picks)
         if len(tiles) < 2:
             continue
         lono = []
         for net in sorted({s["network"] for s in fit}):
-            others = fit_case([s for s in fit if s["network"] != net], args.cus, args.least)
+            rest = [s for s in fit if s["network"] != net]
+            others = prune(fit_case(rest, args.cus, args.least), rest, args.cus,
+                           args.least_picks)
             if len(others) >= 2:
                 lono += [(s, pick(others, s, args.cus))
                          for s in fit if s["network"] == net]
