@@ -206,8 +206,9 @@ def test_every_depthwise_object_compiles_for_sm90_and_gfx942(tmp_path) -> None: 
     for target in (Target.parse("sm90-132"), Target.parse("gfx942-304")):
         jobs = _family_objects("Depthwise", target, tmp_path / f"{target.basename}.kdb")
         # Types x (NCHW, NHWC, NHWC aligned): forward and backward data (R and S at run time,
-        # and 3x3, 5x5 and 7x7 unrolled), and backward weights at two filter width classes.
-        assert len(jobs) == 3 * 3 * (4 + 4 + 2)
+        # and 3x3, 5x5 and 7x7 unrolled), and backward weights at two filter width classes;
+        # the channels-last forward also at its large tile (spec.LARGE_TILES).
+        assert len(jobs) == 3 * (3 * (4 + 4 + 2) + 2 * 4)
         for job in jobs:
             if target.vendor == "nvidia":
                 # Vectors of 8 or 16 bytes: the forward's 8x16 one-warp tile gives a thread 4
