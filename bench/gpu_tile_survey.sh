@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: bench/solver_alternatives.py over the tiles the tile rules choose among
 # (bench/tile_rule_fit.py fits them), each survey's results under OUTDIR (SURVEYS: which of
-# small, few, usual, depthwise; default all). The sm90-132 package of the default manifests
-# is built first (bench/_gpu_env.sh `sm90_package`), so only the named tiles compile.
+# small, few, usual, depthwise, wrw; default all). The sm90-132 package of the default
+# manifests is built first (bench/_gpu_env.sh `sm90_package`), so only the named tiles compile.
 #
 #   bash bench/gpu_tile_survey.sh OUTDIR
 set -uo pipefail
@@ -11,10 +11,12 @@ here="$(dirname "$0")"
 mkdir -p "$out"
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt"
-sys=/tmp/sys
-sm90_package "$sys" "$out"
-export MIOPEN_SYSTEM_DB_PATH="$sys"
-surveys="${SURVEYS:-small few usual depthwise}"
+if [ -z "${NO_PACKAGE:-}" ]; then  # NO_PACKAGE=1: no package; every object compiles on use
+  sys=/tmp/sys
+  sm90_package "$sys" "$out"
+  export MIOPEN_SYSTEM_DB_PATH="$sys"
+fi
+surveys="${SURVEYS:-small few usual depthwise wrw}"
 # Small layers: 1 to 20 pixels a side at batch 32, 10 or more channels, not grouped.
 small='^[0-9]{2,}-.*-(1|7|8|10|13|14|16|17|19|20)-(1|7|8|10|13|14|16|17|19|20)-32-[^_]*$'
 few='^[0-9]-'
@@ -53,5 +55,10 @@ for s in $surveys; do
 32:32:1:1:4:1 8:64:1:1:2:1 32:64:1:1:8:1" B NHWC "$depthwise"
       alt dw_B_NCHW ConvTritonDepthwiseBwd "64:4:1:1:2:1 128:4:1:1:4:1 64:8:1:1:4:1 \
 256:4:1:1:8:1 64:2:1:1:1:1" B NCHW "$depthwise" ;;
+    wrw)  # backward weights NHWC, not few-channel or grouped, each tile at the split that
+          # fills the GPU (a tile's seventh value 0)
+      alt wrw_NHWC ConvTritonImplicitGemmWrw "64:64:64:8:4:4:0 128:128:64:8:8:3:0 \
+128:64:64:8:4:3:0 64:128:64:8:4:3:0 128:128:32:8:4:3:0 64:64:32:8:4:3:0" W NHWC \
+        '^[0-9]{2,}-[^_]*$' 4 ;;
   esac
 done

@@ -9,8 +9,9 @@ bench/zoo.py times find's pick: GPU time queued behind a sleep kernel. Each outp
 with cuDNN's (relative L2 error). A layer where fewer than two of the solvers apply is skipped.
 `--only` keeps the layers whose FindDb key matches a regular expression (e.g. `-1x1-` for 1x1
 filters). A name may carry a tile, NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:num_stages
-[:SPLIT_K] (the solver's defaults with that tile, and that split where given; its object
-compiled on first use), to compare tiles of one solver.
+[:SPLIT_K] (the solver's defaults with that tile, and that split where given, 0 for the one
+`conv_triton_spec.split_for` gives the tile; its object compiled on first use), to compare
+tiles of one solver.
 
     python bench/solver_alternatives.py --solvers ConvTritonGemm1x1Wrw,ConvTritonImplicitGemmWrw \
         --types FP16 --directions W --layouts NCHW --batches 32 --only -1x1- \
@@ -79,6 +80,22 @@ def tiled_params(params: tuple[int, ...], tile: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _filling_split(p: Any, params: tuple[int, ...], target: Any) -> tuple[int, ...]:
+    """`params` with the implicit GEMM's split that fills `target` at their tile
+    (`conv_triton_spec.split_for`'s defaults for the problem's kernel)."""
+    from miopenkernels.solvers.triton_common import (
+        PARAM_NAMES,
+        problem_view,
+        spec_module,
+        spec_sizes,
+    )
+
+    view, _, kernel, _ = problem_view(p)
+    config = {**dict(zip(PARAM_NAMES, params, strict=False)), "SPLIT_K": 1}
+    split = spec_module().split_for(kernel, spec_sizes(view), config, target.cu)
+    return params[:SPLIT_FIELD] + (int(split),) + params[SPLIT_FIELD + 1:]
+
+
 def _solution(handle: Any, p: Any, name: str) -> Any:
     """The solver's ranked solution for `p` (its parameters the ranking's), else one at the
     solver's defaults; NAME@tile: the defaults with that tile (`tiled_params`). None where it
@@ -92,6 +109,8 @@ def _solution(handle: Any, p: Any, name: str) -> Any:
         if not solver.is_applicable(p, handle.target):
             return None
         params = tiled_params(tuple(solver.default_params(p, handle.target)), tile)
+        if params[SPLIT_FIELD] == 0:  # the split that fills the GPU at this tile
+            params = _filling_split(p, params, handle.target)
         if not solver.params_valid(p, handle.target, params):
             return None
         return ConvSolution(base, "", 0.0, 0, "tile", params)

@@ -74,3 +74,29 @@ def test_a_tile_overrides_the_defaults_six_tile_values() -> None:
     for bad in ("128:128", "1:2:3:4:5:6:7:8"):
         with pytest.raises(ValueError):
             module.tiled_params((0,) * 7, bad)
+
+
+def test_a_tile_of_split_zero_takes_the_split_that_fills_the_gpu() -> None:
+    import importlib.util
+
+    from miopenkernels.kernels import conv_triton_spec as spec
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers.triton_common import problem_view, spec_sizes
+    from miopenkernels.target import Target
+
+    loader = importlib.util.spec_from_file_location("solver_alternatives",
+                                                    ROOT / "bench" / "solver_alternatives.py")
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    p = ConvProblem(n=32, c=256, k=256, in_spatial=(14, 14), filter=(3, 3), pad=(1, 1),
+                    direction="W", in_type="FP16", wei_type="FP16", out_type="FP16",
+                    in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
+    target = Target("sm90", 132)
+    params = module.tiled_params((64, 64, 64, 8, 8, 4, 4), "128:128:64:8:8:3:0")
+    assert params[4] == 0
+    filled = module._filling_split(p, params, target)
+    tile = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1}
+    view = problem_view(p)[0]
+    expected = spec.split_for("conv2d_bwd_weight", spec_sizes(view), tile, 132)
+    assert filled == (128, 128, 64, 8, expected, 8, 3) and expected > 1
