@@ -307,24 +307,48 @@ def usual_tile(direction: str, last: bool,
             **tiles[(direction, last)]}
 
 
-def tile_for(direction: str, last: bool, sizes: Mapping[str, int], sms: int) -> dict[str, int]:
-    """A problem's tile: LARGE_TILES' where the direction and layout have one and its launch
-    is at least LARGE_PROGRAMS_PER_SM programs an SM of `sms`, else the usual tile."""
+#: Target kinds of 32-lane waves whose forward and backward-data tiles keep at most
+#: WAVE32_LANE_ELEMENTS elements a lane, more warps where a tile has more: RDNA's one-warp 8x32
+#: objects (8 a lane) spilled 73-78 VGPRs at 5x5 and 529-530 at 7x7 (up to 1,388 bytes of
+#: scratch) and the NCHW backward data's 128x8 on four warps 148-155 at 5x5; 8x16 on one
+#: warp (4 a lane) spilled none (bench/results/amd_resources_depthwise_tiles-before.json);
+#: with the warps this gives, no depthwise object spills on any AMD arch
+#: (amd_resources_depthwise_tiles.json).
+WAVE32_KINDS = frozenset({"rdna"})
+WAVE32_LANE_ELEMENTS = 4
+
+
+def kind_tile(direction: str, tile: Mapping[str, int], kind: str | None) -> dict[str, int]:
+    """`tile` on a target kind: on WAVE32_KINDS a forward or backward-data tile takes the warps
+    that keep WAVE32_LANE_ELEMENTS elements a lane (never fewer than it has)."""
+    out = dict(tile)
+    if kind in WAVE32_KINDS and direction in ("F", "B"):
+        lanes_needed = int(out["BLOCK_M"]) * int(out["BLOCK_N"]) // WAVE32_LANE_ELEMENTS
+        out["num_warps"] = max(int(out["num_warps"]), min(max(WARPS), lanes_needed // 32))
+    return out
+
+
+def tile_for(direction: str, last: bool, sizes: Mapping[str, int], sms: int,
+             kind: str | None = None) -> dict[str, int]:
+    """A problem's tile on a target kind (`kind_tile`): LARGE_TILES' where the direction and
+    layout have one and its launch is at least LARGE_PROGRAMS_PER_SM programs an SM of `sms`,
+    else the usual tile."""
     usual = usual_tile(direction, last)
     large = LARGE_TILES.get((direction, last))
     if large is not None:
         config = {**usual, **large}
         gx, gy, gz = grid(direction, sizes, config)
         if gx * gy * gz >= LARGE_PROGRAMS_PER_SM * sms:
-            return config
-    return usual
+            return kind_tile(direction, config, kind)
+    return kind_tile(direction, usual, kind)
 
 
-def tiles_of(direction: str, last: bool) -> list[dict[str, int]]:
-    """Every tile `tile_for` may give (the package ships each)."""
+def tiles_of(direction: str, last: bool, kind: str | None = None) -> list[dict[str, int]]:
+    """Every tile `tile_for` may give on a kind (the package ships each)."""
     usual = usual_tile(direction, last)
     large = LARGE_TILES.get((direction, last))
-    return [usual] + ([{**usual, **large}] if large is not None else [])
+    tiles = [usual] + ([{**usual, **large}] if large is not None else [])
+    return [kind_tile(direction, t, kind) for t in tiles]
 
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:

@@ -148,7 +148,7 @@ class ConvTritonDepthwise(Solver):
         (the spec's `tile_for`); backward weights split to fill the CUs."""
         spec = self.spec()
         _, sizes, _, last = _view(problem)
-        tile = spec.tile_for(self.direction, last, sizes, target.cu) \
+        tile = spec.tile_for(self.direction, last, sizes, target.cu, self._kind(target)) \
             if hasattr(spec, "tile_for") else spec.usual_tile(self.direction, last)
         if self.direction == "W":
             tile["SPLIT_K"] = spec.split_for(sizes, tile, target.cu)
@@ -164,8 +164,9 @@ class ConvTritonDepthwise(Solver):
         if not hasattr(spec, "tile_for"):
             return False
         _, sizes, _, last = _view(problem)
-        return bool(spec.tile_for(self.direction, last, sizes, target.cu) !=
-                    spec.usual_tile(self.direction, last))
+        tile = spec.tile_for(self.direction, last, sizes, target.cu, self._kind(target))
+        usual = spec.usual_tile(self.direction, last)
+        return bool((tile["BLOCK_M"], tile["BLOCK_N"]) != (usual["BLOCK_M"], usual["BLOCK_N"]))
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         """The other layout's usual tile, and backward weights at half and twice the default
@@ -227,8 +228,8 @@ class ConvTritonDepthwise(Solver):
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:
             for last, width in itertools.product((True, False), widths):
-                tiles = spec.tiles_of(self.direction, last) if hasattr(spec, "tiles_of") \
-                    else [spec.usual_tile(self.direction, last)]
+                tiles = spec.tiles_of(self.direction, last, self._kind(target)) \
+                    if hasattr(spec, "tiles_of") else [spec.usual_tile(self.direction, last)]
                 for tile in tiles:
                     config = tuple(sorted(tile.items()))
                     jobs += [_job(self.spec_name, self.direction, data_type, config, last, a,

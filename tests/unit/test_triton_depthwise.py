@@ -273,3 +273,21 @@ def test_the_invoker_runs_the_split_then_the_reduce(monkeypatch, tmp_path) -> No
     assert [main.kernel, reduce.kernel] == ["depthwise_conv_wrw", "conv2d_bwd_weight_reduce"]
     assert [v for _, v in main.args[:4]] == [ptrs["x"], ptrs["y"], ptrs["w"], ws]
     assert [v for _, v in reduce.args[:2]] == [ws, ptrs["w"]]
+
+
+def test_wave32_objects_keep_four_elements_a_lane_and_ship() -> None:
+    rdna = Target("gfx1100", 48)
+    shipped = set()
+    for name in NAMES.values():
+        shipped |= set(get_solver(name).dynamic_jobs(rdna))
+    for d, layout, tile, warps in (("F", "NHWC", (8, 32), 2), ("B", "NHWC", (8, 32), 2),
+                                   ("B", "NCHW", (128, 8), 8), ("F", "NHWC", (8, 16), 1)):
+        small = tile == (8, 16)  # 75 programs at 8x32: under 8 an SM of 48, the usual tile
+        p = _p(96, 14 if small else 56, 5, 1, d, n=1 if small else 32, layout=layout)
+        solver = get_solver(NAMES[d])
+        params = solver.default_params(p, rdna)
+        assert params[:2] == tile and params[5] == warps, (d, layout, params)
+        assert solver.compile_job(p, params, rdna) in shipped
+        assert solver.unaligned_job(p, params, rdna) in shipped
+        # Other kinds keep the tile's own warps.
+        assert solver.default_params(p, SM90)[5] == (1 if layout == "NHWC" else 4)
