@@ -39,13 +39,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from zoo import geomean  # noqa: E402 - bench/zoo.py, beside this file
+
 KIND = "sm90"
 PER_SM = (1, 2, 3, 4, 6, 8)
 PARAMS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
-
-
-def geo(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def _spec() -> Any:
@@ -226,11 +224,11 @@ def score(pairs: list[tuple[dict, tuple[int, ...] | None]]) -> dict[str, Any]:
         rows.append((s["times"][s["default"]], s["times"][chosen], min(s["times"].values()),
                      s["cudnn_ms"]))
     return {"layers": len(rows),
-            "default_vs_cudnn": round(geo([d / c for d, _, _, c in rows]), 4),
-            "rule_vs_cudnn": round(geo([r / c for _, r, _, c in rows]), 4),
-            "best_vs_cudnn": round(geo([b / c for _, _, b, c in rows]), 4),
-            "rule_vs_best": round(geo([r / b for _, r, b, _ in rows]), 4),
-            "rule_vs_default": round(geo([r / d for d, r, _, _ in rows]), 4),
+            "default_vs_cudnn": round(geomean([d / c for d, _, _, c in rows]), 4),
+            "rule_vs_cudnn": round(geomean([r / c for _, r, _, c in rows]), 4),
+            "best_vs_cudnn": round(geomean([b / c for _, _, b, c in rows]), 4),
+            "rule_vs_best": round(geomean([r / b for _, r, b, _ in rows]), 4),
+            "rule_vs_default": round(geomean([r / d for d, r, _, _ in rows]), 4),
             "rule_max_vs_cudnn": round(max((r / c for _, r, _, c in rows), default=0.0), 3)}
 
 

@@ -20,6 +20,7 @@ from functools import lru_cache
 from ..problem import ConvProblem
 from ..target import Target
 from .triton_common import problem_view, spec_module, spec_sizes, target_kind
+from .triton_small_grid import small_grid_config
 
 __all__ = ["RULE_KERNELS", "rule_case", "tile_rule_config", "tile_rule_configs"]
 
@@ -59,8 +60,6 @@ def tile_rule_config(problem: ConvProblem, target: Target, math: str) -> dict[st
         return None
     if spec.measured(kind, case, sizes):
         return None  # its own record
-    from .triton_small_grid import small_grid_config
-
     if small_grid_config(p, target, math) is not None:
         return None
     config = spec.rule_tile(rule, kernel, sizes, target.cu)

@@ -14,6 +14,17 @@ ROOT = Path(__file__).resolve().parents[2]
 PADDED = ROOT / "bench" / "results" / "alternatives_padded_via_h200.json"
 
 
+def _module():  # noqa: ANN202 - bench/solver_alternatives.py as a module
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("solver_alternatives",
+                                                  ROOT / "bench" / "solver_alternatives.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "bench/solver_alternatives.py", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=False)
@@ -60,13 +71,7 @@ def test_refusals_are_one_line_with_their_own_exit_codes(tmp_path: Path) -> None
 
 
 def test_a_tile_overrides_the_defaults_six_tile_values() -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("solver_alternatives",
-                                                  ROOT / "bench" / "solver_alternatives.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _module()
     assert module.tiled_params((64, 64, 32, 8, 16, 4, 4), "128:128:32:8:8:3") == \
         (128, 128, 32, 8, 16, 8, 3)
     assert module.tiled_params((64, 64, 32, 8, 16, 4, 4), "128:128:32:8:8:3:2") == \
@@ -77,18 +82,12 @@ def test_a_tile_overrides_the_defaults_six_tile_values() -> None:
 
 
 def test_a_tile_of_split_zero_takes_the_split_that_fills_the_gpu() -> None:
-    import importlib.util
-
     from miopenkernels.kernels import conv_triton_spec as spec
     from miopenkernels.problem import ConvProblem
     from miopenkernels.solvers.triton_common import problem_view, spec_sizes
     from miopenkernels.target import Target
 
-    loader = importlib.util.spec_from_file_location("solver_alternatives",
-                                                    ROOT / "bench" / "solver_alternatives.py")
-    assert loader is not None and loader.loader is not None
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
+    module = _module()
     p = ConvProblem(n=32, c=256, k=256, in_spatial=(14, 14), filter=(3, 3), pad=(1, 1),
                     direction="W", in_type="FP16", wei_type="FP16", out_type="FP16",
                     in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
