@@ -54,21 +54,43 @@ LAYERS: tuple[tuple[str, int, int, int, int, int, int, int, int], ...] = (
     ("fcn_resnet50 aux_classifier.0", 1024, 65, 65, 256, 3, 3, 1, 1),
 )
 
+#: (name, C, H, W, K, R, S, stride, pad): backward-weights layers of the zoo (`--direction W`),
+#: batch 32, from 1.2x to 4x cuDNN in zoo_h200-bw-3086ab8.
+W_LAYERS: tuple[tuple[str, int, int, int, int, int, int, int, int], ...] = (
+    ("resnext50_32x4d 1x1 1024 -> 1024 at 14x14", 1024, 14, 14, 1024, 1, 1, 1, 0),
+    ("densenet121 1x1 416 -> 128 at 28x28", 416, 28, 28, 128, 1, 1, 1, 0),
+    ("unet 3x3 1024 -> 512 at 32x32", 1024, 32, 32, 512, 3, 3, 1, 1),
+    ("sd15_vae 3x3 128 -> 128 at 512x512", 128, 512, 512, 128, 3, 3, 1, 1),
+    ("retinanet 3x3 256 -> 256 at 50x68", 256, 50, 68, 256, 3, 3, 1, 1),
+    ("retinanet 1x1 128 -> 512 at 100x136", 128, 100, 136, 512, 1, 1, 1, 0),
+    ("inception_v3 1x1 1280 -> 192 at 8x8", 1280, 8, 8, 192, 1, 1, 1, 0),
+    ("resnet50 3x3 64 -> 64 at 56x56", 64, 56, 56, 64, 3, 3, 1, 1),
+    ("yolov5s 1x1 128 -> 128 at 40x40", 128, 40, 40, 128, 1, 1, 1, 0),
+    ("sd15_vae 3x3 stride 2 512 at 129x129", 512, 129, 129, 512, 3, 3, 2, 0),
+)
+
 TILES = "256:128:64:8:3,128:256:64:8:3,128:128:64:8:3,128:128:64:4:4"
+W_TILES = "128:128:64:8:3:0,64:64:64:4:4:0,128:128:32:4:4:0,128:64:64:4:4:0"
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernels", default="shipped=miopenkernels.kernels.conv_triton",
-                    help="comma-separated NAME=MODULE of conv_triton modules to time")
-    ap.add_argument("--tiles", default=TILES,
-                    help="comma-separated BLOCK_M:BLOCK_N:BLOCK_K:num_warps:num_stages")
-    ap.add_argument("--layers", default="", help="comma-separated indices into LAYERS")
+                    help="comma-separated NAME=MODULE[:KERNEL] of conv_triton modules to time "
+                         "(KERNEL: the direction's kernel name by default)")
+    ap.add_argument("--tiles", default="",
+                    help="comma-separated BLOCK_M:BLOCK_N:BLOCK_K:num_warps:num_stages[:SPLIT_K]"
+                         " (SPLIT_K, backward weights: 0 for conv_triton_spec.split_for's; "
+                         "default TILES, W_TILES for W)")
+    ap.add_argument("--layers", default="",
+                    help="comma-separated indices into LAYERS (W_LAYERS for W)")
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--direction", choices=("F", "B"), default="F",
-                    help="forward, or backward data (conv2d_bwd_data; cuDNN through "
+    ap.add_argument("--direction", choices=("F", "B", "W"), default="F",
+                    help="forward, backward data (conv2d_bwd_data; cuDNN through "
                          "aten.convolution_backward, as bench/zoo.py calls it; no GEMM "
-                         "columns)")
+                         "columns) or backward weights (conv2d_bwd_weight, its split "
+                         "finished by conv2d_bwd_weight_reduce; GEMM columns on dy^T x "
+                         "im2col(x) in NHWC's memory order)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--no-gemm", action="store_true", help="skip cuBLAS and the Triton GEMM")
@@ -123,19 +145,133 @@ def _gemm_kernel() -> Any:
             acc = tl.dot(a, b.T, acc)
         c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.float16))
 
-    return gemm, gemm_tma
+    @triton.jit
+    def gemm_w(a_ptr, b_ptr, c_ptr, M, N, K, s_ak, s_bk, s_cm, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+        """c[M, N] = a[K, M]^T b[K, N], M and N contiguous: backward weights' operands in
+        NHWC (dy as [pixels, K], im2col(x) as [pixels, C*R*S])."""
+        pid_m, pid_n = tile_ids(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
+                                GROUP_M)
+        om = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        on = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        ok = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            kk = (k + ok).to(tl.int64)
+            a = tl.load(a_ptr + om[:, None] + (kk * s_ak)[None, :],
+                        mask=(om < M)[:, None] & (kk < K)[None, :], other=0.0)
+            b = tl.load(b_ptr + (kk * s_bk)[:, None] + on[None, :],
+                        mask=(kk < K)[:, None] & (on < N)[None, :], other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + (om.to(tl.int64) * s_cm)[:, None] + on[None, :], acc.to(tl.float16),
+                 mask=(om < M)[:, None] & (on < N)[None, :])
+
+    return gemm, gemm_tma, gemm_w
 
 
-def _tiles(text: str) -> list[tuple[int, int, int, int, int]]:
+def _tiles(text: str) -> list[tuple[int, ...]]:
     out = []
     for item in text.split(","):
-        bm, bn, bk, nw, ns = (int(v) for v in item.split(":"))
-        out.append((bm, bn, bk, nw, ns))
+        out.append(tuple(int(v) for v in item.split(":")))
     return out
 
 
-def _tile_name(t: tuple[int, int, int, int, int]) -> str:
-    return f"{t[0]}x{t[1]}x{t[2]}w{t[3]}s{t[4]}"
+def _tile_name(t: tuple[int, ...]) -> str:
+    name = f"{t[0]}x{t[1]}x{t[2]}w{t[3]}s{t[4]}"
+    return name + (f"k{t[5]}" if len(t) > 5 and t[5] else "")
+
+
+def _sizes(args: argparse.Namespace, spec: tuple) -> tuple[Any, ...]:
+    """A layer's (name, n, c, h, w, k, r, s, stride, pad, p, q) and its row's first columns."""
+    name, c, h, w, k, r, s, stride, pad = spec
+    n = args.batch
+    p = (h + 2 * pad - r) // stride + 1
+    q = (w + 2 * pad - s) // stride + 1
+    flop = 2.0 * n * p * q * k * c * r * s
+    row: dict[str, Any] = {"layer": name, "C": c, "H": h, "W": w, "K": k, "R": r, "S": s,
+                           "stride": stride, "pad": pad, "N": n, "gflop": flop / 1e9}
+    return (n, c, h, w, k, r, s, stride, pad, p, q), row
+
+
+def _layer_w(args: argparse.Namespace, spec: tuple, modules: dict[str, Any],
+             tiles: list[tuple[int, ...]], gemms: Any) -> dict[str, Any]:
+    """One backward-weights layer's row (NHWC, channels-last tensors): cuDNN through
+    aten.convolution_backward, cuBLAS and a Triton GEMM on dy^T x im2col(x) (operands made
+    outside the timing, skipped where they would take more than 4 GB), and each kernel at each
+    tile, a split launch's reduce included in its time."""
+    import torch
+    from _gpu_timing import queued_gpu_ms
+    from miopenkernels.kernels.conv_triton_spec import split_for
+
+    (n, c, h, w, k, r, s, stride, pad, p, q), row = _sizes(args, spec)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(n, c, h, w, device="cuda", generator=g).half() \
+        .to(memory_format=torch.channels_last)
+    dy = (torch.randn(n, k, p, q, device="cuda", generator=g) / 8).half() \
+        .to(memory_format=torch.channels_last)
+    wt = torch.empty(k, c, r, s, device="cuda", dtype=torch.float16) \
+        .to(memory_format=torch.channels_last)
+
+    def time_us(fn: Any) -> float:
+        return queued_gpu_ms(fn, args.repeats, args.warmup) * 1e3
+
+    geo = ([stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1)
+    row["cudnn_us"] = time_us(lambda: torch.ops.aten.convolution_backward(
+        dy, x, wt, None, *geo, [False, True, False])[1])
+    ref = torch.ops.aten.convolution_backward(dy.float(), x.float(), wt.float(), None, *geo,
+                                              [False, True, False])[1]
+    npq, crs = n * p * q, c * r * s
+    if not args.no_gemm and npq * (k + crs) * 2 <= 4 << 30:
+        _, _, gemm_w = gemms
+        a = dy.permute(0, 2, 3, 1).reshape(npq, k)  # NHWC memory: [pixels, K]
+        b = torch.randn(npq, crs, device="cuda", generator=g).half()
+        out = torch.empty(k, crs, device="cuda", dtype=torch.float16)
+        row["cublas_us"] = time_us(lambda: torch.mm(a.t(), b))
+        for t in tiles:
+            bm, bn, bk, nw, ns = t[:5]
+            grid = (math.ceil(k / bm) * math.ceil(crs / bn),)
+            row[f"gemm-w_{_tile_name(t[:5])}_us"] = time_us(
+                lambda grid=grid, bm=bm, bn=bn, bk=bk, nw=nw, ns=ns: gemm_w[grid](
+                    a, b, out, k, crs, npq, k, crs, crs, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                    GROUP_M=8, num_warps=nw, num_stages=ns))
+        del a, b, out
+    dims = (n, c, h, w, k, p, q, r, s, 1)
+    conv = (stride, stride, pad, pad, 1, 1)
+    strides = (*x.stride(), *wt.stride(), *dy.stride())
+    sizes = {"N": n, "C": c, "H": h, "W": w, "K": k, "P": p, "Q": q, "R": r, "S": s, "G": 1,
+             "stride_h": stride, "stride_w": stride, "pad_h": pad, "pad_w": pad, "dil_h": 1,
+             "dil_w": 1}
+    total = k * crs
+    for mod_name, (mod, kernel) in modules.items():
+        for t in tiles:
+            bm, bn, bk, nw, ns = t[:5]
+            split = t[5] if len(t) > 5 else 1
+            if split == 0:
+                split = split_for("conv2d_bwd_weight", sizes,
+                                  {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, 132)
+            extra = {}
+            if "ROW_PIX" in kernel.arg_names:
+                extra["ROW_PIX"] = bk if q >= bk else 1 << (q - 1).bit_length()
+            ws = torch.empty(max(split, 2) * k * crs, device="cuda", dtype=torch.float32)
+            grid = (math.ceil(k / bm) * math.ceil(c / bn), r * s, split)
+
+            def run(kernel: Any = kernel, grid: tuple = grid, bm: int = bm, bn: int = bn,
+                    bk: int = bk, nw: int = nw, ns: int = ns, split: int = split,
+                    ws: Any = ws, extra: dict = extra, mod: Any = mod) -> None:
+                kernel[grid](x, wt, dy, ws, dims, conv, strides, BLOCK_M=bm, BLOCK_N=bn,
+                             BLOCK_K=bk, GROUP_M=8, SPLIT_K=min(split, 2), CHANNELS_LAST=True,
+                             PRECISION="ieee", num_warps=nw, num_stages=ns, **extra)
+                if split > 1:  # one object for every split, as the runtime's: the grid's
+                    mod.conv2d_bwd_weight_reduce[(math.ceil(total / 256),)](
+                        ws, wt, total, c, r, s, *wt.stride(), split, BLOCK=256, num_warps=2)
+
+            key = f"{mod_name}_{_tile_name((bm, bn, bk, nw, ns, split))}"
+            wt.fill_(float("nan"))
+            run()
+            row[f"{key}_err"] = float((wt.float() - ref).norm() / ref.norm())
+            row[f"{key}_us"] = time_us(run)
+            del ws
+    return row
 
 
 def _layer(args: argparse.Namespace, spec: tuple, modules: dict[str, Any],
@@ -145,18 +281,12 @@ def _layer(args: argparse.Namespace, spec: tuple, modules: dict[str, Any],
     import torch.nn.functional as F
     from _gpu_timing import queued_gpu_ms
 
-    name, c, h, w, k, r, s, stride, pad = spec
-    n = args.batch
-    p = (h + 2 * pad - r) // stride + 1
-    q = (w + 2 * pad - s) // stride + 1
-    flop = 2.0 * n * p * q * k * c * r * s
+    (n, c, h, w, k, r, s, stride, pad, p, q), row = _sizes(args, spec)
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(n, c, h, w, device="cuda", generator=g).half() \
         .to(memory_format=torch.channels_last)
     wt = (torch.randn(k, c, r, s, device="cuda", generator=g) / math.sqrt(c * r * s)).half() \
         .to(memory_format=torch.channels_last)
-    row: dict[str, Any] = {"layer": name, "C": c, "H": h, "W": w, "K": k, "R": r, "S": s,
-                           "stride": stride, "pad": pad, "N": n, "gflop": flop / 1e9}
 
     def time_us(fn: Any) -> float:
         return queued_gpu_ms(fn, args.repeats, args.warmup) * 1e3
@@ -172,7 +302,7 @@ def _layer(args: argparse.Namespace, spec: tuple, modules: dict[str, Any],
         ref = F.conv2d(x, wt, stride=stride, padding=pad).float()
         row["cudnn_us"] = time_us(lambda: F.conv2d(x, wt, stride=stride, padding=pad))
     if not args.no_gemm and args.direction == "F":
-        gemm, gemm_tma = gemms
+        gemm, gemm_tma, _ = gemms
         m_rows, red = n * p * q, c * r * s
         a = torch.randn(m_rows, red, device="cuda", generator=g).half()
         b = torch.randn(k, red, device="cuda", generator=g).half()
@@ -230,21 +360,26 @@ def measure(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
     torch.backends.cudnn.benchmark = True
     modules = {}
+    direction_kernel = {"F": "conv2d_fwd", "B": "conv2d_bwd_data", "W": "conv2d_bwd_weight"}
     for item in args.kernels.split(","):
         name, module = item.split("=", 1)
-        modules[name] = importlib.import_module(module)
-    tiles = _tiles(args.tiles)
+        module, _, kernel = module.partition(":")
+        mod = importlib.import_module(module)
+        modules[name] = mod if args.direction != "W" else \
+            (mod, getattr(mod, kernel or direction_kernel["W"]))
+    tiles = _tiles(args.tiles or (W_TILES if args.direction == "W" else TILES))
     gemms = _gemm_kernel()
     import triton
 
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
                                                                  device="cuda"))
-    picked = [LAYERS[int(i)] for i in args.layers.split(",") if i] or list(LAYERS)
+    table = W_LAYERS if args.direction == "W" else LAYERS
+    picked = [table[int(i)] for i in args.layers.split(",") if i] or list(table)
     rows: list[dict[str, Any]] = []
     result["rows"] = rows
     for spec in picked:
         t0 = time.perf_counter()
-        row = _layer(args, spec, modules, tiles, gemms)
+        row = (_layer_w if args.direction == "W" else _layer)(args, spec, modules, tiles, gemms)
         row["seconds"] = time.perf_counter() - t0
         rows.append(row)
         torch.cuda.empty_cache()

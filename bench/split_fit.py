@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-LARGE_CHANNELS = (128, 256, 512)
+LARGE_CHANNELS = (64, 128, 256, 512)
 WAVES = (1, 2, 4, 8, 16, 32)
 LEAST = (4, 8, 16, 32, 64, 128)
 MOST = 64  # conv_triton_spec.MAX_SPLIT's default, which backward weights take

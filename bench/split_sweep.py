@@ -14,6 +14,7 @@ split)'s time.
 
     python bench/split_sweep.py --out bench/results/split_sweep_h200 [--every 3]
         [--types FP16] [--layout NHWC] [--batch 32] [--held-out] [--budget-s 400]
+        [--tiles 64x64x64w4s4,128x128x64w8s3,128x128x32w4s4]
 """
 
 from __future__ import annotations
@@ -43,8 +44,24 @@ def _zoo() -> Any:
     return zoo
 
 
+def parse_tiles(text: str) -> tuple[tuple[int, ...], ...]:
+    """`64x64x64w4s4,...` as TILES' tuples (GROUP_M 8)."""
+    out = []
+    for item in text.split(","):
+        try:
+            mnk, rest = item.strip().split("w")
+            bm, bn, bk = (int(v) for v in mnk.split("x"))
+            nw, ns = (int(v) for v in rest.split("s"))
+        except ValueError:
+            raise SystemExit(f"split_sweep: tile {item!r} is not BMxBNxBKwWARPSsSTAGES "
+                             "(e.g. 128x128x32w4s4)") from None
+        out.append((bm, bn, bk, 8, nw, ns))
+    return tuple(out)
+
+
 def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layout: str,
-            batch: int, repeats: int, budget_end: float) -> dict | None:
+            batch: int, repeats: int, budget_end: float,
+            tiles: tuple[tuple[int, ...], ...] = TILES) -> dict | None:
     import torch
     from miopenkernels.invoke import workspace_ptr
     from miopenkernels.kernels import conv_triton_spec as spec
@@ -73,7 +90,7 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
         "key": p.key(), "sizes": sizes, "sms": sms, "cudnn_gpu_ms": cudnn_ms,
         "default_params": list(handle.params_for(p, solver)), "times": {}}
     ptrs = {role: t.ptr for role, t in dev.items()}
-    for tile in TILES:
+    for tile in tiles:
         bm, bn, bk, gm, nw, ns = tile
         config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm}
         gx, gy, gz = spec.grid(kernel, sizes, {**config, "SPLIT_K": 1})
@@ -119,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-gb", type=float, default=3.0)
     ap.add_argument("--held-out", action="store_true")
     ap.add_argument("--budget-s", type=float, default=400.0)
+    ap.add_argument("--tiles", default="",
+                    help="comma-separated BMxBNxBKwWARPSsSTAGES (default: TILES)")
     args = ap.parse_args(argv)
+    tiles = parse_tiles(args.tiles) if args.tiles else TILES
     import torch
     import triton
     from miopenkernels.handle import Handle
@@ -148,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 row = measure(zoo, handle, solver, la, t, args.layout, args.batch,
-                              args.repeats, budget_end)
+                              args.repeats, budget_end, tiles)
                 if row:
                     rows.append(row)
             except Exception as exc:  # noqa: BLE001 - listed, the run goes on
@@ -161,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
               "torch": torch.__version__, "cuda": torch.version.cuda,
               "cudnn": torch.backends.cudnn.version(), "triton": triton.__version__,
               "batch": args.batch, "every": args.every, "layout": args.layout,
-              "repeats": args.repeats, "layers": len(unique), "measured": len(rows),
+              "repeats": args.repeats, "tiles": [list(t) for t in tiles],
+              "layers": len(unique), "measured": len(rows),
               "errors": errors, "compiles": handle.compilations, "rows": rows}
     Path(args.out + ".json").write_text(json.dumps(result, indent=1))
     g = zoo.geomean
