@@ -410,8 +410,9 @@ def conv2d_bwd_weight(
     """dw[g*K+k, c, r, s] = sum over pixels (n, p, q) of dy * x, one tap per program row.
 
     Program axis 1 is g*R*S + tap, axis 2 the split of the pixel reduction; with SPLIT_K > 1
-    each split writes its FP32 partial to ws ([SPLIT_K][G*K][C][R][S]) for
-    conv2d_bwd_weight_reduce."""
+    each split writes its FP32 partial to ws as [SPLIT_K][R*S][G*K][C], a program's tile
+    contiguous along C (vector stores), for conv2d_bwd_weight_reduce (reduce_args walks that
+    order)."""
     N, C, H, W, K, P, Q, R, S, G = dims
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
     sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
@@ -451,9 +452,9 @@ def conv2d_bwd_weight(
         w_off = ((g * K + offs_m) * swk)[:, None] + (offs_n * swc)[None, :] + r * swr + s * sws
         tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
     else:
-        RS = R * S
-        ws_off = (split * (G * K) + g * K + offs_m)[:, None] * (C * RS) + (offs_n * RS)[None, :]
-        tl.store(ws_ptr + ws_off + rs, acc, mask=mask)
+        ws_off = ((split * (R * S) + rs) * (G * K) + g * K + offs_m)[:, None] * C + \
+            offs_n[None, :]
+        tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
 @triton.jit

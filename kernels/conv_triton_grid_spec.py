@@ -121,8 +121,9 @@ def reduce_args(kernel: str, args: Mapping[str, int], channels_last: bool = Fals
     SPLIT_K > 1 launch of `kernel`, from the CONV_ARGS values of the output's tensor (`args`).
     `channels_last`: the launch's object is a CHANNELS_LAST one, whose forward and backward
     data partials are in the output's channels-last memory order ((n, p, q, k), (n, h, w, c));
-    the reduce then walks them in that order, so its stores are contiguous too. Its grid is
-    (cdiv(TOTAL, REDUCE_BLOCK), 1, 1)."""
+    the reduce then walks them in that order, so its stores are contiguous too.
+    conv2d_bwd_weight's partials are (r, s, g*k, c) in every layout; the other backward-weights
+    kernels' (g*k, c, r, s). Its grid is (cdiv(TOTAL, REDUCE_BLOCK), 1, 1)."""
     a = args
     out = OUTPUT_OF[kernel]
     if out == "y" and channels_last:
@@ -133,6 +134,8 @@ def reduce_args(kernel: str, args: Mapping[str, int], channels_last: bool = Fals
         dims, strides = (a["N"], a["H"], a["W"], a["G"] * a["C"]), ("sxn", "sxh", "sxw", "sxc")
     elif out == "x":
         dims, strides = (a["N"], a["G"] * a["C"], a["H"], a["W"]), ("sxn", "sxc", "sxh", "sxw")
+    elif kernel == "conv2d_bwd_weight":  # partials (r, s, g*k, c): contiguous along c
+        dims, strides = (a["R"], a["S"], a["G"] * a["K"], a["C"]), ("swr", "sws", "swk", "swc")
     else:
         dims, strides = (a["G"] * a["K"], a["C"], a["R"], a["S"]), ("swk", "swc", "swr", "sws")
     res = {"TOTAL": dims[0] * dims[1] * dims[2] * dims[3], "C": dims[1], "R": dims[2],

@@ -168,8 +168,8 @@ KERNELS: dict[str, dict[str, Any]] = {
                      "num_stages"),
         "fixed": {},
         "workspace": "SPLIT_K > 1: SPLIT_K*G*K*C*R*S*4 bytes of FP32 at ws_ptr (need not be "
-                     "zeroed), then conv2d_bwd_weight_reduce; SPLIT_K == 1: none (ws_ptr unused, "
-                     "pass any pointer)",
+                     "zeroed) as [SPLIT_K][R*S][G*K][C], then conv2d_bwd_weight_reduce "
+                     "(reduce_args); SPLIT_K == 1: none (ws_ptr unused, pass any pointer)",
         "applies": "any problem with G*R*S <= 65535",
     },
     "conv2d_bwd_weight_smallc": {
@@ -182,7 +182,8 @@ KERNELS: dict[str, dict[str, Any]] = {
         "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
                      "num_stages"),
         "fixed": {},
-        "workspace": "as conv2d_bwd_weight (same partial layout, same reduce kernel)",
+        "workspace": "SPLIT_K*G*K*C*R*S*4 bytes of FP32 partials as [SPLIT_K][G*K][C][R][S], "
+                     "then conv2d_bwd_weight_reduce (reduce_args)",
         "applies": "any problem with G*R <= 65535; faster than conv2d_bwd_weight where C < 16",
     },
     # Grouped problems of fewer than 16 channels and filters a group (conv_triton_packed.py):
@@ -218,7 +219,8 @@ KERNELS: dict[str, dict[str, Any]] = {
         "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
                      "num_stages"),
         "fixed": {},
-        "workspace": "as conv2d_bwd_weight (same partial layout, same reduce kernel)",
+        "workspace": "SPLIT_K*G*K*C*R*S*4 bytes of FP32 partials as [SPLIT_K][G*K][C][R][S], "
+                     "then conv2d_bwd_weight_reduce (reduce_args)",
         "applies": "groups of 1-15 channels and filters (kernel_for), R*S <= 65535",
     },
     "conv2d_bwd_weight_reduce": {

@@ -160,11 +160,16 @@ def test_reduce_arguments_follow_the_output() -> None:
                  "swk": 28 * 28 * 128, "swc": 28 * 128, "swr": 128, "sws": 1}
     x = spec.reduce_args("conv2d_bwd_data", args, channels_last=True)
     assert (x["C"], x["R"], x["S"], x["sws"]) == (56, 56, 128, 1)
-    # Weights' partials are (k, c, r, s) whatever the object.
+    # Weights' partials are (r, s, k, c) whatever the object: the reduce walks taps outermost
+    # and channels innermost, its stores contiguous in KRSC; the few-channel kernel's
+    # (k, c, r, s).
     assert spec.reduce_args("conv2d_bwd_weight", args, channels_last=True) == \
         spec.reduce_args("conv2d_bwd_weight", args)
     w = spec.reduce_args("conv2d_bwd_weight", args)
-    assert (w["TOTAL"], w["C"], w["R"], w["swc"]) == (128 * 128 * 9, 128, 3, 1)
+    assert w == {"TOTAL": 128 * 128 * 9, "C": 3, "R": 128, "S": 128, "swk": 3 * 128,
+                 "swc": 128, "swr": 9 * 128, "sws": 1}
+    w = spec.reduce_args("conv2d_bwd_weight_smallc", args)
+    assert (w["TOTAL"], w["C"], w["R"], w["S"], w["swc"]) == (128 * 128 * 9, 128, 3, 3, 1)
     # Every i32 argument but the split (reduce_step's: the launch's own) from reduce_args.
     assert [n for n, k in spec.REDUCE_ARGS if k == "i32"] == [*y, "SPLIT_K"]
 

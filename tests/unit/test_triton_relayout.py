@@ -337,8 +337,8 @@ def test_a_split_reduction_writes_the_nchw_output_itself() -> None:
     (job, reduce), = via.follow_ups(p, params, SM90)
     assert job.kernel_name == "conv2d_bwd_weight_reduce"
     assert reduce.pointer_args()[:2] == ["ws_part", "dw"]
-    # KCRS strides of the NCHW problem's dw.
-    assert [reduce.scalars()[k] for k in ("swk", "swc", "swr", "sws")] == [128 * 9, 9, 3, 1]
+    # KCRS strides of the NCHW problem's dw, in the partials' order (r, s, k, c).
+    assert [reduce.scalars()[k] for k in ("swk", "swc", "swr", "sws")] == [3, 1, 128 * 9, 9]
     assert slots["ws_part"] + 4 * 128 * 128 * 9 * 4 <= via.workspace_for(p, params)
 
 
@@ -411,9 +411,9 @@ def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
         (["dy", "ws_y"], {"B": 32, "R": 784, "S": 128})]
     split = (64, 64, 32, 8, 4, 4, 3)
     (_, reduce), = via.follow_ups(p, split, SM90)
-    # The reduce writes dw in KRSC, the caller's layout.
-    assert [reduce.scalars()[k] for k in ("swk", "swc", "swr", "sws")] == [9 * 128, 1,
-                                                                            3 * 128, 128]
+    # The reduce writes dw in KRSC, the caller's layout, walking the partials' (r, s, k, c).
+    assert [reduce.scalars()[k] for k in ("swk", "swc", "swr", "sws")] == [3 * 128, 128,
+                                                                            9 * 128, 1]
     (_, back), = via.follow_ups(p, (64, 64, 32, 8, 1, 4, 3), SM90)
     # KCRS [k][c][taps] -> KRSC [k][taps][c].
     assert back.pointer_args()[:2] == ["ws_w", "dw"]

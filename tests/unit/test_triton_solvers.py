@@ -502,7 +502,8 @@ def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
     assert second.grid == (spec.cdiv(k * c * r * s, spec.REDUCE_BLOCK), 1, 1)
     args = second.args
     assert args[0] == ("ptr:workspace", ptrs["workspace"]) and args[1] == ("ptr:dw", ptrs["w"])
-    assert [v for kind, v in args if kind == "i32"][:4] == [k * c * r * s, c, r, s]
+    assert [v for kind, v in args if kind == "i32"][:4] == [k * c * r * s, s, k, c]
+    # (TOTAL, then the partials' order: taps, filters, channels; reduce_args)
     assert [v for kind, v in args if kind == "i32"][8] == 4  # the split: a run-time argument
     # No workspace address: a one-line error before anything is launched.
     launched = len(backend.recorded)
