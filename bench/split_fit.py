@@ -78,7 +78,18 @@ def score(spec: Any, rows: list[dict], rule: tuple, usual: str) -> float | None:
     return geomean(ratios)
 
 
-def fit(rows: list[dict], usual: str) -> dict:
+def rule_tuple(rule: dict) -> tuple:
+    """A tuned table's rule (its `wrw_rule` entry) as `score` takes it."""
+    large = rule["large"]
+    name = f"{large['BLOCK_M']}x{large['BLOCK_N']}x{large['BLOCK_K']}w{large['num_warps']}" \
+        f"s{large['num_stages']}"
+    return (rule["large_channels"], name, rule["large_waves"], rule["large_least"],
+            rule["waves"], rule["least"])
+
+
+def fit(rows: list[dict], usual: str, current: dict | None = None) -> dict:
+    """The best rule on the zoo's rows, each part scored with it, with the old default rule
+    (`today`) and, where given, the table's rule so far (`current`)."""
     spec = _spec()
     fit_rows = [r for r in rows if not r["held_out"]]
     held = [r for r in rows if r["held_out"]]
@@ -99,6 +110,7 @@ def fit(rows: list[dict], usual: str) -> dict:
     def report(rs: list[dict]) -> dict:
         return {"rows": len(rs), "fitted": score(spec, rs, best[1], usual),
                 "today": score(spec, rs, today, usual),
+                **({"current": score(spec, rs, rule_tuple(current), usual)} if current else {}),
                 "oracle": geomean([min(v["gpu_ms"] for v in r["times"].values())
                                    / r["cudnn_gpu_ms"] for r in rs])}
 
@@ -129,7 +141,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         sources.append(Path(path).name)
     usual = "64x64x64w4s4"
-    result = fit(rows, usual)
+    current = None
+    if args.write:
+        try:
+            current = json.loads(Path(args.write).read_text()).get("wrw_rule", {}) \
+                .get("rules", {}).get("FP16-W-NHWC")
+        except (OSError, ValueError, AttributeError):
+            current = None
+    result = fit(rows, usual, current)
     result.update({"sources": sources, "devices": sorted(devices), "case": "FP16-W-NHWC",
                    "usual": usual})
     if args.out:
@@ -140,8 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rule: {result['rule']} ({result['rules_tried']} tried)")
         for part in ("fit", "held_out"):
             e = result[part]
+            cur = e.get("current")
+            cur_text = "" if "current" not in e else \
+                f", the table's so far {cur:.3f}" if cur is not None else \
+                ", the table's so far not timed"
             print(f"{part}: {e['rows']} layers; GPU time / cuDNN geomean: fitted "
-                  f"{e['fitted']:.3f}, today {e['today']:.3f}, best of the sweep {e['oracle']:.3f}")
+                  f"{e['fitted']:.3f}, today {e['today']:.3f}{cur_text}, best of the sweep "
+                  f"{e['oracle']:.3f}")
     if args.write:
         table_path = Path(args.write)
         table = json.loads(table_path.read_text())
