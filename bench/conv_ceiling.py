@@ -95,6 +95,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--no-gemm", action="store_true", help="skip cuBLAS and the Triton GEMM")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "conv_ceiling")
+    ap.add_argument("--best", action="store_true",
+                    help="print, per kernel, the geomean of each layer's best tile over cuDNN, "
+                         "and per pair of kernels their times at the same tile (`best`)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--from-json", type=Path, metavar="FILE",
                     help="print the summary of a saved run (recomputed from its rows; no GPU)")
@@ -410,6 +413,44 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def best(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per kernel (a column's name before its first `_`: `shipped`, `cublas`, `gemm-w`...): the
+    geomean over the layers of its fastest tile's time over cuDNN's, and the range of that
+    over the kernel named first in the run; per pair of kernels timed at the same tiles: the
+    geomean, least and most of the second's time over the first's, over (layer, tile)."""
+    def geo(values: list[float]) -> float:
+        return math.exp(sum(map(math.log, values)) / len(values))
+
+    cols = [k for r in rows for k in r if k.endswith("_us") and k != "cudnn_us"]
+    kernels = list(dict.fromkeys(c.split("_", 1)[0] for c in cols))
+    fastest = {kern: {i: min((v, k[len(kern) + 1:-3]) for k, v in r.items()
+                             if k.endswith("_us") and k.split("_", 1)[0] == kern
+                             and k != "cudnn_us")
+                      for i, r in enumerate(rows)
+                      if any(k.split("_", 1)[0] == kern for k in r if k.endswith("_us"))}
+               for kern in kernels}
+    out: dict[str, Any] = {"kernels": {}, "pairs": {}}
+    for kern, per_row in fastest.items():
+        wins: dict[str, int] = {}
+        for _, tile in per_row.values():
+            wins[tile] = wins.get(tile, 0) + 1
+        out["kernels"][kern] = {"vs_cudnn": geo([t / rows[i]["cudnn_us"]
+                                                 for i, (t, _) in per_row.items()]),
+                                "layers": len(per_row), "fastest_tiles": wins}
+    for a_i, a in enumerate(kernels):
+        for b in kernels[a_i + 1:]:
+            ratios = [r[f"{b}_{k.split('_', 1)[1]}"] / r[k] for r in rows for k in r
+                      if k.startswith(a + "_") and k.endswith("_us")
+                      and f"{b}_{k.split('_', 1)[1]}" in r]
+            if ratios:
+                both = fastest[a].keys() & fastest[b].keys()
+                out["pairs"][f"{b}/{a}"] = {
+                    "geomean": geo(ratios), "min": min(ratios), "max": max(ratios),
+                    "pairs": len(ratios),
+                    "layers_faster": sum(fastest[b][i][0] < fastest[a][i][0] for i in both)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     if args.from_json:
@@ -419,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {args.from_json} is not a saved bench/conv_ceiling.py run ({exc}); "
                   "give the .json it wrote", file=sys.stderr)
             return 2
-        result: dict[str, Any] = {"summary": summarise(rows)}
+        result: dict[str, Any] = {"summary": summarise(rows), "rows": rows}
     else:
         import torch
         import triton
@@ -431,6 +472,21 @@ def main(argv: list[str] | None = None) -> int:
                   "repeats": args.repeats}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         measure(args, result)
+    if args.best:
+        found = best(result["rows"])
+        if args.json:
+            print(json.dumps(found, indent=1))
+            return 0
+        for kern, v in found["kernels"].items():
+            tiles = ", ".join(f"{t} {n}" for t, n in sorted(v["fastest_tiles"].items(),
+                                                             key=lambda tn: -tn[1]))
+            print(f"{kern}: each layer's best / cuDNN, geomean {v['vs_cudnn']:.2f} "
+                  f"({v['layers']} layers; fastest: {tiles})")
+        for pair, v in found["pairs"].items():
+            print(f"{pair} at the same tile: geomean {v['geomean']:.3f}, {v['min']:.3f}-"
+                  f"{v['max']:.3f} ({v['pairs']} pairs); best tile faster on "
+                  f"{v['layers_faster']} layers")
+        return 0
     if args.json:
         print(json.dumps(result["summary"], indent=1))
         return 0

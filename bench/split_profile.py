@@ -108,14 +108,38 @@ def measure(zoo: Any, handle: Any, key: str, params: tuple[int, ...], iters: int
     return row
 
 
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    """A line per row: each kernel's runtime time, and over the JIT's."""
+    lines = []
+    for r in rows:
+        parts = [f"{name} {us:.1f} us ({us / r['jit_us'][name]:.2f}x the JIT's)"
+                 for name, us in r["runtime_us"].items() if r["jit_us"].get(name)]
+        lines.append(f"{r['key']} {','.join(map(str, r['params']))}: " + "; ".join(parts) +
+                     f"; rel err {r['runtime_err']:.1e}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--keys", required=True, help="comma-separated FindDb keys (direction W)")
-    ap.add_argument("--params", required=True,
+    ap.add_argument("--keys", help="comma-separated FindDb keys (direction W)")
+    ap.add_argument("--params",
                     help="semicolon-separated parameter tuples, e.g. 64,64,64,8,4,4,4")
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--out", required=True, help="path stem of the .json result")
+    ap.add_argument("--out", help="path stem of the .json result")
+    ap.add_argument("--from-json", type=Path, metavar="FILE",
+                    help="print a saved run's summary (no GPU) and exit")
     args = ap.parse_args(argv)
+    if args.from_json:
+        try:
+            lines = summary(json.loads(args.from_json.read_text())["rows"])
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
+            print(f"split_profile: {args.from_json} is not a saved split_profile.py run ({exc})",
+                  file=sys.stderr)
+            return 2
+        print("\n".join(lines))
+        return 0
+    if not (args.keys and args.params and args.out):
+        ap.error("--keys, --params and --out are needed (or --from-json)")
     sys.path.insert(0, str(HERE))
     import torch
     import triton
@@ -133,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "triton": triton.__version__, "compiles": handle.compilations, "rows": rows}
     Path(args.out + ".json").write_text(json.dumps(result, indent=1) + "\n")
+    print("\n".join(summary(rows)))
     return 0
 
 

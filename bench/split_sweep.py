@@ -125,8 +125,57 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
     return row
 
 
+def compare(old: dict, new: dict) -> dict:
+    """Two sweeps' times over the (layer, tile, split) entries both hold: per split, the
+    geomean, least and most of new / old; and over the layers both hold, the geomean of each
+    sweep's fastest entry over cuDNN's."""
+    import math
+
+    def geo(values: list[float]) -> float:
+        return math.exp(sum(map(math.log, values)) / len(values))
+
+    a = {r["key"]: r for r in old["rows"] if r["times"]}
+    b = {r["key"]: r for r in new["rows"] if r["times"]}
+    per_split: dict[int, list[float]] = {}
+    for key in a.keys() & b.keys():
+        for entry in a[key]["times"].keys() & b[key]["times"].keys():
+            per_split.setdefault(int(entry.split("/")[1]), []).append(
+                b[key]["times"][entry]["gpu_ms"] / a[key]["times"][entry]["gpu_ms"])
+    best = {name: geo([min(v["gpu_ms"] for v in rows[k]["times"].values())
+                       / rows[k]["cudnn_gpu_ms"] for k in a.keys() & b.keys()])
+            for name, rows in (("old", a), ("new", b))}
+    return {"splits": {s: {"geomean": geo(v), "min": min(v), "max": max(v), "entries": len(v)}
+                       for s, v in sorted(per_split.items())},
+            "layers": len(a.keys() & b.keys()), "best_vs_cudnn": best}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--compare"]:
+        cp = argparse.ArgumentParser(description=compare.__doc__)
+        cp.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), required=True,
+                        help="two split_sweep.py results (no GPU)")
+        cp.add_argument("--json", action="store_true")
+        cargs = cp.parse_args(argv)
+        try:
+            old, new = (json.loads(Path(f).read_text()) for f in cargs.compare)
+            found = compare(old, new)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"split_sweep: {cargs.compare} are not two split_sweep.py results ({exc})",
+                  file=sys.stderr)
+            return 2
+        if cargs.json:
+            print(json.dumps(found, indent=1))
+            return 0
+        for split, v in found["splits"].items():
+            print(f"split {split}: new / old {v['geomean']:.3f} ({v['min']:.2f}-{v['max']:.2f}, "
+                  f"{v['entries']} entries)")
+        print(f"{found['layers']} layers: fastest entry / cuDNN {found['best_vs_cudnn']['old']:.3f}"
+              f" -> {found['best_vs_cudnn']['new']:.3f}")
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
+                    help="compare two saved sweeps instead (no GPU; first argument)")
     ap.add_argument("--out", required=True, help="path stem of the .json result")
     ap.add_argument("--every", type=int, default=3)
     ap.add_argument("--types", default="FP16")

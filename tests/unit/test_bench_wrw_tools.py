@@ -1,0 +1,82 @@
+"""The backward-weights benches without a GPU: the figures bench/results/README.md quotes from
+bench/conv_ceiling.py's `--best`, bench/split_sweep.py's `--compare` and
+bench/split_profile.py's `--from-json` over the committed runs, and their refusal of files
+that are not runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "results"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def _json(*args: str) -> dict:
+    run = _run(*args, "--json")
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_reading_dy_transposed_is_never_slower_and_walking_rows_is_not_kept() -> None:
+    found = _json("bench/conv_ceiling.py", "--from-json",
+                  str(RESULTS / "conv_ceiling_w_h200.json"), "--best")
+    k = {name: round(v["vs_cudnn"], 2) for name, v in found["kernels"].items()}
+    assert k == {"cublas": 1.01, "gemm-w": 4.62, "shipped": 1.73, "rows": 1.8, "dyT": 1.66}
+    dyt, rows = found["pairs"]["dyT/shipped"], found["pairs"]["rows/shipped"]
+    assert dyt["pairs"] == rows["pairs"] == 30
+    assert round(dyt["geomean"], 2) == 0.92 and dyt["max"] < 1.004
+    assert round(rows["geomean"], 2) == 1.02 and rows["layers_faster"] == 2
+    again = _json("bench/conv_ceiling.py", "--from-json",
+                  str(RESULTS / "conv_ceiling_w_dyt_h200.json"), "--best")
+    pair = again["pairs"]["dyT/shipped"]
+    assert (pair["pairs"], round(pair["geomean"], 2), round(pair["min"], 2)) == (50, 0.96, 0.83)
+    assert pair["max"] < 1.004 and pair["layers_faster"] == 10
+    wins = again["kernels"]["dyT"]["fastest_tiles"]
+    assert sum(n for t, n in wins.items() if t.startswith("128x128x32w4s4")) == 6
+    fwd = _json("bench/conv_ceiling.py", "--from-json",
+                str(RESULTS / "conv_ceiling_fwd_wt_h200.json"), "--best")
+    assert {n: round(v["vs_cudnn"], 2) for n, v in fwd["kernels"].items()} == \
+        {"shipped": 1.5, "wT": 1.5}
+    assert round(fwd["pairs"]["wT/shipped"]["geomean"], 2) == 1.0
+
+
+def test_contiguous_partials_make_every_split_cheaper() -> None:
+    found = _json("bench/split_sweep.py", "--compare",
+                  str(RESULTS / "split_sweep_dyt_h200.json"),
+                  str(RESULTS / "split_sweep_partials_h200.json"))
+    ratio = {int(s): round(v["geomean"], 3) for s, v in found["splits"].items()}
+    assert ratio == {1: 0.993, 2: 0.71, 4: 0.658, 8: 0.596, 16: 0.585, 32: 0.515, 64: 0.454}
+    # Each split's launches took less time the more parts they had.
+    assert all(ratio[a] > ratio[b] for a, b in zip((2, 4, 8, 16, 32), (4, 8, 16, 32, 64),
+                                                    strict=True))
+    assert found["layers"] == 192
+    assert (round(found["best_vs_cudnn"]["old"], 2), round(found["best_vs_cudnn"]["new"], 2)) \
+        == (1.97, 1.63)
+
+
+def test_the_runtime_objects_run_as_fast_as_the_jit() -> None:
+    run = _run("bench/split_profile.py", "--from-json",
+               str(RESULTS / "split_profile_h200.json"))
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert len(lines) == 6
+    main = [float(x) for x in
+            (line.split("conv2d_bwd_weight ")[1].split("(")[1].split("x")[0] for line in lines)]
+    assert max(main) <= 1.10
+
+
+def test_files_that_are_not_runs_are_refused_in_one_line() -> None:
+    for args in (("bench/split_sweep.py", "--compare", "README.md", "README.md"),
+                 ("bench/split_profile.py", "--from-json", "README.md")):
+        run = _run(*args)
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr.count("\n") == 1
+        assert "is not" in run.stderr or "are not" in run.stderr
