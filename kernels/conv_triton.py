@@ -467,7 +467,8 @@ def conv2d_bwd_weight_smallc(
     g*R + r) and the GEMM's N dimension (s, c) flattened, so a program covers a whole row of
     taps (7 x 3 = 21 of 32 for the first layer) instead of padding C to BLOCK_N. The row's
     vertical bound is one compare per pixel, the column offsets are worked out once. Axis 2 is
-    the split; partials go to ws as in conv2d_bwd_weight."""
+    the split; partials go to ws as [SPLIT_K][R][G*K][S*C], a program's tile contiguous along
+    its (s, c) columns (reduce_args walks them so)."""
     N, C, H, W, K, P, Q, R, S, G = dims
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w = conv
     sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw = channel_strides(
@@ -508,9 +509,7 @@ def conv2d_bwd_weight_smallc(
         w_off = ((g * K + offs_m) * swk)[:, None] + (c * swc + r * swr + s * sws)[None, :]
         tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
     else:
-        RS = R * S
-        ws_off = (split * (G * K) + g * K + offs_m)[:, None] * (C * RS) + (
-            c * RS + r * S + s)[None, :]
+        ws_off = ((split * R + r) * (G * K) + g * K + offs_m)[:, None] * SC + cols[None, :]
         tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 

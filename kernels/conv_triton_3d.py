@@ -211,16 +211,17 @@ def _x_rows(x_ptr, img, idd, ih, iw, x_col, j_ok, n_ok, D, H, W, sxn, sxd, sxh, 
 @triton.jit
 def _store_tap(w_ptr, ws_ptr, acc, g, tap, part, parts, offs_m, offs_n, mask, G, K, C, TRS,
                swk, swc, swt, swr, sws, R, S):
-    """One tap's sums: into dw, or its FP32 partial into ws ([parts][G*K][C][T*R*S])."""
+    """One tap's sums: into dw, or its FP32 partial into ws ([parts][T*R*S][G*K][C], a
+    program's tile contiguous along C: vector stores)."""
     if parts == 1:
         t, r, s = _tap(tap, R, S)
         w_off = ((g * K + offs_m) * swk)[:, None] + (offs_n * swc)[None, :] + \
             t * swt + r * swr + s * sws
         tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
     else:
-        ws_off = (part * (G * K) + g * K + offs_m)[:, None] * (C * TRS) + \
-            (offs_n * TRS)[None, :]
-        tl.store(ws_ptr + ws_off + tap, acc, mask=mask)
+        ws_off = ((part * TRS + tap) * (G * K) + g * K + offs_m)[:, None] * C + \
+            offs_n[None, :]
+        tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
 @triton.jit
@@ -233,8 +234,9 @@ def conv3d_bwd_weight(
     """dw[g*K+k, c, t, r, s] = sum over positions (n, o, p, q) of dy * x, TAPS taps per program
     row (axis 1: g*T*R*S/TAPS + row): one, or every tap along the filter axis TAP_AXIS (0: t,
     2: s) whose extent TAPS is (2 or 3), each dy tile then serving TAPS products; axis 2 cuts
-    the positions into parts, each writing its FP32 partial to ws ([parts][G*K][C][T*R*S])
-    where there are several."""
+    the positions into parts, each writing its FP32 partial to ws ([parts][T*R*S][G*K][C])
+    where there are several. dy's tile is read as [positions, K] and transposed in the kernel
+    in both layouts (as conv2d_bwd_weight does)."""
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
@@ -281,7 +283,7 @@ def conv3d_bwd_weight(
         ih = op * stride_h - pad_h + r * dil_h
         iw = oq * stride_w - pad_w + s * dil_w
         a = _load_tile(y_ptr, y_col, img * syn + od * syd + op * syh + oq * syw, m_ok, j_ok,
-                       not CHANNELS_LAST)
+                       True)
         b = _x_rows(x_ptr, img, idd, ih, iw, x_col, j_ok, n_ok, D, H, W, sxn, sxd, sxh, sxw)
         acc = _mma(a, b, acc, PRECISION)
         if TAPS > 1:

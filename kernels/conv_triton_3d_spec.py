@@ -368,12 +368,14 @@ def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[st
 def reduce_values(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]
                   ) -> dict[str, int]:
     """The reduce kernel's i32 arguments (conv_triton_spec.REDUCE_ARGS) after a split
-    backward-weights launch: dw as (G*K, C, T*R, S), T and R one axis of stride swr."""
+    backward-weights launch. The partials are (t*R + r, s, g*k, c), contiguous along c (the
+    kernel's vector stores), and the reduce walks them in that order, its stores contiguous in
+    NDHWC: T and R one axis of stride swr (applies' packed weights)."""
     z = sizes
     w = strides["w"]
-    return {"TOTAL": z["G"] * z["K"] * z["C"] * z["T"] * z["R"] * z["S"], "C": z["C"],
-            "R": z["T"] * z["R"], "S": z["S"], "swk": w[0], "swc": w[1], "swr": w[3],
-            "sws": w[4]}
+    return {"TOTAL": z["G"] * z["K"] * z["C"] * z["T"] * z["R"] * z["S"], "C": z["S"],
+            "R": z["G"] * z["K"], "S": z["C"], "swk": w[3], "swc": w[4], "swr": w[0],
+            "sws": w[1]}
 
 
 def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:

@@ -122,8 +122,10 @@ def reduce_args(kernel: str, args: Mapping[str, int], channels_last: bool = Fals
     `channels_last`: the launch's object is a CHANNELS_LAST one, whose forward and backward
     data partials are in the output's channels-last memory order ((n, p, q, k), (n, h, w, c));
     the reduce then walks them in that order, so its stores are contiguous too.
-    conv2d_bwd_weight's partials are (r, s, g*k, c) in every layout; the other backward-weights
-    kernels' (g*k, c, r, s). Its grid is (cdiv(TOTAL, REDUCE_BLOCK), 1, 1)."""
+    Backward weights' partials, in every layout, are laid so that a program's tile is stored
+    contiguously: conv2d_bwd_weight's and conv2d_bwd_weight_packed's (r, s, g*k, c),
+    conv2d_bwd_weight_smallc's (r, g*k, s, c) (its tile's columns are (s, c)). Its grid is
+    (cdiv(TOTAL, REDUCE_BLOCK), 1, 1)."""
     a = args
     out = OUTPUT_OF[kernel]
     if out == "y" and channels_last:
@@ -134,10 +136,12 @@ def reduce_args(kernel: str, args: Mapping[str, int], channels_last: bool = Fals
         dims, strides = (a["N"], a["H"], a["W"], a["G"] * a["C"]), ("sxn", "sxh", "sxw", "sxc")
     elif out == "x":
         dims, strides = (a["N"], a["G"] * a["C"], a["H"], a["W"]), ("sxn", "sxc", "sxh", "sxw")
-    elif kernel == "conv2d_bwd_weight":  # partials (r, s, g*k, c): contiguous along c
+    elif kernel in ("conv2d_bwd_weight", "conv2d_bwd_weight_packed"):  # (r, s, g*k, c)
         dims, strides = (a["R"], a["S"], a["G"] * a["K"], a["C"]), ("swr", "sws", "swk", "swc")
+    elif kernel == "conv2d_bwd_weight_smallc":  # (r, g*k, s, c)
+        dims, strides = (a["R"], a["G"] * a["K"], a["S"], a["C"]), ("swr", "swk", "sws", "swc")
     else:
-        dims, strides = (a["G"] * a["K"], a["C"], a["R"], a["S"]), ("swk", "swc", "swr", "sws")
+        raise KeyError(f"reduce_args: {kernel} writes no partials the reduce knows")
     res = {"TOTAL": dims[0] * dims[1] * dims[2] * dims[3], "C": dims[1], "R": dims[2],
            "S": dims[3]}
     res.update(zip(("swk", "swc", "swr", "sws"), (int(a[k]) for k in strides), strict=True))

@@ -182,7 +182,7 @@ KERNELS: dict[str, dict[str, Any]] = {
         "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
                      "num_stages"),
         "fixed": {},
-        "workspace": "SPLIT_K*G*K*C*R*S*4 bytes of FP32 partials as [SPLIT_K][G*K][C][R][S], "
+        "workspace": "SPLIT_K*G*K*C*R*S*4 bytes of FP32 partials as [SPLIT_K][R][G*K][S*C], "
                      "then conv2d_bwd_weight_reduce (reduce_args)",
         "applies": "any problem with G*R <= 65535; faster than conv2d_bwd_weight where C < 16",
     },
@@ -219,7 +219,7 @@ KERNELS: dict[str, dict[str, Any]] = {
         "tunables": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps",
                      "num_stages"),
         "fixed": {},
-        "workspace": "SPLIT_K*G*K*C*R*S*4 bytes of FP32 partials as [SPLIT_K][G*K][C][R][S], "
+        "workspace": "SPLIT_K*G*K*C*R*S*4 bytes of FP32 partials as [SPLIT_K][R*S][G*K][C], "
                      "then conv2d_bwd_weight_reduce (reduce_args)",
         "applies": "groups of 1-15 channels and filters (kernel_for), R*S <= 65535",
     },

@@ -15,7 +15,7 @@ channels-last layouts (vectors where the object assumes multiples of 8).
 The programs' axis 0 walks (row tiles) x (group tiles) in grouped order; forward and backward
 data take no split (axis 2 is backward data's stride phase), backward weights split its pixel
 reduction as conv2d_bwd_weight does (axis 1 the filter tap, axis 2 the split), writing the
-diagonal blocks' FP32 partials in that kernel's [SPLIT_K][G*K][C][R][S] order for its reduce.
+diagonal blocks' FP32 partials in that kernel's [SPLIT_K][R*S][G*K][C] order for its reduce.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def _wrw_body(x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, pid_g, GB, SPLIT
         iw = oq * stride_w - pad_w + s * dil_w
         x_ok = j_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         a = _load_tile(y_ptr, f * syk, img * syn + op * syh + oq * syw, m_ok, j_ok,
-                       not CHANNELS_LAST)
+                       True)  # [pixels, filters], transposed, as in conv2d_bwd_weight
         b = tl.load(x_ptr + (img * sxn + ih * sxh + iw * sxw)[:, None] + (c * sxc)[None, :],
                     mask=x_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _mma(a, b, acc, PRECISION)
@@ -254,8 +254,8 @@ def _wrw_body(x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, pid_g, GB, SPLIT
         w_off = (f * swk)[:, None] + (cl * swc)[None, :] + r * swr + s * sws
         tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
     else:
-        ws_off = (split * (G * K) + f)[:, None] * (C * R * S) + (cl * (R * S))[None, :]
-        tl.store(ws_ptr + ws_off + rs, acc, mask=mask)
+        ws_off = ((split * (R * S) + rs) * (G * K) + f)[:, None] * C + cl[None, :]
+        tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
 @triton.jit

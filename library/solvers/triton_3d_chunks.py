@@ -12,7 +12,7 @@ chunk's offset a multiple of 256 bytes, so that the aligned channels-last object
 the generic objects where no such multiple fits), each chunk's launches pointing into the
 caller's tensors at its first image ("x@offset"). Forward and backward data run the chunks in
 turn; backward weights runs every chunk split (SPLIT_K of 2 or more), its FP32 partials
-([parts][G*K][C][T*R*S]) in its own part of the workspace, the parts end to end, and one
+([parts][T*R*S][G*K][C]) in its own part of the workspace, the parts end to end, and one
 reduce over every part (SPLIT_K: the split times the chunks) writes dw.
 
 The objects are ConvTriton3d's own (its dynamic jobs, the reduce kernel's included); the

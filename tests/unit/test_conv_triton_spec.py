@@ -161,15 +161,19 @@ def test_reduce_arguments_follow_the_output() -> None:
     x = spec.reduce_args("conv2d_bwd_data", args, channels_last=True)
     assert (x["C"], x["R"], x["S"], x["sws"]) == (56, 56, 128, 1)
     # Weights' partials are (r, s, k, c) whatever the object: the reduce walks taps outermost
-    # and channels innermost, its stores contiguous in KRSC; the few-channel kernel's
-    # (k, c, r, s).
+    # and channels innermost, its stores contiguous in KRSC; the packed kernel's alike, the
+    # few-channel kernel's (r, k, s, c) (its tile's columns are a filter row's (s, c)).
     assert spec.reduce_args("conv2d_bwd_weight", args, channels_last=True) == \
         spec.reduce_args("conv2d_bwd_weight", args)
     w = spec.reduce_args("conv2d_bwd_weight", args)
     assert w == {"TOTAL": 128 * 128 * 9, "C": 3, "R": 128, "S": 128, "swk": 3 * 128,
                  "swc": 128, "swr": 9 * 128, "sws": 1}
+    assert spec.reduce_args("conv2d_bwd_weight_packed", args) == w
     w = spec.reduce_args("conv2d_bwd_weight_smallc", args)
-    assert (w["TOTAL"], w["C"], w["R"], w["S"], w["swc"]) == (128 * 128 * 9, 128, 3, 3, 1)
+    assert w == {"TOTAL": 128 * 128 * 9, "C": 128, "R": 3, "S": 128, "swk": 3 * 128,
+                 "swc": 9 * 128, "swr": 128, "sws": 1}
+    with pytest.raises(KeyError, match="conv2d_fwd_smallc"):
+        spec.reduce_args("conv2d_fwd_smallc", args)
     # Every i32 argument but the split (reduce_step's: the launch's own) from reduce_args.
     assert [n for n, k in spec.REDUCE_ARGS if k == "i32"] == [*y, "SPLIT_K"]
 

@@ -152,8 +152,10 @@ def test_backward_weights_split_fills_the_gpu_and_reduces_into_dw() -> None:
     assert job.kernel_name == "conv2d_bwd_weight_reduce" and "SPLIT_K:i32" in str(job.options)
     values = step.scalars()
     assert values["SPLIT_K"] == split
-    # T and R one axis of dw for the reduce kernel: packed weights, stride_t = R * stride_r.
-    assert (values["TOTAL"], values["C"], values["R"], values["S"]) == (64 * 64 * 27, 64, 9, 3)
+    # The partials' order (t*R + r, s, g*k, c): T and R one axis of dw for the reduce kernel
+    # (packed weights, stride_t = R * stride_r), channels innermost: stores contiguous in NDHWC.
+    assert (values["TOTAL"], values["C"], values["R"], values["S"]) == (64 * 64 * 27, 3, 64, 64)
+    assert [values[k] for k in ("swk", "swc", "swr", "sws")] == [3 * 64, 64, 27 * 64, 1]
     # The split is the grid's: one object serves every split.
     other = params[:4] + (split * 2,) + params[5:]
     assert solver.compile_job(p, other, SM90) == solver.compile_job(p, params, SM90)

@@ -148,7 +148,7 @@ def test_backward_weights_sums_every_chunks_parts_in_one_reduce(
     split = int(params[4])
     assert split >= 2
     assert s._inner_params(params[:4] + (1,) + params[5:])[4] == 2  # a split is forced
-    # [parts][G*K][C][T*R*S] FP32 per chunk, the chunks' parts end to end.
+    # [parts][T*R*S][G*K][C] FP32 per chunk, the chunks' parts end to end.
     per = split * k * c * 27 * 4
     assert s.workspace_slots(p, params) == {"ws_c0": 0, "ws_c1": per}
     assert s.workspace_for(p, params) == 2 * per and per % 256 == 0
