@@ -122,7 +122,7 @@ BLOCKS_M = (8, 16, 32, 64, 128, 256)
 BLOCKS_N = (2, 4, 8, 16, 32, 64, 128)
 WARPS = (1, 2, 4, 8)
 MAX_ELEMENTS = 8192
-SPLITS = (1, 2, 4, 8, 16, 32, 64)
+SPLITS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_SPLIT = 64  # the largest default split of backward weights
 #: Backward weights' default split keeps at least this many BLOCK_M steps in each part.
 MIN_PART_STEPS = 8

@@ -1,0 +1,205 @@
+"""Depthwise backward weights' tile and SPLIT_K against cuDNN over the zoo, through the runtime
+(device machine).
+
+For every zoo layer whose groups equal its channels and filters (and, with `--held-out`, the
+held-out networks' ones), at one batch, in each layout of `--layouts`: cuDNN's time (benchmark
+on), then ConvTritonDepthwiseWrw at each tile of `--tiles` and each split of `--splits`, run
+through an invoker of those parameters (`plan.make_invoker`: the FP32 partials and the reduce
+launch included), every result checked against cuDNN's. GPU time as bench/zoo.py takes it
+(launches queued behind a sleep kernel). The split the solver picks today (`default_params`)
+is recorded per row, so the rule can be refitted on the rows.
+
+    python bench/depthwise_wrw_split.py --out bench/results/dw_wrw_split_h200 [--every 1]
+        [--layouts NHWC,NCHW] [--batch 32] [--held-out] [--budget-s 300]
+        [--tiles 16x32w4,32x32w4] [--splits 16,64,256,1024]
+    python bench/depthwise_wrw_split.py --from-json bench/results/dw_wrw_split_h200.json
+
+Writes <out>.json (device, versions; per row the layer, cuDNN's time, today's parameters and
+each (tile, split)'s time and error) and prints per layout: today's pick, the best single
+(tile, split) over the rows, the best per row, all as GPU time / cuDNN geomeans.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SOLVER = "ConvTritonDepthwiseWrw"
+DEFAULT_TILES = {"NHWC": "16x32w4,32x32w4,16x64w4",
+                 "NCHW": "64x8w4,128x8w4,64x4w2"}
+DEFAULT_SPLITS = "16,32,64,128,256,512,1024"
+
+
+def _zoo() -> Any:
+    sys.path.insert(0, str(HERE))
+    import zoo
+
+    return zoo
+
+
+def parse_tiles(text: str) -> list[tuple[int, int, int]]:
+    """`16x32w4,...` as (BLOCK_M, BLOCK_N, num_warps)."""
+    out = []
+    for item in text.split(","):
+        mn, w = item.split("w")
+        m, n = mn.split("x")
+        out.append((int(m), int(n), int(w)))
+    return out
+
+
+def measure(zoo: Any, handle: Any, solver: Any, p: Any, layer: Any, layout: str,
+            tiles: list[tuple[int, int, int]], splits: list[int], repeats: int,
+            budget_end: float) -> dict:
+    import torch
+    from miopenkernels.invoke import workspace_ptr
+    from miopenkernels.plan import make_invoker
+    from miopenkernels.problem import TYPE_BYTES
+    from miopenkernels.tensor import DeviceTensor
+
+    target = handle.context.target
+    tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
+    tensors = zoo._tensors(p, tdt)
+    dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
+                              tuple(t.shape)) for role, (t, _) in tensors.items()}
+    torch.backends.cudnn.benchmark = True
+    peer = zoo._peer(p, {role: view for role, (_, view) in tensors.items()})
+    ref = peer().float()
+    row: dict[str, Any] = {
+        "network": layer.network, "layer": layer.name, "held_out": layer.held_out,
+        "case": f"{p.in_type}-W-{layout}", "key": p.key(),
+        "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, repeats, 3),
+        "default_params": list(solver.default_params(p, target)), "times": {}}
+    ptrs = {role: t.ptr for role, t in dev.items()}
+    todo = [(bm, bn, 1, 1, s, nw, 1) for bm, bn, nw in tiles for s in splits]
+    if tuple(row["default_params"]) not in todo:
+        todo.insert(0, tuple(row["default_params"]))
+    for params in todo:
+        if time.monotonic() > budget_end:
+            break
+        if not solver.params_valid(p, target, params):
+            continue
+        inv = make_invoker(handle.context, p, solver, params=params)
+        try:
+            ptrs["workspace"] = workspace_ptr(handle.backend, inv)
+            tensors["w"][0].fill_(float("nan"))
+            inv(ptrs)
+            torch.cuda.synchronize()
+            out = tensors["w"][1].float()
+            err = float((out - ref).norm() / max(float(ref.norm()), 1e-30))
+            name = ",".join(str(v) for v in params)
+            row["times"][name] = {"gpu_ms": zoo.queued_gpu_ms(functools.partial(inv, ptrs),
+                                                              repeats, 2), "rel_err": err}
+        finally:
+            torch.cuda.synchronize()
+            if inv.workspace is not None:
+                inv.workspace.free()
+                inv.workspace = None
+    return row
+
+
+def summary(result: dict) -> dict:
+    """Per case: today's pick, the best single parameter set over the rows (among those every
+    row has) and the best per row, as geomeans of GPU time / cuDNN."""
+    out = {}
+    for case in sorted({r["case"] for r in result["rows"]}):
+        rows = [r for r in result["rows"] if r["case"] == case and r["times"]]
+
+        def geo(values: list[float]) -> float:
+            return math.exp(sum(math.log(v) for v in values) / len(values)) if values else 0.0
+
+        today = [r["times"][",".join(map(str, r["default_params"]))]["gpu_ms"] /
+                 r["cudnn_gpu_ms"] for r in rows
+                 if ",".join(map(str, r["default_params"])) in r["times"]]
+        common = set.intersection(*(set(r["times"]) for r in rows)) if rows else set()
+        single = {k: geo([r["times"][k]["gpu_ms"] / r["cudnn_gpu_ms"] for r in rows])
+                  for k in common}
+        best_single = min(single.items(), key=lambda kv: kv[1]) if single else ("", 0.0)
+        out[case] = {
+            "rows": len(rows), "today": round(geo(today), 3),
+            "best_single": best_single[0], "best_single_geomean": round(best_single[1], 3),
+            "best_per_row": round(geo([min(v["gpu_ms"] for v in r["times"].values()) /
+                                       r["cudnn_gpu_ms"] for r in rows]), 3),
+            "max_rel_err": max((v["rel_err"] for r in rows for v in r["times"].values()),
+                               default=0.0)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="path stem of the .json result")
+    ap.add_argument("--from-json", type=Path, help="print a run's summary again (no GPU)")
+    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--every", type=int, default=1)
+    ap.add_argument("--type", default="FP16")
+    ap.add_argument("--layouts", default="NHWC,NCHW")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--held-out", action="store_true")
+    ap.add_argument("--budget-s", type=float, default=300.0)
+    ap.add_argument("--tiles", default="", help="BMxBNwW,...; default: DEFAULT_TILES")
+    ap.add_argument("--splits", default=DEFAULT_SPLITS)
+    args = ap.parse_args(argv)
+    if args.from_json:
+        result = json.loads(args.from_json.read_text())
+        s = summary(result)
+        print(json.dumps(s, indent=1) if args.json else "\n".join(
+            f"{c}: {v['rows']} layers, today {v['today']}, best single {v['best_single']} "
+            f"{v['best_single_geomean']}, best per row {v['best_per_row']}"
+            for c, v in s.items()))
+        return 0
+    if not args.out:
+        ap.error("--out is required (or --from-json)")
+    import torch
+    import triton
+    from miopenkernels.handle import Handle
+    from miopenkernels.solvers import get_solver
+
+    zoo = _zoo()
+    handle = Handle()
+    solver = get_solver(SOLVER)
+    layers = zoo.every_kth(zoo.load_layers(held_out=args.held_out), args.every)
+    splits = [int(s) for s in args.splits.split(",")]
+    budget_end = time.monotonic() + args.budget_s
+    rows, errors, seen = [], [], set()
+    for layout in args.layouts.split(","):
+        tiles = parse_tiles(args.tiles or DEFAULT_TILES[layout])
+        for la in layers:
+            if time.monotonic() > budget_end:
+                break
+            p = zoo.layer_problem(la, args.type, "W", layout, args.batch)
+            if p.key() in seen or not (p.groups == p.c == p.k > 1) or \
+                    not solver.is_applicable(p, handle.context.target):
+                continue
+            seen.add(p.key())
+            try:
+                rows.append(measure(zoo, handle, solver, p, la, layout, tiles, splits,
+                                    args.repeats, budget_end))
+            except Exception as exc:  # noqa: BLE001 - listed, the run goes on
+                errors.append({"key": p.key(), "error": f"{type(exc).__name__}: {exc}"[:300]})
+            print(f"[{len(rows)}] {p.key()}", flush=True)
+    props = torch.cuda.get_device_properties(0)
+    result = {"device": props.name, "sms": props.multi_processor_count,
+              "torch": torch.__version__, "cuda": torch.version.cuda,
+              "cudnn": torch.backends.cudnn.version(), "triton": triton.__version__,
+              "batch": args.batch, "every": args.every, "type": args.type,
+              "repeats": args.repeats, "splits": splits, "errors": errors,
+              "compiles": handle.compilations, "rows": rows}
+    result["summary"] = summary(result)
+    Path(args.out + ".json").write_text(json.dumps(result, indent=1))
+    for c, v in result["summary"].items():
+        print(f"{c}: {v['rows']} layers, today {v['today']}, best single {v['best_single']} "
+              f"{v['best_single_geomean']}, best per row {v['best_per_row']}, "
+              f"max rel err {v['max_rel_err']:.1e}")
+    print(f"{len(errors)} errors, {handle.compilations} compiles")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
