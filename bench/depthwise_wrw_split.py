@@ -168,9 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     splits = [int(s) for s in args.splits.split(",")]
     budget_end = time.monotonic() + args.budget_s
     rows, errors, seen = [], [], set()
-    for layout in args.layouts.split(","):
-        tiles = parse_tiles(args.tiles or DEFAULT_TILES[layout])
-        for la in layers:
+    for la in layers:  # both layouts of a layer in turn: a run the budget stops has both
+        for layout in args.layouts.split(","):
+            tiles = parse_tiles(args.tiles or DEFAULT_TILES[layout])
             if time.monotonic() > budget_end:
                 break
             p = zoo.layer_problem(la, args.type, "W", layout, args.batch)
