@@ -516,19 +516,30 @@ def conv2d_bwd_weight_smallc(
 @triton.jit
 def conv2d_bwd_weight_reduce(
     ws_ptr, w_ptr, TOTAL, C, R, S, swk, swc, swr, sws, SPLIT_K,
-    BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr, PARTS: tl.constexpr = 1,
 ):
     """out[i0, i1, i2, i3] = sum of SPLIT_K FP32 partials ([SPLIT_K][TOTAL], TOTAL = I0*C*R*S
     in (i0, i1, i2, i3) order) into a 4-D tensor of any strides: w (k, c, r, s) after backward
     weights, y (n, k, p, q) after forward, x (n, c, h, w) after backward data; see
-    conv_triton_spec.reduce_args."""
+    conv_triton_spec.reduce_args. PARTS > 1 (the wide object, for small outputs split in
+    many parts): a [PARTS, BLOCK] tile of partials a step, summed across its rows at the end,
+    so a few programs still keep PARTS * BLOCK loads in flight."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = i < TOTAL
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    # SPLIT_K is a run-time value (one object serves every split); four parts' loads at a
-    # time are in flight.
-    for sp in tl.range(0, SPLIT_K, loop_unroll_factor=4):
-        acc += tl.load(ws_ptr + sp * TOTAL + i, mask=ok, other=0.0)
+    if PARTS == 1:
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        # SPLIT_K is a run-time value (one object serves every split); four parts' loads at
+        # a time are in flight.
+        for sp in tl.range(0, SPLIT_K, loop_unroll_factor=4):
+            acc += tl.load(ws_ptr + sp * TOTAL + i, mask=ok, other=0.0)
+    else:
+        rows = tl.arange(0, PARTS)
+        tile = tl.zeros((PARTS, BLOCK), dtype=tl.float32)
+        for sp in range(0, SPLIT_K, PARTS):
+            part = sp + rows
+            tile += tl.load(ws_ptr + (part * TOTAL)[:, None] + i[None, :],
+                            mask=(part < SPLIT_K)[:, None] & ok[None, :], other=0.0)
+        acc = tl.sum(tile, axis=0)
     RS = R * S
     k = i // (C * RS)
     crs = i - k * (C * RS)

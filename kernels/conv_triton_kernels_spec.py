@@ -39,12 +39,25 @@ REDUCE_ARGS: tuple[tuple[str, str], ...] = (
     ("ws_ptr", "ptr_fp32"), ("w_ptr", "ptr"),
     ("TOTAL", "i32"), ("C", "i32"), ("R", "i32"), ("S", "i32"),
     ("swk", "i32"), ("swc", "i32"), ("swr", "i32"), ("sws", "i32"),
-    ("SPLIT_K", "i32"), ("BLOCK", "constexpr"),
+    ("SPLIT_K", "i32"), ("BLOCK", "constexpr"), ("PARTS", "constexpr"),
 )
 #: 256 values a program on 2 warps: small outputs (batch 1) still spread over many SMs
 #: (bench/reduce_kernel.py: 2.1 us against 2.6 at 1024 on 4 warps for 25k values on an H100).
 REDUCE_BLOCK = 256
 REDUCE_WARPS = 2
+#: The wide reduce object (PARTS > 1): BLOCK values a program, PARTS partials of each a step,
+#: on REDUCE_WIDE["num_warps"] warps. A split launch takes it where the usual object would
+#: launch fewer programs than the GPU has SMs and the split is REDUCE_WIDE_MIN_SPLIT or more
+#: (`wide_reduce`): a depthwise layer's few hundred weights split in 64 parts or more left
+#: two programs looping over every part, one load of each in flight.
+REDUCE_WIDE = {"BLOCK": 32, "PARTS": 32, "num_warps": 4}
+REDUCE_WIDE_MIN_SPLIT = 8
+
+
+def wide_reduce(total: int, split: int, sms: int) -> bool:
+    """Whether the split launch whose output holds `total` values, cut in `split` parts, takes
+    the wide reduce object on a GPU of `sms` SMs."""
+    return split >= REDUCE_WIDE_MIN_SPLIT and cdiv(total, REDUCE_BLOCK) < sms
 #: Kernels that run no matrix instruction by design (a sum of partials, a transpose): a
 #: matrix-core target's object of one is right without v_mfma/v_wmma (builder/codeobject.py).
 NO_MATRIX_KERNELS = frozenset({"conv2d_bwd_weight_reduce", "transpose_021"})

@@ -92,6 +92,8 @@ from .conv_triton_kernels_spec import (
     REDUCE_ARGS,
     REDUCE_BLOCK,
     REDUCE_WARPS,
+    REDUCE_WIDE,
+    REDUCE_WIDE_MIN_SPLIT,
     TARGET_KINDS,
     TF32X3_KINDS,
     TRANSPOSE_ARGS,
@@ -105,6 +107,7 @@ from .conv_triton_kernels_spec import (
     legal_space,
     shared_bytes,
     target_kind,
+    wide_reduce,
 )
 from .conv_triton_tuned_spec import (
     TUNED_FILES,
@@ -143,6 +146,7 @@ __all__ = [
     "align16_variants", "align16_args",
     # conv_triton_kernels_spec
     "CONV_TUPLES", "CONV_ARGS", "REDUCE_ARGS", "REDUCE_BLOCK", "REDUCE_WARPS", "NO_MATRIX_KERNELS",
+    "REDUCE_WIDE", "REDUCE_WIDE_MIN_SPLIT", "wide_reduce",
     "TRANSPOSE_ARGS", "TRANSPOSE_TILES", "TRANSPOSE_THIN", "TRANSPOSE_NARROW", "TRANSPOSE_WARPS",
     "ALIGN16_ARGS", "PACKED_ALIGN_ARGS", "ELEMENT_TYPES", "ELEMENT_BYTES", "KERNELS",
     "TF32X3_KINDS", "TARGET_KINDS", "target_kind", "shared_bytes", "is_legal",
@@ -307,7 +311,8 @@ def triton_signature(kernel: str, dtype: str, config: Mapping[str, int],
         "BLOCK_K": config.get("BLOCK_K"), "GROUP_M": config.get("GROUP_M", 8),
         "SPLIT_K": split_object(int(config.get("SPLIT_K", 1))),
         "CHANNELS_LAST": int(channels_last),
-        "PRECISION": precision, "BLOCK": REDUCE_BLOCK,
+        "PRECISION": precision, "BLOCK": config.get("BLOCK", REDUCE_BLOCK),
+        "PARTS": config.get("PARTS", 1),
         "BLOCK_R": config.get("BLOCK_R"), "BLOCK_S": config.get("BLOCK_S"),
     }
     return typed_signature(arg_list(kernel), dtype, values)

@@ -28,7 +28,7 @@ from .triton_common import (
     config_of,
     kernels_spec,
     params_of,
-    reduce_job,
+    reduce_jobs,
     reduce_step,
     spec_compile_job,
     spec_kernel_args,
@@ -195,7 +195,7 @@ class ConvTritonGemm1x1(Solver):
                     config = tuple(sorted({**tile, "SPLIT_K": s}.items()))
                     jobs += [_job(self.direction, data_type, config, a, target)
                              for a in (True, False)]
-            jobs += [reduce_job(data_type, target)] if any(s > 1 for s in splits) else []
+            jobs += reduce_jobs(data_type, target) if any(s > 1 for s in splits) else []
         return jobs
 
     # ------------------------------------------------------------------ launches

@@ -35,7 +35,7 @@ from .triton_common import (
     config_of,
     kernels_spec,
     params_of,
-    reduce_job,
+    reduce_jobs,
     reduce_step,
     spec_compile_job,
     spec_kind,
@@ -261,7 +261,7 @@ class ConvTriton3d(Solver):
                           last, target) for t in self._tiles(data_type, kind)
                      for last in (False, True)]
             if self.direction == "W":
-                jobs.append(reduce_job(data_type, target))  # every split: one object
+                jobs += reduce_jobs(data_type, target)  # every split: these objects
         return jobs
 
     def _tiles(self, data_type: str, kind: str) -> list[dict[str, int]]:

@@ -33,8 +33,8 @@ __all__ = [
     "CONV_KERNEL_FILE", "MATH_TYPE", "MMA_PARAM", "PARAM_NAMES", "REDUCE_KERNEL",
     "companion_jobs", "config_items", "config_of", "config_view", "conv_triton_job",
     "has_kernels_spec", "have_kernels", "job_items", "kernel_arg", "kernels_spec",
-    "no_matrix_kernels", "padded_problem",
-    "params_of", "problem_view", "reduce_job", "reduce_step", "scratch_args", "shape_fits",
+    "no_matrix_kernels", "padded_problem", "params_of", "problem_view", "reduce_job",
+    "reduce_jobs", "reduce_step", "scratch_args", "shape_fits",
     "spec_kind", "spec_module", "spec_sizes", "spec_strides", "splits_reduction",
     "target_kind", "tf32_capable", "tf32x3_capable", "triton_compile_job",
 ]
@@ -187,20 +187,31 @@ def splits_reduction(kernel: str) -> bool:
 
 
 @lru_cache(maxsize=256)
-def reduce_job(data_type: str, target: Target) -> CompileJob:
+def reduce_job(data_type: str, target: Target, wide: bool = False) -> CompileJob:
     """The job of the reduce kernel that finishes a split launch of any SPLIT_K (a run-time
-    argument; no alignment assumptions: its output is any tensor the caller passes)."""
+    argument; no alignment assumptions: its output is any tensor the caller passes); `wide`:
+    the object of the spec's REDUCE_WIDE tile (small outputs split in many parts)."""
     spec = spec_module()
-    config = (("num_warps", int(spec.REDUCE_WARPS)), ("num_stages", 1))
+    if wide:
+        config = tuple(sorted({**spec.REDUCE_WIDE, "num_stages": 1}.items()))
+    else:
+        config = (("num_warps", int(spec.REDUCE_WARPS)), ("num_stages", 1))
     return conv_triton_job(CONV_KERNEL_FILE, "ieee", REDUCE_KERNEL, data_type, config, False, False,
                        target)
+
+
+def reduce_jobs(data_type: str, target: Target) -> list[CompileJob]:
+    """Both reduce objects of a type (`reduce_step` takes either, by the launch): what a
+    package holds beside any split object."""
+    return [reduce_job(data_type, target), reduce_job(data_type, target, True)]
 
 
 def reduce_step(data_type: str, split: int, target: Target, out_tensor: str,
                 values: dict[str, int]) -> tuple[CompileJob, Launch]:
     """The follow-up that finishes a SPLIT_K = `split` launch: the reduce kernel's job and its
     launch, which sums the FP32 partials in the workspace into `out_tensor` (the caller's
-    name for it; `values`: the spec's REDUCE_ARGS, any strides)."""
+    name for it; `values`: the spec's REDUCE_ARGS, any strides). The wide object where the
+    usual one would leave most SMs idle (`spec.wide_reduce`)."""
     spec = spec_module()
     args = [kernel_arg("ws_ptr", "ptr:workspace", None),
             kernel_arg("w_ptr", "ptr:" + out_tensor, None)]
@@ -208,10 +219,12 @@ def reduce_step(data_type: str, split: int, target: Target, out_tensor: str,
     args += [kernel_arg(name, "i32", int(values[name])) for name, kind in spec.REDUCE_ARGS
              if kind == "i32"]
     args += scratch_args()
-    grid = (int(spec.cdiv(values["TOTAL"], spec.REDUCE_BLOCK)), 1, 1)
-    launch = Launch(REDUCE_KERNEL, grid, (int(spec.REDUCE_WARPS) * 32, 1, 1), tuple(args),
-                    needs_meta=True)
-    return reduce_job(data_type, target), launch
+    wide = bool(spec.wide_reduce(int(values["TOTAL"]), int(split), target.cu))
+    block, warps = (int(spec.REDUCE_WIDE["BLOCK"]), int(spec.REDUCE_WIDE["num_warps"])) \
+        if wide else (int(spec.REDUCE_BLOCK), int(spec.REDUCE_WARPS))
+    grid = (int(spec.cdiv(values["TOTAL"], block)), 1, 1)
+    launch = Launch(REDUCE_KERNEL, grid, (warps * 32, 1, 1), tuple(args), needs_meta=True)
+    return reduce_job(data_type, target, wide), launch
 
 
 def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:
@@ -228,7 +241,7 @@ def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:
     data_type = {v: k for k, v in spec_module().ELEMENT_TYPES.items()}.get(element.lstrip("*"))
     if data_type is None:
         return ()
-    return (reduce_job(data_type, job.target),)
+    return tuple(reduce_jobs(data_type, job.target))
 
 
 @lru_cache(maxsize=4096)

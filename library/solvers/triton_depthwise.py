@@ -37,7 +37,7 @@ from .triton_common import (
     config_of,
     kernels_spec,
     params_of,
-    reduce_job,
+    reduce_jobs,
     reduce_step,
     spec_compile_job,
     spec_kind,
@@ -235,7 +235,7 @@ class ConvTritonDepthwise(Solver):
                     jobs += [_job(self.spec_name, self.direction, data_type, config, last, a,
                                   width, target) for a in (aligned if last else (False,))]
             if self.direction == "W":
-                jobs.append(reduce_job(data_type, target))  # every split: one object
+                jobs += reduce_jobs(data_type, target)  # every split: these objects
         return jobs
 
     # ------------------------------------------------------------------ launches

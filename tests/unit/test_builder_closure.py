@@ -104,7 +104,9 @@ def test_a_split_k_record_needs_its_reduce_kernel_too(tmp_path: Path) -> None:
     perf.write(pdb)
     [req] = [r for r in required_kernels(target, fdb, pdb) if r.solver == solver.name]
     assert isinstance(req, Requirement) and req.companions == companion_jobs(req.dynamic)
-    assert [j.kernel_name for j in req.companions] == ["conv2d_bwd_weight_reduce"]
+    # Both reduce objects: the usual one and the wide one (small outputs split in many parts).
+    assert [j.kernel_name for j in req.companions] == ["conv2d_bwd_weight_reduce"] * 2
+    assert [("-DPARTS=32" in j.options) for j in req.companions] == [False, True]
     main_only = {(req.dynamic.kdb_name, req.dynamic.kdb_args)}
     both = main_only | {(j.kdb_name, j.kdb_args) for j in req.companions}
     assert not req.met(main_only) and req.met(both)

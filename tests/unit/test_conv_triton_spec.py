@@ -178,6 +178,16 @@ def test_reduce_arguments_follow_the_output() -> None:
     assert [n for n, k in spec.REDUCE_ARGS if k == "i32"] == [*y, "SPLIT_K"]
 
 
+def test_the_wide_reduce_takes_small_outputs_split_in_many_parts() -> None:
+    # Fewer usual programs than SMs and a split of 8 or more: the wide object.
+    assert spec.wide_reduce(288, 64, 132) and spec.wide_reduce(256 * 131, 8, 132)
+    assert not spec.wide_reduce(288, 4, 132)  # a few parts: the usual object's loop is short
+    assert not spec.wide_reduce(256 * 132, 64, 132)  # the usual object fills every SM
+    sig, cx = spec.triton_signature("conv2d_bwd_weight_reduce", "FP16", spec.REDUCE_WIDE)
+    assert (cx["BLOCK"], cx["PARTS"]) == (32, 32) and sig["SPLIT_K"] == "i32"
+    assert spec.triton_signature("conv2d_bwd_weight_reduce", "FP16", {})[1]["PARTS"] == 1
+
+
 def test_signature() -> None:
     cfg = spec.default_config("conv2d_fwd", "BF16")
     sig, cx = spec.triton_signature("conv2d_fwd", "BF16", cfg, channels_last=True)

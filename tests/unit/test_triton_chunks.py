@@ -87,7 +87,7 @@ def test_backward_weights_sums_every_chunks_parts_in_one_reduce() -> None:
     assert job.kernel_name == "conv2d_bwd_weight_reduce"
     assert args["ws_ptr"] == ("ptr:ws_c0", None) and args["w_ptr"] == ("ptr:dw", None)
     assert args["SPLIT_K"] == ("i32", 2 * split)
-    assert len(launch_jobs(s, p, params, SM90)) == 2  # one conv object, one reduce
+    assert len(launch_jobs(s, p, params, SM90)) == 3  # one conv object, both reduce objects
 
 
 def test_unaligned_chunks_take_the_objects_that_assume_nothing() -> None:

@@ -167,6 +167,13 @@ def test_backward_weights_split_the_reduction_to_fill_the_gpu() -> None:
     assert job.kernel_name == reduce.kernel_name == "conv2d_bwd_weight_reduce"
     assert reduce.pointer_args()[:2] == ["workspace", "dw"]
     assert reduce.scalars()["TOTAL"] == 32 * 9 and reduce.scalars()["C"] == 1
+    # 288 weights in many parts: the wide reduce object, a [32 parts, 32 values] tile a step
+    # on four warps, so its few programs keep 1,024 loads in flight (the usual one: two
+    # programs, one part's load at a time each).
+    assert params[4] >= 8 and "-DPARTS=32" in job.options
+    assert reduce.grid == (9, 1, 1) and reduce.block == (128, 1, 1)
+    (usual, _), = solver.follow_ups(few, params[:4] + (4,) + params[5:], SM90)
+    assert "-DPARTS=1" in usual.options
     one = params[:4] + (1,) + params[5:]
     assert solver.follow_ups(few, one, SM90) == () and solver.workspace_for(few, one) == 0
     # The split is the grid's, not the object's: every split runs the same object.

@@ -489,8 +489,10 @@ def test_split_k_backward_weights_sums_its_partials_in_a_second_launch(
     assert inv.workspace_bytes == 4 * k * c * r * s * 4  # FP32 partials per split
     main, reduce = built
     assert reduce.kernel_name == "conv2d_bwd_weight_reduce" and "SPLIT_K:i32" in str(reduce.options)
-    assert companion_jobs(main) == (reduce,) and companion_jobs(reduce) == ()
-    assert with_companions([main]) == [main, reduce]
+    # The usual reduce object runs here (a split of 4); a package holds the wide one too.
+    (usual, wide), = [companion_jobs(main)]
+    assert usual == reduce and "-DPARTS=32" in wide.options and companion_jobs(reduce) == ()
+    assert with_companions([main]) == [main, reduce, wide]
     one = solver.compile_job(problem, (*params[:4], 1, *params[5:]), SM90)
     assert companion_jobs(one) == ()
     bufs = {role: backend.alloc(1 << 20) for role in ("x", "w", "y", "workspace")}
