@@ -77,6 +77,13 @@ def measure(zoo: Any, handle: Any, solver: Any, p: Any, layer: Any, layout: str,
         "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, repeats, 3),
         "default_params": list(solver.default_params(p, target)), "times": {}}
     ptrs = {role: t.ptr for role, t in dev.items()}
+    positions = p.n * math.prod(p.out_spatial)
+    # Per tile: the programs of an unsplit launch and the BLOCK_M steps of its reduction, what
+    # a split rule reads (`--fit`).
+    for bm, bn, nw in tiles:
+        (gx, gy, _), _ = solver.launch_geometry(p, (bm, bn, 1, 1, 1, nw, 1))
+        row.setdefault("geometry", {})[f"{bm}x{bn}w{nw}"] = {
+            "programs": gx * gy, "steps": -(-positions // bm)}
     todo = [(bm, bn, 1, 1, s, nw, 1) for bm, bn, nw in tiles for s in splits]
     if tuple(row["default_params"]) not in todo:
         todo.insert(0, tuple(row["default_params"]))
@@ -131,11 +138,60 @@ def summary(result: dict) -> dict:
     return out
 
 
+def fit(result: dict, sms: int) -> dict:
+    """The split rule (`filling_split`'s waves, most and least) and tile per layout whose
+    measured picks have the lowest GPU time / cuDNN geomean over the rows of the networks the
+    zoo holds; the held-out rows scored apart, never fitted on. A rule's pick that the sweep
+    did not time counts against it (the rule is left out)."""
+    sys.path.insert(0, str(HERE.parent))
+    from kernels.conv_triton_grid_spec import filling_split
+
+    out = {}
+    for case in sorted({r["case"] for r in result["rows"]}):
+        rows = [r for r in result["rows"] if r["case"] == case and r["times"]]
+        fitted = [r for r in rows if not r["held_out"]]
+        held = [r for r in rows if r["held_out"]]
+
+        def score(rs: list[dict], tile: str, waves: int, most: int, least: int) -> float | None:
+            logs = []
+            for r in rs:
+                g = r["geometry"][tile]
+                split = filling_split(g["programs"], g["steps"], sms, least, most, waves)
+                bm, rest = tile.split("x")
+                bn, nw = rest.split("w")
+                t = r["times"].get(f"{bm},{bn},1,1,{split},{nw},1")
+                if t is None:
+                    return None
+                logs.append(math.log(t["gpu_ms"] / r["cudnn_gpu_ms"]))
+            return math.exp(sum(logs) / len(logs)) if logs else None
+
+        best = None
+        for tile in sorted(set.intersection(*(set(r["geometry"]) for r in rows))):
+            for waves in (2, 4, 8, 16, 32, 64):
+                for most in (64, 128, 256, 512, 1024):
+                    for least in (1, 2, 4, 8, 16):
+                        s = score(fitted, tile, waves, most, least)
+                        if s is not None and (best is None or s < best[0]):
+                            best = (s, tile, waves, most, least)
+        if best is None:
+            continue
+        s, tile, waves, most, least = best
+        out[case] = {"tile": tile, "waves": waves, "most": most, "least": least,
+                     "fitted_rows": len(fitted), "fitted_geomean": round(s, 3),
+                     "held_out_rows": len(held),
+                     "held_out_geomean": round(score(held, tile, waves, most, least) or 0.0, 3),
+                     "held_out_today": summary({"rows": held})[case]["today"] if held else 0.0,
+                     "fitted_today": summary({"rows": fitted})[case]["today"]}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="path stem of the .json result")
     ap.add_argument("--from-json", type=Path, help="print a run's summary again (no GPU)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--fit", action="store_true",
+                    help="with --from-json: the split rule and tile fitted per layout")
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--type", default="FP16")
     ap.add_argument("--layouts", default="NHWC,NCHW")
@@ -148,6 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.from_json:
         result = json.loads(args.from_json.read_text())
+        if args.fit:
+            f = fit(result, int(result["sms"]))
+            print(json.dumps(f, indent=1) if args.json else "\n".join(
+                f"{c}: {v['tile']} waves {v['waves']} most {v['most']} least {v['least']}: "
+                f"fitted {v['fitted_today']} -> {v['fitted_geomean']} ({v['fitted_rows']}), "
+                f"held out {v['held_out_today']} -> {v['held_out_geomean']} "
+                f"({v['held_out_rows']})" for c, v in f.items()))
+            return 0
         s = summary(result)
         print(json.dumps(s, indent=1) if args.json else "\n".join(
             f"{c}: {v['rows']} layers, today {v['today']}, best single {v['best_single']} "
