@@ -22,7 +22,6 @@ each (tile, split)'s time and error) and prints per layout: today's pick, the be
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import sys
@@ -58,10 +57,9 @@ def measure(zoo: Any, handle: Any, solver: Any, p: Any, layer: Any, layout: str,
             tiles: list[tuple[int, int, int]], splits: list[int], repeats: int,
             budget_end: float) -> dict:
     import torch
-    from miopenkernels.invoke import workspace_ptr
-    from miopenkernels.plan import make_invoker
     from miopenkernels.problem import TYPE_BYTES
     from miopenkernels.tensor import DeviceTensor
+    from split_sweep import time_params
 
     target = handle.context.target
     tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
@@ -92,22 +90,9 @@ def measure(zoo: Any, handle: Any, solver: Any, p: Any, layer: Any, layout: str,
             break
         if not solver.params_valid(p, target, params):
             continue
-        inv = make_invoker(handle.context, p, solver, params=params)
-        try:
-            ptrs["workspace"] = workspace_ptr(handle.backend, inv)
-            tensors["w"][0].fill_(float("nan"))
-            inv(ptrs)
-            torch.cuda.synchronize()
-            out = tensors["w"][1].float()
-            err = float((out - ref).norm() / max(float(ref.norm()), 1e-30))
-            name = ",".join(str(v) for v in params)
-            row["times"][name] = {"gpu_ms": zoo.queued_gpu_ms(functools.partial(inv, ptrs),
-                                                              repeats, 2), "rel_err": err}
-        finally:
-            torch.cuda.synchronize()
-            if inv.workspace is not None:
-                inv.workspace.free()
-                inv.workspace = None
+        name = ",".join(str(v) for v in params)
+        row["times"][name] = time_params(zoo, handle, solver, p, params, tensors, ptrs, ref,
+                                         repeats)
     return row
 
 

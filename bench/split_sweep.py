@@ -63,9 +63,7 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
             batch: int, repeats: int, budget_end: float,
             tiles: tuple[tuple[int, ...], ...] = TILES) -> dict | None:
     import torch
-    from miopenkernels.invoke import workspace_ptr
     from miopenkernels.kernels import conv_triton_spec as spec
-    from miopenkernels.plan import make_invoker
     from miopenkernels.problem import TYPE_BYTES
     from miopenkernels.solvers.triton_common import problem_view, spec_sizes
     from miopenkernels.tensor import DeviceTensor
@@ -105,24 +103,35 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
             name = f"{bm}x{bn}x{bk}w{nw}s{ns}/{split}"
             if split < row["rule_split"][f"{bm}x{bn}"] // 4:
                 continue  # far too few programs to fill the GPU: slow, and never picked
-            # An invoker of its own (the handle keeps one per problem and solver)
-            inv = make_invoker(handle.context, p, solver, params=params)
-            try:
-                ptrs["workspace"] = workspace_ptr(handle.backend, inv)
-                tensors["w"][0].fill_(float("nan"))
-                inv(ptrs)
-                torch.cuda.synchronize()
-                out = tensors["w"][1].float()
-                err = float((out - ref).norm() / max(float(ref.norm()), 1e-30))
-                call = functools.partial(inv, ptrs)
-                row["times"][name] = {"gpu_ms": zoo.queued_gpu_ms(call, repeats, 2),
-                                      "rel_err": err}
-            finally:
-                torch.cuda.synchronize()
-                if inv.workspace is not None:
-                    inv.workspace.free()
-                    inv.workspace = None
+            row["times"][name] = time_params(zoo, handle, solver, p, params, tensors, ptrs,
+                                             ref, repeats)
     return row
+
+
+def time_params(zoo: Any, handle: Any, solver: Any, p: Any, params: tuple[int, ...],
+                tensors: dict, ptrs: dict, ref: Any, repeats: int) -> dict:
+    """One parameter set of a backward-weights solver through an invoker of its own (the
+    handle keeps one per problem and solver): its GPU time (bench/zoo.py's queued timing) and
+    its relative error against `ref`, dw poisoned with NaN first; its workspace freed after."""
+    import torch
+    from miopenkernels.invoke import workspace_ptr
+    from miopenkernels.plan import make_invoker
+
+    inv = make_invoker(handle.context, p, solver, params=params)
+    try:
+        ptrs["workspace"] = workspace_ptr(handle.backend, inv)
+        tensors["w"][0].fill_(float("nan"))
+        inv(ptrs)
+        torch.cuda.synchronize()
+        out = tensors["w"][1].float()
+        err = float((out - ref).norm() / max(float(ref.norm()), 1e-30))
+        return {"gpu_ms": zoo.queued_gpu_ms(functools.partial(inv, ptrs), repeats, 2),
+                "rel_err": err}
+    finally:
+        torch.cuda.synchronize()
+        if inv.workspace is not None:
+            inv.workspace.free()
+            inv.workspace = None
 
 
 def compare(old: dict, new: dict) -> dict:
