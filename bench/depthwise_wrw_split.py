@@ -96,6 +96,21 @@ def measure(zoo: Any, handle: Any, solver: Any, p: Any, layer: Any, layout: str,
     return row
 
 
+def load_run(path: Path) -> dict | None:
+    """A run `--out` wrote, or None where the file is unreadable or not one."""
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(result, dict) or not isinstance(result.get("sms"), int) or \
+            not isinstance(result.get("rows"), list) or \
+            not all(isinstance(r, dict) and {"case", "times", "cudnn_gpu_ms", "held_out",
+                                             "default_params"} <= set(r)
+                    for r in result["rows"]):
+        return None
+    return result
+
+
 def summary(result: dict) -> dict:
     """Per case: today's pick, the best single parameter set over the rows (among those every
     row has) and the best per row, as geomeans of GPU time / cuDNN."""
@@ -188,7 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--splits", default=DEFAULT_SPLITS)
     args = ap.parse_args(argv)
     if args.from_json:
-        result = json.loads(args.from_json.read_text())
+        result = load_run(args.from_json)
+        if result is None:
+            print(f"depthwise_wrw_split: {args.from_json} is not a run of this script "
+                  "(a JSON object with sms and rows, as --out writes); pass one",
+                  file=sys.stderr)
+            return 2
         if args.fit:
             f = fit(result, int(result["sms"]))
             print(json.dumps(f, indent=1) if args.json else "\n".join(

@@ -232,11 +232,21 @@ def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
 
 def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str) -> bool:
     """The 2-D family's legal space of the kind (shared memory included) without its MMA
-    choice; SPLIT_K above 1 in backward weights alone, up to MAX_SPLIT."""
+    choice; SPLIT_K above 1 in backward weights alone, up to MAX_SPLIT. Backward weights
+    store their FP32 sums along the tile's columns (contiguous in C), which converts the
+    accumulator through shared memory: its BLOCK_M x BLOCK_N x 4 bytes must fit the kind's
+    (sm90's 256x256 tile asked 262,144 bytes of 232,448 at launch)."""
     split = config.get("SPLIT_K")
     if split not in SPLITS or (split != 1 and direction != "W") or "MMA" in config:
         return False
+    if direction == "W" and not accumulator_fits(config, kind):
+        return False
     return bool(is_legal({**config, "SPLIT_K": 1}, dtype, kind))
+
+
+def accumulator_fits(config: Mapping[str, int], kind: str) -> bool:
+    """Whether a tile's FP32 accumulator fits the kind's shared memory (`legal`)."""
+    return int(config["BLOCK_M"]) * int(config["BLOCK_N"]) * 4 <= int(TARGET_KINDS[kind]["smem"])
 
 
 def legal_space(direction: str, dtype: str, kind: str) -> list[dict[str, int]]:

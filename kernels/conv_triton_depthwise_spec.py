@@ -123,10 +123,19 @@ BLOCKS_N = (2, 4, 8, 16, 32, 64, 128)
 WARPS = (1, 2, 4, 8)
 MAX_ELEMENTS = 8192
 SPLITS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-MAX_SPLIT = 64  # the largest default split of backward weights
-#: Backward weights' default split keeps at least this many BLOCK_M steps in each part.
-MIN_PART_STEPS = 8
-WAVES = 2  # backward weights' split fills this many waves of programs, at most
+#: Backward weights' default split per layout (`split_for`; keyed by CHANNELS_LAST): doubled
+#: from 1 while the launch stays within `waves` waves of programs and each part keeps `least`
+#: BLOCK_M steps, at most `most` parts. Channels-last: fitted over the zoo's depthwise layers
+#: at batch 32 on the H200 (bench/depthwise_wrw_split.py --fit), its picks 1.88x cuDNN's GPU
+#: time against 3.09x for the NCHW rule on the 39 fitted rows, 1.49x against 2.22x on the 12
+#: held-out ones (bench/results/dw_wrw_split_h200.json): a program sums one filter row over
+#: BLOCK_N channels, so a layer of a few hundred channels is a few dozen programs until its
+#: N * P * Q reduction is cut fine. NCHW: the same sweep found no rule better than this one.
+SPLIT_RULES: dict[bool, dict[str, int]] = {
+    False: {"waves": 2, "most": 64, "least": 8},
+    True: {"waves": 32, "most": 512, "least": 4},
+}
+MAX_SPLIT = max(r["most"] for r in SPLIT_RULES.values())  # the largest default split
 
 
 def lanes(direction: str, sizes: Mapping[str, int]) -> int:
@@ -152,10 +161,17 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int,
     return fits(sizes, strides)
 
 
-def fits(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]]) -> bool:
+def partials_fit(sizes: Mapping[str, int], split: int) -> bool:
+    """Backward weights' FP32 partials in `split` parts have 32-bit offsets."""
+    return int(split) * lanes("W", sizes) * sizes["R"] * sizes["S"] < 2**31
+
+
+def fits(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]],
+         most: int = MAX_SPLIT) -> bool:
     """The geometry the direct kernels take (the depthwise and grouped families alike):
     filters up to MAX_FILTER, strides up to MAX_STRIDE, dilation at least 1, 32-bit offsets
-    and a grid within the y and z limits."""
+    (the partials at the largest default split, `most`) and a grid within the y and z
+    limits."""
     z = sizes
     if not (1 <= z["R"] <= MAX_FILTER and 1 <= z["S"] <= MAX_FILTER):
         return False
@@ -168,8 +184,9 @@ def fits(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, in
     if cdiv(max(lanes("F", z), lanes("B", z)), min(BLOCKS_N)) > GRID_YZ_MAX:
         return False
     c, k = z["G"] * z["C"], z["G"] * z["K"]
-    largest = max(z["N"] * c * z["H"] * z["W"], z["N"] * k * z["P"] * z["Q"],
-                  MAX_SPLIT * lanes("W", z) * z["R"] * z["S"])
+    if not partials_fit(z, most):
+        return False
+    largest = max(z["N"] * c * z["H"] * z["W"], z["N"] * k * z["P"] * z["Q"])
     spans = [sum((d - 1) * abs(s) for d, s in zip(dims, strides[t], strict=True))
              for t, dims in (("x", (z["N"], c, z["H"], z["W"])),
                              ("y", (z["N"], k, z["P"], z["Q"])),
@@ -351,14 +368,17 @@ def tiles_of(direction: str, last: bool, kind: str | None = None) -> list[dict[s
     return [kind_tile(direction, t, kind) for t in tiles]
 
 
-def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
-    """Backward weights' SPLIT_K: doubled from 1 while the launch stays within WAVES waves of
-    `sms` programs and each part keeps MIN_PART_STEPS steps of BLOCK_M positions, up to
-    MAX_SPLIT (a layer with few channels is a few programs per filter row without it)."""
+def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int,
+              last: bool = False,
+              rules: Mapping[bool, Mapping[str, int]] = SPLIT_RULES) -> int:
+    """Backward weights' SPLIT_K on a GPU of `sms` SMs by the layout's rule (`rules`, keyed
+    by channels-last; SPLIT_RULES): a layer with few channels is a few programs per filter
+    row without it."""
     programs = grid("W", sizes, {**config, "SPLIT_K": 1})
     columns = programs[0] * programs[1]
     steps = cdiv(sizes["N"] * sizes["P"] * sizes["Q"], config["BLOCK_M"])
-    return filling_split(columns, steps, sms, MIN_PART_STEPS, MAX_SPLIT, WAVES)
+    rule = rules[bool(last)]
+    return filling_split(columns, steps, sms, rule["least"], rule["most"], rule["waves"])
 
 
 def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]

@@ -21,7 +21,6 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
     GRID_YZ_MAX,
     KINDS,
     MAX_FILTER,
-    MAX_SPLIT,
     MAX_STRIDE,
     SPLITS,
     TENSORS,
@@ -35,10 +34,11 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
     lanes,
     legal,
     legal_space,
-    split_for,
+    partials_fit,
     width_class,
     workspace_bytes,
 )
+from .conv_triton_depthwise_spec import split_for as _split_for
 from .conv_triton_depthwise_spec import usual_tile as _usual_tile
 from .conv_triton_spec import typed_signature
 
@@ -58,6 +58,20 @@ GROUPED_TILES: dict[tuple[str, bool], dict[str, int]] = {
 def usual_tile(direction: str, last: bool) -> dict[str, int]:
     """The direction's usual tile for the layout (GROUPED_TILES)."""
     return _usual_tile(direction, last, GROUPED_TILES)
+
+
+#: Backward weights' default split in both layouts: the depthwise family's NCHW rule (its
+#: channels-last one was fitted on depthwise layers alone, whose programs are a filter row of
+#: one channel each; a grouped program reduces over a group's channels too).
+SPLIT_RULES: dict[bool, dict[str, int]] = {
+    last: {"waves": 2, "most": 64, "least": 8} for last in (False, True)}
+MAX_SPLIT = 64
+
+
+def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int,
+              last: bool = False) -> int:
+    """Backward weights' SPLIT_K (SPLIT_RULES; the depthwise family's `split_for`)."""
+    return _split_for(sizes, config, sms, last, SPLIT_RULES)
 
 
 def shape_classes(direction: str) -> tuple[int, ...]:
@@ -108,7 +122,7 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int,
         return False
     if not (1 <= z["C"] <= MAX_PER_GROUP and 1 <= z["K"] <= MAX_PER_GROUP):
         return False
-    return fits(sizes, strides)
+    return fits(sizes, strides, MAX_SPLIT)
 
 
 def arg_values(direction: str, sizes: Mapping[str, int],

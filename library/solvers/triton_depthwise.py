@@ -141,7 +141,15 @@ class ConvTritonDepthwise(Solver):
             config = _config(tuple(int(v) for v in params))
         except (TypeError, ValueError, ProblemError):
             return False
-        return bool(self.spec().legal(self.direction, config))
+        if not self.spec().legal(self.direction, config):
+            return False
+        if config["SPLIT_K"] == 1:
+            return True
+        try:
+            _, sizes, _, _ = _view(problem)
+        except ProblemError:
+            return False
+        return bool(self.spec().partials_fit(sizes, config["SPLIT_K"]))
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The layout's usual tile, or the family's tile for large launches where it has one
@@ -151,7 +159,7 @@ class ConvTritonDepthwise(Solver):
         tile = spec.tile_for(self.direction, last, sizes, target.cu, self._kind(target)) \
             if hasattr(spec, "tile_for") else spec.usual_tile(self.direction, last)
         if self.direction == "W":
-            tile["SPLIT_K"] = spec.split_for(sizes, tile, target.cu)
+            tile["SPLIT_K"] = spec.split_for(sizes, tile, target.cu, last)
         return params_of(tile)
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
@@ -178,7 +186,7 @@ class ConvTritonDepthwise(Solver):
                      spec.usual_tile(self.direction, not last)):
             splits = [1]
             if self.direction == "W":
-                split = spec.split_for(sizes, tile, target.cu)
+                split = spec.split_for(sizes, tile, target.cu, last)
                 splits = [split, max(1, split // 2), min(spec.MAX_SPLIT, split * 2)]
             for s in splits:
                 params = params_of({**tile, "SPLIT_K": s})

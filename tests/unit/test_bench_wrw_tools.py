@@ -1,7 +1,7 @@
 """The backward-weights benches without a GPU: the figures bench/results/README.md quotes from
 bench/conv_ceiling.py's `--best`, bench/split_sweep.py's `--compare` and
-bench/split_profile.py's `--from-json` over the committed runs, and their refusal of files
-that are not runs."""
+bench/split_profile.py's and bench/depthwise_wrw_split.py's `--from-json` over the committed
+runs, and their refusal of files that are not runs."""
 
 from __future__ import annotations
 
@@ -80,3 +80,30 @@ def test_files_that_are_not_runs_are_refused_in_one_line() -> None:
         assert run.returncode == 2 and run.stdout == ""
         assert run.stderr.count("\n") == 1
         assert "is not" in run.stderr or "are not" in run.stderr
+
+
+def test_depthwise_split_fit_is_the_rule_the_spec_holds(tmp_path: Path) -> None:
+    run = str(RESULTS / "dw_wrw_split_h200.json")
+    found = _json("bench/depthwise_wrw_split.py", "--from-json", run)
+    got = {c: (v["rows"], v["today"], round(v["best_per_row"], 2)) for c, v in found.items()}
+    assert got == {"FP16-W-NCHW": (51, 1.43, 0.94), "FP16-W-NHWC": (51, 2.86, 1.47)}
+    fit = _json("bench/depthwise_wrw_split.py", "--from-json", run, "--fit")
+    nhwc = fit["FP16-W-NHWC"]
+    assert (nhwc["tile"], nhwc["fitted_rows"], nhwc["held_out_rows"]) == ("16x32w4", 39, 12)
+    assert (nhwc["fitted_today"], nhwc["fitted_geomean"]) == (3.09, 1.877)
+    assert (nhwc["held_out_today"], nhwc["held_out_geomean"]) == (2.224, 1.488)
+    sys.path.insert(0, str(ROOT))
+    from kernels.conv_triton_depthwise_spec import SPLIT_RULES, TILES
+
+    # The channels-last rule and tile are the fit's; NCHW's fit is no better than its rule.
+    assert SPLIT_RULES[True] == {k: nhwc[k] for k in ("waves", "most", "least")}
+    usual = TILES[("W", True)]
+    assert nhwc["tile"] == f"{usual['BLOCK_M']}x{usual['BLOCK_N']}w{usual['num_warps']}"
+    nchw = fit["FP16-W-NCHW"]
+    assert nchw["fitted_geomean"] == nchw["fitted_today"]
+    for text in ("{}", "not json", json.dumps({"sms": 132, "rows": [{"case": "x"}]})):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        refused = _run("bench/depthwise_wrw_split.py", "--from-json", str(bad), "--fit")
+        assert refused.returncode == 2 and refused.stdout == "", text
+        assert refused.stderr.count("\n") == 1 and "not a run" in refused.stderr

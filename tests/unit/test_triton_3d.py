@@ -121,6 +121,23 @@ def test_usual_tiles_are_legal_on_every_kind() -> None:
     assert base_spec.shared_bytes(cdna, "FP16") <= 65536 < base_spec.shared_bytes(sm90, "FP16")
 
 
+def test_backward_weights_tiles_keep_their_accumulator_in_shared_memory() -> None:
+    """The contiguous FP32 store converts the accumulator through shared memory: sm90's
+    256x256 tile (262,144 bytes against 232,448) was refused at launch, so no backward-weights
+    tile above the kind's shared memory is legal; forward keeps it."""
+    big = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1,
+           "num_warps": 8, "num_stages": 3}
+    assert spec.legal("F", big, "FP16", "sm90") and not spec.legal("W", big, "FP16", "sm90")
+    for kind in spec.KINDS:
+        smem = base_spec.TARGET_KINDS[kind]["smem"]
+        space = spec.legal_space("W", "FP16", kind)
+        assert space and all(c["BLOCK_M"] * c["BLOCK_N"] * 4 <= smem for c in space), kind
+    half = {**big, "BLOCK_N": 128}
+    assert spec.legal("W", half, "FP16", "sm90")
+    solver = get_solver("ConvTriton3dWrw")
+    assert (256, 256, 64, 8, 1, 8, 3) not in solver.param_space(_p("W"), SM90)
+
+
 def test_split_only_in_backward_weights() -> None:
     tile = spec.usual_tile("FP16", "W", "FP16", "sm90")
     for split in (2, 64):

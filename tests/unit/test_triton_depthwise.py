@@ -182,6 +182,41 @@ def test_backward_weights_split_the_reduction_to_fill_the_gpu() -> None:
     assert solver.default_params(tiny, SM90)[4] == 1
 
 
+def test_backward_weights_split_rule_per_layout() -> None:
+    """Channels-last cuts the reduction finer (up to 32 waves, 512 parts of 4 steps); NCHW
+    keeps two waves, 64 parts of 8 steps; the grouped family keeps the NCHW rule."""
+    from miopenkernels.kernels import conv_triton_depthwise_spec as spec
+    from miopenkernels.kernels import conv_triton_grouped_spec as grouped
+
+    solver = get_solver(NAMES["W"])
+    for layout, rule in (("NHWC", spec.SPLIT_RULES[True]), ("NCHW", spec.SPLIT_RULES[False])):
+        for c, hw, f, stride in LAYERS:
+            p = _p(c, hw, f, stride, "W", layout=layout)
+            params = solver.default_params(p, SM90)
+            split = params[4]
+            grid, _ = solver.launch_geometry(p, params[:4] + (1,) + params[5:])
+            columns = grid[0] * grid[1]
+            steps = -(-p.n * p.out_spatial[0] * p.out_spatial[1] // params[0])
+            # The largest split within the rule: one doubling more breaks one of its limits.
+            assert split <= rule["most"] and steps // split >= min(rule["least"], steps)
+            assert split == 1 or columns * split <= rule["waves"] * SM90.cu, (layout, c)
+            nxt = split * 2
+            assert (nxt > rule["most"] or columns * nxt > rule["waves"] * SM90.cu or
+                    steps // nxt < rule["least"]), (layout, c, split)
+    few_nhwc = solver.default_params(_p(32, 112, 3, 1, "W"), SM90)[4]
+    few_nchw = solver.default_params(_p(32, 112, 3, 1, "W", layout="NCHW"), SM90)[4]
+    assert (few_nhwc, few_nchw) == (512, 16)
+    assert grouped.SPLIT_RULES[True] == grouped.SPLIT_RULES[False] == spec.SPLIT_RULES[False]
+    # The partials of an explicit split keep 32-bit offsets: a split that would not is not
+    # valid for the problem, though legal for the tile.
+    wide = _p(1024, 7, 7, 1, "W")
+    sizes = {"G": 1024, "C": 1, "K": 1, "R": 7, "S": 7}
+    assert spec.partials_fit(sizes, 1024)
+    huge = {**sizes, "G": 2**31 // (49 * 512) + 1}
+    assert spec.partials_fit(huge, 256) and not spec.partials_fit(huge, 512)
+    assert solver.params_valid(wide, SM90, (16, 32, 1, 1, 1024, 4, 1))
+
+
 def test_backward_weights_objects_per_filter_width_class() -> None:
     solver = get_solver(NAMES["W"])
     params = (16, 32, 1, 1, 1, 4, 1)
