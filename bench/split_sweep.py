@@ -14,7 +14,8 @@ split)'s time.
 
     python bench/split_sweep.py --out bench/results/split_sweep_h200 [--every 3]
         [--types FP16] [--layout NHWC] [--batch 32] [--held-out] [--budget-s 400]
-        [--tiles 64x64x64w4s4,128x128x64w8s3,128x128x32w4s4]
+        [--tiles 64x64x64w4s4,128x128x64w8s3,128x128x32w4s4] [--splits 1,2,...,64]
+        [--kernel conv2d_bwd_weight_smallc] [--layout NHWC,NCHW]
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def parse_tiles(text: str) -> tuple[tuple[int, ...], ...]:
 
 def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layout: str,
             batch: int, repeats: int, budget_end: float,
-            tiles: tuple[tuple[int, ...], ...] = TILES) -> dict | None:
+            tiles: tuple[tuple[int, ...], ...] = TILES, splits: tuple[int, ...] = SPLITS,
+            kernel_only: str = "") -> dict | None:
     import torch
     from miopenkernels.kernels import conv_triton_spec as spec
     from miopenkernels.problem import TYPE_BYTES
@@ -70,6 +72,8 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
 
     p = zoo.layer_problem(layer, type_name, "W", layout, batch)
     if p.groups > 1 or not solver.is_applicable(p, handle.context.target):
+        return None
+    if kernel_only and problem_view(p)[2] != kernel_only:
         return None
     tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
     tensors = zoo._tensors(p, tdt)
@@ -88,24 +92,36 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
         "key": p.key(), "sizes": sizes, "sms": sms, "cudnn_gpu_ms": cudnn_ms,
         "default_params": list(handle.params_for(p, solver)), "times": {}}
     ptrs = {role: t.ptr for role, t in dev.items()}
+    today = tuple(row["default_params"])
+    row["times"][_name(today)] = time_params(zoo, handle, solver, p, today, tensors, ptrs, ref,
+                                             repeats)
     for tile in tiles:
         bm, bn, bk, gm, nw, ns = tile
         config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm}
         gx, gy, gz = spec.grid(kernel, sizes, {**config, "SPLIT_K": 1})
         row.setdefault("programs", {})[f"{bm}x{bn}"] = gx * gy * gz
         row.setdefault("rule_split", {})[f"{bm}x{bn}"] = spec.split_for(kernel, sizes, config, sms)
-        for split in SPLITS:
+        for split in splits:
             if time.monotonic() > budget_end:
                 return row
             params = (bm, bn, bk, gm, split, nw, ns)
-            if not solver.params_valid(p, handle.context.target, params):
+            # The split is the launch's grid (one object serves every split above 1): a
+            # split beyond the legal ones is timed where the tile is legal at the largest.
+            legal = (bm, bn, bk, gm, min(split, max(SPLITS)), nw, ns)
+            if not solver.params_valid(p, handle.context.target, legal):
                 continue
-            name = f"{bm}x{bn}x{bk}w{nw}s{ns}/{split}"
-            if split < row["rule_split"][f"{bm}x{bn}"] // 4:
+            name = _name(params)
+            if split < row["rule_split"][f"{bm}x{bn}"] // 4 or name in row["times"]:
                 continue  # far too few programs to fill the GPU: slow, and never picked
             row["times"][name] = time_params(zoo, handle, solver, p, params, tensors, ptrs,
                                              ref, repeats)
     return row
+
+
+def _name(params: tuple[int, ...]) -> str:
+    """A parameter set as a sweep entry's name: BMxBNxBKwWARPSsSTAGES/SPLIT."""
+    bm, bn, bk, _, split, nw, ns = params
+    return f"{bm}x{bn}x{bk}w{nw}s{ns}/{split}"
 
 
 def time_params(zoo: Any, handle: Any, solver: Any, p: Any, params: tuple[int, ...],
@@ -196,8 +212,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=400.0)
     ap.add_argument("--tiles", default="",
                     help="comma-separated BMxBNxBKwWARPSsSTAGES (default: TILES)")
+    ap.add_argument("--splits", default=",".join(map(str, SPLITS)),
+                    help="comma-separated splits (default: 1-64)")
+    ap.add_argument("--kernel", default="",
+                    help="only layers that run this kernel (e.g. conv2d_bwd_weight_smallc)")
     args = ap.parse_args(argv)
     tiles = parse_tiles(args.tiles) if args.tiles else TILES
+    try:
+        splits = tuple(int(v) for v in args.splits.split(","))
+    except ValueError:
+        ap.error(f"--splits {args.splits!r} is not comma-separated integers")
     import torch
     import triton
     from miopenkernels.handle import Handle
@@ -208,8 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     solver = get_solver(SOLVER)
     layers = zoo.every_kth(zoo.load_layers(held_out=args.held_out), args.every)
     seen, unique = set(), []
+    layouts = args.layout.split(",")
     for la in layers:  # one row per distinct problem
-        key = zoo.layer_problem(la, "FP16", "W", args.layout, args.batch).key()
+        key = zoo.layer_problem(la, "FP16", "W", layouts[0], args.batch).key()
         if key not in seen:
             seen.add(key)
             unique.append(la)
@@ -218,15 +243,15 @@ def main(argv: list[str] | None = None) -> int:
     budget_end = time.monotonic() + args.budget_s
     rows, errors = [], []
     for i, la in enumerate(unique):
-        for t in args.types.split(","):
+        for t, layout in ((t, lo) for t in args.types.split(",") for lo in layouts):
             if time.monotonic() > budget_end:
                 break
-            p = zoo.layer_problem(la, t, "W", args.layout, args.batch)
+            p = zoo.layer_problem(la, t, "W", layout, args.batch)
             if zoo.tensor_gb(p) > args.max_gb:
                 continue
             try:
-                row = measure(zoo, handle, solver, la, t, args.layout, args.batch,
-                              args.repeats, budget_end, tiles)
+                row = measure(zoo, handle, solver, la, t, layout, args.batch,
+                              args.repeats, budget_end, tiles, splits, args.kernel)
                 if row:
                     rows.append(row)
             except Exception as exc:  # noqa: BLE001 - listed, the run goes on
@@ -257,10 +282,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _today(row: dict) -> float | None:
-    """The time of the usual tile at the split the rule picks today."""
-    bm, bn, bk, gm, nw, ns = TILES[0]
-    split = row["rule_split"].get(f"{bm}x{bn}")
-    v = row["times"].get(f"{bm}x{bn}x{bk}w{nw}s{ns}/{split}")
+    """The time of the parameters the runtime gives the layer today (`default_params`; in
+    runs before it was timed on its own, the usual tile at the split the rule picks)."""
+    v = row["times"].get(_name(tuple(row["default_params"])))
+    if v is None:
+        bm, bn, bk, gm, nw, ns = TILES[0]
+        split = row["rule_split"].get(f"{bm}x{bn}")
+        v = row["times"].get(f"{bm}x{bn}x{bk}w{nw}s{ns}/{split}")
     return None if v is None else v["gpu_ms"]
 
 
