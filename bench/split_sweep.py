@@ -16,6 +16,7 @@ split)'s time.
         [--types FP16] [--layout NHWC] [--batch 32] [--held-out] [--budget-s 400]
         [--tiles 64x64x64w4s4,128x128x64w8s3,128x128x32w4s4] [--splits 1,2,...,64]
         [--kernel conv2d_bwd_weight_smallc] [--layout NHWC,NCHW]
+    python bench/split_sweep.py --fit bench/results/split_sweep_smallc_h200.json [--json]
 """
 
 from __future__ import annotations
@@ -174,8 +175,90 @@ def compare(old: dict, new: dict) -> dict:
             "layers": len(a.keys() & b.keys()), "best_vs_cudnn": best}
 
 
+def fit(result: dict) -> dict:
+    """The split rule (`filling_split`'s waves, most and least) and tile per case whose picks
+    have the lowest geomean of GPU time / cuDNN's over the rows of networks the zoo holds; the
+    held-out rows scored with it apart, never fitted on. A rule whose pick on some row the
+    sweep did not time is left out; today's parameters are scored beside it."""
+    import math
+
+    sys.path.insert(0, str(HERE.parent))
+    from kernels.conv_triton_grid_spec import filling_split
+
+    def geo(values: list[float]) -> float:
+        return math.exp(sum(map(math.log, values)) / len(values)) if values else 0.0
+
+    def steps(row: dict, bk: int) -> int:
+        z = row["sizes"]
+        return -(-z["N"] * z["P"] * z["Q"] // bk)
+
+    def score(rows: list[dict], tile: str, rule: tuple[int, int, int]) -> float | None:
+        waves, most, least = rule
+        bm, bn = tile.split("/")[0].split("x")[:2]
+        bk = int(tile.split("x")[2].split("w")[0])
+        out = []
+        for r in rows:
+            split = filling_split(r["programs"][f"{bm}x{bn}"], steps(r, bk), r["sms"], least,
+                                  most, waves)
+            t = r["times"].get(f"{tile}/{split}")
+            if t is None:
+                return None
+            out.append(t["gpu_ms"] / r["cudnn_gpu_ms"])
+        return geo(out)
+
+    found = {}
+    for case in sorted({r["case"] for r in result["rows"]}):
+        rows = [r for r in result["rows"] if r["case"] == case and r["times"]]
+        fitted = [r for r in rows if not r["held_out"]]
+        held = [r for r in rows if r["held_out"]]
+        tiles = sorted({e.split("/")[0] for r in rows for e in r["times"]})
+        best = None
+        for tile in tiles:
+            for rule in ((w, m, le) for w in (2, 4, 8, 16, 32, 64)
+                         for m in (64, 128, 256, 512, 1024) for le in (1, 2, 4, 8, 16)):
+                g = score(fitted, tile, rule)
+                if g is not None and (best is None or g < best[0]):
+                    best = (g, tile, rule)
+        if best is None:
+            continue
+        g, tile, (waves, most, least) = best
+        found[case] = {
+            "tile": tile, "waves": waves, "most": most, "least": least,
+            "fitted_rows": len(fitted), "fitted_geomean": round(g, 3),
+            "fitted_today": round(geo([_today(r) / r["cudnn_gpu_ms"] for r in fitted
+                                       if _today(r) is not None]), 3),
+            "held_out_rows": len(held),
+            "held_out_geomean": round(score(held, tile, (waves, most, least)) or 0.0, 3),
+            "held_out_today": round(geo([_today(r) / r["cudnn_gpu_ms"] for r in held
+                                         if _today(r) is not None]), 3),
+            "best_per_row": round(geo([min(v["gpu_ms"] for v in r["times"].values()) /
+                                       r["cudnn_gpu_ms"] for r in fitted]), 3)}
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--fit"]:
+        fp = argparse.ArgumentParser(description=fit.__doc__)
+        fp.add_argument("--fit", type=Path, required=True, metavar="RUN",
+                        help="a split_sweep.py result (no GPU)")
+        fp.add_argument("--json", action="store_true")
+        fargs = fp.parse_args(argv)
+        try:
+            found = fit(json.loads(fargs.fit.read_text()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            print(f"split_sweep: {fargs.fit} is not a split_sweep.py result ({exc})",
+                  file=sys.stderr)
+            return 2
+        if fargs.json:
+            print(json.dumps(found, indent=1))
+            return 0
+        for case, v in found.items():
+            print(f"{case}: {v['tile']} waves {v['waves']} most {v['most']} least "
+                  f"{v['least']}: fitted {v['fitted_today']} -> {v['fitted_geomean']} "
+                  f"({v['fitted_rows']} rows, best per row {v['best_per_row']}), held out "
+                  f"{v['held_out_today']} -> {v['held_out_geomean']} ({v['held_out_rows']})")
+        return 0
     if argv[:1] == ["--compare"]:
         cp = argparse.ArgumentParser(description=compare.__doc__)
         cp.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), required=True,

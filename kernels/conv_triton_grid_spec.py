@@ -155,15 +155,22 @@ def reduce_args(kernel: str, args: Mapping[str, int], channels_last: bool = Fals
 SPLIT_BY_DEFAULT = ("conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weight",
                     "conv2d_bwd_weight_smallc", "conv2d_bwd_weight_packed")
 
+#: The few-channel backward weights' rule: 16 waves, up to 256 parts of at least 16 steps.
+#: Its launch is a few programs per filter row (a stem's 64 filters in 3 rows: 3 programs
+#: unsplit), each stepping BLOCK_K pixels at a time through N*P*Q; fitted over the zoo's 26
+#: few-channel layers at batch 32 on the H200 in each layout (bench/split_sweep.py --fit on
+#: bench/results/split_sweep_smallc_h200.json), its picks took 0.83x cuDNN's GPU time in NCHW
+#: against 1.18x at the two-wave rule (best per row 0.79x), 1.78x against 2.36x in NHWC.
+_SMALLC_W = "conv2d_bwd_weight_smallc"
 #: The fewest BLOCK_K steps each part of a split keeps, per kernel (others: 8).
-_MIN_SPLIT_STEPS = {"conv2d_fwd": 4, "conv2d_bwd_data": 4}
+_MIN_SPLIT_STEPS = {"conv2d_fwd": 4, "conv2d_bwd_data": 4, _SMALLC_W: 16}
 #: The largest default split, per kernel (others: 64): forward and backward data reductions
 #: (taps x channels) are short, so a package ships their splits up to 16 only.
-MAX_SPLIT = {"conv2d_fwd": 16, "conv2d_bwd_data": 16}
+MAX_SPLIT = {"conv2d_fwd": 16, "conv2d_bwd_data": 16, _SMALLC_W: 256}
 #: The waves of programs a default split may fill, per kernel (others: 2). The packed backward
 #: weights at twice the two-wave split took less time on 79 of the 104 layer cases of
 #: bench/results/grouped_packed_h100.json (its 64x64x64 tile, H100).
-SPLIT_WAVES = {"conv2d_bwd_weight_packed": 4}
+SPLIT_WAVES = {"conv2d_bwd_weight_packed": 4, _SMALLC_W: 16}
 
 
 def reduction_steps(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> int:

@@ -336,6 +336,19 @@ def shared_bytes(config: Mapping[str, int], dtype: str) -> int:
     return max(1, int(config["num_stages"])) * tile
 
 
+#: Splits beyond a kind's SPLIT_K that a kernel may also take: the few-channel backward
+#: weights, whose launch is a few programs per filter row (its split rule reaches 256:
+#: conv_triton_grid_spec.MAX_SPLIT). The split is the launch's grid; one object serves all.
+KERNEL_SPLITS: dict[str, tuple[int, ...]] = {"conv2d_bwd_weight_smallc": (128, 256)}
+
+
+def splits_of(kind: str, kernel: str) -> tuple[int, ...]:
+    """The SPLIT_K values a kernel may take on a kind (1 alone for kernels without partials)."""
+    if kernel not in OUTPUT_OF:
+        return (1,)
+    return tuple(TARGET_KINDS[kind]["SPLIT_K"]) + KERNEL_SPLITS.get(kernel, ())
+
+
 def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "conv2d_fwd") -> bool:
     """Whether a configuration is in the legal space of a target kind for an element type."""
     space = TARGET_KINDS[kind]
@@ -343,7 +356,7 @@ def is_legal(config: Mapping[str, int], dtype: str, kind: str, kernel: str = "co
         if config.get(key) not in space[key]:
             return False
     split = config.get("SPLIT_K", 1)
-    if split != 1 and (kernel not in OUTPUT_OF or split not in space["SPLIT_K"]):
+    if split != 1 and split not in splits_of(kind, kernel):
         return False
     mma = config.get("MMA", 0)
     if mma != 0 and (dtype != "FP32" or mma not in space.get("MMA", (0,))):
@@ -364,7 +377,7 @@ def accumulators_per_lane(config: Mapping[str, int], kind: str) -> int:
 def legal_space(kind: str, dtype: str, kernel: str = "conv2d_fwd") -> list[dict[str, int]]:
     """Every legal configuration of a kernel on a target kind (the tuning search space)."""
     space = TARGET_KINDS[kind]
-    splits = space["SPLIT_K"] if kernel in OUTPUT_OF else (1,)
+    splits = splits_of(kind, kernel)
     mmas = space.get("MMA", (0,)) if dtype == "FP32" else (0,)
     out = []
     for bm in space["BLOCK_M"]:

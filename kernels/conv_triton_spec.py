@@ -85,6 +85,7 @@ from .conv_triton_kernels_spec import (
     CONV_TUPLES,
     ELEMENT_BYTES,
     ELEMENT_TYPES,
+    KERNEL_SPLITS,
     KERNELS,
     NO_MATRIX_KERNELS,
     OUTPUT_OF,
@@ -106,6 +107,7 @@ from .conv_triton_kernels_spec import (
     is_legal,
     legal_space,
     shared_bytes,
+    splits_of,
     target_kind,
     wide_reduce,
 )
@@ -149,7 +151,8 @@ __all__ = [
     "REDUCE_WIDE", "REDUCE_WIDE_MIN_SPLIT", "wide_reduce",
     "TRANSPOSE_ARGS", "TRANSPOSE_TILES", "TRANSPOSE_THIN", "TRANSPOSE_NARROW", "TRANSPOSE_WARPS",
     "ALIGN16_ARGS", "PACKED_ALIGN_ARGS", "ELEMENT_TYPES", "ELEMENT_BYTES", "KERNELS",
-    "TF32X3_KINDS", "TARGET_KINDS", "target_kind", "shared_bytes", "is_legal",
+    "TF32X3_KINDS", "TARGET_KINDS", "target_kind", "shared_bytes", "is_legal", "KERNEL_SPLITS",
+    "splits_of",
     "accumulators_per_lane", "legal_space", "cdiv", "OUTPUT_OF",
     # conv_triton_grid_spec
     "grid", "packed_groups", "gemm_dims", "tile_efficiency", "split_applies", "reduce_args",

@@ -418,16 +418,22 @@ def rank_candidates(problem: ConvProblem, target: Target, solvers: Iterable[Solv
                 leader = best
         elif worst_case is not None:
             wasteful.append(worst_case)
-    # Wasteful candidates rank after every other, whatever their predicted time; a solver
-    # that ranks first (solvers.ranks_first) goes ahead of the others in its group, TF32 ones
+    # A solver that ranks first (solvers.ranks_first) goes ahead of the others, TF32 ones
     # (there only under the TF32 math mode, which asks for them) ahead of IEEE ones; then
-    # those a solver puts ahead of the portable ones (its optional `ahead_of_portable`).
+    # those a solver puts ahead of the portable ones (its optional `ahead_of_portable`); then
+    # the rest. Wasteful candidates rank after the others whatever their predicted time,
+    # except that on ungrouped problems a solver ahead of the portable ones stays so however
+    # much of its tile is padding (a stem's 3-channel dx on a 128-wide tile took 1.7x cuDNN's
+    # GPU time where the direct solver the model preferred took 3.1-4.5x,
+    # bench/results/alternatives_few_c_b_h200.json); grouped ones have families of their own.
     from .solvers import ranks_first
 
     tier = {id(c.solver): _tier(c.solver, problem, target, ranks_first)
             for c in (*out, *wasteful)}
-    return [c for group in (out, wasteful) for level in (0, 1, 2, 3)
-            for c in _ordered(group, problem, target) if tier[id(c.solver)] == level]
+    ordered = (_ordered(out, problem, target), _ordered(wasteful, problem, target))
+    tiers = ((0, 1, 2), (3,)) if problem.groups == 1 else ((0, 1, 2, 3),)
+    return [c for levels in tiers for group in ordered for level in levels
+            for c in group if tier[id(c.solver)] == level]
 
 
 def _tier(solver: Solver, problem: ConvProblem, target: Target,

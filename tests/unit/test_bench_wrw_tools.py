@@ -107,3 +107,28 @@ def test_depthwise_split_fit_is_the_rule_the_spec_holds(tmp_path: Path) -> None:
         refused = _run("bench/depthwise_wrw_split.py", "--from-json", str(bad), "--fit")
         assert refused.returncode == 2 and refused.stdout == "", text
         assert refused.stderr.count("\n") == 1 and "not a run" in refused.stderr
+
+
+def test_few_channel_split_fit_is_the_rule_the_spec_holds(tmp_path: Path) -> None:
+    run = str(RESULTS / "split_sweep_smallc_h200.json")
+    fit = _json("bench/split_sweep.py", "--fit", run)
+    assert set(fit) == {"FP16-W-NCHW", "FP16-W-NHWC"}
+    for case, today, fitted in (("FP16-W-NCHW", 1.176, 0.831), ("FP16-W-NHWC", 2.356, 1.777)):
+        v = fit[case]
+        assert (v["tile"], v["fitted_rows"], v["held_out_rows"]) == ("64x32x32w4s4", 25, 1)
+        assert (v["fitted_today"], v["fitted_geomean"]) == (today, fitted)
+        assert v["best_per_row"] <= v["fitted_geomean"] < v["fitted_today"]
+    sys.path.insert(0, str(ROOT))
+    from kernels import conv_triton_grid_spec as grid
+    from kernels.conv_triton_kernels_spec import splits_of
+
+    kernel = "conv2d_bwd_weight_smallc"
+    rule = (grid.SPLIT_WAVES[kernel], grid.MAX_SPLIT[kernel], grid._MIN_SPLIT_STEPS[kernel])
+    assert all((v["waves"], v["most"], v["least"]) == rule for v in fit.values())
+    assert grid.MAX_SPLIT[kernel] in splits_of("sm90", kernel)
+    assert max(splits_of("sm90", "conv2d_bwd_weight")) == 64
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rows": [{"case": "FP16-W-NCHW", "times": {"x": 1}}]}))
+    refused = _run("bench/split_sweep.py", "--fit", str(bad))
+    assert refused.returncode == 2 and refused.stdout == "" and "not a split_sweep" in \
+        refused.stderr

@@ -597,3 +597,25 @@ def test_tf32_solvers_rank_first() -> None:
     assert tf32.rank_first and not get_solver("ConvTritonImplicitGemmFwd").rank_first
     picked = rank_candidates(problem, SM90, solvers, lambda s, q: True)
     assert picked[0].solver is tf32 and len(picked) > 1
+
+
+def test_few_channel_backward_weights_split_fills_sixteen_waves() -> None:
+    """An image stem's backward weights (3 channels, few programs per filter row) splits its
+    pixel reduction up to 256 ways (the kernel's own rule), the plain kernel at most 64."""
+    solver = get_solver("ConvTritonImplicitGemmWrw")
+    stem = ConvProblem(n=32, c=3, k=128, in_spatial=(512, 512), filter=(3, 3), pad=(1, 1),
+                       direction="W", in_type="FP16", wei_type="FP16", out_type="FP16")
+    params = solver.default_params(stem, SM90)
+    assert solver.compile_job(stem, params, SM90).kernel_name == "conv2d_bwd_weight_smallc"
+    grid, _ = solver.launch_geometry(stem, params)
+    assert params[4] == 256 and grid[2] == 256
+    assert grid[0] * grid[1] * grid[2] <= 16 * SM90.cu
+    assert solver.params_valid(stem, SM90, params)
+    assert solver.workspace_for(stem, params) == 256 * 128 * 3 * 9 * 4
+    # Every split shares the object; the plain kernel's legal splits stop at 64.
+    assert solver.compile_job(stem, params[:4] + (2,) + params[5:], SM90) == \
+        solver.compile_job(stem, params, SM90)
+    plain = replace(stem, c=64, k=64, in_spatial=(56, 56))
+    tile = solver.default_params(plain, SM90)
+    assert tile[4] <= 64
+    assert not solver.params_valid(plain, SM90, tile[:4] + (256,) + tile[5:])
