@@ -132,3 +132,16 @@ def test_few_channel_split_fit_is_the_rule_the_spec_holds(tmp_path: Path) -> Non
     refused = _run("bench/split_sweep.py", "--fit", str(bad))
     assert refused.returncode == 2 and refused.stdout == "" and "not a split_sweep" in \
         refused.stderr
+
+
+def test_the_ranking_replay_moves_picks_from_portable_solvers_only() -> None:
+    found = _json("bench/ranking_replay.py", "--compare",
+                  str(RESULTS / "ranking_replay_9e68394.json"),
+                  str(RESULTS / "ranking_replay_66c63c2.json"))
+    assert (found["problems"], found["moved"]) == (3780, 70)
+    assert all(not r["old"].startswith("ConvTriton") and r["new"].startswith("ConvTriton")
+               for r in found["rows"].values())
+    assert sum(found["by_pair"].values()) == 70
+    refused = _run("bench/ranking_replay.py", "--compare", str(RESULTS / "README.md"),
+                   str(RESULTS / "ranking_replay_66c63c2.json"))
+    assert refused.returncode == 2 and "not two replays" in refused.stderr
