@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--out is required (or --compare)")
     result = replay(args.target, args.types.split(","), args.directions.split(","),
                     args.layouts.split(","), args.batch)
-    Path(args.out + ".json").write_text(json.dumps(result, indent=1))
+    Path(args.out + ".json").write_text(json.dumps(result, separators=(",", ":")))
     print(f"{len(result['picks'])} problems replayed")
     return 0
 
