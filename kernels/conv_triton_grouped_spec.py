@@ -65,7 +65,7 @@ def usual_tile(direction: str, last: bool) -> dict[str, int]:
 #: one channel each; a grouped program reduces over a group's channels too).
 SPLIT_RULES: dict[bool, dict[str, int]] = {
     last: {"waves": 2, "most": 64, "least": 8} for last in (False, True)}
-MAX_SPLIT = 64
+MAX_SPLIT = max(r["most"] for r in SPLIT_RULES.values())  # the largest default split
 
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int,

@@ -187,7 +187,8 @@ class ConvTritonDepthwise(Solver):
             splits = [1]
             if self.direction == "W":
                 split = spec.split_for(sizes, tile, target.cu, last)
-                splits = [split, max(1, split // 2), min(spec.MAX_SPLIT, split * 2)]
+                most = spec.SPLIT_RULES[last]["most"]
+                splits = [split, max(1, split // 2), min(most, split * 2)]
             for s in splits:
                 params = params_of({**tile, "SPLIT_K": s})
                 if params not in out:
