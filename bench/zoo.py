@@ -137,6 +137,11 @@ def every_kth(layers: list[Layer], k: int) -> list[Layer]:
     return out
 
 
+def pointwise(p: Any) -> bool:
+    """A 1x1 layer at stride 1 without padding, ungrouped: one GEMM in every direction."""
+    return p.groups == 1 and all(v == 1 for v in (*p.filter, *p.stride)) and not any(p.pad)
+
+
 def layer_problem(layer: Layer, type_name: str, direction: str, layout: str,
                   batch: int) -> Any:
     """The layer as a problem of one case (TF32 problems are FP32 ones; 3-D layers take
@@ -251,8 +256,9 @@ def measure(handle: Any, layer: Layer, p: Any, type_name: str, repeats: int,
     out_role = output_role(p)
     tensors[out_role][0].fill_(float("nan"))
     t0 = time.perf_counter()
-    best = handle.find(p, dev["x"], dev["w"], dev["y"])[0]
+    found = handle.find(p, dev["x"], dev["w"], dev["y"])
     find_ms = (time.perf_counter() - t0) * 1e3
+    best = found[0]
     inv = handle.compile_solution(p, best)
     ptrs = {role: t.ptr for role, t in dev.items()}
     try:
@@ -271,6 +277,7 @@ def measure(handle: Any, layer: Layer, p: Any, type_name: str, repeats: int,
                "classes": list(layer_classes(p)),
                "case": case_name(type_name, p.direction, p.in_layout), "n": p.n,
                "key": p.key(), "solver": best.solver, "source": best.source,
+               "found": {s.solver: round(s.time, 5) for s in found},
                "find_ms": find_ms, "rel_err": err,
                "ours_gpu_ms": queued_gpu_ms(lambda: inv(ptrs), repeats, warmup),
                "ours_wall_ms": wall_ms(
@@ -351,6 +358,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     help="also the held-out networks, reported apart")
     ap.add_argument("--every", type=int, default=1, metavar="K",
                     help="every K-th layer of each network only (a sample of the zoo)")
+    ap.add_argument("--pointwise", action="store_true",
+                    help="of those, only the 1x1 layers at stride 1 without padding or groups")
     ap.add_argument("--repeats", type=int, default=20, help="timed calls per engine")
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls first")
     ap.add_argument("--budget-s", type=float, default=540.0, help="stop between problems after")
@@ -390,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"no zoo network {', '.join(unknown)}: choose among "
                      f"{', '.join(sorted(known))}", 3)
     layers = every_kth(load_layers(networks, args.held_out), args.every)
+    if args.pointwise:
+        layers = [la for la in layers if pointwise(la.problem)]
     if args.list:
         for name in dict.fromkeys(la.network for la in layers):
             mine = [la for la in layers if la.network == name]

@@ -139,10 +139,12 @@ class ExecutionContext:
     # ---- solvers
     @property
     def solvers(self) -> list[Solver]:
+        """The registry's solvers, and the GEMM library's where it loads for this backend
+        (`solvers.library_solvers`); or the list the context was made with."""
         if self._solvers is None:
-            from .solvers import SOLVERS
+            from .solvers import SOLVERS, library_solvers
 
-            return SOLVERS
+            self._solvers = [*SOLVERS, *library_solvers(self.backend)]
         return self._solvers
 
     def applicable_solvers(self, problem: ConvProblem) -> list[Solver]:
@@ -414,6 +416,8 @@ def ranked_solutions(handle: Runtime, problem: ConvProblem) -> list[ConvSolution
     extra, measured = _neighbours(ctx, problem)
 
     def at_hand(solver: Solver, params: Params) -> bool:
+        if solver.language == "library":  # nothing to load: the library is at hand
+            return True
         try:
             job = solver.compile_job(problem, params, ctx.target, specialised=False)
         except (NotImplementedError, MIOpenKernelsError):

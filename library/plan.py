@@ -215,6 +215,9 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
     from .codeobject import assumed_divisors
 
     params = ctx.params_for(problem, solver) if params is None else tuple(params)
+    if solver.language == "library":  # one library call (GemmLaunch), no object of ours
+        call = solver.library_launch(ctx.backend, problem)  # type: ignore[attr-defined]
+        return Invoker(solver.name, call, call.pointers, 0, False, params=params)
     if unaligned:
         variant = solver.unaligned_job(problem, params, ctx.target)
         if variant is None:
@@ -296,9 +299,7 @@ class Plan:
     """
 
     def __init__(self, backend: Backend, problem: ConvProblem, invoker: Invoker) -> None:
-        self.backend = backend
-        self.problem = problem
-        self.invoker = invoker
+        self.backend, self.problem, self.invoker = backend, problem, invoker
         self.solver = invoker.solver
         self.workspace_bytes = invoker.workspace_bytes
         self.stale = False  # set when find replaced its invoker: Handle.run then asks again
@@ -325,10 +326,6 @@ class Plan:
     def __repr__(self) -> str:
         return f"<Plan {self.solver} {self.problem.key()} workspace={self.workspace_bytes}>"
 
-    def __call__(self, x: object, w: object, y: object, *, workspace: object = None,
-                 stream: Any = None) -> None:
-        self.run(x, w, y, workspace=workspace, stream=stream)
-
     def run(self, x: object, w: object, y: object, *, workspace: object = None,
             stream: Any = None) -> None:
         """One call on the layer's tensors (x, w, y whatever the direction computes) on
@@ -343,6 +340,8 @@ class Plan:
             self._run_bound(x, w, y, workspace, stream)
         else:  # torch tensors (_torch_device said so)
             self.run_checked(x, w, y, device, workspace=workspace, stream=stream)
+
+    __call__ = run
 
     def run_checked(self, x: Any, w: Any, y: Any, device: int, *, workspace: object = None,
                     stream: Any = None) -> None:

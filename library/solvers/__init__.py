@@ -12,6 +12,7 @@ from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
 from .base import CompileJob, KernelArg, Launch, Params, Solver
+from .blas_1x1 import BLAS_SOLVERS, ConvBlasGemm1x1, blas_first, library_solvers
 from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
@@ -43,6 +44,8 @@ from .winograd import ConvWinograd3x3
 
 __all__ = [
     "SOLVERS",
+    "BLAS_SOLVERS",
+    "library_solvers",
     "get_solver",
     "applicable_solvers",
     "ranked_solvers",
@@ -93,6 +96,7 @@ SOLVERS: list[Solver] = [
 #: (`Solver.claims_first`). The Via solvers' claim is their tables' (the spec's
 #: `via_other_layout`): where they list a case, the problem's own layout is the slower one.
 FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
+    ConvBlasGemm1x1: lambda p, t, math: blas_first(p, t),
     ConvTritonImplicitGemmRelayout: lambda p, t, math: via_layout(p, t, math) is not None,
     ConvTritonImplicitGemmPadded: lambda p, t, math: math == "ieee" and padded_first(p, t),
     ConvTritonWinogradWrw: winograd_first,
@@ -121,11 +125,13 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
-                             ConvTritonGrouped),
+                             ConvTritonGrouped, ConvBlasGemm1x1),
     ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
-                                   ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped),
+                                   ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
+                                   ConvBlasGemm1x1),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
-                                     ConvTritonDepthwise, ConvTritonGrouped),
+                                     ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1),
+    ConvTritonGemm1x1: (ConvBlasGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps),
     ConvTriton3dRelaid: (ConvTriton3dRelaidTaps,),

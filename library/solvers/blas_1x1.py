@@ -1,0 +1,241 @@
+"""ConvBlasGemm1x1{Fwd,Bwd,Wrw} (and Tf32): 1x1 convolutions at stride 1 without padding as
+one call of the vendor's GEMM library (cuBLAS: backends/cublas.py), as MIOpen's
+GemmFwd1x1_0_1, GemmBwd1x1_stride1 and GemmWrw1x1_stride1 call rocBLAS.
+
+With a 1x1 filter at stride 1 and no padding every direction is a plain matrix product over
+the pixels: forward Y = X W^T, backward data X = Y W, backward weights W = Y^T X, with X
+(pixels x C), Y (pixels x K) and W (K x C, both weight layouts). Channels-last activations
+are one matrix over every image's pixels, one GEMM; channel-planar ones (NCHW) are a matrix
+per image, a strided batch over the images with W shared (forward and backward data: their
+backward weights would sum the images' products, which one call cannot). `gemm_call` works
+the call out in cuBLAS's column-major terms from the kernels' view (`conv_view`: transposed
+convolutions, 2-D and 3-D alike), without a GPU: tests/unit/test_blas_1x1.py runs it on numpy.
+
+Nothing is compiled and nothing is shipped: no kdb entry, no parameters. The solvers are not
+in the build's registry (`SOLVERS`): a runtime adds them where the library loads on an
+NVIDIA device (`library_solvers`), and `find` times them beside the kernels.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from .._record import dataclass
+from ..problem import ConvProblem
+from ..target import Target
+from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view, macs
+from .base import CompileJob, Launch, Params, Solver
+
+__all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "library_solvers",
+           "blas_first", "BLAS_FIRST"]
+
+_INT32_MAX = 2**31 - 1
+#: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
+#: puts the GEMM library first (`claims_first`); elsewhere the model weighs it with the rest.
+BLAS_FIRST: dict[str, frozenset[str]] = {}
+
+
+@dataclass(frozen=True)
+class GemmCall:
+    """A strided-batched GEMM in cuBLAS's column-major terms: C (m x n) = op(A) op(B) per
+    batch entry, each operand a pointer name of the problem's direction (x, dy, w...) with
+    its leading dimension and its stride between batch entries, in elements."""
+
+    transa: bool
+    transb: bool
+    m: int
+    n: int
+    k: int
+    a: str
+    lda: int
+    stride_a: int
+    b: str
+    ldb: int
+    stride_b: int
+    c: str
+    ldc: int
+    stride_c: int
+    batch: int
+
+    def astuple(self) -> tuple[Any, ...]:
+        return (self.transa, self.transb, self.m, self.n, self.k, self.a, self.lda,
+                self.stride_a, self.b, self.ldb, self.stride_b, self.c, self.ldc, self.stride_c,
+                self.batch)
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    """A row-major operand of the product: `rows` x `cols` as the equation reads it, stored
+    as itself or (`stored_t`) as its transpose, `ld` elements between stored rows."""
+
+    name: str
+    rows: int
+    cols: int
+    stored_t: bool
+    ld: int
+    stride: int
+
+    def t(self) -> _Matrix:
+        return _Matrix(self.name, self.cols, self.rows, not self.stored_t, self.ld, self.stride)
+
+
+def _pixels(v: ConvView, side: str) -> int:
+    f = v.field
+    return f(f"{side}_d") * f(f"{side}_h") * f(f"{side}_w")
+
+
+def _activation(v: ConvView, side: str, name: str, channels: int, fold: bool
+                ) -> _Matrix | None:
+    """The pixels x channels matrix of x (`side` "in", strides xs) or y ("out", ys): per
+    image, or over every image (`fold`); None where its pixels are not evenly strided."""
+    f = v.field
+    s = "xs" if side == "in" else "ys"
+    sc, sd, sh, sw, sn = (f(f"{s}_{a}") for a in ("c" if side == "in" else "k", "d", "h", "w",
+                                                   "n"))
+    h, w = f(f"{side}_h"), f(f"{side}_w")
+    if sh != w * sw or sd != h * sh:
+        return None
+    pixels = _pixels(v, side)
+    if sc == 1:  # channels last: rows of pixels
+        if fold:
+            return _Matrix(name, pixels * f("n"), channels, False, sw, 0) \
+                if sn == pixels * sw else None
+        return _Matrix(name, pixels, channels, False, sw, sn)
+    if sw == 1 and not fold:  # channel planes: stored channels x pixels
+        return _Matrix(name, pixels, channels, True, sc, sn)
+    return None
+
+
+@lru_cache(maxsize=4096)
+def gemm_call(problem: ConvProblem) -> GemmCall | None:
+    """The one library call that computes `problem`, or None where none does (not a 1x1
+    filter at stride 1 without padding, groups, or backward weights of channel planes)."""
+    v = conv_view(problem)
+    f = v.field
+    if f("g") != 1 or any(f(a) != 1 for a in ("fil_d", "fil_h", "fil_w", "str_d", "str_h",
+                                                "str_w")) or \
+            any(f(a) for a in ("pad_d", "pad_h", "pad_w")):
+        return None
+    if _pixels(v, "in") != _pixels(v, "out") or f("ws_c") != 1 or f("ws_k") != f("c"):
+        return None
+    c, k = f("c"), f("k")
+    w = _Matrix(v.wei_tensor, k, c, False, c, 0)
+    channel_last = f("xs_c") == 1 and f("ys_k") == 1
+    fold = channel_last
+    if v.direction == "W" and not fold:
+        return None
+    x = _activation(v, "in", v.in_tensor, c, fold)
+    y = _activation(v, "out", v.out_tensor, k, fold)
+    if x is None or y is None:
+        return None
+    batch = 1 if fold else f("n")
+    # out = left @ right, row-major, as the direction reads it.
+    if v.direction == "F":
+        out, left, right = y, x, w.t()
+    elif v.direction == "B":
+        out, left, right = x, y, w
+    else:
+        out, left, right = w, y.t(), x
+    if out.stored_t:  # out^T = right^T left^T, stored as it is
+        out, left, right = out.t(), right.t(), left.t()
+    # Row-major out (M x N) is column-major out^T = right^T left^T: cuBLAS's A is `right`.
+    call = GemmCall(transa=right.stored_t, transb=left.stored_t, m=out.cols, n=out.rows,
+                    k=left.cols, a=right.name, lda=right.ld, stride_a=right.stride,
+                    b=left.name, ldb=left.ld, stride_b=left.stride, c=out.name, ldc=out.ld,
+                    stride_c=out.stride, batch=batch)
+    if max(call.m, call.n, call.k, call.lda, call.ldb, call.ldc) > _INT32_MAX:
+        return None
+    return call
+
+
+class ConvBlasGemm1x1(Solver):
+    """One direction of the GEMM-library 1x1 convolution, at one FP32 math."""
+
+    language = "library"
+    tunable = False
+
+    def __init__(self, direction: str, math: str = "ieee") -> None:
+        self.direction = direction
+        self.math = math
+        self.directions = frozenset({direction})
+        infix = "Tf32" if math == "tf32" else ""
+        self.name = f"ConvBlasGemm1x1{infix}{DIRECTION_SUFFIX[direction]}"
+        self.algorithm_names = {direction: f"miopenConvolution{ALGO_PREFIX[direction]}AlgoGEMM"}
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        p = problem
+        if p.key_direction != self.direction or target.vendor != "nvidia":
+            return False
+        if not p.in_type == p.wei_type == p.out_type or p.in_type not in ("FP16", "BF16", "FP32"):
+            return False
+        if self.math == "tf32" and p.in_type != "FP32":
+            return False
+        return gemm_call(p) is not None
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        return blas_first(problem, target)
+
+    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
+                    specialised: bool = False) -> CompileJob:
+        raise NotImplementedError(f"{self.name} calls a library: it compiles nothing")
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        return []
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False) -> Launch:
+        raise NotImplementedError(f"{self.name} calls a library: it launches no kernel of ours")
+
+    def library_launch(self, backend: Any, problem: ConvProblem) -> Any:
+        """The call, shaped as a prepared launch (backends/cublas.py `GemmLaunch`)."""
+        from ..backends.cublas import GemmLaunch, load
+        from ..errors import BackendError
+
+        blas = load()
+        call = gemm_call(problem)
+        if blas is None or call is None:
+            raise BackendError(f"{self.name} needs cuBLAS (pip install 'miopenkernels[blas]') "
+                               f"and a 1x1 stride-1 problem; {problem.key()} has "
+                               f"{'no cuBLAS' if blas is None else 'another shape'}")
+        return GemmLaunch(backend, blas, call.astuple(), problem.in_type, self.math)
+
+    def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
+        """(blocks, threads, efficiency) of a 128x128-tile GEMM over the call, for the miss
+        ranking's features (the library picks its own kernel)."""
+        call = gemm_call(problem)
+        assert call is not None
+        return (math.ceil(call.m / 128) * math.ceil(call.n / 128) * call.batch, 256, 1.0)
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        speed = 4.0 if problem.in_type == "FP32" and self.math == "ieee" else 25.0
+        return 5.0 + macs(problem) / (1e6 * speed)
+
+
+BLAS_SOLVERS: list[Solver] = [ConvBlasGemm1x1(d, m) for m in ("ieee", "tf32")
+                              for d in ("F", "B", "W")]
+
+
+def _case(problem: ConvProblem) -> str:
+    layout = "NHWC" if problem.in_layout in ("NHWC", "NDHWC") else "NCHW"
+    return f"{problem.in_type}-{problem.key_direction}-{layout}"
+
+
+def blas_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether the GEMM library ranks first on `problem` (BLAS_FIRST) where it loads."""
+    if _case(problem) not in BLAS_FIRST.get(target.arch, frozenset()) or \
+            gemm_call(problem) is None:
+        return False
+    from ..backends.cublas import load
+
+    return load() is not None
+
+
+def library_solvers(backend: Any) -> list[Solver]:
+    """The GEMM-library solvers a runtime on `backend` offers: on NVIDIA devices where cuBLAS
+    loads, none elsewhere."""
+    if getattr(backend, "vendor", "") != "nvidia":
+        return []
+    from ..backends.cublas import load
+
+    return list(BLAS_SOLVERS) if load() is not None else []

@@ -1,0 +1,129 @@
+"""The GEMM-library 1x1 solvers (solvers/blas_1x1.py) on the GPU: every direction, type and
+layout they take, plain and transposed, 2-D and 3-D, against a float64 reference on the same
+tensors; through a plan, on a side stream and inside a CUDA graph."""
+
+from __future__ import annotations
+
+import pytest
+from miopenkernels.problem import ConvProblem
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():  # pragma: no cover - the GPU tests are skipped without one
+    pytest.skip("torch has no CUDA here", allow_module_level=True)
+
+from miopenkernels.backends.cublas import load  # noqa: E402
+
+if load() is None:  # pragma: no cover
+    pytest.skip("no cuBLAS here", allow_module_level=True)
+
+DTYPES = {"FP16": torch.float16, "BF16": torch.bfloat16, "FP32": torch.float32,
+          "TF32": torch.float32}
+TOLERANCE = {"FP16": 2e-3, "BF16": 1.5e-2, "FP32": 1e-5, "TF32": 2e-3}
+
+
+@pytest.fixture()
+def handle(monkeypatch, tmp_path):  # noqa: ANN001, ANN201
+    from miopenkernels.handle import Handle
+
+    monkeypatch.setenv("MIOPEN_SYSTEM_DB_PATH", str(tmp_path / "none"))
+    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path / "user"))
+    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", str(tmp_path / "cache"))
+    for var in ("MIOPEN_FIND_MODE", "MIOPEN_FIND_ENFORCE", "MIOPEN_DISABLE_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    return Handle()
+
+
+def _memory(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """A logical (N, C, ...) tensor stored in `layout`, as the runtime takes it (memory
+    order)."""
+    if layout in ("NHWC", "NDHWC"):
+        perm = (0, *range(2, t.dim()), 1)
+        return t.permute(perm).contiguous()
+    return t.contiguous()
+
+
+def _logical(t: torch.Tensor, layout: str) -> torch.Tensor:
+    if layout in ("NHWC", "NDHWC"):
+        perm = (0, t.dim() - 1, *range(1, t.dim() - 1))
+        return t.permute(perm)
+    return t
+
+
+CASES = [(d, t, lay, mode, dims) for d in "FBW" for t in DTYPES
+         for lay in ("NCHW", "NHWC") for mode in ("conv", "trans") for dims in (2, 3)
+         if not (d == "W" and lay == "NCHW")]
+
+
+@pytest.mark.parametrize(("direction", "type_name", "layout", "mode", "dims"), CASES)
+def test_matches_float64(handle, direction: str, type_name: str, layout: str,  # noqa: ANN001
+                         mode: str, dims: int) -> None:
+    if type_name == "TF32":
+        from miopenkernels.config import MathMode
+
+        handle.math_mode = MathMode.TF32
+    lay = layout if dims == 2 else layout.replace("HW", "DHW")
+    spatial = (9, 13) if dims == 2 else (5, 6, 7)
+    stored = "FP32" if type_name == "TF32" else type_name
+    p = ConvProblem(n=5, c=24, k=40, in_spatial=spatial, filter=(1,) * dims,
+                    direction=direction, in_type=stored, in_layout=lay, wei_layout=lay,
+                    out_layout=lay, mode=mode)
+    infix = "Tf32" if type_name == "TF32" else ""
+    name = f"ConvBlasGemm1x1{infix}{dict(F='Fwd', B='Bwd', W='Wrw')[direction]}"
+    assert name in [s.name for s in handle.applicable_solvers(p)]
+    dt = DTYPES[type_name]
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    x, w, y = (torch.randn(shape, device="cuda", generator=gen).to(dt)
+               for shape in (p.in_shape, p.wei_shape, p.out_shape))
+    x64, y64 = x.double(), y.double()
+    w2 = w.double().flatten(1)  # (K, C) plain; (C, K) transposed
+    if mode == "conv":
+        want = {"F": lambda: torch.einsum("nc...,kc->nk...", x64, w2),
+                "B": lambda: torch.einsum("nk...,kc->nc...", y64, w2),
+                "W": lambda: torch.einsum("nk...,nc...->kc", y64, x64)}[direction]()
+    else:  # the layer's forward is the plain convolution's backward data, and so on
+        want = {"F": lambda: torch.einsum("nc...,ck->nk...", x64, w2),
+                "B": lambda: torch.einsum("nk...,ck->nc...", y64, w2),
+                "W": lambda: torch.einsum("nk...,nc...->ck", y64, x64)}[direction]()
+    mem = {"x": _memory(x, lay), "w": _memory(w, lay), "y": _memory(y, lay)}
+    out = {"F": "y", "B": "x", "W": "w"}[direction]
+    mem[out] = torch.full_like(mem[out], float("nan"))
+    handle.run(p, name, mem["x"], mem["w"], mem["y"])
+    torch.cuda.synchronize()
+    got = _logical(mem[out], lay).double().reshape(want.shape)
+    assert torch.isfinite(got).all()
+    err = float((got - want).norm() / want.norm())
+    assert err < TOLERANCE[type_name], err
+
+
+def test_a_plan_on_a_side_stream_and_in_a_cuda_graph(handle) -> None:  # noqa: ANN001
+    p = ConvProblem(n=8, c=64, k=96, in_spatial=(14, 14), filter=(1, 1), in_type="FP16",
+                    in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
+    x = torch.randn((8, 14, 14, 64), device="cuda", dtype=torch.float16)
+    w = torch.randn((96, 1, 1, 64), device="cuda", dtype=torch.float16) / 8
+    y = torch.full((8, 14, 14, 96), float("nan"), device="cuda", dtype=torch.float16)
+    plan = handle.plan(p, "ConvBlasGemm1x1Fwd")
+    want = (x.reshape(-1, 64).float() @ w.reshape(96, 64).float().t()).reshape(y.shape)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        plan(x, w, y)  # torch's current stream: ordered after the sleep
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y.float(), want, rtol=2e-3, atol=2e-3)
+    y.fill_(float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan(x, w, y)
+    y.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y.float(), want, rtol=2e-3, atol=2e-3)
+
+
+def test_find_times_the_library_beside_the_kernels(handle) -> None:  # noqa: ANN001
+    p = ConvProblem(n=32, c=256, k=64, in_spatial=(56, 56), filter=(1, 1), in_type="FP16",
+                    in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
+    x = torch.randn((32, 56, 56, 256), device="cuda", dtype=torch.float16)
+    w = torch.randn((64, 1, 1, 256), device="cuda", dtype=torch.float16) / 16
+    y = torch.empty((32, 56, 56, 64), device="cuda", dtype=torch.float16)
+    names = [s.solver for s in handle.find(p, x, w, y)]
+    assert "ConvBlasGemm1x1Fwd" in names and len(names) > 1

@@ -1,0 +1,287 @@
+"""The GEMM-library 1x1 solvers without a GPU: the call `gemm_call` works out, run on numpy
+with cuBLAS's column-major semantics, against the float64 reference convolution in every
+direction, layout, mode and dimension it takes; what it refuses; the call's arguments as an
+invoker and a plan pass them to the library; where the runtime offers the solvers."""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+from miopenkernels.backends import cublas
+from miopenkernels.plan import Plan, make_invoker
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import BLAS_SOLVERS, SOLVERS, all_dynamic_jobs, blas_1x1, library_solvers
+from miopenkernels.solvers.blas_1x1 import ConvBlasGemm1x1, GemmCall, gemm_call
+from miopenkernels.solvers.reference import (
+    conv_inputs,
+    conv_output_name,
+    conv_reference,
+    conv_tensor_shapes,
+)
+from miopenkernels.target import Target
+
+SM90 = Target("sm90", 132)
+
+
+def _problem(direction: str, layout: str, mode: str = "conv", dims: int = 2, **kw: Any
+             ) -> ConvProblem:
+    lay = layout if dims == 2 else layout.replace("HW", "DHW")
+    args: dict[str, Any] = dict(n=3, c=6, k=10, in_spatial=(5, 7) if dims == 2 else (3, 4, 5),
+                                filter=(1,) * dims, direction=direction, in_layout=lay,
+                                wei_layout=lay, out_layout=lay, mode=mode)
+    args.update(kw)
+    return ConvProblem(**args)
+
+
+def emulate(call: GemmCall, buffers: dict[str, np.ndarray]) -> None:
+    """cublasGemmStridedBatchedEx on flat numpy buffers: C = op(A) op(B) per batch entry,
+    column-major, element (r, c) of a matrix at r + c * ld."""
+
+    def matrix(buf: np.ndarray, offset: int, rows: int, cols: int, ld: int) -> np.ndarray:
+        return buf[offset + np.arange(rows)[:, None] + np.arange(cols)[None, :] * ld]
+
+    for i in range(call.batch):
+        a = matrix(buffers[call.a], i * call.stride_a,
+                   *((call.k, call.m) if call.transa else (call.m, call.k)), call.lda)
+        b = matrix(buffers[call.b], i * call.stride_b,
+                   *((call.n, call.k) if call.transb else (call.k, call.n)), call.ldb)
+        c = (a.T if call.transa else a) @ (b.T if call.transb else b)
+        rows, cols = np.arange(call.m)[:, None], np.arange(call.n)[None, :]
+        buffers[call.c][i * call.stride_c + rows + cols * call.ldc] = c
+
+
+CASES = list(itertools.product("FBW", ("NCHW", "NHWC"), ("conv", "trans"), (2, 3)))
+
+
+@pytest.mark.parametrize(("direction", "layout", "mode", "dims"), CASES)
+def test_the_call_computes_the_convolution(direction: str, layout: str, mode: str,
+                                           dims: int) -> None:
+    p = _problem(direction, layout, mode, dims)
+    call = gemm_call(p)
+    if direction == "W" and layout == "NCHW":  # the images' products would need a sum
+        assert call is None
+        return
+    assert call is not None
+    assert call.batch == (1 if layout == "NHWC" else p.n)
+    tensors = conv_inputs(p, np.random.default_rng(7))
+    out = conv_output_name(p)
+    buffers = {name: np.asarray(t, dtype=np.float64).ravel().copy()
+               for name, t in tensors.items()}
+    buffers[out] = np.full(int(np.prod(conv_tensor_shapes(p)[out])), np.nan)
+    emulate(call, buffers)
+    want = conv_reference(p, tensors).ravel()
+    assert not np.isnan(buffers[out]).any()  # every element written
+    np.testing.assert_allclose(buffers[out], want, rtol=1e-12, atol=1e-12)
+
+
+def test_mixed_layouts_batch_per_image() -> None:
+    """Channels-last x with channel-planar y: one matrix per image, each side its own
+    storage."""
+    p = ConvProblem(n=2, c=8, k=4, in_spatial=(3, 5), filter=(1, 1), in_layout="NHWC",
+                    wei_layout="NCHW", out_layout="NCHW")
+    call = gemm_call(p)
+    assert call is not None and call.batch == 2
+    tensors = conv_inputs(p, np.random.default_rng(3))
+    buffers = {name: np.asarray(t, dtype=np.float64).ravel().copy()
+               for name, t in tensors.items()}
+    buffers["y"] = np.full(2 * 4 * 15, np.nan)
+    emulate(call, buffers)
+    np.testing.assert_allclose(buffers["y"], conv_reference(p, tensors).ravel(), atol=1e-12)
+
+
+@pytest.mark.parametrize("change", [
+    dict(filter=(3, 3), pad=(1, 1)), dict(stride=(2, 2)), dict(pad=(1, 1)),
+    dict(groups=2), dict(filter=(1, 3), pad=(0, 1)),
+])
+def test_refused_shapes(change: dict[str, Any]) -> None:
+    p = _problem("F", "NHWC", **change)
+    assert gemm_call(p) is None
+    assert not BLAS_SOLVERS[0].is_applicable(p, SM90)
+
+
+def test_applicability_types_vendors_and_math() -> None:
+    fwd, tf32 = ConvBlasGemm1x1("F"), ConvBlasGemm1x1("F", "tf32")
+    assert (fwd.name, tf32.name) == ("ConvBlasGemm1x1Fwd", "ConvBlasGemm1x1Tf32Fwd")
+    assert fwd.algorithm(_problem("F", "NHWC")) == "miopenConvolutionFwdAlgoGEMM"
+    for t in ("FP16", "BF16", "FP32"):
+        assert fwd.is_applicable(_problem("F", "NHWC", in_type=t), SM90)
+    assert tf32.is_applicable(_problem("F", "NHWC", in_type="FP32"), SM90)
+    assert not tf32.is_applicable(_problem("F", "NHWC", in_type="FP16"), SM90)
+    assert not fwd.is_applicable(_problem("F", "NHWC", in_type="FP16"), Target("gfx90a", 104))
+    assert not fwd.is_applicable(_problem("B", "NHWC"), SM90)  # one direction a solver
+
+
+def test_the_build_never_sees_them() -> None:
+    """No kdb entry, no job: the build's registry does not hold them, and asking one for an
+    object is an error, not a half-made job."""
+    names = {s.name for s in BLAS_SOLVERS}
+    assert len(names) == 6 and not names & {s.name for s in SOLVERS}
+    assert all(job.kernel_file != "" for job in all_dynamic_jobs(SM90))
+    fwd = BLAS_SOLVERS[0]
+    assert fwd.dynamic_jobs(SM90) == []
+    with pytest.raises(NotImplementedError):
+        fwd.compile_job(_problem("F", "NHWC"), (), SM90)
+
+
+class _Backend:
+    name, vendor = "cuda", "nvidia"
+
+    def __init__(self) -> None:
+        self.launches = 0
+        self.asked: list[tuple[int, int]] = []
+
+    def workspace(self, stream: int, nbytes: int) -> int:
+        self.asked.append((stream, nbytes))
+        return 0x7000_0000
+
+    def _current(self) -> None:
+        pass
+
+    def launcher(self, launch: Any) -> Any:
+        """The CUDA backend's: a library's call is its own launcher."""
+        from miopenkernels.backends.cuda import CudaBackend
+
+        return CudaBackend.launcher(self, launch)  # type: ignore[arg-type]
+
+
+class _Lib:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def fn(*args: Any) -> int:
+            self.calls.append((name, args))
+            return 0
+
+        return fn
+
+
+class _Blas:
+    """What GemmLaunch uses of `cublas.Cublas`, recording the library calls."""
+
+    def __init__(self) -> None:
+        self.lib = _Lib()
+        self.one, self.zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        self._state = cublas._State(0x1234)
+        self.gemms: list[tuple[Any, ...]] = []
+
+    def state(self, backend: Any) -> Any:
+        return self._state
+
+    def gemm(self, *args: Any) -> int:
+        self.gemms.append(args)
+        return 0
+
+    def status(self, code: int) -> str:
+        return f"status {code}"
+
+
+class _Ctx:
+    def __init__(self) -> None:
+        self.backend = _Backend()
+        self.target = SM90
+
+
+def test_an_invoker_and_a_plan_pass_the_roles_addresses(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    blas = _Blas()
+    monkeypatch.setattr(cublas, "load", lambda: blas)
+    p = _problem("W", "NHWC", in_type="FP16")
+    solver = next(s for s in BLAS_SOLVERS if s.name == "ConvBlasGemm1x1Wrw")
+    ctx = _Ctx()
+    inv = make_invoker(ctx, p, solver, params=())
+    assert inv.workspace_bytes == 0 and not inv.first and not inv.then
+    inv({"x": 0x100, "w": 0x200, "y": 0x300}, stream=77)
+    call = gemm_call(p)
+    assert call is not None
+    address = {"x": 0x100, "dy": 0x300, "dw": 0x200}  # W: x, dy (the layer's y), dw (its w)
+    got = blas.gemms[-1]
+    assert got[:6] == (0x1234, int(call.transa), int(call.transb), call.m, call.n, call.k)
+    assert got[6] == ctypes.addressof(blas.one)
+    assert got[7:11] == (address[call.a], 2, call.lda, call.stride_a)  # 2: CUDA_R_16F
+    assert got[11:15] == (address[call.b], 2, call.ldb, call.stride_b)
+    assert got[15] == ctypes.addressof(blas.zero)
+    assert got[16:] == (address[call.c], 2, call.ldc, call.stride_c, call.batch, 68, -1)
+    # The stream and the backend's workspace of that stream, each set once.
+    assert [name for name, _ in blas.lib.calls] == ["cublasSetStream_v2",
+                                                    "cublasSetWorkspace_v2"]
+    assert blas.lib.calls[1][1] == (0x1234, 0x7000_0000, cublas.WORKSPACE_BYTES)
+    assert ctx.backend.asked == [(77, cublas.WORKSPACE_BYTES)]
+    plan = Plan(ctx.backend, p, inv)
+    plan._launch((0x500, 0x600, 0x700, 0), 77)
+    assert blas.gemms[-1][7] == {"x": 0x500, "dy": 0x700, "dw": 0x600}[call.a]
+    assert blas.gemms[-1][16] == 0x600
+    assert len(blas.lib.calls) == 2  # same stream, same workspace: nothing set again
+    assert ctx.backend.launches == 2
+
+
+def test_a_capture_without_a_workspace_runs_the_library_without_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from miopenkernels.errors import BackendError
+
+    blas = _Blas()
+    backend = _Backend()
+
+    def no_workspace(stream: int, nbytes: int) -> int:
+        raise BackendError("inside a capture")
+
+    backend.workspace = no_workspace  # type: ignore[method-assign]
+    call = gemm_call(_problem("F", "NHWC", in_type="BF16"))
+    assert call is not None
+    launch = cublas.GemmLaunch(backend, blas, call.astuple(), "BF16", "ieee")
+    launch(5)
+    assert blas.lib.calls[-1][1] == (0x1234, None, 0)
+    assert blas.gemms[-1][8] == 14  # CUDA_R_16BF
+
+
+def test_offered_only_on_nvidia_where_the_library_loads(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    monkeypatch.setattr(cublas, "load", lambda: _Blas())
+    assert library_solvers(_Backend()) == BLAS_SOLVERS
+
+    class Hip(_Backend):
+        vendor = "amd"
+
+    assert library_solvers(Hip()) == []
+    monkeypatch.setattr(cublas, "load", lambda: None)
+    assert library_solvers(_Backend()) == []
+
+
+def test_the_loader_answers_none_without_cublas(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Any) -> None:
+    """A path that is no library, and a library that is not cuBLAS (libc), load nothing."""
+    bogus = tmp_path / "libcublas.so.13"
+    bogus.write_bytes(b"not an ELF")
+    monkeypatch.setattr(cublas, "library_paths", lambda: [str(bogus), "libc.so.6"])
+    assert cublas._load() is None
+
+
+def test_the_wheel_folder_comes_before_the_loader_path(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Any) -> None:
+    lib = tmp_path / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libcublas.so.13").write_bytes(b"")
+    monkeypatch.setattr("sys.path", [str(tmp_path)])
+    assert cublas.library_paths()[0] == str(lib / "libcublas.so.13")
+    assert cublas.library_paths()[-2:] == ["libcublas.so.13", "libcublas.so.12"]
+
+
+def test_first_only_for_listed_cases_where_it_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from miopenkernels.solvers import ranks_first
+    from miopenkernels.solvers.triton_conv import ConvTritonImplicitGemm
+
+    p = _problem("F", "NHWC", in_type="FP16", n=32, c=256, k=64, in_spatial=(56, 56))
+    igemm = ConvTritonImplicitGemm("F", "ieee")
+    fwd = BLAS_SOLVERS[0]
+    monkeypatch.setattr(blas_1x1, "BLAS_FIRST", {"sm90": frozenset({"FP16-F-NHWC"})})
+    monkeypatch.setattr(cublas, "load", lambda: None)
+    assert not ranks_first(fwd, p, SM90)  # no library here: no claim
+    monkeypatch.setattr(cublas, "load", lambda: _Blas())
+    assert ranks_first(fwd, p, SM90)
+    assert not ranks_first(igemm, p, SM90)  # the implicit GEMM gives way
+    assert not ranks_first(fwd, _problem("F", "NCHW", in_type="FP16"), SM90)
+    assert not ranks_first(fwd, p, Target("sm80", 108))
