@@ -16,8 +16,23 @@ t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt"
-python3 -c "from miopenkernels.backends import cublas; b = cublas.load(); \
-print('cuBLAS', None if b is None else (b.path, b.version))" > "$out/blas.txt" 2>&1
+# In a fresh process without torch: the library's load and a handle's creation, timed (what a
+# first call that picks it pays once).
+python3 - > "$out/blas.txt" 2>&1 <<'PY'
+import time
+t0 = time.perf_counter()
+from miopenkernels.handle import Handle
+h = Handle()
+t1 = time.perf_counter()
+from miopenkernels.backends import cublas
+b = cublas.load()
+t2 = time.perf_counter()
+state = b.state(h.backend) if b is not None else None
+t3 = time.perf_counter()
+print("cuBLAS", None if b is None else (b.path, b.version))
+print(f"handle {1e3 * (t1 - t0):.1f} ms, load {1e3 * (t2 - t1):.1f} ms, "
+      f"cublasCreate {1e3 * (t3 - t2):.1f} ms")
+PY
 cat "$out/blas.txt"
 timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_blas_gpu.py \
   -n 4 > "$out/gpu_tests_blas.txt" 2>&1

@@ -232,9 +232,9 @@ def blas_first(problem: ConvProblem, target: Target) -> bool:
 
 
 def library_solvers(backend: Any) -> list[Solver]:
-    """The GEMM-library solvers a runtime on `backend` offers: on NVIDIA devices where cuBLAS
-    loads, none elsewhere."""
-    if getattr(backend, "vendor", "") != "nvidia":
+    """The GEMM-library solvers a runtime on `backend` offers: on the CUDA backend where cuBLAS
+    loads, none elsewhere (the null backend's reference stands in for our kernels alone)."""
+    if getattr(backend, "name", "") != "cuda":
         return []
     from ..backends.cublas import load
 

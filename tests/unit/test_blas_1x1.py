@@ -244,9 +244,12 @@ def test_offered_only_on_nvidia_where_the_library_loads(monkeypatch: pytest.Monk
     assert library_solvers(_Backend()) == BLAS_SOLVERS
 
     class Hip(_Backend):
-        vendor = "amd"
+        name, vendor = "hip", "amd"
 
-    assert library_solvers(Hip()) == []
+    class Null(_Backend):
+        name = "null"
+
+    assert library_solvers(Hip()) == [] and library_solvers(Null()) == []
     monkeypatch.setattr(cublas, "load", lambda: None)
     assert library_solvers(_Backend()) == []
 
