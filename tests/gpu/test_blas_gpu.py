@@ -68,7 +68,7 @@ def test_matches_float64(handle, direction: str, type_name: str, layout: str,  #
                     direction=direction, in_type=stored, in_layout=lay, wei_layout=lay,
                     out_layout=lay, mode=mode)
     infix = "Tf32" if type_name == "TF32" else ""
-    name = f"ConvBlasGemm1x1{infix}{dict(F='Fwd', B='Bwd', W='Wrw')[direction]}"
+    name = f"ConvBlasGemm1x1{infix}{dict(F='Fwd', B='Bwd', W='Wrw')[p.key_direction]}"
     assert name in [s.name for s in handle.applicable_solvers(p)]
     dt = DTYPES[type_name]
     gen = torch.Generator(device="cuda").manual_seed(1)
