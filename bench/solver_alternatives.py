@@ -96,16 +96,26 @@ def _filling_split(p: Any, params: tuple[int, ...], target: Any) -> tuple[int, .
     return params[:SPLIT_FIELD] + (int(split),) + params[SPLIT_FIELD + 1:]
 
 
+def _named(name: str) -> Any:
+    """The solver called `name`: the registry's, or a GEMM-library one (solvers/blas_1x1.py,
+    offered by a runtime where the library loads)."""
+    from miopenkernels.solvers import BLAS_SOLVERS, get_solver
+
+    for solver in BLAS_SOLVERS:
+        if solver.name == name:
+            return solver
+    return get_solver(name)
+
+
 def _solution(handle: Any, p: Any, name: str) -> Any:
     """The solver's ranked solution for `p` (its parameters the ranking's), else one at the
     solver's defaults; NAME@tile: the defaults with that tile (`tiled_params`). None where it
     does not apply (or the tile is not legal for it)."""
     from miopenkernels.plan import ConvSolution
-    from miopenkernels.solvers import get_solver
 
     if "@" in name:
         base, tile = name.split("@", 1)
-        solver = get_solver(base)
+        solver = _named(base)
         if not solver.is_applicable(p, handle.target):
             return None
         params = tiled_params(tuple(solver.default_params(p, handle.target)), tile)
@@ -117,7 +127,7 @@ def _solution(handle: Any, p: Any, name: str) -> Any:
     for s in handle.solutions(p):
         if s.solver == name:
             return s
-    solver = get_solver(name)
+    solver = _named(name)
     if not solver.is_applicable(p, handle.target):
         return None
     params = tuple(solver.default_params(p, handle.target)) if solver.tunable else None
@@ -215,10 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     split = {k: [v for v in getattr(args, k).split(",") if v]
              for k in ("types", "directions", "layouts", "networks")}
     try:
-        from miopenkernels.solvers import get_solver
-
         for n in names:
-            get_solver(n.split("@")[0])
+            _named(n.split("@")[0])
             if "@" in n:
                 tiled_params((0,) * 7, n.split("@", 1)[1])
         batches = [int(b) for b in args.batches.split(",") if b]
