@@ -240,6 +240,7 @@ def test_a_capture_without_a_workspace_runs_the_library_without_one(
 
 def test_offered_only_on_nvidia_where_the_library_loads(monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
+    monkeypatch.setattr(blas_1x1, "_offered", [False])
     monkeypatch.setattr(cublas, "load", lambda: _Blas())
     assert library_solvers(_Backend()) == BLAS_SOLVERS
 
@@ -281,10 +282,33 @@ def test_first_only_for_listed_cases_where_it_loads(monkeypatch: pytest.MonkeyPa
     igemm = ConvTritonImplicitGemm("F", "ieee")
     fwd = BLAS_SOLVERS[0]
     monkeypatch.setattr(blas_1x1, "BLAS_FIRST", {"sm90": frozenset({"FP16-F-NHWC"})})
-    monkeypatch.setattr(cublas, "load", lambda: None)
-    assert not ranks_first(fwd, p, SM90)  # no library here: no claim
+    monkeypatch.setattr(blas_1x1, "_offered", [False])
+    assert not ranks_first(fwd, p, SM90)  # not offered in this process: no claim
     monkeypatch.setattr(cublas, "load", lambda: _Blas())
+    assert library_solvers(_Backend()) == BLAS_SOLVERS  # a CUDA runtime offers them
     assert ranks_first(fwd, p, SM90)
     assert not ranks_first(igemm, p, SM90)  # the implicit GEMM gives way
     assert not ranks_first(fwd, _problem("F", "NCHW", in_type="FP16"), SM90)
     assert not ranks_first(fwd, p, Target("sm80", 108))
+
+
+def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
+    """BLAS_FIRST lists the FP16 cases where cuBLAS beat the implicit GEMM on at least 80% of
+    the zoo's 1x1 layers (bench/results/alternatives_blas_{f,b,w}_h200.json), and every
+    listed case ran at most 1.06 of cuDNN's GPU time."""
+    import json
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "bench" / "results"
+    listed = set()
+    for d in "fbw":
+        summary = json.loads((results / f"alternatives_blas_{d}_h200.json").read_text())["summary"]
+        for case, entry in summary.items():
+            blas, other = entry["solvers"]
+            assert blas.startswith("ConvBlasGemm1x1") and entry[blas]["max_rel_err"] < 1e-3
+            won = entry["layers"] - entry[other]["faster_than_first"]
+            if won >= 0.8 * entry["layers"]:
+                listed.add(case)
+                assert entry[blas]["vs_cudnn"] < 1.07 < entry[other]["vs_cudnn"]
+    assert listed == set(blas_1x1.BLAS_FIRST["sm90"])
+    assert len(listed) == 4
