@@ -1,8 +1,11 @@
-"""One solver family against the rest, from what find timed in a bench/zoo.py run (each row's
-`found`: every solver find ran, its median ms): per case and part (zoo, held out), the rows
-where the family ran, the geomean of its best time over the best other solver's, how many
-rows it won, and the GPU-time ratio against cuDNN of the rows as picked. This is what a
-ranks-first table (solvers/blas_1x1.py BLAS_FIRST) is read from. No GPU.
+"""One solver family against the rest, from the times find returned in a bench/zoo.py run (each
+row's `found`: every solver find ranked, its ms): per case, part (zoo, held out) and where
+those times come from (the row's `source`: `find` where they were measured, `ranking` where
+they are the miss ranking's estimates, as in zoo.py's default find mode without a FindDb
+record), the rows where the family ran, the geomean of its best time over the best other
+solver's, how many rows it won, and the GPU-time ratio against cuDNN of the rows as picked.
+Measured times are what a ranks-first table (solvers/blas_1x1.py BLAS_FIRST) is read from;
+estimates show what the ranking thought. No GPU.
 
     python bench/found_share.py RUN.json [--family ConvBlasGemm1x1] [--out STEM] [--json]
 
@@ -24,7 +27,7 @@ def geomean(values: list[float]) -> float:
 
 
 def share(rows: list[dict], family: str) -> dict[str, Any]:
-    """{"<case> <part>": {layers, family_over_best_other, wins, picked_ratio}}."""
+    """{"<case> <part> <source>": {layers, family_over_best_other, wins, picked_ratio}}."""
     out: dict[str, Any] = {}
     groups: dict[str, list[tuple[float, float, float]]] = {}
     for r in rows:
@@ -34,7 +37,7 @@ def share(rows: list[dict], family: str) -> dict[str, Any]:
         if not mine or not others or not r.get("ratio"):
             continue
         part = "held_out" if r.get("held_out") else "zoo"
-        groups.setdefault(f"{r['case']} {part}", []).append(
+        groups.setdefault(f"{r['case']} {part} {r.get('source', 'find')}", []).append(
             (min(mine) / min(others), float(r["ratio"]), 1.0 if min(mine) < min(others) else 0.0))
     for name in sorted(groups):
         g = groups[name]
@@ -68,11 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"| case | part | layers | {args.family} / best other | wins | picked / cuDNN |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(f"| case | part | times | layers | {args.family} / best other | wins | "
+          "picked / cuDNN |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, e in result["cases"].items():
-        case, part = name.split(" ")
-        print(f"| {case} | {part} | {e['layers']} | {e['family_over_best_other']:.3f} | "
+        case, part, source = name.split(" ")
+        print(f"| {case} | {part} | {source} | {e['layers']} | {e['family_over_best_other']:.3f} | "
               f"{e['wins']} | {e['picked_ratio']:.3f} |")
     return 0
 

@@ -33,16 +33,21 @@ __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "library_
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
-#: puts the GEMM library first (`claims_first`); elsewhere the model weighs it with the rest.
-#: sm90, on the H200 (bench/results/alternatives_blas_{f,b,w}_h200.json: the zoo's 1x1
-#: stride-1 layers, every third, held-out networks included, FP16, batch 32, GPU time against
-#: the implicit GEMM at its ranked parameters and cuDNN): the cases where cuBLAS was faster
-#: than the implicit GEMM on at least 80% of the layers. Forward NHWC 0.92 of cuDNN (the
-#: implicit GEMM 1.33; faster on 125 of 132), backward data NHWC 0.91 (1.53; 132 of 132) and
-#: NCHW 1.06 (2.98; 115 of 115), backward weights NHWC 0.95 (1.32; 112 of 132). Forward NCHW
-#: (1.06 against 1.37, but faster on 76 of 115) is left to find. BF16 and FP32 not measured.
-BLAS_FIRST: dict[str, frozenset[str]] = {
-    "sm90": frozenset({"FP16-F-NHWC", "FP16-B-NHWC", "FP16-B-NCHW", "FP16-W-NHWC"}),
+#: puts the GEMM library first (`claims_first`), each with the fewest pixels per image it
+#: claims from; elsewhere the model weighs it with the rest. sm90, on the H200
+#: (bench/results/alternatives_blas_{f,b,w}_h200.json: the zoo's 1x1 stride-1 layers, every
+#: third, held-out networks included, FP16, batch 32, GPU time against the implicit GEMM at its
+#: ranked parameters and cuDNN): the cases where cuBLAS's geomean was at most 1.07 of cuDNN's
+#: and at most 0.8 of the implicit GEMM's, from the fewest pixels per image whose split comes
+#: within 1% of the best one (tests/unit/test_blas_1x1.py reads it back). Forward NHWC 0.92
+#: (the implicit GEMM 1.33), backward data NHWC 0.91 (1.53) and NCHW 1.06 (2.98), backward
+#: weights NHWC 0.95 (1.32); forward NCHW 1.06 (1.37) from 64 pixels per image: below that
+#: a batch of per-image GEMMs of 49 columns (7x7 maps) fills cuBLAS's tiles badly (1.33
+#: against the implicit GEMM's 0.93, 19 layers; from 64 pixels 1.01 against 1.48, 96
+#: layers). BF16 and FP32 not measured.
+BLAS_FIRST: dict[str, dict[str, int]] = {
+    "sm90": {"FP16-F-NHWC": 0, "FP16-B-NHWC": 0, "FP16-B-NCHW": 0, "FP16-W-NHWC": 0,
+             "FP16-F-NCHW": 64},
 }
 
 
@@ -238,7 +243,10 @@ _offered = [False]
 
 def blas_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the GEMM library ranks first on `problem` (BLAS_FIRST) where it is offered."""
-    return _offered[0] and _case(problem) in BLAS_FIRST.get(target.arch, frozenset()) and \
+    if not _offered[0]:
+        return False
+    least = BLAS_FIRST.get(target.arch, {}).get(_case(problem))
+    return least is not None and math.prod(problem.in_spatial) >= least and \
         gemm_call(problem) is not None
 
 
