@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from miopenkernels.backends import cuda
+
+if TYPE_CHECKING:
+    from miopenkernels.handle import Handle
 
 
 class TritonBlocker:
@@ -48,6 +53,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def backend() -> cuda.CudaBackend:
     return cuda.CudaBackend(0)
+
+
+@pytest.fixture()
+def handle(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Handle:
+    """A fresh Handle over databases of its own: no system package, an empty user database and
+    cache, the default find mode (a module's own `handle` fixture overrides this one)."""
+    from miopenkernels.handle import Handle
+
+    monkeypatch.setenv("MIOPEN_SYSTEM_DB_PATH", str(tmp_path / "none"))
+    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path / "user"))
+    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", str(tmp_path / "cache"))
+    for var in ("MIOPEN_FIND_MODE", "MIOPEN_FIND_ENFORCE", "MIOPEN_DISABLE_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    return Handle()
 
 
 @pytest.fixture()

@@ -21,18 +21,6 @@ DTYPES = {"FP16": torch.float16, "BF16": torch.bfloat16, "FP32": torch.float32,
 TOLERANCE = {"FP16": 2e-3, "BF16": 1.5e-2, "FP32": 1e-5, "TF32": 2e-3}
 
 
-@pytest.fixture()
-def handle(monkeypatch, tmp_path):  # noqa: ANN001, ANN201
-    from miopenkernels.handle import Handle
-
-    monkeypatch.setenv("MIOPEN_SYSTEM_DB_PATH", str(tmp_path / "none"))
-    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path / "user"))
-    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", str(tmp_path / "cache"))
-    for var in ("MIOPEN_FIND_MODE", "MIOPEN_FIND_ENFORCE", "MIOPEN_DISABLE_CACHE"):
-        monkeypatch.delenv(var, raising=False)
-    return Handle()
-
-
 def _memory(t: torch.Tensor, layout: str) -> torch.Tensor:
     """A logical (N, C, ...) tensor stored in `layout`, as the runtime takes it (memory
     order)."""

@@ -10,18 +10,6 @@ from miopenkernels.solvers import reference as ref
 PROBLEM = ConvProblem(n=4, c=32, k=48, in_spatial=(14, 14), filter=(3, 3), pad=(1, 1))
 
 
-@pytest.fixture()
-def handle(monkeypatch, tmp_path):  # noqa: ANN001, ANN201
-    from miopenkernels.handle import Handle
-
-    monkeypatch.setenv("MIOPEN_SYSTEM_DB_PATH", str(tmp_path / "none"))
-    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path / "user"))
-    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", str(tmp_path / "cache"))
-    for var in ("MIOPEN_FIND_MODE", "MIOPEN_FIND_ENFORCE", "MIOPEN_DISABLE_CACHE"):
-        monkeypatch.delenv(var, raising=False)
-    return Handle()
-
-
 def _inputs(rng):  # noqa: ANN001, ANN202
     inputs = ref.conv_inputs(PROBLEM, rng)
     return inputs, inputs["x"].astype(np.float32), inputs["w"].astype(np.float32)

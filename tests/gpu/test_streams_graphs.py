@@ -17,18 +17,6 @@ NHWC = ConvProblem(n=4, c=32, k=48, in_spatial=(14, 14), filter=(3, 3), pad=(1, 
                    in_layout="NHWC")
 
 
-@pytest.fixture()
-def handle(monkeypatch, tmp_path):  # noqa: ANN001, ANN201
-    from miopenkernels.handle import Handle
-
-    monkeypatch.setenv("MIOPEN_SYSTEM_DB_PATH", str(tmp_path / "none"))
-    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path / "user"))
-    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", str(tmp_path / "cache"))
-    for var in ("MIOPEN_FIND_MODE", "MIOPEN_FIND_ENFORCE", "MIOPEN_DISABLE_CACHE"):
-        monkeypatch.delenv(var, raising=False)
-    return Handle()
-
-
 def _tensors(problem: ConvProblem, fmt=torch.contiguous_format):  # noqa: ANN001, ANN202
     x = torch.randn(problem.in_shape, device="cuda").to(memory_format=fmt)
     w = torch.randn(problem.wei_shape, device="cuda").to(memory_format=fmt)
