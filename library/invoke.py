@@ -416,8 +416,9 @@ def ranked_solutions(handle: Runtime, problem: ConvProblem) -> list[ConvSolution
     extra, measured = _neighbours(ctx, problem)
 
     def at_hand(solver: Solver, params: Params) -> bool:
-        if solver.language == "library":  # nothing to load: the library is at hand
-            return True
+        if solver.language == "library":  # the library is at hand; any lead-in kernels?
+            return all(ctx.store.kernel_at_hand(job)
+                       for job, _ in solver.lead_ins(problem, params, ctx.target))
         try:
             job = solver.compile_job(problem, params, ctx.target, specialised=False)
         except (NotImplementedError, MIOpenKernelsError):

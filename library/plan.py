@@ -2,16 +2,14 @@
 launches.
 
 `make_invoker` loads the solution's kernels through the kernel store (kernel_store.py), packs
-their arguments (backends/base.py `PreparedLaunch`) and resolves which pointer slot takes which
-tensor or part of the workspace. A `Plan` wraps that invoker with what stays between calls: the
-tensor layouts already checked (per new shape, strides and dtype, not per call), the workspace
-per stream, and the launch through pre-packed `kernelParams`. `plan.run(x, w, y)` reads a torch
-tensor's `data_ptr()` (no `__cuda_array_interface__`), writes the three addresses and launches
-on the caller's stream: with torch tensors the current torch stream unless `stream` names one.
-
-Inside a CUDA graph capture (`Handle.capture`, `torch.cuda.graph`) a plan allocates nothing,
-synchronises nothing and writes no database: a workspace it would have to allocate there is an
-error telling to run the plan once before capturing, or to pass a workspace.
+their arguments (backends/base.py `PreparedLaunch`; a library's call is one too) and resolves
+which pointer slot takes which tensor or part of the workspace. A `Plan` keeps what stays
+between calls: the tensor layouts checked (per shape, strides and dtype), the workspace per
+stream, the launch through pre-packed `kernelParams`. `plan.run(x, w, y)` reads a torch
+tensor's `data_ptr()`, writes the three addresses and launches on the caller's stream (with
+torch tensors the current torch stream unless `stream` names one). Inside a CUDA graph capture
+a plan allocates, synchronises and records nothing: a workspace it would have to allocate
+there is an error telling to run the plan once before capturing, or to pass a workspace.
 """
 
 from __future__ import annotations
@@ -215,26 +213,9 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
     from .codeobject import assumed_divisors
 
     params = ctx.params_for(problem, solver) if params is None else tuple(params)
-    if solver.language == "library":  # one library call (GemmLaunch), no object of ours
-        call = solver.library_launch(ctx.backend, problem)  # type: ignore[attr-defined]
-        return Invoker(solver.name, call, call.pointers, 0, False, params=params)
-    if unaligned:
-        variant = solver.unaligned_job(problem, params, ctx.target)
-        if variant is None:
-            raise ProblemError(f"{solver.name} has no variant for unaligned tensors")
-        job, spec = variant, bool(specialised)
-    elif specialised is None:
-        job, spec = _job(ctx, problem, solver, params, allow_specialised_compile)
-    else:
-        job, spec = solver.compile_job(problem, params, ctx.target, specialised), specialised
     backend = ctx.backend
-    fn = ctx.store.kernel(job)
-    meta = fn.module.meta
-    launch = _apply_meta(solver, solver.launch(problem, params, spec), meta)
-    prepared = backend.prepare(fn, launch.grid, launch.block, launch.args, launch.shared_bytes)
     roles = tensor_roles(problem)
     slots = solver.workspace_slots(problem, params)
-    ptrs = _pointer_roles(solver, problem, prepared, roles, slots)
 
     def extra(pairs: tuple[tuple[CompileJob, Launch], ...]
               ) -> tuple[tuple[PreparedLaunch, Pointers], ...]:
@@ -247,6 +228,26 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
             out.append((extra_prepared,
                         _pointer_roles(solver, problem, extra_prepared, roles, slots)))
         return tuple(out)
+
+    if solver.language == "library":  # a library call (GemmLaunch) after any lead-ins of ours
+        lib = solver.library_launch(backend, problem)  # type: ignore[attr-defined]
+        return Invoker(solver.name, lib, _pointer_roles(solver, problem, lib, roles, slots),
+                       int(solver.workspace_bytes(problem)), False, params=params,
+                       first=extra(solver.lead_ins(problem, params, ctx.target)))
+    if unaligned:
+        variant = solver.unaligned_job(problem, params, ctx.target)
+        if variant is None:
+            raise ProblemError(f"{solver.name} has no variant for unaligned tensors")
+        job, spec = variant, bool(specialised)
+    elif specialised is None:
+        job, spec = _job(ctx, problem, solver, params, allow_specialised_compile)
+    else:
+        job, spec = solver.compile_job(problem, params, ctx.target, specialised), specialised
+    fn = ctx.store.kernel(job)
+    meta = fn.module.meta
+    launch = _apply_meta(solver, solver.launch(problem, params, spec), meta)
+    prepared = backend.prepare(fn, launch.grid, launch.block, launch.args, launch.shared_bytes)
+    ptrs = _pointer_roles(solver, problem, prepared, roles, slots)
 
     call = (problem, params, ctx.target)
     first = extra(solver.lead_ins(*call))

@@ -213,7 +213,7 @@ class Backend(ABC):
         self.capture_stream: int | None = None
         self._recording: list[Callable[[], None]] | None = None
         # The plans' shared workspace per stream (`workspace`), and the buffers it outgrew.
-        self._workspace: dict[int, Buffer] = {}
+        self._workspace: dict[tuple[str, int], Buffer] = {}  # (pool, stream) -> buffer
         self._outgrown: list[Buffer] = []
 
     # ---- code objects
@@ -273,15 +273,17 @@ class Backend(ABC):
         raise BackendError(f"the {self.name} backend cannot capture graphs")
 
     # ---- memory
-    def workspace(self, stream: int, nbytes: int) -> int:
+    def workspace(self, stream: int, nbytes: int, pool: str = "plans") -> int:
         """The address of at least `nbytes` of device memory for launches on `stream`, shared
         by every plan of this backend that has no workspace of its own: launches on one stream
         run in order, so one plan's scratch is free again when the next plan's launch starts.
         It grows (to twice its size at least) and never shrinks; the buffers it outgrows stay
         allocated until `close`, because a captured graph may hold their address. A first call
         therefore allocates nothing once an earlier one needed as much (a cuMemAlloc is
-        ~0.1 ms, a tenth of a first call). Inside a capture it cannot grow: BackendError."""
-        buf = self._workspace.get(stream)
+        ~0.1 ms, a tenth of a first call). Inside a capture it cannot grow: BackendError.
+        `pool` keeps users apart whose scratch is live at once: the GEMM library's ("library")
+        is used during a call whose plan's workspace holds its operands."""
+        buf = self._workspace.get((pool, stream))
         if buf is not None and buf.nbytes >= nbytes:
             return buf.ptr
         if self.is_capturing(stream):
@@ -292,7 +294,7 @@ class Backend(ABC):
         new = self.alloc(size)
         if buf is not None:
             self._outgrown.append(buf)
-        self._workspace[stream] = new
+        self._workspace[(pool, stream)] = new
         return new.ptr
 
     def free_workspaces(self) -> None:

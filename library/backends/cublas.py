@@ -5,10 +5,11 @@ The library is the one the `nvidia-cublas` wheel installs (`pip install
 path (`libcublas.so.13`, then `.12`); `load()` answers None where neither loads, and the
 solvers that need it are then not offered. Calls run in the CUDA backend's context (the
 device's primary context, PyTorch's), one cuBLAS handle per thread and device. A call's
-scratch memory is the backend's shared workspace of its stream (`Backend.workspace`,
-WORKSPACE_BYTES): launches on one stream run in order, so cuBLAS and the kernels share it as
-the kernels share it among themselves; inside a capture that has none yet, cuBLAS runs
-without one (its kernels that need none).
+scratch memory is the backend's shared workspace of its stream in a pool of its own
+(`Backend.workspace(..., pool="library")`, WORKSPACE_BYTES): launches on one stream run in
+order, so every call shares it, and a plan whose workspace holds the call's operands (the
+transposed tensors of solvers/blas_relayout.py) never sees them overwritten; inside a capture
+that has none yet, cuBLAS runs without one (its kernels that need none).
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ class GemmLaunch:
                 raise BackendError(f"cublasSetStream failed: {blas.status(code)}")
             state.stream, state.workspace = s, None
         try:
-            ws = backend.workspace(s, WORKSPACE_BYTES)
+            ws = backend.workspace(s, WORKSPACE_BYTES, pool="library")
         except BackendError:  # inside a capture that has none yet: cuBLAS's kernels without
             ws = 0
         if state.workspace != ws:

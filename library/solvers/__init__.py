@@ -12,7 +12,8 @@ from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
 from .base import CompileJob, KernelArg, Launch, Params, Solver
-from .blas_1x1 import BLAS_SOLVERS, ConvBlasGemm1x1, blas_first, library_solvers
+from .blas_1x1 import BLAS_SOLVERS, ConvBlasGemm1x1, blas_first, offered
+from .blas_relayout import VIA_BLAS_SOLVERS
 from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
@@ -45,6 +46,7 @@ from .winograd import ConvWinograd3x3
 __all__ = [
     "SOLVERS",
     "BLAS_SOLVERS",
+    "VIA_BLAS_SOLVERS",
     "library_solvers",
     "get_solver",
     "applicable_solvers",
@@ -184,6 +186,12 @@ def get_solver(name: str) -> Solver:
             return solver
     known = ", ".join(s.name for s in SOLVERS)
     raise ProblemError(f"unknown solver {name!r}; known solvers: {known}")
+
+
+def library_solvers(backend: object) -> list[Solver]:
+    """The GEMM-library solvers a runtime on `backend` offers (blas_1x1.offered): the 1x1
+    calls and the channel-planar backward weights through copies; none where it offers none."""
+    return [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS] if offered(backend) else []
 
 
 def applicable_solvers(problem: ConvProblem, target: Target) -> list[Solver]:

@@ -13,7 +13,7 @@ convolutions, 2-D and 3-D alike), without a GPU: tests/unit/test_blas_1x1.py run
 
 Nothing is compiled and nothing is shipped: no kdb entry, no parameters. The solvers are not
 in the build's registry (`SOLVERS`): a runtime adds them where the library loads on an
-NVIDIA device (`library_solvers`), and `find` times them beside the kernels.
+NVIDIA device (`solvers.library_solvers`, `offered`), and `find` times them beside the kernels.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from ..target import Target
 from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view, macs
 from .base import CompileJob, Launch, Params, Solver
 
-__all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "library_solvers",
-           "blas_first", "BLAS_FIRST"]
+__all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
+           "blas_first", "BLAS_FIRST", "channels_last_twin"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
@@ -235,29 +235,42 @@ def _case(problem: ConvProblem) -> str:
     return f"{problem.in_type}-{problem.key_direction}-{layout}"
 
 
-#: Whether a runtime in this process offers the solvers (`library_solvers` found the library
+#: Whether a runtime in this process offers the solvers (`offered` found the library
 #: on a CUDA backend): only then do they claim first place, and the kernels' families give
 #: way; a process without them (the null backend, a build) ranks as before.
 _offered = [False]
 
 
+def channels_last_twin(problem: ConvProblem) -> ConvProblem:
+    """The problem with channels-last tensors (NHWC, NDHWC) in place of channel planes: what
+    solvers/blas_relayout.py computes on its transposed copies."""
+    from .._record import replace
+
+    layout = "NDHWC" if len(problem.in_spatial) == 3 else "NHWC"
+    return replace(problem, in_layout=layout, wei_layout=layout, out_layout=layout)
+
+
 def blas_first(problem: ConvProblem, target: Target) -> bool:
-    """Whether the GEMM library ranks first on `problem` (BLAS_FIRST) where it is offered."""
+    """Whether the GEMM library ranks first on `problem` (BLAS_FIRST) where it is offered:
+    in one call, or (channel-planar backward weights) through its channels-last twin."""
     if not _offered[0]:
         return False
     least = BLAS_FIRST.get(target.arch, {}).get(_case(problem))
-    return least is not None and math.prod(problem.in_spatial) >= least and \
-        gemm_call(problem) is not None
+    if least is None or math.prod(problem.in_spatial) < least:
+        return False
+    return gemm_call(problem) is not None or (
+        problem.key_direction == "W" and gemm_call(channels_last_twin(problem)) is not None)
 
 
-def library_solvers(backend: Any) -> list[Solver]:
-    """The GEMM-library solvers a runtime on `backend` offers: on the CUDA backend where cuBLAS
-    loads, none elsewhere (the null backend's reference stands in for our kernels alone)."""
+def offered(backend: Any) -> bool:
+    """Whether a runtime on `backend` offers the GEMM-library solvers: on the CUDA backend
+    where cuBLAS loads, never elsewhere (the null backend's reference stands in for our
+    kernels alone). Once one does, they claim first place in this process (`_offered`)."""
     if getattr(backend, "name", "") != "cuda":
-        return []
+        return False
     from ..backends.cublas import load
 
     if load() is None:
-        return []
+        return False
     _offered[0] = True
-    return list(BLAS_SOLVERS)
+    return True

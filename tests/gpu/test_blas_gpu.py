@@ -1,6 +1,7 @@
-"""The GEMM-library 1x1 solvers (solvers/blas_1x1.py) on the GPU: every direction, type and
-layout they take, plain and transposed, 2-D and 3-D, against a float64 reference on the same
-tensors; through a plan, on a side stream and inside a CUDA graph."""
+"""The GEMM-library 1x1 solvers (solvers/blas_1x1.py, and blas_relayout.py's channel-planar
+backward weights through copies) on the GPU: every direction, type and layout they take, plain
+and transposed, 2-D and 3-D, against a float64 reference on the same tensors; through a plan,
+on a side stream and inside a CUDA graph."""
 
 from __future__ import annotations
 
@@ -38,8 +39,7 @@ def _logical(t: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 CASES = [(d, t, lay, mode, dims) for d in "FBW" for t in DTYPES
-         for lay in ("NCHW", "NHWC") for mode in ("conv", "trans") for dims in (2, 3)
-         if not (d == "W" and lay == "NCHW")]
+         for lay in ("NCHW", "NHWC") for mode in ("conv", "trans") for dims in (2, 3)]
 
 
 @pytest.mark.parametrize(("direction", "type_name", "layout", "mode", "dims"), CASES)
@@ -56,7 +56,8 @@ def test_matches_float64(handle, direction: str, type_name: str, layout: str,  #
                     direction=direction, in_type=stored, in_layout=lay, wei_layout=lay,
                     out_layout=lay, mode=mode)
     infix = "Tf32" if type_name == "TF32" else ""
-    name = f"ConvBlasGemm1x1{infix}{dict(F='Fwd', B='Bwd', W='Wrw')[p.key_direction]}"
+    via = "ViaNhwc" if p.key_direction == "W" and layout == "NCHW" else ""  # blas_relayout
+    name = f"ConvBlasGemm1x1{infix}{via}{dict(F='Fwd', B='Bwd', W='Wrw')[p.key_direction]}"
     assert name in [s.name for s in handle.applicable_solvers(p)]
     dt = DTYPES[type_name]
     gen = torch.Generator(device="cuda").manual_seed(1)
@@ -105,6 +106,30 @@ def test_a_plan_on_a_side_stream_and_in_a_cuda_graph(handle) -> None:  # noqa: A
     graph.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(y.float(), want, rtol=2e-3, atol=2e-3)
+
+
+def test_the_copies_through_a_plan_in_a_cuda_graph(handle) -> None:  # noqa: ANN001
+    """Channel-planar backward weights: the transposes into the plan's workspace (torch's
+    allocator) and the call, whose scratch is the library's pool, captured and replayed."""
+    p = ConvProblem(n=8, c=64, k=96, in_spatial=(14, 14), filter=(1, 1), in_type="FP16",
+                    direction="W")
+    x = torch.randn((8, 64, 14, 14), device="cuda", dtype=torch.float16)
+    dy = torch.randn((8, 96, 14, 14), device="cuda", dtype=torch.float16) / 8
+    dw = torch.full((96, 64, 1, 1), float("nan"), device="cuda", dtype=torch.float16)
+    plan = handle.plan(p, "ConvBlasGemm1x1ViaNhwcWrw")
+    assert plan.workspace_bytes >= (8 * 64 + 8 * 96) * 196 * 2
+    want = torch.einsum("nkhw,nchw->kc", dy.float(), x.float()).reshape(dw.shape)
+    plan(x, dw, dy)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(dw.float(), want, rtol=2e-3, atol=2e-2)
+    dw.fill_(float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan(x, dw, dy)
+    dw.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(dw.float(), want, rtol=2e-3, atol=2e-2)
 
 
 def test_find_times_the_library_beside_the_kernels(handle) -> None:  # noqa: ANN001

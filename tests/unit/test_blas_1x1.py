@@ -133,10 +133,10 @@ class _Backend:
 
     def __init__(self) -> None:
         self.launches = 0
-        self.asked: list[tuple[int, int]] = []
+        self.asked: list[tuple[int, int, str]] = []
 
-    def workspace(self, stream: int, nbytes: int) -> int:
-        self.asked.append((stream, nbytes))
+    def workspace(self, stream: int, nbytes: int, pool: str = "plans") -> int:
+        self.asked.append((stream, nbytes, pool))
         return 0x7000_0000
 
     def _current(self) -> None:
@@ -211,7 +211,7 @@ def test_an_invoker_and_a_plan_pass_the_roles_addresses(monkeypatch: pytest.Monk
     assert [name for name, _ in blas.lib.calls] == ["cublasSetStream_v2",
                                                     "cublasSetWorkspace_v2"]
     assert blas.lib.calls[1][1] == (0x1234, 0x7000_0000, cublas.WORKSPACE_BYTES)
-    assert ctx.backend.asked == [(77, cublas.WORKSPACE_BYTES)]
+    assert ctx.backend.asked == [(77, cublas.WORKSPACE_BYTES, "library")]
     plan = Plan(ctx.backend, p, inv)
     plan._launch((0x500, 0x600, 0x700, 0), 77)
     assert blas.gemms[-1][7] == {"x": 0x500, "dy": 0x700, "dw": 0x600}[call.a]
@@ -227,7 +227,7 @@ def test_a_capture_without_a_workspace_runs_the_library_without_one(
     blas = _Blas()
     backend = _Backend()
 
-    def no_workspace(stream: int, nbytes: int) -> int:
+    def no_workspace(stream: int, nbytes: int, pool: str = "plans") -> int:
         raise BackendError("inside a capture")
 
     backend.workspace = no_workspace  # type: ignore[method-assign]

@@ -1,0 +1,176 @@
+"""solvers/blas_relayout.py without a GPU: channel-planar backward weights of a 1x1 layer as
+the transposes into the workspace and the channels-last twin's library call, run on numpy
+(the transpose kernel's [b][r][s] -> [b][s][r] and cuBLAS's column-major product) against the
+float64 reference; applicability; where it ranks first."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from miopenkernels.backends import cublas
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import (
+    BLAS_SOLVERS,
+    SOLVERS,
+    VIA_BLAS_SOLVERS,
+    blas_1x1,
+    library_solvers,
+    ranks_first,
+)
+from miopenkernels.solvers.blas_1x1 import GemmCall, channels_last_twin, gemm_call
+from miopenkernels.solvers.blas_relayout import ConvBlasGemm1x1ViaNhwc
+from miopenkernels.solvers.reference import conv_inputs, conv_reference, conv_tensor_shapes
+from miopenkernels.target import Target
+from test_blas_1x1 import _Backend, _Blas, emulate
+
+SM90 = Target("sm90", 132)
+VIA = ConvBlasGemm1x1ViaNhwc()
+
+
+def _problem(dims: int = 2, mode: str = "conv", **kw: Any) -> ConvProblem:
+    lay = "NCHW" if dims == 2 else "NCDHW"
+    args: dict[str, Any] = dict(n=3, c=6, k=10, in_spatial=(5, 7) if dims == 2 else (3, 4, 5),
+                                filter=(1,) * dims, direction="W", in_layout=lay,
+                                wei_layout=lay, out_layout=lay, mode=mode)
+    args.update(kw)
+    return ConvProblem(**args)
+
+
+def _arg(launch: Any, name: str) -> Any:
+    return next(a.value for a in launch.args if a.name == name)
+
+
+def _transpose(launch: Any, buffers: dict[str, np.ndarray]) -> None:
+    """transpose_021 as its launch says: [B][R][S] (rows SRC_S apart) -> [B][S][R]."""
+    src = next(a.kind[4:] for a in launch.args if a.name == "src_ptr")
+    dst = next(a.kind[4:] for a in launch.args if a.name == "dst_ptr")
+    b, r, s = (_arg(launch, n) for n in ("B", "R", "S"))
+    assert _arg(launch, "SRC_S") == s and (_arg(launch, "DST_B"), _arg(launch, "DST_R")) == (b, r)
+    buffers[dst] = buffers[src][:b * r * s].reshape(b, r, s).transpose(0, 2, 1).ravel().copy()
+
+
+@pytest.mark.parametrize(("dims", "mode"), list(itertools.product((2, 3), ("conv", "trans"))))
+def test_copies_and_call_compute_the_weights(monkeypatch: pytest.MonkeyPatch, dims: int,
+                                             mode: str) -> None:
+    p = _problem(dims, mode)
+    assert VIA.is_applicable(p, SM90) and gemm_call(p) is None
+    tensors = conv_inputs(p, np.random.default_rng(11))
+    buffers = {name: np.asarray(t, dtype=np.float64).ravel().copy()
+               for name, t in tensors.items()}
+    for _, launch in VIA.lead_ins(p, (), SM90):
+        _transpose(launch, buffers)
+    blas = _Blas()
+    monkeypatch.setattr(cublas, "load", lambda: blas)
+    call = VIA.library_launch(_Backend(), p)
+    assert set(call.slots) == {"ws_x", "ws_dy", "dw"}
+    # The call as the library gets it: the slots' addresses stand for the buffers.
+    address = {name: 0x1000 * (i + 1) for i, name in enumerate(call.slots)}
+    for name, value in address.items():
+        call.set(name, value)
+    call(0)
+    got = blas.gemms[-1]
+    by_address = {v: k for k, v in address.items()}
+    twin = gemm_call(channels_last_twin(p))
+    assert twin is not None
+    replay = GemmCall(bool(got[1]), bool(got[2]), got[3], got[4], got[5], by_address[got[7]],
+                      got[9], got[10], by_address[got[11]], got[13], got[14],
+                      by_address[got[16]], got[18], got[19], got[20])
+    assert (replay.m, replay.n, replay.k, replay.batch) == (twin.m, twin.n, twin.k, 1)
+    shapes = conv_tensor_shapes(p)
+    buffers["dw"] = np.full(math.prod(shapes["dw"]), np.nan)
+    emulate(replay, buffers)
+    want = conv_reference(p, tensors).ravel()
+    assert not np.isnan(buffers["dw"]).any()
+    np.testing.assert_allclose(buffers["dw"], want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_workspace_holds_both_copies_aligned() -> None:
+    p = _problem(n=3, c=6, k=10, in_type="FP16")  # x 3*6*35*2 = 1,260 bytes, dy 2,100
+    assert VIA.workspace_slots(p, ()) == {"ws_x": 0, "ws_dy": 1280}
+    assert VIA.workspace_for(p, ()) == VIA.workspace_bytes(p) == 1280 + 2304
+
+
+def test_an_invoker_transposes_then_calls_with_the_copies(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Any) -> None:
+    """make_invoker: the two transposes (our objects, from the store) into the workspace,
+    then the library's call reading them and writing the caller's dw."""
+    from find_doubles import db_env, run_recorded, triton_compiler
+    from miopenkernels.backends import NullBackend
+    from miopenkernels.handle import Handle
+    from miopenkernels.plan import make_invoker
+
+    db_env(monkeypatch, tmp_path)
+    blas = _Blas()
+    monkeypatch.setattr(cublas, "load", lambda: blas)
+    backend = NullBackend(SM90)
+    h = Handle(backend=backend, compiler=triton_compiler(), solvers=[VIA])
+    p = _problem(n=4, c=32, k=48, in_spatial=(7, 9), in_type="FP16")
+    inv = make_invoker(h, p, VIA, params=())
+    assert inv.workspace_bytes == VIA.workspace_bytes(p) and len(inv.first) == 2
+    launches, ptrs = run_recorded(backend, inv)
+    ws, slots = ptrs["workspace"], VIA.workspace_slots(p, ())
+    first, second = (dict(r.args) for r in launches)
+    assert [r.kernel for r in launches] == ["transpose_021", "transpose_021"]
+    assert first["ptr:x"] == ptrs["x"] and first["ptr:ws_x"] == ws + slots["ws_x"]
+    assert second["ptr:dy"] == ptrs["y"] and second["ptr:ws_dy"] == ws + slots["ws_dy"]
+    got = blas.gemms[-1]
+    twin = gemm_call(channels_last_twin(p))
+    assert twin is not None
+    where = {"ws_x": ws + slots["ws_x"], "ws_dy": ws + slots["ws_dy"], "dw": ptrs["w"]}
+    names = {"x": "ws_x", "dy": "ws_dy", "dw": "dw"}
+    assert (got[7], got[11], got[16]) == (where[names[twin.a]], where[names[twin.b]],
+                                          where[names[twin.c]])
+    # The library's scratch is its own pool's, not the invoker's workspace.
+    state_ws = blas.lib.calls[-1][1][1]
+    assert blas.lib.calls[-1][0] == "cublasSetWorkspace_v2" and state_ws != ws
+
+
+@pytest.mark.parametrize("change", [
+    dict(in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC"),  # the plain call's
+    dict(direction="F"), dict(direction="B"),
+    dict(filter=(3, 3), pad=(1, 1)), dict(stride=(2, 2)), dict(groups=2),
+    dict(in_layout="NCHW", wei_layout="NCHW", out_layout="NHWC"),
+    dict(in_type="INT8"),
+])
+def test_refused(change: dict[str, Any]) -> None:
+    assert not VIA.is_applicable(_problem(**change), SM90)
+
+
+def test_types_math_and_vendors() -> None:
+    tf32 = ConvBlasGemm1x1ViaNhwc("tf32")
+    assert (VIA.name, tf32.name) == ("ConvBlasGemm1x1ViaNhwcWrw", "ConvBlasGemm1x1Tf32ViaNhwcWrw")
+    assert VIA.ranking_name == "ConvBlasGemm1x1Wrw"
+    assert VIA.algorithm(_problem()) == "miopenConvolutionBwdWeightsAlgoGEMM"
+    for t in ("FP16", "BF16", "FP32"):
+        assert VIA.is_applicable(_problem(in_type=t), SM90)
+    assert tf32.is_applicable(_problem(in_type="FP32"), SM90)
+    assert not tf32.is_applicable(_problem(in_type="FP16"), SM90)
+    assert not VIA.is_applicable(_problem(in_type="FP16"), Target("gfx90a", 104))
+    assert VIA.dynamic_jobs(SM90) == [] and not {s.name for s in VIA_BLAS_SOLVERS} & \
+        {s.name for s in SOLVERS}
+
+
+def test_offered_with_the_library_and_first_where_the_table_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(blas_1x1, "_offered", [False])
+    monkeypatch.setattr(cublas, "load", lambda: _Blas())
+    monkeypatch.setattr(blas_1x1, "BLAS_FIRST", {"sm90": {"FP16-W-NCHW": 64}})
+    layers = [_problem(n=32, c=256, k=64, in_spatial=(28, 28), in_type="FP16"),
+              _problem(n=32, c=64, k=256, in_spatial=(56, 56), in_type="FP16"),
+              _problem(n=32, c=1024, k=2048, in_spatial=(14, 14), in_type="FP16")]
+    claimed = {(i, s.name) for i, p in enumerate(layers) for s in SOLVERS
+               if s.is_applicable(p, SM90) and ranks_first(s, p, SM90)}
+    assert {name for _, name in claimed} >= {"ConvTritonGemm1x1Wrw"}
+    assert not any(ranks_first(VIA, p, SM90) for p in layers)  # not offered in this process
+    assert library_solvers(_Backend()) == [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS]
+    assert all(ranks_first(VIA, p, SM90) for p in layers)
+    for i, name in claimed:  # the kernels' families give way
+        assert not ranks_first(next(s for s in SOLVERS if s.name == name), layers[i], SM90)
+    assert not ranks_first(VIA, _problem(n=32, c=256, k=64, in_spatial=(7, 7),
+                                         in_type="FP16"), SM90)
+    assert not ranks_first(VIA, _problem(n=32, c=256, k=64, in_spatial=(28, 28),
+                                         in_type="BF16"), SM90)
