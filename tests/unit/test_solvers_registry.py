@@ -13,6 +13,7 @@ from miopenkernels.solvers import (
     BLAS_SOLVERS,
     FIRST_CLAIMS,
     SOLVERS,
+    VIA_BLAS_SOLVERS,
     YIELDS_TO,
     CompileJob,
     KernelArg,
@@ -274,7 +275,7 @@ def test_primitives_registry():
 def test_the_ranks_first_precedence_is_an_order_over_registered_families() -> None:
     """Every family given way to has a claim and a solver in the registry, and no family gives
     way to itself, directly or through others (else two could each wait for the other)."""
-    registered = {type(s) for s in (*SOLVERS, *BLAS_SOLVERS)}  # BLAS: where the library loads
+    registered = {type(s) for s in (*SOLVERS, *BLAS_SOLVERS, *VIA_BLAS_SOLVERS)}  # the library
     assert set(FIRST_CLAIMS) <= registered and set(YIELDS_TO) <= registered
     for winners in YIELDS_TO.values():
         assert set(winners) <= set(FIRST_CLAIMS)
