@@ -298,11 +298,20 @@ def test_first_only_for_listed_cases_where_it_loads(monkeypatch: pytest.MonkeyPa
                                          in_spatial=(7, 7)), SM90)
 
 
+#: The committed runs of the library against the kernels (bench/solver_alternatives.py over the
+#: zoo's 1x1 stride-1 layers, H200) that BLAS_FIRST is read from.
+FIRST_PLACE_RUNS = ("alternatives_blas_f_h200.json", "alternatives_blas_b_h200.json",
+                    "alternatives_blas_w_h200.json")
+#: The most a listed case may take of cuDNN's GPU time, per type (the issue's bar, FP16 and
+#: BF16 with a margin of the runs' noise).
+FIRST_PLACE_LIMIT = {"FP16": 1.07, "BF16": 1.07, "FP32": 1.2}
+
+
 def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
-    """BLAS_FIRST lists the FP16 cases where cuBLAS's GPU-time geomean over the zoo's 1x1
-    layers (bench/results/alternatives_blas_{f,b,w}_h200.json) was at most 1.07 of cuDNN's and
-    at most 0.8 of the implicit GEMM's, on the layers from the fewest pixels per image where
-    claiming pays (cuBLAS from there, the implicit GEMM below, within 1% of the best split)."""
+    """BLAS_FIRST lists the cases where the library's GPU-time geomean over the zoo's 1x1
+    layers (FIRST_PLACE_RUNS) was within FIRST_PLACE_LIMIT of cuDNN's and at most 0.8 of the
+    best kernel's measured beside it, on the layers from the fewest pixels per image where
+    claiming pays (the library from there, the kernels below, within 1% of the best split)."""
     import json
     from pathlib import Path
 
@@ -312,23 +321,26 @@ def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
         return math.exp(sum(math.log(v) for v in values) / len(values))
 
     listed: dict[str, int] = {}
-    for d in "fbw":
-        data = json.loads((results / f"alternatives_blas_{d}_h200.json").read_text())
+    for run in FIRST_PLACE_RUNS:
+        data = json.loads((results / run).read_text())
         for case, entry in data["summary"].items():
-            blas, other = entry["solvers"]
-            assert blas.startswith("ConvBlasGemm1x1") and entry[blas]["max_rel_err"] < 1e-3
+            blas, = (s for s in entry["solvers"] if s.startswith("ConvBlasGemm1x1"))
+            others = [s for s in entry["solvers"] if s != blas]
+            assert others and entry[blas]["max_rel_err"] < 1e-3
             rows = [(math.prod(int(v) for v in r["key"].split("-")[1:3]),
                      r["solvers"][blas]["gpu_ms"] / r["cudnn_gpu_ms"],
-                     r["solvers"][other]["gpu_ms"] / r["cudnn_gpu_ms"])
-                    for r in data["rows"] if r["case"] == case]
-            assert len(rows) == entry["layers"] > 100
+                     min(r["solvers"][o]["gpu_ms"] for o in others if o in r["solvers"])
+                     / r["cudnn_gpu_ms"])
+                    for r in data["rows"] if r["case"] == case and blas in r["solvers"]]
+            assert len(rows) >= entry["layers"] > 50
             # The fewest pixels per image to claim from: the smallest threshold whose picks
-            # (cuBLAS from it, the implicit GEMM below) come within 1% of the best threshold's.
+            # (the library from it, the kernels below) come within 1% of the best threshold's.
             picked = {t: gm([b if px >= t else o for px, b, o in rows])
                       for t in [0] + sorted({px for px, _, _ in rows})}
             least = min(t for t, g in picked.items() if g <= 1.01 * min(picked.values()))
             kept = [(b, o) for px, b, o in rows if px >= least]
-            if gm([b for b, _ in kept]) <= min(1.07, 0.8 * gm([o for _, o in kept])):
+            limit = FIRST_PLACE_LIMIT[case.split("-")[0]]
+            if gm([b for b, _ in kept]) <= min(limit, 0.8 * gm([o for _, o in kept])):
                 listed[case] = least
     assert listed == blas_1x1.BLAS_FIRST["sm90"]
-    assert listed["FP16-F-NCHW"] == 64 and len(listed) == 5
+    assert listed["FP16-F-NCHW"] == 64 and len(listed) >= 5
