@@ -29,26 +29,38 @@ from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view, macs
 from .base import CompileJob, Launch, Params, Solver
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
-           "blas_first", "BLAS_FIRST", "channels_last_twin"]
+           "blas_first", "BLAS_FIRST", "VIA_FIRST", "channels_last_twin"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
 #: puts the GEMM library first (`claims_first`), each with the fewest pixels per image it
 #: claims from; elsewhere the model weighs it with the rest. sm90, on the H200
-#: (bench/results/alternatives_blas_{f,b,w}_h200.json: the zoo's 1x1 stride-1 layers, every
-#: third, held-out networks included, FP16, batch 32, GPU time against the implicit GEMM at its
-#: ranked parameters and cuDNN): the cases where cuBLAS's geomean was at most 1.07 of cuDNN's
-#: and at most 0.8 of the implicit GEMM's, from the fewest pixels per image whose split comes
-#: within 1% of the best one (tests/unit/test_blas_1x1.py reads it back). Forward NHWC 0.92
-#: (the implicit GEMM 1.33), backward data NHWC 0.91 (1.53) and NCHW 1.06 (2.98), backward
-#: weights NHWC 0.95 (1.32); forward NCHW 1.06 (1.37) from 64 pixels per image: below that
-#: a batch of per-image GEMMs of 49 columns (7x7 maps) fills cuBLAS's tiles badly (1.33
-#: against the implicit GEMM's 0.93, 19 layers; from 64 pixels 1.01 against 1.48, 96
-#: layers). BF16 and FP32 not measured.
+#: (bench/results/alternatives_blas_{f,b,w,bf16}_h200.json: the zoo's 1x1 stride-1 layers,
+#: every third, held-out networks included, batch 32, GPU time against the implicit GEMM at
+#: its ranked parameters and cuDNN): the cases where cuBLAS's geomean was at most 1.1 of
+#: cuDNN's and at most 0.8 of the implicit GEMM's, from the fewest pixels per image whose
+#: split comes within 1% of the best one (tests/unit/test_blas_1x1.py reads it back). FP16:
+#: forward NHWC 0.92 (the implicit GEMM 1.33), backward data NHWC 0.91 (1.53) and NCHW 1.06
+#: (2.98), backward weights NHWC 0.95 (1.32); forward NCHW from 64 pixels per image: below
+#: that a batch of per-image GEMMs of 49 columns (7x7 maps) fills cuBLAS's tiles badly (1.33
+#: against the implicit GEMM's 0.93, 19 layers; from 64 pixels 1.01 against 1.48, 96 layers).
+#: BF16 alike: 0.90, 0.90, 1.08, 0.93, and forward NCHW 1.01 (1.44) from 64 pixels. FP32
+#: (IEEE, alternatives_blas_fp32_h200.json): cuBLAS 2.1-2.5 of cuDNN, not listed.
 BLAS_FIRST: dict[str, dict[str, int]] = {
     "sm90": {"FP16-F-NHWC": 0, "FP16-B-NHWC": 0, "FP16-B-NCHW": 0, "FP16-W-NHWC": 0,
-             "FP16-F-NCHW": 64},
+             "FP16-F-NCHW": 64, "BF16-F-NHWC": 0, "BF16-B-NHWC": 0, "BF16-B-NCHW": 0,
+             "BF16-W-NHWC": 0, "BF16-F-NCHW": 64},
 }
+
+#: Per arch, the channel-planar backward-weights cases where the library through channels-last
+#: copies (solvers/blas_relayout.py) ranks first, each with the least C*K/(C+K) it claims from
+#: (the copies move C+K elements per pixel, the product does C*K multiply-adds) on more than
+#: one pixel. sm90, on the H200 (bench/results/alternatives_blas_via_w_h200.json, FP16 W-NCHW,
+#: the zoo's 1x1 layers against the kernels' Via solver, the Triton 1x1 GEMM and the implicit
+#: GEMM): from 100, 0.92 of cuDNN against the best kernel's 1.24 (54 of 132 layers); below it
+#: the copies cost more than the product saves. BF16 (alternatives_blas_bf16_h200.json): 1.30
+#: against 1.60 over every layer, above the bar that BLAS_FIRST keeps, so not listed.
+VIA_FIRST: dict[str, dict[str, int]] = {"sm90": {"FP16-W-NCHW": 100}}
 
 
 @dataclass(frozen=True)
@@ -251,15 +263,18 @@ def channels_last_twin(problem: ConvProblem) -> ConvProblem:
 
 
 def blas_first(problem: ConvProblem, target: Target) -> bool:
-    """Whether the GEMM library ranks first on `problem` (BLAS_FIRST) where it is offered:
-    in one call, or (channel-planar backward weights) through its channels-last twin."""
+    """Whether the GEMM library ranks first on `problem` where it is offered: in one call
+    (BLAS_FIRST), or for channel-planar backward weights through its channels-last twin's
+    copies (VIA_FIRST)."""
     if not _offered[0]:
         return False
-    least = BLAS_FIRST.get(target.arch, {}).get(_case(problem))
-    if least is None or math.prod(problem.in_spatial) < least:
-        return False
-    return gemm_call(problem) is not None or (
-        problem.key_direction == "W" and gemm_call(channels_last_twin(problem)) is not None)
+    p = problem
+    if gemm_call(p) is not None:
+        least = BLAS_FIRST.get(target.arch, {}).get(_case(p))
+        return least is not None and math.prod(p.in_spatial) >= least
+    least = VIA_FIRST.get(target.arch, {}).get(_case(p))
+    return least is not None and p.key_direction == "W" and math.prod(p.in_spatial) > 1 and \
+        p.c * p.k >= least * (p.c + p.k) and gemm_call(channels_last_twin(p)) is not None
 
 
 def offered(backend: Any) -> bool:

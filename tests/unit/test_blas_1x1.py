@@ -301,10 +301,10 @@ def test_first_only_for_listed_cases_where_it_loads(monkeypatch: pytest.MonkeyPa
 #: The committed runs of the library against the kernels (bench/solver_alternatives.py over the
 #: zoo's 1x1 stride-1 layers, H200) that BLAS_FIRST is read from.
 FIRST_PLACE_RUNS = ("alternatives_blas_f_h200.json", "alternatives_blas_b_h200.json",
-                    "alternatives_blas_w_h200.json")
-#: The most a listed case may take of cuDNN's GPU time, per type (the issue's bar, FP16 and
-#: BF16 with a margin of the runs' noise).
-FIRST_PLACE_LIMIT = {"FP16": 1.07, "BF16": 1.07, "FP32": 1.2}
+                    "alternatives_blas_w_h200.json", "alternatives_blas_bf16_h200.json")
+#: The most a listed case may take of cuDNN's GPU time, per type (the issue's bar with a
+#: margin of the runs' noise).
+FIRST_PLACE_LIMIT = {"FP16": 1.1, "BF16": 1.1, "FP32": 1.3}
 
 
 def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
@@ -325,6 +325,8 @@ def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
         data = json.loads((results / run).read_text())
         for case, entry in data["summary"].items():
             blas, = (s for s in entry["solvers"] if s.startswith("ConvBlasGemm1x1"))
+            if "Via" in blas:  # through copies: VIA_FIRST (tests/unit/test_blas_relayout.py)
+                continue
             others = [s for s in entry["solvers"] if s != blas]
             assert others and entry[blas]["max_rel_err"] < 1e-3
             rows = [(math.prod(int(v) for v in r["key"].split("-")[1:3]),
@@ -343,4 +345,4 @@ def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
             if gm([b for b, _ in kept]) <= min(limit, 0.8 * gm([o for _, o in kept])):
                 listed[case] = least
     assert listed == blas_1x1.BLAS_FIRST["sm90"]
-    assert listed["FP16-F-NCHW"] == 64 and len(listed) >= 5
+    assert listed["FP16-F-NCHW"] == listed["BF16-F-NCHW"] == 64 and len(listed) == 10

@@ -158,8 +158,8 @@ def test_offered_with_the_library_and_first_where_the_table_says(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(blas_1x1, "_offered", [False])
     monkeypatch.setattr(cublas, "load", lambda: _Blas())
-    monkeypatch.setattr(blas_1x1, "BLAS_FIRST", {"sm90": {"FP16-W-NCHW": 64}})
-    layers = [_problem(n=32, c=256, k=64, in_spatial=(28, 28), in_type="FP16"),
+    monkeypatch.setattr(blas_1x1, "VIA_FIRST", {"sm90": {"FP16-W-NCHW": 40}})
+    layers = [_problem(n=32, c=256, k=64, in_spatial=(28, 28), in_type="FP16"),  # 51.2
               _problem(n=32, c=64, k=256, in_spatial=(56, 56), in_type="FP16"),
               _problem(n=32, c=1024, k=2048, in_spatial=(14, 14), in_type="FP16")]
     claimed = {(i, s.name) for i, p in enumerate(layers) for s in SOLVERS
@@ -170,7 +170,45 @@ def test_offered_with_the_library_and_first_where_the_table_says(
     assert all(ranks_first(VIA, p, SM90) for p in layers)
     for i, name in claimed:  # the kernels' families give way
         assert not ranks_first(next(s for s in SOLVERS if s.name == name), layers[i], SM90)
-    assert not ranks_first(VIA, _problem(n=32, c=256, k=64, in_spatial=(7, 7),
+    assert not ranks_first(VIA, _problem(n=32, c=32, k=96, in_spatial=(28, 28),  # 24
                                          in_type="FP16"), SM90)
+    assert not ranks_first(VIA, _problem(n=32, c=256, k=64, in_spatial=(1, 1),
+                                         in_type="FP16"), SM90)  # one pixel
     assert not ranks_first(VIA, _problem(n=32, c=256, k=64, in_spatial=(28, 28),
                                          in_type="BF16"), SM90)
+
+
+def test_the_copies_table_is_what_the_committed_run_measured() -> None:
+    """VIA_FIRST: over the committed run's layers (bench/results/alternatives_blas_via_w_h200
+    .json), claiming where C*K/(C+K) reaches the table's value (and more than one pixel) comes
+    within 1% of the best such split against the best kernel measured beside it, is no other
+    split of those layers than the table's, and the claimed layers run at most 1.1 of cuDNN's
+    GPU time and at most 0.8 of the best kernel's."""
+    import json
+    from pathlib import Path
+
+    def gm(values: list[float]) -> float:
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    path = Path(__file__).resolve().parents[2] / "bench/results/alternatives_blas_via_w_h200.json"
+    data = json.loads(path.read_text())
+    rows = []
+    for r in data["rows"]:
+        times = {s: t["gpu_ms"] / r["cudnn_gpu_ms"] for s, t in r["solvers"].items()}
+        mine = times.pop(VIA.name, None)
+        if r["case"] != "FP16-W-NCHW" or mine is None or not times:
+            continue
+        c, h, w, _, k = (int(v) if v.isdigit() else 0 for v in r["key"].split("-")[:5])
+        rows.append((c * k / (c + k) if h * w > 1 else 0.0, mine, min(times.values())))
+    assert len(rows) > 100
+
+    def split(t: float) -> list[float]:
+        return [b if m > 0 and m >= t else o for m, b, o in rows]
+
+    picked = {t: gm(split(t)) for t in sorted({m for m, _, _ in rows if m > 0})}
+    least = min(t for t, g in picked.items() if g <= 1.01 * min(picked.values()))
+    table = blas_1x1.VIA_FIRST["sm90"]["FP16-W-NCHW"]
+    assert split(table) == split(least)
+    kept = [(b, o) for m, b, o in rows if m > 0 and m >= table]
+    assert gm([b for b, _ in kept]) <= min(1.1, 0.8 * gm([o for _, o in kept]))
+    assert set(blas_1x1.VIA_FIRST["sm90"]) == {"FP16-W-NCHW"}
