@@ -179,11 +179,12 @@ def test_offered_with_the_library_and_first_where_the_table_says(
 
 
 def test_the_copies_table_is_what_the_committed_run_measured() -> None:
-    """VIA_FIRST: over the committed run's layers (bench/results/alternatives_blas_via_w_h200
-    .json), claiming where C*K/(C+K) reaches the table's value (and more than one pixel) comes
-    within 1% of the best such split against the best kernel measured beside it, is no other
-    split of those layers than the table's, and the claimed layers run at most 1.1 of cuDNN's
-    GPU time and at most 0.8 of the best kernel's."""
+    """VIA_FIRST: over the committed run's zoo-part layers (held-out networks not looked at;
+    bench/results/alternatives_blas_via_w_h200.json), claiming where C*K/(C+K) reaches the
+    table's value (and more than one pixel) comes within 1% of the best such split against
+    the best kernel measured beside it, is no other split of those layers than the table's,
+    and the claimed layers run at most 1.1 of cuDNN's GPU time and at most 0.8 of the best
+    kernel's."""
     import json
     from pathlib import Path
 
@@ -196,11 +197,11 @@ def test_the_copies_table_is_what_the_committed_run_measured() -> None:
     for r in data["rows"]:
         times = {s: t["gpu_ms"] / r["cudnn_gpu_ms"] for s, t in r["solvers"].items()}
         mine = times.pop(VIA.name, None)
-        if r["case"] != "FP16-W-NCHW" or mine is None or not times:
+        if r["case"] != "FP16-W-NCHW" or mine is None or not times or r["held_out"]:
             continue
         c, h, w, _, k = (int(v) if v.isdigit() else 0 for v in r["key"].split("-")[:5])
         rows.append((c * k / (c + k) if h * w > 1 else 0.0, mine, min(times.values())))
-    assert len(rows) > 100
+    assert len(rows) > 80
 
     def split(t: float) -> list[float]:
         return [b if m > 0 and m >= t else o for m, b, o in rows]
