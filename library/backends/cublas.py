@@ -156,8 +156,6 @@ class GemmLaunch:
         self.blas = blas
         names = list(dict.fromkeys((a, b, c)))
         self.slots = {name: i for i, name in enumerate(names)}
-        # An invoker's (slot, layer tensor, offset): dx and dy are the layer's x and y.
-        self.pointers = tuple((name, name[-1], 0) for name in names)
         self.values = [ctypes.c_uint64(0) for _ in names]
         self.kinds = [f"ptr:{name}" for name in names]
         self.name = f"cublasGemmStridedBatchedEx({'NT'[transa]}{'NT'[transb]})"

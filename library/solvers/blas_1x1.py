@@ -34,18 +34,16 @@ __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered"
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
 #: puts the GEMM library first (`claims_first`), each with the fewest pixels per image it
-#: claims from; elsewhere the model weighs it with the rest. sm90, on the H200
-#: (bench/results/alternatives_blas_{f,b,w,bf16}_h200.json: the zoo's 1x1 stride-1 layers,
-#: every third, held-out networks included, batch 32, GPU time against the implicit GEMM at
-#: its ranked parameters and cuDNN): the cases where cuBLAS's geomean was at most 1.1 of
-#: cuDNN's and at most 0.8 of the implicit GEMM's, from the fewest pixels per image whose
-#: split comes within 1% of the best one (tests/unit/test_blas_1x1.py reads it back). FP16:
-#: forward NHWC 0.92 (the implicit GEMM 1.33), backward data NHWC 0.91 (1.53) and NCHW 1.06
-#: (2.98), backward weights NHWC 0.95 (1.32); forward NCHW from 64 pixels per image: below
-#: that a batch of per-image GEMMs of 49 columns (7x7 maps) fills cuBLAS's tiles badly (1.33
-#: against the implicit GEMM's 0.93, 19 layers; from 64 pixels 1.01 against 1.48, 96 layers).
-#: BF16 alike: 0.90, 0.90, 1.08, 0.93, and forward NCHW 1.01 (1.44) from 64 pixels. FP32
-#: (IEEE, alternatives_blas_fp32_h200.json): cuBLAS 2.1-2.5 of cuDNN, not listed.
+#: claims from; elsewhere the model weighs it with the rest. sm90: what `python
+#: bench/first_place.py` fits from the H200 runs of the library against the kernels over the
+#: zoo part's 1x1 stride-1 layers (bench/results/alternatives_blas_*_h200.json, batch 32, GPU
+#: time; tests/unit/test_blas_1x1.py checks the two agree), against cuDNN with the best
+#: kernel's in brackets. FP16: forward NHWC 0.93 (1.38), backward data NHWC 0.91 (1.58) and
+#: NCHW 1.03 (3.02), backward weights NHWC 0.94 (1.34); forward NCHW 1.00 (1.53) from 64
+#: pixels per image: below that a batch of per-image GEMMs of 49 columns (7x7 maps) fills
+#: cuBLAS's tiles badly (1.28 against 0.93). BF16: 0.90 (1.40), 0.90 (1.57), 1.05 (2.69), 0.93
+#: (1.34), forward NCHW 1.00 (1.49) from 64 pixels. FP32 (IEEE, alternatives_blas_fp32_h200
+#: .json): cuBLAS 2.1-2.5 of cuDNN over every layer, not listed.
 BLAS_FIRST: dict[str, dict[str, int]] = {
     "sm90": {"FP16-F-NHWC": 0, "FP16-B-NHWC": 0, "FP16-B-NCHW": 0, "FP16-W-NHWC": 0,
              "FP16-F-NCHW": 64, "BF16-F-NHWC": 0, "BF16-B-NHWC": 0, "BF16-B-NCHW": 0,
@@ -55,14 +53,11 @@ BLAS_FIRST: dict[str, dict[str, int]] = {
 #: Per arch, the channel-planar backward-weights cases where the library through channels-last
 #: copies (solvers/blas_relayout.py) ranks first, each with the least C*K/(C+K) it claims from
 #: (the copies move C+K elements per pixel, the product does C*K multiply-adds) on more than
-#: one pixel. sm90, on the H200 (bench/results/alternatives_blas_via_w_h200.json, FP16 W-NCHW,
-#: the zoo part's 1x1 layers against the kernels' Via solver, the Triton 1x1 GEMM and the
-#: implicit GEMM; the smallest split within 1% of the best, as for BLAS_FIRST): from 104 the
-#: copies and the call run at 0.89 of cuDNN where the best kernel runs at 1.22 (39 of 104
-#: layers; over all 104, 1.13 against the best kernel's 1.28); below it the copies cost
-#: more than the product saves. BF16
-#: (alternatives_blas_bf16_h200.json): 1.30 against 1.60 over every layer, above the bar
-#: that BLAS_FIRST keeps, so not listed.
+#: one pixel; fitted as BLAS_FIRST (bench/first_place.py) from the H200 run against the
+#: kernels' Via solver, the Triton 1x1 GEMM and the implicit GEMM (alternatives_blas_via_w
+#: _h200.json). FP16 from 104: 0.89 of cuDNN where the best kernel takes 1.22 (39 of 104
+#: layers; below it the copies cost more than the product saves). BF16: 1.30 against 1.60,
+#: not listed.
 VIA_FIRST: dict[str, dict[str, int]] = {"sm90": {"FP16-W-NCHW": 104}}
 
 

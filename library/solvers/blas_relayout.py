@@ -104,11 +104,12 @@ class ConvBlasGemm1x1ViaNhwc(WorkspaceParts, ConvBlasGemm1x1):
             raise BackendError(f"{self.name} needs cuBLAS (pip install 'miopenkernels[blas]') "
                                f"and an NCHW 1x1 stride-1 problem; {problem.key()} has "
                                f"{'no cuBLAS' if blas is None else 'another shape'}")
-        names = {tensor: slot for slot, tensor in _COPIES}
-        gemm = list(call.astuple())
-        for i in (5, 8, 11):  # a, b, c: the copies for x and dy, the caller's dw
-            gemm[i] = names.get(gemm[i], gemm[i])
-        return GemmLaunch(backend, blas, tuple(gemm), problem.in_type, self.math)
+        from .._record import replace
+
+        copy = {tensor: slot for slot, tensor in _COPIES}  # dw stays the caller's
+        call = replace(call, a=copy.get(call.a, call.a), b=copy.get(call.b, call.b),
+                       c=copy.get(call.c, call.c))
+        return GemmLaunch(backend, blas, call.astuple(), problem.in_type, self.math)
 
     def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
         return super().ranking_geometry(channels_last_twin(problem), params)

@@ -1,6 +1,6 @@
-"""bench/zoo_filters.py and bench/found_share.py, on a committed zoo run (no GPU): the filter
-groups' shares multiply to the case's geomean, and found_share says where a run's times come
-from."""
+"""bench/zoo_filters.py, bench/found_share.py and bench/first_place.py without a GPU: the
+filter groups' shares multiply to the case's geomean, found_share says where a run's times
+come from, and each refuses a file that is not its kind of run."""
 
 from __future__ import annotations
 
@@ -53,6 +53,10 @@ def test_scripts_refuse_a_foreign_file(tmp_path: Path) -> None:
         r = subprocess.run([sys.executable, str(ROOT / "bench" / f"{script}.py"), str(bad)],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "zoo.py" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "first_place.py"), str(bad)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "solver_alternatives.py" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_found_share_names_estimated_times() -> None:

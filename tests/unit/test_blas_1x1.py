@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import math
 from typing import Any
 
 import numpy as np
 import pytest
+from blas_doubles import _Backend, _Blas, emulate
 from miopenkernels.backends import cublas
 from miopenkernels.plan import Plan, make_invoker
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import BLAS_SOLVERS, SOLVERS, all_dynamic_jobs, blas_1x1, library_solvers
-from miopenkernels.solvers.blas_1x1 import ConvBlasGemm1x1, GemmCall, gemm_call
+from miopenkernels.solvers.blas_1x1 import ConvBlasGemm1x1, gemm_call
 from miopenkernels.solvers.reference import (
     conv_inputs,
     conv_output_name,
@@ -36,23 +36,6 @@ def _problem(direction: str, layout: str, mode: str = "conv", dims: int = 2, **k
                                 wei_layout=lay, out_layout=lay, mode=mode)
     args.update(kw)
     return ConvProblem(**args)
-
-
-def emulate(call: GemmCall, buffers: dict[str, np.ndarray]) -> None:
-    """cublasGemmStridedBatchedEx on flat numpy buffers: C = op(A) op(B) per batch entry,
-    column-major, element (r, c) of a matrix at r + c * ld."""
-
-    def matrix(buf: np.ndarray, offset: int, rows: int, cols: int, ld: int) -> np.ndarray:
-        return buf[offset + np.arange(rows)[:, None] + np.arange(cols)[None, :] * ld]
-
-    for i in range(call.batch):
-        a = matrix(buffers[call.a], i * call.stride_a,
-                   *((call.k, call.m) if call.transa else (call.m, call.k)), call.lda)
-        b = matrix(buffers[call.b], i * call.stride_b,
-                   *((call.n, call.k) if call.transb else (call.k, call.n)), call.ldb)
-        c = (a.T if call.transa else a) @ (b.T if call.transb else b)
-        rows, cols = np.arange(call.m)[:, None], np.arange(call.n)[None, :]
-        buffers[call.c][i * call.stride_c + rows + cols * call.ldc] = c
 
 
 CASES = list(itertools.product("FBW", ("NCHW", "NHWC"), ("conv", "trans"), (2, 3)))
@@ -126,59 +109,6 @@ def test_the_build_never_sees_them() -> None:
     assert fwd.dynamic_jobs(SM90) == []
     with pytest.raises(NotImplementedError):
         fwd.compile_job(_problem("F", "NHWC"), (), SM90)
-
-
-class _Backend:
-    name, vendor = "cuda", "nvidia"
-
-    def __init__(self) -> None:
-        self.launches = 0
-        self.asked: list[tuple[int, int, str]] = []
-
-    def workspace(self, stream: int, nbytes: int, pool: str = "plans") -> int:
-        self.asked.append((stream, nbytes, pool))
-        return 0x7000_0000
-
-    def _current(self) -> None:
-        pass
-
-    def launcher(self, launch: Any) -> Any:
-        """The CUDA backend's: a library's call is its own launcher."""
-        from miopenkernels.backends.cuda import CudaBackend
-
-        return CudaBackend.launcher(self, launch)  # type: ignore[arg-type]
-
-
-class _Lib:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        def fn(*args: Any) -> int:
-            self.calls.append((name, args))
-            return 0
-
-        return fn
-
-
-class _Blas:
-    """What GemmLaunch uses of `cublas.Cublas`, recording the library calls."""
-
-    def __init__(self) -> None:
-        self.lib = _Lib()
-        self.one, self.zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
-        self._state = cublas._State(0x1234)
-        self.gemms: list[tuple[Any, ...]] = []
-
-    def state(self, backend: Any) -> Any:
-        return self._state
-
-    def gemm(self, *args: Any) -> int:
-        self.gemms.append(args)
-        return 0
-
-    def status(self, code: int) -> str:
-        return f"status {code}"
 
 
 class _Ctx:
@@ -298,53 +228,23 @@ def test_first_only_for_listed_cases_where_it_loads(monkeypatch: pytest.MonkeyPa
                                          in_spatial=(7, 7)), SM90)
 
 
-#: The committed runs of the library against the kernels (bench/solver_alternatives.py over the
-#: zoo's 1x1 stride-1 layers, H200) that BLAS_FIRST is read from.
-FIRST_PLACE_RUNS = ("alternatives_blas_f_h200.json", "alternatives_blas_b_h200.json",
-                    "alternatives_blas_w_h200.json", "alternatives_blas_bf16_h200.json")
-#: The most a listed case may take of cuDNN's GPU time, per type (the issue's bar with a
-#: margin of the runs' noise).
-FIRST_PLACE_LIMIT = {"FP16": 1.1, "BF16": 1.1, "FP32": 1.3}
-
-
 def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
-    """BLAS_FIRST lists the cases where the library's GPU-time geomean over the zoo part's 1x1
-    layers (FIRST_PLACE_RUNS; held-out networks' layers are not looked at) was within
-    FIRST_PLACE_LIMIT of cuDNN's and at most 0.8 of the best kernel's measured beside it, on
-    the layers from the fewest pixels per image where claiming pays (the library from there,
-    the kernels below, within 1% of the best split)."""
+    """BLAS_FIRST is what bench/first_place.py fits from the committed runs (the zoo part's 1x1
+    layers; held-out networks' layers are not looked at): the cases where the library ran
+    within the type's limit of cuDNN and at most 0.8 of the best kernel, each from the
+    fewest pixels per image where claiming pays; every listed case's results were right."""
+    import importlib.util
     import json
     from pathlib import Path
 
-    results = Path(__file__).resolve().parents[2] / "bench" / "results"
-
-    def gm(values: list[float]) -> float:
-        return math.exp(sum(math.log(v) for v in values) / len(values))
-
-    listed: dict[str, int] = {}
-    for run in FIRST_PLACE_RUNS:
-        data = json.loads((results / run).read_text())
-        for case, entry in data["summary"].items():
-            blas, = (s for s in entry["solvers"] if s.startswith("ConvBlasGemm1x1"))
-            if "Via" in blas:  # through copies: VIA_FIRST (tests/unit/test_blas_relayout.py)
-                continue
-            others = [s for s in entry["solvers"] if s != blas]
-            assert others and entry[blas]["max_rel_err"] < 1e-3
-            rows = [(math.prod(int(v) for v in r["key"].split("-")[1:3]),
-                     r["solvers"][blas]["gpu_ms"] / r["cudnn_gpu_ms"],
-                     min(r["solvers"][o]["gpu_ms"] for o in others if o in r["solvers"])
-                     / r["cudnn_gpu_ms"])
-                    for r in data["rows"] if r["case"] == case and blas in r["solvers"]
-                    and not r["held_out"]]  # fitted on the zoo part: held-out layers stay out
-            assert len(rows) > 50
-            # The fewest pixels per image to claim from: the smallest threshold whose picks
-            # (the library from it, the kernels below) come within 1% of the best threshold's.
-            picked = {t: gm([b if px >= t else o for px, b, o in rows])
-                      for t in [0] + sorted({px for px, _, _ in rows})}
-            least = min(t for t, g in picked.items() if g <= 1.01 * min(picked.values()))
-            kept = [(b, o) for px, b, o in rows if px >= least]
-            limit = FIRST_PLACE_LIMIT[case.split("-")[0]]
-            if gm([b for b, _ in kept]) <= min(limit, 0.8 * gm([o for _, o in kept])):
-                listed[case] = least
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    spec = importlib.util.spec_from_file_location("bench_first_place", bench / "first_place.py")
+    assert spec is not None and spec.loader is not None
+    first_place = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(first_place)
+    runs = [json.loads((first_place.RESULTS / r).read_text()) for r in first_place.RUNS]
+    listed = first_place.tables(runs)["BLAS_FIRST"]
     assert listed == blas_1x1.BLAS_FIRST["sm90"]
     assert listed["FP16-F-NCHW"] == listed["BF16-F-NCHW"] == 64 and len(listed) == 10
+    fits = {c: e for d in runs for c, e in first_place.cases(d).items()}
+    assert all(fits[c]["max_rel_err"] < 1e-3 and fits[c]["layers"] > 50 for c in listed)

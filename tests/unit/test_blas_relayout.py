@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from blas_doubles import _Backend, _Blas, emulate
 from miopenkernels.backends import cublas
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import (
@@ -25,7 +26,6 @@ from miopenkernels.solvers.blas_1x1 import GemmCall, channels_last_twin, gemm_ca
 from miopenkernels.solvers.blas_relayout import ConvBlasGemm1x1ViaNhwc
 from miopenkernels.solvers.reference import conv_inputs, conv_reference, conv_tensor_shapes
 from miopenkernels.target import Target
-from test_blas_1x1 import _Backend, _Blas, emulate
 
 SM90 = Target("sm90", 132)
 VIA = ConvBlasGemm1x1ViaNhwc()
@@ -179,37 +179,24 @@ def test_offered_with_the_library_and_first_where_the_table_says(
 
 
 def test_the_copies_table_is_what_the_committed_run_measured() -> None:
-    """VIA_FIRST: over the committed run's zoo-part layers (held-out networks not looked at;
-    bench/results/alternatives_blas_via_w_h200.json), claiming where C*K/(C+K) reaches the
-    table's value (and more than one pixel) comes within 1% of the best such split against
-    the best kernel measured beside it, is no other split of those layers than the table's,
-    and the claimed layers run at most 1.1 of cuDNN's GPU time and at most 0.8 of the best
-    kernel's."""
+    """VIA_FIRST is what bench/first_place.py fits from the committed run of the copies against
+    the kernels (alternatives_blas_via_w_h200.json, the zoo part's layers): FP16 from
+    C*K/(C+K) >= 104, where the claimed layers run at most 1.1 of cuDNN's GPU time and 0.8 of
+    the best kernel's; the BF16 run's copies are not listed."""
+    import importlib.util
     import json
     from pathlib import Path
 
-    def gm(values: list[float]) -> float:
-        return math.exp(sum(math.log(v) for v in values) / len(values))
-
-    path = Path(__file__).resolve().parents[2] / "bench/results/alternatives_blas_via_w_h200.json"
-    data = json.loads(path.read_text())
-    rows = []
-    for r in data["rows"]:
-        times = {s: t["gpu_ms"] / r["cudnn_gpu_ms"] for s, t in r["solvers"].items()}
-        mine = times.pop(VIA.name, None)
-        if r["case"] != "FP16-W-NCHW" or mine is None or not times or r["held_out"]:
-            continue
-        c, h, w, _, k = (int(v) if v.isdigit() else 0 for v in r["key"].split("-")[:5])
-        rows.append((c * k / (c + k) if h * w > 1 else 0.0, mine, min(times.values())))
-    assert len(rows) > 80
-
-    def split(t: float) -> list[float]:
-        return [b if m > 0 and m >= t else o for m, b, o in rows]
-
-    picked = {t: gm(split(t)) for t in sorted({m for m, _, _ in rows if m > 0})}
-    least = min(t for t, g in picked.items() if g <= 1.01 * min(picked.values()))
-    table = blas_1x1.VIA_FIRST["sm90"]["FP16-W-NCHW"]
-    assert split(table) == split(least)
-    kept = [(b, o) for m, b, o in rows if m > 0 and m >= table]
-    assert gm([b for b, _ in kept]) <= min(1.1, 0.8 * gm([o for _, o in kept]))
-    assert set(blas_1x1.VIA_FIRST["sm90"]) == {"FP16-W-NCHW"}
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    spec = importlib.util.spec_from_file_location("bench_first_place", bench / "first_place.py")
+    assert spec is not None and spec.loader is not None
+    first_place = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(first_place)
+    runs = [json.loads((first_place.RESULTS / r).read_text()) for r in first_place.RUNS]
+    assert first_place.tables(runs)["VIA_FIRST"] == blas_1x1.VIA_FIRST["sm90"] == \
+        {"FP16-W-NCHW": 104}
+    fits = {c: e for d in runs for c, e in first_place.cases(d).items()}
+    via = fits["FP16-W-NCHW"]
+    assert via["through_copies"] and via["layers"] > 80 and 0 < via["claimed"] < via["layers"]
+    assert via["library"] <= min(1.1, 0.8 * via["kernels"])
+    assert fits["BF16-W-NCHW"]["through_copies"] and not fits["BF16-W-NCHW"]["listed"]

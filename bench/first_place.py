@@ -1,0 +1,143 @@
+"""Where the GEMM library should rank first, fitted from bench/solver_alternatives.py runs of it
+against the kernels over the zoo's 1x1 layers (no GPU): what solvers/blas_1x1.py's BLAS_FIRST
+and VIA_FIRST hold, and the figures their comments quote.
+
+Per case, over the zoo part's layers (held-out networks' layers are not looked at), each layer
+gives the library's GPU time against cuDNN and the best kernel's measured beside it. A split
+claims the layers whose measure (pixels per image for the one call; C*K/(C+K), on more than
+one pixel, for the channel-planar backward weights through copies) reaches a threshold: the
+fitted threshold is the smallest whose geomean of the picks (the library where claimed, the
+best kernel elsewhere) comes within 1% of the best threshold's. A case is listed where the
+claimed layers run within LIMIT of cuDNN and at most 0.8 of the best kernel's time.
+
+    python bench/first_place.py [RUN.json ...] [--out STEM] [--json]
+
+Exit 2 where a file is not a solver_alternatives.py run of the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+#: The runs BLAS_FIRST and VIA_FIRST are read from (H200).
+RUNS = ("alternatives_blas_f_h200.json", "alternatives_blas_b_h200.json",
+        "alternatives_blas_w_h200.json", "alternatives_blas_bf16_h200.json",
+        "alternatives_blas_via_w_h200.json")
+#: The most a listed case may take of cuDNN's GPU time, per type (the issue's bar with a
+#: margin of the runs' noise).
+LIMIT = {"FP16": 1.1, "BF16": 1.1, "FP32": 1.3, "TF32": 1.2}
+#: The share of the best kernel's time a listed case's claimed layers may take at most.
+GAIN = 0.8
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def measure(key: str, through_copies: bool) -> float:
+    """What a split compares for a FindDb key: pixels per image for the one call; C*K/(C+K)
+    on more than one pixel (0 on one) through copies."""
+    c, h, w, _, k = (int(v) if v.isdigit() else 0 for v in key.split("-")[:5])
+    if not through_copies:
+        return float(h * w)
+    return c * k / (c + k) if h * w > 1 else 0.0
+
+
+def fit(rows: list[tuple[float, float, float]]) -> dict[str, Any]:
+    """The split of (measure, library / cuDNN, best kernel / cuDNN) rows: the threshold and
+    the geomeans of the library and of the best kernel over the claimed layers, of each over
+    the rest, and of the picks over all."""
+    def picks(t: float) -> list[float]:
+        return [b if m >= t and m > 0 else o for m, b, o in rows]
+
+    candidates = sorted({0.0} | {m for m, _, _ in rows if m > 0})
+    picked = {t: float(geomean(picks(t)) or 0.0) for t in candidates}
+    least = min(t for t, g in picked.items() if g <= 1.01 * min(picked.values()))
+    claimed = [(b, o) for m, b, o in rows if m >= least and m > 0]
+    rest = [(b, o) for m, b, o in rows if not (m >= least and m > 0)]
+    return {"threshold": least, "layers": len(rows), "claimed": len(claimed),
+            "library": geomean([b for b, _ in claimed]),
+            "kernels": geomean([o for _, o in claimed]),
+            "rest_library": geomean([b for b, _ in rest]),
+            "rest_kernels": geomean([o for _, o in rest]),
+            "picked": picked[least], "kernels_alone": geomean([o for _, _, o in rows])}
+
+
+def cases(data: dict) -> dict[str, dict[str, Any]]:
+    """{case: fit and whether it is listed, `through_copies`} of one run."""
+    out = {}
+    for case, entry in data["summary"].items():
+        library, = (s for s in entry["solvers"] if s.startswith("ConvBlasGemm1x1"))
+        others = [s for s in entry["solvers"] if s != library]
+        copies = "Via" in library
+        rows = []
+        for r in data["rows"]:
+            times = {s: t["gpu_ms"] / r["cudnn_gpu_ms"] for s, t in r["solvers"].items()}
+            mine = times.pop(library, None)
+            kernels = [times[o] for o in others if o in times]
+            if r["case"] == case and mine is not None and kernels and not r["held_out"]:
+                rows.append((measure(r["key"], copies), mine, min(kernels)))
+        e = fit(rows)
+        e["through_copies"] = copies
+        e["max_rel_err"] = entry[library]["max_rel_err"]
+        lib, ker = e["library"], e["kernels"]
+        e["listed"] = lib is not None and ker is not None and \
+            lib <= min(LIMIT[case.split("-")[0]], GAIN * ker)
+        out[case] = e
+    return out
+
+
+def tables(runs: list[dict]) -> dict[str, dict[str, float]]:
+    """{"BLAS_FIRST": {case: fewest pixels}, "VIA_FIRST": {case: least C*K/(C+K)}} of the
+    listed cases."""
+    out: dict[str, dict[str, float]] = {"BLAS_FIRST": {}, "VIA_FIRST": {}}
+    for data in runs:
+        for case, e in cases(data).items():
+            if e["listed"]:
+                out["VIA_FIRST" if e["through_copies"] else "BLAS_FIRST"][case] = e["threshold"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="*", help=f"solver_alternatives.py JSON runs (default: {RUNS})")
+    ap.add_argument("--out", help="path stem of a .json result")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args(argv)
+    paths = [Path(p) for p in args.runs] or [RESULTS / r for r in RUNS]
+    try:
+        runs = [json.loads(p.read_text()) for p in paths]
+        result = {"runs": [p.name for p in paths],
+                  "cases": {c: e for d in runs for c, e in cases(d).items()},
+                  "tables": tables(runs)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError) as exc:
+        print(f"first_place: not a bench/solver_alternatives.py run of the library "
+              f"({type(exc).__name__}: {exc}); pass such JSON results", file=sys.stderr)
+        return 2
+    if args.out:
+        Path(args.out + ".json").write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print("| case | layers | split from | claimed | library / cuDNN | kernels / cuDNN | "
+          "rest: library, kernels | picks | kernels alone | listed |")
+    print("| --- " * 10 + "|")
+    def f(v: float | None) -> str:
+        return "" if v is None else f"{v:.3f}"
+
+    for case, e in result["cases"].items():
+        print(f"| {case} | {e['layers']} | {e['threshold']:g} | {e['claimed']} | "
+              f"{f(e['library'])} | {f(e['kernels'])} | {f(e['rest_library'])}, "
+              f"{f(e['rest_kernels'])} | {f(e['picked'])} | {f(e['kernels_alone'])} | "
+              f"{'yes' if e['listed'] else ''} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
