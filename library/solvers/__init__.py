@@ -26,6 +26,13 @@ from .triton_3d_chunks import (
     relaid_chunks_first,
 )
 from .triton_3d_relaid import RELAID_3D_SOLVERS, ConvTriton3dRelaid, relaid_first
+from .triton_3d_smallc import (
+    SMALLC_3D_SOLVERS,
+    ConvTriton3dSmallC,
+    ConvTriton3dSmallCChunks,
+    smallc_chunks_first,
+    smallc_first,
+)
 from .triton_3d_taps import (
     TAPS_3D_SOLVERS,
     ConvTriton3dRelaidTaps,
@@ -71,6 +78,7 @@ SOLVERS: list[Solver] = [
     *PADDED_SOLVERS,
     *CHUNK_SOLVERS,
     *CHUNK_3D_SOLVERS,
+    *SMALLC_3D_SOLVERS,
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,
@@ -109,6 +117,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTriton3dRelaidChunks: lambda p, t, math: math == "ieee" and relaid_chunks_first(p, t),
     ConvTriton3dTaps: lambda p, t, math: math == "ieee" and taps_first(p, t),
     ConvTriton3dRelaidTaps: lambda p, t, math: math == "ieee" and relaid_taps_first(p, t),
+    ConvTriton3dSmallC: lambda p, t, math: math == "ieee" and smallc_first(p, t),
+    ConvTriton3dSmallCChunks: lambda p, t, math: math == "ieee" and smallc_chunks_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -121,7 +131,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: relaid solvers (triton_3d_relaid: NCDHW through NDHWC, odd channels padded) and its
 #: several-taps backward weights (triton_3d_taps) where they claim one, the relaid backward
 #: weights to the relaid several-taps ones; likewise its
-#: batch-chunk solvers (triton_3d_chunks) to the relaid ones' chunk solvers. A family not
+#: batch-chunk solvers (triton_3d_chunks) to the relaid ones' chunk solvers; all of them to
+#: the few-channel solvers (triton_3d_smallc) and their chunk solvers. A family not
 #: listed gives way to none; the 2-D batch-chunk solvers (triton_chunks) need no entry: they
 #: take only problems no other solver does.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
@@ -135,9 +146,11 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1),
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
-    ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps),
-    ConvTriton3dRelaid: (ConvTriton3dRelaidTaps,),
-    ConvTriton3dChunks: (ConvTriton3dRelaidChunks,),
+    ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC),
+    ConvTriton3dRelaid: (ConvTriton3dRelaidTaps, ConvTriton3dSmallC),
+    ConvTriton3dRelaidTaps: (ConvTriton3dSmallC,),
+    ConvTriton3dChunks: (ConvTriton3dRelaidChunks, ConvTriton3dSmallCChunks),
+    ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks,),
 }
 
 

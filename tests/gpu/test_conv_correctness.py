@@ -81,6 +81,9 @@ BASE = [
                 stride=(1, 2, 2), in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     ConvProblem(n=2, c=20, k=45, in_spatial=(5, 6, 6), filter=(3, 1, 1), pad=(1, 0, 0),
                 in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    # One input channel, 32 filters (3D U-Net's first layer, small): the few-channel solvers.
+    ConvProblem(n=2, c=1, k=32, in_spatial=(6, 8, 8), filter=(3, 3, 3), pad=(1, 1, 1),
+                in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     # 128 channels and filters over 65,536 input positions: 16-bit backward data and weights
     # on their wide tiles (spec WIDE_RULE).
     ConvProblem(n=16, c=128, k=128, in_spatial=(4, 32, 32), filter=(1, 1, 1),

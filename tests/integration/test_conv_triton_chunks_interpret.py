@@ -64,6 +64,13 @@ CASES_RELAID_FB = [
     ("NDHWC", "conv", 1, 32, (4, 5, 5), 3, 1, 1, 5, 6500, (2, 3, False), "Padded", False),
     ("NDHWC", "conv", 1, 8, (2, 4, 8), 3, 1, 1, 4, 2100, (2, 2, True), "Padded", True),
 ]
+# The few-channel solvers' chunks (ConvTriton3dSmallCChunks, forward and backward weights): 3D
+# U-Net's input layer in both layouts, 3 uneven chunks (the generic objects, which assume
+# nothing, are all these solvers have).
+CASES_SMALLC = [
+    ("NCDHW", "conv", 1, 32, (4, 5, 5), 3, 1, 1, 5, 6500, (2, 3, False), "SmallC", False),
+    ("NDHWC", "conv", 1, 32, (4, 5, 5), 3, 1, 1, 5, 6500, (2, 3, False), "SmallC", False),
+]
 TOLERANCE = 3e-3
 #: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps, num_stages on an sm80 target (small
 #: tiles keep the interpreter quick); backward weights splits each chunk in two.
@@ -151,6 +158,11 @@ def test_interpreted_3d_chunks_match_float64(direction: str) -> None:
 @pytest.mark.parametrize("direction", ["F", "B", "W"])
 def test_interpreted_relaid_3d_chunks_match_float64(direction: str) -> None:
     _check(direction, CASES_RELAID + (CASES_RELAID_FB if direction != "W" else []))
+
+
+@pytest.mark.parametrize("direction", ["F", "W"])
+def test_interpreted_smallc_3d_chunks_match_float64(direction: str) -> None:
+    _check(direction, CASES_SMALLC)
 
 
 @pytest.mark.parametrize("direction", ["F", "B", "W"])

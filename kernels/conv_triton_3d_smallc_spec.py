@@ -1,0 +1,199 @@
+"""What a launch of the few-channel 3-D kernels (kernels/conv_triton_3d_smallc.py) needs, as
+plain data.
+
+Standard library only (and the 3-D and 2-D specs), so the runtime reads it without Triton.
+The kernels take the 3-D kernels' argument list (`conv_triton_3d_spec.ARGS`: sizes, geometry
+and strides as three tuple arguments) and the implicit GEMM's seven tunables; SPLIT_K is
+backward weights' alone and is the grid's third axis, not part of the object. Problems of at
+most MAX_C input channels a group (a volume's 1, a video's 3), forward and backward weights.
+The objects assume no alignment: a package ships per type and direction the object of each
+layout (CHANNELS_LAST 0 and 1; NDHWC's unit channel strides let the forward store y's filters
+as vectors), FP32 the generic one alone.
+
+Tiles (TILES) are one per precision and direction, fitted to each target kind's legal space
+(`usual_tile`): forward 128 positions by 64 filters by 32 reduction columns (a 3x3x3 filter
+on one channel is 27 columns: one block); backward weights 64 filters by 32 columns by 64
+positions a step, split to fill the GPU (`split_for`: the positions of 3D U-Net's first layer
+at batch 32 are 67M, which one tile's program would walk alone)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .conv_triton_3d_spec import ARGS as _ARGS_3D
+from .conv_triton_3d_spec import (
+    KINDS,
+    SIZES,
+    TENSORS,
+    TUPLES,
+    accumulator_fits,
+    applies,
+    arg_values,
+    channels_last,
+)
+from .conv_triton_spec import (
+    TARGET_KINDS,
+    accumulators_per_lane,
+    cdiv,
+    filling_split,
+    is_legal,
+    shared_bytes,
+    typed_signature,
+)
+
+__all__ = ["ARGS", "ALIGN16", "KERNEL", "KINDS", "MAX_C", "SIZES", "TENSORS", "TILES", "TUPLES",
+           "TYPES", "applies", "arg_values", "channels_last", "few_channels", "grid", "legal",
+           "legal_space", "reduce_values", "signature", "split_for", "usual_tile",
+           "workspace_bytes"]
+
+TYPES = ("FP16", "BF16", "FP32")
+KERNEL = {"F": "conv3d_fwd_smallc", "W": "conv3d_bwd_weight_smallc"}
+#: One argument list, the 3-D kernels'; no argument is assumed a multiple of anything.
+ARGS: dict[str, tuple[tuple[str, str], ...]] = {
+    k: _ARGS_3D["conv3d_fwd"] for k in KERNEL.values()}
+ALIGN16: dict[str, tuple[str, ...]] = {k: () for k in KERNEL.values()}
+#: The most input channels a group the kernels take (measured on 1 and 3).
+MAX_C = 4
+#: The usual tile (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per precision and
+#: direction, both layouts.
+TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
+    **{(t, "F"): (128, 64, 32, 4, 2) for t in ("FP16", "BF16")},
+    **{(t, "W"): (64, 32, 64, 4, 2) for t in ("FP16", "BF16")},
+    ("FP32", "F"): (64, 64, 32, 4, 2), ("FP32", "W"): (64, 32, 32, 4, 2)}
+#: Backward weights' splits: enough parts that a 1-channel volume's one tile fills the GPU;
+#: the partials ([parts][G*K][T*R*S*C], FP32) kept under MAX_PARTIAL_BYTES.
+SPLITS = tuple(2**i for i in range(11))
+MAX_PARTIAL_BYTES = 64 << 20
+MIN_PART_STEPS = 16
+WAVES = 8
+
+
+def few_channels(sizes: Mapping[str, int]) -> bool:
+    """Whether a problem has at most MAX_C input channels a group."""
+    return 1 <= int(sizes["C"]) <= MAX_C
+
+
+def _columns(direction: str, sizes: Mapping[str, int]) -> int:
+    """The flattened reduction (forward) or column (backward weights) extent T*R*S*C."""
+    del direction
+    return int(sizes["T"]) * int(sizes["R"]) * int(sizes["S"]) * int(sizes["C"])
+
+
+def gemm_dims(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    """(M, N, inner) of a direction's GEMM."""
+    z = sizes
+    positions = z["N"] * z["Z"] * z["P"] * z["Q"]
+    if direction == "F":
+        return positions, z["K"], _columns(direction, z)
+    return z["K"], _columns(direction, z), positions
+
+
+def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
+         ) -> tuple[int, int, int]:
+    """(tiles, G, 1) forward; (tiles, G, SPLIT_K) backward weights."""
+    m, n, _ = gemm_dims(direction, sizes)
+    tiles = cdiv(m, int(config["BLOCK_M"])) * cdiv(n, int(config["BLOCK_N"]))
+    return tiles, int(sizes["G"]), int(config.get("SPLIT_K", 1)) if direction == "W" else 1
+
+
+def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str) -> bool:
+    """The 2-D family's legal space of the kind without its MMA choice; SPLIT_K of SPLITS in
+    backward weights alone, whose FP32 accumulator must fit the kind's shared memory (it is
+    converted through it for the column-contiguous stores, as the 3-D kernels')."""
+    split = config.get("SPLIT_K")
+    if split not in SPLITS or (split != 1 and direction != "W") or "MMA" in config:
+        return False
+    if direction == "W" and not accumulator_fits(config, kind):
+        return False
+    return bool(is_legal({**config, "SPLIT_K": 1}, dtype, kind))
+
+
+def legal_space(direction: str, dtype: str, kind: str) -> list[dict[str, int]]:
+    """Every legal configuration of a direction on a kind (the tuning search space)."""
+    space = TARGET_KINDS[kind]
+    splits = SPLITS if direction == "W" else (1,)
+    return [config for bm in space["BLOCK_M"] for bn in space["BLOCK_N"]
+            for bk in space["BLOCK_K"] for warps in space["num_warps"]
+            for stages in space["num_stages"] for group in space["GROUP_M"]
+            for split in splits
+            for config in ({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group,
+                            "SPLIT_K": split, "num_warps": warps, "num_stages": stages},)
+            if legal(direction, config, dtype, kind)]
+
+
+def _at_most(value: int, choices: tuple[int, ...]) -> int:
+    return max((c for c in choices if c <= value), default=min(choices))
+
+
+def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[str, int]:
+    """TILES' entry fitted to the kind: each value the largest legal one up to the entry's,
+    BLOCK_M then halved while a lane would hold more sums than the kind's ACC_PER_LANE or
+    the operands exceed its shared memory."""
+    space = TARGET_KINDS[kind]
+    bm, bn, bk, warps, stages = TILES[(precision, direction)]
+    config = {"BLOCK_M": _at_most(bm, space["BLOCK_M"]), "BLOCK_N": _at_most(bn, space["BLOCK_N"]),
+              "BLOCK_K": _at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
+              "num_warps": _at_most(warps, space["num_warps"]),
+              "num_stages": _at_most(stages, space["num_stages"])}
+    while config["BLOCK_M"] // 2 in space["BLOCK_M"] and (
+            accumulators_per_lane(config, kind) > space.get("ACC_PER_LANE", 1 << 30)
+            or shared_bytes(config, dtype) > space["smem"]):
+        config["BLOCK_M"] //= 2
+    return config
+
+
+def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
+    """Backward weights' SPLIT_K: doubled from 1 while the launch stays within WAVES waves of
+    `sms` programs, each part keeps MIN_PART_STEPS steps and the partials stay within
+    MAX_PARTIAL_BYTES, up to the largest of SPLITS."""
+    gx, gy, _ = grid("W", sizes, {**config, "SPLIT_K": 1})
+    steps = cdiv(gemm_dims("W", sizes)[2], int(config["BLOCK_K"]))
+    per_part = max(1, _partial_elements(sizes) * 4)
+    most = max(1, min(SPLITS[-1], MAX_PARTIAL_BYTES // per_part))
+    most = 1 << (most.bit_length() - 1)  # a power of two, as SPLITS
+    return filling_split(gx * gy, steps, sms, MIN_PART_STEPS, most, WAVES)
+
+
+def _partial_elements(sizes: Mapping[str, int]) -> int:
+    return int(sizes["G"]) * int(sizes["K"]) * _columns("W", sizes)
+
+
+def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
+                    ) -> int:
+    """Backward weights split in parts: an FP32 partial of dw per part."""
+    split = int(config.get("SPLIT_K", 1))
+    if direction != "W" or split <= 1:
+        return 0
+    return split * _partial_elements(sizes) * 4
+
+
+def reduce_values(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]
+                  ) -> dict[str, int]:
+    """The reduce kernel's i32 arguments (conv_triton_spec.REDUCE_ARGS) after a split launch.
+    The partials are (g*k, t*R + r, s, c), contiguous along c; the reduce walks them in that
+    order (T and R one axis of stride swr: `applies`' packed weights)."""
+    z = sizes
+    w = strides["w"]
+    return {"TOTAL": _partial_elements(z), "C": z["T"] * z["R"], "R": z["S"], "S": z["C"],
+            "swk": w[0], "swc": w[3], "swr": w[4], "sws": w[1]}
+
+
+def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:
+    """The fraction of the launched tile work that is real."""
+    out = 1.0
+    for dim, block in zip(gemm_dims(direction, sizes),
+                          (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]),
+                          strict=True):
+        dim = max(int(dim), 1)
+        out *= dim / (cdiv(dim, int(block)) * int(block))
+    return out
+
+
+def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
+              precision: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) of one object for `triton.compiler.ASTSource`."""
+    values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
+              "BLOCK_K": int(config["BLOCK_K"]), "GROUP_M": int(config["GROUP_M"]),
+              "CHANNELS_LAST": int(last), "PRECISION": precision}
+    return typed_signature(ARGS[KERNEL[direction]], dtype, values)

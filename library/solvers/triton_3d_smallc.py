@@ -1,0 +1,231 @@
+"""ConvTriton3dSmallC{Fwd,Wrw}: 3-D convolutions of few input channels, their reduction over
+taps and channels flattened (kernels/conv_triton_3d_smallc.py).
+
+The 3-D implicit GEMM (solvers/triton_3d.py) steps its reduction a tap and BLOCK_K channels
+at a time, so a 1-channel volume fills 1 of 16 columns a step, and the relaid solvers that
+pad the channel to 16 write and read 16x the input; 3D U-Net's first layer (1 -> 32 channels,
+128^3, batch 32) took 5-6x cuDNN's GPU time forward and 11x in backward weights on the H200,
+the 3-channel video stems 2-5x in backward weights (bench/results/zoo_h200-fbw-50040be).
+These solvers run the flattened kernels on problems of at most MAX_C channels a group
+(`spec.few_channels`), forward and backward weights, FP16, BF16 and FP32 (IEEE), NCDHW and
+NDHWC, any stride, padding, dilation and groups, transposed problems through the plain
+convolution's opposite direction (`conv_view`), on every matrix-core kind of the 3-D spec's.
+
+The objects assume no alignment; a package ships per type and direction one per layout (FP32:
+the generic one) and the reduce kernel's. Backward weights split the positions to fill the
+GPU (`spec.split_for`, up to 1,024 parts); the partials' reduce is the 2-D family's. The
+parameters are the implicit GEMM's seven; they rank first on every problem they take (the
+registry's YIELDS_TO puts the 3-D family and its relaid solvers after them), and
+ConvTriton3dSmallCChunks{Fwd,Wrw} run them a batch chunk at a time where a tensor holds
+2**31 elements or more (solvers/triton_chunks.py's `BatchChunks`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from ..problem import ConvProblem
+from ..target import Target
+from ._conv import DIRECTION_SUFFIX, ConvView, conv_view
+from .base import CompileJob, Launch, Params, Solver, family_claims
+from .triton_3d import ConvTriton3d, _view
+from .triton_chunks import BatchChunks
+from .triton_common import (
+    has_kernels_spec,
+    have_kernels,
+    kernels_spec,
+    params_of,
+    reduce_jobs,
+    reduce_step,
+    spec_compile_job,
+    spec_kind,
+    spec_launch,
+    target_kind,
+)
+
+__all__ = ["ConvTriton3dSmallC", "ConvTriton3dSmallCChunks", "SMALLC_3D_SOLVERS",
+           "smallc_first", "spec_smallc"]
+
+KERNEL_FILE = "conv_triton_3d_smallc.py"
+_SPEC = "conv_triton_3d_smallc_spec"
+
+
+def spec_smallc() -> Any:
+    """`kernels/conv_triton_3d_smallc_spec.py`: stdlib-only launch data of the kernels."""
+    return kernels_spec(_SPEC)
+
+
+@lru_cache(maxsize=256)
+def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], last: bool,
+         target: Target) -> CompileJob:
+    spec = spec_smallc()
+    values = dict(config)
+    sig, constexprs = spec.signature(direction, data_type, values, last, "ieee")
+    return spec_compile_job(KERNEL_FILE, spec, spec.KERNEL[direction], sig, constexprs,
+                            values, target, False)
+
+
+class ConvTriton3dSmallC(ConvTriton3d):
+    """One direction (forward, backward weights) of the few-channel 3-D kernels."""
+
+    kernel_file = KERNEL_FILE
+
+    def __init__(self, direction: str) -> None:
+        super().__init__(direction, "ieee")
+        self.name = f"ConvTriton3dSmallC{DIRECTION_SUFFIX[direction]}"
+
+    def _kind(self, target: Target) -> str | None:
+        kind = super()._kind(target)
+        return kind if kind is not None and spec_kind(target, _SPEC) is not None else None
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        if problem.in_type not in spec_smallc().TYPES or not super().is_applicable(problem,
+                                                                                    target):
+            return False
+        return bool(spec_smallc().few_channels(_view(problem)[1]))
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Every problem it takes (at most MAX_C channels a group)."""
+        return True
+
+    # ------------------------------------------------------------------ parameters
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        kind = self._kind(target)
+        if kind is None:
+            return []
+        return [params_of(c) for c in spec_smallc().legal_space(
+            conv_view(problem).direction, problem.in_type, kind)]
+
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        kind = target_kind(target.arch)
+        if kind not in spec_smallc().KINDS:
+            return False
+        try:
+            config = self._config(tuple(int(v) for v in params))
+        except (TypeError, ValueError):
+            return False
+        except Exception:  # noqa: BLE001 - a malformed set is not valid
+            return False
+        return bool(spec_smallc().legal(conv_view(problem).direction, config,
+                                        problem.in_type, kind))
+
+    def default_params(self, problem: ConvProblem, target: Target) -> Params:
+        """The type's usual tile for the direction fitted to the target's kind; backward
+        weights split to fill the target's CUs (`spec.split_for`)."""
+        kind = target_kind(target.arch)
+        if kind is None or kind not in spec_smallc().KINDS:
+            kind = "sm90"
+        view, sizes, _, _ = _view(problem)
+        tile = dict(spec_smallc().usual_tile(problem.in_type, view.direction, problem.in_type,
+                                             kind))
+        if view.direction == "W":
+            tile["SPLIT_K"] = spec_smallc().split_for(sizes, tile, target.cu)
+        return params_of(tile)
+
+    def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """Backward weights at a quarter and four times the default split."""
+        default = self.default_params(problem, target)
+        if conv_view(problem).direction != "W":
+            return []
+        at = 4  # SPLIT_K's position in the parameters
+        out: list[Params] = []
+        for split in (max(1, default[at] // 4), min(spec_smallc().SPLITS[-1], default[at] * 4)):
+            params = default[:at] + (split,) + default[at + 1:]
+            if params != default and params not in out:
+                out.append(params)
+        return out
+
+    # ------------------------------------------------------------------ kernels
+    def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
+             ) -> CompileJob:
+        config = {**self._config(tuple(params)), "SPLIT_K": 1}
+        last = _view(problem)[3] and problem.in_type != "FP32"
+        return _job(conv_view(problem).direction, problem.in_type,
+                    tuple(sorted(config.items())), last, target)
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """Per type the usual tile's object of each layout (FP32: the generic one) and, in
+        backward weights, the reduce kernel's."""
+        kind = self._kind(target)
+        if kind is None:
+            return []
+        spec = spec_smallc()
+        jobs: list[CompileJob] = []
+        for data_type in spec.TYPES:
+            if not self._type_applicable(data_type, target):
+                continue
+            tile = spec.usual_tile(data_type, self.direction, data_type, kind)
+            jobs += [_job(self.direction, data_type, tuple(sorted(tile.items())), last, target)
+                     for last in ((False,) if data_type == "FP32" else (False, True))]
+            if self.direction == "W":
+                jobs += reduce_jobs(data_type, target)
+        return jobs
+
+    # ------------------------------------------------------------------ launches
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        view, sizes, _, _ = _view(problem)
+        return int(spec_smallc().workspace_bytes(view.direction, sizes,
+                                                 self._config(tuple(params))))
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
+               ) -> Launch:
+        view, sizes, strides, _ = _view(problem)
+        return spec_launch(spec_smallc(), view.direction, view, sizes, strides,
+                           self.launch_geometry(problem, params),
+                           self.workspace_for(problem, params))
+
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """Backward weights split in parts: the reduce kernel sums the partials into dw."""
+        split = self._config(tuple(params))["SPLIT_K"]
+        view, sizes, strides, _ = _view(problem)
+        if view.direction != "W" or split <= 1:
+            return ()
+        return (reduce_step(problem.in_type, split, target, view.wei_tensor,
+                            spec_smallc().reduce_values(sizes, strides)),)
+
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        config = self._config(tuple(params))
+        view, sizes, _, _ = _view(problem)
+        grid = spec_smallc().grid(view.direction, sizes, config)
+        return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
+
+    def efficiency(self, view: ConvView, params: Params) -> float:
+        from .triton_3d import _sizes
+
+        return float(spec_smallc().efficiency(view.direction, _sizes(view),
+                                              self._config(tuple(params))))
+
+
+class ConvTriton3dSmallCChunks(BatchChunks, ConvTriton3dSmallC):
+    """One direction of the few-channel 3-D kernels for a problem too large for 32-bit
+    offsets, a chunk of images at a time."""
+
+    dims = 3
+
+    def __init__(self, direction: str) -> None:
+        super().__init__(direction)
+        self.inner = ConvTriton3dSmallC(direction)
+        self.name = f"ConvTriton3dSmallCChunks{DIRECTION_SUFFIX[direction]}"
+
+
+def smallc_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether a few-channel solver claims the problem (the registry's FIRST_CLAIMS)."""
+    return family_claims(SMALLC_3D_SOLVERS, ConvTriton3dSmallC, problem, target)
+
+
+def smallc_chunks_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether a few-channel chunk solver claims the problem (the registry's FIRST_CLAIMS)."""
+    return family_claims(SMALLC_3D_SOLVERS, ConvTriton3dSmallCChunks, problem, target)
+
+
+def _smallc_solvers() -> list[Solver]:
+    if not have_kernels() or not has_kernels_spec(_SPEC):
+        return []
+    return [*(ConvTriton3dSmallC(d) for d in ("F", "W")),
+            *(ConvTriton3dSmallCChunks(d) for d in ("F", "W"))]
+
+
+SMALLC_3D_SOLVERS: list[Solver] = _smallc_solvers()

@@ -1,0 +1,135 @@
+"""ConvTriton3dSmallC{Fwd,Wrw} and their batch-chunk solvers: 3-D problems of few input
+channels on the flattened kernels (kernels/conv_triton_3d_smallc.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import SOLVERS, applicable_solvers, get_solver, launch_jobs, ranks_first
+from miopenkernels.target import Target
+
+spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_smallc_spec")
+spec_3d = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
+
+SM90 = Target("sm90", 132)
+
+
+def _p(c: int = 1, k: int = 32, n: int = 2, spatial: tuple[int, int, int] = (32, 32, 32),
+       filt: tuple[int, int, int] = (3, 3, 3), layout: str = "NDHWC", direction: str = "W",
+       data_type: str = "FP16", **kw: object) -> ConvProblem:
+    pad = tuple(f // 2 for f in filt)
+    return ConvProblem(n=n, c=c, k=k, in_spatial=spatial, filter=filt, pad=pad,
+                       direction=direction, in_type=data_type, wei_type=data_type,
+                       out_type=data_type, in_layout=layout, wei_layout=layout,
+                       out_layout=layout, **kw)
+
+
+def _first(p: ConvProblem) -> list[str]:
+    """The solvers of IEEE math that rank first (the TF32 ones serve another math mode)."""
+    return [s.name for s in applicable_solvers(p, SM90)
+            if s.math == "ieee" and ranks_first(s, p, SM90)]
+
+
+@pytest.mark.parametrize(("layout", "direction", "data_type"), list(itertools.product(
+    ("NDHWC", "NCDHW"), ("F", "W"), ("FP16", "BF16", "FP32"))))
+def test_few_channels_rank_first_over_the_3d_family_and_its_copies(
+        layout: str, direction: str, data_type: str) -> None:
+    suffix = {"F": "Fwd", "W": "Wrw"}[direction]
+    assert _first(_p(layout=layout, direction=direction, data_type=data_type)) == \
+        [f"ConvTriton3dSmallC{suffix}"]
+    # 3D U-Net's first layer at batch 32: y holds 2**31 elements, a chunk of the batch at a time.
+    big = _p(n=32, spatial=(128, 128, 128), layout=layout, direction=direction,
+             data_type=data_type)
+    assert _first(big) == [f"ConvTriton3dSmallCChunks{suffix}"]
+    assert get_solver(f"ConvTriton3dSmallC{suffix}").is_applicable(
+        _p(c=3, filt=(1, 7, 7), layout=layout, direction=direction), SM90)
+
+
+def test_where_they_do_not_apply() -> None:
+    s = get_solver("ConvTriton3dSmallCWrw")
+    assert not s.is_applicable(_p(c=5), SM90)  # more than MAX_C channels a group
+    assert not s.is_applicable(_p(direction="B"), SM90)  # backward data: the 3-D family's
+    assert not get_solver("ConvTriton3dSmallCFwd").is_applicable(_p(direction="W"), SM90)
+    assert not s.is_applicable(ConvProblem(n=2, c=1, k=32, in_spatial=(32, 32), filter=(3, 3),
+                                           pad=(1, 1), direction="W"), SM90)  # 2-D
+    assert s.is_applicable(_p(c=8, groups=4, k=32), SM90)  # 2 channels a group
+    assert not s.is_applicable(_p(), Target("gfx906", 60))  # no matrix cores
+    assert not s.is_applicable(_p(n=32, spatial=(128, 128, 128)), SM90)  # the chunks'
+    # A transposed layer whose plain convolution reads 2 channels: its backward weights.
+    assert s.is_applicable(_p(c=16, k=2, filt=(2, 2, 2), stride=(2, 2, 2), mode="trans"), SM90)
+
+
+def test_backward_weights_split_fills_the_gpu_within_the_partials_bound() -> None:
+    s = get_solver("ConvTriton3dSmallCWrw")
+    p = _p(n=16, spatial=(128, 128, 128))  # half of 3D U-Net's batch: one program row
+    params = s.default_params(p, SM90)
+    split = params[4]
+    assert split == 1024 and s.params_valid(p, SM90, params)
+    launch = s.launch(p, params)
+    assert launch.grid == (1, 1, split)
+    assert launch.workspace_bytes == split * 32 * 27 * 4
+    (job, reduce), = s.follow_ups(p, params, SM90)
+    assert job.kernel_name == "conv2d_bwd_weight_reduce"
+    assert {a.name: a.value for a in reduce.args}["SPLIT_K"] == split
+    # Many filters by many columns: the partials stay within MAX_PARTIAL_BYTES.
+    wide = _p(c=4, k=256, filt=(3, 7, 7))
+    wide_split = s.default_params(wide, SM90)[4]
+    assert wide_split * 256 * 4 * 147 * 4 <= spec.MAX_PARTIAL_BYTES
+    assert s.seed_params(p, SM90) == [params[:4] + (256,) + params[5:]]
+
+
+@pytest.mark.parametrize("filt", [(3, 3, 3), (1, 7, 7), (3, 1, 1)])
+def test_the_reduce_walk_writes_each_partial_where_the_kernel_would(
+        filt: tuple[int, int, int]) -> None:
+    """conv2d_bwd_weight_reduce's index arithmetic over `reduce_values`, replayed: partial i
+    ([G*K][T*R*S*C], j = tap*C + c) lands at the weights' (g*k, c, t, r, s) offset in both
+    layouts."""
+    for layout in ("NCDHW", "NDHWC"):
+        g, c, k = 2, 3, 4
+        p = _p(c=c * g, k=k * g, groups=g, filt=filt, layout=layout)
+        s = get_solver("ConvTriton3dSmallCWrw")
+        from miopenkernels.solvers.triton_3d import _view
+
+        _, sizes, strides, _ = _view(p)
+        v = spec.reduce_values(sizes, strides)
+        t_, r_, s_ = filt
+        seen = set()
+        for i in range(v["TOTAL"]):
+            rs = v["R"] * v["S"]
+            kk, crs = divmod(i, v["C"] * rs)
+            cc, rest = divmod(crs, rs)
+            rr, ss = divmod(rest, v["S"])
+            got = kk * v["swk"] + cc * v["swc"] + rr * v["swr"] + ss * v["sws"]
+            gk, j = divmod(i, t_ * r_ * s_ * c)
+            tap, ch = divmod(j, c)
+            t, rem = divmod(tap, r_ * s_)
+            r, q = divmod(rem, s_)
+            w = strides["w"]
+            assert got == gk * w[0] + ch * w[1] + t * w[2] + r * w[3] + q * w[4]
+            seen.add(got)
+        assert len(seen) == v["TOTAL"] == g * k * c * t_ * r_ * s_
+        assert s.is_applicable(p, SM90)
+
+
+@pytest.mark.parametrize("kind", spec.KINDS)
+def test_usual_tiles_are_legal_on_every_matrix_core_kind(kind: str) -> None:
+    for data_type, direction in itertools.product(spec.TYPES, ("F", "W")):
+        tile = spec.usual_tile(data_type, direction, data_type, kind)
+        assert spec.legal(direction, tile, data_type, kind), (kind, data_type, direction, tile)
+
+
+def test_a_package_holds_every_object_a_launch_runs() -> None:
+    shipped = {j for s in SOLVERS for j in s.dynamic_jobs(SM90)}
+    for layout, direction, data_type, n in itertools.product(
+            ("NCDHW", "NDHWC"), ("F", "W"), ("FP16", "BF16", "FP32"), (2, 32)):
+        p = _p(n=n, spatial=(128, 128, 128) if n == 32 else (32, 32, 32), layout=layout,
+               direction=direction, data_type=data_type)
+        name, = _first(p)
+        s = get_solver(name)
+        params = s.default_params(p, SM90)
+        assert set(launch_jobs(s, p, params, SM90)) <= shipped, (name, p.key())
+    own = [j for name in ("ConvTriton3dSmallCFwd", "ConvTriton3dSmallCWrw")
+           for j in get_solver(name).dynamic_jobs(SM90) if j.kernel_name.endswith("_smallc")]
+    assert len(own) == 2 * (2 + 2 + 1)  # FP16, BF16 both layouts, FP32 generic
