@@ -12,9 +12,12 @@ as vectors), FP32 the generic one alone.
 
 Tiles (TILES) are one per precision and direction, fitted to each target kind's legal space
 (`usual_tile`): forward 128 positions by 64 filters by 32 reduction columns (a 3x3x3 filter
-on one channel is 27 columns: one block); backward weights 64 filters by 32 columns by 64
-positions a step, split to fill the GPU (`split_for`: the positions of 3D U-Net's first layer
-at batch 32 are 67M, which one tile's program would walk alone)."""
+on one channel is 27 columns: one block); backward weights 64 columns (t, r, s, c) by 64
+filters by 64 positions a step, split to fill the GPU (`split_for`: the positions of 3D
+U-Net's first layer at batch 32 are 67M, which one tile's program would walk alone). Each has
+a narrow variant, NARROW_N filters wide, for problems of at most that many filters
+(`narrow_tile`): NDHWC holds the filters contiguous, and a 64-wide tile over 32 of them left
+half of every load's or store's lanes masked."""
 
 from __future__ import annotations
 
@@ -42,10 +45,10 @@ from .conv_triton_spec import (
     typed_signature,
 )
 
-__all__ = ["ARGS", "ALIGN16", "KERNEL", "KINDS", "MAX_C", "SIZES", "TENSORS", "TILES", "TUPLES",
-           "TYPES", "applies", "arg_values", "channels_last", "few_channels", "grid", "legal",
-           "legal_space", "reduce_values", "signature", "split_for", "usual_tile",
-           "workspace_bytes"]
+__all__ = ["ARGS", "ALIGN16", "KERNEL", "KINDS", "MAX_C", "NARROW_N", "SIZES", "TENSORS",
+           "TILES", "TUPLES", "TYPES", "applies", "arg_values", "channels_last", "few_channels",
+           "grid", "legal", "legal_space", "narrow_of", "narrow_tile", "reduce_values",
+           "signature", "split_for", "usual_tile", "workspace_bytes"]
 
 TYPES = ("FP16", "BF16", "FP32")
 KERNEL = {"F": "conv3d_fwd_smallc", "W": "conv3d_bwd_weight_smallc"}
@@ -59,8 +62,10 @@ MAX_C = 4
 #: direction, both layouts.
 TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
     **{(t, "F"): (128, 64, 32, 4, 2) for t in ("FP16", "BF16")},
-    **{(t, "W"): (64, 32, 64, 4, 2) for t in ("FP16", "BF16")},
-    ("FP32", "F"): (64, 64, 32, 4, 2), ("FP32", "W"): (64, 32, 32, 4, 2)}
+    **{(t, "W"): (64, 64, 64, 4, 2) for t in ("FP16", "BF16")},
+    ("FP32", "F"): (64, 64, 32, 4, 2), ("FP32", "W"): (64, 64, 32, 4, 2)}
+#: The narrow tiles' width along the filters (BLOCK_N), for problems of at most that many.
+NARROW_N = 32
 #: Backward weights' splits: enough parts that a 1-channel volume's one tile fills the GPU;
 #: the partials ([parts][G*K][T*R*S*C], FP32) kept under MAX_PARTIAL_BYTES.
 SPLITS = tuple(2**i for i in range(11))
@@ -75,7 +80,7 @@ def few_channels(sizes: Mapping[str, int]) -> bool:
 
 
 def _columns(direction: str, sizes: Mapping[str, int]) -> int:
-    """The flattened reduction (forward) or column (backward weights) extent T*R*S*C."""
+    """The flattened reduction (forward) or row (backward weights) extent T*R*S*C."""
     del direction
     return int(sizes["T"]) * int(sizes["R"]) * int(sizes["S"]) * int(sizes["C"])
 
@@ -86,7 +91,7 @@ def gemm_dims(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     positions = z["N"] * z["Z"] * z["P"] * z["Q"]
     if direction == "F":
         return positions, z["K"], _columns(direction, z)
-    return z["K"], _columns(direction, z), positions
+    return _columns(direction, z), z["K"], positions
 
 
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
@@ -141,6 +146,16 @@ def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[st
             or shared_bytes(config, dtype) > space["smem"]):
         config["BLOCK_M"] //= 2
     return config
+
+
+def narrow_of(config: Mapping[str, int]) -> dict[str, int]:
+    """A tile's narrow variant: NARROW_N filters wide."""
+    return {**config, "BLOCK_N": min(int(config["BLOCK_N"]), NARROW_N)}
+
+
+def narrow_tile(config: Mapping[str, int], sizes: Mapping[str, int]) -> dict[str, int]:
+    """`config` narrowed where the problem has at most NARROW_N filters a group."""
+    return narrow_of(config) if int(sizes["K"]) <= NARROW_N else dict(config)
 
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:

@@ -111,14 +111,15 @@ class ConvTriton3dSmallC(ConvTriton3d):
                                         problem.in_type, kind))
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        """The type's usual tile for the direction fitted to the target's kind; backward
-        weights split to fill the target's CUs (`spec.split_for`)."""
+        """The type's usual tile for the direction fitted to the target's kind, narrow where
+        the filters are few (`spec.narrow_tile`); backward weights split to fill the target's
+        CUs (`spec.split_for`)."""
         kind = target_kind(target.arch)
         if kind is None or kind not in spec_smallc().KINDS:
             kind = "sm90"
         view, sizes, _, _ = _view(problem)
-        tile = dict(spec_smallc().usual_tile(problem.in_type, view.direction, problem.in_type,
-                                             kind))
+        tile = spec_smallc().narrow_tile(spec_smallc().usual_tile(
+            problem.in_type, view.direction, problem.in_type, kind), sizes)
         if view.direction == "W":
             tile["SPLIT_K"] = spec_smallc().split_for(sizes, tile, target.cu)
         return params_of(tile)
@@ -145,8 +146,8 @@ class ConvTriton3dSmallC(ConvTriton3d):
                     tuple(sorted(config.items())), last, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type the usual tile's object of each layout (FP32: the generic one) and, in
-        backward weights, the reduce kernel's."""
+        """Per type the usual tile's and its narrow variant's objects of each layout (FP32:
+        the generic one) and, in backward weights, the reduce kernel's."""
         kind = self._kind(target)
         if kind is None:
             return []
@@ -156,7 +157,8 @@ class ConvTriton3dSmallC(ConvTriton3d):
             if not self._type_applicable(data_type, target):
                 continue
             tile = spec.usual_tile(data_type, self.direction, data_type, kind)
-            jobs += [_job(self.direction, data_type, tuple(sorted(tile.items())), last, target)
+            jobs += [_job(self.direction, data_type, tuple(sorted(t.items())), last, target)
+                     for t in (tile, spec.narrow_of(tile))
                      for last in ((False,) if data_type == "FP32" else (False, True))]
             if self.direction == "W":
                 jobs += reduce_jobs(data_type, target)
