@@ -9,12 +9,14 @@ index is j = tap * C + c over T*R*S*C (27 for 3x3x3 on one channel: one 32-wide 
 
 - forward: rows the output positions (n, o, p, q), columns the filters, BLOCK_K of j a step;
   the column offsets and per-axis shifts of a block are worked out once for every row;
-- backward weights: rows j (a whole filter's taps in one tile), columns the filters, the
+- backward weights: rows the filters, columns j (a whole filter's taps in one tile), the
   reduction every output position cut into as many parts as the grid's axis 2 has; with
   several parts each writes its FP32 partial to ws as [parts][G*K][T*R*S*C], which the 2-D
-  family's reduce kernel sums into dw (`conv_triton_3d_smallc_spec.reduce_values`).
-Where the filters are few (3D U-Net's 32), a narrow tile (BLOCK_N = NARROW_N) along them keeps
-NDHWC's loads and stores of the filters' axis (contiguous there) free of masked lanes.
+  family's reduce kernel sums into dw (`conv_triton_3d_smallc_spec.reduce_values`). (The
+  taps as rows and the filters as columns, dy read as it lies, took 1.2-2x this one's time on
+  the H200: bench/results/README.md.)
+Where the filters are few (3D U-Net's 32), forward's narrow tile (BLOCK_N = NARROW_N) keeps
+NDHWC's stores along the filters (contiguous there) free of masked lanes.
 
 Sizes, geometry and strides are the 3-D kernels' tuple arguments (`conv_triton_3d_spec.TUPLES`);
 importing this module needs Triton but no GPU. How to launch the kernels is plain data in
@@ -101,11 +103,10 @@ def conv3d_bwd_weight_smallc(
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    """dw[g*K+k, c, t, r, s] = sum over output positions of x * dy: rows j = (t, r, s, c)
-    flattened, columns the filters; axis 2 cuts the positions into parts, each writing its
-    FP32 partial to ws ([parts][G*K][T*R*S*C]) where there are several. dy's tile is read as
-    [positions, K], as it lies in either layout (NDHWC: along the filters, the tile's columns,
-    which a narrow BLOCK_N fits), and the gathered x tile transposed in the kernel."""
+    """dw[g*K+k, c, t, r, s] = sum over output positions of dy * x, the columns j = (t, r, s,
+    c) flattened; axis 2 cuts the positions into parts, each writing its FP32 partial to ws
+    ([parts][G*K][T*R*S*C]) where there are several. dy's tile is read as [positions, K] and
+    transposed in the kernel (as conv3d_bwd_weight does)."""
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
@@ -114,13 +115,13 @@ def conv3d_bwd_weight_smallc(
     part = tl.program_id(2)
     parts = tl.num_programs(2)
     J = T * R * S * C
-    offs_m, offs_n = tile_offsets(J, K, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m, offs_n = tile_offsets(K, J, BLOCK_M, BLOCK_N, GROUP_M)
     offs_k = tl.arange(0, BLOCK_K)
-    m_ok = offs_m < J
-    n_ok = offs_n < K
-    c, t, r, s, dd, dh, dw = _columns(offs_m, C, R, S, dil_d, dil_h, dil_w)
+    m_ok = offs_m < K
+    n_ok = offs_n < J
+    c, t, r, s, dd, dh, dw = _columns(offs_n, C, R, S, dil_d, dil_h, dil_w)
     x_col = (g * C + c) * sxc + dd * sxd + dh * sxh + dw * sxw
-    y_col = (g * K + offs_n) * syk
+    y_col = (g * K + offs_m) * syk
     PQ = P * Q
     M = N * Z * PQ
     blocks = tl.cdiv(M, BLOCK_K)
@@ -137,20 +138,20 @@ def conv3d_bwd_weight_smallc(
         id0 = od * stride_d - pad_d
         ih0 = op * stride_h - pad_h
         iw0 = oq * stride_w - pad_w
-        b = _load_tile(y_ptr, img * syn + od * syd + op * syh + oq * syw, y_col, j_ok, n_ok,
-                       False)
-        ok = j_ok[:, None] & m_ok[None, :] & _inside(id0, ih0, iw0, dd, dh, dw, D, H, W)
-        xg = tl.load(x_ptr + (img * sxn + id0 * sxd + ih0 * sxh + iw0 * sxw)[:, None]
-                     + x_col[None, :], mask=ok, other=0.0)
-        acc = _mma(tl.trans(xg), b, acc, PRECISION)
+        a = _load_tile(y_ptr, y_col, img * syn + od * syd + op * syh + oq * syw, m_ok, j_ok,
+                       True)
+        ok = j_ok[:, None] & n_ok[None, :] & _inside(id0, ih0, iw0, dd, dh, dw, D, H, W)
+        b = tl.load(x_ptr + (img * sxn + id0 * sxd + ih0 * sxh + iw0 * sxw)[:, None]
+                    + x_col[None, :], mask=ok, other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
         plane, op, oq = _advance(plane, op, oq, d_plane, d_p, d_q, P, Q)
     mask = m_ok[:, None] & n_ok[None, :]
     if parts == 1:
-        w_off = ((g * K + offs_n) * swk)[None, :] + \
-            (c * swc + t * swt + r * swr + s * sws)[:, None]
+        w_off = ((g * K + offs_m) * swk)[:, None] + \
+            (c * swc + t * swt + r * swr + s * sws)[None, :]
         tl.store(w_ptr + w_off, acc.to(w_ptr.dtype.element_ty), mask=mask)
     else:
-        ws_off = (((part * G + g) * K + offs_n) * J)[None, :] + offs_m[:, None]
+        ws_off = ((part * G + g) * K + offs_m)[:, None] * J + offs_n[None, :]
         tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 

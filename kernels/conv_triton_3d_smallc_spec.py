@@ -12,12 +12,14 @@ as vectors), FP32 the generic one alone.
 
 Tiles (TILES) are one per precision and direction, fitted to each target kind's legal space
 (`usual_tile`): forward 128 positions by 64 filters by 32 reduction columns (a 3x3x3 filter
-on one channel is 27 columns: one block); backward weights 64 columns (t, r, s, c) by 64
-filters by 64 positions a step, split to fill the GPU (`split_for`: the positions of 3D
-U-Net's first layer at batch 32 are 67M, which one tile's program would walk alone). Each has
-a narrow variant, NARROW_N filters wide, for problems of at most that many filters
-(`narrow_tile`): NDHWC holds the filters contiguous, and a 64-wide tile over 32 of them left
-half of every load's or store's lanes masked."""
+on one channel is 27 columns: one block); backward weights 64 filters by 32 columns (t, r, s,
+c) by 64 positions a step (128 positions took 2-4x the time on the H200), split to fill the
+GPU (`split_for`: the positions of 3D U-Net's first layer at batch 32 are 67M, which one
+tile's program would walk alone). Forward has a narrow variant, NARROW_N filters wide, for
+problems of at most that many filters (`narrow_tile`): NDHWC holds the filters contiguous,
+and a 64-wide tile over 32 of them left half of every store's lanes masked (3D U-Net's first
+layer: 25.6 -> 15.8 ms NDHWC, 13.3 -> 11.6 NCDHW; the 45- and 64-filter video stems took
+1.8-2x longer on it)."""
 
 from __future__ import annotations
 
@@ -62,9 +64,10 @@ MAX_C = 4
 #: direction, both layouts.
 TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
     **{(t, "F"): (128, 64, 32, 4, 2) for t in ("FP16", "BF16")},
-    **{(t, "W"): (64, 64, 64, 4, 2) for t in ("FP16", "BF16")},
-    ("FP32", "F"): (64, 64, 32, 4, 2), ("FP32", "W"): (64, 64, 32, 4, 2)}
-#: The narrow tiles' width along the filters (BLOCK_N), for problems of at most that many.
+    **{(t, "W"): (64, 32, 64, 4, 2) for t in ("FP16", "BF16")},
+    ("FP32", "F"): (64, 64, 32, 4, 2), ("FP32", "W"): (64, 32, 32, 4, 2)}
+#: Forward's narrow tile's width along the filters (BLOCK_N), for problems of at most that
+#: many.
 NARROW_N = 32
 #: Backward weights' splits: enough parts that a 1-channel volume's one tile fills the GPU;
 #: the partials ([parts][G*K][T*R*S*C], FP32) kept under MAX_PARTIAL_BYTES.
@@ -91,7 +94,7 @@ def gemm_dims(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     positions = z["N"] * z["Z"] * z["P"] * z["Q"]
     if direction == "F":
         return positions, z["K"], _columns(direction, z)
-    return _columns(direction, z), z["K"], positions
+    return z["K"], _columns(direction, z), positions
 
 
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
@@ -153,9 +156,12 @@ def narrow_of(config: Mapping[str, int]) -> dict[str, int]:
     return {**config, "BLOCK_N": min(int(config["BLOCK_N"]), NARROW_N)}
 
 
-def narrow_tile(config: Mapping[str, int], sizes: Mapping[str, int]) -> dict[str, int]:
-    """`config` narrowed where the problem has at most NARROW_N filters a group."""
-    return narrow_of(config) if int(sizes["K"]) <= NARROW_N else dict(config)
+def narrow_tile(direction: str, config: Mapping[str, int], sizes: Mapping[str, int]
+                ) -> dict[str, int]:
+    """Forward's `config` narrowed where the problem has at most NARROW_N filters a group."""
+    if direction == "F" and int(sizes["K"]) <= NARROW_N:
+        return narrow_of(config)
+    return dict(config)
 
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:

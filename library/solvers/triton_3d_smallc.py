@@ -118,7 +118,7 @@ class ConvTriton3dSmallC(ConvTriton3d):
         if kind is None or kind not in spec_smallc().KINDS:
             kind = "sm90"
         view, sizes, _, _ = _view(problem)
-        tile = spec_smallc().narrow_tile(spec_smallc().usual_tile(
+        tile = spec_smallc().narrow_tile(view.direction, spec_smallc().usual_tile(
             problem.in_type, view.direction, problem.in_type, kind), sizes)
         if view.direction == "W":
             tile["SPLIT_K"] = spec_smallc().split_for(sizes, tile, target.cu)
@@ -146,8 +146,8 @@ class ConvTriton3dSmallC(ConvTriton3d):
                     tuple(sorted(config.items())), last, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type the usual tile's and its narrow variant's objects of each layout (FP32:
-        the generic one) and, in backward weights, the reduce kernel's."""
+        """Per type the usual tile's objects of each layout (FP32: the generic one), in
+        forward also its narrow variant's, in backward weights the reduce kernel's."""
         kind = self._kind(target)
         if kind is None:
             return []
@@ -158,7 +158,7 @@ class ConvTriton3dSmallC(ConvTriton3d):
                 continue
             tile = spec.usual_tile(data_type, self.direction, data_type, kind)
             jobs += [_job(self.direction, data_type, tuple(sorted(t.items())), last, target)
-                     for t in (tile, spec.narrow_of(tile))
+                     for t in ((tile, spec.narrow_of(tile)) if self.direction == "F" else (tile,))
                      for last in ((False,) if data_type == "FP32" else (False, True))]
             if self.direction == "W":
                 jobs += reduce_jobs(data_type, target)

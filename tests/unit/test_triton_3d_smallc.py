@@ -67,8 +67,9 @@ def test_backward_weights_split_fills_the_gpu_within_the_partials_bound() -> Non
     params = s.default_params(p, SM90)
     split = params[4]
     assert split == 1024 and s.params_valid(p, SM90, params)
-    assert params[1] == spec.NARROW_N  # 32 filters: the narrow tile
-    assert s.default_params(_p(k=64), SM90)[1] == 64
+    fwd = get_solver("ConvTriton3dSmallCFwd")
+    assert fwd.default_params(_p(direction="F"), SM90)[1] == spec.NARROW_N  # 32 filters
+    assert fwd.default_params(_p(direction="F", k=64), SM90)[1] == 64
     launch = s.launch(p, params)
     assert launch.grid == (1, 1, split)
     assert launch.workspace_bytes == split * 32 * 27 * 4
@@ -134,5 +135,5 @@ def test_a_package_holds_every_object_a_launch_runs() -> None:
         assert set(launch_jobs(s, p, params, SM90)) <= shipped, (name, p.key())
     own = [j for name in ("ConvTriton3dSmallCFwd", "ConvTriton3dSmallCWrw")
            for j in get_solver(name).dynamic_jobs(SM90) if j.kernel_name.endswith("_smallc")]
-    # FP16 and BF16 in both layouts, FP32 the generic one; each tile and its narrow variant.
-    assert len(own) == 2 * 2 * (2 + 2 + 1)
+    # FP16 and BF16 in both layouts, FP32 the generic one; forward's narrow variant too.
+    assert len(own) == (2 + 1) * (2 + 2 + 1)
