@@ -150,19 +150,23 @@ def test_chunks_are_sized_by_the_padded_copies_where_those_are_widest() -> None:
 
 
 def test_they_claim_where_the_relaid_solver_claims_the_first_chunk() -> None:
-    assert YIELDS_TO[ConvTriton3dChunks] == (ConvTriton3dRelaidChunks,)
+    assert YIELDS_TO[ConvTriton3dChunks][0] == ConvTriton3dRelaidChunks
     plain, via = get_solver("ConvTriton3dChunksFwd"), get_solver("ConvTriton3dViaNdhwcChunksFwd")
     many = _p()  # 384 -> 128, 3x3x3: many multiply-adds an element copied
     assert via.claims_first(many, SM90) == via.inner.claims_first(replace(many, n=17), SM90)
     assert ranks_first(via, many, SM90) and not ranks_first(plain, many, SM90)
     assert FIRST_CLAIMS[ConvTriton3dRelaidChunks](many, SM90, "ieee")
-    # 1 channel, 32 filters: too few multiply-adds for the transposes; the plain chunks rank
-    # first (the relaid chunks still apply, and find mode may time them).
+    # 1 channel, 32 filters: too few multiply-adds for the transposes (the relaid chunks still
+    # apply, and find mode may time them); the few-channel solvers' chunks rank first, ahead
+    # of the plain ones, which give way to them.
     few = _p(1, 32, 128)
     assert via.is_applicable(few, SM90) and not via.claims_first(few, SM90)
-    assert ranks_first(plain, few, SM90)
+    assert not ranks_first(plain, few, SM90)
     names = [s.name for s in applicable_solvers(few, SM90)]
-    assert names == ["ConvTriton3dChunksFwd", "ConvTriton3dViaNdhwcChunksFwd"]
+    assert names == ["ConvTriton3dChunksFwd", "ConvTriton3dViaNdhwcChunksFwd",
+                     "ConvTriton3dSmallCChunksFwd"]
+    assert [s.name for s in applicable_solvers(few, SM90) if ranks_first(s, few, SM90)] == \
+        ["ConvTriton3dSmallCChunksFwd"]
     # No chunks below the limit, and FP32 takes the plain chunks alone.
     assert not via.is_applicable(_p(n=8), SM90)
     assert not via.is_applicable(replace(many, in_type="FP32", wei_type="FP32",
