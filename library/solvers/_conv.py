@@ -18,7 +18,7 @@ from .base import CompileJob, KernelArg, Launch, Params, Solver, type_supported
 __all__ = [
     "ConvView", "conv_view", "TYPE_CODES", "DIR_CODES", "CONV_FIELDS", "common_applicable",
     "type_dir_options", "ceil_div", "DIRECTION_SUFFIX", "ALGO_PREFIX", "ConvKernelSolver",
-    "gemm_sizes", "macs",
+    "gemm_sizes", "macs", "WORKSPACE_ALIGN", "workspace_round", "relaid", "channels_last_twin",
 ]
 
 TYPE_CODES = {"FP32": 0, "FP16": 1, "BF16": 2}
@@ -34,6 +34,26 @@ CONV_FIELDS = (
     "ys_n", "ys_k", "ys_d", "ys_h", "ys_w",
 )
 _INT32_MAX = 2**31 - 1
+#: Byte alignment of each part of a solver's workspace (its copies, its partial sums).
+WORKSPACE_ALIGN = 256
+
+
+def workspace_round(nbytes: int) -> int:
+    """`nbytes` rounded up to a whole number of WORKSPACE_ALIGN (a workspace part's size)."""
+    return -(-int(nbytes) // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+
+
+def relaid(problem: ConvProblem, layout: str) -> ConvProblem:
+    """The same problem with every tensor in `layout` (NHWC: channels-last activations and
+    KRSC weights)."""
+    from .._record import replace
+
+    return replace(problem, in_layout=layout, wei_layout=layout, out_layout=layout)
+
+
+def channels_last_twin(problem: ConvProblem) -> ConvProblem:
+    """The problem with channels-last tensors (NHWC, NDHWC) in place of channel planes."""
+    return relaid(problem, "NDHWC" if len(problem.in_spatial) == 3 else "NHWC")
 
 
 def _strides(dims: tuple[int, ...], channel_last: bool) -> tuple[int, int, int, int, int]:

@@ -25,11 +25,18 @@ from typing import Any
 from .._record import dataclass
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view, macs
+from ._conv import (
+    ALGO_PREFIX,
+    DIRECTION_SUFFIX,
+    ConvView,
+    channels_last_twin,
+    conv_view,
+    macs,
+)
 from .base import CompileJob, Launch, Params, Solver
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
-           "blas_first", "BLAS_FIRST", "VIA_FIRST", "channels_last_twin"]
+           "blas_first", "BLAS_FIRST", "VIA_FIRST"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
@@ -249,15 +256,6 @@ def _case(problem: ConvProblem) -> str:
 #: on a CUDA backend): only then do they claim first place, and the kernels' families give
 #: way; a process without them (the null backend, a build) ranks as before.
 _offered = [False]
-
-
-def channels_last_twin(problem: ConvProblem) -> ConvProblem:
-    """The problem with channels-last tensors (NHWC, NDHWC) in place of channel planes: what
-    solvers/blas_relayout.py computes on its transposed copies."""
-    from .._record import replace
-
-    layout = "NDHWC" if len(problem.in_spatial) == 3 else "NHWC"
-    return replace(problem, in_layout=layout, wei_layout=layout, out_layout=layout)
 
 
 def blas_first(problem: ConvProblem, target: Target) -> bool:

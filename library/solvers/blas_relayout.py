@@ -20,12 +20,12 @@ from typing import Any
 
 from ..problem import ConvProblem
 from ..target import Target
+from ._conv import channels_last_twin, workspace_round
 from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
-from .blas_1x1 import ConvBlasGemm1x1, channels_last_twin, gemm_call
+from .blas_1x1 import ConvBlasGemm1x1, gemm_call
 
 __all__ = ["ConvBlasGemm1x1ViaNhwc", "VIA_BLAS_SOLVERS"]
 
-_ALIGN = 256  # byte alignment of each part of the workspace
 #: The tensors copied, by the GEMM operand they become, and the layer tensor each comes from.
 _COPIES = (("ws_x", "x"), ("ws_dy", "dy"))
 
@@ -74,7 +74,7 @@ class ConvBlasGemm1x1ViaNhwc(WorkspaceParts, ConvBlasGemm1x1):
         shapes, slots, total = self._shapes(problem), {}, 0
         for slot, tensor in _COPIES:
             slots[slot] = total
-            total += -(-math.prod(shapes[tensor]) * TYPE_BYTES[problem.in_type] // _ALIGN) * _ALIGN
+            total += workspace_round(math.prod(shapes[tensor]) * TYPE_BYTES[problem.in_type])
         return slots, total
 
     def workspace_bytes(self, problem: ConvProblem) -> int:

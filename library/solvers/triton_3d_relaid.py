@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import conv_view, kernel_tensors, macs
+from ._conv import conv_view, kernel_tensors, macs, workspace_round
 from .base import (
     CompileJob,
     InnerParameters,
@@ -43,7 +43,7 @@ from .base import (
 from .triton_3d import ConvTriton3d, spec_3d
 from .triton_3d import _view as _view_3d
 from .triton_common import PAD_SPEC, has_kernels_spec, kernel_arg, kernels_spec, spec_module
-from .triton_conv_relayout import _SLOTS, _round, transpose_job, transpose_step
+from .triton_conv_relayout import _SLOTS, transpose_job, transpose_step
 from .triton_padded import pad_job, pad_step
 
 __all__ = ["ConvTriton3dRelaid", "RELAID_3D_SOLVERS", "copied_per_image", "relaid_first",
@@ -197,10 +197,10 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
         at = 0
         for tensor, (_, _, s, pb, pr) in _copies(problem, self.layout).items():
             offsets[_SLOTS[tensor]] = at
-            at += _round(pb * pr * s * elem)
+            at += workspace_round(pb * pr * s * elem)
         part = self.inner.workspace_for(self._relaid(problem), params)
         offsets[_SLOTS["part"]] = at if part else 0  # unused without a split: any address
-        return offsets, at + _round(part)
+        return offsets, at + workspace_round(part)
 
     # ------------------------------------------------------------------ launches
     def _names(self, problem: ConvProblem) -> dict[str, str]:

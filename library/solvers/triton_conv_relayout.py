@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import ConvView, conv_view, kernel_tensors
+from ._conv import ConvView, conv_view, kernel_tensors, relaid, workspace_round
 from .base import CompileJob, InnerParameters, Launch, Params, Solver, WorkspaceParts
 from .triton_common import (
     CONV_KERNEL_FILE,
@@ -53,7 +53,6 @@ __all__ = ["ConvTritonImplicitGemmRelayout", "VIA_SOLVERS", "TRANSPOSE_KERNEL", 
            "transpose_job", "transpose_step", "via_layout"]
 
 TRANSPOSE_KERNEL = "transpose_021"
-_ALIGN = 256  # byte alignment of each part of the workspace
 # The workspace parts, by the conv kernel's tensor they stand for.
 _SLOTS = {"x": "ws_x", "w": "ws_w", "y": "ws_y", "part": "ws_part"}
 
@@ -108,17 +107,6 @@ def padded_nhwc(problem: ConvProblem) -> ConvProblem | None:
 
 
 @lru_cache(maxsize=4096)
-def relaid(problem: ConvProblem, layout: str) -> ConvProblem:
-    """The same problem in `layout` (NHWC: channels-last activations and KRSC weights)."""
-    from .._record import replace
-
-    return replace(problem, in_layout=layout, wei_layout=layout, out_layout=layout)
-
-
-def _round(n: int) -> int:
-    return -(-int(n) // _ALIGN) * _ALIGN
-
-
 @lru_cache(maxsize=4096)
 def _shapes(view: ConvView) -> dict[str, tuple[int, int, int]]:
     """Each tensor as the [B][R][S] its NCHW form is (x: n, channels, pixels; w: filters,
@@ -246,10 +234,10 @@ class ConvTritonImplicitGemmRelayout(WorkspaceParts, InnerParameters,
             if tensor == out and direct:
                 continue
             offsets[_SLOTS[tensor]] = at
-            at += _round(pb * pr * s * elem)
+            at += workspace_round(pb * pr * s * elem)
         part = self.inner.workspace_for(self._relaid(problem), params)
         offsets[_SLOTS["part"]] = at if part else 0  # unused without a split: any address
-        return offsets, at + _round(part)
+        return offsets, at + workspace_round(part)
 
     def _padded(self, problem: ConvProblem) -> bool:
         return self.layout == "NHWC" and padded_nhwc(problem) is not None

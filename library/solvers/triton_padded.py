@@ -29,6 +29,7 @@ from typing import Any
 
 from ..problem import ConvProblem
 from ..target import Target, spec_for
+from ._conv import workspace_round
 from .base import CompileJob, Launch, Params, Solver
 from .triton_common import (
     PAD_SPEC,
@@ -43,7 +44,7 @@ from .triton_common import (
     target_kind,
     triton_compile_job,
 )
-from .triton_conv_relayout import _SLOTS, ConvTritonImplicitGemmRelayout, _round
+from .triton_conv_relayout import _SLOTS, ConvTritonImplicitGemmRelayout
 
 __all__ = ["ConvTritonImplicitGemmPadded", "PADDED_SOLVERS", "pad_job", "pad_step", "padded_first",
            "padded_problem"]
@@ -161,10 +162,10 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
         at = 0
         for tensor, (_, _, rows, cols) in _copies(problem).items():
             offsets[_SLOTS[tensor]] = at
-            at += _round(rows * cols * elem)
+            at += workspace_round(rows * cols * elem)
         part = self.inner.workspace_for(self._relaid(problem), params)
         offsets[_SLOTS["part"]] = at if part else 0  # unused without a split: any address
-        return offsets, at + _round(part)
+        return offsets, at + workspace_round(part)
 
     # ------------------------------------------------------------------ launches
     def _copy(self, problem: ConvProblem, target: Target, src: str, dst: str,

@@ -22,7 +22,8 @@ from miopenkernels.solvers import (
     library_solvers,
     ranks_first,
 )
-from miopenkernels.solvers.blas_1x1 import GemmCall, channels_last_twin, gemm_call
+from miopenkernels.solvers._conv import channels_last_twin
+from miopenkernels.solvers.blas_1x1 import GemmCall, gemm_call
 from miopenkernels.solvers.blas_relayout import ConvBlasGemm1x1ViaNhwc
 from miopenkernels.solvers.reference import conv_inputs, conv_reference, conv_tensor_shapes
 from miopenkernels.target import Target
