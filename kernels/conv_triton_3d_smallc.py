@@ -15,6 +15,10 @@ index is j = tap * C + c over T*R*S*C (27 for 3x3x3 on one channel: one 32-wide 
   family's reduce kernel sums into dw (`conv_triton_3d_smallc_spec.reduce_values`). (The
   taps as rows and the filters as columns, dy read as it lies, took 1.2-2x this one's time on
   the H200: bench/results/README.md.)
+- backward data in two steps: the implicit GEMM reads dy once a tap (27 times for 3x3x3),
+  each read filling 1 of 16 columns of dx's tile; here `..._taps` multiplies dy by the
+  filters once, every tap's contribution at every output position ([n, g, j, o, p, q], FP32,
+  in ws), and `..._gather` sums for each element of dx the taps that reach it.
 Where the filters are few (3D U-Net's 32), forward's narrow tile (BLOCK_N = NARROW_N) keeps
 NDHWC's stores along the filters (contiguous there) free of masked lanes.
 
@@ -155,6 +159,124 @@ def conv3d_bwd_weight_smallc(
         tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
+@triton.jit
+def conv3d_bwd_data_smallc_taps(
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """Backward data's first step: ws[n, g, j, o, p, q] (FP32) = sum over k of
+    dy[n, g*K+k, o, p, q] * w[g*K+k, c, t, r, s], j = (t, r, s, c) flattened: every tap's
+    contribution at every output position, dy read once (the implicit GEMM reads it once a
+    tap). Rows the output positions, columns j, the reduction K; for a column the rows' sums
+    are contiguous in ws. `conv3d_bwd_data_smallc_gather` sums them into dx."""
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
+    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
+    g = tl.program_id(1)
+    ZPQ = Z * P * Q
+    M = N * ZPQ
+    J = T * R * S * C
+    offs_m, offs_n = tile_offsets(M, J, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < J
+    img, od, op, oq = _positions(offs_m, Z, P, Q)
+    a_row = img * syn + g * K * syk + od * syd + op * syh + oq * syw
+    tap = offs_n // C
+    t, r, s = _tap(tap, R, S)
+    w_col = (offs_n - tap * C) * swc + t * swt + r * swr + s * sws
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + offs_k
+        k_ok = ks < K
+        a = tl.load(y_ptr + a_row[:, None] + (ks * syk)[None, :],
+                    mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + ((g * K + ks) * swk)[:, None] + w_col[None, :],
+                    mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PRECISION)
+    ws_off = ((img * G + g) * J * ZPQ + (offs_m - img * ZPQ))[:, None] + (offs_n * ZPQ)[None, :]
+    tl.store(ws_ptr + ws_off, acc, mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def _phase(e, stride):
+    """(quotient, remainder) of non-negative e by stride."""
+    q = e // stride
+    return q, e - q * stride
+
+
+@triton.jit
+def _back(q, rem, dq, drem, stride):
+    """(q, rem) of e - dil where (q, rem) are e's by stride and (dq, drem) dil's: the taps'
+    output positions moved on without a division."""
+    rem = rem - drem
+    neg = rem < 0
+    return tl.where(neg, q - dq - 1, q - dq), tl.where(neg, rem + stride, rem)
+
+
+@triton.jit
+def conv3d_bwd_data_smallc_gather(
+    x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """Backward data's second step: dx[n, g*C+c, d, h, w] = sum over the taps (t, r, s) that
+    reach (d, h, w) of ws[n, g, (t, r, s, c), o, p, q], where d + pad_d = o*stride_d +
+    t*dil_d (and so on). BLOCK_M elements of dx a program, in (n, g, c, d, h, w) order, so a
+    tap's reads of ws are contiguous along w; each axis's output position and stride phase
+    are moved on from tap to tap without dividing."""
+    N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
+    sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
+        strides, CHANNELS_LAST)
+    idx = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    ok = idx < N * G * C * D * H * W
+    iw = idx % W
+    rest = idx // W
+    ih = rest % H
+    rest = rest // H
+    idd = rest % D
+    rest = rest // D
+    cg = rest % (G * C)
+    n = rest // (G * C)
+    ZPQ = Z * P * Q
+    # ws[n, g, j, ...] with j = tap * C + c: (n*G + g)*J + c = n*G*J + g*J + c and g*J = g*C*TRS.
+    g = cg // C
+    base = ((n * G + g) * (T * R * S * C) + (cg - g * C)) * ZPQ
+    qd0, rd0 = _phase(idd + pad_d, stride_d)
+    qh0, rh0 = _phase(ih + pad_h, stride_h)
+    qw0, rw0 = _phase(iw + pad_w, stride_w)
+    dq_d, dr_d = _phase(dil_d, stride_d)
+    dq_h, dr_h = _phase(dil_h, stride_h)
+    dq_w, dr_w = _phase(dil_w, stride_w)
+    acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    qd = qd0
+    rd = rd0
+    tap_step = C * ZPQ
+    tap_off = tap_step * 0
+    for _t in range(0, T):
+        ok_d = ok & (rd == 0) & _within(qd, Z)
+        qh = qh0
+        rh = rh0
+        for _r in range(0, R):
+            ok_h = ok_d & (rh == 0) & _within(qh, P)
+            row = base + (qd * P + qh) * Q
+            qw = qw0
+            rw = rw0
+            for _s in range(0, S):
+                acc += tl.load(ws_ptr + row + qw + tap_off,
+                               mask=ok_h & (rw == 0) & _within(qw, Q), other=0.0)
+                tap_off += tap_step
+                qw, rw = _back(qw, rw, dq_w, dr_w, stride_w)
+            qh, rh = _back(qh, rh, dq_h, dr_h, stride_h)
+        qd, rd = _back(qd, rd, dq_d, dr_d, stride_d)
+    x_off = n * sxn + cg * sxc + idd * sxd + ih * sxh + iw * sxw
+    tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=ok)
+
+
 #: The jit functions by the names the spec uses.
 JIT = {"conv3d_fwd_smallc": conv3d_fwd_smallc,
-       "conv3d_bwd_weight_smallc": conv3d_bwd_weight_smallc}
+       "conv3d_bwd_weight_smallc": conv3d_bwd_weight_smallc,
+       "conv3d_bwd_data_smallc_taps": conv3d_bwd_data_smallc_taps,
+       "conv3d_bwd_data_smallc_gather": conv3d_bwd_data_smallc_gather}

@@ -5,7 +5,11 @@ Standard library only (and the 3-D and 2-D specs), so the runtime reads it witho
 The kernels take the 3-D kernels' argument list (`conv_triton_3d_spec.ARGS`: sizes, geometry
 and strides as three tuple arguments) and the implicit GEMM's seven tunables; SPLIT_K is
 backward weights' alone and is the grid's third axis, not part of the object. Problems of at
-most MAX_C input channels a group (a volume's 1, a video's 3), forward and backward weights.
+most MAX_C input channels a group (a volume's 1, a video's 3), every direction: backward data
+in two launches, the taps' products (KERNEL["B"]) into the workspace ([N][G][T*R*S*C][Z*P*Q],
+FP32: `workspace_bytes`, at most WS_LIMIT; the solvers cut larger batches into chunks) and
+their gather into dx (GATHER, one object per type, GATHER_CONFIG), where the products are
+no more than dy's filters a position (`products_pay`).
 The objects assume no alignment: a package ships per type and direction the object of each
 layout (CHANNELS_LAST 0 and 1; NDHWC's unit channel strides let the forward store y's filters
 as vectors), FP32 the generic one alone.
@@ -19,7 +23,8 @@ tile's program would walk alone). Forward has a narrow variant, NARROW_N filters
 problems of at most that many filters (`narrow_tile`): NDHWC holds the filters contiguous,
 and a 64-wide tile over 32 of them left half of every store's lanes masked (3D U-Net's first
 layer: 25.6 -> 15.8 ms NDHWC, 13.3 -> 11.6 NCDHW; the 45- and 64-filter video stems took
-1.8-2x longer on it)."""
+1.8-2x longer on it). Backward data's first step takes 128 positions by 32 columns j by 32
+filters a step (3D U-Net's 27 columns: one block)."""
 
 from __future__ import annotations
 
@@ -47,17 +52,29 @@ from .conv_triton_spec import (
     typed_signature,
 )
 
-__all__ = ["ARGS", "ALIGN16", "KERNEL", "KINDS", "MAX_C", "NARROW_N", "SIZES", "TENSORS",
-           "TILES", "TUPLES", "TYPES", "applies", "arg_values", "channels_last", "few_channels",
-           "grid", "legal", "legal_space", "narrow_of", "narrow_tile", "reduce_values",
-           "signature", "split_for", "usual_tile", "workspace_bytes"]
+__all__ = ["ARGS", "ALIGN16", "GATHER", "GATHER_CONFIG", "KERNEL", "KINDS", "MAX_C",
+           "NARROW_N", "SIZES", "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "applies",
+           "arg_values", "channels_last", "few_channels", "gather_grid", "gather_signature",
+           "grid", "legal", "legal_space", "narrow_of", "narrow_tile", "products_bytes",
+           "products_pay",
+           "reduce_values", "signature", "split_for", "usual_tile", "workspace_bytes"]
 
 TYPES = ("FP16", "BF16", "FP32")
-KERNEL = {"F": "conv3d_fwd_smallc", "W": "conv3d_bwd_weight_smallc"}
+KERNEL = {"F": "conv3d_fwd_smallc", "B": "conv3d_bwd_data_smallc_taps",
+          "W": "conv3d_bwd_weight_smallc"}
+#: Backward data's second kernel: the taps' products gathered into dx.
+GATHER = "conv3d_bwd_data_smallc_gather"
 #: One argument list, the 3-D kernels'; no argument is assumed a multiple of anything.
 ARGS: dict[str, tuple[tuple[str, str], ...]] = {
-    k: _ARGS_3D["conv3d_fwd"] for k in KERNEL.values()}
-ALIGN16: dict[str, tuple[str, ...]] = {k: () for k in KERNEL.values()}
+    k: _ARGS_3D["conv3d_fwd"] for k in (*KERNEL.values(), GATHER)}
+ALIGN16: dict[str, tuple[str, ...]] = {k: () for k in ARGS}
+#: The gather's one object a type: BLOCK_M elements of dx a program (the other tunables are
+#: the argument list's, unused), the generic layout (its loads are ws's, its stores dx's).
+GATHER_CONFIG = {"BLOCK_M": 512, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "SPLIT_K": 1,
+                 "num_warps": 4, "num_stages": 1}
+#: The most workspace backward data's products take at once (bytes): larger batches run a
+#: chunk of images at a time.
+WS_LIMIT = 256 << 20
 #: The most input channels a group the kernels take (measured on 1 and 3).
 MAX_C = 4
 #: The usual tile (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per precision and
@@ -65,7 +82,9 @@ MAX_C = 4
 TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
     **{(t, "F"): (128, 64, 32, 4, 2) for t in ("FP16", "BF16")},
     **{(t, "W"): (64, 32, 64, 4, 2) for t in ("FP16", "BF16")},
-    ("FP32", "F"): (64, 64, 32, 4, 2), ("FP32", "W"): (64, 32, 32, 4, 2)}
+    **{(t, "B"): (128, 32, 32, 4, 2) for t in ("FP16", "BF16")},
+    ("FP32", "F"): (64, 64, 32, 4, 2), ("FP32", "W"): (64, 32, 32, 4, 2),
+    ("FP32", "B"): (64, 32, 32, 4, 2)}
 #: Forward's narrow tile's width along the filters (BLOCK_N), for problems of at most that
 #: many.
 NARROW_N = 32
@@ -83,7 +102,8 @@ def few_channels(sizes: Mapping[str, int]) -> bool:
 
 
 def _columns(direction: str, sizes: Mapping[str, int]) -> int:
-    """The flattened reduction (forward) or row (backward weights) extent T*R*S*C."""
+    """The flattened reduction (forward), row (backward weights) or column (backward data)
+    extent T*R*S*C."""
     del direction
     return int(sizes["T"]) * int(sizes["R"]) * int(sizes["S"]) * int(sizes["C"])
 
@@ -94,15 +114,40 @@ def gemm_dims(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     positions = z["N"] * z["Z"] * z["P"] * z["Q"]
     if direction == "F":
         return positions, z["K"], _columns(direction, z)
+    if direction == "B":
+        return positions, _columns(direction, z), z["K"]
     return z["K"], _columns(direction, z), positions
 
 
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
          ) -> tuple[int, int, int]:
-    """(tiles, G, 1) forward; (tiles, G, SPLIT_K) backward weights."""
+    """(tiles, G, 1) forward and backward data's first step; (tiles, G, SPLIT_K) backward
+    weights."""
     m, n, _ = gemm_dims(direction, sizes)
     tiles = cdiv(m, int(config["BLOCK_M"])) * cdiv(n, int(config["BLOCK_N"]))
     return tiles, int(sizes["G"]), int(config.get("SPLIT_K", 1)) if direction == "W" else 1
+
+
+def gather_grid(sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    """Backward data's gather: GATHER_CONFIG's BLOCK_M elements of dx a program."""
+    z = sizes
+    total = z["N"] * z["G"] * z["C"] * z["D"] * z["H"] * z["W"]
+    return cdiv(total, GATHER_CONFIG["BLOCK_M"]), 1, 1
+
+
+def products_pay(sizes: Mapping[str, int]) -> bool:
+    """Whether backward data's two steps pay: the taps' products a position (T*R*S*C) no
+    more than dy's filters (K). Measured on the H200 (FP16, batch 32; bench/results/README.md):
+    3D U-Net's first layer (27 products for 32 filters) 69.4 -> 8.6 ms NCDHW, 40.1 -> 15.8 ms
+    NDHWC; r3d_18's stem (441 for 64) 5.2 -> 7.1 and 5.1 -> 9.2 ms; (2+1)-D's stem (147 for
+    45) 2.53 -> 2.37 and 2.54 -> 3.12 ms."""
+    return _columns("B", sizes) <= int(sizes["K"])
+
+
+def products_bytes(sizes: Mapping[str, int]) -> int:
+    """Backward data's workspace: every tap's product at every output position, FP32."""
+    z = sizes
+    return z["N"] * z["G"] * _columns("B", z) * z["Z"] * z["P"] * z["Q"] * 4
 
 
 def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str) -> bool:
@@ -182,7 +227,10 @@ def _partial_elements(sizes: Mapping[str, int]) -> int:
 
 def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
                     ) -> int:
-    """Backward weights split in parts: an FP32 partial of dw per part."""
+    """Backward weights split in parts: an FP32 partial of dw per part; backward data: the
+    taps' products (`products_bytes`)."""
+    if direction == "B":
+        return products_bytes(sizes)
     split = int(config.get("SPLIT_K", 1))
     if direction != "W" or split <= 1:
         return 0
@@ -212,9 +260,16 @@ def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, in
 
 
 def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
-              precision: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """(signature, constexprs) of one object for `triton.compiler.ASTSource`."""
+              precision: str, kernel: str | None = None
+              ) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) of one object for `triton.compiler.ASTSource` (of the
+    direction's kernel, or `kernel`)."""
     values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
               "BLOCK_K": int(config["BLOCK_K"]), "GROUP_M": int(config["GROUP_M"]),
               "CHANNELS_LAST": int(last), "PRECISION": precision}
-    return typed_signature(ARGS[KERNEL[direction]], dtype, values)
+    return typed_signature(ARGS[kernel or KERNEL[direction]], dtype, values)
+
+
+def gather_signature(dtype: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) of backward data's gather object of a type."""
+    return signature("B", dtype, GATHER_CONFIG, False, "ieee", GATHER)

@@ -132,7 +132,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: several-taps backward weights (triton_3d_taps) where they claim one, the relaid backward
 #: weights to the relaid several-taps ones; likewise its
 #: batch-chunk solvers (triton_3d_chunks) to the relaid ones' chunk solvers; all of them to
-#: the few-channel solvers (triton_3d_smallc) and their chunk solvers. A family not
+#: the few-channel solvers (triton_3d_smallc) and their chunk solvers (which also take the
+#: backward data problems whose products exceed one launch's workspace). A family not
 #: listed gives way to none; the 2-D batch-chunk solvers (triton_chunks) need no entry: they
 #: take only problems no other solver does.
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
@@ -146,9 +147,10 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1),
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
-    ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC),
-    ConvTriton3dRelaid: (ConvTriton3dRelaidTaps, ConvTriton3dSmallC),
-    ConvTriton3dRelaidTaps: (ConvTriton3dSmallC,),
+    ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,
+                   ConvTriton3dSmallCChunks),
+    ConvTriton3dRelaid: (ConvTriton3dRelaidTaps, ConvTriton3dSmallC, ConvTriton3dSmallCChunks),
+    ConvTriton3dRelaidTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks),
     ConvTriton3dChunks: (ConvTriton3dRelaidChunks, ConvTriton3dSmallCChunks),
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks,),
 }

@@ -1,4 +1,4 @@
-"""ConvTriton3dSmallC{Fwd,Wrw}: 3-D convolutions of few input channels, their reduction over
+"""ConvTriton3dSmallC{Fwd,Bwd,Wrw}: 3-D convolutions of few input channels, their reduction over
 taps and channels flattened (kernels/conv_triton_3d_smallc.py).
 
 The 3-D implicit GEMM (solvers/triton_3d.py) steps its reduction a tap and BLOCK_K channels
@@ -7,17 +7,23 @@ pad the channel to 16 write and read 16x the input; 3D U-Net's first layer (1 ->
 128^3, batch 32) took 5-6x cuDNN's GPU time forward and 11x in backward weights on the H200,
 the 3-channel video stems 2-5x in backward weights (bench/results/zoo_h200-fbw-50040be).
 These solvers run the flattened kernels on problems of at most MAX_C channels a group
-(`spec.few_channels`), forward and backward weights, FP16, BF16 and FP32 (IEEE), NCDHW and
+(`spec.few_channels`), every direction, FP16, BF16 and FP32 (IEEE), NCDHW and
 NDHWC, any stride, padding, dilation and groups, transposed problems through the plain
 convolution's opposite direction (`conv_view`), on every matrix-core kind of the 3-D spec's.
 
 The objects assume no alignment; a package ships per type and direction one per layout (FP32:
 the generic one) and the reduce kernel's. Backward weights split the positions to fill the
-GPU (`spec.split_for`, up to 1,024 parts); the partials' reduce is the 2-D family's. The
+GPU (`spec.split_for`, up to 1,024 parts); the partials' reduce is the 2-D family's.
+Backward data (where the taps' products a position are no more than dy's filters:
+`spec.products_pay`) runs two kernels: the taps' products of dy (the main launch, into the
+workspace: `spec.products_bytes`, at most `spec.WS_LIMIT`) and their gather into dx (a
+follow-up, one object per type); where a batch's products exceed the limit, the chunk solver
+runs them a chunk of images at a time. The
 parameters are the implicit GEMM's seven; they rank first on every problem they take (the
 registry's YIELDS_TO puts the 3-D family and its relaid solvers after them), and
-ConvTriton3dSmallCChunks{Fwd,Wrw} run them a batch chunk at a time where a tensor holds
-2**31 elements or more (solvers/triton_chunks.py's `BatchChunks`).
+ConvTriton3dSmallCChunks{Fwd,Bwd,Wrw} run them a batch chunk at a time where a tensor holds
+2**31 elements or more (solvers/triton_chunks.py's `BatchChunks`), or backward data's products
+exceed the limit.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from ..target import Target
 from ._conv import DIRECTION_SUFFIX, ConvView, conv_view
 from .base import CompileJob, Launch, Params, Solver, family_claims
 from .triton_3d import ConvTriton3d, _view
-from .triton_chunks import BatchChunks
+from .triton_chunks import BatchChunks, chunking
 from .triton_common import (
     has_kernels_spec,
     have_kernels,
@@ -39,6 +45,7 @@ from .triton_common import (
     reduce_jobs,
     reduce_step,
     spec_compile_job,
+    spec_kernel_args,
     spec_kind,
     spec_launch,
     target_kind,
@@ -66,8 +73,17 @@ def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], la
                             values, target, False)
 
 
+@lru_cache(maxsize=16)
+def _gather_job(data_type: str, target: Target) -> CompileJob:
+    """Backward data's gather object of a type (`spec.GATHER_CONFIG`)."""
+    spec = spec_smallc()
+    sig, constexprs = spec.gather_signature(data_type)
+    return spec_compile_job(KERNEL_FILE, spec, spec.GATHER, sig, constexprs,
+                            dict(spec.GATHER_CONFIG), target, False)
+
+
 class ConvTriton3dSmallC(ConvTriton3d):
-    """One direction (forward, backward weights) of the few-channel 3-D kernels."""
+    """One direction of the few-channel 3-D kernels."""
 
     kernel_file = KERNEL_FILE
 
@@ -83,7 +99,12 @@ class ConvTriton3dSmallC(ConvTriton3d):
         if problem.in_type not in spec_smallc().TYPES or not super().is_applicable(problem,
                                                                                     target):
             return False
-        return bool(spec_smallc().few_channels(_view(problem)[1]))
+        view, sizes, _, _ = _view(problem)
+        if view.direction == "B" and (not spec_smallc().products_pay(sizes) or
+                                      spec_smallc().products_bytes(sizes) >
+                                      spec_smallc().WS_LIMIT):
+            return False  # the 3-D family's, or the chunk solver's
+        return bool(spec_smallc().few_channels(sizes))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Every problem it takes (at most MAX_C channels a group)."""
@@ -147,7 +168,8 @@ class ConvTriton3dSmallC(ConvTriton3d):
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type the usual tile's objects of each layout (FP32: the generic one), in
-        forward also its narrow variant's, in backward weights the reduce kernel's."""
+        forward also its narrow variant's, in backward weights the reduce kernel's, in
+        backward data the gather's."""
         kind = self._kind(target)
         if kind is None:
             return []
@@ -162,6 +184,8 @@ class ConvTriton3dSmallC(ConvTriton3d):
                      for last in ((False,) if data_type == "FP32" else (False, True))]
             if self.direction == "W":
                 jobs += reduce_jobs(data_type, target)
+            if self.direction == "B":
+                jobs.append(_gather_job(data_type, target))
         return jobs
 
     # ------------------------------------------------------------------ launches
@@ -179,9 +203,16 @@ class ConvTriton3dSmallC(ConvTriton3d):
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """Backward weights split in parts: the reduce kernel sums the partials into dw."""
+        """Backward weights split in parts: the reduce kernel sums the partials into dw;
+        backward data: the gather of the taps' products into dx."""
         split = self._config(tuple(params))["SPLIT_K"]
         view, sizes, strides, _ = _view(problem)
+        if view.direction == "B":
+            spec = spec_smallc()
+            gather = Launch(spec.GATHER, spec.gather_grid(sizes),
+                            (int(spec.GATHER_CONFIG["num_warps"]) * 32, 1, 1),
+                            spec_kernel_args(spec, "B", view, sizes, strides), needs_meta=True)
+            return ((_gather_job(problem.in_type, target), gather),)
         if view.direction != "W" or split <= 1:
             return ()
         return (reduce_step(problem.in_type, split, target, view.wei_tensor,
@@ -212,6 +243,22 @@ class ConvTriton3dSmallCChunks(BatchChunks, ConvTriton3dSmallC):
         self.inner = ConvTriton3dSmallC(direction)
         self.name = f"ConvTriton3dSmallCChunks{DIRECTION_SUFFIX[direction]}"
 
+    def _chunking(self, problem: ConvProblem) -> tuple[int, int, bool] | None:
+        """`chunking`'s, and in backward data at most the images whose taps' products fit
+        `spec.WS_LIMIT` a chunk (the objects assume no alignment); None where the batch's
+        fit and every tensor does, or one image's do not."""
+        got = chunking(problem, self._copied(problem))
+        if self.direction != "B":
+            return got
+        spec = spec_smallc()
+        most = spec.WS_LIMIT // max(1, spec.products_bytes({**_view(problem)[1], "N": 1}))
+        if most < 1:
+            return None
+        images = min(got[0] if got else problem.n, most)
+        if got is None and images >= problem.n:
+            return None
+        return images, -(-problem.n // images), False
+
 
 def smallc_first(problem: ConvProblem, target: Target) -> bool:
     """Whether a few-channel solver claims the problem (the registry's FIRST_CLAIMS)."""
@@ -226,8 +273,8 @@ def smallc_chunks_first(problem: ConvProblem, target: Target) -> bool:
 def _smallc_solvers() -> list[Solver]:
     if not have_kernels() or not has_kernels_spec(_SPEC):
         return []
-    return [*(ConvTriton3dSmallC(d) for d in ("F", "W")),
-            *(ConvTriton3dSmallCChunks(d) for d in ("F", "W"))]
+    return [*(ConvTriton3dSmallC(d) for d in ("F", "B", "W")),
+            *(ConvTriton3dSmallCChunks(d) for d in ("F", "B", "W"))]
 
 
 SMALLC_3D_SOLVERS: list[Solver] = _smallc_solvers()

@@ -1,11 +1,11 @@
 """The few-channel 3-D kernels (kernels/conv_triton_3d_smallc.py), run by Triton's interpreter
 on the CPU (TRITON_INTERPRET=1) through the solvers' own launches (arguments, grid,
-constexprs of the job, the reduce follow-up of a split backward weights), against the float64
-reference: forward and backward weights, NCDHW and NDHWC, FP32 and FP16, 1-4 channels a
-group, strides 1-2, padding, dilation, 3x3x3, 1x7x7 and 3x1x1 filters, groups 1 and 2, a
-transposed layer, several reduction blocks (3 channels by 3x3x3: 81 columns) and tiles that
-cut the filters. Small tiles (an sm80 target's legal space) keep the interpreter quick. The
-harness is triton_interpreter.py here."""
+constexprs of the job, the reduce follow-up of a split backward weights, backward data's
+gather), against the float64 reference: every direction, NCDHW and NDHWC, FP32 and FP16,
+1-4 channels a group, strides 1-2, padding, dilation, 3x3x3, 1x7x7 and 3x1x1 filters,
+groups 1 and 2, a transposed layer, several reduction blocks (3 channels by 3x3x3: 81
+columns) and tiles that cut the filters. Small tiles (an sm80 target's legal space) keep the
+interpreter quick. The harness is triton_interpreter.py here."""
 
 from __future__ import annotations
 
@@ -29,6 +29,16 @@ GEOMETRIES = [
     (4, 40, 3, 4, 4, (2, 2, 2), 1, 0, 1, 1, 2, 1, "conv"),
     (2, 2, 2, 3, 3, (2, 2, 2), 2, 0, 1, 1, 2, 2, "trans"),
 ]
+#: Backward data's: its products a position (t*r*s*c) no more than the filters
+#: (`spec.products_pay`): stride 2, dilation 2, groups, a transposed layer (its forward).
+GEOMETRIES_B = [
+    (1, 32, 4, 5, 6, (3, 3, 3), 1, 1, 1, 1, 2, 1, "conv"),
+    (1, 32, 5, 6, 5, (3, 3, 3), 2, 1, 1, 1, 1, 1, "conv"),
+    (1, 27, 4, 5, 5, (3, 3, 3), 1, 2, 2, 1, 1, 1, "conv"),
+    (2, 6, 4, 4, 5, (3, 1, 1), 1, (1, 0, 0), 1, 2, 2, 1, "conv"),
+    (4, 40, 3, 4, 4, (2, 2, 2), (1, 2, 2), 0, 1, 1, 2, 1, "conv"),
+    (16, 2, 2, 3, 3, (2, 2, 2), 2, 0, 1, 1, 2, 1, "trans"),
+]
 TOLERANCE = {"FP32": 1e-5, "FP16": 3e-3}
 #: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages (SPLIT_K from the case).
 TILE = (32, 16, 16, 1, 4, 2)
@@ -36,14 +46,15 @@ TILE = (32, 16, 16, 1, 4, 2)
 SCRIPT = HARNESS + textwrap.dedent('''
     direction, cases, tile = json.loads(sys.argv[1])
     SM80 = Target("sm80", 108)
-    solver = get_solver({"F": "ConvTriton3dSmallCFwd", "W": "ConvTriton3dSmallCWrw"}[direction])
+    solver = get_solver({"F": "ConvTriton3dSmallCFwd", "B": "ConvTriton3dSmallCBwd",
+                         "W": "ConvTriton3dSmallCWrw"}[direction])
     rng = np.random.default_rng(0)
     errors = []
     for layout, data_type, (c, k, d, h, w, f, st, pad, dil, g, n, split, mode) in cases:
         three = lambda v: tuple(v) if isinstance(v, list) else (v,) * 3
         # A transposed layer's plain convolution runs the other way: forward's kernel is
         # backward data's of the transposed layer, so the layer asks for "B" there.
-        asked = {"F": "B", "W": "W"}[direction] if mode == "trans" else direction
+        asked = {"F": "B", "B": "F", "W": "W"}[direction] if mode == "trans" else direction
         p = ConvProblem(n=n, c=c * g, k=k * g, groups=g, in_spatial=(d, h, w), filter=tuple(f),
                         pad=three(pad), stride=three(st), dilation=three(dil),
                         direction=asked, in_type=data_type, wei_type=data_type,
@@ -54,7 +65,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
         assert solver.params_valid(p, SM80, params), params
         launch = solver.launch(p, params)
         follow = solver.follow_ups(p, params, SM80)
-        assert len(follow) == (direction == "W" and split > 1), follow
+        assert len(follow) == (direction == "B" or (direction == "W" and split > 1)), follow
         tensors, exact, output = layer_tensors(p, asked, data_type, rng)
         tensors["workspace"] = _HostTensor(
             np.full(max(launch.workspace_bytes // 4, 1), np.nan, np.float32), "float32")
@@ -63,10 +74,11 @@ SCRIPT = HARNESS + textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("direction", ["F", "W"])
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
 @pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
 def test_interpreted_smallc_kernels_match_float64(direction: str, layout: str) -> None:
-    cases = [(layout, data_type, g) for data_type in ("FP32", "FP16") for g in GEOMETRIES]
+    cases = [(layout, data_type, g) for data_type in ("FP32", "FP16")
+             for g in (GEOMETRIES_B if direction == "B" else GEOMETRIES)]
     errors = interpreted(SCRIPT, [direction, cases, TILE], len(cases))
     bad = [(case, e) for case, e in zip(cases, errors, strict=True)
            if not e < TOLERANCE[case[1]]]  # a NaN left in the output fails too

@@ -84,16 +84,20 @@ def test_only_the_chunk_solvers_take_unet3d_past_32_bit_offsets(
     # (through NDHWC) or channels off 16 (the 1-channel input, padded).
     relaid = data_type != "FP32" and (layout == "NCDHW" or layer[0] % 16 != 0)
     infix = "ViaNdhwc" if layout == "NCDHW" else "Padded"
-    # And the few-channel solvers' chunks on the 1-channel input, forward and backward weights.
-    smallc = layer[0] <= 4 and direction != "B"
+    # And the few-channel solvers' chunks on the 1-channel input, every direction.
+    smallc = layer[0] <= 4
     want = [_solver(direction).name] + \
         ([f"ConvTriton3d{infix}Chunks{SUFFIX[direction]}"] if relaid else []) + \
         ([f"ConvTriton3dSmallCChunks{SUFFIX[direction]}"] if smallc else [])
     assert [s.name for s in applicable_solvers(p, SM90)] == want
-    # At a batch whose tensors fit, the 3-D implicit GEMM takes it and these do not.
+    # At a batch whose tensors fit, the 3-D implicit GEMM takes it and these do not (but the
+    # few-channel backward data's, whose taps' products at 8 images exceed one launch's
+    # workspace).
     half = replace(p, n=8)
     names = [s.name for s in applicable_solvers(half, SM90)]
-    assert f"ConvTriton3d{SUFFIX[direction]}" in names and not any("Chunks" in n for n in names)
+    chunked = ["ConvTriton3dSmallCChunksBwd"] if smallc and direction == "B" else []
+    assert f"ConvTriton3d{SUFFIX[direction]}" in names
+    assert [n for n in names if "Chunks" in n] == chunked
     s = _solver(direction)
     params = s.default_params(p, SM90)
     assert s.params_valid(p, SM90, params) and params in s.param_space(p, SM90)
@@ -101,18 +105,17 @@ def test_only_the_chunk_solvers_take_unet3d_past_32_bit_offsets(
 
 def test_the_handle_ranks_it_and_the_backward_keys_reach_it() -> None:
     h = Handle(target="sm90-132")
-    # The 1-channel input, forward and backward weights: the few-channel solvers' chunks in
-    # either layout; backward data: NDHWC's the relaid (padded) chunks, NCDHW's the plain ones
-    # (the transposes would cost more than the layout saves: VIA_MIN_MACS), but for 384
-    # channels.
+    # The 1-channel input: the few-channel solvers' chunks in either layout and direction;
+    # backward data of 384 channels: the plain chunks.
     assert h.solutions(_p())[0].solver == "ConvTriton3dSmallCChunksFwd"
     assert h.solutions(_p(layout="NCDHW"))[0].solver == "ConvTriton3dSmallCChunksFwd"
-    assert h.solutions(_p(direction="B", layout="NCDHW"))[0].solver == "ConvTriton3dChunksBwd"
+    assert h.solutions(_p(direction="B", layout="NCDHW"))[0].solver == \
+        "ConvTriton3dSmallCChunksBwd"
     assert h.solutions(_p(384, 128, 64, layout="NCDHW"))[0].solver == \
         "ConvTriton3dViaNdhwcChunksFwd"
     back = _p(direction="B")
     assert back.key().startswith("32-128-128-128-3x3x3-1-")
-    assert h.solutions(back)[0].solver == "ConvTriton3dPaddedChunksBwd"
+    assert h.solutions(back)[0].solver == "ConvTriton3dSmallCChunksBwd"
     assert h.solutions(_p(direction="W", layout="NCDHW"))[0].solver == \
         "ConvTriton3dSmallCChunksWrw"
     assert h.solutions(_p(384, 128, 64, direction="B"))[0].solver == "ConvTriton3dChunksBwd"

@@ -1,4 +1,4 @@
-"""ConvTriton3dSmallC{Fwd,Wrw} and their batch-chunk solvers: 3-D problems of few input
+"""ConvTriton3dSmallC{Fwd,Bwd,Wrw} and their batch-chunk solvers: 3-D problems of few input
 channels on the flattened kernels (kernels/conv_triton_3d_smallc.py)."""
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ def _first(p: ConvProblem) -> list[str]:
 
 
 @pytest.mark.parametrize(("layout", "direction", "data_type"), list(itertools.product(
-    ("NDHWC", "NCDHW"), ("F", "W"), ("FP16", "BF16", "FP32"))))
+    ("NDHWC", "NCDHW"), ("F", "B", "W"), ("FP16", "BF16", "FP32"))))
 def test_few_channels_rank_first_over_the_3d_family_and_its_copies(
         layout: str, direction: str, data_type: str) -> None:
-    suffix = {"F": "Fwd", "W": "Wrw"}[direction]
+    suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
     assert _first(_p(layout=layout, direction=direction, data_type=data_type)) == \
         [f"ConvTriton3dSmallC{suffix}"]
     # 3D U-Net's first layer at batch 32: y holds 2**31 elements, a chunk of the batch at a time.
@@ -44,17 +44,25 @@ def test_few_channels_rank_first_over_the_3d_family_and_its_copies(
              data_type=data_type)
     assert _first(big) == [f"ConvTriton3dSmallCChunks{suffix}"]
     assert get_solver(f"ConvTriton3dSmallC{suffix}").is_applicable(
-        _p(c=3, filt=(1, 7, 7), layout=layout, direction=direction), SM90)
+        _p(c=3, k=160 if direction == "B" else 32, filt=(1, 7, 7), layout=layout,
+           direction=direction), SM90)  # backward data: 147 products for 160 filters
 
 
 def test_where_they_do_not_apply() -> None:
     s = get_solver("ConvTriton3dSmallCWrw")
     assert not s.is_applicable(_p(c=5), SM90)  # more than MAX_C channels a group
-    assert not s.is_applicable(_p(direction="B"), SM90)  # backward data: the 3-D family's
+    assert not s.is_applicable(_p(direction="B"), SM90)  # another direction's
     assert not get_solver("ConvTriton3dSmallCFwd").is_applicable(_p(direction="W"), SM90)
     assert not s.is_applicable(ConvProblem(n=2, c=1, k=32, in_spatial=(32, 32), filter=(3, 3),
                                            pad=(1, 1), direction="W"), SM90)  # 2-D
     assert s.is_applicable(_p(c=8, groups=4, k=32), SM90)  # 2 channels a group
+    # Backward data where the taps' products a position (t*r*s*c) are no more than the
+    # filters: 3D U-Net's 27 for 32, not a video stem's 441 for 64.
+    back = get_solver("ConvTriton3dSmallCBwd")
+    assert back.is_applicable(_p(direction="B"), SM90)
+    assert not back.is_applicable(_p(c=3, k=64, filt=(3, 7, 7), direction="B"), SM90)
+    assert not back.is_applicable(_p(k=26, direction="B"), SM90)
+    assert back.is_applicable(_p(k=27, direction="B"), SM90)
     assert not s.is_applicable(_p(), Target("gfx906", 60))  # no matrix cores
     assert not s.is_applicable(_p(n=32, spatial=(128, 128, 128)), SM90)  # the chunks'
     # A transposed layer whose plain convolution reads 2 channels: its backward weights.
@@ -118,7 +126,7 @@ def test_the_reduce_walk_writes_each_partial_where_the_kernel_would(
 
 @pytest.mark.parametrize("kind", spec.KINDS)
 def test_usual_tiles_are_legal_on_every_matrix_core_kind(kind: str) -> None:
-    for data_type, direction in itertools.product(spec.TYPES, ("F", "W")):
+    for data_type, direction in itertools.product(spec.TYPES, ("F", "B", "W")):
         tile = spec.usual_tile(data_type, direction, data_type, kind)
         assert spec.legal(direction, tile, data_type, kind), (kind, data_type, direction, tile)
 
@@ -126,7 +134,7 @@ def test_usual_tiles_are_legal_on_every_matrix_core_kind(kind: str) -> None:
 def test_a_package_holds_every_object_a_launch_runs() -> None:
     shipped = {j for s in SOLVERS for j in s.dynamic_jobs(SM90)}
     for layout, direction, data_type, n in itertools.product(
-            ("NCDHW", "NDHWC"), ("F", "W"), ("FP16", "BF16", "FP32"), (2, 32)):
+            ("NCDHW", "NDHWC"), ("F", "B", "W"), ("FP16", "BF16", "FP32"), (2, 32)):
         p = _p(n=n, spatial=(128, 128, 128) if n == 32 else (32, 32, 32), layout=layout,
                direction=direction, data_type=data_type)
         name, = _first(p)
@@ -137,3 +145,46 @@ def test_a_package_holds_every_object_a_launch_runs() -> None:
            for j in get_solver(name).dynamic_jobs(SM90) if j.kernel_name.endswith("_smallc")]
     # FP16 and BF16 in both layouts, FP32 the generic one; forward's narrow variant too.
     assert len(own) == (2 + 1) * (2 + 2 + 1)
+    # Backward data: its first step's usual tile so, and a gather object per type.
+    back = get_solver("ConvTriton3dSmallCBwd").dynamic_jobs(SM90)
+    assert sorted(j.kernel_name for j in back) == \
+        [spec.GATHER] * 3 + [spec.KERNEL["B"]] * (2 * 2 + 1)
+
+
+def test_backward_data_takes_its_products_a_chunk_of_images_at_a_time() -> None:
+    # 3D U-Net's first layer: one image's products, 27 columns over 128^3 positions in FP32,
+    # fit WS_LIMIT; 32 images do not, so the chunk solver runs them an image at a time.
+    big = _p(n=32, spatial=(128, 128, 128), direction="B")
+    one = 27 * 128**3 * 4
+    assert one <= spec.WS_LIMIT < 2 * one
+    chunks = get_solver("ConvTriton3dSmallCChunksBwd")
+    assert chunks._chunking(big) == (1, 32, False)
+    assert not get_solver("ConvTriton3dSmallCBwd").is_applicable(big, SM90)
+    # Below 2**31 elements a tensor, a batch whose products exceed the limit takes the chunks
+    # too, and every chunk's two launches in turn, the later ones a chunk's bytes in.
+    p = _p(n=16, spatial=(64, 64, 64), direction="B")
+    assert _first(p) == ["ConvTriton3dSmallCChunksBwd"]
+    per = 27 * 64**3 * 4
+    images = spec.WS_LIMIT // per
+    params = chunks.default_params(p, SM90)
+    assert chunks._chunking(p) == (images, -(-16 // images), False)
+    assert chunks.workspace_for(p, params) == images * per
+    steps = [chunks.launch(p, params), *(launch for _, launch in
+                                         chunks.follow_ups(p, params, SM90))]
+    names = [launch.kernel_name for launch in steps]
+    assert names == [spec.KERNEL["B"], spec.GATHER] * (-(-16 // images))
+    second = {a.name: a.kind for a in steps[2].args}
+    assert second["x_ptr"] == f"ptr:dx@{images * 64**3 * 2}"
+    assert second["y_ptr"] == f"ptr:dy@{images * 32 * 64**3 * 2}"
+    assert second["ws_ptr"] == "ptr:workspace"
+    # The gather covers dx: BLOCK_M elements a program.
+    gather = steps[1]
+    assert gather.grid[0] * spec.GATHER_CONFIG["BLOCK_M"] >= images * 64**3 > \
+        (gather.grid[0] - 1) * spec.GATHER_CONFIG["BLOCK_M"]
+    # A batch whose products fit runs on the solver itself: one launch, the gather after it.
+    small = _p(n=2, direction="B")
+    solver = get_solver("ConvTriton3dSmallCBwd")
+    params = solver.default_params(small, SM90)
+    assert solver.workspace_for(small, params) == 2 * 27 * 32**3 * 4
+    assert [launch.kernel_name for _, launch in solver.follow_ups(small, params, SM90)] == \
+        [spec.GATHER]
