@@ -10,9 +10,9 @@ in two launches, the taps' products (KERNEL["B"]) into the workspace ([N][G][T*R
 FP32: `workspace_bytes`, at most WS_LIMIT; the solvers cut larger batches into chunks) and
 their gather into dx (GATHER, one object per type, GATHER_CONFIG), where the products are
 no more than dy's filters a position (`products_pay`).
-The objects assume no alignment: a package ships per type and direction the object of each
-layout (CHANNELS_LAST 0 and 1; NDHWC's unit channel strides let the forward store y's filters
-as vectors), FP32 the generic one alone.
+The objects assume no alignment: a package ships per type and direction the generic one
+(CHANNELS_LAST=0), which serves both layouts (on NDHWC the channels-last forward object took
+2.7x its time on the H200, the other directions' the same: bench/results/README.md).
 
 Tiles (TILES) are one per precision and direction, fitted to each target kind's legal space
 (`usual_tile`): forward 128 positions by 64 filters by 32 reduction columns (a 3x3x3 filter

@@ -11,9 +11,12 @@ These solvers run the flattened kernels on problems of at most MAX_C channels a 
 NDHWC, any stride, padding, dilation and groups, transposed problems through the plain
 convolution's opposite direction (`conv_view`), on every matrix-core kind of the 3-D spec's.
 
-The objects assume no alignment; a package ships per type and direction one per layout (FP32:
-the generic one) and the reduce kernel's. Backward weights split the positions to fill the
-GPU (`spec.split_for`, up to 1,024 parts); the partials' reduce is the 2-D family's.
+The objects assume no alignment; a package ships per type and direction the generic one
+(CHANNELS_LAST=0), which serves NDHWC too: on 3D U-Net's first layer in NDHWC the forward
+channels-last object took 2.7x its time, backward data and weights the same
+(bench/results/smallc_layouts_h200.json), and the reduce kernel's. Backward weights split
+the positions to fill the GPU (`spec.split_for`, up to 1,024 parts); the partials' reduce
+is the 2-D family's.
 Backward data (where the taps' products a position are no more than dy's filters:
 `spec.products_pay`) runs two kernels: the taps' products of dy (the main launch, into the
 workspace: `spec.products_bytes`, at most `spec.WS_LIMIT`) and their gather into dx (a
@@ -162,12 +165,11 @@ class ConvTriton3dSmallC(ConvTriton3d):
     def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
              ) -> CompileJob:
         config = {**self._config(tuple(params)), "SPLIT_K": 1}
-        last = _view(problem)[3] and problem.in_type != "FP32"
         return _job(conv_view(problem).direction, problem.in_type,
-                    tuple(sorted(config.items())), last, target)
+                    tuple(sorted(config.items())), False, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type the usual tile's objects of each layout (FP32: the generic one), in
+        """Per type the usual tile's generic object (CHANNELS_LAST=0: both layouts), in
         forward also its narrow variant's, in backward weights the reduce kernel's, in
         backward data the gather's."""
         kind = self._kind(target)
@@ -179,9 +181,8 @@ class ConvTriton3dSmallC(ConvTriton3d):
             if not self._type_applicable(data_type, target):
                 continue
             tile = spec.usual_tile(data_type, self.direction, data_type, kind)
-            jobs += [_job(self.direction, data_type, tuple(sorted(t.items())), last, target)
-                     for t in ((tile, spec.narrow_of(tile)) if self.direction == "F" else (tile,))
-                     for last in ((False,) if data_type == "FP32" else (False, True))]
+            jobs += [_job(self.direction, data_type, tuple(sorted(t.items())), False, target)
+                     for t in ((tile, spec.narrow_of(tile)) if self.direction == "F" else (tile,))]
             if self.direction == "W":
                 jobs += reduce_jobs(data_type, target)
             if self.direction == "B":

@@ -1,0 +1,156 @@
+"""The few-channel 3-D kernels (kernels/conv_triton_3d_smallc.py) on channels-last tensors,
+through their channels-last objects and their generic ones, against the same kernels on
+channel-planar tensors and cuDNN, on the device machine (FP16).
+
+The solvers run NDHWC problems on the objects that know the channel stride is 1
+(CHANNELS_LAST=1); on 3D U-Net's first layer those took 1.4-2x the time the same kernels
+took on NCDHW. This times each direction's kernels (backward weights: its split launch
+without the reduce; backward data: both launches) at the solvers' tiles on one layer three
+ways: NCDHW tensors, NDHWC tensors on the CHANNELS_LAST=1 object, NDHWC tensors on the
+CHANNELS_LAST=0 object (any strides), GPU time queued behind a sleep kernel.
+
+    python bench/smallc_layouts.py --out bench/results/smallc_layouts_h200
+
+Prints a table and writes <out>.json (device, versions, rows); each output is checked
+against cuDNN's (relative error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+#: (name, N, C, K, D=H=W, filter, stride, pad): few-channel 3-D layers.
+LAYERS = (
+    ("unet3d analysis1.conv_a", 8, 1, 32, 128, (3, 3, 3), (1, 1, 1), (1, 1, 1)),
+    ("r3d_18 stem", 32, 3, 64, (16, 112, 112), (3, 7, 7), (1, 2, 2), (1, 3, 3)),
+)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("smallc_layouts"), help="output stem")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--directions", default="F,B,W")
+    ap.add_argument("--batch", type=int, default=0, help="every layer at this batch")
+    ap.add_argument("--layers", default="", help="comma-separated indices into LAYERS")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    return ap.parse_args(argv)
+
+
+def _layer(args: argparse.Namespace, spec_row: tuple, direction: str) -> dict[str, Any]:
+    import torch
+    import torch.nn.functional as F
+    from _gpu_timing import queued_gpu_ms
+    from miopenkernels.kernels import conv_triton_3d_smallc as ker
+    from miopenkernels.kernels import conv_triton_3d_smallc_spec as spec
+
+    name, n, c, k, size, filt, stride, pad = spec_row
+    n = args.batch or n
+    d, h, w = (size,) * 3 if isinstance(size, int) else size
+    outs = [(s + 2 * p - f) // st + 1 for s, p, f, st in zip((d, h, w), pad, filt, stride,
+                                                               strict=True)]
+    sizes = {"N": n, "C": c, "K": k, "G": 1, "D": d, "H": h, "W": w, "Z": outs[0],
+             "P": outs[1], "Q": outs[2], "T": filt[0], "R": filt[1], "S": filt[2]}
+    for i, axis in enumerate("dhw"):
+        sizes.update({f"stride_{axis}": stride[i], f"pad_{axis}": pad[i], f"dil_{axis}": 1})
+    tile = spec.narrow_tile(direction, spec.usual_tile("FP16", direction, "FP16", "sm90"),
+                            sizes)
+    if direction == "W":
+        tile["SPLIT_K"] = spec.split_for(sizes, tile, 132)
+    row: dict[str, Any] = {"layer": name, "direction": direction, "tile": tile}
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(n, c, d, h, w, device="cuda", generator=g).half()
+    wt = (torch.randn(k, c, *filt, device="cuda", generator=g) / math.sqrt(c * math.prod(filt))
+          ).half()
+    dy = (torch.randn(n, k, *outs, device="cuda", generator=g) / 8).half()
+    geo = (list(stride), list(pad), [1, 1, 1], False, [0, 0, 0], 1)
+    want = {"F": (True, False, False), "B": (True, False, False), "W": (False, True, False)}
+
+    def time_ms(fn: Any) -> float:
+        return queued_gpu_ms(fn, args.repeats, args.warmup)
+
+    conf = (sizes["stride_d"], sizes["stride_h"], sizes["stride_w"], *pad, 1, 1, 1)
+    dims = tuple(sizes[s] for s in ("N", "C", "D", "H", "W", "K", "Z", "P", "Q", "T", "R",
+                                    "S", "G"))
+    for layout in ("NCDHW", "NDHWC"):
+        fmt = torch.channels_last_3d if layout == "NDHWC" else torch.contiguous_format
+        xl, wl, dyl = (t.contiguous(memory_format=fmt) for t in (x, wt, dy))
+        if direction == "F":
+            ref = F.conv3d(xl, wl, stride=stride, padding=pad)
+            row[f"cudnn_{layout}_ms"] = time_ms(lambda xl=xl, wl=wl: F.conv3d(
+                xl, wl, stride=stride, padding=pad))
+            out = torch.empty_like(ref)
+            tensors = (xl, wl, out)
+        else:
+            mask = want[direction]
+            ref = torch.ops.aten.convolution_backward(dyl, xl, wl, None, *geo, mask)[
+                0 if direction == "B" else 1]
+            row[f"cudnn_{layout}_ms"] = time_ms(
+                lambda xl=xl, wl=wl, dyl=dyl, mask=mask: torch.ops.aten.convolution_backward(
+                    dyl, xl, wl, None, *geo, mask))
+            out = torch.empty_like(ref)
+            tensors = (out, wl, dyl) if direction == "B" else (xl, out, dyl)
+        strides = (*tensors[0].stride(), *tensors[1].stride(), *tensors[2].stride())
+        ws = torch.empty(max(spec.workspace_bytes(direction, sizes, tile) // 4, 1),
+                         device="cuda", dtype=torch.float32)
+        grid = spec.grid(direction, sizes, tile)
+        kernel = getattr(ker, spec.KERNEL[direction])
+        for last in ((0,) if layout == "NCDHW" else (1, 0)):
+            def run(last: int = last, tensors: tuple = tensors, strides: tuple = strides,
+                    ws: Any = ws, grid: tuple = grid, kernel: Any = kernel) -> None:
+                kernel[grid](*tensors, ws, dims, conf, strides, BLOCK_M=tile["BLOCK_M"],
+                             BLOCK_N=tile["BLOCK_N"], BLOCK_K=tile["BLOCK_K"],
+                             GROUP_M=tile["GROUP_M"], CHANNELS_LAST=last, PRECISION="ieee",
+                             num_warps=tile["num_warps"], num_stages=tile["num_stages"])
+                if direction == "B":
+                    gc = spec.GATHER_CONFIG
+                    ker.conv3d_bwd_data_smallc_gather[spec.gather_grid(sizes)](
+                        *tensors, ws, dims, conf, strides, BLOCK_M=gc["BLOCK_M"],
+                        BLOCK_N=gc["BLOCK_N"], BLOCK_K=gc["BLOCK_K"], GROUP_M=gc["GROUP_M"],
+                        CHANNELS_LAST=0, PRECISION="ieee", num_warps=gc["num_warps"],
+                        num_stages=gc["num_stages"])
+
+            key = f"{layout}_last{last}"
+            out.fill_(float("nan"))
+            run()
+            if direction != "W" or tile["SPLIT_K"] == 1:
+                row[f"{key}_err"] = float((out.float() - ref.float()).norm()
+                                          / ref.float().norm())
+            row[f"{key}_ms"] = time_ms(run)
+        del ws
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import torch
+    import triton
+
+    torch.backends.cudnn.benchmark = True
+    result: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                              "cudnn": torch.backends.cudnn.version(),
+                              "triton": triton.__version__, "rows": []}
+    for spec_row in [LAYERS[int(i)] for i in args.layers.split(",") if i] or LAYERS:
+        for direction in args.directions.split(","):
+            row = _layer(args, spec_row, direction)
+            result["rows"].append(row)
+            print(f"{row['layer']} {direction}: " + "  ".join(
+                f"{k[:-3]} {v:.3f}" for k, v in row.items() if k.endswith("_ms")), flush=True)
+            args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+            torch.cuda.empty_cache()
+    if args.json:
+        print(json.dumps(result["rows"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
