@@ -42,6 +42,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--directions", default="F,B,W")
     ap.add_argument("--batch", type=int, default=0, help="every layer at this batch")
     ap.add_argument("--layers", default="", help="comma-separated indices into LAYERS")
+    ap.add_argument("--runtime", action="store_true",
+                    help="also the solver's plan through the runtime (`Handle.compile_solution`"
+                         " and its invoker, as bench/zoo.py times it) on the same tensors")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     return ap.parse_args(argv)
 
@@ -126,8 +129,54 @@ def _layer(args: argparse.Namespace, spec_row: tuple, direction: str) -> dict[st
                 row[f"{key}_err"] = float((out.float() - ref.float()).norm()
                                           / ref.float().norm())
             row[f"{key}_ms"] = time_ms(run)
+        if args.runtime:
+            row[f"{layout}_runtime_ms"], row[f"{layout}_runtime_err"], row[
+                f"{layout}_runtime_solver"] = _runtime(args, direction, layout, sizes, filt,
+                                                       stride, pad, tensors, out, ref, time_ms)
         del ws
     return row
+
+
+def _runtime(args: argparse.Namespace, direction: str, layout: str, sizes: dict, filt: tuple,
+             stride: tuple, pad: tuple, tensors: tuple, out: Any, ref: Any, time_ms: Any
+             ) -> tuple[float, float, str]:
+    """The few-channel solver's plan (or its chunk solver's) through the runtime on the same
+    tensors: (GPU ms, relative error, solver)."""
+    from miopenkernels.handle import Handle
+    from miopenkernels.plan import workspace_ptr
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers import get_solver
+    from miopenkernels.target import Target
+    from miopenkernels.tensor import DeviceTensor
+
+    z = sizes
+    p = ConvProblem(n=z["N"], c=z["C"], k=z["K"], in_spatial=(z["D"], z["H"], z["W"]),
+                    filter=filt, pad=pad, stride=stride, direction=direction, in_type="FP16",
+                    wei_type="FP16", out_type="FP16", in_layout=layout, wei_layout=layout,
+                    out_layout=layout)
+    suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
+    name = next((n for n in (f"ConvTriton3dSmallC{suffix}", f"ConvTriton3dSmallCChunks{suffix}")
+                 if get_solver(n).is_applicable(p, Target("sm90", 132))), None)
+    if name is None:
+        return float("nan"), float("nan"), ""
+    order = (0, 2, 3, 4, 1) if layout == "NDHWC" else (0, 1, 2, 3, 4)
+    roles = dict(zip(("x", "w", "y"), tensors, strict=True))
+    handle = Handle()
+    inv = handle.compile_solution(p, name)
+    ptrs = {role: DeviceTensor(t.data_ptr(), t.numel() * 2, "FP16",
+                               tuple(t.shape[i] for i in order)).ptr
+            for role, t in roles.items()}
+    ptrs["workspace"] = workspace_ptr(handle.backend, inv)
+    out.fill_(float("nan"))
+    inv(ptrs)
+    import torch
+
+    torch.cuda.synchronize()
+    err = float((out.float() - ref.float()).norm() / ref.float().norm())
+    ms = time_ms(lambda: inv(ptrs))
+    if inv.workspace is not None:
+        inv.workspace.free()
+    return ms, err, name
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,8 +11,8 @@ FP32: `workspace_bytes`, at most WS_LIMIT; the solvers cut larger batches into c
 their gather into dx (GATHER, one object per type, GATHER_CONFIG), where the products are
 no more than dy's filters a position (`products_pay`).
 The objects assume no alignment: a package ships per type and direction the generic one
-(CHANNELS_LAST=0), which serves both layouts (on NDHWC the channels-last forward object took
-2.7x its time on the H200, the other directions' the same: bench/results/README.md).
+(CHANNELS_LAST=0), forward also the channels-last one for 16-bit NDHWC (measured through the
+runtime on the H200: bench/results/README.md).
 
 Tiles (TILES) are one per precision and direction, fitted to each target kind's legal space
 (`usual_tile`): forward 128 positions by 64 filters by 32 reduction columns (a 3x3x3 filter

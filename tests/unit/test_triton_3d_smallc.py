@@ -143,10 +143,11 @@ def test_a_package_holds_every_object_a_launch_runs() -> None:
         assert set(launch_jobs(s, p, params, SM90)) <= shipped, (name, p.key())
     own = [j for name in ("ConvTriton3dSmallCFwd", "ConvTriton3dSmallCWrw")
            for j in get_solver(name).dynamic_jobs(SM90) if j.kernel_name.endswith("_smallc")]
-    # The generic object of each type (both layouts); forward's narrow variant too.
-    assert len(own) == 3 * (2 + 1)
-    assert all(j.kernel_name.endswith("_smallc") and "CHANNELS_LAST=0" in " ".join(j.options)
-               for j in own), [j.options for j in own]
+    # The generic object of each type; forward's narrow variant too, and for 16-bit types
+    # both tiles' channels-last objects.
+    assert len(own) == 3 * 2 + 2 * 2 + 3
+    last = [j for j in own if "-DCHANNELS_LAST=1" in j.options]
+    assert len(last) == 4 and all(j.kernel_name == spec.KERNEL["F"] for j in last)
     # Backward data: its first step's usual tile so, and a gather object per type.
     back = get_solver("ConvTriton3dSmallCBwd").dynamic_jobs(SM90)
     assert sorted(j.kernel_name for j in back) == \
