@@ -37,17 +37,19 @@ from .conv_triton_3d_spec import (
     SIZES,
     TENSORS,
     TUPLES,
-    accumulator_fits,
     applies,
     arg_values,
+    at_most,
     channels_last,
+    tile_efficiency,
 )
+from .conv_triton_3d_spec import legal as _legal_3d
+from .conv_triton_3d_spec import legal_space as _legal_space_3d
 from .conv_triton_spec import (
     TARGET_KINDS,
     accumulators_per_lane,
     cdiv,
     filling_split,
-    is_legal,
     shared_bytes,
     typed_signature,
 )
@@ -151,32 +153,13 @@ def products_bytes(sizes: Mapping[str, int]) -> int:
 
 
 def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str) -> bool:
-    """The 2-D family's legal space of the kind without its MMA choice; SPLIT_K of SPLITS in
-    backward weights alone, whose FP32 accumulator must fit the kind's shared memory (it is
-    converted through it for the column-contiguous stores, as the 3-D kernels')."""
-    split = config.get("SPLIT_K")
-    if split not in SPLITS or (split != 1 and direction != "W") or "MMA" in config:
-        return False
-    if direction == "W" and not accumulator_fits(config, kind):
-        return False
-    return bool(is_legal({**config, "SPLIT_K": 1}, dtype, kind))
+    """The 3-D kernels' legal space (`conv_triton_3d_spec.legal`) with SPLIT_K of SPLITS."""
+    return bool(_legal_3d(direction, config, dtype, kind, SPLITS))
 
 
 def legal_space(direction: str, dtype: str, kind: str) -> list[dict[str, int]]:
     """Every legal configuration of a direction on a kind (the tuning search space)."""
-    space = TARGET_KINDS[kind]
-    splits = SPLITS if direction == "W" else (1,)
-    return [config for bm in space["BLOCK_M"] for bn in space["BLOCK_N"]
-            for bk in space["BLOCK_K"] for warps in space["num_warps"]
-            for stages in space["num_stages"] for group in space["GROUP_M"]
-            for split in splits
-            for config in ({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group,
-                            "SPLIT_K": split, "num_warps": warps, "num_stages": stages},)
-            if legal(direction, config, dtype, kind)]
-
-
-def _at_most(value: int, choices: tuple[int, ...]) -> int:
-    return max((c for c in choices if c <= value), default=min(choices))
+    return _legal_space_3d(direction, dtype, kind, SPLITS)
 
 
 def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[str, int]:
@@ -185,10 +168,10 @@ def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[st
     the operands exceed its shared memory."""
     space = TARGET_KINDS[kind]
     bm, bn, bk, warps, stages = TILES[(precision, direction)]
-    config = {"BLOCK_M": _at_most(bm, space["BLOCK_M"]), "BLOCK_N": _at_most(bn, space["BLOCK_N"]),
-              "BLOCK_K": _at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
-              "num_warps": _at_most(warps, space["num_warps"]),
-              "num_stages": _at_most(stages, space["num_stages"])}
+    config = {"BLOCK_M": at_most(bm, space["BLOCK_M"]), "BLOCK_N": at_most(bn, space["BLOCK_N"]),
+              "BLOCK_K": at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
+              "num_warps": at_most(warps, space["num_warps"]),
+              "num_stages": at_most(stages, space["num_stages"])}
     while config["BLOCK_M"] // 2 in space["BLOCK_M"] and (
             accumulators_per_lane(config, kind) > space.get("ACC_PER_LANE", 1 << 30)
             or shared_bytes(config, dtype) > space["smem"]):
@@ -250,13 +233,7 @@ def reduce_values(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...
 
 def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:
     """The fraction of the launched tile work that is real."""
-    out = 1.0
-    for dim, block in zip(gemm_dims(direction, sizes),
-                          (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]),
-                          strict=True):
-        dim = max(int(dim), 1)
-        out *= dim / (cdiv(dim, int(block)) * int(block))
-    return out
+    return float(tile_efficiency(gemm_dims(direction, sizes), config))
 
 
 def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,

@@ -230,14 +230,15 @@ def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
     return tiles, rows, int(config.get("SPLIT_K", 1))
 
 
-def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str) -> bool:
+def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str,
+          splits: tuple[int, ...] = SPLITS) -> bool:
     """The 2-D family's legal space of the kind (shared memory included) without its MMA
-    choice; SPLIT_K above 1 in backward weights alone, up to MAX_SPLIT. Backward weights
+    choice; SPLIT_K above 1 (of `splits`) in backward weights alone. Backward weights
     store their FP32 sums along the tile's columns (contiguous in C), which converts the
     accumulator through shared memory: its BLOCK_M x BLOCK_N x 4 bytes must fit the kind's
     (sm90's 256x256 tile asked 262,144 bytes of 232,448 at launch)."""
     split = config.get("SPLIT_K")
-    if split not in SPLITS or (split != 1 and direction != "W") or "MMA" in config:
+    if split not in splits or (split != 1 and direction != "W") or "MMA" in config:
         return False
     if direction == "W" and not accumulator_fits(config, kind):
         return False
@@ -249,10 +250,13 @@ def accumulator_fits(config: Mapping[str, int], kind: str) -> bool:
     return int(config["BLOCK_M"]) * int(config["BLOCK_N"]) * 4 <= int(TARGET_KINDS[kind]["smem"])
 
 
-def legal_space(direction: str, dtype: str, kind: str) -> list[dict[str, int]]:
-    """Every legal configuration of a direction on a kind (the tuning search space)."""
+def legal_space(direction: str, dtype: str, kind: str, splits: tuple[int, ...] = SPLITS
+                ) -> list[dict[str, int]]:
+    """Every legal configuration of a direction on a kind (the tuning search space), SPLIT_K
+    of `splits` in backward weights."""
     space = TARGET_KINDS[kind]
-    splits = SPLITS if direction == "W" else (1,)
+    every = splits
+    splits = every if direction == "W" else (1,)
     out = []
     for bm in space["BLOCK_M"]:
         for bn in space["BLOCK_N"]:
@@ -264,12 +268,13 @@ def legal_space(direction: str, dtype: str, kind: str) -> list[dict[str, int]]:
                                 config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
                                           "GROUP_M": group, "SPLIT_K": split,
                                           "num_warps": warps, "num_stages": stages}
-                                if legal(direction, config, dtype, kind):
+                                if legal(direction, config, dtype, kind, every):
                                     out.append(config)
     return out
 
 
-def _at_most(value: int, choices: tuple[int, ...]) -> int:
+def at_most(value: int, choices: tuple[int, ...]) -> int:
+    """The largest of `choices` up to `value` (the least where none is)."""
     return max((c for c in choices if c <= value), default=min(choices))
 
 
@@ -280,10 +285,10 @@ def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[st
     (down to 64), then stages dropped."""
     space = TARGET_KINDS[kind]
     bm, bn, bk, warps, stages = TILES[(precision, direction)]
-    config = {"BLOCK_M": _at_most(bm, space["BLOCK_M"]), "BLOCK_N": _at_most(bn, space["BLOCK_N"]),
-              "BLOCK_K": _at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
-              "num_warps": _at_most(warps, space["num_warps"]),
-              "num_stages": _at_most(stages, space["num_stages"])}
+    config = {"BLOCK_M": at_most(bm, space["BLOCK_M"]), "BLOCK_N": at_most(bn, space["BLOCK_N"]),
+              "BLOCK_K": at_most(bk, space["BLOCK_K"]), "GROUP_M": 8, "SPLIT_K": 1,
+              "num_warps": at_most(warps, space["num_warps"]),
+              "num_stages": at_most(stages, space["num_stages"])}
     while "ACC_PER_LANE" in space and max(config["BLOCK_M"], config["BLOCK_N"]) > 64 and (
             accumulators_per_lane(config, kind) > space["ACC_PER_LANE"]):
         wide = "BLOCK_M" if config["BLOCK_M"] >= config["BLOCK_N"] else "BLOCK_N"
@@ -293,9 +298,9 @@ def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[st
         if config[wide] > 64 and config[wide] // 2 in space[wide]:
             config[wide] //= 2
         elif config["num_stages"] > min(space["num_stages"]):
-            config["num_stages"] = _at_most(config["num_stages"] - 1, space["num_stages"])
+            config["num_stages"] = at_most(config["num_stages"] - 1, space["num_stages"])
         else:
-            config["BLOCK_K"] = _at_most(config["BLOCK_K"] // 2, space["BLOCK_K"])
+            config["BLOCK_K"] = at_most(config["BLOCK_K"] // 2, space["BLOCK_K"])
     return config
 
 
@@ -390,8 +395,13 @@ def reduce_values(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...
 
 def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]) -> float:
     """The fraction of the launched tile work that is real."""
+    return tile_efficiency(gemm_dims(direction, sizes), config)
+
+
+def tile_efficiency(dims: tuple[int, int, int], config: Mapping[str, int]) -> float:
+    """The fraction of the tile work over a GEMM of `dims` (M, N, inner) that is real."""
     out = 1.0
-    for dim, block in zip(gemm_dims(direction, sizes),
+    for dim, block in zip(dims,
                           (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]),
                           strict=True):
         dim = max(int(dim), 1)

@@ -279,15 +279,20 @@ class ConvTriton3d(Solver):
         return tiles
 
     # ------------------------------------------------------------------ launches
+    def _spec(self) -> Any:
+        """The launch data of the solver's kernels (a subclass of other kernels names its
+        own spec module here)."""
+        return spec_3d()
+
     def workspace_for(self, problem: ConvProblem, params: Params) -> int:
         view, sizes, _, _ = _view(problem)
-        return int(spec_3d().workspace_bytes(view.direction, sizes,
-                                             self._config(tuple(params))))
+        return int(self._spec().workspace_bytes(view.direction, sizes,
+                                                self._config(tuple(params))))
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
         view, sizes, strides, _ = _view(problem)
-        return spec_launch(spec_3d(), view.direction, view, sizes, strides,
+        return spec_launch(self._spec(), view.direction, view, sizes, strides,
                            self.launch_geometry(problem, params),
                            self.workspace_for(problem, params))
 
@@ -299,18 +304,19 @@ class ConvTriton3d(Solver):
         if view.direction != "W" or split <= 1:
             return ()
         return (reduce_step(problem.in_type, split, target, view.wei_tensor,
-                            spec_3d().reduce_values(sizes, strides)),)
+                            self._spec().reduce_values(sizes, strides)),)
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         config = {**self._config(tuple(params)), **self._tap_group(problem)}
         view, sizes, _, _ = _view(problem)
-        grid = spec_3d().grid(view.direction, sizes, config)
+        grid = self._spec().grid(view.direction, sizes, config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
     def efficiency(self, view: ConvView, params: Params) -> float:
         sizes = _sizes(view)
-        return float(spec_3d().efficiency(view.direction, sizes, self._config(tuple(params))))
+        return float(self._spec().efficiency(view.direction, sizes,
+                                             self._config(tuple(params))))
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         # The 2-D implicit GEMM's nominal rates: tensor cores ~20x the portable kernels' MAC

@@ -39,7 +39,7 @@ from typing import Any
 
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import DIRECTION_SUFFIX, ConvView, conv_view
+from ._conv import DIRECTION_SUFFIX, conv_view
 from .base import CompileJob, Launch, Params, Solver, family_claims
 from .triton_3d import ConvTriton3d, _view
 from .triton_chunks import BatchChunks, chunking
@@ -49,11 +49,9 @@ from .triton_common import (
     kernels_spec,
     params_of,
     reduce_jobs,
-    reduce_step,
     spec_compile_job,
     spec_kernel_args,
     spec_kind,
-    spec_launch,
     target_kind,
 )
 
@@ -197,47 +195,21 @@ class ConvTriton3dSmallC(ConvTriton3d):
         return jobs
 
     # ------------------------------------------------------------------ launches
-    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        view, sizes, _, _ = _view(problem)
-        return int(spec_smallc().workspace_bytes(view.direction, sizes,
-                                                 self._config(tuple(params))))
-
-    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
-               ) -> Launch:
-        view, sizes, strides, _ = _view(problem)
-        return spec_launch(spec_smallc(), view.direction, view, sizes, strides,
-                           self.launch_geometry(problem, params),
-                           self.workspace_for(problem, params))
+    def _spec(self) -> Any:
+        return spec_smallc()
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """Backward weights split in parts: the reduce kernel sums the partials into dw;
-        backward data: the gather of the taps' products into dx."""
-        split = self._config(tuple(params))["SPLIT_K"]
+        """The 3-D family's (backward weights split in parts: the reduce kernel sums the
+        partials into dw); backward data: the gather of the taps' products into dx."""
         view, sizes, strides, _ = _view(problem)
-        if view.direction == "B":
-            spec = spec_smallc()
-            gather = Launch(spec.GATHER, spec.gather_grid(sizes),
-                            (int(spec.GATHER_CONFIG["num_warps"]) * 32, 1, 1),
-                            spec_kernel_args(spec, "B", view, sizes, strides), needs_meta=True)
-            return ((_gather_job(problem.in_type, target), gather),)
-        if view.direction != "W" or split <= 1:
-            return ()
-        return (reduce_step(problem.in_type, split, target, view.wei_tensor,
-                            spec_smallc().reduce_values(sizes, strides)),)
-
-    def launch_geometry(self, problem: ConvProblem, params: Params
-                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        config = self._config(tuple(params))
-        view, sizes, _, _ = _view(problem)
-        grid = spec_smallc().grid(view.direction, sizes, config)
-        return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
-
-    def efficiency(self, view: ConvView, params: Params) -> float:
-        from .triton_3d import _sizes
-
-        return float(spec_smallc().efficiency(view.direction, _sizes(view),
-                                              self._config(tuple(params))))
+        if view.direction != "B":
+            return super().follow_ups(problem, params, target)
+        spec = spec_smallc()
+        gather = Launch(spec.GATHER, spec.gather_grid(sizes),
+                        (int(spec.GATHER_CONFIG["num_warps"]) * 32, 1, 1),
+                        spec_kernel_args(spec, "B", view, sizes, strides), needs_meta=True)
+        return ((_gather_job(problem.in_type, target), gather),)
 
 
 class ConvTriton3dSmallCChunks(BatchChunks, ConvTriton3dSmallC):
