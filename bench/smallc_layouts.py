@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE))
 LAYERS = (
     ("unet3d analysis1.conv_a", 8, 1, 32, 128, (3, 3, 3), (1, 1, 1), (1, 1, 1)),
     ("r3d_18 stem", 32, 3, 64, (16, 112, 112), (3, 7, 7), (1, 2, 2), (1, 3, 3)),
+    ("r2plus1d_18 stem", 32, 3, 45, (16, 112, 112), (1, 7, 7), (1, 2, 2), (0, 3, 3)),
 )
 
 
@@ -91,7 +92,8 @@ def _layer(args: argparse.Namespace, spec_row: tuple, direction: str) -> dict[st
             ref = F.conv3d(xl, wl, stride=stride, padding=pad)
             row[f"cudnn_{layout}_ms"] = time_ms(lambda xl=xl, wl=wl: F.conv3d(
                 xl, wl, stride=stride, padding=pad))
-            out = torch.empty_like(ref)
+            out = torch.empty(ref.shape, device="cuda", dtype=ref.dtype).contiguous(
+                memory_format=fmt)
             tensors = (xl, wl, out)
         else:
             mask = want[direction]
@@ -100,7 +102,8 @@ def _layer(args: argparse.Namespace, spec_row: tuple, direction: str) -> dict[st
             row[f"cudnn_{layout}_ms"] = time_ms(
                 lambda xl=xl, wl=wl, dyl=dyl, mask=mask: torch.ops.aten.convolution_backward(
                     dyl, xl, wl, None, *geo, mask))
-            out = torch.empty_like(ref)
+            out = torch.empty(ref.shape, device="cuda", dtype=ref.dtype).contiguous(
+                memory_format=fmt)
             tensors = (out, wl, dyl) if direction == "B" else (xl, out, dyl)
         strides = (*tensors[0].stride(), *tensors[1].stride(), *tensors[2].stride())
         ws = torch.empty(max(spec.workspace_bytes(direction, sizes, tile) // 4, 1),

@@ -61,12 +61,29 @@ def _inside(d0, h0, w0, dd, dh, dw, D, H, W):
 
 
 @triton.jit
+def _fixed(dims, conv, FIX: tl.constexpr):
+    """`dims` and `conv` with what an object was specialised on made constants: FIX's bit 0
+    unit strides, bit 1 unit dilations, bit 2 one group, FIX >> 4 (where not 0) the channel
+    count. The package's objects take FIX 0; bench/smallc_specialise.py times the others."""
+    if FIX & 1:
+        conv = (1, 1, 1) + conv[3:]
+    if FIX & 2:
+        conv = conv[:6] + (1, 1, 1)
+    if FIX & 4:
+        dims = dims[:12] + (1,)
+    if FIX >> 4:
+        dims = dims[:1] + (FIX >> 4,) + dims[2:]
+    return dims, conv
+
+
+@triton.jit
 def conv3d_fwd_smallc(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr, FIX: tl.constexpr = 0,
 ):
     """y[n, g*K+k, o, p, q] = sum over j = (t, r, s, c) flattened of x * w."""
+    dims, conv = _fixed(dims, conv, FIX)
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
@@ -105,12 +122,13 @@ def conv3d_fwd_smallc(
 def conv3d_bwd_weight_smallc(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr, FIX: tl.constexpr = 0,
 ):
     """dw[g*K+k, c, t, r, s] = sum over output positions of dy * x, the columns j = (t, r, s,
     c) flattened; axis 2 cuts the positions into parts, each writing its FP32 partial to ws
     ([parts][G*K][T*R*S*C]) where there are several. dy's tile is read as [positions, K] and
     transposed in the kernel (as conv3d_bwd_weight does)."""
+    dims, conv = _fixed(dims, conv, FIX)
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
@@ -163,13 +181,14 @@ def conv3d_bwd_weight_smallc(
 def conv3d_bwd_data_smallc_taps(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr, FIX: tl.constexpr = 0,
 ):
     """Backward data's first step: ws[n, g, j, o, p, q] (FP32) = sum over k of
     dy[n, g*K+k, o, p, q] * w[g*K+k, c, t, r, s], j = (t, r, s, c) flattened: every tap's
     contribution at every output position, dy read once (the implicit GEMM reads it once a
     tap). Rows the output positions, columns j, the reduction K; for a column the rows' sums
     are contiguous in ws. `conv3d_bwd_data_smallc_gather` sums them into dx."""
+    dims, conv = _fixed(dims, conv, FIX)
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
         strides, CHANNELS_LAST)
@@ -219,13 +238,14 @@ def _back(q, rem, dq, drem, stride):
 def conv3d_bwd_data_smallc_gather(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr, FIX: tl.constexpr = 0,
 ):
     """Backward data's second step: dx[n, g*C+c, d, h, w] = sum over the taps (t, r, s) that
     reach (d, h, w) of ws[n, g, (t, r, s, c), o, p, q], where d + pad_d = o*stride_d +
     t*dil_d (and so on). BLOCK_M elements of dx a program, in (n, g, c, d, h, w) order, so a
     tap's reads of ws are contiguous along w; each axis's output position and stride phase
     are moved on from tap to tap without dividing."""
+    dims, conv = _fixed(dims, conv, FIX)
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(

@@ -10,9 +10,13 @@ in two launches, the taps' products (KERNEL["B"]) into the workspace ([N][G][T*R
 FP32: `workspace_bytes`, at most WS_LIMIT; the solvers cut larger batches into chunks) and
 their gather into dx (GATHER, one object per type, GATHER_CONFIG), where the products are
 no more than dy's filters a position (`products_pay`).
-The objects assume no alignment: a package ships per type and direction the generic one
-(CHANNELS_LAST=0), forward also the channels-last one for 16-bit NDHWC (measured through the
-runtime on the H200: bench/results/README.md).
+A package ships per type and direction the generic object (CHANNELS_LAST=0, any strides, no
+alignment), forward also the channels-last one for 16-bit NDHWC (measured through the runtime
+on the H200: bench/results/README.md), and aligned objects of both packed layouts
+(`layout_of`: CHANNELS_LAST 1 channels-last, 2 channel-planar, each knowing its unit stride)
+that assume 16-byte aligned pointers and ALIGNED_ARGS multiples of `align_divisor` elements
+(`meets_aligned`): Triton's JIT, which knows both of a launch, ran the kernels at a third to
+two thirds of the generic objects' time (bench/results/smallc_specialise_h200.json).
 
 Tiles (TILES) are one per precision and direction, fitted to each target kind's legal space
 (`usual_tile`): forward 128 positions by 64 filters by 32 reduction columns (a 3x3x3 filter
@@ -54,12 +58,13 @@ from .conv_triton_spec import (
     typed_signature,
 )
 
-__all__ = ["ARGS", "ALIGN16", "GATHER", "GATHER_CONFIG", "KERNEL", "KINDS", "MAX_C",
-           "NARROW_N", "SIZES", "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "applies",
-           "arg_values", "channels_last", "few_channels", "gather_grid", "gather_signature",
-           "grid", "legal", "legal_space", "narrow_of", "narrow_tile", "products_bytes",
-           "products_pay",
-           "reduce_values", "signature", "split_for", "usual_tile", "workspace_bytes"]
+__all__ = ["ARGS", "ALIGN16", "ALIGNED_ARGS", "ALIGNED_LAYOUTS", "GATHER", "GATHER_CONFIG",
+           "KERNEL", "KINDS", "MAX_C",
+           "NARROW_N", "SIZES", "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "align_divisor",
+           "applies", "arg_values", "channels_last", "few_channels", "gather_grid",
+           "gather_signature", "grid", "layout_of", "legal", "legal_space", "meets_aligned",
+           "narrow_of", "narrow_tile", "products_bytes", "products_pay", "reduce_values",
+           "signature", "split_for", "usual_tile", "workspace_bytes"]
 
 TYPES = ("FP16", "BF16", "FP32")
 KERNEL = {"F": "conv3d_fwd_smallc", "B": "conv3d_bwd_data_smallc_taps",
@@ -70,6 +75,15 @@ GATHER = "conv3d_bwd_data_smallc_gather"
 ARGS: dict[str, tuple[tuple[str, str], ...]] = {
     k: _ARGS_3D["conv3d_fwd"] for k in (*KERNEL.values(), GATHER)}
 ALIGN16: dict[str, tuple[str, ...]] = {k: () for k in ARGS}
+#: The i32 arguments an aligned object assumes multiples of `align_divisor`, by its layout
+#: (CHANNELS_LAST): channels-last y's strides (K the innermost; x's are multiples of its few
+#: channels), channel-planar the row lengths and x's and y's strides but the unit ones.
+ALIGNED_ARGS: dict[int, tuple[str, ...]] = {
+    1: ("K", "syn", "syd", "syh", "syw"),
+    2: ("W", "Q", "sxn", "sxc", "sxd", "sxh", "syn", "syk", "syd", "syh")}
+#: The layouts a direction ships aligned objects of: backward weights' channel-planar one ran
+#: as the generic one (bench/results/smallc_runtime_aligned_h200.json).
+ALIGNED_LAYOUTS: dict[str, tuple[int, ...]] = {"F": (1, 2), "B": (1, 2), "W": (1,)}
 #: The gather's one object a type: BLOCK_M elements of dx a program (the other tunables are
 #: the argument list's, unused), the generic layout (its loads are ws's, its stores dx's).
 GATHER_CONFIG = {"BLOCK_M": 512, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "SPLIT_K": 1,
@@ -101,6 +115,29 @@ WAVES = 8
 def few_channels(sizes: Mapping[str, int]) -> bool:
     """Whether a problem has at most MAX_C input channels a group."""
     return 1 <= int(sizes["C"]) <= MAX_C
+
+
+def layout_of(strides: Mapping[str, tuple[int, ...]]) -> int:
+    """The CHANNELS_LAST of the objects whose unit stride a problem's tensors have: 1 where
+    x, w and y have a unit channel stride (NDHWC), 2 where each has a unit innermost spatial
+    stride (NCDHW), else 0."""
+    if channels_last(strides):
+        return 1
+    return 2 if all(strides[t][-1] == 1 for t in ("x", "w", "y")) else 0
+
+
+def align_divisor(dtype: str) -> int:
+    """What an aligned object assumes each ALIGNED_ARGS value a multiple of: 16 bytes of the
+    type (8 elements of a 16-bit type, 4 of FP32)."""
+    return 4 if dtype == "FP32" else 8
+
+
+def meets_aligned(direction: str, args: Mapping[str, int], layout: int, dtype: str) -> bool:
+    """Whether a direction ships an aligned object of `layout` (ALIGNED_LAYOUTS) and a
+    problem's i32 arguments meet its assumption (the caller checks the pointers)."""
+    divisor = align_divisor(dtype)
+    return layout in ALIGNED_LAYOUTS[direction] and all(int(args[a]) % divisor == 0
+                                                        for a in ALIGNED_ARGS[layout])
 
 
 def _columns(direction: str, sizes: Mapping[str, int]) -> int:
@@ -236,17 +273,17 @@ def efficiency(direction: str, sizes: Mapping[str, int], config: Mapping[str, in
     return float(tile_efficiency(gemm_dims(direction, sizes), config))
 
 
-def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
+def signature(direction: str, dtype: str, config: Mapping[str, int], last: int,
               precision: str, kernel: str | None = None
               ) -> tuple[dict[str, str], dict[str, Any]]:
     """(signature, constexprs) of one object for `triton.compiler.ASTSource` (of the
-    direction's kernel, or `kernel`)."""
+    direction's kernel, or `kernel`); `last` its CHANNELS_LAST (0, 1 or 2)."""
     values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
               "BLOCK_K": int(config["BLOCK_K"]), "GROUP_M": int(config["GROUP_M"]),
               "CHANNELS_LAST": int(last), "PRECISION": precision}
     return typed_signature(ARGS[kernel or KERNEL[direction]], dtype, values)
 
 
-def gather_signature(dtype: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """(signature, constexprs) of backward data's gather object of a type."""
-    return signature("B", dtype, GATHER_CONFIG, False, "ieee", GATHER)
+def gather_signature(dtype: str, last: int = 0) -> tuple[dict[str, str], dict[str, Any]]:
+    """(signature, constexprs) of backward data's gather object of a type and layout."""
+    return signature("B", dtype, GATHER_CONFIG, last, "ieee", GATHER)

@@ -62,12 +62,17 @@ def tile_offsets(rows, cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 def channel_strides(strides, CHANNELS_LAST: tl.constexpr):
     """The strides of x, w and y from a `strides` tuple argument of any rank: three equal
     parts, x's (n, c, spatial...), w's (k, c, spatial...) and y's (n, k, spatial...), twelve
-    in 2-D, fifteen in 3-D. In channels-last layouts (NHWC, NDHWC) the channel strides are 1,
-    known to the compiler, so that loads along channels are vectorised."""
-    if CHANNELS_LAST:
-        rank: tl.constexpr = len(strides) // 3
+    in 2-D, fifteen in 3-D. CHANNELS_LAST 1, channels-last layouts (NHWC, NDHWC): the channel
+    strides are 1, known to the compiler, so that loads along channels are vectorised;
+    CHANNELS_LAST 2, packed channel-planar layouts (NCHW, NCDHW): the innermost spatial
+    strides are 1, so that accesses along a row of positions are."""
+    rank: tl.constexpr = len(strides) // 3
+    if CHANNELS_LAST == 1:
         strides = strides[:1] + (1,) + strides[2:rank + 1] + (1,) + \
             strides[rank + 2:2 * rank + 1] + (1,) + strides[2 * rank + 2:]
+    elif CHANNELS_LAST == 2:
+        strides = strides[:rank - 1] + (1,) + strides[rank:2 * rank - 1] + (1,) + \
+            strides[2 * rank:3 * rank - 1] + (1,)
     return strides
 
 

@@ -11,12 +11,14 @@ These solvers run the flattened kernels on problems of at most MAX_C channels a 
 NDHWC, any stride, padding, dilation and groups, transposed problems through the plain
 convolution's opposite direction (`conv_view`), on every matrix-core kind of the 3-D spec's.
 
-The objects assume no alignment; a package ships per type and direction the generic one
-(CHANNELS_LAST=0), forward also its channels-last one for 16-bit NDHWC problems, and the
-reduce kernel's. Measured through the runtime on the H200 (FP16, NDHWC, batch 16:
-bench/results/smallc_runtime_{generic,channels_last}_h200.json): forward 7.9 ms on the
-channels-last object against 12.4 on the generic one (3D U-Net's first layer; r3d_18's stem
-1.49 against 1.94), backward data 8.0 against 5.8, backward weights 10.3 against 5.1 (the
+A package ships per type and direction the generic object (CHANNELS_LAST=0, any strides, no
+alignment), forward also its channels-last one for 16-bit NDHWC problems, and aligned objects
+of both packed layouts (`spec.layout_of`), which a problem whose sizes and strides meet their
+assumptions (`spec.meets_aligned`) runs, its pointers permitting (else the object above).
+Measured through the runtime on the H200 (FP16, NDHWC, batch 16:
+bench/results/smallc_runtime_{generic,channels_last}_h200.json), the unaligned channels-last
+object against the generic one: forward 7.9 ms against 12.4 (3D U-Net's first layer; r3d_18's
+stem 1.49 against 1.94), backward data 8.0 against 5.8, backward weights 10.3 against 5.1 (the
 stem 3.6 against 4.4). Backward weights split
 the positions to fill the GPU (`spec.split_for`, up to 1,024 parts); the partials' reduce
 is the 2-D family's.
@@ -37,22 +39,22 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..problem import ConvProblem
+from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
 from ._conv import DIRECTION_SUFFIX, conv_view
 from .base import CompileJob, Launch, Params, Solver, family_claims
 from .triton_3d import ConvTriton3d, _view
-from .triton_chunks import BatchChunks, chunking
+from .triton_chunks import BatchChunks, chunking, per_image
 from .triton_common import (
     has_kernels_spec,
     have_kernels,
     kernels_spec,
     params_of,
     reduce_jobs,
-    spec_compile_job,
     spec_kernel_args,
     spec_kind,
     target_kind,
+    triton_compile_job,
 )
 
 __all__ = ["ConvTriton3dSmallC", "ConvTriton3dSmallCChunks", "SMALLC_3D_SOLVERS",
@@ -67,23 +69,41 @@ def spec_smallc() -> Any:
     return kernels_spec(_SPEC)
 
 
+def _assumed(kernel: str, data_type: str, aligned: int) -> tuple[tuple[str, int], ...]:
+    """An object's assumptions: none, or (aligned: its layout) 16-byte aligned pointers and
+    the layout's ALIGNED_ARGS multiples of `spec.align_divisor`."""
+    if not aligned:
+        return ()
+    spec = spec_smallc()
+    pointers = tuple((n, 16) for n, k in spec.ARGS[kernel] if k.startswith("ptr"))
+    divisor = spec.align_divisor(data_type)
+    return (*pointers, *((a, divisor) for a in spec.ALIGNED_ARGS[aligned]))
+
+
 @lru_cache(maxsize=256)
-def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], last: bool,
-         target: Target) -> CompileJob:
+def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], last: int,
+         target: Target, aligned: bool = False) -> CompileJob:
+    """One object: `last` its CHANNELS_LAST, aligned where it assumes that layout's
+    alignment."""
     spec = spec_smallc()
     values = dict(config)
+    kernel = spec.KERNEL[direction]
     sig, constexprs = spec.signature(direction, data_type, values, last, "ieee")
-    return spec_compile_job(KERNEL_FILE, spec, spec.KERNEL[direction], sig, constexprs,
-                            values, target, False)
+    return triton_compile_job(KERNEL_FILE, kernel, sig, constexprs, values["num_warps"],
+                              values["num_stages"], target,
+                              _assumed(kernel, data_type, last if aligned else 0))
 
 
 @lru_cache(maxsize=16)
-def _gather_job(data_type: str, target: Target) -> CompileJob:
-    """Backward data's gather object of a type (`spec.GATHER_CONFIG`)."""
+def _gather_job(data_type: str, target: Target, aligned: int = 0) -> CompileJob:
+    """Backward data's gather object of a type (`spec.GATHER_CONFIG`): the generic one, or
+    the aligned one of a layout."""
     spec = spec_smallc()
-    sig, constexprs = spec.gather_signature(data_type)
-    return spec_compile_job(KERNEL_FILE, spec, spec.GATHER, sig, constexprs,
-                            dict(spec.GATHER_CONFIG), target, False)
+    sig, constexprs = spec.gather_signature(data_type, aligned)
+    return triton_compile_job(KERNEL_FILE, spec.GATHER, sig, constexprs,
+                              spec.GATHER_CONFIG["num_warps"],
+                              spec.GATHER_CONFIG["num_stages"], target,
+                              _assumed(spec.GATHER, data_type, aligned))
 
 
 class ConvTriton3dSmallC(ConvTriton3d):
@@ -163,17 +183,34 @@ class ConvTriton3dSmallC(ConvTriton3d):
         return out
 
     # ------------------------------------------------------------------ kernels
+    def _aligned_layout(self, problem: ConvProblem) -> int:
+        """The aligned objects' layout the problem meets (`spec.layout_of`, its sizes and
+        strides `spec.meets_aligned`), else 0."""
+        spec = spec_smallc()
+        view, sizes, strides, _ = _view(problem)
+        layout = spec.layout_of(strides)
+        args = spec.arg_values(view.direction, sizes, strides)
+        return layout if spec.meets_aligned(view.direction, args, layout,
+                                            problem.in_type) else 0
+
+    def _aligned(self, problem: ConvProblem) -> bool:
+        return self._aligned_layout(problem) != 0
+
     def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
              ) -> CompileJob:
-        config = {**self._config(tuple(params)), "SPLIT_K": 1}
+        config = tuple(sorted({**self._config(tuple(params)), "SPLIT_K": 1}.items()))
         direction = conv_view(problem).direction
+        if aligned:
+            return _job(direction, problem.in_type, config, self._aligned_layout(problem),
+                        target, True)
         last = direction == "F" and _view(problem)[3] and problem.in_type != "FP32"
-        return _job(direction, problem.in_type, tuple(sorted(config.items())), last, target)
+        return _job(direction, problem.in_type, config, int(last), target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Per type the usual tile's generic object (CHANNELS_LAST=0), in forward also its
-        narrow variant's and for 16-bit types both tiles' channels-last ones, in backward
-        weights the reduce kernel's, in backward data the gather's."""
+        """Per type the usual tile's generic object (CHANNELS_LAST=0) and aligned ones of the
+        direction's layouts (`spec.ALIGNED_LAYOUTS`), in forward also its narrow variant's and
+        for 16-bit types both tiles' unaligned channels-last ones, in backward weights the
+        reduce kernel's, in backward data the gather's (generic and aligned)."""
         kind = self._kind(target)
         if kind is None:
             return []
@@ -184,14 +221,18 @@ class ConvTriton3dSmallC(ConvTriton3d):
                 continue
             tile = spec.usual_tile(data_type, self.direction, data_type, kind)
             forward = self.direction == "F"
-            jobs += [_job(self.direction, data_type, tuple(sorted(t.items())), last, target)
-                     for t in ((tile, spec.narrow_of(tile)) if forward else (tile,))
-                     for last in ((False, True) if forward and data_type != "FP32"
-                                  else (False,))]
+            for t in (tile, spec.narrow_of(tile)) if forward else (tile,):
+                config = tuple(sorted(t.items()))
+                lasts = (0, 1) if forward and data_type != "FP32" else (0,)
+                jobs += [_job(self.direction, data_type, config, last, target)
+                         for last in lasts]
+                jobs += [_job(self.direction, data_type, config, layout, target, True)
+                         for layout in spec.ALIGNED_LAYOUTS[self.direction]]
             if self.direction == "W":
                 jobs += reduce_jobs(data_type, target)
             if self.direction == "B":
-                jobs.append(_gather_job(data_type, target))
+                jobs += [_gather_job(data_type, target, layout)
+                         for layout in (0, *spec.ALIGNED_LAYOUTS["B"])]
         return jobs
 
     # ------------------------------------------------------------------ launches
@@ -209,7 +250,15 @@ class ConvTriton3dSmallC(ConvTriton3d):
         gather = Launch(spec.GATHER, spec.gather_grid(sizes),
                         (int(spec.GATHER_CONFIG["num_warps"]) * 32, 1, 1),
                         spec_kernel_args(spec, "B", view, sizes, strides), needs_meta=True)
-        return ((_gather_job(problem.in_type, target), gather),)
+        return ((_gather_job(problem.in_type, target, self._aligned_layout(problem)), gather),)
+
+    def unaligned_follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                             ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """`follow_ups` on the generic gather (the caller's pointers miss the alignment)."""
+        pairs = self.follow_ups(problem, params, target)
+        if conv_view(problem).direction != "B":
+            return pairs
+        return tuple((_gather_job(problem.in_type, target), launch) for _, launch in pairs)
 
 
 class ConvTriton3dSmallCChunks(BatchChunks, ConvTriton3dSmallC):
@@ -225,8 +274,8 @@ class ConvTriton3dSmallCChunks(BatchChunks, ConvTriton3dSmallC):
 
     def _chunking(self, problem: ConvProblem) -> tuple[int, int, bool] | None:
         """`chunking`'s, and in backward data at most the images whose taps' products fit
-        `spec.WS_LIMIT` a chunk (the objects assume no alignment); None where the batch's
-        fit and every tensor does, or one image's do not."""
+        `spec.WS_LIMIT` a chunk (aligned where every chunk's offsets are multiples of 256
+        bytes); None where the batch's fit and every tensor does, or one image's do not."""
         got = chunking(problem, self._copied(problem))
         if self.direction != "B":
             return got
@@ -237,7 +286,11 @@ class ConvTriton3dSmallCChunks(BatchChunks, ConvTriton3dSmallC):
         images = min(got[0] if got else problem.n, most)
         if got is None and images >= problem.n:
             return None
-        return images, -(-problem.n // images), False
+        # The aligned objects stay legal where every chunk starts a multiple of 256 bytes in.
+        aligned = (got is None or got[2]) and all(
+            images * count * TYPE_BYTES[problem.in_type] % 256 == 0
+            for count in per_image(problem))
+        return images, spec.cdiv(problem.n, images), aligned
 
 
 def smallc_first(problem: ConvProblem, target: Target) -> bool:

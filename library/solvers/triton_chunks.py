@@ -44,7 +44,7 @@ from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
 from .triton_common import have_kernels, kernel_arg, spec_module
 from .triton_conv import ConvTritonImplicitGemm
 
-__all__ = ["BatchChunks", "CHUNK_SOLVERS", "ConvTritonImplicitGemmChunks", "chunking"]
+__all__ = ["BatchChunks", "CHUNK_SOLVERS", "ConvTritonImplicitGemmChunks", "chunking", "per_image"]
 
 LIMIT = 2**31  # elements a tensor must stay below (32-bit offsets)
 _ALIGN = 256  # bytes every chunk's offset is a multiple of
@@ -52,7 +52,7 @@ _SPLIT = 4  # the implicit GEMM's SPLIT_K position in its parameters
 _PART = "ws_part"  # an inner solver's partial sums' part of its workspace, where it names one
 
 
-def _per_image(problem: ConvProblem) -> tuple[int, int]:
+def per_image(problem: ConvProblem) -> tuple[int, int]:
     """Elements of one image of the kernel's x and y (`conv_view`: a transposed problem's
     plain convolution reads the layer's y as its x)."""
     f = conv_view(problem).field
@@ -71,7 +71,7 @@ def chunking(problem: ConvProblem, copies: tuple[int, ...] = ()
     aligned objects may run; otherwise the chunks take the objects that assume nothing."""
     p = problem
     _cdiv = spec_module().cdiv
-    per = _per_image(p)
+    per = per_image(p)
     weights = p.k * (p.c // p.groups) * math.prod(p.filter)
     widest = max(*per, *copies)
     if p.n * widest < LIMIT or weights >= LIMIT:
@@ -248,7 +248,7 @@ class BatchChunks(WorkspaceParts, Solver):
         """The caller's activations' names -> their parts from `first_image` on."""
         names = self._names(problem)
         elem = TYPE_BYTES[problem.in_type]
-        per = dict(zip(("x", "y"), _per_image(problem), strict=True))
+        per = dict(zip(("x", "y"), per_image(problem), strict=True))
         return {"ptr:" + names[t]: f"ptr:{names[t]}@{first_image * per[t] * elem}"
                 for t in ("x", "y") if first_image}
 

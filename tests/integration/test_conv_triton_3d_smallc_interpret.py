@@ -2,10 +2,11 @@
 on the CPU (TRITON_INTERPRET=1) through the solvers' own launches (arguments, grid,
 constexprs of the job, the reduce follow-up of a split backward weights, backward data's
 gather), against the float64 reference: every direction, NCDHW and NDHWC, FP32 and FP16,
-1-4 channels a group, strides 1-2, padding, dilation, 3x3x3, 1x7x7 and 3x1x1 filters,
-groups 1 and 2, a transposed layer, several reduction blocks (3 channels by 3x3x3: 81
-columns) and tiles that cut the filters. Small tiles (an sm80 target's legal space) keep the
-interpreter quick. The harness is triton_interpreter.py here."""
+1-4 channels a group, the aligned objects (both layouts) and the generic ones, strides 1-2,
+padding, dilation, 3x3x3, 1x7x7 and 3x1x1 filters, groups 1 and 2, a transposed layer,
+several reduction blocks (3 channels by 3x3x3: 81 columns) and tiles that cut the filters.
+Small tiles (an sm80 target's legal space) keep the interpreter quick. The harness is
+triton_interpreter.py here."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ pytestmark = pytest.mark.integration
 pytest.importorskip("triton")
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_smallc_spec")
 
-# (C, K, D, H, W, filter (t, r, s), stride, pad, dilation, groups, N, SPLIT_K, mode)
+# (C, K, D, H, W, filter (t, r, s), stride, pad, dilation, groups, N, SPLIT_K, mode); the
+# first meets the aligned objects' assumptions in both layouts (`spec.meets_aligned`).
+ALIGNED = (1, 32, 2, 3, 8, (3, 3, 3), 1, 1, 1, 1, 1, 1, "conv")
 GEOMETRIES = [
+    ALIGNED,
     (1, 32, 4, 5, 6, (3, 3, 3), 1, 1, 1, 1, 2, 1, "conv"),
     (1, 8, 5, 6, 5, (3, 3, 3), 2, 1, 1, 1, 1, 4, "conv"),
     (3, 20, 3, 9, 8, (1, 7, 7), (1, 2, 2), (0, 3, 3), 1, 1, 2, 2, "conv"),
@@ -32,6 +36,7 @@ GEOMETRIES = [
 #: Backward data's: its products a position (t*r*s*c) no more than the filters
 #: (`spec.products_pay`): stride 2, dilation 2, groups, a transposed layer (its forward).
 GEOMETRIES_B = [
+    ALIGNED,
     (1, 32, 4, 5, 6, (3, 3, 3), 1, 1, 1, 1, 2, 1, "conv"),
     (1, 32, 5, 6, 5, (3, 3, 3), 2, 1, 1, 1, 1, 1, "conv"),
     (1, 27, 4, 5, 5, (3, 3, 3), 1, 2, 2, 1, 1, 1, "conv"),

@@ -143,15 +143,18 @@ def test_a_package_holds_every_object_a_launch_runs() -> None:
         assert set(launch_jobs(s, p, params, SM90)) <= shipped, (name, p.key())
     own = [j for name in ("ConvTriton3dSmallCFwd", "ConvTriton3dSmallCWrw")
            for j in get_solver(name).dynamic_jobs(SM90) if j.kernel_name.endswith("_smallc")]
-    # The generic object of each type; forward's narrow variant too, and for 16-bit types
-    # both tiles' channels-last objects.
-    assert len(own) == 3 * 2 + 2 * 2 + 3
-    last = [j for j in own if "-DCHANNELS_LAST=1" in j.options]
+    # The generic object of each type and the aligned ones of its layouts (forward both,
+    # backward weights channels-last); forward's narrow variant too, and for 16-bit types
+    # both tiles' unaligned channels-last objects.
+    assert len(own) == 3 * 2 * 3 + 2 * 2 + 3 * 2
+    plain = [j for j in own if not any(o.startswith("--assume") for o in j.options)]
+    last = [j for j in plain if "-DCHANNELS_LAST=1" in j.options]
     assert len(last) == 4 and all(j.kernel_name == spec.KERNEL["F"] for j in last)
-    # Backward data: its first step's usual tile so, and a gather object per type.
+    assert not any("-DCHANNELS_LAST=2" in j.options for j in plain)
+    # Backward data: its first step's usual tile so, and a gather object per type and layout.
     back = get_solver("ConvTriton3dSmallCBwd").dynamic_jobs(SM90)
     assert sorted(j.kernel_name for j in back) == \
-        [spec.GATHER] * 3 + [spec.KERNEL["B"]] * 3
+        [spec.GATHER] * 9 + [spec.KERNEL["B"]] * 9
 
 
 def test_backward_data_takes_its_products_a_chunk_of_images_at_a_time() -> None:
@@ -161,7 +164,7 @@ def test_backward_data_takes_its_products_a_chunk_of_images_at_a_time() -> None:
     one = 27 * 128**3 * 4
     assert one <= spec.WS_LIMIT < 2 * one
     chunks = get_solver("ConvTriton3dSmallCChunksBwd")
-    assert chunks._chunking(big) == (1, 32, False)
+    assert chunks._chunking(big) == (1, 32, True)  # a chunk's offsets: whole 256-byte steps
     assert not get_solver("ConvTriton3dSmallCBwd").is_applicable(big, SM90)
     # Below 2**31 elements a tensor, a batch whose products exceed the limit takes the chunks
     # too, and every chunk's two launches in turn, the later ones a chunk's bytes in.
@@ -170,7 +173,7 @@ def test_backward_data_takes_its_products_a_chunk_of_images_at_a_time() -> None:
     per = 27 * 64**3 * 4
     images = spec.WS_LIMIT // per
     params = chunks.default_params(p, SM90)
-    assert chunks._chunking(p) == (images, -(-16 // images), False)
+    assert chunks._chunking(p) == (images, -(-16 // images), True)
     assert chunks.workspace_for(p, params) == images * per
     steps = [chunks.launch(p, params), *(launch for _, launch in
                                          chunks.follow_ups(p, params, SM90))]
@@ -191,3 +194,52 @@ def test_backward_data_takes_its_products_a_chunk_of_images_at_a_time() -> None:
     assert solver.workspace_for(small, params) == 2 * 27 * 32**3 * 4
     assert [launch.kernel_name for _, launch in solver.follow_ups(small, params, SM90)] == \
         [spec.GATHER]
+
+
+def _options(job: object) -> str:
+    return " ".join(job.options)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
+def test_aligned_objects_serve_the_problems_that_meet_their_assumptions(direction: str) -> None:
+    # Packed NCDHW with rows of 32 (a multiple of 8 FP16 elements): the channel-planar
+    # aligned object (backward weights ships none: its generic one); NDHWC with 32 filters:
+    # the channels-last one. Both assume 16-byte aligned pointers.
+    s = get_solver({"F": "ConvTriton3dSmallCFwd", "B": "ConvTriton3dSmallCBwd",
+                    "W": "ConvTriton3dSmallCWrw"}[direction])
+    for layout, want in (("NCDHW", 2 if direction != "W" else 0), ("NDHWC", 1)):
+        p = _p(layout=layout, direction=direction)
+        params = s.default_params(p, SM90)
+        job = s.compile_job(p, params, SM90)
+        assert s._aligned_layout(p) == want
+        if want:
+            assert f"-DCHANNELS_LAST={want}" in job.options
+            assert "x_ptr:16" in _options(job) and "syh:8" in _options(job)
+        else:
+            assert "--assume" not in _options(job)
+        generic = s.unaligned_job(p, params, SM90)
+        assert "--assume" not in _options(generic)
+        assert set(launch_jobs(s, p, params, SM90)) <= set(s.dynamic_jobs(SM90))
+        if direction == "B":  # the gather: the layout's aligned object, else the generic one
+            gather, = (j for j, _ in s.follow_ups(p, params, SM90))
+            assert f"-DCHANNELS_LAST={want}" in gather.options
+            generic, = (j for j, _ in s.unaligned_follow_ups(p, params, SM90))
+            assert "-DCHANNELS_LAST=0" in generic.options and "--assume" not in _options(generic)
+    # Rows of 30 (NCDHW) and 45 filters (NDHWC) miss the assumptions: the generic objects.
+    for p in (_p(layout="NCDHW", spatial=(32, 32, 30), direction=direction),
+              _p(layout="NDHWC", k=45, direction=direction)):
+        assert s._aligned_layout(p) == 0
+        assert "--assume" not in _options(s.compile_job(p, s.default_params(p, SM90), SM90))
+
+
+def test_layouts_and_the_aligned_assumptions() -> None:
+    ncdhw = {"x": (8, 8, 4, 2, 1), "w": (27, 27, 9, 3, 1), "y": (8, 8, 4, 2, 1)}
+    ndhwc = {"x": (8, 1, 4, 2, 1), "w": (27, 1, 9, 3, 1), "y": (64, 1, 32, 16, 8)}
+    assert spec.layout_of(ncdhw) == 2 and spec.layout_of(ndhwc) == 1
+    assert spec.layout_of({**ncdhw, "y": (8, 8, 4, 1, 2)}) == 0  # a transposed view
+    args = dict.fromkeys(spec.ALIGNED_ARGS[2], 16)
+    assert spec.meets_aligned("F", args, 2, "FP16")
+    assert not spec.meets_aligned("W", args, 2, "FP16")  # backward weights ships none
+    assert not spec.meets_aligned("F", {**args, "Q": 12}, 2, "FP16")
+    assert spec.meets_aligned("F", {**args, "Q": 12}, 2, "FP32")  # 4 FP32 elements: 16 bytes
+    assert not spec.meets_aligned("F", args, 0, "FP16")
