@@ -255,8 +255,7 @@ def legal_space(direction: str, dtype: str, kind: str, splits: tuple[int, ...] =
     """Every legal configuration of a direction on a kind (the tuning search space), SPLIT_K
     of `splits` in backward weights."""
     space = TARGET_KINDS[kind]
-    every = splits
-    splits = every if direction == "W" else (1,)
+    tried = splits if direction == "W" else (1,)
     out = []
     for bm in space["BLOCK_M"]:
         for bn in space["BLOCK_N"]:
@@ -264,11 +263,11 @@ def legal_space(direction: str, dtype: str, kind: str, splits: tuple[int, ...] =
                 for warps in space["num_warps"]:
                     for stages in space["num_stages"]:
                         for group in space["GROUP_M"]:
-                            for split in splits:
+                            for split in tried:
                                 config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
                                           "GROUP_M": group, "SPLIT_K": split,
                                           "num_warps": warps, "num_stages": stages}
-                                if legal(direction, config, dtype, kind, every):
+                                if legal(direction, config, dtype, kind, splits):
                                     out.append(config)
     return out
 

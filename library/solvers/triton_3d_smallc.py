@@ -13,22 +13,21 @@ convolution's opposite direction (`conv_view`), on every matrix-core kind of the
 
 A package ships per type and direction the generic object (CHANNELS_LAST=0, any strides, no
 alignment), forward also its channels-last one for 16-bit NDHWC problems, and aligned objects
-of both packed layouts (`spec.layout_of`), which a problem whose sizes and strides meet their
-assumptions (`spec.meets_aligned`) runs, its pointers permitting (else the object above).
-Measured through the runtime on the H200 (FP16, NDHWC, batch 16:
-bench/results/smallc_runtime_{generic,channels_last}_h200.json), the unaligned channels-last
-object against the generic one: forward 7.9 ms against 12.4 (3D U-Net's first layer; r3d_18's
-stem 1.49 against 1.94), backward data 8.0 against 5.8, backward weights 10.3 against 5.1 (the
-stem 3.6 against 4.4). Backward weights split
-the positions to fill the GPU (`spec.split_for`, up to 1,024 parts); the partials' reduce
-is the 2-D family's.
-Backward data (where the taps' products a position are no more than dy's filters:
-`spec.products_pay`) runs two kernels: the taps' products of dy (the main launch, into the
-workspace: `spec.products_bytes`, at most `spec.WS_LIMIT`) and their gather into dx (a
-follow-up, one object per type); where a batch's products exceed the limit, the chunk solver
-runs them a chunk of images at a time. The
-parameters are the implicit GEMM's seven; they rank first on every problem they take (the
-registry's YIELDS_TO puts the 3-D family and its relaid solvers after them), and
+of the packed layouts (`spec.layout_of`, `spec.ALIGNED_LAYOUTS`), which a problem whose sizes
+and strides meet their assumptions (`spec.meets_aligned`) runs, its pointers permitting (else
+the objects above). Measured through the runtime on the H200 (FP16, batch 16,
+bench/results/smallc_runtime_aligned_h200.json against smallc_runtime_generic_h200.json), 3D
+U-Net's first layer: forward 5.8 -> 2.1 ms NCDHW, backward weights 5.1 -> 3.1 ms NDHWC;
+r3d_18's stem backward weights 4.4 -> 1.0 ms NDHWC.
+
+Backward weights split the positions to fill the GPU (`spec.split_for`, up to 1,024 parts);
+the partials' reduce is the 2-D family's. Backward data (where the taps' products a position
+are no more than dy's filters: `spec.products_pay`) runs two kernels: the taps' products of
+dy (the main launch, into the workspace: `spec.products_bytes`, at most `spec.WS_LIMIT`) and
+their gather into dx (a follow-up, one object per type and layout); where a batch's products
+exceed the limit, the chunk solver runs them a chunk of images at a time. The parameters are
+the implicit GEMM's seven; they rank first on every problem they take (the registry's
+YIELDS_TO puts the 3-D family and its relaid solvers after them), and
 ConvTriton3dSmallCChunks{Fwd,Bwd,Wrw} run them a batch chunk at a time where a tensor holds
 2**31 elements or more (solvers/triton_chunks.py's `BatchChunks`), or backward data's products
 exceed the limit.
