@@ -215,17 +215,31 @@ def gemm_dims(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     return z["K"], z["C"], z["N"] * z["Z"] * z["P"] * z["Q"]
 
 
+def lone_phase(sizes: Mapping[str, int]) -> bool:
+    """Whether backward data of a stride above 1 has every tap on stride phase 0 (a tap t
+    lands on phase (t*dil - pad) mod stride: an unpadded 1x1x1 filter, or padding and
+    dilation multiples of the stride), so that every other phase of dx is zero."""
+    z = sizes
+    if z["stride_d"] * z["stride_h"] * z["stride_w"] == 1:
+        return False
+    return all(z[f"pad_{a}"] % z[f"stride_{a}"] == 0 and
+               (z[f] == 1 or z[f"dil_{a}"] % z[f"stride_{a}"] == 0)
+               for a, f in (("d", "T"), ("h", "R"), ("w", "S")))
+
+
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
          ) -> tuple[int, int, int]:
-    """(tiles, G, stride phases) forward and backward data; (tiles, G*T*R*S/TAPS, SPLIT_K)
-    backward weights (`config`'s TAPS, 1 where it has none)."""
+    """(tiles, G, stride phases) forward and backward data, phase 0 alone where `config`
+    says ONE_PHASE (`lone_phase`: the caller clears dx first); (tiles, G*T*R*S/TAPS,
+    SPLIT_K) backward weights (`config`'s TAPS, 1 where it has none)."""
     z = sizes
     m, n, _ = gemm_dims(direction, z)
     tiles = cdiv(m, int(config["BLOCK_M"])) * cdiv(n, int(config["BLOCK_N"]))
     if direction == "F":
         return tiles, z["G"], 1
     if direction == "B":
-        return tiles, z["G"], z["stride_d"] * z["stride_h"] * z["stride_w"]
+        phases = 1 if config.get("ONE_PHASE") else z["stride_d"] * z["stride_h"] * z["stride_w"]
+        return tiles, z["G"], phases
     rows = z["G"] * z["T"] * z["R"] * z["S"] // int(config.get("TAPS", 1))
     return tiles, rows, int(config.get("SPLIT_K", 1))
 

@@ -176,8 +176,8 @@ class Launch:
     args: tuple[KernelArg, ...]
     shared_bytes: int = 0
     workspace_bytes: int = 0
-    # Tensors that must be zero before the launch (kernels that accumulate with atomics); empty
-    # for every kernel here, kept so that a backend never has to guess.
+    # Tensors (by role: "y", "dx", ...) the runtime clears before the launch: the 3-D backward
+    # data launch that runs stride phase 0 alone (its other phases are zero).
     zero_first: tuple[str, ...] = field(default=())
     # The code object carries its own block size and shared memory (a Triton kernel's
     # LaunchMeta); the runtime takes them from there and refuses an object without.

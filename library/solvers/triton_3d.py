@@ -289,12 +289,28 @@ class ConvTriton3d(Solver):
         return int(self._spec().workspace_bytes(view.direction, sizes,
                                                 self._config(tuple(params))))
 
+    #: Whether backward data whose taps all land on stride phase 0 (`spec.lone_phase`: the
+    #: 1x1x1 stride-2 downsamples) launches that phase alone and has the runtime clear dx
+    #: first (`Launch.zero_first`), not a program per phase writing zeros; a solver whose
+    #: kernel writes a copy of dx (the relaid ones) or that has kernels of its own does not.
+    clears_phases = True
+
+    def _one_phase(self, problem: ConvProblem) -> bool:
+        view, sizes, _, _ = _view(problem)
+        return self.clears_phases and view.direction == "B" and \
+            bool(spec_3d().lone_phase(sizes))
+
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
+        from .._record import replace
+
         view, sizes, strides, _ = _view(problem)
-        return spec_launch(self._spec(), view.direction, view, sizes, strides,
-                           self.launch_geometry(problem, params),
-                           self.workspace_for(problem, params))
+        launch = spec_launch(self._spec(), view.direction, view, sizes, strides,
+                             self.launch_geometry(problem, params),
+                             self.workspace_for(problem, params))
+        if self._one_phase(problem):  # the layer's output: dx, or a transposed layer's y
+            launch = replace(launch, zero_first=("dx" if problem.direction == "B" else "y",))
+        return launch
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
@@ -308,7 +324,8 @@ class ConvTriton3d(Solver):
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        config = {**self._config(tuple(params)), **self._tap_group(problem)}
+        config = {**self._config(tuple(params)), **self._tap_group(problem),
+                  "ONE_PHASE": int(self._one_phase(problem))}
         view, sizes, _, _ = _view(problem)
         grid = self._spec().grid(view.direction, sizes, config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)

@@ -125,11 +125,13 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
     NDHWC: through its channel-padded form) on the aligned channels-last objects."""
 
     inner: ConvTriton3d
+    clears_phases = False  # its kernel writes dx's copy, not dx
 
     def __init__(self, direction: str, layout: str) -> None:
         super().__init__(direction, "ieee")
         self.layout = layout
         self.inner = ConvTriton3d(direction, "ieee")
+        self.inner.clears_phases = False
         infix = "ViaNdhwc" if layout == "NCDHW" else "Padded"
         self.name = f"ConvTriton3d{infix}{self.inner.name[len('ConvTriton3d'):]}"
 

@@ -109,6 +109,7 @@ class ConvTriton3dSmallC(ConvTriton3d):
     """One direction of the few-channel 3-D kernels."""
 
     kernel_file = KERNEL_FILE
+    clears_phases = False  # backward data: its products and their gather write every phase
 
     def __init__(self, direction: str) -> None:
         super().__init__(direction, "ieee")

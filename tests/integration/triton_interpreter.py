@@ -117,6 +117,11 @@ HARNESS = textwrap.dedent('''
                 for arg in launch.args if arg.name not in ("global_scratch", "profile_scratch")}
         fn[launch.grid](**launch_arguments(fn, {**flat, **constexprs(job)}))
 
+    def clear_first(launch, tensors):
+        """Zero the tensors a main launch has the runtime clear first (`Launch.zero_first`)."""
+        for name in launch.zero_first:
+            tensors[name].array[...] = 0
+
     def layer_tensors(p, direction, data_type, rng):
         """(the layer's tensors on the device, random inputs and the output NaN; the inputs'
         exact values as the element type holds them, what the kernels compute from; the
@@ -152,10 +157,13 @@ HARNESS = textwrap.dedent('''
         """Run `solver`'s lead-ins, main launch and follow-ups of `p` with `params` on
         `tensors` (each from the kernel module its job names); the relative error of
         `output` against the float64 reference (NaN where any is left)."""
+        main = solver.launch(p, params)
         steps = [*solver.lead_ins(p, params, target),
-                 (solver.compile_job(p, params, target), solver.launch(p, params)),
+                 (solver.compile_job(p, params, target), main),
                  *solver.follow_ups(p, params, target)]
         for job, step in steps:
+            if step is main:
+                clear_first(main, tensors)
             run(job_module(job), step, job, tensors)
         ref = conv_reference(p, exact)
         got = to_host(tensors[output])
@@ -169,6 +177,7 @@ HARNESS = textwrap.dedent('''
         tensors, exact, output = layer_tensors(p, p.direction, p.in_type, rng)
         tensors["workspace"] = _HostTensor(
             np.full(max(launch.workspace_bytes // 4, 1), np.nan, np.float32), "float32")
+        clear_first(launch, tensors)
         run(kernel, launch, solver.compile_job(p, params, target), tensors)
         for job, step in solver.follow_ups(p, params, target):
             run(conv_triton, step, job, tensors)

@@ -323,3 +323,39 @@ def test_argument_list_is_the_kernels_own() -> None:
         # Backward weights' tap group: constexprs with defaults, given where a group is.
         optional = ["TAPS", "TAP_AXIS"] if name == spec.KERNEL["W"] else []
         assert flat == [n for n, _ in spec.ARGS[name]] + optional, name
+
+
+def test_backward_data_with_every_tap_on_phase_zero_runs_that_phase_alone() -> None:
+    """A 1x1x1 stride-2 downsample's backward data: one program per tile of phase 0, dx
+    cleared by the runtime first (its other seven phases are zero); with padding that moves
+    the taps off phase 0, or on the relaid solvers (their kernel writes dx's copy), every
+    phase runs."""
+    t = Target("sm90", 132)
+    spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
+
+    def p(layout: str, pad: int = 0, filt: int = 1, mode: str = "conv", direction: str = "B",
+          dil: int = 1) -> ConvProblem:
+        return ConvProblem(n=2, c=64, k=128, in_spatial=(8, 14, 14), filter=(filt,) * 3,
+                           pad=(pad,) * 3, stride=(2, 2, 2), dilation=(dil,) * 3,
+                           direction=direction, in_type="FP16", wei_type="FP16",
+                           out_type="FP16", in_layout=layout, wei_layout=layout,
+                           out_layout=layout, mode=mode)
+
+    s = get_solver("ConvTriton3dBwd")
+    for layout in ("NCDHW", "NDHWC"):
+        launch = s.launch(p(layout), s.default_params(p(layout), t))
+        assert launch.grid[2] == 1 and launch.zero_first == ("dx",)
+        full = p(layout, pad=1, filt=3)
+        launch = s.launch(full, s.default_params(full, t))
+        assert launch.grid[2] == 8 and launch.zero_first == ()
+    # Padding 2 and dilation 2 on a 3x3x3 filter: every tap lands on phase 0 too.
+    assert spec.lone_phase({"stride_d": 2, "stride_h": 2, "stride_w": 2, "pad_d": 2,
+                            "pad_h": 2, "pad_w": 2, "dil_d": 2, "dil_h": 2, "dil_w": 2,
+                            "T": 3, "R": 3, "S": 3})
+    # A transposed layer's forward is the plain convolution's backward data: its y cleared.
+    trans = p("NDHWC", mode="trans", direction="F")
+    assert s.is_applicable(trans, t)
+    assert s.launch(trans, s.default_params(trans, t)).zero_first == ("y",)
+    via = get_solver("ConvTriton3dViaNdhwcBwd")
+    launch = via.launch(p("NCDHW"), via.default_params(p("NCDHW"), t))
+    assert launch.grid[2] == 8 and launch.zero_first == ()
