@@ -359,3 +359,24 @@ def test_backward_data_with_every_tap_on_phase_zero_runs_that_phase_alone() -> N
     via = get_solver("ConvTriton3dViaNdhwcBwd")
     launch = via.launch(p("NCDHW"), via.default_params(p("NCDHW"), t))
     assert launch.grid[2] == 8 and launch.zero_first == ()
+
+
+def test_a_chunked_one_phase_backward_data_clears_dx_once_before_its_first_chunk(
+        monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    """A stride-2 downsample's backward data whose dx holds 2**31 elements or more: each
+    chunk launches phase 0 alone, and the invoker clears the whole dx once, before the first
+    chunk (the later chunks are its follow-ups, which clear nothing)."""
+    db_env(monkeypatch, tmp_path)
+    backend = NullBackend(SM90)
+    solver = get_solver("ConvTriton3dChunksBwd")
+    h = Handle(backend=backend, compiler=triton_compiler(), solvers=[solver])
+    p = _p("B", n=256, in_spatial=(16, 112, 112), filter=(1, 1, 1), pad=(0, 0, 0),
+           stride=(2, 2, 2))
+    assert solver.is_applicable(p, SM90)
+    params = solver.default_params(p, SM90)
+    chunks = [solver.launch(p, params),
+              *(launch for _, launch in solver.follow_ups(p, params, SM90))]
+    assert len(chunks) > 1 and all(c.grid[2] == 1 for c in chunks)
+    inv = make_invoker(h, p, solver, params=params)
+    assert inv.zero_first == (("x", 256 * 64 * 16 * 112 * 112 * 2),)
+    assert len(inv.then) == len(chunks) - 1
