@@ -58,7 +58,7 @@ from .conv_triton_spec import (
     typed_signature,
 )
 
-__all__ = ["ARGS", "ALIGN16", "ALIGNED_ARGS", "ALIGNED_LAYOUTS", "GATHER", "GATHER_CONFIG",
+__all__ = ["ARGS", "ALIGNED_ARGS", "ALIGNED_LAYOUTS", "GATHER", "GATHER_CONFIG",
            "KERNEL", "KINDS", "MAX_C",
            "NARROW_N", "SIZES", "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "align_divisor",
            "applies", "arg_values", "channels_last", "few_channels", "gather_grid",
@@ -74,7 +74,6 @@ GATHER = "conv3d_bwd_data_smallc_gather"
 #: One argument list, the 3-D kernels'; no argument is assumed a multiple of anything.
 ARGS: dict[str, tuple[tuple[str, str], ...]] = {
     k: _ARGS_3D["conv3d_fwd"] for k in (*KERNEL.values(), GATHER)}
-ALIGN16: dict[str, tuple[str, ...]] = {k: () for k in ARGS}
 #: The i32 arguments an aligned object assumes multiples of `align_divisor`, by its layout
 #: (CHANNELS_LAST): channels-last y's strides (K the innermost; x's are multiples of its few
 #: channels), channel-planar the row lengths and x's and y's strides but the unit ones.

@@ -50,10 +50,10 @@ from .triton_common import (
     kernels_spec,
     params_of,
     reduce_jobs,
+    spec_compile_job,
     spec_kernel_args,
     spec_kind,
     target_kind,
-    triton_compile_job,
 )
 
 __all__ = ["ConvTriton3dSmallC", "ConvTriton3dSmallCChunks", "SMALLC_3D_SOLVERS",
@@ -68,17 +68,6 @@ def spec_smallc() -> Any:
     return kernels_spec(_SPEC)
 
 
-def _assumed(kernel: str, data_type: str, aligned: int) -> tuple[tuple[str, int], ...]:
-    """An object's assumptions: none, or (aligned: its layout) 16-byte aligned pointers and
-    the layout's ALIGNED_ARGS multiples of `spec.align_divisor`."""
-    if not aligned:
-        return ()
-    spec = spec_smallc()
-    pointers = tuple((n, 16) for n, k in spec.ARGS[kernel] if k.startswith("ptr"))
-    divisor = spec.align_divisor(data_type)
-    return (*pointers, *((a, divisor) for a in spec.ALIGNED_ARGS[aligned]))
-
-
 @lru_cache(maxsize=256)
 def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], last: int,
          target: Target, aligned: bool = False) -> CompileJob:
@@ -86,11 +75,10 @@ def _job(direction: str, data_type: str, config: tuple[tuple[str, int], ...], la
     alignment."""
     spec = spec_smallc()
     values = dict(config)
-    kernel = spec.KERNEL[direction]
     sig, constexprs = spec.signature(direction, data_type, values, last, "ieee")
-    return triton_compile_job(KERNEL_FILE, kernel, sig, constexprs, values["num_warps"],
-                              values["num_stages"], target,
-                              _assumed(kernel, data_type, last if aligned else 0))
+    return spec_compile_job(KERNEL_FILE, spec, spec.KERNEL[direction], sig, constexprs,
+                            values, target, aligned, spec.align_divisor(data_type),
+                            spec.ALIGNED_ARGS.get(last, ()))
 
 
 @lru_cache(maxsize=16)
@@ -99,10 +87,9 @@ def _gather_job(data_type: str, target: Target, aligned: int = 0) -> CompileJob:
     the aligned one of a layout."""
     spec = spec_smallc()
     sig, constexprs = spec.gather_signature(data_type, aligned)
-    return triton_compile_job(KERNEL_FILE, spec.GATHER, sig, constexprs,
-                              spec.GATHER_CONFIG["num_warps"],
-                              spec.GATHER_CONFIG["num_stages"], target,
-                              _assumed(spec.GATHER, data_type, aligned))
+    return spec_compile_job(KERNEL_FILE, spec, spec.GATHER, sig, constexprs,
+                            dict(spec.GATHER_CONFIG), target, bool(aligned),
+                            spec.align_divisor(data_type), spec.ALIGNED_ARGS.get(aligned, ()))
 
 
 class ConvTriton3dSmallC(ConvTriton3d):

@@ -285,13 +285,16 @@ def triton_compile_job(kernel_file: str, kernel: str, sig: dict[str, str],
 
 def spec_compile_job(kernel_file: str, spec: Any, kernel: str, sig: dict[str, str],
                      constexprs: dict[str, Any], values: dict[str, int], target: Target,
-                     aligned: bool, divisor: int = 16) -> CompileJob:
+                     aligned: bool, divisor: int = 16,
+                     names: Sequence[str] | None = None) -> CompileJob:
     """`triton_compile_job` of one kernel of a family's spec (its ARGS and ALIGN16 tables):
-    where `aligned`, its pointers are assumed 16-byte aligned and its ALIGN16 arguments
-    multiples of `divisor` (16 elements, or what the spec's `align_divisor` says)."""
+    where `aligned`, its pointers are assumed 16-byte aligned and its ALIGN16 arguments (or
+    `names`, where a family's assumptions depend on more than the kernel) multiples of
+    `divisor` (16 elements, or what the spec's `align_divisor` says)."""
+    assumed = spec.ALIGN16[kernel] if names is None else names
     assume: tuple[str | tuple[str, int], ...] = (
         (*(n for n, k in spec.ARGS[kernel] if k.startswith("ptr")),
-         *((a, int(divisor)) for a in spec.ALIGN16[kernel])) if aligned else ())
+         *((a, int(divisor)) for a in assumed)) if aligned else ())
     return triton_compile_job(kernel_file, kernel, sig, constexprs, values["num_warps"],
                               values["num_stages"], target, assume)
 
