@@ -50,15 +50,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _layer(args: argparse.Namespace, spec_row: tuple, direction: str) -> dict[str, Any]:
+def layer(spec_row: tuple, direction: str, batch: int = 0) -> dict[str, Any]:
+    """A LAYERS row at `batch` (0: its own) for `direction`: its sizes, the solvers' usual
+    tile on sm90 (backward weights split as they split it), random FP16 tensors (x, w, dy),
+    the kernels' `dims` and `conv` tuple arguments and aten's backward geometry."""
     import torch
-    import torch.nn.functional as F
-    from _gpu_timing import queued_gpu_ms
-    from miopenkernels.kernels import conv_triton_3d_smallc as ker
     from miopenkernels.kernels import conv_triton_3d_smallc_spec as spec
 
     name, n, c, k, size, filt, stride, pad = spec_row
-    n = args.batch or n
+    n = batch or n
     d, h, w = (size,) * 3 if isinstance(size, int) else size
     outs = [(s + 2 * p - f) // st + 1 for s, p, f, st in zip((d, h, w), pad, filt, stride,
                                                                strict=True)]
@@ -70,79 +70,116 @@ def _layer(args: argparse.Namespace, spec_row: tuple, direction: str) -> dict[st
                             sizes)
     if direction == "W":
         tile["SPLIT_K"] = spec.split_for(sizes, tile, 132)
-    row: dict[str, Any] = {"layer": name, "direction": direction, "tile": tile}
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(n, c, d, h, w, device="cuda", generator=g).half()
     wt = (torch.randn(k, c, *filt, device="cuda", generator=g) / math.sqrt(c * math.prod(filt))
           ).half()
     dy = (torch.randn(n, k, *outs, device="cuda", generator=g) / 8).half()
-    geo = (list(stride), list(pad), [1, 1, 1], False, [0, 0, 0], 1)
-    want = {"F": (True, False, False), "B": (True, False, False), "W": (False, True, False)}
+    return {"name": name, "direction": direction, "sizes": sizes, "tile": tile, "x": x,
+            "w": wt, "dy": dy, "filter": filt, "stride": stride, "pad": pad,
+            "geo": (list(stride), list(pad), [1, 1, 1], False, [0, 0, 0], 1),
+            "conf": (*stride, *pad, 1, 1, 1),
+            "dims": tuple(sizes[s] for s in ("N", "C", "D", "H", "W", "K", "Z", "P", "Q",
+                                             "T", "R", "S", "G"))}
+
+
+def layout_tensors(lay: dict[str, Any], layout: str) -> tuple[tuple, Any, Any, Any]:
+    """The kernels' (x, w, y) in `layout` (backward data: dx as x; backward weights: dw as w),
+    the output (in the layout's memory format), cuDNN's result and a call of cuDNN."""
+    import torch
+    import torch.nn.functional as F
+
+    fmt = torch.channels_last_3d if layout == "NDHWC" else torch.contiguous_format
+    xl, wl, dyl = (lay[t].contiguous(memory_format=fmt) for t in ("x", "w", "dy"))
+    stride, pad, geo, direction = lay["stride"], lay["pad"], lay["geo"], lay["direction"]
+    if direction == "F":
+        def cudnn() -> Any:
+            return F.conv3d(xl, wl, stride=stride, padding=pad)
+    else:
+        mask = (True, False, False) if direction == "B" else (False, True, False)
+
+        def cudnn() -> Any:
+            return torch.ops.aten.convolution_backward(dyl, xl, wl, None, *geo, mask)
+    ref = cudnn()
+    if direction != "F":
+        ref = ref[0 if direction == "B" else 1]
+    out = torch.empty(ref.shape, device="cuda", dtype=ref.dtype).contiguous(memory_format=fmt)
+    tensors = {"F": (xl, wl, out), "B": (out, wl, dyl), "W": (xl, out, dyl)}[direction]
+    return tensors, out, ref, cudnn
+
+
+def run_kernels(lay: dict[str, Any], tensors: tuple, ws: Any, main: Any, gather: Any,
+                last: int, gather_last: int, **constexprs: Any) -> None:
+    """One launch of the direction's kernel `main` at the layer's tile (CHANNELS_LAST `last`)
+    on `tensors`, in backward data then the gather's (CHANNELS_LAST `gather_last`)."""
+    from miopenkernels.kernels import conv_triton_3d_smallc_spec as spec
+
+    tile, sizes, direction = lay["tile"], lay["sizes"], lay["direction"]
+    strides = tuple(s for t in tensors for s in t.stride())
+    args = (*tensors, ws, lay["dims"], lay["conf"], strides)
+    main[spec.grid(direction, sizes, tile)](
+        *args, BLOCK_M=tile["BLOCK_M"], BLOCK_N=tile["BLOCK_N"], BLOCK_K=tile["BLOCK_K"],
+        GROUP_M=tile["GROUP_M"], CHANNELS_LAST=last, PRECISION="ieee",
+        num_warps=tile["num_warps"], num_stages=tile["num_stages"], **constexprs)
+    if direction == "B":
+        gc = spec.GATHER_CONFIG
+        gather[spec.gather_grid(sizes)](
+            *args, BLOCK_M=gc["BLOCK_M"], BLOCK_N=gc["BLOCK_N"], BLOCK_K=gc["BLOCK_K"],
+            GROUP_M=gc["GROUP_M"], CHANNELS_LAST=gather_last, PRECISION="ieee",
+            num_warps=gc["num_warps"], num_stages=gc["num_stages"], **constexprs)
+
+
+def measure(row: dict[str, Any], key: str, lay: dict[str, Any], out: Any, ref: Any,
+            run: Any, time_ms: Any) -> None:
+    """`run` once into `out` poisoned with NaN, its relative error against cuDNN's `ref`
+    (not of a split backward weights, whose reduce is not run) and its GPU time into `row`."""
+    out.fill_(float("nan"))
+    run()
+    if lay["direction"] != "W" or lay["tile"]["SPLIT_K"] == 1:
+        row[f"{key}_err"] = float((out.float() - ref.float()).norm() / ref.float().norm())
+    row[f"{key}_ms"] = time_ms(run)
+
+
+def workspace(lay: dict[str, Any]) -> Any:
+    """The launch's FP32 workspace (backward data's products, backward weights' partials)."""
+    import torch
+    from miopenkernels.kernels import conv_triton_3d_smallc_spec as spec
+
+    nbytes = spec.workspace_bytes(lay["direction"], lay["sizes"], lay["tile"])
+    return torch.empty(max(nbytes // 4, 1), device="cuda", dtype=torch.float32)
+
+
+def _layer(args: argparse.Namespace, spec_row: tuple, direction: str) -> dict[str, Any]:
+    from _gpu_timing import queued_gpu_ms
+    from miopenkernels.kernels import conv_triton_3d_smallc as ker
+    from miopenkernels.kernels import conv_triton_3d_smallc_spec as spec
+
+    lay = layer(spec_row, direction, args.batch)
+    row: dict[str, Any] = {"layer": lay["name"], "direction": direction, "tile": lay["tile"]}
 
     def time_ms(fn: Any) -> float:
         return queued_gpu_ms(fn, args.repeats, args.warmup)
 
-    conf = (sizes["stride_d"], sizes["stride_h"], sizes["stride_w"], *pad, 1, 1, 1)
-    dims = tuple(sizes[s] for s in ("N", "C", "D", "H", "W", "K", "Z", "P", "Q", "T", "R",
-                                    "S", "G"))
+    kernel = getattr(ker, spec.KERNEL[direction])
     for layout in ("NCDHW", "NDHWC"):
-        fmt = torch.channels_last_3d if layout == "NDHWC" else torch.contiguous_format
-        xl, wl, dyl = (t.contiguous(memory_format=fmt) for t in (x, wt, dy))
-        if direction == "F":
-            ref = F.conv3d(xl, wl, stride=stride, padding=pad)
-            row[f"cudnn_{layout}_ms"] = time_ms(lambda xl=xl, wl=wl: F.conv3d(
-                xl, wl, stride=stride, padding=pad))
-            out = torch.empty(ref.shape, device="cuda", dtype=ref.dtype).contiguous(
-                memory_format=fmt)
-            tensors = (xl, wl, out)
-        else:
-            mask = want[direction]
-            ref = torch.ops.aten.convolution_backward(dyl, xl, wl, None, *geo, mask)[
-                0 if direction == "B" else 1]
-            row[f"cudnn_{layout}_ms"] = time_ms(
-                lambda xl=xl, wl=wl, dyl=dyl, mask=mask: torch.ops.aten.convolution_backward(
-                    dyl, xl, wl, None, *geo, mask))
-            out = torch.empty(ref.shape, device="cuda", dtype=ref.dtype).contiguous(
-                memory_format=fmt)
-            tensors = (out, wl, dyl) if direction == "B" else (xl, out, dyl)
-        strides = (*tensors[0].stride(), *tensors[1].stride(), *tensors[2].stride())
-        ws = torch.empty(max(spec.workspace_bytes(direction, sizes, tile) // 4, 1),
-                         device="cuda", dtype=torch.float32)
-        grid = spec.grid(direction, sizes, tile)
-        kernel = getattr(ker, spec.KERNEL[direction])
+        tensors, out, ref, cudnn = layout_tensors(lay, layout)
+        row[f"cudnn_{layout}_ms"] = time_ms(cudnn)
+        ws = workspace(lay)
         for last in ((0,) if layout == "NCDHW" else (1, 0)):
-            def run(last: int = last, tensors: tuple = tensors, strides: tuple = strides,
-                    ws: Any = ws, grid: tuple = grid, kernel: Any = kernel) -> None:
-                kernel[grid](*tensors, ws, dims, conf, strides, BLOCK_M=tile["BLOCK_M"],
-                             BLOCK_N=tile["BLOCK_N"], BLOCK_K=tile["BLOCK_K"],
-                             GROUP_M=tile["GROUP_M"], CHANNELS_LAST=last, PRECISION="ieee",
-                             num_warps=tile["num_warps"], num_stages=tile["num_stages"])
-                if direction == "B":
-                    gc = spec.GATHER_CONFIG
-                    ker.conv3d_bwd_data_smallc_gather[spec.gather_grid(sizes)](
-                        *tensors, ws, dims, conf, strides, BLOCK_M=gc["BLOCK_M"],
-                        BLOCK_N=gc["BLOCK_N"], BLOCK_K=gc["BLOCK_K"], GROUP_M=gc["GROUP_M"],
-                        CHANNELS_LAST=0, PRECISION="ieee", num_warps=gc["num_warps"],
-                        num_stages=gc["num_stages"])
-
-            key = f"{layout}_last{last}"
-            out.fill_(float("nan"))
-            run()
-            if direction != "W" or tile["SPLIT_K"] == 1:
-                row[f"{key}_err"] = float((out.float() - ref.float()).norm()
-                                          / ref.float().norm())
-            row[f"{key}_ms"] = time_ms(run)
+            measure(row, f"{layout}_last{last}", lay, out, ref,
+                    lambda last=last, tensors=tensors, ws=ws: run_kernels(
+                        lay, tensors, ws, kernel, ker.conv3d_bwd_data_smallc_gather, last, 0),
+                    time_ms)
         if args.runtime:
             row[f"{layout}_runtime_ms"], row[f"{layout}_runtime_err"], row[
-                f"{layout}_runtime_solver"] = _runtime(args, direction, layout, sizes, filt,
-                                                       stride, pad, tensors, out, ref, time_ms)
+                f"{layout}_runtime_solver"] = _runtime(
+                    direction, layout, lay, tensors, out, ref, time_ms)
         del ws
     return row
 
 
-def _runtime(args: argparse.Namespace, direction: str, layout: str, sizes: dict, filt: tuple,
-             stride: tuple, pad: tuple, tensors: tuple, out: Any, ref: Any, time_ms: Any
-             ) -> tuple[float, float, str]:
+def _runtime(direction: str, layout: str, lay: dict[str, Any], tensors: tuple, out: Any,
+             ref: Any, time_ms: Any) -> tuple[float, float, str]:
     """The few-channel solver's plan (or its chunk solver's) through the runtime on the same
     tensors: (GPU ms, relative error, solver)."""
     from miopenkernels.handle import Handle
@@ -152,9 +189,10 @@ def _runtime(args: argparse.Namespace, direction: str, layout: str, sizes: dict,
     from miopenkernels.target import Target
     from miopenkernels.tensor import DeviceTensor
 
-    z = sizes
+    z = lay["sizes"]
     p = ConvProblem(n=z["N"], c=z["C"], k=z["K"], in_spatial=(z["D"], z["H"], z["W"]),
-                    filter=filt, pad=pad, stride=stride, direction=direction, in_type="FP16",
+                    filter=lay["filter"], pad=lay["pad"], stride=lay["stride"],
+                    direction=direction, in_type="FP16",
                     wei_type="FP16", out_type="FP16", in_layout=layout, wei_layout=layout,
                     out_layout=layout)
     suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]

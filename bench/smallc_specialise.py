@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,12 +35,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-#: (name, N, C, K, D=H=W, filter, stride, pad): few-channel 3-D layers.
-LAYERS = (
-    ("unet3d analysis1.conv_a", 16, 1, 32, 128, (3, 3, 3), (1, 1, 1), (1, 1, 1)),
-    ("r3d_18 stem", 32, 3, 64, (16, 112, 112), (3, 7, 7), (1, 2, 2), (1, 3, 3)),
-    ("r2plus1d_18 stem", 32, 3, 45, (16, 112, 112), (1, 7, 7), (1, 2, 2), (0, 3, 3)),
-)
+from smallc_layouts import LAYERS as _LAYERS  # noqa: E402
+from smallc_layouts import layer, layout_tensors, measure, run_kernels, workspace  # noqa: E402
+
+#: bench/smallc_layouts.py's few-channel layers, 3D U-Net's first at batch 16.
+LAYERS = tuple((r[0], 16, *r[2:]) if r[0].startswith("unet3d") else r for r in _LAYERS)
 ARGS = ("x_ptr", "w_ptr", "y_ptr", "ws_ptr", "dims", "conv", "strides")
 VARIANTS = ("jit", "none", "s", "d", "g", "c", "sdgc", "planar", "aligned")
 
@@ -81,86 +79,28 @@ def _fix(variant: str, channels: int, unit_strides: bool) -> int | None:
 
 
 def _layer(args: argparse.Namespace, spec_row: tuple, direction: str) -> dict[str, Any]:
-    import torch
-    import torch.nn.functional as F
     from _gpu_timing import queued_gpu_ms
     from miopenkernels.kernels import conv_triton_3d_smallc as ker
     from miopenkernels.kernels import conv_triton_3d_smallc_spec as spec
 
-    name, n, c, k, size, filt, stride, pad = spec_row
-    d, h, w = (size,) * 3 if isinstance(size, int) else size
-    outs = [(s + 2 * p - f) // st + 1 for s, p, f, st in zip((d, h, w), pad, filt, stride,
-                                                               strict=True)]
-    sizes = {"N": n, "C": c, "K": k, "G": 1, "D": d, "H": h, "W": w, "Z": outs[0],
-             "P": outs[1], "Q": outs[2], "T": filt[0], "R": filt[1], "S": filt[2]}
-    for i, axis in enumerate("dhw"):
-        sizes.update({f"stride_{axis}": stride[i], f"pad_{axis}": pad[i], f"dil_{axis}": 1})
-    tile = spec.narrow_tile(direction, spec.usual_tile("FP16", direction, "FP16", "sm90"),
-                            sizes)
-    if direction == "W":
-        tile["SPLIT_K"] = spec.split_for(sizes, tile, 132)
-    row: dict[str, Any] = {"layer": name, "direction": direction, "tile": tile}
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.randn(n, c, d, h, w, device="cuda", generator=g).half()
-    wt = (torch.randn(k, c, *filt, device="cuda", generator=g) / math.sqrt(c * math.prod(filt))
-          ).half()
-    dy = (torch.randn(n, k, *outs, device="cuda", generator=g) / 8).half()
-    geo = (list(stride), list(pad), [1, 1, 1], False, [0, 0, 0], 1)
-    conf = (*stride, *pad, 1, 1, 1)
-    dims = tuple(sizes[s] for s in ("N", "C", "D", "H", "W", "K", "Z", "P", "Q", "T", "R",
-                                    "S", "G"))
+    lay = layer(spec_row, direction)
+    row: dict[str, Any] = {"layer": lay["name"], "direction": direction, "tile": lay["tile"]}
     kernels = {v: (_jit(getattr(ker, spec.KERNEL[direction]), v),
                    _jit(ker.conv3d_bwd_data_smallc_gather, v))
                for v in args.variants.split(",")}
     for layout in ("NCDHW", "NDHWC"):
-        fmt = torch.channels_last_3d if layout == "NDHWC" else torch.contiguous_format
-        xl, wl, dyl = (t.contiguous(memory_format=fmt) for t in (x, wt, dy))
-        if direction == "F":
-            ref = F.conv3d(xl, wl, stride=stride, padding=pad)
-            out = torch.empty(ref.shape, device="cuda", dtype=ref.dtype).contiguous(
-                memory_format=fmt)
-            tensors = (xl, wl, out)
-        else:
-            mask = (True, False, False) if direction == "B" else (False, True, False)
-            ref = torch.ops.aten.convolution_backward(dyl, xl, wl, None, *geo, mask)[
-                0 if direction == "B" else 1]
-            out = torch.empty(ref.shape, device="cuda", dtype=ref.dtype).contiguous(
-                memory_format=fmt)
-            tensors = (out, wl, dyl) if direction == "B" else (xl, out, dyl)
-        strides = tuple(s for t in tensors for s in t.stride())
-        ws = torch.empty(max(spec.workspace_bytes(direction, sizes, tile) // 4, 1),
-                         device="cuda", dtype=torch.float32)
-        grid = spec.grid(direction, sizes, tile)
+        tensors, out, ref, _ = layout_tensors(lay, layout)
+        ws = workspace(lay)
         for variant, (main, gather) in kernels.items():
             last = 0 if variant not in ("planar", "aligned") else (
                 1 if layout == "NDHWC" else 2)
-            fix = _fix(variant, c, stride == (1, 1, 1))
+            fix = _fix(variant, lay["sizes"]["C"], lay["stride"] == (1, 1, 1))
             if fix is None:
                 continue
-
-            def run(main: Any = main, gather: Any = gather, last: int = last, fix: int = fix,
-                    tensors: tuple = tensors, strides: tuple = strides, ws: Any = ws,
-                    grid: tuple = grid) -> None:
-                main[grid](*tensors, ws, dims, conf, strides, BLOCK_M=tile["BLOCK_M"],
-                           BLOCK_N=tile["BLOCK_N"], BLOCK_K=tile["BLOCK_K"],
-                           GROUP_M=tile["GROUP_M"], CHANNELS_LAST=last, PRECISION="ieee",
-                           FIX=fix, num_warps=tile["num_warps"], num_stages=tile["num_stages"])
-                if direction == "B":
-                    gc = spec.GATHER_CONFIG
-                    gather[spec.gather_grid(sizes)](
-                        *tensors, ws, dims, conf, strides, BLOCK_M=gc["BLOCK_M"],
-                        BLOCK_N=gc["BLOCK_N"], BLOCK_K=gc["BLOCK_K"], GROUP_M=gc["GROUP_M"],
-                        CHANNELS_LAST=last, PRECISION="ieee", FIX=fix,
-                        num_warps=gc["num_warps"],
-                        num_stages=gc["num_stages"])
-
-            key = f"{layout}_{variant}"
-            out.fill_(float("nan"))
-            run()
-            if direction != "W" or tile["SPLIT_K"] == 1:
-                row[f"{key}_err"] = float((out.float() - ref.float()).norm()
-                                          / ref.float().norm())
-            row[f"{key}_ms"] = queued_gpu_ms(run, args.repeats, args.warmup)
+            measure(row, f"{layout}_{variant}", lay, out, ref,
+                    lambda main=main, gather=gather, last=last, fix=fix, tensors=tensors,
+                    ws=ws: run_kernels(lay, tensors, ws, main, gather, last, last, FIX=fix),
+                    lambda fn: queued_gpu_ms(fn, args.repeats, args.warmup))
         del ws
     return row
 
