@@ -99,6 +99,7 @@ class ConvTriton3d(Solver):
     tunable = True
     language = "triton"
     kernel_file = KERNEL_FILE
+    dims = 3  # the problems' spatial axes
 
     def __init__(self, direction: str, math: str = "ieee") -> None:
         self.direction = direction
@@ -127,7 +128,7 @@ class ConvTriton3d(Solver):
 
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
-        if p.key_direction != self.direction or len(p.in_spatial) != 3:
+        if p.key_direction != self.direction or len(p.in_spatial) != self.dims:
             return False
         if not p.in_type == p.wei_type == p.out_type or self._kind(target) is None:
             return False

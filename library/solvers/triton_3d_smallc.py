@@ -280,6 +280,45 @@ class ConvTriton3dSmallCChunks(BatchChunks, ConvTriton3dSmallC):
         return images, spec.cdiv(problem.n, images), aligned
 
 
+class ConvTritonSmallC(ConvTriton3dSmallC):
+    """One direction of the few-channel kernels on 2-D problems (a depth of one, a filter
+    of one tap deep), one group: the 3-D solver's objects, parameters and ranking weights;
+    a name of its own in the databases."""
+
+    dims = 2
+
+    def __init__(self, direction: str) -> None:
+        super().__init__(direction)
+        self.name = f"ConvTritonSmallC{DIRECTION_SUFFIX[direction]}"
+
+    @property
+    def ranking_name(self) -> str:
+        return f"ConvTriton3dSmallC{DIRECTION_SUFFIX[self.direction]}"
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        return problem.groups == 1 and super().is_applicable(problem, target)
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        return False
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        return []  # the 3-D solvers'
+
+
+class ConvTritonSmallCChunks(ConvTriton3dSmallCChunks):
+    """`ConvTritonSmallC` a batch chunk at a time (as ConvTriton3dSmallCChunks)."""
+
+    dims = 2
+
+    def __init__(self, direction: str) -> None:
+        super().__init__(direction)
+        self.inner = ConvTritonSmallC(direction)
+        self.name = f"ConvTritonSmallCChunks{DIRECTION_SUFFIX[direction]}"
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        return False
+
+
 def smallc_first(problem: ConvProblem, target: Target) -> bool:
     """Whether a few-channel solver claims the problem (the registry's FIRST_CLAIMS)."""
     return family_claims(SMALLC_3D_SOLVERS, ConvTriton3dSmallC, problem, target)
@@ -294,7 +333,9 @@ def _smallc_solvers() -> list[Solver]:
     if not have_kernels() or not has_kernels_spec(_SPEC):
         return []
     return [*(ConvTriton3dSmallC(d) for d in ("F", "B", "W")),
-            *(ConvTriton3dSmallCChunks(d) for d in ("F", "B", "W"))]
+            *(ConvTriton3dSmallCChunks(d) for d in ("F", "B", "W")),
+            *(ConvTritonSmallC(d) for d in ("F", "B", "W")),
+            *(ConvTritonSmallCChunks(d) for d in ("F", "B", "W"))]
 
 
 SMALLC_3D_SOLVERS: list[Solver] = _smallc_solvers()

@@ -49,18 +49,19 @@ TOLERANCE = {"FP32": 1e-5, "FP16": 3e-3}
 TILE = (32, 16, 16, 1, 4, 2)
 
 SCRIPT = HARNESS + textwrap.dedent('''
-    direction, cases, tile = json.loads(sys.argv[1])
+    direction, cases, tile, family = json.loads(sys.argv[1])
     SM80 = Target("sm80", 108)
-    solver = get_solver({"F": "ConvTriton3dSmallCFwd", "B": "ConvTriton3dSmallCBwd",
-                         "W": "ConvTriton3dSmallCWrw"}[direction])
+    solver = get_solver(family + {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction])
     rng = np.random.default_rng(0)
     errors = []
     for layout, data_type, (c, k, d, h, w, f, st, pad, dil, g, n, split, mode) in cases:
-        three = lambda v: tuple(v) if isinstance(v, list) else (v,) * 3
+        # A depth of 0: a 2-D layer (its filter, stride, padding and dilation of two axes).
+        axes = 2 if d == 0 else 3
+        three = lambda v: tuple(v) if isinstance(v, list) else (v,) * axes
         # A transposed layer's plain convolution runs the other way: forward's kernel is
         # backward data's of the transposed layer, so the layer asks for "B" there.
         asked = {"F": "B", "B": "F", "W": "W"}[direction] if mode == "trans" else direction
-        p = ConvProblem(n=n, c=c * g, k=k * g, groups=g, in_spatial=(d, h, w), filter=tuple(f),
+        p = ConvProblem(n=n, c=c * g, k=k * g, groups=g, in_spatial=(d, h, w)[3 - axes:], filter=tuple(f),
                         pad=three(pad), stride=three(st), dilation=three(dil),
                         direction=asked, in_type=data_type, wei_type=data_type,
                         out_type=data_type, in_layout=layout, wei_layout=layout,
@@ -84,7 +85,35 @@ SCRIPT = HARNESS + textwrap.dedent('''
 def test_interpreted_smallc_kernels_match_float64(direction: str, layout: str) -> None:
     cases = [(layout, data_type, g) for data_type in ("FP32", "FP16")
              for g in (GEOMETRIES_B if direction == "B" else GEOMETRIES)]
-    errors = interpreted(SCRIPT, [direction, cases, TILE], len(cases))
+    errors = interpreted(SCRIPT, [direction, cases, TILE, "ConvTriton3dSmallC"], len(cases))
     bad = [(case, e) for case, e in zip(cases, errors, strict=True)
            if not e < TOLERANCE[case[1]]]  # a NaN left in the output fails too
+    assert not bad, bad
+
+
+# 2-D layers (a depth of 0 here) on the 2-D solvers: an image stem's 3 channels at 3x3 (27
+# columns) and 7x7 stride 2 (backward data: 27 products for 32 filters, not 147), 4 latent
+# channels, 1 channel dilated, a transposed layer with 3 outputs; the first meets the aligned
+# objects in both layouts.
+GEOMETRIES_2D = [
+    (3, 32, 0, 4, 8, (3, 3), 1, 1, 1, 1, 2, 1, "conv"),
+    (3, 16, 0, 9, 7, (7, 7), 2, 3, 1, 1, 1, 4, "conv"),
+    (4, 24, 0, 5, 6, (3, 3), 1, 1, 1, 1, 2, 2, "conv"),
+    (1, 12, 0, 7, 7, (3, 3), 1, 2, 2, 1, 1, 1, "conv"),
+    (8, 3, 0, 3, 3, (4, 4), 2, 1, 1, 1, 2, 2, "trans"),
+]
+GEOMETRIES_2D_B = [g for g in GEOMETRIES_2D if g[0] in (1, 3) and g[5] != (7, 7)] + [
+    (4, 40, 0, 5, 6, (3, 3), 1, 1, 1, 1, 2, 1, "conv"),
+    (48, 3, 0, 3, 3, (4, 4), 2, 1, 1, 1, 2, 1, "trans"),
+    (3, 32, 0, 9, 7, (3, 3), 2, 1, 1, 1, 1, 1, "conv")]
+
+
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_interpreted_2d_smallc_kernels_match_float64(direction: str, layout: str) -> None:
+    cases = [(layout, data_type, g) for data_type in ("FP32", "FP16")
+             for g in (GEOMETRIES_2D_B if direction == "B" else GEOMETRIES_2D)]
+    errors = interpreted(SCRIPT, [direction, cases, TILE, "ConvTritonSmallC"], len(cases))
+    bad = [(case, e) for case, e in zip(cases, errors, strict=True)
+           if not e < TOLERANCE[case[1]]]
     assert not bad, bad
