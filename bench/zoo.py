@@ -31,7 +31,7 @@ of every network in it, for a run shorter than the zoo.
 
     python bench/zoo.py --out bench/results/zoo_h100 [--networks yolov5s,r2plus1d_18]
         [--types FP16,FP32] [--directions F] [--layouts NHWC] [--batches 32,8,1]
-        [--held-out] [--every 3] [--budget-s 540] [--list]
+        [--held-out] [--every 3] [--classes few-channel] [--budget-s 540] [--list]
     python bench/zoo.py --picks sm90-132 [--out bench/results/zoo_picks_sm90-132]  # no GPU
 """
 
@@ -360,6 +360,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     help="every K-th layer of each network only (a sample of the zoo)")
     ap.add_argument("--pointwise", action="store_true",
                     help="of those, only the 1x1 layers at stride 1 without padding or groups")
+    ap.add_argument("--classes", default="", metavar="CLASS[,CLASS]",
+                    help="of those, only the layers of these classes (" + ", ".join(CLASSES)
+                    + ")")
     ap.add_argument("--repeats", type=int, default=20, help="timed calls per engine")
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls first")
     ap.add_argument("--budget-s", type=float, default=540.0, help="stop between problems after")
@@ -393,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     if bad or not batches or any(b < 1 for b in batches) or args.repeats < 1 or args.every < 1:
         return _fail(f"unknown or empty {', '.join(bad) or '--batches, --repeats or --every'}; "
                      "see --help", 3)
+    classes = [c for c in args.classes.split(",") if c]
+    if any(c not in CLASSES for c in classes):
+        return _fail(f"--classes {args.classes!r}: choose among {', '.join(CLASSES)}", 3)
     known = {p.stem for p, _ in manifest_files(held_out=True)}
     unknown = sorted(set(networks) - known)
     if unknown:
@@ -401,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     layers = every_kth(load_layers(networks, args.held_out), args.every)
     if args.pointwise:
         layers = [la for la in layers if pointwise(la.problem)]
+    if classes:
+        layers = [la for la in layers if set(classes) & set(layer_classes(la.problem))]
     if args.list:
         for name in dict.fromkeys(la.network for la in layers):
             mine = [la for la in layers if la.network == name]

@@ -61,7 +61,8 @@ from .conv_triton_spec import (
 __all__ = ["ARGS", "ALIGNED_ARGS", "ALIGNED_LAYOUTS", "GATHER", "GATHER_CONFIG",
            "KERNEL", "KINDS", "MAX_C",
            "NARROW_N", "SIZES", "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "align_divisor",
-           "applies", "arg_values", "channels_last", "few_channels", "gather_grid",
+           "ONE_BLOCK", "applies", "arg_values", "channels_last", "few_channels", "first_2d",
+           "gather_grid",
            "gather_signature", "grid", "layout_of", "legal", "legal_space", "meets_aligned",
            "narrow_of", "narrow_tile", "products_bytes", "products_pay", "reduce_values",
            "signature", "split_for", "usual_tile", "workspace_bytes"]
@@ -114,6 +115,34 @@ WAVES = 8
 def few_channels(sizes: Mapping[str, int]) -> bool:
     """Whether a problem has at most MAX_C input channels a group."""
     return 1 <= int(sizes["C"]) <= MAX_C
+
+
+#: A position's reduction columns (taps x channels) that one block of the usual tiles holds
+#: (forward's BLOCK_K, backward weights' BLOCK_N: 32).
+ONE_BLOCK = 32
+
+
+def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool) -> bool:
+    """Whether the kernels go ahead of the 2-D implicit GEMM on a 2-D problem (a depth of
+    one) of few channels, more than one tap, one group. Measured on the H200 over the zoo's
+    2-D few-channel layers, FP16, batch 32 (bench/results/alternatives_smallc2d_h200.json):
+    backward data at stride 1, where the 2-D kernels' tile spans C of 16 columns: 0.34-0.48
+    of cuDNN's GPU time in NCHW (2.8-3.1 before), 0.60-0.87 in NHWC (1.2-1.8); at stride 2
+    the 2-D kernels' phase-folded step is as fast or faster. Backward weights channels-last,
+    1.0-4.9 -> 0.4-3.1; channel-planar where a position's columns fit ONE_BLOCK (3x3 on 3
+    channels: 0.54 -> 0.39 .. 0.90 -> 0.66; the 7x7 and 4-channel stems' are slower).
+    Forward channels-last at stride 1 within ONE_BLOCK (the 3x3 stems at full resolution,
+    about 10%); elsewhere forward is the 2-D few-channel kernel's (conv2d_fwd_smallc)."""
+    taps = int(sizes["R"]) * int(sizes["S"])
+    if int(sizes["T"]) != 1 or taps == 1 or int(sizes["G"]) != 1 or not few_channels(sizes):
+        return False
+    stride_1 = int(sizes["stride_h"]) == int(sizes["stride_w"]) == 1
+    one_block = taps * int(sizes["C"]) <= ONE_BLOCK
+    if direction == "B":
+        return stride_1
+    if direction == "W":
+        return channels_last or one_block
+    return channels_last and stride_1 and one_block
 
 
 def layout_of(strides: Mapping[str, tuple[int, ...]]) -> int:

@@ -30,6 +30,10 @@ from .triton_3d_smallc import (
     SMALLC_3D_SOLVERS,
     ConvTriton3dSmallC,
     ConvTriton3dSmallCChunks,
+    ConvTritonSmallC,
+    ConvTritonSmallCChunks,
+    smallc_2d_chunks_first,
+    smallc_2d_first,
     smallc_chunks_first,
     smallc_first,
 )
@@ -40,7 +44,7 @@ from .triton_3d_taps import (
     relaid_taps_first,
     taps_first,
 )
-from .triton_chunks import CHUNK_SOLVERS
+from .triton_chunks import CHUNK_SOLVERS, ConvTritonImplicitGemmChunks
 from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
@@ -119,6 +123,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTriton3dRelaidTaps: lambda p, t, math: math == "ieee" and relaid_taps_first(p, t),
     ConvTriton3dSmallC: lambda p, t, math: math == "ieee" and smallc_first(p, t),
     ConvTriton3dSmallCChunks: lambda p, t, math: math == "ieee" and smallc_chunks_first(p, t),
+    ConvTritonSmallC: lambda p, t, math: math == "ieee" and smallc_2d_first(p, t),
+    ConvTritonSmallCChunks: lambda p, t, math: math == "ieee" and smallc_2d_chunks_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -133,18 +139,23 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: weights to the relaid several-taps ones; likewise its
 #: batch-chunk solvers (triton_3d_chunks) to the relaid ones' chunk solvers; all of them to
 #: the few-channel solvers (triton_3d_smallc) and their chunk solvers (which also take the
-#: backward data problems whose products exceed one launch's workspace). A family not
-#: listed gives way to none; the 2-D batch-chunk solvers (triton_chunks) need no entry: they
-#: take only problems no other solver does.
+#: backward data problems whose products exceed one launch's workspace). On 2-D problems of
+#: few channels the implicit GEMM, its padded and Via solvers and its batch-chunk solvers
+#: (triton_chunks) give way to the few-channel kernels' 2-D solvers and their chunk solvers
+#: where those claim one (`conv_triton_3d_smallc_spec.first_2d`). A family not listed gives
+#: way to none.
+_SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
-                             ConvTritonGrouped, ConvBlasGemm1x1),
+                             ConvTritonGrouped, ConvBlasGemm1x1, *_SMALLC_2D),
     ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
                                    ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
-                                   ConvBlasGemm1x1),
+                                   ConvBlasGemm1x1, *_SMALLC_2D),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
-                                     ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1),
+                                     ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
+                                     *_SMALLC_2D),
+    ConvTritonImplicitGemmChunks: _SMALLC_2D,
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,

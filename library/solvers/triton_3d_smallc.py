@@ -31,6 +31,11 @@ YIELDS_TO puts the 3-D family and its relaid solvers after them), and
 ConvTriton3dSmallCChunks{Fwd,Bwd,Wrw} run them a batch chunk at a time where a tensor holds
 2**31 elements or more (solvers/triton_chunks.py's `BatchChunks`), or backward data's products
 exceed the limit.
+
+ConvTritonSmallC{Fwd,Bwd,Wrw} and ConvTritonSmallCChunks{Fwd,Bwd,Wrw} run the same objects on
+2-D problems of one group (a depth of one); the 2-D implicit GEMM and its padded, Via and
+chunk solvers give way to them where `spec.first_2d` says (measured on the H200:
+bench/results/alternatives_smallc2d_h200.json).
 """
 
 from __future__ import annotations
@@ -56,8 +61,9 @@ from .triton_common import (
     target_kind,
 )
 
-__all__ = ["ConvTriton3dSmallC", "ConvTriton3dSmallCChunks", "SMALLC_3D_SOLVERS",
-           "smallc_first", "spec_smallc"]
+__all__ = ["ConvTriton3dSmallC", "ConvTriton3dSmallCChunks", "ConvTritonSmallC",
+           "ConvTritonSmallCChunks", "SMALLC_3D_SOLVERS", "smallc_2d_chunks_first",
+           "smallc_2d_first", "smallc_first", "spec_smallc"]
 
 KERNEL_FILE = "conv_triton_3d_smallc.py"
 _SPEC = "conv_triton_3d_smallc_spec"
@@ -299,7 +305,9 @@ class ConvTritonSmallC(ConvTriton3dSmallC):
         return problem.groups == 1 and super().is_applicable(problem, target)
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        return False
+        """Where they measured faster than the 2-D implicit GEMM (`spec.first_2d`)."""
+        view, sizes, _, channels_last = _view(problem)
+        return bool(spec_smallc().first_2d(view.direction, sizes, channels_last))
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         return []  # the 3-D solvers'
@@ -316,7 +324,19 @@ class ConvTritonSmallCChunks(ConvTriton3dSmallCChunks):
         self.name = f"ConvTritonSmallCChunks{DIRECTION_SUFFIX[direction]}"
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        return False
+        """The inner solver's claim on the first chunk (the 2-D implicit GEMM also takes
+        its problems)."""
+        return self.inner.claims_first(self._relaid(problem), target)
+
+
+def smallc_2d_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether a 2-D few-channel solver claims the problem (the registry's FIRST_CLAIMS)."""
+    return family_claims(SMALLC_3D_SOLVERS, ConvTritonSmallC, problem, target)
+
+
+def smallc_2d_chunks_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether a 2-D few-channel chunk solver claims the problem (FIRST_CLAIMS)."""
+    return family_claims(SMALLC_3D_SOLVERS, ConvTritonSmallCChunks, problem, target)
 
 
 def smallc_first(problem: ConvProblem, target: Target) -> bool:

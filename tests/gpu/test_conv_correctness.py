@@ -60,6 +60,9 @@ BASE = [
     # at stride 2 on odd sizes, and 32 to 3 filters (an image output).
     ConvProblem(n=2, c=20, k=36, in_spatial=(9, 10), filter=(3, 3), pad=(1, 1), stride=(2, 2)),
     ConvProblem(n=3, c=32, k=3, in_spatial=(11, 9), filter=(3, 3), pad=(1, 1)),
+    # An image stem at full resolution, 3 channels to 32 filters at stride 1 (sizes that meet
+    # the aligned objects): the few-channel kernels' 2-D solvers in every direction.
+    ConvProblem(n=2, c=3, k=32, in_spatial=(17, 16), filter=(3, 3), pad=(1, 1)),
     # Grouped, 16 a group at stride 2: the implicit GEMM's backward data with groups.
     ConvProblem(n=2, c=64, k=64, in_spatial=(9, 9), filter=(3, 3), pad=(1, 1), stride=(2, 2),
                 groups=4),

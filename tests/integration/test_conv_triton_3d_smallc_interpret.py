@@ -4,7 +4,8 @@ constexprs of the job, the reduce follow-up of a split backward weights, backwar
 gather), against the float64 reference: every direction, NCDHW and NDHWC, FP32 and FP16,
 1-4 channels a group, the aligned objects (both layouts) and the generic ones, strides 1-2,
 padding, dilation, 3x3x3, 1x7x7 and 3x1x1 filters, groups 1 and 2, a transposed layer,
-several reduction blocks (3 channels by 3x3x3: 81 columns) and tiles that cut the filters.
+several reduction blocks (3 channels by 3x3x3: 81 columns) and tiles that cut the filters;
+and 2-D layers (NCHW and NHWC) through the 2-D solvers ConvTritonSmallC{Fwd,Bwd,Wrw}.
 Small tiles (an sm80 target's legal space) keep the interpreter quick. The harness is
 triton_interpreter.py here."""
 
@@ -61,7 +62,8 @@ SCRIPT = HARNESS + textwrap.dedent('''
         # A transposed layer's plain convolution runs the other way: forward's kernel is
         # backward data's of the transposed layer, so the layer asks for "B" there.
         asked = {"F": "B", "B": "F", "W": "W"}[direction] if mode == "trans" else direction
-        p = ConvProblem(n=n, c=c * g, k=k * g, groups=g, in_spatial=(d, h, w)[3 - axes:], filter=tuple(f),
+        p = ConvProblem(n=n, c=c * g, k=k * g, groups=g, in_spatial=(d, h, w)[3 - axes:],
+                        filter=tuple(f),
                         pad=three(pad), stride=three(st), dilation=three(dil),
                         direction=asked, in_type=data_type, wei_type=data_type,
                         out_type=data_type, in_layout=layout, wei_layout=layout,

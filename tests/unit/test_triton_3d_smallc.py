@@ -243,3 +243,73 @@ def test_layouts_and_the_aligned_assumptions() -> None:
     assert not spec.meets_aligned("F", {**args, "Q": 12}, 2, "FP16")
     assert spec.meets_aligned("F", {**args, "Q": 12}, 2, "FP32")  # 4 FP32 elements: 16 bytes
     assert not spec.meets_aligned("F", args, 0, "FP16")
+
+
+def _p2(c: int = 3, k: int = 64, n: int = 32, hw: tuple[int, int] = (224, 224),
+        filt: tuple[int, int] = (3, 3), stride: int = 1, layout: str = "NHWC",
+        direction: str = "B", data_type: str = "FP16", **kw: object) -> ConvProblem:
+    """A 2-D layer (VGG-16's first by default)."""
+    return ConvProblem(n=n, c=c, k=k, in_spatial=hw, filter=filt,
+                       pad=tuple(f // 2 for f in filt), stride=(stride, stride),
+                       direction=direction, in_type=data_type, wei_type=data_type,
+                       out_type=data_type, in_layout=layout, wei_layout=layout,
+                       out_layout=layout, **kw)
+
+
+def test_2d_solvers_take_2d_few_channel_layers_of_one_group() -> None:
+    s = get_solver("ConvTritonSmallCBwd")
+    assert s.is_applicable(_p2(), SM90) and s.ranking_name == "ConvTriton3dSmallCBwd"
+    assert not s.is_applicable(_p(direction="B"), SM90)  # 3-D: the 3-D solver's
+    assert not get_solver("ConvTriton3dSmallCBwd").is_applicable(_p2(), SM90)
+    assert not s.is_applicable(_p2(c=6, groups=2), SM90)  # grouped: the grouped family's
+    assert not s.is_applicable(_p2(c=5), SM90)
+    assert not s.is_applicable(_p2(k=26), SM90)  # backward data: 27 products for 26 filters
+    assert s.dynamic_jobs(SM90) == []  # the 3-D solvers' objects
+
+
+@pytest.mark.parametrize(("layout", "direction", "filt", "stride", "first"), [
+    # Backward data at stride 1 (27 products of 32 columns, where the 2-D tile spans 3 of 16).
+    ("NCHW", "B", (3, 3), 1, True), ("NHWC", "B", (3, 3), 1, True),
+    ("NCHW", "B", (3, 3), 2, False), ("NHWC", "B", (1, 1), 1, False),
+    # Backward weights: channels-last whenever there is more than one tap; channel-planar
+    # where a position's columns fit one block (not a 7x7 stem's 147).
+    ("NHWC", "W", (7, 7), 2, True), ("NCHW", "W", (3, 3), 2, True),
+    ("NCHW", "W", (7, 7), 2, False), ("NHWC", "W", (1, 1), 1, False),
+    # Forward: channels-last 3x3 at stride 1 alone.
+    ("NHWC", "F", (3, 3), 1, True), ("NHWC", "F", (3, 3), 2, False),
+    ("NCHW", "F", (3, 3), 1, False), ("NHWC", "F", (7, 7), 1, False)])
+def test_2d_solvers_rank_first_where_they_measured_faster(
+        layout: str, direction: str, filt: tuple[int, int], stride: int, first: bool) -> None:
+    p = _p2(layout=layout, direction=direction, filt=filt, stride=stride, n=8)
+    suffix = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
+    firsts = _first(p)
+    assert (f"ConvTritonSmallC{suffix}" in firsts) == first, firsts
+    if first:  # the implicit GEMM and its padded and Via solvers give way
+        assert firsts == [f"ConvTritonSmallC{suffix}"]
+
+
+def test_2d_chunk_solvers_take_the_products_too_large_for_one_launch() -> None:
+    # SD 1.5's VAE encoder input layer at batch 32: 906 MB of products, over WS_LIMIT.
+    vae = _p2(k=128, hw=(512, 512), layout="NCHW")
+    assert spec.products_bytes(_sizes_2d(vae)) > spec.WS_LIMIT
+    assert _first(vae) == ["ConvTritonSmallCChunksBwd"]
+    s = get_solver("ConvTritonSmallCChunksBwd")
+    shipped = {j for t in SOLVERS for j in t.dynamic_jobs(SM90)}
+    assert set(launch_jobs(s, vae, s.default_params(vae, SM90), SM90)) <= shipped
+    assert not s.is_applicable(_p2(), SM90)  # VGG-16's 173 MB: one launch
+
+
+def _sizes_2d(p: ConvProblem) -> dict[str, int]:
+    from miopenkernels.solvers.triton_3d import _view
+
+    return _view(p)[1]
+
+
+@pytest.mark.parametrize(("layout", "direction"), list(itertools.product(
+    ("NCHW", "NHWC"), ("F", "B", "W"))))
+def test_a_package_holds_every_object_a_2d_launch_runs(layout: str, direction: str) -> None:
+    shipped = {j for s in SOLVERS for j in s.dynamic_jobs(SM90)}
+    s = get_solver("ConvTritonSmallC" + {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction])
+    for data_type in ("FP16", "BF16", "FP32"):
+        p = _p2(layout=layout, direction=direction, data_type=data_type)
+        assert set(launch_jobs(s, p, s.default_params(p, SM90), SM90)) <= shipped, p.key()

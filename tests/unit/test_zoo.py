@@ -273,12 +273,19 @@ def test_list_needs_no_gpu() -> None:
     out = proc.stdout.splitlines()
     assert len(out) == len(COUNTS) + len(HELD_OUT)
     assert "r3d_18 (held out): 11 layers; 3-D 11, few-channel 1" in out
+    # A class alone: each network's layers of it.
+    proc = subprocess.run([sys.executable, str(BENCH / "zoo.py"), "--list", "--held-out",
+                           "--classes", "few-channel"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "r3d_18 (held out): 1 layers; 3-D 1, few-channel 1" in proc.stdout.splitlines()
+    assert all("few-channel" in line for line in proc.stdout.splitlines())
 
 
 @pytest.mark.parametrize("argv", [["--types", "FP8"], ["--directions", "X"],
                                   ["--layouts", "NCDHW"], ["--batches", "x"],
                                   ["--batches", "0"], ["--networks", "alexnet"],
-                                  ["--every", "0"]])
+                                  ["--every", "0"], ["--classes", "odd"]])
 def test_a_malformed_command_line_exits_3_in_one_line(argv: list[str]) -> None:
     proc = subprocess.run([sys.executable, str(BENCH / "zoo.py"), *argv], capture_output=True,
                           text=True, timeout=120)
