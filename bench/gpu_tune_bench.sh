@@ -5,7 +5,8 @@
 # fastest measured kernel. SHARD=I/N tunes every N-th problem from I (one call per shard fits
 # a 10-minute command). CASES=TF32-B-NCHW,FP32-F-NCHW tunes those cases only, GREP='-c 3 -H 224'
 # the manifest lines holding that text only (the first layer), SOLVERS (a glob)
-# those solvers, CANDIDATES sets of each tunable solver's legal space. Everything comes back as
+# those solvers, CANDIDATES sets of each tunable solver's legal space, MANIFEST another driver
+# command list in place of the batch-32 one (both FP32 math modes). Everything comes back as
 # one archive under OUTDIR (first argument); merge its shards into dbs/sm9084 with
 # `miopenkernels db merge`.
 set -uo pipefail
@@ -13,7 +14,7 @@ out="${1:?usage: SHARD=0/3 bash bench/gpu_tune_bench.sh OUTDIR}"
 source "$(dirname "$0")/_gpu_env.sh"
 mkdir -p "$out/tune"
 tune_stamp "$out/tune/device.txt" "shard ${SHARD:-0/1}"
-manifest=bench/resnet50_b32_all.txt math=both
+manifest="${MANIFEST:-bench/resnet50_b32_all.txt}" math=both
 if [ -n "${CASES:-}" ]; then
   manifest="$out/tune/cases.txt"
   python3 bench/_layers.py --all "--cases=$CASES" "$manifest" > /dev/null
