@@ -59,7 +59,8 @@ def pick(spec: Any, row: dict, tile: str, waves: int, least: int) -> float | Non
     """The time of `tile` at the split the rule (waves, least) gives the row; None where the
     sweep did not time it."""
     config = tile_name(tile)
-    split = spec.split_for("conv2d_bwd_weight", row["sizes"], config, row["sms"], waves, least)
+    split = spec.split_for("conv2d_bwd_weight", row["sizes"], config, row["sms"], waves, least,
+                           spec.RULE_MOST)
     v = row["times"].get(f"{tile}/{split}")
     return None if v is None else float(v["gpu_ms"])
 

@@ -165,8 +165,13 @@ _SMALLC_W = "conv2d_bwd_weight_smallc"
 #: The fewest BLOCK_K steps each part of a split keeps, per kernel (others: 8).
 _MIN_SPLIT_STEPS = {"conv2d_fwd": 4, "conv2d_bwd_data": 4, _SMALLC_W: 16}
 #: The largest default split, per kernel (others: 64): forward and backward data reductions
-#: (taps x channels) are short, so a package ships their splits up to 16 only.
-MAX_SPLIT = {"conv2d_fwd": 16, "conv2d_bwd_data": 16, _SMALLC_W: 256}
+#: (taps x channels) are short, so a package ships their splits up to 16 only. Backward
+#: weights up to 256: a layer of few tiles (filters x channels) and many pixels ran its
+#: two-wave split of 64 programs or fewer at 1.86x the time of 128-256 in NCHW (FP16, batch
+#: 32, 39 zoo layers on the H200: bench/results/alternatives_split_w_h200.json; U-Net's
+#: 1x1 64 -> 2 output layer 12.3x cuDNN's GPU time -> 3.3x); where a fitted rule splits
+#: (conv_triton_tuned_spec.wrw_split) its fit's largest split stays the most.
+MAX_SPLIT = {"conv2d_fwd": 16, "conv2d_bwd_data": 16, "conv2d_bwd_weight": 256, _SMALLC_W: 256}
 #: The waves of programs a default split may fill, per kernel (others: 2). The packed backward
 #: weights at twice the two-wave split took less time on 79 of the 104 layer cases of
 #: bench/results/grouped_packed_h100.json (its 64x64x64 tile, H100).
@@ -202,11 +207,13 @@ def filling_split(programs: int, steps: int, sms: int, least: int, most: int, wa
 
 
 def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], sms: int,
-              waves: int | None = None, least: int | None = None) -> int:
+              waves: int | None = None, least: int | None = None, most: int | None = None
+              ) -> int:
     """The SPLIT_K that fills a GPU of `sms` multiprocessors (CUs): doubled from 1 while the
     launch stays within two waves of programs (`waves`) and each part keeps at least 8 BLOCK_K
-    steps of its reduction (4 for forward and backward data; `least`), at most 64 (MAX_SPLIT);
-    1 for kernels not in SPLIT_BY_DEFAULT or problems `split_applies` rejects."""
+    steps of its reduction (4 for forward and backward data; `least`), at most the kernel's
+    MAX_SPLIT (`most`); 1 for kernels not in SPLIT_BY_DEFAULT or problems `split_applies`
+    rejects."""
     if kernel not in SPLIT_BY_DEFAULT or not split_applies(kernel, sizes):
         return 1
     gx, gy, gz = grid(kernel, sizes, {**config, "SPLIT_K": 1})
@@ -214,7 +221,7 @@ def split_for(kernel: str, sizes: Mapping[str, int], config: Mapping[str, int], 
     steps = reduction_steps(kernel, sizes, config)
     return filling_split(tiles, steps, sms,
                          least if least is not None else _MIN_SPLIT_STEPS.get(kernel, 8),
-                         MAX_SPLIT.get(kernel, 64),
+                         most if most is not None else MAX_SPLIT.get(kernel, 64),
                          waves if waves is not None else SPLIT_WAVES.get(kernel, 2))
 
 

@@ -112,6 +112,7 @@ from .conv_triton_kernels_spec import (
     wide_reduce,
 )
 from .conv_triton_tuned_spec import (
+    RULE_MOST,
     TUNED_FILES,
     WrwRule,
     measured,
@@ -163,7 +164,8 @@ __all__ = [
     "VIA_NHWC", "VIA_NHWC_MIN_C", "VIA_NHWC_ONE_TAP", "VIA_NCHW", "VIA_NCHW_FEW_C", "via_cases",
     "via_other_layout",
     # conv_triton_tuned_spec
-    "TUNED_FILES", "shape_key", "tuned_table", "tuned_config", "small_grid_rule", "WrwRule",
+    "TUNED_FILES", "RULE_MOST", "shape_key", "tuned_table", "tuned_config", "small_grid_rule",
+    "WrwRule",
     "wrw_rule", "wrw_split", "wrw_tiles", "small_grid_split", "shape_sizes", "usual_config",
     "tile_rule", "tile_terms", "measured", "rule_tile", "rule_tiles",
 ]

@@ -109,6 +109,10 @@ class WrwRule(NamedTuple):
         return dict(usual), self.waves, self.least
 
 
+#: The largest split a rule gives: the largest its fit timed (bench/split_sweep.py's splits).
+RULE_MOST = 64
+
+
 def wrw_rule(kind: str, case: str, kernel: str = "conv2d_bwd_weight") -> WrwRule | None:
     """A backward-weights case's rule on a target kind (`WrwRule`), or None where the tuned
     table has none or `kernel` is not the one it was fitted on (conv2d_bwd_weight)."""
@@ -129,7 +133,8 @@ def wrw_split(kind: str, case: str, kernel: str, sizes: Mapping[str, int],
     has one for the case, else the usual tile split by `split_for`'s defaults."""
     rule = wrw_rule(kind, case, kernel)
     tile, waves, least = rule.tile(sizes, usual) if rule else (dict(usual), None, None)
-    return {**tile, "SPLIT_K": int(split_for(kernel, sizes, tile, sms, waves, least))}
+    most = RULE_MOST if rule else None
+    return {**tile, "SPLIT_K": int(split_for(kernel, sizes, tile, sms, waves, least, most))}
 
 
 def wrw_tiles(kind: str, case: str, kernel: str, usual: Mapping[str, int]

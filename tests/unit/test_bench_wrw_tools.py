@@ -126,7 +126,7 @@ def test_few_channel_split_fit_is_the_rule_the_spec_holds(tmp_path: Path) -> Non
     rule = (grid.SPLIT_WAVES[kernel], grid.MAX_SPLIT[kernel], grid._MIN_SPLIT_STEPS[kernel])
     assert all((v["waves"], v["most"], v["least"]) == rule for v in fit.values())
     assert grid.MAX_SPLIT[kernel] in splits_of("sm90", kernel)
-    assert max(splits_of("sm90", "conv2d_bwd_weight")) == 64
+    assert max(splits_of("sm90", "conv2d_bwd_weight")) == grid.MAX_SPLIT["conv2d_bwd_weight"]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"rows": [{"case": "FP16-W-NCHW", "times": {"x": 1}}]}))
     refused = _run("bench/split_sweep.py", "--fit", str(bad))

@@ -612,10 +612,15 @@ def test_few_channel_backward_weights_split_fills_sixteen_waves() -> None:
     assert grid[0] * grid[1] * grid[2] <= 16 * SM90.cu
     assert solver.params_valid(stem, SM90, params)
     assert solver.workspace_for(stem, params) == 256 * 128 * 3 * 9 * 4
-    # Every split shares the object; the plain kernel's legal splits stop at 64.
+    # Every split shares the object; the plain kernel's legal splits stop at 256, and a
+    # layer of many tiles keeps a two-wave split.
     assert solver.compile_job(stem, params[:4] + (2,) + params[5:], SM90) == \
         solver.compile_job(stem, params, SM90)
     plain = replace(stem, c=64, k=64, in_spatial=(56, 56))
     tile = solver.default_params(plain, SM90)
     assert tile[4] <= 64
-    assert not solver.params_valid(plain, SM90, tile[:4] + (256,) + tile[5:])
+    assert solver.params_valid(plain, SM90, tile[:4] + (256,) + tile[5:])
+    assert not solver.params_valid(plain, SM90, tile[:4] + (512,) + tile[5:])
+    # The U-Net's 1x1 64 -> 2 output layer: one tile, two million pixels.
+    out = replace(stem, c=64, k=2, in_spatial=(256, 256), filter=(1, 1), pad=(0, 0))
+    assert solver.default_params(out, SM90)[4] == 256

@@ -48,7 +48,7 @@ def test_large_layers_take_the_large_tile_and_small_ones_split_further(type_name
     assert (big["BLOCK_M"], big["BLOCK_N"]) == (128, 128)
     assert all(big[k] == large[k] for k in ("BLOCK_K", "num_warps", "num_stages"))
     assert big["SPLIT_K"] == spec.split_for("conv2d_bwd_weight", _sizes(LARGE), big, 132,
-                                            rule.large_waves, rule.large_least)
+                                            rule.large_waves, rule.large_least, spec.RULE_MOST)
     small = dict(zip(PARAMS, solver.default_params(_as(SMALL, type_name, "NHWC"), SM90),
                      strict=True))
     assert (small["BLOCK_M"], small["BLOCK_N"]) == (64, 64)
@@ -56,7 +56,8 @@ def test_large_layers_take_the_large_tile_and_small_ones_split_further(type_name
     # waves, 64 (the most).
     assert spec.split_for("conv2d_bwd_weight", _sizes(SMALL), small, 132) == 16
     assert small["SPLIT_K"] == 64 == spec.split_for("conv2d_bwd_weight", _sizes(SMALL), small,
-                                                     132, rule.waves, rule.least)
+                                                     132, rule.waves, rule.least,
+                                                     spec.RULE_MOST)
 
 
 def test_cases_without_a_rule_keep_the_two_wave_split() -> None:
