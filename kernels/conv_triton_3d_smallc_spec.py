@@ -127,12 +127,13 @@ def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool) -> b
     one) of few channels, more than one tap, one group. Measured on the H200 over the zoo's
     2-D few-channel layers, FP16, batch 32 (bench/results/alternatives_smallc2d_h200.json):
     backward data at stride 1, where the 2-D kernels' tile spans C of 16 columns: 0.34-0.48
-    of cuDNN's GPU time in NCHW (2.8-3.1 before), 0.60-0.87 in NHWC (1.2-1.8); at stride 2
+    of cuDNN's GPU time in NCHW (2.8-3.6 before), 0.60-0.94 in NHWC (1.2-1.8); at stride 2
     the 2-D kernels' phase-folded step is as fast or faster. Backward weights channels-last,
-    1.0-4.9 -> 0.4-3.1; channel-planar where a position's columns fit ONE_BLOCK (3x3 on 3
-    channels: 0.54 -> 0.39 .. 0.90 -> 0.66; the 7x7 and 4-channel stems' are slower).
-    Forward channels-last at stride 1 within ONE_BLOCK (the 3x3 stems at full resolution,
-    about 10%); elsewhere forward is the 2-D few-channel kernel's (conv2d_fwd_smallc)."""
+    1.4-4.9 -> 0.4-3.1 (DCGAN's 64x64 layers 0.64 -> 0.71); channel-planar where a
+    position's columns fit ONE_BLOCK (3x3 on 3 channels: 0.45-1.13 -> 0.37-0.74; the 7x7
+    and 4-channel stems' are slower). Forward channels-last at stride 1 within ONE_BLOCK
+    (the 3x3 stems at full resolution, about 10%); elsewhere forward is the 2-D few-channel
+    kernel's (conv2d_fwd_smallc)."""
     taps = int(sizes["R"]) * int(sizes["S"])
     if int(sizes["T"]) != 1 or taps == 1 or int(sizes["G"]) != 1 or not few_channels(sizes):
         return False

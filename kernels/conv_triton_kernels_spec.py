@@ -337,7 +337,8 @@ def shared_bytes(config: Mapping[str, int], dtype: str) -> int:
 
 
 #: Splits beyond a kind's SPLIT_K that a kernel may also take: the few-channel backward
-#: weights, whose launch is a few programs per filter row (its split rule reaches 256:
+#: weights, whose launch is a few programs per filter row, and the implicit GEMM's backward
+#: weights, a layer of which may have one or two tiles (their split rules reach 256:
 #: conv_triton_grid_spec.MAX_SPLIT). The split is the launch's grid; one object serves all.
 KERNEL_SPLITS: dict[str, tuple[int, ...]] = {"conv2d_bwd_weight_smallc": (128, 256),
                                              "conv2d_bwd_weight": (128, 256)}
