@@ -85,18 +85,25 @@ SCRIPT = HARNESS + textwrap.dedent('''
 @pytest.mark.parametrize("direction", ["F", "B", "W"])
 @pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
 def test_interpreted_smallc_kernels_match_float64(direction: str, layout: str) -> None:
-    cases = [(layout, data_type, g) for data_type in ("FP32", "FP16")
-             for g in (GEOMETRIES_B if direction == "B" else GEOMETRIES)]
-    errors = interpreted(SCRIPT, [direction, cases, TILE, "ConvTriton3dSmallC"], len(cases))
+    _check(direction, layout, GEOMETRIES_B if direction == "B" else GEOMETRIES,
+           "ConvTriton3dSmallC")
+
+
+def _check(direction: str, layout: str, geometries: list, family: str) -> None:
+    """Each geometry in FP32 and FP16 through the family's solver of the direction, within
+    TOLERANCE of float64."""
+    cases = [(layout, data_type, g) for data_type in ("FP32", "FP16") for g in geometries]
+    errors = interpreted(SCRIPT, [direction, cases, TILE, family], len(cases))
     bad = [(case, e) for case, e in zip(cases, errors, strict=True)
            if not e < TOLERANCE[case[1]]]  # a NaN left in the output fails too
     assert not bad, bad
 
 
 # 2-D layers (a depth of 0 here) on the 2-D solvers: an image stem's 3 channels at 3x3 (27
-# columns) and 7x7 stride 2 (backward data: 27 products for 32 filters, not 147), 4 latent
-# channels, 1 channel dilated, a transposed layer with 3 outputs; the first meets the aligned
-# objects in both layouts.
+# columns) and 7x7 stride 2, 4 latent channels, 1 channel dilated, a transposed layer with 3
+# outputs; the first meets the aligned objects in both layouts. Backward data takes those
+# whose products a position are no more than the filters (not the 7x7's 147 for 16, nor 4
+# channels' 36 for 24: 40 filters there), a transposed layer of 48 and a stride-2 stem.
 GEOMETRIES_2D = [
     (3, 32, 0, 4, 8, (3, 3), 1, 1, 1, 1, 2, 1, "conv"),
     (3, 16, 0, 9, 7, (7, 7), 2, 3, 1, 1, 1, 4, "conv"),
@@ -113,9 +120,5 @@ GEOMETRIES_2D_B = [g for g in GEOMETRIES_2D if g[0] in (1, 3) and g[5] != (7, 7)
 @pytest.mark.parametrize("direction", ["F", "B", "W"])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_interpreted_2d_smallc_kernels_match_float64(direction: str, layout: str) -> None:
-    cases = [(layout, data_type, g) for data_type in ("FP32", "FP16")
-             for g in (GEOMETRIES_2D_B if direction == "B" else GEOMETRIES_2D)]
-    errors = interpreted(SCRIPT, [direction, cases, TILE, "ConvTritonSmallC"], len(cases))
-    bad = [(case, e) for case, e in zip(cases, errors, strict=True)
-           if not e < TOLERANCE[case[1]]]
-    assert not bad, bad
+    _check(direction, layout, GEOMETRIES_2D_B if direction == "B" else GEOMETRIES_2D,
+           "ConvTritonSmallC")
