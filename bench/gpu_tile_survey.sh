@@ -41,7 +41,8 @@ for s in $surveys; do
       alt small_B "$B" "$small_tiles" B NHWC "$small" 2 ;;
     few)
       alt few "$F" "128:32:16:8:4:3:1 256:32:16:8:4:3:1 128:64:16:8:4:3:1 128:128:16:8:4:3:1 \
-128:32:32:8:4:3:1 256:64:32:8:8:3:1" F NHWC,NCHW "$few" ;;
+128:32:32:8:4:3:1 256:64:32:8:8:3:1 256:64:16:8:4:3:1 128:16:16:8:4:3:1 64:64:16:8:4:3:1" \
+        F NHWC,NCHW "$few" ;;
     usual)  # each case's usual tile (kernels/conv_triton_tuned_sm90.json), unsplit and split
       alt usual_F_NHWC "$F" "128:128:64:8:8:3:1 128:128:64:8:8:3:2" F NHWC "$small" 2
       alt usual_F_NCHW "$F" "256:128:64:8:8:3:1 256:128:64:8:8:3:2" F NCHW "$small" 2
