@@ -122,13 +122,19 @@ def few_channels(sizes: Mapping[str, int]) -> bool:
 ONE_BLOCK = 32
 
 
-def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool) -> bool:
+def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool,
+             alone: bool = False) -> bool:
     """Whether the kernels go ahead of the 2-D implicit GEMM on a 2-D problem (a depth of
     one) of few channels, more than one tap, one group. Measured on the H200 over the zoo's
     2-D few-channel layers, FP16, batch 32 (bench/results/alternatives_smallc2d_h200.json):
     backward data at stride 1, where the 2-D kernels' tile spans C of 16 columns: 0.34-0.48
     of cuDNN's GPU time in NCHW (2.8-3.6 before), 0.60-0.94 in NHWC (1.2-1.8); at stride 2
-    the 2-D kernels' phase-folded step is as fast or faster. Backward weights channels-last,
+    the 2-D kernels' phase-folded step, or in NHWC the path through NCHW, is as fast or
+    faster; `alone` (a 16-bit channels-last problem that no other layout's path takes: BF16
+    on sm90) at stride 2 these kernels took 0.33-1.10 of cuDNN's time against the 2-D
+    kernels' 0.56-2.01 on the four layers (bench/results/alternatives_smallc2d_bf16_h200.json;
+    at stride 4 both lose to the NCHW path where there is one; FP32 was mixed). Backward
+    weights channels-last,
     1.4-4.9 -> 0.4-3.1 (DCGAN's 64x64 layers 0.64 -> 0.71); channel-planar where a
     position's columns fit ONE_BLOCK (3x3 on 3 channels: 0.45-1.13 -> 0.37-0.74; the 7x7
     and 4-channel stems' are slower). Forward channels-last at stride 1 within ONE_BLOCK
@@ -140,7 +146,8 @@ def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool) -> b
     stride_1 = int(sizes["stride_h"]) == int(sizes["stride_w"]) == 1
     one_block = taps * int(sizes["C"]) <= ONE_BLOCK
     if direction == "B":
-        return stride_1
+        stride_2 = int(sizes["stride_h"]) == int(sizes["stride_w"]) == 2
+        return stride_1 or (alone and channels_last and stride_2)
     if direction == "W":
         return channels_last or one_block
     return channels_last and stride_1 and one_block

@@ -60,6 +60,7 @@ from .triton_common import (
     spec_kind,
     target_kind,
 )
+from .triton_conv_relayout import via_layout
 
 __all__ = ["ConvTriton3dSmallC", "ConvTriton3dSmallCChunks", "ConvTritonSmallC",
            "ConvTritonSmallCChunks", "SMALLC_3D_SOLVERS", "smallc_2d_chunks_first",
@@ -305,9 +306,12 @@ class ConvTritonSmallC(ConvTriton3dSmallC):
         return problem.groups == 1 and super().is_applicable(problem, target)
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """Where they measured faster than the 2-D implicit GEMM (`spec.first_2d`)."""
+        """Where they measured faster than the 2-D implicit GEMM (`spec.first_2d`); `alone`:
+        a 16-bit problem that no other layout's path (the Via solvers) takes."""
         view, sizes, _, channels_last = _view(problem)
-        return bool(spec_smallc().first_2d(view.direction, sizes, channels_last))
+        alone = problem.in_type in ("FP16", "BF16") and \
+            via_layout(problem, target, "ieee") is None
+        return bool(spec_smallc().first_2d(view.direction, sizes, channels_last, alone))
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         return []  # the 3-D solvers'

@@ -288,6 +288,19 @@ def test_2d_solvers_rank_first_where_they_measured_faster(
         assert firsts == [f"ConvTritonSmallC{suffix}"]
 
 
+@pytest.mark.parametrize(("data_type", "layout", "stride", "first"), [
+    ("BF16", "NHWC", 2, True),  # no path through NCHW: ahead of the implicit GEMM
+    ("FP16", "NHWC", 2, False),  # the path through NCHW is as fast
+    ("FP32", "NHWC", 2, False), ("BF16", "NCHW", 2, False), ("BF16", "NHWC", 4, False)])
+def test_2d_backward_data_at_stride_2_ranks_first_where_nothing_else_does(
+        data_type: str, layout: str, stride: int, first: bool) -> None:
+    p = _p2(layout=layout, direction="B", stride=stride, n=8, data_type=data_type)
+    assert get_solver("ConvTritonSmallCBwd").is_applicable(p, SM90)
+    assert ("ConvTritonSmallCBwd" in _first(p)) == first, _first(p)
+    if first:
+        assert _first(p) == ["ConvTritonSmallCBwd"]
+
+
 def test_2d_chunk_solvers_take_the_products_too_large_for_one_launch() -> None:
     # SD 1.5's VAE encoder input layer at batch 32: 906 MB of products, over WS_LIMIT.
     vae = _p2(k=128, hw=(512, 512), layout="NCHW")
