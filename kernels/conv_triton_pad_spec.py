@@ -23,6 +23,13 @@ FIRST_KINDS = ("sm90",)
 #: 32, the padded solvers took 0.34-2.25x the time of what served the problem before at 32
 #: output pixels (squeeze-and-excitation layers: 3-40 us), and 0.02-1.15x from 2,016 pixels up.
 MIN_PIXELS = 1024
+#: Below MIN_PIXELS they rank first where the reduction behind each output element is at least
+#: this long (forward: C*R*S; backward data: K*R*S; backward weights never): the generic
+#: object's serial element loads then cost more than the copies. Over the same layers at 32
+#: output pixels, the padded forward took 0.55-0.89x the time of what served it before at 240
+#: or more (5 layers) and 0.99-2.19x below (15); backward data 0.34-0.96x on all 14 (26-672);
+#: backward weights 0.65-2.25x (bench/results/padded_h200.json).
+SMALL_FIRST_REDUCTION = {"F": 240, "B": 1}
 #: Element types: those whose channels-last implicit GEMM objects assume multiples of 8.
 TYPES = ("FP16", "BF16")
 #: The channel multiple a padded tensor takes (a 16-byte vector of a 16-bit type).

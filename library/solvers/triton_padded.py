@@ -18,7 +18,8 @@ defaults and the ranking's model are the implicit GEMM's (`ranking_name`). They 
 channels-last problems of one group in FP16 and BF16 whose padded problem meets the aligned
 objects' assumption; in the miss ranking they go ahead of the implicit GEMM on the spec's
 FIRST_KINDS for problems of MIN_PIXELS output pixels or more (below that the copies' launches
-cost more than they save), after the Via, Winograd, 1x1, depthwise and grouped families where
+cost more than they save, unless each output sums a long enough reduction:
+SMALL_FIRST_REDUCTION), after the Via, Winograd, 1x1, depthwise and grouped families where
 those claim a problem (the registry's YIELDS_TO).
 """
 
@@ -111,10 +112,17 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
         self.name = f"{self.inner.name[:-3]}Padded{self.inner.name[-3:]}"  # ...PaddedFwd
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """On the spec's FIRST_KINDS, for problems of MIN_PIXELS output pixels or more."""
+        """On the spec's FIRST_KINDS, for problems of MIN_PIXELS output pixels or more, and
+        smaller ones whose reduction per output element is at least the direction's
+        SMALL_FIRST_REDUCTION (forward C*R*S, backward data K*R*S)."""
         spec = pad_spec()
+        if target_kind(target.arch) not in spec.FIRST_KINDS:
+            return False
         pixels = problem.n * problem.out_spatial[0] * problem.out_spatial[1]
-        return target_kind(target.arch) in spec.FIRST_KINDS and pixels >= spec.MIN_PIXELS
+        taps = problem.filter[0] * problem.filter[1]
+        reduction = {"F": problem.c, "B": problem.k}.get(self.direction, 0) * taps
+        least = spec.SMALL_FIRST_REDUCTION.get(self.direction)
+        return pixels >= spec.MIN_PIXELS or (least is not None and reduction >= least)
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         return padded_problem(problem)
