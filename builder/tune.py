@@ -192,11 +192,12 @@ def tune(handle: Any, problems: list[ConvProblem], out: Path, *, solver_glob: st
         if result.stopped:  # this problem's timings after the loss are not worth a record
             result.skipped += [k for _p, _m, k in items[index:]]
             break
-        if solutions:
-            find.put(FindDbRecord(key, tuple(sorted(solutions, key=lambda x: x.time))))
+        ranked = sorted(solutions, key=lambda x: x.time)  # the record's order, fastest first
+        if ranked:
+            find.put(FindDbRecord(key, tuple(ranked)))
             result.tuned += 1
         if progress is not None:
-            progress(index + 1, len(items), key, solutions)
+            progress(index + 1, len(items), key, ranked)
     for t in pool.values():
         t.release()
     if "text" in formats:

@@ -38,6 +38,18 @@ def test_tune_writes_perfdb_finddb_and_log(monkeypatch, tmp_path) -> None:
     assert log["summary"]["tuned"] == 2 and log["device"] == "null device"
 
 
+def test_progress_names_each_problem_s_fastest_solver(monkeypatch, tmp_path) -> None:
+    db_env(monkeypatch, tmp_path)
+    be = NullBackend(SM90)
+    be.kernel_ms = {"slow_p0": 3.0, "fast_p0": 1.0}
+    solvers = [FakeSolver("Slow", 3.0), FakeSolver("Fast", 1.0)]  # timed in this order
+    h = Handle(backend=be, compiler=FakeCompiler(), solvers=solvers)
+    seen = []
+    tune(h, [PROBLEM], tmp_path / "out", progress=lambda i, n, key, sols: seen.append(
+        [s.solver for s in sols]))
+    assert seen == [["Fast", "Slow"]]
+
+
 def test_time_limit_reports_problems_not_reached(monkeypatch, tmp_path) -> None:
     db_env(monkeypatch, tmp_path)
     h = Handle(backend=NullBackend(SM90), compiler=FakeCompiler(),
