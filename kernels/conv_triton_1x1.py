@@ -11,9 +11,10 @@ itself, so operand loads are 16-byte vectors and the tensor cores stay fed.
   dy (backward data), `o` the output, CIN the reduction's channels, COUT the output's.
   W_BY_OUT says which weight stride is the unit one: 0 in forward (w[k, c]: c, the reduction,
   is contiguous), 1 in backward data (the output's channel c is).
-- `conv1x1_nchw_wrw`: backward weights; the images are cut in SPLIT_K parts (program axis 1),
-  each writing FP32 partials to ws ([SPLIT_K][K][C]) that `conv2d_bwd_weight_reduce`
-  (kernels/conv_triton.py) sums into dw.
+- `conv1x1_nchw_wrw`: backward weights. The object compiled with SPLIT_K > 1 serves every
+  split: the launch's parts (program axis 1, however many) cut the reduction's (image, pixel
+  block) steps evenly, within images too, each writing FP32 partials to ws ([parts][K][C])
+  that `conv2d_bwd_weight_reduce` (kernels/conv_triton.py) sums into dw.
 
 Importing this module needs Triton but no GPU; launch data is in `conv_triton_1x1_spec`.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .conv_triton_common import split_range, tile_ids, tile_offsets
+from .conv_triton_common import part_range, split_range, tile_ids, tile_offsets
 
 
 @triton.jit
@@ -65,8 +66,10 @@ def conv1x1_nchw_wrw(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
 ):
-    """dw[k, c] = sum over images n of this split and pixels p of dy[n, k, p] * x[n, c, p]
-    (dw's channel stride 1); with SPLIT_K > 1 the FP32 partial goes to ws[split][k][c]."""
+    """dw[k, c] = sum over images n and pixels p of dy[n, k, p] * x[n, c, p] (dw's channel
+    stride 1). With SPLIT_K > 1 part `program_id(1)` of the grid's takes an even share of the
+    N * cdiv(PQ, BLOCK_K) (image, pixel block) steps and writes its FP32 partial to
+    ws[part][k][c]."""
     pid_m, pid_n = tile_ids(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(C, BLOCK_N),
                             GROUP_M)
     # The split's id before the tile's aranges (not tile_offsets): the instruction order,
@@ -77,18 +80,31 @@ def conv1x1_nchw_wrw(
     pix = tl.arange(0, BLOCK_K)
     k_ok = k < K
     c_ok = c < C
-    n0, n1 = split_range(N, SPLIT_K, split)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for n in range(n0, n1):
-        y_ptrs = y_ptr + n * syn + (k * syk)[:, None] + pix[None, :]
-        x_ptrs = x_ptr + n * sxn + (c * sxc)[None, :] + pix[:, None]
-        for p0 in range(0, PQ, BLOCK_K):
-            p_ok = p0 + pix < PQ
-            a = tl.load(y_ptrs, mask=k_ok[:, None] & p_ok[None, :], other=0.0)
-            b = tl.load(x_ptrs, mask=p_ok[:, None] & c_ok[None, :], other=0.0)
+    if SPLIT_K == 1:
+        n0, n1 = split_range(N, SPLIT_K, split)
+        for n in range(n0, n1):
+            y_ptrs = y_ptr + n * syn + (k * syk)[:, None] + pix[None, :]
+            x_ptrs = x_ptr + n * sxn + (c * sxc)[None, :] + pix[:, None]
+            for p0 in range(0, PQ, BLOCK_K):
+                p_ok = p0 + pix < PQ
+                a = tl.load(y_ptrs, mask=k_ok[:, None] & p_ok[None, :], other=0.0)
+                b = tl.load(x_ptrs, mask=p_ok[:, None] & c_ok[None, :], other=0.0)
+                acc = tl.dot(a, b, acc)
+                y_ptrs += BLOCK_K
+                x_ptrs += BLOCK_K
+    else:
+        blocks = tl.cdiv(PQ, BLOCK_K)
+        b0, b1 = part_range(N * blocks, SPLIT_K, split, tl.num_programs(1))
+        for step in range(b0, b1):
+            n = step // blocks
+            p = (step - n * blocks) * BLOCK_K + pix
+            p_ok = p < PQ
+            a = tl.load(y_ptr + n * syn + (k * syk)[:, None] + p[None, :],
+                        mask=k_ok[:, None] & p_ok[None, :], other=0.0)
+            b = tl.load(x_ptr + n * sxn + (c * sxc)[None, :] + p[:, None],
+                        mask=p_ok[:, None] & c_ok[None, :], other=0.0)
             acc = tl.dot(a, b, acc)
-            y_ptrs += BLOCK_K
-            x_ptrs += BLOCK_K
     mask = k_ok[:, None] & c_ok[None, :]
     if SPLIT_K == 1:
         tl.store(w_ptr + (k * swk)[:, None] + c[None, :], acc.to(w_ptr.dtype.element_ty),

@@ -9,10 +9,11 @@ channels.
 
 Tunables are the implicit GEMM's (BLOCK_M over pixels in forward and backward data, over filters
 in backward weights; BLOCK_N over output channels, or input channels in backward weights;
-BLOCK_K; GROUP_M; SPLIT_K, backward weights alone, over images; num_warps; num_stages), legal
-where `conv_triton_spec.is_legal` holds. An "aligned" object assumes 16-byte aligned pointers
-and every ALIGN16 argument a multiple of 16 (`meets_align16`); other problems take the variant
-compiled without.
+BLOCK_K; GROUP_M; SPLIT_K, backward weights alone, over the (image, pixel block) steps of the
+reduction; num_warps; num_stages), legal where `conv_triton_spec.is_legal` holds. One object
+serves every split above 1 (`conv_triton_spec.split_object`): its parts are the launch's grid.
+An "aligned" object assumes 16-byte aligned pointers and every ALIGN16 argument a multiple of
+16 (`meets_align16`); other problems take the variant compiled without.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .conv_triton_spec import cdiv, is_legal, typed_signature
+from .conv_triton_spec import cdiv, filling_split, is_legal, split_object, typed_signature
 
 #: Target kinds and element types the solvers apply on: measured on the H100 alone, in 16-bit
 #: types (FP32's TF32 tensor cores read operands K-major only, which the pixel-contiguous
@@ -54,7 +55,9 @@ TENSORS: dict[str, dict[str, str]] = {
 #: i32 arguments an aligned object assumes multiples of 16, per kernel.
 ALIGN16: dict[str, tuple[str, ...]] = {
     "conv1x1_nchw": ("CIN", "COUT", "PQ", "s_an", "s_ac", "s_on", "s_oc", "s_w"),
-    "conv1x1_nchw_wrw": ("C", "K", "PQ", "sxn", "sxc", "syn", "syk", "swk"),
+    # Backward weights: the pixel side alone (its loads' vectors); the channel counts set the
+    # partials' rows, stored once per part.
+    "conv1x1_nchw_wrw": ("PQ", "sxn", "sxc", "syn", "syk"),
 }
 
 #: Usual tiles (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages), by direction and
@@ -71,18 +74,23 @@ _SMALL_W = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warp
             "num_stages": 4}
 TILES: dict[str, tuple[dict[str, int], ...]] = {"F": (_BIG, _SMALL), "B": (_BIG, _SMALL),
                                                 "W": (_BIG, _SMALL_W)}
-MAX_SPLIT = 16  # the largest default split of backward weights (over images)
+MAX_SPLIT = 256  # the largest default split of backward weights
+#: The fewest BLOCK_K steps each part of a default split keeps.
+MIN_SPLIT_STEPS = 8
+#: The split `applies` bounds 32-bit workspace offsets by (a default split keeps within it).
+OFFSET_SPLIT = 16
 
 #: Where the miss ranking puts these solvers ahead of the implicit GEMM: from FIRST_PIXELS
 #: output pixels per image (28x28), as measured on the H100 (bench/results/
 #: triton_1x1_h100.json).
 FIRST_PIXELS = 784
-#: Backward weights rank first only where the aligned object applies (`meets_align16`: the
-#: pixels and the channel counts multiples of 16): elsewhere the implicit GEMM, whose split cuts
-#: within images and whose loads do not depend on it, measured faster (H200, FP16 NCHW, the
-#: zoo's 1x1 layers of 784 pixels or more at batch 32, bench/results/
-#: alternatives_1x1_wrw_h200.json: 2.78 -> 2.27 of cuDNN's GPU time over 73 zoo layers,
-#: 3.17 -> 2.39 over 21 held-out ones).
+#: Backward weights rank first wherever the aligned object applies (`meets_align16`: pixels a
+#: multiple of 16; MIN_PIXELS or more), its split cutting the (image, pixel block) steps to fill
+#: the GPU: H200, FP16 NCHW, the zoo's 1x1 stride-1 layers at batch 32 (bench/results/
+#: alternatives_1x1_wrw_split_h200.json), this solver where it claims and the implicit GEMM
+#: (or its path through NHWC) elsewhere took 1.17 of cuDNN's GPU time over 208 zoo layers and
+#: 1.33 over 51 held-out ones, against 1.42 and 1.67 when it claimed from FIRST_PIXELS with
+#: channel counts that are multiples of 16 too.
 
 
 def pixels(sizes: Mapping[str, int]) -> int:
@@ -103,7 +111,7 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int,
     if pixels(z) < MIN_PIXELS or z["N"] > GRID_YZ_MAX:
         return False
     largest = max(z["N"] * z["C"] * z["H"] * z["W"], z["N"] * z["K"] * pixels(z),
-                  MAX_SPLIT * 4 * z["K"] * z["C"])
+                  OFFSET_SPLIT * 4 * z["K"] * z["C"])
     return largest < 2**31
 
 
@@ -151,7 +159,8 @@ def signature(direction: str, dtype: str, config: Mapping[str, int]
     """(signature, constexprs) of one object for `triton.compiler.ASTSource`."""
     values: dict[str, Any] = {
         **{k: config.get(k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")},
-        "SPLIT_K": int(config.get("SPLIT_K", 1)), "W_BY_OUT": int(direction == "B")}
+        "SPLIT_K": split_object(int(config.get("SPLIT_K", 1))),
+        "W_BY_OUT": int(direction == "B")}
     return typed_signature(ARGS[KERNEL[direction]], dtype, values)
 
 
@@ -172,13 +181,12 @@ def usual_tile(direction: str, sizes: Mapping[str, int]) -> dict[str, int]:
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:
     """Backward weights' SPLIT_K: doubled from 1 while the launch stays within two waves of
-    `sms` programs and each part keeps an image, up to MAX_SPLIT."""
+    `sms` programs and each part keeps MIN_SPLIT_STEPS (image, pixel block) steps, up to
+    MAX_SPLIT and to the split whose workspace offsets stay 32-bit."""
     tiles = grid("W", sizes, {**config, "SPLIT_K": 1})[0]
-    split = 1
-    while split < MAX_SPLIT and tiles * split * 2 <= 2 * sms and \
-            sizes["N"] // (split * 2) >= 1:
-        split *= 2
-    return split
+    steps = sizes["N"] * cdiv(pixels(sizes), int(config["BLOCK_K"]))
+    most = min(MAX_SPLIT, max(1, (2**31 - 1) // max(1, 4 * sizes["K"] * sizes["C"])))
+    return filling_split(tiles, steps, sms, MIN_SPLIT_STEPS, most)
 
 
 def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
@@ -187,5 +195,7 @@ def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[st
     return split * sizes["K"] * sizes["C"] * 4 if direction == "W" and split > 1 else 0
 
 
-def ranks_first(sizes: Mapping[str, int]) -> bool:
-    return pixels(sizes) >= FIRST_PIXELS
+def ranks_first(direction: str, sizes: Mapping[str, int]) -> bool:
+    """Whether the direction's solver may claim first by size (backward weights: wherever it
+    applies; the claim also needs the aligned object)."""
+    return direction == "W" or pixels(sizes) >= FIRST_PIXELS

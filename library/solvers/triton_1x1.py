@@ -6,11 +6,11 @@ planes are a matrix with contiguous rows, so the loads are vectors and the GEMM 
 tensor cores' pace (MIOpen's GemmFwd1x1_0_1 and GemmBwd1x1_stride1 take the same view, through
 rocBLAS). 16-bit types, one group, packed channel planes and KCRS weights, on the kinds of the
 spec's KINDS (measured on the H100 alone). Parameters are the implicit GEMM's seven; SPLIT_K
-cuts backward weights' images in parts whose FP32 partials the implicit GEMM's reduce kernel
-sums into dw (a follow-up). Every object is shape-agnostic; a package ships the usual tiles
-(backward weights at every split up to MAX_SPLIT) with and without the alignment assumption
-(`dynamic_jobs`). The miss ranking puts these solvers first from the spec's FIRST_PIXELS,
-ahead of the Via solvers too.
+cuts backward weights' (image, pixel block) steps in parts whose FP32 partials the implicit
+GEMM's reduce kernel sums into dw (a follow-up). Every object is shape-agnostic, and one serves
+every split; a package ships the usual tiles (backward weights unsplit and split) with and
+without the alignment assumption (`dynamic_jobs`). The miss ranking puts these solvers first
+from the spec's FIRST_PIXELS, ahead of the Via solvers too.
 """
 
 from __future__ import annotations
@@ -102,11 +102,11 @@ class ConvTritonGemm1x1(Solver):
         return bool(gemm1x1_spec().applies(sizes, strides))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """From the spec's FIRST_PIXELS (measured on the H100), except on a small grid, where
-        the implicit GEMM's narrow split tile goes first (solvers/triton_small_grid.py), and in
-        backward weights where the aligned object does not apply (the spec's FIRST_PIXELS
-        comment)."""
-        if not gemm1x1_spec().ranks_first(_view(problem)[1]) or \
+        """From the spec's FIRST_PIXELS (measured on the H100; backward weights at any size),
+        except on a small grid, where the implicit GEMM's narrow split tile goes first
+        (solvers/triton_small_grid.py), and in backward weights where the aligned object does
+        not apply (the spec's comment)."""
+        if not gemm1x1_spec().ranks_first(self.direction, _view(problem)[1]) or \
                 small_grid_config(problem, target, "ieee") is not None:
             return False
         return self.direction != "W" or self._aligned(problem)
@@ -150,7 +150,7 @@ class ConvTritonGemm1x1(Solver):
             splits = [1]
             if self.direction == "W":
                 split = spec.split_for(sizes, tile, target.cu)
-                splits = [split, max(1, split // 2), min(spec.MAX_SPLIT * 2, split * 2)]
+                splits = [split, max(1, split // 2), min(spec.MAX_SPLIT, split * 2)]
             for s in splits:
                 params = _params({**tile, "SPLIT_K": s})
                 if params not in out:
@@ -181,13 +181,12 @@ class ConvTritonGemm1x1(Solver):
                     target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """The usual tiles of each type (backward weights at every split up to MAX_SPLIT, and
-        the reduce kernel each split needs), with and without alignment."""
+        """The usual tiles of each type (backward weights unsplit and the object that serves
+        every split, with the reduce kernels), with and without alignment."""
         if self._kind(target) is None:
             return []
         spec = gemm1x1_spec()
-        splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= spec.MAX_SPLIT] \
-            if self.direction == "W" else [1]
+        splits = [1, spec_module().SPLIT_OBJECT] if self.direction == "W" else [1]
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:
             for tile in spec.TILES[self.direction]:

@@ -36,8 +36,9 @@ BASE = [
     ConvProblem(n=2, c=32, k=32, in_spatial=(8, 8), filter=(3, 3), pad=(1, 1), groups=2),
     ConvProblem(n=2, c=16, k=16, in_spatial=(8, 8), filter=(3, 3), stride=(2, 2), pad=(1, 1),
                 mode="trans", trans_output_pad=(1, 1)),
-    # 1x1 with 16-aligned pixels and channels: the aligned objects of the 1x1 NCHW GEMMs.
-    ConvProblem(n=3, c=32, k=48, in_spatial=(8, 8), filter=(1, 1)),
+    # 1x1 with 16-aligned pixels and channels: the aligned objects of the 1x1 NCHW GEMMs (a
+    # split of 32-pixel blocks cuts within images: 144 pixels in 5 blocks).
+    ConvProblem(n=3, c=32, k=48, in_spatial=(12, 12), filter=(1, 1)),
     # Depthwise (the depthwise family): 5x5 stride 2 on 32 channels (NHWC: the aligned
     # objects), 7x7 dilated on 24 (no alignment), odd image sizes.
     ConvProblem(n=2, c=32, k=32, in_spatial=(15, 13), filter=(5, 5), pad=(2, 2), stride=(2, 2),
