@@ -51,6 +51,11 @@ from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, v
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
+from .triton_relayout_chunks import (
+    VIA_CHUNK_SOLVERS,
+    ConvTritonImplicitGemmRelayoutChunks,
+    via_chunks_first,
+)
 from .triton_winograd import WINOGRAD_SOLVERS, ConvTritonWinogradWrw, winograd_first
 from .winograd import ConvWinograd3x3
 
@@ -81,6 +86,7 @@ SOLVERS: list[Solver] = [
     *VIA_SOLVERS,
     *PADDED_SOLVERS,
     *CHUNK_SOLVERS,
+    *VIA_CHUNK_SOLVERS,
     *CHUNK_3D_SOLVERS,
     *SMALLC_3D_SOLVERS,
     *WINOGRAD_SOLVERS,
@@ -119,6 +125,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonGrouped: lambda p, t, math: grouped_first(p, t),
     ConvTriton3dRelaid: lambda p, t, math: math == "ieee" and relaid_first(p, t),
     ConvTriton3dRelaidChunks: lambda p, t, math: math == "ieee" and relaid_chunks_first(p, t),
+    ConvTritonImplicitGemmRelayoutChunks: via_chunks_first,
     ConvTriton3dTaps: lambda p, t, math: math == "ieee" and taps_first(p, t),
     ConvTriton3dRelaidTaps: lambda p, t, math: math == "ieee" and relaid_taps_first(p, t),
     ConvTriton3dSmallC: lambda p, t, math: math == "ieee" and smallc_first(p, t),
@@ -142,8 +149,9 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: backward data problems whose products exceed one launch's workspace). On 2-D problems of
 #: few channels the implicit GEMM, its padded and Via solvers and its batch-chunk solvers
 #: (triton_chunks) give way to the few-channel kernels' 2-D solvers and their chunk solvers
-#: where those claim one (`conv_triton_3d_smallc_spec.first_2d`). A family not listed gives
-#: way to none.
+#: where those claim one (`conv_triton_3d_smallc_spec.first_2d`); the batch-chunk solvers to
+#: the Via solvers' chunk solvers (triton_relayout_chunks), which give way to the few-channel
+#: ones. A family not listed gives way to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
@@ -155,7 +163,8 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
                                      *_SMALLC_2D),
-    ConvTritonImplicitGemmChunks: _SMALLC_2D,
+    ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks, *_SMALLC_2D),
+    ConvTritonImplicitGemmRelayoutChunks: _SMALLC_2D,
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,

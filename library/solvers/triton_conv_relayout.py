@@ -50,7 +50,7 @@ from .triton_conv import ConvTritonImplicitGemm
 from .triton_small_grid import small_grid_config
 
 __all__ = ["ConvTritonImplicitGemmRelayout", "VIA_SOLVERS", "TRANSPOSE_KERNEL", "relaid",
-           "transpose_job", "transpose_step", "via_layout"]
+           "copied_per_image", "transpose_job", "transpose_step", "via_layout"]
 
 TRANSPOSE_KERNEL = "transpose_021"
 # The workspace parts, by the conv kernel's tensor they stand for.
@@ -133,6 +133,13 @@ def _copies(problem: ConvProblem, layout: str) -> dict[str, tuple[int, int, int,
         if (pb, pr) != (b, r) or not identity(r, s):
             out[t] = (b, r, s, pb, pr)
     return out
+
+
+def copied_per_image(problem: ConvProblem, layout: str) -> tuple[int, ...]:
+    """Elements per image of the activations' copies (x, y; padded rows included) a solver
+    running `layout`'s kernels makes: the batch-chunk solvers over it size chunks by them."""
+    return tuple(pr * s for t, (_, _, s, _, pr) in _copies(problem, layout).items()
+                 if t != "w")
 
 
 def transpose_job(data_type: str, target: Target, tile: tuple[int, int]) -> CompileJob:

@@ -18,8 +18,9 @@ from miopenkernels.problem import ConvProblem  # noqa: E402
 from miopenkernels.solvers.triton_chunks import chunking  # noqa: E402
 
 # (n, c, k, size): y holds 2**31 elements (aligned chunks of 16 images); 33 images of 1023x1023
-# with 63 filters, whose chunks' offsets cannot all be 256-byte multiples.
-LAYERS = [(32, 8, 64, 1024), (33, 8, 63, 1023)]
+# with 63 filters, whose chunks' offsets cannot all be 256-byte multiples; ESRGAN's 64-channel
+# layer at 1024x1024, which in NCHW the Via solvers' chunk solvers take (through NHWC copies).
+LAYERS = [(32, 8, 64, 1024), (33, 8, 63, 1023), (32, 64, 64, 1024)]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,9 @@ def test_a_layer_past_32_bit_offsets_matches_torch(handle: Handle, direction: st
     dy = torch.randn((n, k, size, size), device="cuda", generator=gen, dtype=torch.float16)
     x, w, dy = (t.contiguous(memory_format=fmt) for t in (x, w, dy))
     solution = handle.solutions(p)[0]
-    assert solution.solver.startswith("ConvTritonImplicitGemmChunks")
+    via = layout == "NCHW" and c == 64
+    assert solution.solver.startswith("ConvTritonImplicitGemmViaNhwcChunks" if via else
+                                      "ConvTritonImplicitGemmChunks")
 
     def stored(t: torch.Tensor) -> torch.Tensor:
         """The tensor in memory order (N, H, W, C for NHWC), as the runtime checks it."""
