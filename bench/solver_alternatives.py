@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import zoo  # noqa: E402 - bench/zoo.py, beside this file
+from _results import read_json  # noqa: E402
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     if args.from_json:
         try:
-            saved = json.loads(args.from_json.read_text())
+            saved = read_json(args.from_json)
             summary = summarise(saved["rows"], saved["solvers"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"solver_alternatives: {args.from_json} is not a saved run: "

@@ -18,13 +18,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import read_json  # noqa: E402
+
 
 def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
 def _rows(path: str) -> dict[tuple[str, str, str, int], dict]:
-    data = json.loads(Path(path).read_text())
+    data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise ValueError("no rows")
     return {(r["network"], r["layer"], r["case"], int(r["n"])): r for r in data["rows"]

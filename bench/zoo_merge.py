@@ -29,6 +29,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from _results import read_json  # noqa: E402
 from zoo import markdown, report  # noqa: E402
 
 SAME = ("device", "driver", "torch", "cuda", "cudnn", "triton", "miopenkernels", "every",
@@ -59,10 +60,8 @@ def _with_3d(case: str) -> tuple[str, ...]:
 def read_run(path: Path) -> dict[str, Any]:
     """A zoo run's JSON, checked for what merging reads."""
     try:
-        if path.stat().st_size > _MAX_BYTES:
-            raise MergeError(f"{path}: over {_MAX_BYTES >> 20} MiB, not a zoo run's JSON", 2)
-        run = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        run = read_json(path, _MAX_BYTES)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
         raise MergeError(f"{path}: not readable as JSON ({exc}); give bench/zoo.py's "
                          "OUT.json", 2) from None
     missing = ["rows"] if not isinstance(run, dict) or not isinstance(run.get("rows"), list) \
