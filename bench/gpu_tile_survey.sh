@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: bench/solver_alternatives.py over the tiles the tile rules choose among
 # (bench/tile_rule_fit.py fits them), each survey's results under OUTDIR (SURVEYS: which of
-# small, few, usual, depthwise, wrw; default all). The sm90-132 package of the default
+# small, few, usual, depthwise, dw_w, wrw; default all but dw_w). The sm90-132 package of the default
 # manifests is built first (bench/_gpu_env.sh `sm90_package`), so only the named tiles compile.
 #
 #   bash bench/gpu_tile_survey.sh OUTDIR
@@ -56,6 +56,12 @@ for s in $surveys; do
 32:32:1:1:4:1 8:64:1:1:2:1 32:64:1:1:8:1" B NHWC "$depthwise"
       alt dw_B_NCHW ConvTritonDepthwiseBwd "64:4:1:1:2:1 128:4:1:1:4:1 64:8:1:1:4:1 \
 256:4:1:1:8:1 64:2:1:1:1:1" B NCHW "$depthwise" ;;
+    dw_w)  # depthwise backward weights, each layout: output positions a step x channels,
+           # warps (the default split)
+      alt dw_W_NHWC ConvTritonDepthwiseWrw "32:32:1:1:4:1 64:16:1:1:4:1 32:32:1:1:8:1 \
+8:64:1:1:4:1 16:64:1:1:8:1 128:8:1:1:4:1" W NHWC "$depthwise"
+      alt dw_W_NCHW ConvTritonDepthwiseWrw "128:8:1:1:4:1 128:4:1:1:4:1 256:4:1:1:8:1 \
+64:16:1:1:4:1 32:16:1:1:4:1 128:8:1:1:8:1" W NCHW "$depthwise" ;;
     wrw)  # backward weights NHWC, not few-channel or grouped, each tile at the split that
           # fills the GPU (a tile's seventh value 0)
       alt wrw_NHWC ConvTritonImplicitGemmWrw "64:64:64:8:4:4:0 128:128:64:8:8:3:0 \

@@ -94,16 +94,20 @@ ALIGN16: dict[str, tuple[str, ...]] = {
 #: backward data: 8x32 on one warp, the best of seven tiles over the zoo's depthwise layers at
 #: batch 32 (1.12x cuDNN's GPU time against 2.03x for the earlier 16x64 on four warps,
 #: bench/results/tile_survey_dw_b_nhwc_h200.json) and at batches 1 and 8 (0.92x and 0.95x
-#: against 1.15x and 1.59x, dw_small_batch_b_h200.json). The others chosen from the kernels'
-#: shape (128-thread programs, 8-16 elements a thread, a warp's loads along the contiguous
-#: axis).
+#: against 1.15x and 1.59x, dw_small_batch_b_h200.json). Backward weights NCHW: 128 output
+#: positions a step by 4 channels, the best of seven tiles over the zoo's depthwise layers at
+#: batch 32 on the H200 at the split the earlier 64x8 took (1.28x cuDNN's GPU time against
+#: 1.72x, faster on all 66 layers: bench/results/tile_survey_dw_w_nchw_h200.json; SPLIT_RULES
+#: gives that split at this tile); channels-last, 16x32 stayed the best of seven
+#: (tile_survey_dw_w_nhwc_h200.json). The others chosen from the kernels' shape (128-thread
+#: programs, 8-16 elements a thread, a warp's loads along the contiguous axis).
 TILES: dict[tuple[str, bool], dict[str, int]] = {
     ("F", True): {"BLOCK_M": 8, "BLOCK_N": 16, "num_warps": 1},
     ("F", False): {"BLOCK_M": 64, "BLOCK_N": 2, "num_warps": 1},
     ("B", True): {"BLOCK_M": 8, "BLOCK_N": 32, "num_warps": 1},
     ("B", False): {"BLOCK_M": 128, "BLOCK_N": 8, "num_warps": 4},
     ("W", True): {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4},
-    ("W", False): {"BLOCK_M": 64, "BLOCK_N": 8, "num_warps": 4},
+    ("W", False): {"BLOCK_M": 128, "BLOCK_N": 4, "num_warps": 4},
 }
 #: Channels-last forward launches that have at least LARGE_PROGRAMS_PER_SM programs an SM at
 #: this tile take it instead of the usual one (`tile_for`): over the zoo's depthwise layers at
@@ -130,9 +134,11 @@ SPLITS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: time against 3.09x for the NCHW rule on the 39 fitted rows, 1.49x against 2.22x on the 12
 #: held-out ones (bench/results/dw_wrw_split_h200.json): a program sums one filter row over
 #: BLOCK_N channels, so a layer of a few hundred channels is a few dozen programs until its
-#: N * P * Q reduction is cut fine. NCHW: the same sweep found no rule better than this one.
+#: N * P * Q reduction is cut fine. NCHW: the same sweep found no rule better than two waves
+#: and 8 steps at the 64x8 tile; at the 128x4 tile (twice the columns, half the steps) these
+#: values give the same splits.
 SPLIT_RULES: dict[bool, dict[str, int]] = {
-    False: {"waves": 2, "most": 64, "least": 8},
+    False: {"waves": 4, "most": 64, "least": 4},
     True: {"waves": 32, "most": 512, "least": 4},
 }
 MAX_SPLIT = max(r["most"] for r in SPLIT_RULES.values())  # the largest default split

@@ -60,9 +60,10 @@ def usual_tile(direction: str, last: bool) -> dict[str, int]:
     return _usual_tile(direction, last, GROUPED_TILES)
 
 
-#: Backward weights' default split in both layouts: the depthwise family's NCHW rule (its
-#: channels-last one was fitted on depthwise layers alone, whose programs are a filter row of
-#: one channel each; a grouped program reduces over a group's channels too).
+#: Backward weights' default split in both layouts: the depthwise family's NCHW rule as it
+#: was at that family's 64x8 tile (its channels-last one was fitted on depthwise layers alone,
+#: whose programs are a filter row of one channel each; a grouped program reduces over a
+#: group's channels too).
 SPLIT_RULES: dict[bool, dict[str, int]] = {
     last: {"waves": 2, "most": 64, "least": 8} for last in (False, True)}
 MAX_SPLIT = max(r["most"] for r in SPLIT_RULES.values())  # the largest default split

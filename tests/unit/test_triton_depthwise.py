@@ -183,8 +183,9 @@ def test_backward_weights_split_the_reduction_to_fill_the_gpu() -> None:
 
 
 def test_backward_weights_split_rule_per_layout() -> None:
-    """Channels-last cuts the reduction finer (up to 32 waves, 512 parts of 4 steps); NCHW
-    keeps two waves, 64 parts of 8 steps; the grouped family keeps the NCHW rule."""
+    """Channels-last cuts the reduction finer (up to 32 waves, 512 parts of 4 steps); NCHW,
+    at its 128x4 tile, four waves, 64 parts of 4 steps (the 64x8 tile's two waves of 8
+    steps, which the grouped family keeps)."""
     from miopenkernels.kernels import conv_triton_depthwise_spec as spec
     from miopenkernels.kernels import conv_triton_grouped_spec as grouped
 
@@ -206,7 +207,9 @@ def test_backward_weights_split_rule_per_layout() -> None:
     few_nhwc = solver.default_params(_p(32, 112, 3, 1, "W"), SM90)[4]
     few_nchw = solver.default_params(_p(32, 112, 3, 1, "W", layout="NCHW"), SM90)[4]
     assert (few_nhwc, few_nchw) == (512, 16)
-    assert grouped.SPLIT_RULES[True] == grouped.SPLIT_RULES[False] == spec.SPLIT_RULES[False]
+    assert grouped.SPLIT_RULES[True] == grouped.SPLIT_RULES[False] == \
+        {"waves": 2, "most": 64, "least": 8}
+    assert spec.SPLIT_RULES[False] == {"waves": 4, "most": 64, "least": 4}
     # The partials of an explicit split keep 32-bit offsets: a split that would not is not
     # valid for the problem, though legal for the tile.
     wide = _p(1024, 7, 7, 1, "W")
