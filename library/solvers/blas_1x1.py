@@ -50,7 +50,12 @@ _INT32_MAX = 2**31 - 1
 #: pixels per image: below that a batch of per-image GEMMs of 49 columns (7x7 maps) fills
 #: cuBLAS's tiles badly (1.28 against 0.93). BF16: 0.90 (1.40), 0.90 (1.57), 1.05 (2.69), 0.93
 #: (1.34), forward NCHW 1.00 (1.49) from 64 pixels. FP32 (IEEE, alternatives_blas_fp32_h200
-#: .json): cuBLAS 2.1-2.5 of cuDNN over every layer, not listed.
+#: .json): cuBLAS 2.1-2.5 of cuDNN over every layer, not listed. A channel-planar problem of
+#: one pixel an image (a squeeze-and-excitation layer) is the channels-last one's bytes and
+#: call, and takes its case (`_case`): over the zoo's such layers at batch 32 on the H200 the
+#: library took 0.75, 0.90 and 0.82 of cuDNN's GPU time (F, B, W) in NHWC, where in NCHW the
+#: kernels took 1.03, 1.38 and 1.04 (bench/results/zoo_h200-fb-9ec5af9.json,
+#: zoo_h200-w-9ec5af9.json).
 BLAS_FIRST: dict[str, dict[str, int]] = {
     "sm90": {"FP16-F-NHWC": 0, "FP16-B-NHWC": 0, "FP16-B-NCHW": 0, "FP16-W-NHWC": 0,
              "FP16-F-NCHW": 64, "BF16-F-NHWC": 0, "BF16-B-NHWC": 0, "BF16-B-NCHW": 0,
@@ -126,9 +131,11 @@ def _activation(v: ConvView, side: str, name: str, channels: int, fold: bool
     sc, sd, sh, sw, sn = (f(f"{s}_{a}") for a in ("c" if side == "in" else "k", "d", "h", "w",
                                                    "n"))
     h, w = f(f"{side}_h"), f(f"{side}_w")
+    pixels = _pixels(v, side)
+    if pixels == 1 and sc == 1:  # one pixel an image: the same bytes in either layout
+        sd = sh = sw = sn
     if sh != w * sw or sd != h * sh:
         return None
-    pixels = _pixels(v, side)
     if sc == 1:  # channels last: rows of pixels
         if fold:
             return _Matrix(name, pixels * f("n"), channels, False, sw, 0) \
@@ -248,7 +255,11 @@ BLAS_SOLVERS: list[Solver] = [ConvBlasGemm1x1(d, m) for m in ("ieee", "tf32")
 
 
 def _case(problem: ConvProblem) -> str:
-    layout = "NHWC" if problem.in_layout in ("NHWC", "NDHWC") else "NCHW"
+    """`<type>-<direction>-<layout family>`; a problem whose activations hold one pixel an
+    image is the same bytes in both layouts and one call either way: the channels-last
+    case's."""
+    one_pixel = math.prod(problem.in_spatial) == 1 == math.prod(problem.out_spatial)
+    layout = "NHWC" if problem.in_layout in ("NHWC", "NDHWC") or one_pixel else "NCHW"
     return f"{problem.in_type}-{problem.key_direction}-{layout}"
 
 

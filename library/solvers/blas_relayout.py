@@ -58,9 +58,11 @@ class ConvBlasGemm1x1ViaNhwc(WorkspaceParts, ConvBlasGemm1x1):
         return gemm_call(channels_last_twin(p)) is not None
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Where the library ranks first through the copies (a problem of one call, such as
+        one pixel an image, is the direct solver's)."""
         from .blas_1x1 import blas_first
 
-        return blas_first(problem, target)
+        return gemm_call(problem) is None and blas_first(problem, target)
 
     # ------------------------------------------------------------------ workspace
     def _shapes(self, problem: ConvProblem) -> dict[str, tuple[int, int, int]]:

@@ -140,3 +140,28 @@ def test_find_times_the_library_beside_the_kernels(handle) -> None:  # noqa: ANN
     y = torch.empty((32, 56, 56, 64), device="cuda", dtype=torch.float16)
     names = [s.solver for s in handle.find(p, x, w, y)]
     assert "ConvBlasGemm1x1Fwd" in names and len(names) > 1
+
+
+@pytest.mark.parametrize(("direction", "type_name"),
+                         [(d, t) for d in "FBW" for t in ("FP16", "BF16")])
+def test_one_pixel_channel_planes_run_one_call(handle, direction: str,  # noqa: ANN001
+                                               type_name: str) -> None:
+    """A squeeze-and-excitation layer in NCHW (one pixel an image): the direct solver, one
+    call over every image (backward weights too), against float64."""
+    p = ConvProblem(n=5, c=24, k=40, in_spatial=(1, 1), filter=(1, 1), direction=direction,
+                    in_type=type_name)
+    name = f"ConvBlasGemm1x1{dict(F='Fwd', B='Bwd', W='Wrw')[direction]}"
+    assert name in [s.name for s in handle.applicable_solvers(p)]
+    dt = DTYPES[type_name]
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    x, w, y = (torch.randn(shape, device="cuda", generator=gen).to(dt)
+               for shape in (p.in_shape, p.wei_shape, p.out_shape))
+    x2, y2, w2 = x.double().flatten(1), y.double().flatten(1), w.double().flatten(1)
+    want = {"F": lambda: x2 @ w2.t(), "B": lambda: y2 @ w2, "W": lambda: y2.t() @ x2}[direction]()
+    out = {"F": y, "B": x, "W": w}[direction]
+    out.fill_(float("nan"))
+    handle.run(p, name, x, w, y)
+    torch.cuda.synchronize()
+    got = out.double().reshape(want.shape)
+    assert torch.isfinite(got).all()
+    assert float((got - want).norm() / want.norm()) < TOLERANCE[type_name]

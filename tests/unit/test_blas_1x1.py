@@ -248,3 +248,61 @@ def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
     assert listed["FP16-F-NCHW"] == listed["BF16-F-NCHW"] == 64 and len(listed) == 10
     fits = {c: e for d in runs for c, e in first_place.cases(d).items()}
     assert all(fits[c]["max_rel_err"] < 1e-3 and fits[c]["layers"] > 50 for c in listed)
+
+
+@pytest.mark.parametrize(("direction", "dims"), list(itertools.product("FBW", (2, 3))))
+def test_one_pixel_channel_planes_are_the_channels_last_call(direction: str, dims: int
+                                                             ) -> None:
+    """A channel-planar problem of one pixel an image (a squeeze-and-excitation layer) is the
+    channels-last problem's bytes: one call over every image, backward weights included, and
+    it computes the convolution."""
+    one = (1,) * dims
+    p = _problem(direction, "NCHW", dims=dims, in_spatial=one, n=5)
+    twin = _problem(direction, "NHWC", dims=dims, in_spatial=one, n=5)
+    call = gemm_call(p)
+    assert call is not None and call == gemm_call(twin) and call.batch == 1
+    tensors = conv_inputs(p, np.random.default_rng(3))
+    out = conv_output_name(p)
+    buffers = {name: np.asarray(t, dtype=np.float64).ravel().copy()
+               for name, t in tensors.items()}
+    buffers[out] = np.full(int(np.prod(conv_tensor_shapes(p)[out])), np.nan)
+    emulate(call, buffers)
+    np.testing.assert_allclose(buffers[out], conv_reference(p, tensors).ravel(), rtol=1e-12,
+                               atol=1e-12)
+    # Two pixels: channel planes again (backward weights through copies, not one call).
+    assert gemm_call(_problem("W", "NCHW", dims=dims, in_spatial=(1,) * (dims - 1) + (2,))) \
+        is None
+
+
+def test_one_pixel_channel_planes_claim_as_channels_last(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Where offered, the library ranks first on them as on the channels-last case; the zoo's
+    such layers measured it there (NHWC) against the kernels in NCHW (the comment's figures,
+    recomputed from the committed runs)."""
+    import json
+    import math
+    from pathlib import Path
+
+    from miopenkernels.solvers import ranks_first
+
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    for direction, solver in zip("FBW", BLAS_SOLVERS[:3], strict=True):
+        p = _problem(direction, "NCHW", in_type="FP16", wei_type="FP16", out_type="FP16",
+                     n=32, c=240, k=64, in_spatial=(1, 1))
+        assert solver.is_applicable(p, SM90) and ranks_first(solver, p, SM90), direction
+        assert not any(s.is_applicable(p, SM90) for s in library_solvers(_Backend())
+                       if "Via" in s.name)
+    results = Path(__file__).resolve().parents[2] / "bench" / "results"
+    ratios: dict[str, list[float]] = {}
+    for run in ("zoo_h200-fb-9ec5af9.json", "zoo_h200-w-9ec5af9.json"):
+        for r in json.loads((results / run).read_text())["rows"]:
+            f = r["key"].split("-")
+            if f[1:3] == ["1", "1"] and f[5:7] == ["1", "1"] and r["case"].startswith("FP16"):
+                ratios.setdefault(r["case"], []).append(r["ratio"])
+
+    def geomean(case: str) -> float:
+        v = ratios[case]
+        return round(math.exp(sum(math.log(x) for x in v) / len(v)), 2)
+
+    assert [geomean(f"FP16-{d}-NHWC") for d in "FBW"] == [0.75, 0.9, 0.82]
+    assert [geomean(f"FP16-{d}-NCHW") for d in "FBW"] == [1.03, 1.38, 1.04]

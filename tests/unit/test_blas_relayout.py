@@ -174,7 +174,7 @@ def test_offered_with_the_library_and_first_where_the_table_says(
     assert not ranks_first(VIA, _problem(n=32, c=32, k=96, in_spatial=(28, 28),  # 24
                                          in_type="FP16"), SM90)
     assert not ranks_first(VIA, _problem(n=32, c=256, k=64, in_spatial=(1, 1),
-                                         in_type="FP16"), SM90)  # one pixel
+                                         in_type="FP16"), SM90)  # one pixel: one call
     assert not ranks_first(VIA, _problem(n=32, c=256, k=64, in_spatial=(28, 28),
                                          in_type="BF16"), SM90)
 
