@@ -74,11 +74,6 @@ class ConvTriton3dRelaidChunks(BatchChunks, ConvTriton3dRelaid):
     def _copied(self, problem: ConvProblem) -> tuple[int, ...]:
         return copied_per_image(problem, self.layout)
 
-    def _chunks_aligned(self, problem: ConvProblem) -> bool:
-        """Also where the conv launches read and write copies alone (the workspace's parts,
-        whatever the chunks' offsets into the caller's tensors)."""
-        return super()._chunks_aligned(problem) or len(self._copied(problem)) == 2
-
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the relaid solver claims the first chunk."""
         return self.inner.claims_first(self._relaid(problem), target)

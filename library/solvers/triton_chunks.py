@@ -117,9 +117,11 @@ class BatchChunks(WorkspaceParts, Solver):
 
     def _chunks_aligned(self, problem: ConvProblem) -> bool:
         """Whether every chunk's launches may take the aligned objects (`chunking`'s
-        `aligned`: the chunks' offsets into the caller's tensors keep them legal)."""
+        `aligned`: the chunks' offsets into the caller's tensors keep them legal), or the
+        conv launches read and write copies alone (an inner solver that copies both
+        activations: the workspace's parts, whatever the chunks' offsets)."""
         got = self._chunking(problem)
-        return got is None or got[2]
+        return got is None or got[2] or len(self._copied(problem)) == 2
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         """The first chunk's problem."""
