@@ -189,6 +189,11 @@ def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> 
     return filling_split(tiles, steps, sms, MIN_SPLIT_STEPS, most)
 
 
+def partials_fit(sizes: Mapping[str, int], split: int) -> bool:
+    """Backward weights' FP32 partials in `split` parts have 32-bit offsets."""
+    return int(split) * sizes["K"] * sizes["C"] < 2**31
+
+
 def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
                     ) -> int:
     split = int(config.get("SPLIT_K", 1))

@@ -130,7 +130,10 @@ class ConvTritonGemm1x1(Solver):
             config = _config(tuple(int(v) for v in params))
         except (TypeError, ValueError, ProblemError):
             return False
-        return bool(gemm1x1_spec().legal(self.direction, config, problem.in_type, kind))
+        spec = gemm1x1_spec()
+        if self.direction == "W" and not spec.partials_fit(_view(problem)[1], config["SPLIT_K"]):
+            return False  # a split whose partials' offsets would pass 32 bits
+        return bool(spec.legal(self.direction, config, problem.in_type, kind))
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The spec's usual tile for the problem; backward weights split to fill the CUs."""

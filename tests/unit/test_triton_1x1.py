@@ -77,6 +77,12 @@ def test_backward_weights_split_over_images_and_reduce() -> None:
     assert reduce.pointer_args()[:2] == ["workspace", "dw"]
     assert reduce.scalars()["TOTAL"] == 128 * 256
     assert solver.follow_ups(p, params[:4] + (1,) + params[5:], SM90) == ()
+    # A legal split whose partials would pass 32-bit offsets is not valid for the problem.
+    wide = _p(4096, 4096, 28, "W")
+    assert solver.is_applicable(wide, SM90)
+    assert solver.params_valid(wide, SM90, (64, 64, 64, 8, 64, 4, 4))
+    assert not solver.params_valid(wide, SM90, (64, 64, 64, 8, 256, 4, 4))
+    assert solver.params_valid(wide, SM90, solver.default_params(wide, SM90))
 
 
 def test_every_default_call_runs_shipped_objects() -> None:
