@@ -10,7 +10,11 @@ them these solvers transpose the operands into the workspace (`transpose_021`), 
 layout's kernel of `ConvTritonImplicitGemm` on them with the same parameters, and transpose the
 result back; where that kernel splits its reduction, the reduce launch writes the output in
 the caller's layout directly (it takes any strides), so the output needs no transpose.
-MIOpen's NHWC implicit-GEMM solvers serve NCHW problems the same way.
+MIOpen's NHWC implicit-GEMM solvers serve NCHW problems the same way. A transposed convolution
+is its plain convolution's opposite direction (`conv_view`), copies and all, and takes these
+solvers as that direction's problem does (U-Net's 2x2 up-convolutions in NCHW took 1.8-5.4x
+cuDNN's GPU time on the NCHW kernels, zoo_h200-fb-9ec5af9), except where its copies would be
+channel-padded (`padded_nhwc`).
 
 Every conv object is the other layout's solver's own (`compile_job` is its job on the relaid
 problem); only the transpose kernel (one object per element type and tile) is added to a
@@ -62,7 +66,7 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
     faster than its own layout's on the target's kind (the spec's `via_other_layout`), or
     None where its own are the ones to use (also on a small grid: triton_small_grid)."""
     p = problem
-    if p.mode != "conv" or len(p.in_spatial) != 2 or p.in_layout not in ("NCHW", "NHWC") or \
+    if len(p.in_spatial) != 2 or p.in_layout not in ("NCHW", "NHWC") or \
             not p.in_layout == p.wei_layout == p.out_layout:
         return None
     kind = target_kind(target.arch)
@@ -97,9 +101,12 @@ def padded_nhwc(problem: ConvProblem) -> ConvProblem | None:
     """The NHWC form of an NCHW problem of one group with its input channels and filters
     rounded up to the padded solvers' multiple (conv_triton_pad_spec), where that form takes
     the aligned object and the plain one does not: the transposes write the padded copies (the
-    new channels zero) and read the output's real channels back. None elsewhere."""
+    new channels zero) and read the output's real channels back. None elsewhere, and for a
+    transposed convolution (`_copies` pads the plain convolution's tensors by the problem's
+    own channel counts, which a transposed one's view swaps)."""
     q = relaid(problem, "NHWC")
-    if problem.groups != 1 or _aligned(q) or not has_kernels_spec(PAD_SPEC) or \
+    if problem.groups != 1 or problem.mode != "conv" or _aligned(q) or \
+            not has_kernels_spec(PAD_SPEC) or \
             problem.in_type not in kernels_spec(PAD_SPEC).TYPES:
         return None
     q = padded_problem(q)

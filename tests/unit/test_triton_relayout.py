@@ -247,10 +247,53 @@ def test_applies_to_listed_nchw_cases_on_listed_kinds_only() -> None:
     # No measurement on the AMD kinds or sm80: the NCHW kernels stay alone there.
     for other in ("gfx942-304", "sm80-108"):
         assert not bwd.is_applicable(_as(LAYER, "B", "FP16"), Target.parse(other))
-    # Transposed convolutions are not taken; grouped backward data is, as in the other
-    # directions (the group is the kernels' program axis 1).
-    assert not wrw.is_applicable(replace(_as(LAYER, "W", "FP16"), mode="trans"), SM90)
+    # Transposed convolutions are taken as their plain convolution's opposite direction;
+    # grouped backward data is, as in the other directions (the group is the kernels' program
+    # axis 1).
+    assert wrw.is_applicable(replace(_as(LAYER, "W", "FP16"), mode="trans"), SM90)
+    assert bwd.is_applicable(replace(_as(LAYER, "F", "FP16"), mode="trans"), SM90)
+    assert not bwd.is_applicable(replace(_as(LAYER, "B", "FP16"), mode="trans"), SM90)
+    assert fwd.is_applicable(replace(_as(LAYER, "B", "FP16"), mode="trans"), SM90)
     assert bwd.is_applicable(replace(_as(LAYER, "B", "FP16"), groups=2), SM90)
+
+
+# U-Net's deepest up-convolution: 1024 -> 512 channels, 16x16 -> 32x32 (2x2, stride 2).
+UP = ConvProblem(n=32, c=1024, k=512, in_spatial=(16, 16), filter=(2, 2), stride=(2, 2),
+                 pad=(0, 0), mode="trans")
+
+
+def test_a_transposed_convolution_copies_its_own_tensors_in_and_out() -> None:
+    """Its forward is the plain convolution's backward data: the kernel reads the caller's x
+    as dy and w (C x K/G filters) as the plain convolution's, and writes the caller's y."""
+    via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
+    p = _as(UP, "F", "FP16")
+    assert via.is_applicable(p, SM90) and ranks_first(via, p, SM90)
+    params = (128, 64, 64, 8, 1, 4, 4)
+    ins = via.lead_ins(p, params, SM90)
+    assert [(launch.pointer_args()[:2], _plain(launch)) for _, launch in ins] == [
+        (["w", "ws_w"], {"B": 1024, "R": 512, "S": 4}),
+        (["x", "ws_y"], {"B": 32, "R": 1024, "S": 256})]
+    assert via.launch(p, params).pointer_args()[:3] == ["ws_x", "ws_w", "ws_y"]
+    (_, out), = via.follow_ups(p, params, SM90)
+    assert out.pointer_args()[:2] == ["ws_x", "y"]
+    assert _plain(out) == {"B": 32, "R": 1024, "S": 512}  # [n][32*32][512] -> [n][512][...]
+    # Its backward data is the plain forward, on the caller's dy and into its dx.
+    fwd = get_solver("ConvTritonImplicitGemmViaNhwcFwd")
+    q = _as(UP, "B", "FP16")
+    assert fwd.is_applicable(q, SM90)
+    reads = [launch.pointer_args()[0] for _, launch in fwd.lead_ins(q, params, SM90)]
+    assert sorted(reads) == ["dy", "w"]
+    (_, back), = fwd.follow_ups(q, params, SM90)
+    assert back.pointer_args()[1] == "dx"
+
+
+def test_a_transposed_convolution_of_odd_channels_is_not_padded() -> None:
+    """`_copies` pads by the problem's own channel counts, which a transposed convolution's
+    view swaps: such a problem stays on the NCHW kernels."""
+    odd = _as(replace(UP, c=1000, k=500), "F", "FP16")
+    assert not get_solver("ConvTritonImplicitGemmViaNhwcBwd").is_applicable(odd, SM90)
+    plain = _as(replace(UP, c=500, k=1000, mode="conv", in_spatial=(32, 32)), "B", "FP16")
+    assert get_solver("ConvTritonImplicitGemmViaNhwcBwd").is_applicable(plain, SM90)
 
 
 def test_the_nhwc_solvers_objects_and_parameters() -> None:
