@@ -10,6 +10,10 @@ per image, a strided batch over the images with W shared (forward and backward d
 backward weights would sum the images' products, which one call cannot). `gemm_call` works
 the call out in cuBLAS's column-major terms from the kernels' view (`conv_view`: transposed
 convolutions, 2-D and 3-D alike), without a GPU: tests/unit/test_blas_1x1.py runs it on numpy.
+A filter that covers the whole input without padding (one output pixel an image: DCGAN's 4x4
+projection of its latent, a discriminator's head) is the same product over the window's C*R*S
+elements where x's images and the filters hold them in one order (`_window`): one call in
+either layout, backward weights included.
 
 Nothing is compiled and nothing is shipped: no kdb entry, no parameters. The solvers are not
 in the build's registry (`SOLVERS`): a runtime adds them where the library loads on an
@@ -146,29 +150,81 @@ def _activation(v: ConvView, side: str, name: str, channels: int, fold: bool
     return None
 
 
-@lru_cache(maxsize=4096)
-def gemm_call(problem: ConvProblem) -> GemmCall | None:
-    """The one library call that computes `problem`, or None where none does (not a 1x1
-    filter at stride 1 without padding, groups, or backward weights of channel planes)."""
-    v = conv_view(problem)
+_AXES = ("d", "h", "w")
+
+
+def _flat_order(v: ConvView, tensor: str, sizes: tuple[int, ...]) -> set[str]:
+    """The orders ("planar": channel, then the window's d, h, w; "last": d, h, w, then the
+    channel) in which `tensor` ("xs": one image of x, "ws": one filter) is one packed run of
+    its channels times `sizes` (the window) elements; every order where a size is 1 allows."""
     f = v.field
-    if f("g") != 1 or any(f(a) != 1 for a in ("fil_d", "fil_h", "fil_w", "str_d", "str_h",
-                                                "str_w")) or \
+    dims = dict(zip(("c", *_AXES), (f("c"), *sizes), strict=True))
+    strides = {a: f(f"{tensor}_{a}") for a in dims}
+    out = set()
+    for name, order in (("planar", ("c", *_AXES)), ("last", (*_AXES, "c"))):
+        step, ok = 1, True
+        for a in reversed(order):
+            ok = ok and (dims[a] == 1 or strides[a] == step)
+            step *= dims[a]
+        if ok:
+            out.add(name)
+    return out
+
+
+def _window(v: ConvView) -> tuple[_Matrix, _Matrix, _Matrix] | None:
+    """(x, y, w) as images x window, images x filters and filters x window matrices where the
+    filter covers the whole input without padding, one output pixel an image (DCGAN's 4x4
+    latent projection and its discriminator's head): the convolution is then one product over
+    the window's C*R*S elements, where x's images and the filters hold them in one order."""
+    f = v.field
+    window = tuple(f(f"fil_{a}") for a in _AXES)
+    if any(f(f"out_{a}") != 1 or f(f"pad_{a}") or f(f"in_{a}") != window[i] or
+           (window[i] > 1 and f(f"dil_{a}") != 1) for i, a in enumerate(_AXES)) or \
+            math.prod(window) == 1:
+        return None
+    if not _flat_order(v, "xs", window) & _flat_order(v, "ws", window) or \
+            (f("k") > 1 and f("ys_k") != 1):
+        return None
+    n, k, flat = f("n"), f("k"), f("c") * math.prod(window)
+    return (_Matrix(v.in_tensor, n, flat, False, f("xs_n"), 0),
+            _Matrix(v.out_tensor, n, k, False, max(f("ys_n"), k), 0),
+            _Matrix(v.wei_tensor, k, flat, False, f("ws_k"), 0))
+
+
+def _one_by_one(v: ConvView) -> tuple[_Matrix, _Matrix, _Matrix, int] | None:
+    """(x, y, w, batch) of a 1x1 filter at stride 1 without padding: pixels x channels
+    matrices per image, or over every image where the activations are channels-last."""
+    f = v.field
+    if any(f(a) != 1 for a in ("fil_d", "fil_h", "fil_w", "str_d", "str_h", "str_w")) or \
             any(f(a) for a in ("pad_d", "pad_h", "pad_w")):
         return None
     if _pixels(v, "in") != _pixels(v, "out") or f("ws_c") != 1 or f("ws_k") != f("c"):
         return None
     c, k = f("c"), f("k")
     w = _Matrix(v.wei_tensor, k, c, False, c, 0)
-    channel_last = f("xs_c") == 1 and f("ys_k") == 1
-    fold = channel_last
+    fold = f("xs_c") == 1 and f("ys_k") == 1  # channels last
     if v.direction == "W" and not fold:
         return None
     x = _activation(v, "in", v.in_tensor, c, fold)
     y = _activation(v, "out", v.out_tensor, k, fold)
     if x is None or y is None:
         return None
-    batch = 1 if fold else f("n")
+    return x, y, w, 1 if fold else f("n")
+
+
+@lru_cache(maxsize=4096)
+def gemm_call(problem: ConvProblem) -> GemmCall | None:
+    """The one library call that computes `problem`, or None where none does (neither a 1x1
+    filter at stride 1 without padding nor a filter over the whole input (`_window`), groups,
+    or backward weights of 1x1 channel planes)."""
+    v = conv_view(problem)
+    if v.field("g") != 1:
+        return None
+    window = _window(v)
+    operands = (*window, 1) if window is not None else _one_by_one(v)
+    if operands is None:
+        return None
+    x, y, w, batch = operands
     # out = left @ right, row-major, as the direction reads it.
     if v.direction == "F":
         out, left, right = y, x, w.t()
@@ -257,9 +313,12 @@ BLAS_SOLVERS: list[Solver] = [ConvBlasGemm1x1(d, m) for m in ("ieee", "tf32")
 def _case(problem: ConvProblem) -> str:
     """`<type>-<direction>-<layout family>`; a problem whose activations hold one pixel an
     image is the same bytes in both layouts and one call either way: the channels-last
-    case's."""
+    case's; so is one whose filter covers the whole input (`_window`: one call over the
+    images in either layout)."""
     one_pixel = math.prod(problem.in_spatial) == 1 == math.prod(problem.out_spatial)
-    layout = "NHWC" if problem.in_layout in ("NHWC", "NDHWC") or one_pixel else "NCHW"
+    window = _window(conv_view(problem)) is not None
+    layout = "NHWC" if problem.in_layout in ("NHWC", "NDHWC") or one_pixel or window \
+        else "NCHW"
     return f"{problem.in_type}-{problem.key_direction}-{layout}"
 
 

@@ -165,3 +165,42 @@ def test_one_pixel_channel_planes_run_one_call(handle, direction: str,  # noqa: 
     got = out.double().reshape(want.shape)
     assert torch.isfinite(got).all()
     assert float((got - want).norm() / want.norm()) < TOLERANCE[type_name]
+
+
+@pytest.mark.parametrize(("direction", "type_name", "layout", "mode"),
+                         [(d, t, lay, m) for d in "FBW" for t in ("FP16", "BF16", "FP32")
+                          for lay in ("NCHW", "NHWC") for m in ("conv", "trans")])
+def test_a_filter_over_the_whole_input_runs_one_call(handle, direction: str,  # noqa: ANN001
+                                                     type_name: str, layout: str,
+                                                     mode: str) -> None:
+    """DCGAN's 4x4 projection of its latent (transposed) and its discriminator's 4x4 head:
+    one call over the window's C*R*S elements in either layout, against float64."""
+    spatial = (1, 1) if mode == "trans" else (4, 4)
+    p = ConvProblem(n=6, c=40, k=24, in_spatial=spatial, filter=(4, 4), direction=direction,
+                    in_type=type_name, in_layout=layout, wei_layout=layout,
+                    out_layout=layout, mode=mode)
+    name = f"ConvBlasGemm1x1{dict(F='Fwd', B='Bwd', W='Wrw')[p.key_direction]}"
+    assert name in [s.name for s in handle.applicable_solvers(p)]
+    dt = DTYPES[type_name]
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    x, w, y = (torch.randn(shape, device="cuda", generator=gen).to(dt)
+               for shape in (p.in_shape, p.wei_shape, p.out_shape))
+    x64, w64, y64 = x.double(), w.double(), y.double()
+    if mode == "conv":  # x holds the window, y one pixel
+        y1 = y64.flatten(1)
+        want = {"F": lambda: torch.einsum("nchw,kchw->nk", x64, w64),
+                "B": lambda: torch.einsum("nk,kchw->nchw", y1, w64),
+                "W": lambda: torch.einsum("nk,nchw->kchw", y1, x64)}[direction]()
+    else:  # x one pixel, y the window; w is (C, K, R, S)
+        x1 = x64.flatten(1)
+        want = {"F": lambda: torch.einsum("nc,ckhw->nkhw", x1, w64),
+                "B": lambda: torch.einsum("nkhw,ckhw->nc", y64, w64),
+                "W": lambda: torch.einsum("nc,nkhw->ckhw", x1, y64)}[direction]()
+    mem = {"x": _memory(x, layout), "w": _memory(w, layout), "y": _memory(y, layout)}
+    out = {"F": "y", "B": "x", "W": "w"}[direction]
+    mem[out] = torch.full_like(mem[out], float("nan"))
+    handle.run(p, name, mem["x"], mem["w"], mem["y"])
+    torch.cuda.synchronize()
+    got = _logical(mem[out], layout).double().reshape(want.shape)
+    assert torch.isfinite(got).all()
+    assert float((got - want).norm() / want.norm()) < TOLERANCE[type_name]

@@ -305,3 +305,49 @@ def test_one_pixel_channel_planes_claim_as_channels_last(monkeypatch: pytest.Mon
 
     assert [geomean(f"FP16-{d}-NHWC") for d in "FBW"] == [0.75, 0.9, 0.82]
     assert [geomean(f"FP16-{d}-NCHW") for d in "FBW"] == [1.03, 1.38, 1.04]
+
+
+WINDOW_CASES = list(itertools.product("FBW", ("NCHW", "NHWC"), ("conv", "trans"), (2, 3)))
+
+
+@pytest.mark.parametrize(("direction", "layout", "mode", "dims"), WINDOW_CASES)
+def test_a_filter_over_the_whole_input_is_one_call(direction: str, layout: str, mode: str,
+                                                   dims: int) -> None:
+    """A filter as large as its input without padding (DCGAN's 4x4 latent projection, its
+    discriminator's 4x4 head) is one product over the window's C*R*S elements in either
+    layout, backward weights of channel planes included, and it computes the convolution."""
+    window = (4, 3) if dims == 2 else (2, 3, 2)
+    # Transposed: the plain convolution's window is the transposed one's output.
+    spatial = (1,) * dims if mode == "trans" else window
+    p = _problem(direction, layout, mode, dims, in_spatial=spatial, filter=window, n=5)
+    call = gemm_call(p)
+    assert call is not None and call.batch == 1
+    _check_call(p, call, seed=11)
+
+
+@pytest.mark.parametrize("change", [
+    dict(pad=(1, 1)), dict(in_spatial=(5, 3)), dict(groups=2, c=6, k=10),
+    dict(in_layout="NHWC", out_layout="NHWC", wei_layout="NCHW"),
+])
+def test_a_window_that_is_not_the_whole_input_is_refused(change: dict[str, Any]) -> None:
+    """Padding, an input larger than the filter (more than one output pixel), groups, and x
+    and the filters holding the window in different orders: no one call."""
+    p = _problem("F", "NCHW", **{"in_spatial": (4, 3), "filter": (4, 3), **change})
+    assert gemm_call(p) is None
+
+
+def test_a_window_problem_claims_as_channels_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where offered, DCGAN's 4x4 projection ranks the library first in both layouts: its
+    case is the channels-last one (one call over the images)."""
+    from miopenkernels.solvers import ranks_first
+
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    solvers = dict(zip("FBW", BLAS_SOLVERS[:3], strict=True))
+    for layout in ("NCHW", "NHWC"):
+        for direction in "FBW":
+            p = _problem(direction, layout, "trans", in_type="FP16", wei_type="FP16",
+                         out_type="FP16", n=32, c=100, k=512, in_spatial=(1, 1),
+                         filter=(4, 4))
+            solver = solvers[p.key_direction]  # its plain convolution's opposite direction
+            assert solver.is_applicable(p, SM90) and ranks_first(solver, p, SM90), \
+                (layout, direction)
