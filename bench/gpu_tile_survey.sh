@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine: bench/solver_alternatives.py over the tiles the tile rules choose among
 # (bench/tile_rule_fit.py fits them), each survey's results under OUTDIR (SURVEYS: which of
-# small, few, usual, depthwise, dw_w, wrw; default all but dw_w). The sm90-132 package of the default
-# manifests is built first (bench/_gpu_env.sh `sm90_package`), so only the named tiles compile.
+# small, few, usual, depthwise, dw_w, wrw, grouped_w; default all but dw_w and grouped_w). The
+# sm90-132 package of the default manifests is built first (bench/_gpu_env.sh `sm90_package`),
+# so only the named tiles compile.
 #
 #   bash bench/gpu_tile_survey.sh OUTDIR
 set -uo pipefail
@@ -67,5 +68,11 @@ for s in $surveys; do
       alt wrw_NHWC ConvTritonImplicitGemmWrw "64:64:64:8:4:4:0 128:128:64:8:8:3:0 \
 128:64:64:8:4:3:0 64:128:64:8:4:3:0 128:128:32:8:4:3:0 64:64:32:8:4:3:0" W NHWC \
         '^[0-9]{2,}-[^_]*$' 4 ;;
+    grouped_w)  # grouped (not depthwise) backward weights, both layouts: the packed kernel's
+                # (fewer than 16 channels a group) and the implicit GEMM's (16 and more)
+                # tiles, narrow ones included, at the filling split (0) and at 64 parts
+      alt grouped_W ConvTritonImplicitGemmWrw "64:32:64:1:4:3:0 64:16:64:1:4:3:0 \
+64:32:128:1:4:3:0 64:64:128:1:4:3:0 128:32:64:1:4:3:0 64:32:64:1:4:3:64 64:16:64:1:4:3:64" \
+        W NHWC,NCHW '^(?!([0-9]+)-.*_g\1$).*_g[0-9]+$' ;;
   esac
 done

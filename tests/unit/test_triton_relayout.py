@@ -287,6 +287,19 @@ def test_a_transposed_convolution_copies_its_own_tensors_in_and_out() -> None:
     assert back.pointer_args()[1] == "dx"
 
 
+def test_a_transposed_convolution_of_few_channels_stays_on_its_own_layout() -> None:
+    """The few-channel table (VIA_NCHW_FEW_C) was measured on plain stems; DCGAN's 64 -> 3
+    4x4 stride-2 up-convolution in NHWC keeps its own few-channel kernel, and the plain stem
+    of the same shape still goes through NCHW."""
+    up = ConvProblem(n=32, c=64, k=3, in_spatial=(32, 32), filter=(4, 4), stride=(2, 2),
+                     pad=(1, 1), mode="trans")
+    via = get_solver("ConvTritonImplicitGemmViaNchwBwd")
+    assert not via.is_applicable(_as(up, "F", "FP16", "NHWC"), SM90)
+    stem = ConvProblem(n=32, c=3, k=64, in_spatial=(64, 64), filter=(4, 4), stride=(2, 2),
+                       pad=(1, 1))
+    assert via.is_applicable(_as(stem, "B", "FP16", "NHWC"), SM90)
+
+
 def test_a_transposed_convolution_of_odd_channels_is_not_padded() -> None:
     """`_copies` pads by the problem's own channel counts, which a transposed convolution's
     view swaps: such a problem stays on the NCHW kernels."""
@@ -626,3 +639,31 @@ def test_few_channel_backward_data_is_what_the_zoo_runs_measured() -> None:
     (_, out), = bwd.follow_ups(stem, params, SM90)
     assert out.kernel_name == "transpose_021" and out.pointer_args()[:2] == ["ws_x", "dx"]
     assert _plain(out) == {"B": 32, "R": 3, "S": 224 * 224}  # [n][c][pixels] -> [n][pixels][c]
+
+
+def test_transposed_layers_figures_are_what_the_committed_runs_measured() -> None:
+    """bench/results/README's figures for the zoo's transposed layers (FP16, batch 32): over
+    the rows the whole-zoo runs before (9ec5af9) and the runs after (the Via solvers taking
+    transposed convolutions, fdf1aef; the window GEMM, d10d600) both measured, the GPU-time
+    geomean against cuDNN 1.50 -> 0.95; U-Net's up-convolutions in NCHW 1.8-5.4x before."""
+    import sys
+
+    sys.path.insert(0, str(RESULTS.parent))
+    from _results import read_json
+
+    def rows(*names: str) -> dict[tuple[str, str], dict]:
+        out = {}
+        for name in names:
+            for r in read_json(RESULTS / name)["rows"]:
+                out[(r["key"], r["case"])] = r
+        return out
+
+    before = rows("zoo_h200-fb-9ec5af9.json", "zoo_h200-w-9ec5af9.json")
+    after = rows("zoo_h200-trans-fdf1aef.json", "zoo_h200-nets-d10d600.json")
+    both = [k for k, r in after.items() if k in before and "transposed" in r["classes"]]
+    assert len(both) == 56
+    assert round(_geomean([before[k]["ratio"] for k in both]), 2) == 1.50
+    assert round(_geomean([after[k]["ratio"] for k in both]), 2) == 0.95
+    up = [before[k]["ratio"] for k in both
+          if before[k]["network"] == "unet" and before[k]["case"] == "FP16-F-NCHW"]
+    assert (round(min(up), 1), round(max(up), 1)) == (1.8, 5.4)
