@@ -74,8 +74,13 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
         return None
     type_name = MATH_TYPE.get(math, problem.in_type)
     case = f"{type_name}-{problem.key_direction}"
-    if not spec_module().via_other_layout(kind, p.in_layout, case,
-                                          spec_sizes(problem_view(problem)[0])):
+    sizes = spec_sizes(problem_view(problem)[0])
+    if not spec_module().via_other_layout(kind, p.in_layout, case, sizes):
+        return None
+    if p.mode != "conv" and sizes["C"] < spec_module().VIA_NHWC_MIN_C:
+        # The few-channel table was measured on plain stems: DCGAN's 64 -> 3 up-convolution
+        # in NHWC took 1.01x cuDNN through NCHW against 0.65x on its own few-channel kernel
+        # (zoo_h200-trans-fdf1aef.json against zoo_h200-fb-9ec5af9.json).
         return None
     if small_grid_config(problem, target, math) is not None:
         return None  # the own layout's narrow split tile (solvers/triton_small_grid.py)
