@@ -17,6 +17,12 @@ assumed), backward weights at the split `spec.split_for` gives each tile plus it
 
     python bench/patch_conv.py --out bench/results/patch_conv_h200
 
+`--set grouped` times the same two variants on the zoo's grouped 3x3 layers instead (ResNeXt's
+4, 8, 16 and 32 channels a group, RegNet-Y's 8; backward weights by default): `gemm` is the
+kernel the implicit GEMM runs on them (`kernel_for`: the packed one below 16 channels a
+group), `flat` the few-channel kernel, which takes a filter row's (s, c) taps in one tile
+where the per-tap kernel fills 16 of its 64 rows and columns a group.
+
 Prints a line per case and writes <out>.json (device, versions, rows); every output is
 checked against cuDNN's (relative L2 error).
 """
@@ -32,23 +38,33 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-#: (name, N, C, H, W, K, filter=stride): the zoo's patch convolutions (U-Net's up-convolutions
-#: in their convolution form: x the large side).
+#: (name, N, C, H, W, K, filter, stride, pad, groups): the zoo's patch convolutions (filter =
+#: stride, no padding; U-Net's up-convolutions in their convolution form: x the large side).
 LAYERS = (
-    ("unet dec4.up", 32, 512, 32, 32, 1024, 2),
-    ("unet dec3.up", 32, 256, 64, 64, 512, 2),
-    ("unet dec2.up", 32, 128, 128, 128, 256, 2),
-    ("unet dec1.up", 32, 64, 256, 256, 128, 2),
-    ("convnext features.2.1", 32, 96, 56, 56, 192, 2),
-    ("convnext features.4.1", 32, 192, 28, 28, 384, 2),
-    ("convnext features.6.1", 32, 384, 14, 14, 768, 2),
+    ("unet dec4.up", 32, 512, 32, 32, 1024, 2, 2, 0, 1),
+    ("unet dec3.up", 32, 256, 64, 64, 512, 2, 2, 0, 1),
+    ("unet dec2.up", 32, 128, 128, 128, 256, 2, 2, 0, 1),
+    ("unet dec1.up", 32, 64, 256, 256, 128, 2, 2, 0, 1),
+    ("convnext features.2.1", 32, 96, 56, 56, 192, 2, 2, 0, 1),
+    ("convnext features.4.1", 32, 192, 28, 28, 384, 2, 2, 0, 1),
+    ("convnext features.6.1", 32, 384, 14, 14, 768, 2, 2, 0, 1),
+)
+#: The zoo's grouped 3x3 layers (`--set grouped`).
+GROUPED = (
+    ("resnext50 layer1.1.conv2", 32, 128, 56, 56, 128, 3, 1, 1, 32),
+    ("resnext50 layer2.1.conv2", 32, 256, 28, 28, 256, 3, 1, 1, 32),
+    ("resnext50 layer2.0.conv2", 32, 256, 56, 56, 256, 3, 2, 1, 32),
+    ("resnext50 layer3.1.conv2", 32, 512, 14, 14, 512, 3, 1, 1, 32),
+    ("resnext50 layer4.1.conv2", 32, 1024, 7, 7, 1024, 3, 1, 1, 32),
+    ("regnet_y_400mf block2.1.b", 32, 104, 28, 28, 104, 3, 1, 1, 13),
+    ("regnet_y_400mf block3.1.b", 32, 208, 14, 14, 208, 3, 1, 1, 26),
 )
 #: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
 TILES = ((128, 128, 64, 8, 3), (128, 128, 32, 4, 4), (128, 64, 64, 4, 3), (256, 128, 32, 8, 3),
          (64, 128, 64, 4, 3), (128, 256, 64, 8, 3))
-KERNELS = {("F", "gemm"): "conv2d_fwd", ("F", "flat"): "conv2d_fwd_smallc",
-           ("B", "gemm"): "conv2d_bwd_data", ("B", "flat"): "conv2d_bwd_data_smallc",
-           ("W", "gemm"): "conv2d_bwd_weight", ("W", "flat"): "conv2d_bwd_weight_smallc"}
+GROUPED_TILES = ((64, 64, 64, 4, 3), (64, 32, 64, 4, 3), (64, 64, 32, 4, 4), (128, 64, 32, 4, 3),
+                 (64, 128, 32, 4, 3), (128, 128, 32, 4, 3))
+FLAT = {"F": "conv2d_fwd_smallc", "B": "conv2d_bwd_data_smallc", "W": "conv2d_bwd_weight_smallc"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -56,8 +72,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=Path("patch_conv"), help="output stem")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--layers", default="", help="comma-separated indices into LAYERS")
-    ap.add_argument("--directions", default="F,B,W")
+    ap.add_argument("--set", choices=("patch", "grouped"), default="patch",
+                    help="the patch convolutions (LAYERS) or the grouped ones (GROUPED)")
+    ap.add_argument("--layers", default="", help="comma-separated indices into the set")
+    ap.add_argument("--directions", default="", help="F,B,W (default: all; grouped: W)")
     ap.add_argument("--layouts", default="NCHW,NHWC")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     return ap.parse_args(argv)
@@ -101,17 +119,18 @@ def _case(layer: tuple, direction: str, layout: str, kernels: dict, time: Any) -
     import triton
     from miopenkernels.kernels import conv_triton_spec as spec
 
-    name, n, c, h, w_, k, f = layer
-    p, q = h // f, w_ // f
+    name, n, c, h, w_, k, f, st, pad, groups = layer
+    p, q = (h + 2 * pad - f) // st + 1, (w_ + 2 * pad - f) // st + 1
     fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
     x = torch.randn(n, c, h, w_, device="cuda", dtype=torch.float16).to(memory_format=fmt)
-    wt = (torch.randn(k, c, f, f, device="cuda", dtype=torch.float16) / (c * f * f) ** 0.5
+    cg, kg = c // groups, k // groups
+    wt = (torch.randn(k, cg, f, f, device="cuda", dtype=torch.float16) / (cg * f * f) ** 0.5
           ).to(memory_format=fmt)
     dy = torch.randn(n, k, p, q, device="cuda", dtype=torch.float16).to(memory_format=fmt)
-    conv = ([f, f], [0, 0], [1, 1], False, [0, 0], 1)
+    conv = ([st, st], [pad, pad], [1, 1], False, [0, 0], groups)
     if direction == "F":
         def cudnn() -> Any:
-            return torch.nn.functional.conv2d(x, wt, stride=f)
+            return torch.nn.functional.conv2d(x, wt, stride=st, padding=pad, groups=groups)
     else:
         mask = [direction == "B", direction == "W", False]
         index = 0 if direction == "B" else 1
@@ -120,22 +139,25 @@ def _case(layer: tuple, direction: str, layout: str, kernels: dict, time: Any) -
             return torch.ops.aten.convolution_backward(dy, x, wt, None, *conv, mask)[index]
     ref = cudnn().float()
     row: dict[str, Any] = {"layer": name, "direction": direction, "layout": layout,
-                           "sizes": [n, c, h, w_, k, f], "cudnn_ms": time(cudnn)}
+                           "sizes": [n, c, h, w_, k, f, st, pad, groups],
+                           "cudnn_ms": time(cudnn)}
     out = {"F": torch.empty_like(dy), "B": torch.empty_like(x),
            "W": torch.empty_like(wt)}[direction]
     y_t = out if direction == "F" else dy
     x_t = out if direction == "B" else x
     w_t = out if direction == "W" else wt
-    sizes = {"N": n, "C": c, "H": h, "W": w_, "K": k, "P": p, "Q": q, "R": f, "S": f, "G": 1,
-             "stride_h": f, "stride_w": f, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1}
+    sizes = {"N": n, "C": cg, "H": h, "W": w_, "K": kg, "P": p, "Q": q, "R": f, "S": f,
+             "G": groups, "stride_h": st, "stride_w": st, "pad_h": pad, "pad_w": pad,
+             "dil_h": 1, "dil_w": 1}
     args = spec.conv_args(sizes, {"x": _strides(x_t), "w": _strides(w_t), "y": _strides(y_t)})
     last = int(layout == "NHWC")
     ptrs = {"x_ptr": x_t, "w_ptr": w_t, "y_ptr": y_t}
     for variant in ("gemm", "flat"):
-        kname = KERNELS[(direction, variant)]
+        kname = spec.kernel_for(direction, sizes) if variant == "gemm" else FLAT[direction]
+        row[f"{variant}_kernel"] = kname
         reduce = kernels["conv2d_bwd_weight_reduce"]
         best = None
-        for bm, bn, bk, warps, stages in TILES:
+        for bm, bn, bk, warps, stages in kernels["tiles"]:
             config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "SPLIT_K": 1,
                       "num_warps": warps, "num_stages": stages}
             if direction == "W":
@@ -145,7 +167,9 @@ def _case(layer: tuple, direction: str, layout: str, kernels: dict, time: Any) -
             ws = torch.empty(max(1, int(spec.workspace_bytes(kname, sizes, config)) // 4),
                              device="cuda", dtype=torch.float32)
             rargs = spec.reduce_args(kname, args, bool(last)) if split > 1 else None
-            aligned = bool(spec.meets_align16(args, bool(last), "FP16", "conv2d_fwd"))
+            aligned = bool(spec.meets_align16(args, bool(last), "FP16", kname)) if \
+                True in spec.align16_variants(kname, bool(last)) else \
+                bool(spec.meets_align16(args, bool(last), "FP16", "conv2d_fwd"))
             obj, values = kernels["object"](kname, config, bool(last), aligned,
                                             {**ptrs, "ws_ptr": ws, **args})
 
@@ -186,13 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     from miopenkernels.kernels import conv_triton as ker
 
     torch.backends.cudnn.benchmark = True
+    grouped = args.set == "grouped"
     kernels: dict[str, Any] = {"conv2d_bwd_weight_reduce": ker.conv2d_bwd_weight_reduce,
-                               "object": _object}
+                               "object": _object, "tiles": GROUPED_TILES if grouped else TILES}
     result: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                               "cudnn": torch.backends.cudnn.version(),
-                              "triton": triton.__version__, "tiles": TILES, "rows": []}
-    layers = [LAYERS[int(i)] for i in args.layers.split(",") if i] or list(LAYERS)
-    for direction in args.directions.split(","):
+                              "triton": triton.__version__, "set": args.set,
+                              "tiles": kernels["tiles"], "rows": []}
+    table = GROUPED if grouped else LAYERS
+    layers = [table[int(i)] for i in args.layers.split(",") if i] or list(table)
+    for direction in (args.directions or ("W" if grouped else "F,B,W")).split(","):
         for layout in args.layouts.split(","):
             for layer in layers:
                 row = _case(layer, direction, layout, kernels,
