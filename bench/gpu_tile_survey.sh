@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine: bench/solver_alternatives.py over the tiles the tile rules choose among
 # (bench/tile_rule_fit.py fits them), each survey's results under OUTDIR (SURVEYS: which of
-# small, few, usual, depthwise, dw_w, wrw, grouped_w; default all but dw_w and grouped_w). The
-# sm90-132 package of the default manifests is built first (bench/_gpu_env.sh `sm90_package`),
-# so only the named tiles compile.
+# small, few, usual, depthwise, dw_w, wrw, grouped_w, dw_taps; default small, few, usual,
+# depthwise and wrw). The sm90-132 package of the default manifests is built first
+# (bench/_gpu_env.sh `sm90_package`), so only the named tiles compile.
 #
 #   bash bench/gpu_tile_survey.sh OUTDIR
 set -uo pipefail
@@ -74,5 +74,11 @@ for s in $surveys; do
       alt grouped_W ConvTritonImplicitGemmWrw "64:32:64:1:4:3:0 64:16:64:1:4:3:0 \
 64:32:128:1:4:3:0 64:64:128:1:4:3:0 128:32:64:1:4:3:0 64:32:64:1:4:3:64 64:16:64:1:4:3:64" \
         W NHWC,NCHW '^(?!([0-9]+)-.*_g\1$).*_g[0-9]+$' ;;
+    dw_taps)  # depthwise backward weights with every tap in one program, a trial kernel
+              # (bench/depthwise_wrw_taps.py), against the shipped one and cuDNN
+      timeout "${ALT_S:-200}" python3 bench/depthwise_wrw_taps.py --layouts NHWC,NCHW \
+        --held-out --budget-s "$(( ${ALT_S:-200} - 20 ))" --out "$out/dw_taps" \
+        > "$out/dw_taps.log" 2>&1
+      echo "dw_taps rc=$? $(tail -2 "$out/dw_taps.log" | tr '\n' ' ')" ;;
   esac
 done

@@ -145,3 +145,18 @@ def test_the_ranking_replay_moves_picks_from_portable_solvers_only() -> None:
     refused = _run("bench/ranking_replay.py", "--compare", str(RESULTS / "README.md"),
                    str(RESULTS / "ranking_replay_66c63c2.json"))
     assert refused.returncode == 2 and "not two replays" in refused.stderr
+
+
+def test_the_all_taps_depthwise_trial_kernel_computes_backward_weights() -> None:
+    """bench/depthwise_wrw_taps.py's trial kernel under Triton's interpreter (no GPU): filters
+    3/5/7, strides, dilations, several parts, both layouts, against a float64 loop."""
+    run = _run("bench/depthwise_wrw_taps.py", "--check")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    errors = [float(line.rsplit(" ", 1)[1]) for line in run.stdout.splitlines()
+              if line.startswith("C=")]
+    assert len(errors) == 8 and max(errors) < 1e-5
+
+
+def test_the_trial_bench_needs_a_gpu_for_timings() -> None:
+    run = _run("bench/depthwise_wrw_taps.py", "--out", "/nonexistent/x")
+    assert run.returncode == 6 and "GPU machine" in run.stderr
