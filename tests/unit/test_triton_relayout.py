@@ -643,27 +643,33 @@ def test_few_channel_backward_data_is_what_the_zoo_runs_measured() -> None:
 
 def test_transposed_layers_figures_are_what_the_committed_runs_measured() -> None:
     """bench/results/README's figures for the zoo's transposed layers (FP16, batch 32): over
-    the rows the whole-zoo runs before (9ec5af9) and the runs after (the Via solvers taking
-    transposed convolutions, fdf1aef; the window GEMM, d10d600) both measured, the GPU-time
-    geomean against cuDNN 1.50 -> 0.95; U-Net's up-convolutions in NCHW 1.8-5.4x before."""
+    the rows (network, layer, case: a transposed layer shares its FindDb key with the plain
+    convolution it mirrors) the whole-zoo runs before (9ec5af9) and the runs after (the Via
+    solvers taking transposed convolutions, fdf1aef; the window GEMM, d10d600) both measured,
+    the GPU-time geomean against cuDNN 1.44 -> 0.94; U-Net's up-convolutions in NCHW 1.8-5.4x
+    before."""
     import sys
 
     sys.path.insert(0, str(RESULTS.parent))
     from _results import read_json
 
-    def rows(*names: str) -> dict[tuple[str, str], dict]:
+    def rows(*names: str) -> dict[tuple[str, str, str, int], dict]:
         out = {}
         for name in names:
             for r in read_json(RESULTS / name)["rows"]:
-                out[(r["key"], r["case"])] = r
+                out[(r["network"], r["layer"], r["case"], r["n"])] = r
         return out
 
     before = rows("zoo_h200-fb-9ec5af9.json", "zoo_h200-w-9ec5af9.json")
     after = rows("zoo_h200-trans-fdf1aef.json", "zoo_h200-nets-d10d600.json")
     both = [k for k, r in after.items() if k in before and "transposed" in r["classes"]]
-    assert len(both) == 56
-    assert round(_geomean([before[k]["ratio"] for k in both]), 2) == 1.50
-    assert round(_geomean([after[k]["ratio"] for k in both]), 2) == 0.95
+    assert len(both) == 64
+    assert round(_geomean([before[k]["ratio"] for k in both]), 2) == 1.44
+    assert round(_geomean([after[k]["ratio"] for k in both]), 2) == 0.94
+    per = {d: [k for k in both if k[2].split("-")[1] == d] for d in "FBW"}
+    assert [(round(_geomean([before[k]["ratio"] for k in ks]), 2),
+             round(_geomean([after[k]["ratio"] for k in ks]), 2)) for ks in per.values()] == \
+        [(1.58, 0.92), (1.38, 0.89), (1.35, 1.01)]
     up = [before[k]["ratio"] for k in both
           if before[k]["network"] == "unet" and before[k]["case"] == "FP16-F-NCHW"]
     assert (round(min(up), 1), round(max(up), 1)) == (1.8, 5.4)
