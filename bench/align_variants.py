@@ -43,7 +43,6 @@ CASES = ("FP16-NHWC", "FP16-NCHW")
 SMALL_TILE = {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3,
               "GROUP_M": 8, "SPLIT_K": 1}
 VARIANTS = {"generic": 0, "align8": 8, "align16": 16}
-_OBJECTS: dict[tuple, Any] = {}
 
 
 def odd_layers(batch: int, sixteens: str = "") -> list[tuple[str, Any]]:
@@ -69,26 +68,16 @@ def odd_layers(batch: int, sixteens: str = "") -> list[tuple[str, Any]]:
 def compiled(cfg: dict[str, int], channels_last: bool, divisor: int, target: tuple) -> Any:
     """The FP16 forward object of `cfg`: generic (`divisor` 0) or assuming the align16
     arguments multiples of `divisor` (pointers 16-byte aligned)."""
-    key = (tuple(sorted(cfg.items())), channels_last, divisor, target)
-    if key not in _OBJECTS:
-        from miopenkernels.compiler.triton import source_arguments
-        from miopenkernels.kernels import conv_triton as ct
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
-        from triton.compiler import compile as tcompile
+    from _objects import compiled as object_of
+    from miopenkernels.kernels import conv_triton as ct
 
-        kernel = "conv2d_fwd"
-        fn = ct.JIT[kernel]
-        sig, cx = ct.triton_signature(kernel, "FP16", cfg, channels_last, "ieee")
-        ptrs = {n for n, t in sig.items() if t.startswith("*")}
-        assume = [(a, 16 if a in ptrs else divisor)
-                  for a in ct.align16_args(kernel, channels_last)] if divisor else []
-        sig, cx, attrs = source_arguments(
-            fn, [(n, t) for n, t in sig.items() if t != "constexpr"], cx, assume)
-        _OBJECTS[key] = tcompile(ASTSource(fn, sig, cx, attrs), target=GPUTarget(*target),
-                                 options={"num_warps": cfg["num_warps"],
-                                          "num_stages": cfg["num_stages"]})
-    return _OBJECTS[key]
+    kernel = "conv2d_fwd"
+    sig, cx = ct.triton_signature(kernel, "FP16", cfg, channels_last, "ieee")
+    ptrs = {n for n, t in sig.items() if t.startswith("*")}
+    assume = [(a, 16 if a in ptrs else divisor)
+              for a in ct.align16_args(kernel, channels_last)] if divisor else []
+    return object_of(ct.JIT[kernel], [(n, t) for n, t in sig.items() if t != "constexpr"], cx,
+                     assume, cfg["num_warps"], cfg["num_stages"], target)
 
 
 def run(layers: list[tuple[str, Any]], cases: list[str], target: tuple, args: Any

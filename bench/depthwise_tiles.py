@@ -45,7 +45,6 @@ TILES = {"NHWC": [(8, 32, 1), (8, 64, 2), (16, 32, 2), (16, 64, 4), (32, 32, 4),
                   (16, 128, 4), (32, 64, 4), (64, 32, 4), (4, 64, 1), (8, 16, 1), (32, 128, 8)],
          "NCHW": [(32, 4, 1), (64, 2, 1), (64, 4, 2), (128, 4, 4), (128, 8, 4), (256, 4, 4),
                   (64, 8, 2), (32, 8, 2), (256, 8, 8), (128, 2, 2), (64, 16, 4), (32, 16, 4)]}
-_OBJECTS: dict[tuple, Any] = {}
 
 
 def depthwise_layers(network: str, batch: int) -> list[Any]:
@@ -61,26 +60,17 @@ def depthwise_layers(network: str, batch: int) -> list[Any]:
 
 def compiled(dtype: str, tile: tuple[int, int, int], cl: bool, aligned: bool,
              taps: tuple[int, int] | None, target: tuple) -> Any:
-    key = (dtype, tile, cl, aligned, taps, target)
-    if key not in _OBJECTS:
-        import triton
-        from miopenkernels.compiler.triton import source_arguments
-        from miopenkernels.kernels import conv_triton_depthwise as dk
-        from miopenkernels.kernels import conv_triton_depthwise_spec as ds
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
+    from _objects import compiled as object_of
+    from miopenkernels.kernels import conv_triton_depthwise as dk
+    from miopenkernels.kernels import conv_triton_depthwise_spec as ds
 
-        m, n, warps = tile
-        sig, cx = ds.signature("F", dtype, {"BLOCK_M": m, "BLOCK_N": n}, cl,
-                               taps[0] * 10 + taps[1] if taps else 0)
-        fn = dk.depthwise_conv
-        assume = ([(a, ds.align_divisor(dtype)) for a in ds.ALIGN16["depthwise_conv"]]
-                  if aligned else [])
-        s, c, attrs = source_arguments(fn, [(k, t) for k, t in sig.items() if t != "constexpr"],
-                                       cx, assume)
-        _OBJECTS[key] = triton.compile(ASTSource(fn, s, c, attrs), target=GPUTarget(*target),
-                                       options={"num_warps": warps, "num_stages": 1})
-    return _OBJECTS[key]
+    m, n, warps = tile
+    sig, cx = ds.signature("F", dtype, {"BLOCK_M": m, "BLOCK_N": n}, cl,
+                           taps[0] * 10 + taps[1] if taps else 0)
+    assume = ([(a, ds.align_divisor(dtype)) for a in ds.ALIGN16["depthwise_conv"]]
+              if aligned else [])
+    return object_of(dk.depthwise_conv, [(k, t) for k, t in sig.items() if t != "constexpr"],
+                     cx, assume, warps, 1, target)
 
 
 def _job(job: tuple) -> None:

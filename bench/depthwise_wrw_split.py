@@ -56,25 +56,15 @@ def parse_tiles(text: str) -> list[tuple[int, int, int]]:
 def measure(zoo: Any, handle: Any, solver: Any, p: Any, layer: Any, layout: str,
             tiles: list[tuple[int, int, int]], splits: list[int], repeats: int,
             budget_end: float) -> dict:
-    import torch
-    from miopenkernels.problem import TYPE_BYTES
-    from miopenkernels.tensor import DeviceTensor
-    from split_sweep import time_params
+    from split_sweep import time_params, wrw_tensors
 
     target = handle.context.target
-    tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
-    tensors = zoo._tensors(p, tdt)
-    dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
-                              tuple(t.shape)) for role, (t, _) in tensors.items()}
-    torch.backends.cudnn.benchmark = True
-    peer = zoo._peer(p, {role: view for role, (_, view) in tensors.items()})
-    ref = peer().float()
+    tensors, ptrs, peer, ref = wrw_tensors(zoo, p)
     row: dict[str, Any] = {
         "network": layer.network, "layer": layer.name, "held_out": layer.held_out,
         "case": f"{p.in_type}-W-{layout}", "key": p.key(),
         "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, repeats, 3),
         "default_params": list(solver.default_params(p, target)), "times": {}}
-    ptrs = {role: t.ptr for role, t in dev.items()}
     positions = p.n * math.prod(p.out_spatial)
     # Per tile: the programs of an unsplit launch and the BLOCK_M steps of its reduction, what
     # a split rule reads (`--fit`).

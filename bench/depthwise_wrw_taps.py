@@ -45,16 +45,6 @@ CHECKS = ((5, 9, 7, 3, 1, 1, 1, 2, 1), (16, 11, 8, 5, 2, 2, 1, 2, 3),
           (3, 13, 9, 7, 1, 3, 2, 1, 2), (24, 9, 10, 3, 2, 0, 2, 2, 4))
 
 
-def parse_tiles(text: str) -> list[tuple[int, int, int]]:
-    """`16x32w4,...` as (BLOCK_M, BLOCK_N, num_warps)."""
-    out = []
-    for item in text.split(","):
-        mn, w = item.split("w")
-        m, n = mn.split("x")
-        out.append((int(m), int(n), int(w)))
-    return out
-
-
 def geometry(p: Any) -> dict[str, int]:
     """The trial kernel's integer arguments of a 2-D depthwise problem in its own layout."""
     from miopenkernels.solvers.triton_depthwise import _view
@@ -69,34 +59,22 @@ def geometry(p: Any) -> dict[str, int]:
     return out
 
 
-_OBJECTS: dict[tuple, Any] = {}
-
-
 def compiled(dtype: str, bm: int, bn: int, warps: int, taps: int, aligned: bool) -> Any:
     """The trial kernel's sm90 object: sizes run-time i32 arguments; `aligned`: the shipped
     channels-last aligned object's assumptions (its ALIGN16 arguments multiples of
     `align_divisor`, pointers 16-byte aligned)."""
-    key = (dtype, bm, bn, warps, taps, aligned)
-    if key not in _OBJECTS:
-        from _dw_wrw_taps_kernel import depthwise_wrw_taps
-        from miopenkernels.compiler.triton import source_arguments
-        from miopenkernels.kernels import conv_triton_depthwise_spec as dws
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
-        from triton.compiler import compile as tcompile
+    from _dw_wrw_taps_kernel import depthwise_wrw_taps
+    from _objects import compiled as object_of
+    from miopenkernels.kernels import conv_triton_depthwise_spec as dws
 
-        elem = {"FP16": "*fp16", "BF16": "*bf16", "FP32": "*fp32"}[dtype]
-        sig = [(a, ("*fp32" if a == "ws_ptr" else elem) if a.endswith("_ptr") else "i32")
-               for a in ARGS]
-        divisor = dws.align_divisor(dtype)
-        assume = ([(a, 16) for a in ARGS if a.endswith("_ptr")] +
-                  [(a, divisor) for a in dws.ALIGN16["depthwise_conv_wrw"]]) if aligned else []
-        s, c, attrs = source_arguments(depthwise_wrw_taps, sig,
-                                       {"BLOCK_M": bm, "BLOCK_N": bn, "TAPS": taps}, assume)
-        _OBJECTS[key] = tcompile(ASTSource(depthwise_wrw_taps, s, c, attrs),
-                                 target=GPUTarget("cuda", 90, 32),
-                                 options={"num_warps": warps, "num_stages": 1})
-    return _OBJECTS[key]
+    elem = {"FP16": "*fp16", "BF16": "*bf16", "FP32": "*fp32"}[dtype]
+    sig = [(a, ("*fp32" if a == "ws_ptr" else elem) if a.endswith("_ptr") else "i32")
+           for a in ARGS]
+    divisor = dws.align_divisor(dtype)
+    assume = ([(a, 16) for a in ARGS if a.endswith("_ptr")] +
+              [(a, divisor) for a in dws.ALIGN16["depthwise_conv_wrw"]]) if aligned else []
+    return object_of(depthwise_wrw_taps, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "TAPS": taps},
+                     assume, warps, 1)
 
 
 def trial_split(p: Any, bn: int, bm: int, sms: int) -> int:
@@ -145,20 +123,11 @@ def measure(zoo: Any, handle: Any, solver: Any, p: Any, layer: Any, layout: str,
             tiles: list[tuple[int, int, int]], splits: list[int], repeats: int,
             budget_end: float) -> dict:
     import torch
-    from miopenkernels.problem import TYPE_BYTES
-    from miopenkernels.tensor import DeviceTensor
-    from split_sweep import time_params
+    from split_sweep import time_params, wrw_tensors
 
     target = handle.context.target
-    tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
-    tensors = zoo._tensors(p, tdt)
-    dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
-                              tuple(t.shape)) for role, (t, _) in tensors.items()}
-    torch.backends.cudnn.benchmark = True
-    peer = zoo._peer(p, {role: view for role, (_, view) in tensors.items()})
-    ref = peer().float()
+    tensors, ptrs, peer, ref = wrw_tensors(zoo, p)
     params = tuple(solver.default_params(p, target))
-    ptrs = {role: t.ptr for role, t in dev.items()}
     row: dict[str, Any] = {
         "network": layer.network, "layer": layer.name, "held_out": layer.held_out,
         "case": f"{p.in_type}-W-{layout}", "key": p.key(),
@@ -303,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         return 6
     import triton
     import zoo
+    from depthwise_wrw_split import parse_tiles
     from miopenkernels.handle import Handle
     from miopenkernels.solvers import get_solver
 

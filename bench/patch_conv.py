@@ -85,32 +85,21 @@ def _strides(t: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in t.stride())
 
 
-_OBJECTS: dict[tuple, Any] = {}
-
-
 def _object(kernel: str, config: dict[str, int], channels_last: bool, aligned: bool,
             flat: dict[str, Any]) -> tuple[Any, list[Any]]:
     """The sm90 object of `kernel` as a package builds it (sizes run-time arguments; with
     `aligned`, the align16 arguments assumed multiples of 16, pointers 16-byte aligned) and
     its argument values for a launch with `flat` (pointers and CONV_ARGS by name)."""
-    from miopenkernels.compiler.triton import launch_arguments, source_arguments
+    from _objects import compiled
+    from miopenkernels.compiler.triton import launch_arguments
     from miopenkernels.kernels import conv_triton as ct
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.compiler import compile as tcompile
 
     sig, cx = ct.triton_signature(kernel, "FP16", config, channels_last, "ieee")
-    key = (kernel, tuple(sorted(config.items())), channels_last, aligned)
-    if key not in _OBJECTS:
-        fn = ct.JIT[kernel]
-        assume = [(a, 16) for a in ct.align16_args(kernel, channels_last)] if aligned else []
-        s, c, attrs = source_arguments(
-            fn, [(n, t) for n, t in sig.items() if t != "constexpr"], cx, assume)
-        _OBJECTS[key] = tcompile(ASTSource(fn, s, c, attrs), target=GPUTarget("cuda", 90, 32),
-                                 options={"num_warps": config["num_warps"],
-                                          "num_stages": config["num_stages"]})
+    assume = [(a, 16) for a in ct.align16_args(kernel, channels_last)] if aligned else []
+    obj = compiled(ct.JIT[kernel], [(n, t) for n, t in sig.items() if t != "constexpr"], cx,
+                   assume, config["num_warps"], config["num_stages"])
     values = list(launch_arguments(ct.JIT[kernel], {**flat, **cx}).values())
-    return _OBJECTS[key], values
+    return obj, values
 
 
 def _case(layer: tuple, direction: str, layout: str, kernels: dict, time: Any) -> dict:

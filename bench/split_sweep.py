@@ -65,24 +65,15 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
             batch: int, repeats: int, budget_end: float,
             tiles: tuple[tuple[int, ...], ...] = TILES, splits: tuple[int, ...] = SPLITS,
             kernel_only: str = "") -> dict | None:
-    import torch
     from miopenkernels.kernels import conv_triton_spec as spec
-    from miopenkernels.problem import TYPE_BYTES
     from miopenkernels.solvers.triton_common import problem_view, spec_sizes
-    from miopenkernels.tensor import DeviceTensor
 
     p = zoo.layer_problem(layer, type_name, "W", layout, batch)
     if p.groups > 1 or not solver.is_applicable(p, handle.context.target):
         return None
     if kernel_only and problem_view(p)[2] != kernel_only:
         return None
-    tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
-    tensors = zoo._tensors(p, tdt)
-    dev = {role: DeviceTensor(t.data_ptr(), t.numel() * TYPE_BYTES[p.in_type], p.in_type,
-                              tuple(t.shape)) for role, (t, _) in tensors.items()}
-    torch.backends.cudnn.benchmark = True
-    peer = zoo._peer(p, {role: view for role, (_, view) in tensors.items()})
-    ref = peer().float()
+    tensors, ptrs, peer, ref = wrw_tensors(zoo, p)
     cudnn_ms = zoo.queued_gpu_ms(peer, repeats, 3)
     view, _, kernel, _ = problem_view(p)
     sizes = spec_sizes(view)
@@ -92,7 +83,6 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
         "classes": list(zoo.layer_classes(p)), "case": f"{type_name}-W-{layout}", "n": batch,
         "key": p.key(), "sizes": sizes, "sms": sms, "cudnn_gpu_ms": cudnn_ms,
         "default_params": list(handle.params_for(p, solver)), "times": {}}
-    ptrs = {role: t.ptr for role, t in dev.items()}
     today = tuple(row["default_params"])
     row["times"][_name(today)] = time_params(zoo, handle, solver, p, today, tensors, ptrs, ref,
                                              repeats)
@@ -117,6 +107,20 @@ def measure(zoo: Any, handle: Any, solver: Any, layer: Any, type_name: str, layo
             row["times"][name] = time_params(zoo, handle, solver, p, params, tensors, ptrs,
                                              ref, repeats)
     return row
+
+
+def wrw_tensors(zoo: Any, p: Any) -> tuple[dict, dict, Any, Any]:
+    """What a backward-weights bench times a problem on: the zoo's tensors in its layout
+    ({role: (stored, logical view)}), their pointers for an invoker, PyTorch's call of the
+    same convolution (cuDNN, benchmark on) and that call's output in FP32."""
+    import torch
+
+    tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(p.in_type, torch.float32)
+    tensors = zoo._tensors(p, tdt)
+    ptrs = {role: t.data_ptr() for role, (t, _) in tensors.items()}
+    torch.backends.cudnn.benchmark = True
+    peer = zoo._peer(p, {role: view for role, (_, view) in tensors.items()})
+    return tensors, ptrs, peer, peer().float()
 
 
 def _name(params: tuple[int, ...]) -> str:

@@ -73,15 +73,23 @@ def test_matches_float64(handle, direction: str, type_name: str, layout: str,  #
         want = {"F": lambda: torch.einsum("nc...,ck->nk...", x64, w2),
                 "B": lambda: torch.einsum("nk...,ck->nc...", y64, w2),
                 "W": lambda: torch.einsum("nk...,nc...->ck", y64, x64)}[direction]()
-    mem = {"x": _memory(x, lay), "w": _memory(w, lay), "y": _memory(y, lay)}
-    out = {"F": "y", "B": "x", "W": "w"}[direction]
+    _run_checked(handle, p, name, (x, w, y), lay, want, TOLERANCE[type_name])
+
+
+def _run_checked(handle, p: ConvProblem, name: str, xwy: tuple,  # noqa: ANN001
+                 layout: str, want: torch.Tensor, tolerance: float) -> None:
+    """Runs `name` on logical x, w, y stored in `layout` (the output poisoned with NaN first)
+    and checks the output against the float64 `want`."""
+    x, w, y = xwy
+    mem = {"x": _memory(x, layout), "w": _memory(w, layout), "y": _memory(y, layout)}
+    out = {"F": "y", "B": "x", "W": "w"}[p.direction]
     mem[out] = torch.full_like(mem[out], float("nan"))
     handle.run(p, name, mem["x"], mem["w"], mem["y"])
     torch.cuda.synchronize()
-    got = _logical(mem[out], lay).double().reshape(want.shape)
+    got = _logical(mem[out], layout).double().reshape(want.shape)
     assert torch.isfinite(got).all()
     err = float((got - want).norm() / want.norm())
-    assert err < TOLERANCE[type_name], err
+    assert err < tolerance, err
 
 
 def test_a_plan_on_a_side_stream_and_in_a_cuda_graph(handle) -> None:  # noqa: ANN001
@@ -196,11 +204,4 @@ def test_a_filter_over_the_whole_input_runs_one_call(handle, direction: str,  # 
         want = {"F": lambda: torch.einsum("nc,ckhw->nkhw", x1, w64),
                 "B": lambda: torch.einsum("nkhw,ckhw->nc", y64, w64),
                 "W": lambda: torch.einsum("nc,nkhw->ckhw", x1, y64)}[direction]()
-    mem = {"x": _memory(x, layout), "w": _memory(w, layout), "y": _memory(y, layout)}
-    out = {"F": "y", "B": "x", "W": "w"}[direction]
-    mem[out] = torch.full_like(mem[out], float("nan"))
-    handle.run(p, name, mem["x"], mem["w"], mem["y"])
-    torch.cuda.synchronize()
-    got = _logical(mem[out], layout).double().reshape(want.shape)
-    assert torch.isfinite(got).all()
-    assert float((got - want).norm() / want.norm()) < TOLERANCE[type_name]
+    _run_checked(handle, p, name, (x, w, y), layout, want, TOLERANCE[type_name])

@@ -17,20 +17,14 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.ranking import load_model, rank_candidates
 from miopenkernels.solvers import SOLVERS, get_solver, ranks_first
 from miopenkernels.target import Target
+from relayout_cases import RESULTS, SM90, as_case, geomean, plain
 
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
 
-SM90 = Target("sm90", 132)
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 # ResNet-50's 3x3 layer at 28x28, batch 32, and its first layer (C=3, 7x7 stride 2).
 LAYER = ConvProblem(n=32, c=128, k=128, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1))
 FIRST = ConvProblem(n=32, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
                     stride=(2, 2))
-
-
-def _as(p: ConvProblem, direction: str, data_type: str, layout: str = "NCHW") -> ConvProblem:
-    return replace(p, direction=direction, in_type=data_type, wei_type=data_type,
-                   out_type=data_type, in_layout=layout, wei_layout=layout, out_layout=layout)
 
 
 def _times(name: str, batch: int = 32) -> dict[tuple[str, str], float]:
@@ -38,17 +32,6 @@ def _times(name: str, batch: int = 32) -> dict[tuple[str, str], float]:
     rows = json.loads((RESULTS / name).read_text())["rows"]
     return {(r["case"], r["key"].split("-NCHW")[0].split("-NHWC")[0]): r["ours_ms"]
             for r in rows if r["n"] == batch}
-
-
-def _plain(launch: object) -> dict[str, int]:
-    """A transpose launch's B, R and S, checked unpadded (rows S apart, DST_B = B, DST_R = R)."""
-    v = launch.scalars()  # type: ignore[attr-defined]
-    assert (v["SRC_S"], v["DST_B"], v["DST_R"]) == (v["S"], v["B"], v["R"]), v
-    return {k: v[k] for k in ("B", "R", "S")}
-
-
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 # The runs that measured each case with the Via solvers (`after`) against one without them for
@@ -84,7 +67,7 @@ def test_the_table_is_what_the_committed_runs_measured() -> None:
     for t in ("FP16", "BF16", "FP32", "TF32"):
         for d in "FBW":
             layers = [lay for case, lay in before if case == f"{t}-{d}-NCHW"]
-            share[f"{t}-{d}"] = _geomean([before[(f"{t}-{d}-NHWC", lay)]
+            share[f"{t}-{d}"] = geomean([before[(f"{t}-{d}-NHWC", lay)]
                                           / before[(f"{t}-{d}-NCHW", lay)] for lay in layers])
     table = spec.VIA_NHWC["sm90"]
     assert {c for c, v in share.items() if v < 0.7} == set(table)
@@ -103,15 +86,15 @@ def test_the_table_is_what_the_committed_runs_measured() -> None:
                 continue
             by_taps.setdefault(_taps(lay), []).append(ms / ref[(c, lay)])
         for rs, ratios in by_taps.items():
-            assert (_geomean(ratios) < 0.95) == (rs >= taps), (case, rs, _geomean(ratios))
-    assert _geomean(small_c) > 1.0
+            assert (geomean(ratios) < 0.95) == (rs >= taps), (case, rs, geomean(ratios))
+    assert geomean(small_c) > 1.0
     # NHWC TF32 backward weights: the NCHW kernel's share of the NHWC kernel's time, by taps.
     shares: dict[int, list[float]] = {}
     for (c, lay), ms in before.items():
         if c == "TF32-W-NCHW" and _channels(c, lay) >= spec.VIA_NHWC_MIN_C:
             shares.setdefault(_taps(lay), []).append(ms / before[("TF32-W-NHWC", lay)])
     assert spec.VIA_NCHW["sm90"] == {"TF32-W": 2}
-    assert _geomean(shares[9]) < 0.5 and _geomean(shares[1]) > 0.6
+    assert geomean(shares[9]) < 0.5 and geomean(shares[1]) > 0.6
 
 
 def test_registered_where_the_table_lists_a_case() -> None:
@@ -166,17 +149,17 @@ def test_one_tap_table_is_what_the_databases_measured() -> None:
     assert {c for c, _ in ratios} == {*table, "TF32-F"}
     for (case, sent), values in ratios.items():
         if case == "TF32-F":
-            assert not sent or _geomean(values) >= 0.95, values
+            assert not sent or geomean(values) >= 0.95, values
         else:
-            assert (_geomean(values) < 1.0) == sent, (case, sent, values)
+            assert (geomean(values) < 1.0) == sent, (case, sent, values)
     one = ConvProblem(n=32, c=1024, k=256, in_spatial=(14, 14), filter=(1, 1))
     bwd = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
-    assert bwd.is_applicable(_as(one, "B", "FP16"), SM90)
-    assert not bwd.is_applicable(_as(replace(one, in_spatial=(56, 56)), "B", "FP16"), SM90)
-    assert not bwd.is_applicable(_as(replace(one, c=8), "B", "FP16"), SM90)
+    assert bwd.is_applicable(as_case(one, "B", "FP16"), SM90)
+    assert not bwd.is_applicable(as_case(replace(one, in_spatial=(56, 56)), "B", "FP16"), SM90)
+    assert not bwd.is_applicable(as_case(replace(one, c=8), "B", "FP16"), SM90)
     fwd = get_solver("ConvTritonImplicitGemmViaNhwcFwd")
-    assert not fwd.is_applicable(_as(one, "F", "FP16"), SM90)  # 14x14: forward keeps NCHW
-    assert fwd.is_applicable(_as(replace(one, in_spatial=(7, 7)), "F", "FP16"), SM90)
+    assert not fwd.is_applicable(as_case(one, "F", "FP16"), SM90)  # 14x14: forward keeps NCHW
+    assert fwd.is_applicable(as_case(replace(one, in_spatial=(7, 7)), "F", "FP16"), SM90)
 
 
 def _h100_tuning_logs() -> dict[str, dict[str, float]]:
@@ -231,89 +214,37 @@ def test_applies_to_listed_nchw_cases_on_listed_kinds_only() -> None:
     bwd = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
     wrw = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
     for t in ("FP16", "BF16", "FP32"):
-        assert bwd.is_applicable(_as(LAYER, "B", t), SM90)
-        assert wrw.is_applicable(_as(LAYER, "W", t), SM90)
-        assert not bwd.is_applicable(_as(LAYER, "B", t, "NHWC"), SM90)
+        assert bwd.is_applicable(as_case(LAYER, "B", t), SM90)
+        assert wrw.is_applicable(as_case(LAYER, "W", t), SM90)
+        assert not bwd.is_applicable(as_case(LAYER, "B", t, "NHWC"), SM90)
     # Few channels (the first layer) stay on the NCHW kernels; 1x1 filters do in FP16 and
     # BF16, not in FP32.
-    assert not bwd.is_applicable(_as(FIRST, "B", "FP16"), SM90)
+    assert not bwd.is_applicable(as_case(FIRST, "B", "FP16"), SM90)
     one = replace(LAYER, filter=(1, 1), pad=(0, 0))
-    assert wrw.is_applicable(_as(one, "W", "FP32"), SM90)
-    assert not wrw.is_applicable(_as(one, "W", "FP16"), SM90)
-    assert not bwd.is_applicable(_as(LAYER, "F", "FP16"), SM90)
+    assert wrw.is_applicable(as_case(one, "W", "FP32"), SM90)
+    assert not wrw.is_applicable(as_case(one, "W", "FP16"), SM90)
+    assert not bwd.is_applicable(as_case(LAYER, "F", "FP16"), SM90)
     fwd = get_solver("ConvTritonImplicitGemmViaNhwcFwd")
-    assert fwd.is_applicable(_as(LAYER, "F", "FP16"), SM90)
-    assert not fwd.is_applicable(_as(LAYER, "F", "FP32"), SM90)  # FP32 forward: NCHW kernel
+    assert fwd.is_applicable(as_case(LAYER, "F", "FP16"), SM90)
+    assert not fwd.is_applicable(as_case(LAYER, "F", "FP32"), SM90)  # FP32 forward: NCHW kernel
     # No measurement on the AMD kinds or sm80: the NCHW kernels stay alone there.
     for other in ("gfx942-304", "sm80-108"):
-        assert not bwd.is_applicable(_as(LAYER, "B", "FP16"), Target.parse(other))
+        assert not bwd.is_applicable(as_case(LAYER, "B", "FP16"), Target.parse(other))
     # Transposed convolutions are taken as their plain convolution's opposite direction;
     # grouped backward data is, as in the other directions (the group is the kernels' program
     # axis 1).
-    assert wrw.is_applicable(replace(_as(LAYER, "W", "FP16"), mode="trans"), SM90)
-    assert bwd.is_applicable(replace(_as(LAYER, "F", "FP16"), mode="trans"), SM90)
-    assert not bwd.is_applicable(replace(_as(LAYER, "B", "FP16"), mode="trans"), SM90)
-    assert fwd.is_applicable(replace(_as(LAYER, "B", "FP16"), mode="trans"), SM90)
-    assert bwd.is_applicable(replace(_as(LAYER, "B", "FP16"), groups=2), SM90)
-
-
-# U-Net's deepest up-convolution: 1024 -> 512 channels, 16x16 -> 32x32 (2x2, stride 2).
-UP = ConvProblem(n=32, c=1024, k=512, in_spatial=(16, 16), filter=(2, 2), stride=(2, 2),
-                 pad=(0, 0), mode="trans")
-
-
-def test_a_transposed_convolution_copies_its_own_tensors_in_and_out() -> None:
-    """Its forward is the plain convolution's backward data: the kernel reads the caller's x
-    as dy and w (C x K/G filters) as the plain convolution's, and writes the caller's y."""
-    via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
-    p = _as(UP, "F", "FP16")
-    assert via.is_applicable(p, SM90) and ranks_first(via, p, SM90)
-    params = (128, 64, 64, 8, 1, 4, 4)
-    ins = via.lead_ins(p, params, SM90)
-    assert [(launch.pointer_args()[:2], _plain(launch)) for _, launch in ins] == [
-        (["w", "ws_w"], {"B": 1024, "R": 512, "S": 4}),
-        (["x", "ws_y"], {"B": 32, "R": 1024, "S": 256})]
-    assert via.launch(p, params).pointer_args()[:3] == ["ws_x", "ws_w", "ws_y"]
-    (_, out), = via.follow_ups(p, params, SM90)
-    assert out.pointer_args()[:2] == ["ws_x", "y"]
-    assert _plain(out) == {"B": 32, "R": 1024, "S": 512}  # [n][32*32][512] -> [n][512][...]
-    # Its backward data is the plain forward, on the caller's dy and into its dx.
-    fwd = get_solver("ConvTritonImplicitGemmViaNhwcFwd")
-    q = _as(UP, "B", "FP16")
-    assert fwd.is_applicable(q, SM90)
-    reads = [launch.pointer_args()[0] for _, launch in fwd.lead_ins(q, params, SM90)]
-    assert sorted(reads) == ["dy", "w"]
-    (_, back), = fwd.follow_ups(q, params, SM90)
-    assert back.pointer_args()[1] == "dx"
-
-
-def test_a_transposed_convolution_of_few_channels_stays_on_its_own_layout() -> None:
-    """The few-channel table (VIA_NCHW_FEW_C) was measured on plain stems; DCGAN's 64 -> 3
-    4x4 stride-2 up-convolution in NHWC keeps its own few-channel kernel, and the plain stem
-    of the same shape still goes through NCHW."""
-    up = ConvProblem(n=32, c=64, k=3, in_spatial=(32, 32), filter=(4, 4), stride=(2, 2),
-                     pad=(1, 1), mode="trans")
-    via = get_solver("ConvTritonImplicitGemmViaNchwBwd")
-    assert not via.is_applicable(_as(up, "F", "FP16", "NHWC"), SM90)
-    stem = ConvProblem(n=32, c=3, k=64, in_spatial=(64, 64), filter=(4, 4), stride=(2, 2),
-                       pad=(1, 1))
-    assert via.is_applicable(_as(stem, "B", "FP16", "NHWC"), SM90)
-
-
-def test_a_transposed_convolution_of_odd_channels_is_not_padded() -> None:
-    """`_copies` pads by the problem's own channel counts, which a transposed convolution's
-    view swaps: such a problem stays on the NCHW kernels."""
-    odd = _as(replace(UP, c=1000, k=500), "F", "FP16")
-    assert not get_solver("ConvTritonImplicitGemmViaNhwcBwd").is_applicable(odd, SM90)
-    plain = _as(replace(UP, c=500, k=1000, mode="conv", in_spatial=(32, 32)), "B", "FP16")
-    assert get_solver("ConvTritonImplicitGemmViaNhwcBwd").is_applicable(plain, SM90)
+    assert wrw.is_applicable(replace(as_case(LAYER, "W", "FP16"), mode="trans"), SM90)
+    assert bwd.is_applicable(replace(as_case(LAYER, "F", "FP16"), mode="trans"), SM90)
+    assert not bwd.is_applicable(replace(as_case(LAYER, "B", "FP16"), mode="trans"), SM90)
+    assert fwd.is_applicable(replace(as_case(LAYER, "B", "FP16"), mode="trans"), SM90)
+    assert bwd.is_applicable(replace(as_case(LAYER, "B", "FP16"), groups=2), SM90)
 
 
 def test_the_nhwc_solvers_objects_and_parameters() -> None:
     via = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
     nhwc = get_solver("ConvTritonImplicitGemmWrw")
-    p = _as(LAYER, "W", "FP16")
-    q = _as(LAYER, "W", "FP16", "NHWC")
+    p = as_case(LAYER, "W", "FP16")
+    q = as_case(LAYER, "W", "FP16", "NHWC")
     params = via.default_params(p, SM90)
     assert params == nhwc.default_params(q, SM90)
     assert via.compile_job(p, params, SM90) == nhwc.compile_job(q, params, SM90)
@@ -329,7 +260,7 @@ def test_the_nhwc_solvers_objects_and_parameters() -> None:
 
 def test_backward_data_transposes_in_and_out() -> None:
     via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
-    p = _as(LAYER, "B", "FP16")
+    p = as_case(LAYER, "B", "FP16")
     params = (128, 64, 64, 8, 1, 4, 4)
     slots = via.workspace_slots(p, params)
     total = via.workspace_for(p, params)
@@ -340,7 +271,7 @@ def test_backward_data_transposes_in_and_out() -> None:
     assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:], strict=False))  # no overlap
     assert all(off % 256 == 0 for off in slots.values()) and ends[-1][1] <= total
     ins = via.lead_ins(p, params, SM90)
-    assert [(launch.pointer_args()[:2], _plain(launch)) for _, launch in ins] == [
+    assert [(launch.pointer_args()[:2], plain(launch)) for _, launch in ins] == [
         (["w", "ws_w"], {"B": 128, "R": 128, "S": 9}),
         (["dy", "ws_y"], {"B": 32, "R": 128, "S": 784})]
     main = via.launch(p, params)
@@ -348,12 +279,12 @@ def test_backward_data_transposes_in_and_out() -> None:
     assert main.pointer_args()[:4] == ["ws_x", "ws_w", "ws_y", "ws_part"]
     (_, out), = via.follow_ups(p, params, SM90)
     assert out.kernel_name == "transpose_021" and out.pointer_args()[:2] == ["ws_x", "dx"]
-    assert _plain(out) == {"B": 32, "R": 784, "S": 128}  # [n][pixels][c] -> [n][c][pixels]
+    assert plain(out) == {"B": 32, "R": 784, "S": 128}  # [n][pixels][c] -> [n][c][pixels]
 
 
 def test_each_transpose_takes_the_tile_of_its_shape() -> None:
     via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
-    p = _as(LAYER, "B", "FP16")
+    p = as_case(LAYER, "B", "FP16")
     params = (128, 64, 64, 8, 1, 4, 4)
     (wjob, w), (yjob, y) = via.lead_ins(p, params, SM90)
     # KCRS [128][128][9] -> KRSC: nine taps a row, the tall tile; so is dy [32][128][784] in
@@ -361,7 +292,7 @@ def test_each_transpose_takes_the_tile_of_its_shape() -> None:
     assert "-DBLOCK_R=128" in wjob.options and "-DBLOCK_S=16" in wjob.options
     assert w.grid == (1, 1, 128)
     assert yjob == wjob and y.grid == (49, 1, 32)
-    (_, _), (yjob32, y32) = via.lead_ins(_as(LAYER, "B", "FP32"), params, SM90)
+    (_, _), (yjob32, y32) = via.lead_ins(as_case(LAYER, "B", "FP32"), params, SM90)
     assert "-DBLOCK_R=64" in yjob32.options and y32.grid == (13, 2, 32)
     assert spec.transpose_tile(3, 224 * 224, 2) == (16, 128)  # the first layer's 3 channels
     assert spec.transpose_tile(224 * 224, 3, 4) == (128, 16)
@@ -375,8 +306,8 @@ def test_a_transpose_too_big_for_the_grid_either_way_is_not_taken() -> None:
     which must fit as well as the channels of the copy in."""
     big = replace(LAYER, n=1, c=16, k=16, in_spatial=(4096, 4096))
     bwd = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
-    assert not bwd.is_applicable(_as(big, "B", "FP16"), SM90)
-    assert bwd.is_applicable(_as(replace(big, in_spatial=(512, 512)), "B", "FP16"), SM90)
+    assert not bwd.is_applicable(as_case(big, "B", "FP16"), SM90)
+    assert bwd.is_applicable(as_case(replace(big, in_spatial=(512, 512)), "B", "FP16"), SM90)
     assert spec.transpose_fits(1, 16, 4096 * 4096, 2) is False
     assert spec.transpose_fits(1, 4096 * 64, 16, 2) is True  # the tall tile's 128 rows
 
@@ -384,7 +315,7 @@ def test_a_transpose_too_big_for_the_grid_either_way_is_not_taken() -> None:
 def test_one_by_one_weights_are_read_where_they_are() -> None:
     """KCRS and KRSC are the same bytes for a 1x1 filter: no copy, no workspace for it."""
     one = replace(LAYER, filter=(1, 1), pad=(0, 0))
-    p = _as(one, "B", "FP16")
+    p = as_case(one, "B", "FP16")
     params = (128, 64, 64, 8, 1, 4, 4)
     via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
     slots = via.workspace_slots(p, params)
@@ -394,7 +325,7 @@ def test_one_by_one_weights_are_read_where_they_are() -> None:
     assert via.launch(p, params).pointer_args()[:3] == ["ws_x", "w", "ws_y"]
     # Backward weights of a 1x1 filter write the caller's dw: nothing follows the kernel.
     wrw = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
-    q = _as(one, "W", "FP16")
+    q = as_case(one, "W", "FP16")
     assert wrw.follow_ups(q, params, SM90) == ()
     assert wrw.launch(q, params).pointer_args()[:3] == ["ws_x", "dw", "ws_y"]
     assert "ws_w" not in wrw.workspace_slots(q, params)
@@ -402,7 +333,7 @@ def test_one_by_one_weights_are_read_where_they_are() -> None:
 
 def test_a_split_reduction_writes_the_nchw_output_itself() -> None:
     via = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
-    p = _as(LAYER, "W", "FP32")
+    p = as_case(LAYER, "W", "FP32")
     params = (64, 64, 32, 8, 4, 4, 2)
     slots = via.workspace_slots(p, params)
     assert "ws_w" not in slots  # no NHWC copy of dw: the reduce writes dw
@@ -422,7 +353,7 @@ def test_one_call_runs_transposes_kernel_and_transpose_back_in_the_workspace(
     backend = NullBackend(SM90)
     via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
     h = Handle(backend=backend, compiler=triton_compiler(), solvers=[via])
-    p = _as(LAYER, "B", "FP16")
+    p = as_case(LAYER, "B", "FP16")
     params = (128, 64, 64, 8, 1, 4, 4)
     inv = make_invoker(h, p, via, params=params)
     assert inv.workspace_bytes == via.workspace_for(p, params)
@@ -450,37 +381,37 @@ def test_the_miss_ranking_puts_them_first_in_their_cases() -> None:
     # Backward weights of 3x3 stride-1 filters go to Winograd (tests/unit/
     # test_triton_winograd.py); with a stride they stay with the implicit GEMM.
     strided = replace(LAYER, stride=(2, 2))
-    assert first(_as(strided, "W", "FP32")) == "ConvTritonImplicitGemmViaNhwcWrw"
-    assert first(_as(LAYER, "B", "BF16")) == "ConvTritonImplicitGemmViaNhwcBwd"
-    assert first(_as(LAYER, "B", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32ViaNhwcBwd"
+    assert first(as_case(strided, "W", "FP32")) == "ConvTritonImplicitGemmViaNhwcWrw"
+    assert first(as_case(LAYER, "B", "BF16")) == "ConvTritonImplicitGemmViaNhwcBwd"
+    assert first(as_case(LAYER, "B", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32ViaNhwcBwd"
     # TF32 backward weights stay on the NCHW kernel, which still ranks first; in NHWC they go
     # through it.
-    assert first(_as(strided, "W", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32Wrw"
-    assert first(_as(strided, "W", "FP32", "NHWC"), tf32=True) == \
+    assert first(as_case(strided, "W", "FP32"), tf32=True) == "ConvTritonImplicitGemmTf32Wrw"
+    assert first(as_case(strided, "W", "FP32", "NHWC"), tf32=True) == \
         "ConvTritonImplicitGemmTf32ViaNchwWrw"
-    assert first(_as(LAYER, "W", "FP16", "NHWC")) == "ConvTritonImplicitGemmWrw"
-    assert first(_as(LAYER, "W", "FP32")) == "ConvTritonWinogradTf32x3Wrw"
+    assert first(as_case(LAYER, "W", "FP16", "NHWC")) == "ConvTritonImplicitGemmWrw"
+    assert first(as_case(LAYER, "W", "FP32")) == "ConvTritonWinogradTf32x3Wrw"
     # TF32 Winograd ranks first up to 14x14 outputs: at 28x28 the Via solver stays first.
-    assert first(_as(replace(LAYER, in_spatial=(14, 14)), "W", "FP32", "NHWC"), tf32=True) == \
+    assert first(as_case(replace(LAYER, in_spatial=(14, 14)), "W", "FP32", "NHWC"), tf32=True) == \
         "ConvTritonWinogradTf32Wrw"
-    assert first(_as(LAYER, "W", "FP32", "NHWC"), tf32=True) == \
+    assert first(as_case(LAYER, "W", "FP32", "NHWC"), tf32=True) == \
         "ConvTritonImplicitGemmTf32ViaNchwWrw"
 
 
 def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
     via = get_solver("ConvTritonImplicitGemmTf32ViaNchwWrw")
     nchw = get_solver("ConvTritonImplicitGemmTf32Wrw")
-    p = _as(LAYER, "W", "FP32", "NHWC")
-    q = _as(LAYER, "W", "FP32")
+    p = as_case(LAYER, "W", "FP32", "NHWC")
+    q = as_case(LAYER, "W", "FP32")
     assert via.is_applicable(p, SM90) and not via.is_applicable(q, SM90)
-    assert not via.is_applicable(_as(replace(LAYER, filter=(1, 1), pad=(0, 0)), "W", "FP32",
+    assert not via.is_applicable(as_case(replace(LAYER, filter=(1, 1), pad=(0, 0)), "W", "FP32",
                                      "NHWC"), SM90)
     params = via.default_params(p, SM90)
     assert params == nchw.default_params(q, SM90)
     assert via.compile_job(p, params, SM90) == nchw.compile_job(q, params, SM90)
     ins = via.lead_ins(p, params, SM90)
     # NHWC [n][pixels][c] -> NCHW [n][c][pixels], for x and dy.
-    assert [(launch.pointer_args()[:2], _plain(launch)) for _, launch in ins] == [
+    assert [(launch.pointer_args()[:2], plain(launch)) for _, launch in ins] == [
         (["x", "ws_x"], {"B": 32, "R": 784, "S": 128}),
         (["dy", "ws_y"], {"B": 32, "R": 784, "S": 128})]
     split = (64, 64, 32, 8, 4, 4, 3)
@@ -491,14 +422,14 @@ def test_nhwc_tf32_backward_weights_run_the_nchw_kernel() -> None:
     (_, back), = via.follow_ups(p, (64, 64, 32, 8, 1, 4, 3), SM90)
     # KCRS [k][c][taps] -> KRSC [k][taps][c].
     assert back.pointer_args()[:2] == ["ws_w", "dw"]
-    assert _plain(back) == {"B": 128, "R": 128, "S": 9}
+    assert plain(back) == {"B": 128, "R": 128, "S": 9}
 
 
 def test_a_split_forward_via_nhwc_reduces_partials_in_their_channels_last_order() -> None:
     """The NHWC kernel of a Via forward writes its partials in NHWC order, (n, p, q, k); the
     reduce walks them so and stores into the caller's NCHW output with its strides."""
     via = get_solver("ConvTritonImplicitGemmViaNhwcFwd")
-    p = _as(ConvProblem(n=1, c=1024, k=256, in_spatial=(14, 14), filter=(1, 1)), "F", "FP16")
+    p = as_case(ConvProblem(n=1, c=1024, k=256, in_spatial=(14, 14), filter=(1, 1)), "F", "FP16")
     (_, reduce), = via.follow_ups(p, (64, 32, 64, 8, 4, 4, 3), SM90)
     v = reduce.scalars()
     assert (v["TOTAL"], v["C"], v["R"], v["S"], v["SPLIT_K"]) == (256 * 14 * 14, 14, 14, 256, 4)
@@ -514,7 +445,7 @@ def test_every_object_of_a_call_is_named_for_precompiles_and_closures(tmp_path) 
     from miopenkernels.solvers import launch_jobs
 
     via = get_solver("ConvTritonImplicitGemmViaNhwcBwd")
-    p = _as(LAYER, "B", "FP16")
+    p = as_case(LAYER, "B", "FP16")
     params = via.default_params(p, SM90)
     jobs = launch_jobs(via, p, params, SM90)
     assert jobs[0] == via.compile_job(p, params, SM90)
@@ -540,21 +471,21 @@ def test_odd_channels_go_through_padded_copies() -> None:
     for d in ("F", "B", "W"):
         via = get_solver(f"ConvTritonImplicitGemmViaNhwc{suffix[d]}")
         for t in ("FP16", "BF16"):
-            assert via_layout(_as(even, d, t), SM90, "ieee") == "NHWC"
-            assert padded_nhwc(_as(even, d, t)) is None
-            assert via_layout(_as(head, d, t), SM90, "ieee") == "NHWC"
-            q = padded_nhwc(_as(head, d, t))
+            assert via_layout(as_case(even, d, t), SM90, "ieee") == "NHWC"
+            assert padded_nhwc(as_case(even, d, t)) is None
+            assert via_layout(as_case(head, d, t), SM90, "ieee") == "NHWC"
+            q = padded_nhwc(as_case(head, d, t))
             assert q is not None and (q.c, q.k, q.in_layout) == (256, 824, "NHWC")
-            assert via.is_applicable(_as(head, d, t), SM90)
-            params = via.default_params(_as(head, d, t), SM90)
+            assert via.is_applicable(as_case(head, d, t), SM90)
+            params = via.default_params(as_case(head, d, t), SM90)
             inner = get_solver(f"ConvTritonImplicitGemm{suffix[d]}")
-            assert via.compile_job(_as(head, d, t), params, SM90) == \
+            assert via.compile_job(as_case(head, d, t), params, SM90) == \
                 inner.compile_job(q, params, SM90)
         # FP32 has no padded copies: the NCHW kernel, which no longer gives way, ranks first.
-        fp32 = replace(_as(head, d, "FP32"), direction=d)
+        fp32 = replace(as_case(head, d, "FP32"), direction=d)
         if d != "F":  # FP32 forward is no Via case
             assert via_layout(fp32, SM90, "ieee") is None
-    grouped = replace(_as(head, "B", "FP16"), c=258, k=822, groups=2)
+    grouped = replace(as_case(head, "B", "FP16"), c=258, k=822, groups=2)
     assert padded_nhwc(grouped) is None and via_layout(grouped, SM90, "ieee") is None
 
 
@@ -563,7 +494,7 @@ def test_padded_copies_in_and_out() -> None:
     [n][pixels][824] (zero beyond 819), x into NHWC unpadded (256 channels), the padded
     problem's reduce into the padded dw's workspace part, and dw's real filters and channels
     back into KCRS; forward reads w [819][256][9] into [824][9][256]."""
-    head = _as(ConvProblem(n=32, c=256, k=819, in_spatial=(100, 136), filter=(3, 3),
+    head = as_case(ConvProblem(n=32, c=256, k=819, in_spatial=(100, 136), filter=(3, 3),
                            pad=(1, 1)), "W", "FP16")
     via = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
     params = via.default_params(head, SM90)
@@ -617,17 +548,17 @@ def test_few_channel_backward_data_is_what_the_zoo_runs_measured() -> None:
             if channels < spec.VIA_NHWC_MIN_C and o["solver"].startswith("ConvTritonImplicitGemm"):
                 values.append(o["ours_gpu_ms"] / r["ours_gpu_ms"])
         assert len(values) >= 15
-        return len(values), _geomean(values)
+        return len(values), geomean(values)
 
     # The spec comment's figures: 0.34 over 19 stems, forward 0.77.
     layers, b = share("B")
     assert (layers, round(b, 2)) == (19, 0.34) and "FP16-B" in spec.VIA_NCHW_FEW_C["sm90"]
     assert round(share("F")[1], 2) == 0.77 and "FP16-F" not in spec.VIA_NCHW_FEW_C["sm90"]
     bwd = get_solver("ConvTritonImplicitGemmViaNchwBwd")
-    stem = replace(_as(FIRST, "B", "FP16", "NHWC"))
+    stem = replace(as_case(FIRST, "B", "FP16", "NHWC"))
     assert bwd.is_applicable(stem, SM90)
-    assert not bwd.is_applicable(_as(LAYER, "B", "FP16", "NHWC"), SM90)
-    assert not bwd.is_applicable(_as(FIRST, "B", "FP32", "NHWC"), SM90)
+    assert not bwd.is_applicable(as_case(LAYER, "B", "FP16", "NHWC"), SM90)
+    assert not bwd.is_applicable(as_case(FIRST, "B", "FP32", "NHWC"), SM90)
     one = replace(stem, stride=(1, 1))
     assert not bwd.is_applicable(one, SM90)
     assert get_solver("ConvTritonImplicitGemmPaddedBwd").is_applicable(one, SM90)
@@ -638,38 +569,4 @@ def test_few_channel_backward_data_is_what_the_zoo_runs_measured() -> None:
     assert bwd.launch(stem, params).kernel_name == "conv2d_bwd_data_smallc"
     (_, out), = bwd.follow_ups(stem, params, SM90)
     assert out.kernel_name == "transpose_021" and out.pointer_args()[:2] == ["ws_x", "dx"]
-    assert _plain(out) == {"B": 32, "R": 3, "S": 224 * 224}  # [n][c][pixels] -> [n][pixels][c]
-
-
-def test_transposed_layers_figures_are_what_the_committed_runs_measured() -> None:
-    """bench/results/README's figures for the zoo's transposed layers (FP16, batch 32): over
-    the rows (network, layer, case: a transposed layer shares its FindDb key with the plain
-    convolution it mirrors) the whole-zoo runs before (9ec5af9) and the runs after (the Via
-    solvers taking transposed convolutions, fdf1aef; the window GEMM, d10d600) both measured,
-    the GPU-time geomean against cuDNN 1.44 -> 0.94; U-Net's up-convolutions in NCHW 1.8-5.4x
-    before."""
-    import sys
-
-    sys.path.insert(0, str(RESULTS.parent))
-    from _results import read_json
-
-    def rows(*names: str) -> dict[tuple[str, str, str, int], dict]:
-        out = {}
-        for name in names:
-            for r in read_json(RESULTS / name)["rows"]:
-                out[(r["network"], r["layer"], r["case"], r["n"])] = r
-        return out
-
-    before = rows("zoo_h200-fb-9ec5af9.json", "zoo_h200-w-9ec5af9.json")
-    after = rows("zoo_h200-trans-fdf1aef.json", "zoo_h200-nets-d10d600.json")
-    both = [k for k, r in after.items() if k in before and "transposed" in r["classes"]]
-    assert len(both) == 64
-    assert round(_geomean([before[k]["ratio"] for k in both]), 2) == 1.44
-    assert round(_geomean([after[k]["ratio"] for k in both]), 2) == 0.94
-    per = {d: [k for k in both if k[2].split("-")[1] == d] for d in "FBW"}
-    assert [(round(_geomean([before[k]["ratio"] for k in ks]), 2),
-             round(_geomean([after[k]["ratio"] for k in ks]), 2)) for ks in per.values()] == \
-        [(1.58, 0.92), (1.38, 0.89), (1.35, 1.01)]
-    up = [before[k]["ratio"] for k in both
-          if before[k]["network"] == "unet" and before[k]["case"] == "FP16-F-NCHW"]
-    assert (round(min(up), 1), round(max(up), 1)) == (1.8, 5.4)
+    assert plain(out) == {"B": 32, "R": 3, "S": 224 * 224}  # [n][c][pixels] -> [n][pixels][c]
