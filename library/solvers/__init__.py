@@ -12,8 +12,8 @@ from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
 from .base import CompileJob, KernelArg, Launch, Params, Solver
-from .blas_1x1 import BLAS_SOLVERS, ConvBlasGemm1x1, blas_first, offered
-from .blas_relayout import VIA_BLAS_SOLVERS
+from .blas_1x1 import BLAS_SOLVERS, ConvBlasGemm1x1, blas_first, gemm_call, offered
+from .blas_relayout import VIA_BLAS_SOLVERS, ConvBlasGemm1x1ViaNhwc
 from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
 from .igemm import ConvImplicitGemm
@@ -116,7 +116,8 @@ SOLVERS: list[Solver] = [
 #: (`Solver.claims_first`). The Via solvers' claim is their tables' (the spec's
 #: `via_other_layout`): where they list a case, the problem's own layout is the slower one.
 FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
-    ConvBlasGemm1x1: lambda p, t, math: blas_first(p, t),
+    ConvBlasGemm1x1: lambda p, t, math: blas_first(p, t) and not (
+        gemm_call(p) is None and gemm1x1_first(p, t)),
     ConvTritonImplicitGemmRelayout: lambda p, t, math: via_layout(p, t, math) is not None,
     ConvTritonImplicitGemmPadded: lambda p, t, math: math == "ieee" and padded_first(p, t),
     ConvTritonWinogradWrw: winograd_first,
@@ -139,7 +140,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: padded_h200), the padded ones to the Via solvers, and all to the Winograd
 #: backward weights and the 1x1 GEMMs; all three to the depthwise and grouped direct families
 #: on the problems they take (groups = channels, or 2-8 channels and filters a group: GEMMs
-#: that narrow and their transforms waste the tensor cores there).
+#: that narrow and their transforms waste the tensor cores there). The Triton 1x1 GEMM gives
+#: way to the GEMM library's one call, and the library through channels-last copies (channel-
+#: planar backward weights) to the Triton 1x1 GEMM where its aligned object applies (its claim
+#: in FIRST_CLAIMS leaves those problems out): bench/results/ranking_zoo_compare-39642db.json.
 #: The 3-D family (triton_3d), which claims every 3-D problem it takes, gives way to its
 #: relaid solvers (triton_3d_relaid: NCDHW through NDHWC, odd channels padded) and its
 #: several-taps backward weights (triton_3d_taps) where they claim one, the relaid backward
@@ -166,6 +170,7 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks, *_SMALLC_2D),
     ConvTritonImplicitGemmRelayoutChunks: _SMALLC_2D,
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
+    ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,
                    ConvTriton3dSmallCChunks),

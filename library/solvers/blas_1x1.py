@@ -69,12 +69,16 @@ BLAS_FIRST: dict[str, dict[str, int]] = {
 #: Per arch, the channel-planar backward-weights cases where the library through channels-last
 #: copies (solvers/blas_relayout.py) ranks first, each with the least C*K/(C+K) it claims from
 #: (the copies move C+K elements per pixel, the product does C*K multiply-adds) on more than
-#: one pixel; fitted as BLAS_FIRST (bench/first_place.py) from the H200 run against the
-#: kernels' Via solver, the Triton 1x1 GEMM and the implicit GEMM (alternatives_blas_via_w
-#: _h200.json). FP16 from 104: 0.89 of cuDNN where the best kernel takes 1.22 (39 of 104
-#: layers; below it the copies cost more than the product saves). BF16: 1.30 against 1.60,
-#: not listed.
-VIA_FIRST: dict[str, dict[str, int]] = {"sm90": {"FP16-W-NCHW": 104}}
+#: one pixel, where the Triton 1x1 GEMM does not rank first (solvers.YIELDS_TO: where its
+#: aligned object applies, pixels a multiple of 16; the 36 zoo layers whose choice moved from the
+#: copies to it took 1.27 of cuDNN's GPU time before and 1.08 after, in the committed
+#: timings: bench/results/ranking_zoo_compare-39642db.json). Fitted as BLAS_FIRST
+#: (bench/first_place.py) on the zoo's other layers from the H200 runs against the kernels
+#: (alternatives_blas_via_w_h200.json: the Via solver, the Triton 1x1 GEMM and the implicit
+#: GEMM; alternatives_blas_bf16_h200.json: the implicit GEMM and its Via solver). FP16 from 32:
+#: 0.88 of cuDNN where the best kernel takes 1.15 (48 of 63 layers); BF16 from 32: 0.87
+#: against 1.18 (43 of 56); below it the copies cost more than the product saves.
+VIA_FIRST: dict[str, dict[str, int]] = {"sm90": {"FP16-W-NCHW": 32, "BF16-W-NCHW": 32}}
 
 
 @dataclass(frozen=True)
@@ -331,7 +335,8 @@ _offered = [False]
 def blas_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the GEMM library ranks first on `problem` where it is offered: in one call
     (BLAS_FIRST), or for channel-planar backward weights through its channels-last twin's
-    copies (VIA_FIRST)."""
+    copies (VIA_FIRST; the registry's YIELDS_TO then gives the copies' claim way to the Triton
+    1x1 GEMM's)."""
     if not _offered[0]:
         return False
     p = problem
