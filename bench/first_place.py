@@ -1,6 +1,6 @@
 """Where the GEMM library should rank first, fitted from bench/solver_alternatives.py runs of it
-against the kernels over the zoo's 1x1 layers (no GPU): what solvers/blas_1x1.py's BLAS_FIRST
-and VIA_FIRST hold, and the figures their comments quote.
+against the kernels over the zoo's 1x1 layers (no GPU): what solvers/blas_1x1.py's BLAS_FIRST,
+BLAS_FEW and VIA_FIRST hold, and the figures their comments quote.
 
 Per case, over the zoo part's layers (held-out networks' layers are not looked at), each layer
 gives the library's GPU time against cuDNN and the best kernel's measured beside it. A split
@@ -15,6 +15,14 @@ GEMM does not rank first (its aligned object, pixels a multiple of 16, does not 
 YIELDS_TO gives it way only to the one-call library): on the 36 zoo layers whose choice that
 moved from the copies to it, the committed timings give 1.27 of cuDNN's GPU time before and
 1.08 after (bench/results/ranking_zoo_compare-39642db.json).
+
+Where the runtime's alternative to the library is a solver the library's run did not time, a
+whole-zoo bench/zoo.py run in which that solver was the pick joins the kernels' side (PICKS):
+FP16 backward data NCHW, whose alternative is the Via solver (its table lists the case; the
+run timed the plain implicit GEMM alone). Below a listed one-call case's pixel threshold, the
+layers whose product's reduction (`GemmCall.k`) is at most a limit may still be the library's
+(BLAS_FEW): the largest limit whose picks come within 1% of the best, listed by the same test
+over the layers it claims.
 
     python bench/first_place.py [RUN.json ...] [--out STEM] [--json]
 
@@ -36,6 +44,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 RUNS = ("alternatives_blas_f_h200.json", "alternatives_blas_b_h200.json",
         "alternatives_blas_w_h200.json", "alternatives_blas_bf16_h200.json",
         "alternatives_blas_via_w_h200.json")
+#: Per case, the whole-zoo run whose picks join the kernels' side (see the module's text):
+#: the FP16 run of tree bf2b0b9, before the library claimed NCHW backward data.
+PICKS = {"FP16-B-NCHW": "zoo_h200-fb-bf2b0b9.json.gz"}
 #: The most a listed case may take of cuDNN's GPU time, per type (the issue's bar with a
 #: margin of the runs' noise).
 LIMIT = {"FP16": 1.1, "BF16": 1.1, "FP32": 1.3, "TF32": 1.2}
@@ -88,39 +99,99 @@ def gemm1x1_ranks_first(key: str) -> bool:
     return gemm1x1_first(ConvProblem.from_key(key), Target.parse(TARGET))
 
 
+def picked(case: str) -> dict[tuple, float]:
+    """{(network, layer, n): GPU time over cuDNN's} of the kernels a case's PICKS run chose."""
+    name = PICKS.get(case)
+    if name is None:
+        return {}
+    sys.path.insert(0, str(RESULTS.parent))
+    from _results import read_json
+
+    return {(r["network"], r["layer"], r["n"]): r["ours_gpu_ms"] / r["cudnn_gpu_ms"]
+            for r in read_json(RESULTS / name)["rows"]
+            if r["case"] == case and not r["solver"].startswith("ConvBlas") and
+            r.get("rel_err") is not None and r["rel_err"] <= 1e-2 and r.get("cudnn_gpu_ms")}
+
+
+@cache
+def reduction(key: str) -> int:
+    """The reduction (k) of the library's one call on the problem a FindDb key names."""
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers.blas_1x1 import gemm_call
+
+    call = gemm_call(ConvProblem.from_key(key))
+    return 0 if call is None else call.k
+
+
+def fit_reduction(rows: list[tuple[float, float, float]]) -> dict[str, Any]:
+    """The limit of (reduction, library / cuDNN, best kernel / cuDNN) rows under which the
+    library claims: the largest whose picks come within 1% of the best (0: none)."""
+    def picks(limit: float) -> list[float]:
+        return [b if m <= limit else o for m, b, o in rows]
+
+    candidates = sorted({0.0} | {m for m, _, _ in rows})
+    geo = {t: float(geomean(picks(t)) or 0.0) for t in candidates}
+    most = max(t for t, g in geo.items() if g <= 1.01 * min(geo.values()))
+    claimed = [(b, o) for m, b, o in rows if m <= most]
+    rest = [(b, o) for m, b, o in rows if m > most]
+    return {"limit": most, "layers": len(rows), "claimed": len(claimed),
+            "library": geomean([b for b, _ in claimed]),
+            "kernels": geomean([o for _, o in claimed]),
+            "rest_library": geomean([b for b, _ in rest]),
+            "rest_kernels": geomean([o for _, o in rest])}
+
+
+def _listed(case: str, e: dict[str, Any]) -> bool:
+    lib, ker = e["library"], e["kernels"]
+    return lib is not None and ker is not None and \
+        lib <= min(LIMIT[case.split("-")[0]], GAIN * ker)
+
+
 def cases(data: dict) -> dict[str, dict[str, Any]]:
-    """{case: fit and whether it is listed, `through_copies`} of one run."""
+    """{case: fit and whether it is listed, `through_copies`, and below a one-call case's
+    threshold the reduction split (`few`)} of one run."""
     out = {}
     for case, entry in data["summary"].items():
         library, = (s for s in entry["solvers"] if s.startswith("ConvBlasGemm1x1"))
         others = [s for s in entry["solvers"] if s != library]
         copies = "Via" in library
+        extra = picked(case)
         rows = []
+        keys = []
         for r in data["rows"]:
             times = {s: t["gpu_ms"] / r["cudnn_gpu_ms"] for s, t in r["solvers"].items()}
             mine = times.pop(library, None)
             kernels = [times[o] for o in others if o in times]
+            if (r["network"], r["layer"], r["n"]) in extra:
+                kernels.append(extra[(r["network"], r["layer"], r["n"])])
             if r["case"] == case and mine is not None and kernels and not r["held_out"] and \
                     not (copies and gemm1x1_ranks_first(r["key"])):
                 rows.append((measure(r["key"], copies), mine, min(kernels)))
+                keys.append(r["key"])
         e = fit(rows)
         e["through_copies"] = copies
         e["max_rel_err"] = entry[library]["max_rel_err"]
-        lib, ker = e["library"], e["kernels"]
-        e["listed"] = lib is not None and ker is not None and \
-            lib <= min(LIMIT[case.split("-")[0]], GAIN * ker)
+        e["listed"] = _listed(case, e)
+        below = [(float(reduction(k)), b, o) for k, (m, b, o) in zip(keys, rows, strict=True)
+                 if m < e["threshold"]]
+        if e["listed"] and not copies and below:
+            few = fit_reduction(below)
+            few["listed"] = few["limit"] > 0 and _listed(case, few)
+            e["few"] = few
         out[case] = e
     return out
 
 
 def tables(runs: list[dict]) -> dict[str, dict[str, float]]:
-    """{"BLAS_FIRST": {case: fewest pixels}, "VIA_FIRST": {case: least C*K/(C+K)}} of the
-    listed cases."""
-    out: dict[str, dict[str, float]] = {"BLAS_FIRST": {}, "VIA_FIRST": {}}
+    """{"BLAS_FIRST": {case: fewest pixels}, "BLAS_FEW": {case: most reduction below them},
+    "VIA_FIRST": {case: least C*K/(C+K)}} of the listed cases."""
+    out: dict[str, dict[str, float]] = {"BLAS_FIRST": {}, "BLAS_FEW": {}, "VIA_FIRST": {}}
     for data in runs:
         for case, e in cases(data).items():
             if e["listed"]:
                 out["VIA_FIRST" if e["through_copies"] else "BLAS_FIRST"][case] = e["threshold"]
+            if e.get("few", {}).get("listed"):
+                out["BLAS_FEW"][case] = e["few"]["limit"]
     return out
 
 
@@ -156,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{f(e['library'])} | {f(e['kernels'])} | {f(e['rest_library'])}, "
               f"{f(e['rest_kernels'])} | {f(e['picked'])} | {f(e['kernels_alone'])} | "
               f"{'yes' if e['listed'] else ''} |")
+        few = e.get("few")
+        if few and few["limit"]:
+            print(f"| {case} below {e['threshold']:g} | {few['layers']} | reduction <= "
+                  f"{few['limit']:g} | {few['claimed']} | {f(few['library'])} | "
+                  f"{f(few['kernels'])} | {f(few['rest_library'])}, {f(few['rest_kernels'])} "
+                  f"| | | {'yes' if few['listed'] else ''} |")
     return 0
 
 

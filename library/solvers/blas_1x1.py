@@ -40,7 +40,7 @@ from ._conv import (
 from .base import CompileJob, Launch, Params, Solver
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
-           "blas_first", "BLAS_FIRST", "VIA_FIRST"]
+           "blas_first", "BLAS_FIRST", "BLAS_FEW", "VIA_FIRST"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
@@ -50,7 +50,8 @@ _INT32_MAX = 2**31 - 1
 #: zoo part's 1x1 stride-1 layers (bench/results/alternatives_blas_*_h200.json, batch 32, GPU
 #: time; tests/unit/test_blas_1x1.py checks the two agree), against cuDNN with the best
 #: kernel's in brackets. FP16: forward NHWC 0.93 (1.38), backward data NHWC 0.91 (1.58) and
-#: NCHW 1.03 (3.02), backward weights NHWC 0.94 (1.34); forward NCHW 1.00 (1.53) from 64
+#: NCHW 0.99 (1.50) from 64 pixels (against the Via solver too, BLAS_FEW below), backward
+#: weights NHWC 0.94 (1.34); forward NCHW 1.00 (1.53) from 64
 #: pixels per image: below that a batch of per-image GEMMs of 49 columns (7x7 maps) fills
 #: cuBLAS's tiles badly (1.28 against 0.93). BF16: 0.90 (1.40), 0.90 (1.57), 1.05 (2.69), 0.93
 #: (1.34), forward NCHW 1.00 (1.49) from 64 pixels. FP32 (IEEE, alternatives_blas_fp32_h200
@@ -61,10 +62,19 @@ _INT32_MAX = 2**31 - 1
 #: kernels took 1.03, 1.38 and 1.04 (bench/results/zoo_h200-fb-9ec5af9.json,
 #: zoo_h200-w-9ec5af9.json).
 BLAS_FIRST: dict[str, dict[str, int]] = {
-    "sm90": {"FP16-F-NHWC": 0, "FP16-B-NHWC": 0, "FP16-B-NCHW": 0, "FP16-W-NHWC": 0,
+    "sm90": {"FP16-F-NHWC": 0, "FP16-B-NHWC": 0, "FP16-B-NCHW": 64, "FP16-W-NHWC": 0,
              "FP16-F-NCHW": 64, "BF16-F-NHWC": 0, "BF16-B-NHWC": 0, "BF16-B-NCHW": 0,
              "BF16-W-NHWC": 0, "BF16-F-NCHW": 64},
 }
+
+#: Per arch, the one-call cases where, below BLAS_FIRST's pixels per image, the library still
+#: ranks first on the problems whose product's reduction (`GemmCall.k`) is at most this; fitted
+#: by bench/first_place.py on those layers against the runtime's alternative there. sm90 FP16
+#: NCHW backward data at 7x7, against the Via solver (bench/results/zoo_h200-fb-bf2b0b9's
+#: picks): a batch of per-image GEMMs of 49 columns over up to 192 channels took 0.90 of
+#: cuDNN where the Via solver took 1.17 (8 of 14 layers); over 960-2048 channels (the other
+#: 6) the library took 2.14 where the Via solver took 0.96.
+BLAS_FEW: dict[str, dict[str, int]] = {"sm90": {"FP16-B-NCHW": 192}}
 
 #: Per arch, the channel-planar backward-weights cases where the library through channels-last
 #: copies (solvers/blas_relayout.py) ranks first, each with the least C*K/(C+K) it claims from
@@ -334,15 +344,19 @@ _offered = [False]
 
 def blas_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the GEMM library ranks first on `problem` where it is offered: in one call
-    (BLAS_FIRST), or for channel-planar backward weights through its channels-last twin's
-    copies (VIA_FIRST; the registry's YIELDS_TO then gives the copies' claim way to the Triton
-    1x1 GEMM's)."""
+    (BLAS_FIRST; below its pixels, BLAS_FEW), or for channel-planar backward weights through
+    its channels-last twin's copies (VIA_FIRST; the registry's YIELDS_TO then gives the
+    copies' claim way to the Triton 1x1 GEMM's)."""
     if not _offered[0]:
         return False
     p = problem
-    if gemm_call(p) is not None:
+    call = gemm_call(p)
+    if call is not None:
         least = BLAS_FIRST.get(target.arch, {}).get(_case(p))
-        return least is not None and math.prod(p.in_spatial) >= least
+        if least is None or math.prod(p.in_spatial) >= least:
+            return least is not None
+        most = BLAS_FEW.get(target.arch, {}).get(_case(p))
+        return most is not None and call.k <= most
     least = VIA_FIRST.get(target.arch, {}).get(_case(p))
     return least is not None and p.key_direction == "W" and math.prod(p.in_spatial) > 1 and \
         p.c * p.k >= least * (p.c + p.k) and gemm_call(channels_last_twin(p)) is not None

@@ -92,20 +92,26 @@ def test_scores_and_the_comparison_of_two_results() -> None:
     assert found["moved_to_untimed"] == 0  # "d" was not scored before either
 
 
-def test_the_committed_comparison_is_what_the_committed_results_give() -> None:
-    """The figures solvers/blas_1x1.py quotes for VIA_FIRST's change."""
+@pytest.mark.parametrize(("old", "new"), [("39642db", "7fbd4a4"), ("7fbd4a4", None)])
+def test_the_committed_comparisons_are_what_the_committed_results_give(old: str,
+                                                                       new: str | None) -> None:
+    """The figures solvers/blas_1x1.py quotes: VIA_FIRST's change (39642db -> 7fbd4a4), then
+    BLAS_FEW's (7fbd4a4 -> this tree's result)."""
     rz = _module()
     from _results import read_json
 
-    found = rz.compare(read_json(RESULTS / "ranking_zoo_sm9084-39642db.json.gz"),
-                       read_json(RESULTS / "ranking_zoo_sm9084.json"))
-    committed = json.loads((RESULTS / "ranking_zoo_compare-39642db.json").read_text())
-    assert found == committed
-    moved = found["groups"]["ConvBlasGemm1x1ViaNhwcWrw -> ConvTritonGemm1x1Wrw (zoo)"]
-    assert (moved["layers"], round(moved["old_vs_cudnn"], 2), round(moved["new_vs_cudnn"], 2)) \
-        == (36, 1.27, 1.08)
+    newer = RESULTS / (f"ranking_zoo_sm9084-{new}.json.gz" if new else "ranking_zoo_sm9084.json")
+    found = rz.compare(read_json(RESULTS / f"ranking_zoo_sm9084-{old}.json.gz"),
+                       read_json(newer))
+    assert found == json.loads((RESULTS / f"ranking_zoo_compare-{old}.json").read_text())
     for part in ("zoo", "held out"):
         assert found["groups"][part]["new_vs_cudnn"] < found["groups"][part]["old_vs_cudnn"]
+    if old == "39642db":
+        moved = found["groups"]["ConvBlasGemm1x1ViaNhwcWrw -> ConvTritonGemm1x1Wrw (zoo)"]
+        assert (moved["layers"], round(moved["old_vs_cudnn"], 2),
+                round(moved["new_vs_cudnn"], 2)) == (36, 1.27, 1.08)
+    else:
+        assert found["slower"] == 0 and found["moved"] == 9
 
 
 @pytest.mark.parametrize("args", [["--compare", "README.md", "README.md"]])

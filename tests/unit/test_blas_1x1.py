@@ -234,6 +234,29 @@ def test_first_only_for_listed_cases_where_it_loads(monkeypatch: pytest.MonkeyPa
                                          in_spatial=(7, 7)), SM90)
 
 
+def test_below_the_pixels_first_only_over_a_narrow_reduction(monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """BLAS_FEW: below BLAS_FIRST's pixels the library claims where its product's reduction
+    (dy's channels in backward data) is at most the limit."""
+    from miopenkernels.solvers import ranks_first
+
+    monkeypatch.setattr(blas_1x1, "BLAS_FIRST", {"sm90": {"FP16-B-NCHW": 64}})
+    monkeypatch.setattr(blas_1x1, "BLAS_FEW", {"sm90": {"FP16-B-NCHW": 192}})
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    bwd = BLAS_SOLVERS[1]
+
+    def claims(c: int, k: int, side: int, in_type: str = "FP16") -> bool:
+        p = _problem("B", "NCHW", in_type=in_type, n=32, c=c, k=k, in_spatial=(side, side))
+        call = gemm_call(p)
+        assert call is not None and call.k == k  # backward data sums over dy's k channels
+        return ranks_first(bwd, p, SM90)
+
+    assert claims(960, 160, 7) and claims(512, 192, 7)  # DenseNet's, MobileNet-v3's 1x1 at 7x7
+    assert not claims(320, 1280, 7) and not claims(2048, 512, 7)  # MobileNet-v2's last, ResNet
+    assert claims(320, 1280, 8)  # from 64 pixels a image, whatever the reduction
+    assert not claims(960, 160, 7, in_type="BF16")  # a case the table does not list
+
+
 def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
     """BLAS_FIRST is what bench/first_place.py fits from the committed runs (the zoo part's 1x1
     layers; held-out networks' layers are not looked at): the cases where the library ran
@@ -249,9 +272,14 @@ def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
     first_place = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(first_place)
     runs = [json.loads((first_place.RESULTS / r).read_text()) for r in first_place.RUNS]
-    listed = first_place.tables(runs)["BLAS_FIRST"]
+    tables = first_place.tables(runs)
+    listed = tables["BLAS_FIRST"]
     assert listed == blas_1x1.BLAS_FIRST["sm90"]
-    assert listed["FP16-F-NCHW"] == listed["BF16-F-NCHW"] == 64 and len(listed) == 10
+    assert listed["FP16-F-NCHW"] == listed["BF16-F-NCHW"] == listed["FP16-B-NCHW"] == 64
+    assert len(listed) == 10
+    # Below 64 pixels, FP16 NCHW backward data over a reduction of at most 192 channels,
+    # fitted against the Via solver (first_place.PICKS).
+    assert tables["BLAS_FEW"] == blas_1x1.BLAS_FEW["sm90"] == {"FP16-B-NCHW": 192}
     fits = {c: e for d in runs for c, e in first_place.cases(d).items()}
     assert all(fits[c]["max_rel_err"] < 1e-3 and fits[c]["layers"] > 50 for c in listed)
 
