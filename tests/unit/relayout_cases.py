@@ -1,5 +1,5 @@
-"""What the Via solvers' test modules share: the target, the committed results folder, a
-problem in one case, a transpose launch's shape and a geomean."""
+"""What the Via solvers' test modules share: the target, the committed results folder, two
+ResNet-50 layers, a problem in one case, a transpose launch's shape and a geomean."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ from miopenkernels.target import Target
 
 SM90 = Target("sm90", 132)
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+# ResNet-50's 3x3 layer at 28x28, batch 32, and its first layer (C=3, 7x7 stride 2).
+LAYER = ConvProblem(n=32, c=128, k=128, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1))
+FIRST = ConvProblem(n=32, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
+                    stride=(2, 2))
 
 
 def as_case(p: ConvProblem, direction: str, data_type: str, layout: str = "NCHW"
