@@ -4,11 +4,13 @@ The committed H200 runs of bench/solver_alternatives.py (several solvers side by
 or held-out layer, each at the parameters the runtime gave it) and of bench/zoo.py (the
 runtime's pick on a layer, at the tree it ran) hold GPU times (queued behind a sleep kernel)
 next to cuDNN's on the same tensors. Each timing counts as its share of cuDNN's time in its own
-run, so that runs of different days compare. For every layer, case and batch with two or more
-timed solvers that still apply, this asks the runtime's miss ranking (immediate mode, no
-database consulted, the objects a package ships at hand, the GEMM library offered as on a CUDA
-device) for its first choice, and where that solver was timed scores it against the fastest
-timed solver of the same layer:
+run, so that runs of different days compare; the FP32 rows of two solver_alternatives.py runs
+timed cuDNN with TF32 on (TF32_PEER) and are kept apart from the IEEE ones (`peer`). For every
+layer, case and batch with two or more timed solvers that still apply, this asks the runtime's
+miss ranking (immediate mode, no database consulted, the objects a package ships at hand, the
+GEMM library offered as on a CUDA device, TF32 solvers under the TF32 math mode alone) for its
+first choice, and where that solver was timed scores it against the fastest timed solver of
+the same layer:
 
 - top-1: the choice is the fastest timed solver;
 - regret: its time / the fastest's - 1 (mean, geometric mean, p95, max).
@@ -54,6 +56,10 @@ sys.path.insert(0, str(HERE))
 
 from _results import read_json  # noqa: E402 - bench/_results.py, beside this file
 
+#: Runs whose FP32 rows timed cuDNN with TF32 on (solver_alternatives.py left cuDNN's default
+#: before it set the math per type): their times over cuDNN's are kept apart from IEEE ones.
+TF32_PEER = frozenset({"alternatives_blas_fp32_h200.json.gz",
+                       "alternatives_smallc2d_fp32_h200.json"})
 #: The committed H200 runs read: solver_alternatives.py's (several solvers a layer) and
 #: zoo.py's (the runtime's pick a layer, at the tree it ran).
 RUNS = ("bench/results/alternatives_*_h200.json*", "bench/results/zoo_h200*.json*")
@@ -100,13 +106,17 @@ def _row_timings(row: dict[str, Any]) -> dict[str, tuple[float, Any]]:
 
 
 def load_timings(paths: list[Path]) -> dict[tuple, dict[str, Any]]:
-    """{(network, layer, case, n): {"held_out", "key", "solvers": {name: (time over cuDNN's,
-    params, file)}}}, each solver at its newest timing (files in commit order)."""
+    """{(network, layer, case, n, peer): {"held_out", "key", "solvers": {name: (time over
+    cuDNN's, params, file)}}}, each solver at its newest timing (files in commit order); `peer`
+    says what the cuDNN times are ("cuDNN TF32" for the FP32 rows of TF32_PEER's runs, kept
+    apart from the others)."""
     known = runtime_solvers()
     out: dict[tuple, dict[str, Any]] = {}
     for path in sorted(paths, key=_commit_time):
         for row in read_json(path).get("rows", ()):
-            ident = (row["network"], row["layer"], row["case"], int(row["n"]))
+            peer = "cuDNN TF32" if path.name in TF32_PEER and row["case"].startswith("FP32-") \
+                else "cuDNN"
+            ident = (row["network"], row["layer"], row["case"], int(row["n"]), peer)
             entry = out.setdefault(ident, {"held_out": bool(row.get("held_out")),
                                            "key": row["key"], "solvers": {}})
             for name, (ratio, params) in _row_timings(row).items():
@@ -116,16 +126,15 @@ def load_timings(paths: list[Path]) -> dict[tuple, dict[str, Any]]:
 
 
 def _problem(layers: dict[tuple[str, str], Any], ident: tuple) -> Any:
-    """The problem a timing row measured (the zoo layer, at its case and batch)."""
+    """The problem a timing row measured (the zoo layer, at its case and batch; a TF32 case
+    is the FP32 problem under the TF32 math mode, `_solvers_here`)."""
     import zoo
 
-    network, name, case, n = ident
+    network, name, case, n, _ = ident
     layer = layers.get((network, name))
     if layer is None:
         return None
     type_name, direction, layout = case.split("-")
-    if type_name == "TF32":
-        return None  # a math mode, not a problem: not among the timings
     return zoo.layer_problem(layer, type_name, direction,
                              {"NCDHW": "NCHW", "NDHWC": "NHWC"}.get(layout, layout), n)
 
@@ -134,6 +143,14 @@ def layer_id(p: Any) -> tuple:
     """A layer's identity whatever its batch size, element type, layout and direction (2-D
     and 3-D alike)."""
     return (p.c, p.k, p.in_spatial, p.filter, p.pad, p.stride, p.dilation, p.groups, p.mode)
+
+
+def _solvers_here(known: dict[str, Any], case: str) -> dict[str, Any]:
+    """The solvers a runtime offers a case: TF32 ones only under the TF32 math mode (the
+    `TF32-...` cases), as `ExecutionContext.applicable_solvers` does."""
+    tf32 = case.startswith("TF32-")
+    return {name: s for name, s in known.items()
+            if tf32 or getattr(s, "math", "ieee") != "tf32"}
 
 
 def _models(networks: set[str], layers: dict[tuple[str, str], Any]) -> dict[str, Any]:
@@ -190,8 +207,9 @@ def score(timings: dict[tuple, dict[str, Any]], target_name: str) -> dict[str, A
         for ident, entry in sorted(timings.items()):
             bar.advance(task)
             p = _problem(layers, ident)
+            here = _solvers_here(known, ident[2])
             timed = {name: t for name, t in entry["solvers"].items()
-                     if p is not None and known[name].is_applicable(p, target)}
+                     if p is not None and name in here and here[name].is_applicable(p, target)}
             if len(timed) < 2:
                 skipped += 1
                 continue
@@ -204,11 +222,11 @@ def score(timings: dict[tuple, dict[str, Any]], target_name: str) -> dict[str, A
                 except Exception:  # noqa: BLE001 - a launch it cannot make: not at hand
                     return False
 
-            solvers = [s for s in known.values() if s.is_applicable(p, target)]
+            solvers = [s for s in here.values() if s.is_applicable(p, target)]
             ranked = rank_candidates(p, target, solvers, at_hand,
                                      model=models.get(ident[0], shipped_model))
-            network, layer, case, n = ident
-            base = {"network": network, "layer": layer, "case": case, "n": n,
+            network, layer, case, n, peer = ident
+            base = {"network": network, "layer": layer, "case": case, "n": n, "peer": peer,
                     "held_out": entry["held_out"], "classes": list(zoo.layer_classes(p))}
             if not ranked or ranked[0].solver.name not in timed:
                 unscored.append({**base, "chosen": ranked[0].solver.name if ranked else None,
@@ -252,7 +270,8 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
         part = "held out" if r["held_out"] else "zoo"
         groups["sets"][part].append(r)
         groups["networks"][r["network"] + (" (held out)" if r["held_out"] else "")].append(r)
-        groups["cases"][f"{r['case']} {part}"].append(r)
+        tf32 = " (against cuDNN TF32)" if r.get("peer") == "cuDNN TF32" else ""
+        groups["cases"][f"{r['case']}{tf32} {part}"].append(r)
         for c in r["classes"]:
             groups["classes"][f"{c} {part}"].append(r)
     return {name: {k: summarise(v) for k, v in sorted(g.items())} for name, g in groups.items()}
@@ -294,13 +313,15 @@ def _gm(values: list[float]) -> float:
 def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """The layers whose choice moved between two results (see the module's text)."""
     def index(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
-        return {(r["network"], r["layer"], r["case"], r["n"]): r for r in rows}
+        return {(r["network"], r["layer"], r["case"], r["n"], r.get("peer", "cuDNN")): r
+                for r in rows}
 
     a, b = index(old["rows"]), index(new["rows"])
     moved = sorted(k for k in a.keys() & b.keys() if a[k]["chosen"] != b[k]["chosen"])
     groups: dict[str, list[tuple]] = defaultdict(list)
     for k in moved:
-        part = "held out" if b[k]["held_out"] else "zoo"
+        part = ("held out" if b[k]["held_out"] else "zoo") + \
+            (", against cuDNN TF32" if b[k].get("peer") == "cuDNN TF32" else "")
         groups[part].append(k)
         groups[f"{a[k]['chosen']} -> {b[k]['chosen']} ({part})"].append(k)
     untimed = [k for k in index(new["unscored"]).keys() & a.keys()]

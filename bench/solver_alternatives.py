@@ -6,7 +6,11 @@ batch, every solver of `--solvers` that applies runs at its ranked parameters (i
 candidate for it where the ranking has one at hand, else the solver's defaults; a kernel the
 package lacks is compiled, outside the timing, and counted), on the same tensors, timed as
 bench/zoo.py times find's pick: GPU time queued behind a sleep kernel. Each output is compared
-with cuDNN's (relative L2 error). A layer where fewer than two of the solvers apply is skipped.
+with cuDNN's (relative L2 error). FP32 runs IEEE on both sides (cuDNN's TF32 off), TF32 under
+the handle's TF32 math mode against cuDNN with TF32 on, as in bench/zoo.py (runs before
+2026-12-04 left cuDNN's default, TF32 on, for FP32 too: alternatives_blas_fp32_h200 and
+alternatives_smallc2d_fp32_h200 compare against that). A layer where fewer than two of the
+solvers apply is skipped.
 `--only` keeps the layers whose FindDb key matches a regular expression (e.g. `-1x1-` for 1x1
 filters). A name may carry a tile, NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:num_stages
 [:SPLIT_K] (the solver's defaults with that tile, and that split where given, 0 for the one
@@ -253,13 +257,17 @@ def main(argv: list[str] | None = None) -> int:
         return 6
     from miopenkernels.handle import Handle
 
-    handle = Handle()
+    # The handle's math mode and cuDNN's follow the type, as bench/zoo.py's: FP32 is IEEE on
+    # both sides (cuDNN's TF32 off), TF32 the TF32 math mode against cuDNN with TF32 on.
+    handles = {"ieee": Handle(),
+               "tf32": Handle(math_mode="tf32") if "TF32" in split["types"] else None}
     layers = zoo.every_kth(zoo.load_layers(split["networks"], args.held_out), args.every)
     rows: list[dict] = []
     failures: list[dict] = []
     start = time.perf_counter()
     for batch in batches:
         for t in split["types"]:
+            handle = handles["tf32" if t == "TF32" else "ieee"]
             for d in split["directions"]:
                 for lay in split["layouts"]:
                     for layer in layers:
@@ -276,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                             tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(
                                 p.in_type, torch.float32)
                             tensors = zoo._tensors(p, tdt)
+                            torch.backends.cudnn.allow_tf32 = t == "TF32"
                             torch.backends.cudnn.benchmark = True
                             peer = zoo._peer(p, {r: v for r, (_, v) in tensors.items()})
                             ref = peer().float()
@@ -294,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                             continue
                         rows.append(row)
     summary = summarise(rows, names)
-    versions = zoo._versions({"ieee": handle})
+    versions = zoo._versions(handles)
     result = {**versions, "solvers": names, "every": args.every, "only": args.only,
               "seconds": round(time.perf_counter() - start, 1), "summary": summary,
               "failures": failures, "rows": rows}

@@ -55,7 +55,10 @@ _INT32_MAX = 2**31 - 1
 #: pixels per image: below that a batch of per-image GEMMs of 49 columns (7x7 maps) fills
 #: cuBLAS's tiles badly (1.28 against 0.93). BF16: 0.90 (1.40), 0.90 (1.57), 1.05 (2.69), 0.93
 #: (1.34), forward NCHW 1.00 (1.49) from 64 pixels. FP32 (IEEE, alternatives_blas_fp32_h200
-#: .json): cuBLAS 2.1-2.5 of cuDNN over every layer, not listed. A channel-planar problem of
+#: .json, against the three-TF32-product kernels; that run's cuDNN ran with TF32 on, so only
+#: the two solvers' ratio holds): forward NHWC 2.48 (3.36), backward data NHWC 2.20 (2.94);
+#: NCHW not listed (forward 2.25 against 2.27 where it would claim, backward data 3 layers).
+#: A channel-planar problem of
 #: one pixel an image (a squeeze-and-excitation layer) is the channels-last one's bytes and
 #: call, and takes its case (`_case`): over the zoo's such layers at batch 32 on the H200 the
 #: library took 0.75, 0.90 and 0.82 of cuDNN's GPU time (F, B, W) in NHWC, where in NCHW the
@@ -64,7 +67,7 @@ _INT32_MAX = 2**31 - 1
 BLAS_FIRST: dict[str, dict[str, int]] = {
     "sm90": {"FP16-F-NHWC": 0, "FP16-B-NHWC": 0, "FP16-B-NCHW": 64, "FP16-W-NHWC": 0,
              "FP16-F-NCHW": 64, "BF16-F-NHWC": 0, "BF16-B-NHWC": 0, "BF16-B-NCHW": 0,
-             "BF16-W-NHWC": 0, "BF16-F-NCHW": 64},
+             "BF16-W-NHWC": 0, "BF16-F-NCHW": 64, "FP32-F-NHWC": 0, "FP32-B-NHWC": 0},
 }
 
 #: Per arch, the one-call cases where, below BLAS_FIRST's pixels per image, the library still
