@@ -116,7 +116,7 @@ SOLVERS: list[Solver] = [
 #: (`Solver.claims_first`). The Via solvers' claim is their tables' (the spec's
 #: `via_other_layout`): where they list a case, the problem's own layout is the slower one.
 FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
-    ConvBlasGemm1x1: lambda p, t, math: blas_first(p, t) and not (
+    ConvBlasGemm1x1: lambda p, t, math: blas_first(p, t, math) and not (
         gemm_call(p) is None and gemm1x1_first(p, t)),
     ConvTritonImplicitGemmRelayout: lambda p, t, math: via_layout(p, t, math) is not None,
     ConvTritonImplicitGemmPadded: lambda p, t, math: math == "ieee" and padded_first(p, t),

@@ -286,7 +286,7 @@ class ConvBlasGemm1x1(Solver):
         return gemm_call(p) is not None
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        return blas_first(problem, target)
+        return blas_first(problem, target, self.math)
 
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:
@@ -327,8 +327,9 @@ BLAS_SOLVERS: list[Solver] = [ConvBlasGemm1x1(d, m) for m in ("ieee", "tf32")
                               for d in ("F", "B", "W")]
 
 
-def _case(problem: ConvProblem) -> str:
-    """`<type>-<direction>-<layout family>`; a problem whose activations hold one pixel an
+def _case(problem: ConvProblem, math_mode: str = "ieee") -> str:
+    """`<type>-<direction>-<layout family>`, the type TF32 for FP32 under the TF32 math (the
+    tables' FP32 cases are IEEE ones); a problem whose activations hold one pixel an
     image is the same bytes in both layouts and one call either way: the channels-last
     case's; so is one whose filter covers the whole input (`_window`: one call over the
     images in either layout)."""
@@ -336,7 +337,8 @@ def _case(problem: ConvProblem) -> str:
     window = _window(conv_view(problem)) is not None
     layout = "NHWC" if problem.in_layout in ("NHWC", "NDHWC") or one_pixel or window \
         else "NCHW"
-    return f"{problem.in_type}-{problem.key_direction}-{layout}"
+    data_type = "TF32" if math_mode == "tf32" and problem.in_type == "FP32" else problem.in_type
+    return f"{data_type}-{problem.key_direction}-{layout}"
 
 
 #: Whether a runtime in this process offers the solvers (`offered` found the library
@@ -345,22 +347,22 @@ def _case(problem: ConvProblem) -> str:
 _offered = [False]
 
 
-def blas_first(problem: ConvProblem, target: Target) -> bool:
+def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether the GEMM library ranks first on `problem` where it is offered: in one call
     (BLAS_FIRST; below its pixels, BLAS_FEW), or for channel-planar backward weights through
     its channels-last twin's copies (VIA_FIRST; the registry's YIELDS_TO then gives the
-    copies' claim way to the Triton 1x1 GEMM's)."""
+    copies' claim way to the Triton 1x1 GEMM's), for a solver of `math_mode` (`_case`)."""
     if not _offered[0]:
         return False
     p = problem
     call = gemm_call(p)
     if call is not None:
-        least = BLAS_FIRST.get(target.arch, {}).get(_case(p))
+        least = BLAS_FIRST.get(target.arch, {}).get(_case(p, math_mode))
         if least is None or math.prod(p.in_spatial) >= least:
             return least is not None
-        most = BLAS_FEW.get(target.arch, {}).get(_case(p))
+        most = BLAS_FEW.get(target.arch, {}).get(_case(p, math_mode))
         return most is not None and call.k <= most
-    least = VIA_FIRST.get(target.arch, {}).get(_case(p))
+    least = VIA_FIRST.get(target.arch, {}).get(_case(p, math_mode))
     return least is not None and p.key_direction == "W" and math.prod(p.in_spatial) > 1 and \
         p.c * p.k >= least * (p.c + p.k) and gemm_call(channels_last_twin(p)) is not None
 

@@ -62,7 +62,7 @@ class ConvBlasGemm1x1ViaNhwc(WorkspaceParts, ConvBlasGemm1x1):
         one pixel an image, is the direct solver's)."""
         from .blas_1x1 import blas_first
 
-        return gemm_call(problem) is None and blas_first(problem, target)
+        return gemm_call(problem) is None and blas_first(problem, target, self.math)
 
     # ------------------------------------------------------------------ workspace
     def _shapes(self, problem: ConvProblem) -> dict[str, tuple[int, int, int]]:

@@ -378,3 +378,20 @@ def test_a_window_problem_claims_as_channels_last(monkeypatch: pytest.MonkeyPatc
             solver = solvers[p.key_direction]  # its plain convolution's opposite direction
             assert solver.is_applicable(p, SM90) and ranks_first(solver, p, SM90), \
                 (layout, direction)
+
+
+def test_fp32_tables_are_ieee_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BLAS_FIRST's FP32 cases were measured in IEEE math (cuBLAS against the three-TF32-product
+    kernels): the TF32 library solver does not take them, and under the TF32 math the TF32
+    kernels do not give way to it."""
+    from miopenkernels.solvers import SOLVERS, ranks_first
+
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    p = _problem("F", "NHWC", in_type="FP32", n=32, c=256, k=64, in_spatial=(56, 56))
+    by_name = {s.name: s for s in (*BLAS_SOLVERS, *SOLVERS)}
+    assert "FP32-F-NHWC" in blas_1x1.BLAS_FIRST["sm90"]
+    assert ranks_first(by_name["ConvBlasGemm1x1Fwd"], p, SM90)
+    assert not ranks_first(by_name["ConvTritonImplicitGemmTf32x3Fwd"], p, SM90)  # gives way
+    assert not ranks_first(by_name["ConvBlasGemm1x1Tf32Fwd"], p, SM90)
+    assert blas_1x1.blas_first(p, SM90, "tf32") is False
+    assert blas_1x1.blas_first(p, SM90, "tf32x3") is True  # FP32-accurate: the IEEE case
