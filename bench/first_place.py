@@ -1,6 +1,6 @@
 """Where the GEMM library should rank first, fitted from bench/solver_alternatives.py runs of it
 against the kernels over the zoo's 1x1 layers (no GPU): what solvers/blas_1x1.py's BLAS_FIRST,
-BLAS_FEW and VIA_FIRST hold, and the figures their comments quote.
+BLAS_FEW, BLAS_MOST_MACS and VIA_FIRST hold, and the figures their comments quote.
 
 Per case, over the zoo part's layers (held-out networks' layers are not looked at), each layer
 gives the library's GPU time against cuDNN and the best kernel's measured beside it. A split
@@ -26,7 +26,9 @@ FP16 backward data NCHW, whose alternative is the Via solver (its table lists th
 run timed the plain implicit GEMM alone). Below a listed one-call case's pixel threshold, the
 layers whose product's reduction (`GemmCall.k`) is at most a limit may still be the library's
 (BLAS_FEW): the largest limit whose picks come within 1% of the best, listed by the same test
-over the layers it claims.
+over the layers it claims. Over a listed case's claimed layers, the library may keep only
+those of at most a number of multiply-adds (BLAS_MOST_MACS): the largest whose picks come
+within 1% of the best, where claiming them all does not.
 
     python bench/first_place.py [RUN.json ...] [--out STEM] [--json]
 
@@ -126,6 +128,31 @@ def picked(case: str) -> dict[tuple, float]:
 
 
 @cache
+def work(key: str) -> int:
+    """The multiply-adds of the problem a FindDb key names."""
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers._conv import macs
+
+    return macs(ConvProblem.from_key(key))
+
+
+def fit_work(rows: list[tuple[float, float, float]]) -> dict[str, Any]:
+    """The most multiply-adds of (work, library / cuDNN, best kernel / cuDNN) rows up to which
+    the library keeps its claim: the largest whose picks come within 1% of the best, or None
+    where claiming every row comes within 1% (no split)."""
+    def picks(most: float) -> list[float]:
+        return [b if m <= most else o for m, b, o in rows]
+
+    whole = float(geomean([b for _, b, _ in rows]) or 0.0)
+    geo = {t: float(geomean(picks(t)) or 0.0) for t in sorted({m for m, _, _ in rows})}
+    best = min(geo.values())
+    most = max(t for t, g in geo.items() if g <= 1.01 * best)
+    split = whole > 1.01 * best and most < max(geo)
+    return {"most": most if split else None, "claimed": sum(m <= most for m, _, _ in rows),
+            "layers": len(rows), "library_all": whole, "picked": geo[most] if split else whole}
+
+
+@cache
 def reduction(key: str) -> int:
     """The reduction (k) of the library's one call on the problem a FindDb key names."""
     from miopenkernels.problem import ConvProblem
@@ -184,6 +211,10 @@ def cases(data: dict) -> dict[str, dict[str, Any]]:
         e["through_copies"] = copies
         e["max_rel_err"] = entry[library]["max_rel_err"]
         e["listed"] = _listed(e)
+        claimed = [(float(work(k)), b, o) for k, (m, b, o) in zip(keys, rows, strict=True)
+                   if m >= e["threshold"] and m > 0]
+        if e["listed"] and not copies and claimed:
+            e["work"] = fit_work(claimed)
         below = [(float(reduction(k)), b, o) for k, (m, b, o) in zip(keys, rows, strict=True)
                  if m < e["threshold"]]
         if e["listed"] and not copies and below:
@@ -196,14 +227,18 @@ def cases(data: dict) -> dict[str, dict[str, Any]]:
 
 def tables(runs: list[dict]) -> dict[str, dict[str, float]]:
     """{"BLAS_FIRST": {case: fewest pixels}, "BLAS_FEW": {case: most reduction below them},
-    "VIA_FIRST": {case: least C*K/(C+K)}} of the listed cases."""
-    out: dict[str, dict[str, float]] = {"BLAS_FIRST": {}, "BLAS_FEW": {}, "VIA_FIRST": {}}
+    "BLAS_MOST_MACS": {case: most multiply-adds}, "VIA_FIRST": {case: least C*K/(C+K)}} of
+    the listed cases."""
+    out: dict[str, dict[str, float]] = {"BLAS_FIRST": {}, "BLAS_FEW": {}, "BLAS_MOST_MACS": {},
+                                        "VIA_FIRST": {}}
     for data in runs:
         for case, e in cases(data).items():
             if e["listed"]:
                 out["VIA_FIRST" if e["through_copies"] else "BLAS_FIRST"][case] = e["threshold"]
             if e.get("few", {}).get("listed"):
                 out["BLAS_FEW"][case] = e["few"]["limit"]
+            if e.get("work", {}).get("most") is not None:
+                out["BLAS_MOST_MACS"][case] = e["work"]["most"]
     return out
 
 
@@ -239,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{f(e['library'])} | {f(e['kernels'])} | {f(e['rest_library'])}, "
               f"{f(e['rest_kernels'])} | {f(e['picked'])} | {f(e['kernels_alone'])} | "
               f"{'yes' if e['listed'] else ''} |")
+        split = e.get("work", {})
+        if split.get("most") is not None:
+            print(f"| {case} up to {split['most']:.4g} multiply-adds | {split['layers']} | | "
+                  f"{split['claimed']} | picks {f(split['picked'])} (library alone "
+                  f"{f(split['library_all'])}) | | | | | yes |")
         few = e.get("few")
         if few and few["limit"]:
             print(f"| {case} below {e['threshold']:g} | {few['layers']} | reduction <= "

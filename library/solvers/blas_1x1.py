@@ -40,7 +40,7 @@ from ._conv import (
 from .base import CompileJob, Launch, Params, Solver
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
-           "blas_first", "BLAS_FIRST", "BLAS_FEW", "VIA_FIRST"]
+           "blas_first", "BLAS_FIRST", "BLAS_FEW", "BLAS_MOST_MACS", "VIA_FIRST"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
@@ -78,6 +78,14 @@ BLAS_FIRST: dict[str, dict[str, int]] = {
 #: cuDNN where the Via solver took 1.17 (8 of 14 layers); over 960-2048 channels (the other
 #: 6) the library took 2.14 where the Via solver took 0.96.
 BLAS_FEW: dict[str, dict[str, int]] = {"sm90": {"FP16-B-NCHW": 192}}
+
+#: Per arch, the one-call cases where the library ranks first only on problems of at most this
+#: many multiply-adds (above them the kernels ran faster); fitted by bench/first_place.py on
+#: the claimed layers. sm90 FP32 forward NHWC: cuBLAS's IEEE GEMM wins on small products, the
+#: three-TF32-product kernel on large ones; the split takes the zoo part's picks from 2.48 to
+#: 2.30 of that run's cuDNN time (TF32 on); the layers it gives the kernel went 4.35 -> 3.42
+#: (32, zoo) and 4.92 -> 3.57 (10, held out), bench/results/ranking_zoo_compare-47f3b4d.json.
+BLAS_MOST_MACS: dict[str, dict[str, int]] = {"sm90": {"FP32-F-NHWC": 1335885824}}
 
 #: Per arch, the channel-planar backward-weights cases where the library through channels-last
 #: copies (solvers/blas_relayout.py) ranks first, each with the least C*K/(C+K) it claims from
@@ -349,18 +357,23 @@ _offered = [False]
 
 def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether the GEMM library ranks first on `problem` where it is offered: in one call
-    (BLAS_FIRST; below its pixels, BLAS_FEW), or for channel-planar backward weights through
-    its channels-last twin's copies (VIA_FIRST; the registry's YIELDS_TO then gives the
-    copies' claim way to the Triton 1x1 GEMM's), for a solver of `math_mode` (`_case`)."""
+    (BLAS_FIRST; below its pixels, BLAS_FEW; up to BLAS_MOST_MACS), or for channel-planar
+    backward weights through its channels-last twin's copies (VIA_FIRST; the registry's
+    YIELDS_TO then gives the copies' claim way to the Triton 1x1 GEMM's), for a solver of
+    `math_mode` (`_case`)."""
     if not _offered[0]:
         return False
     p = problem
     call = gemm_call(p)
     if call is not None:
-        least = BLAS_FIRST.get(target.arch, {}).get(_case(p, math_mode))
+        case = _case(p, math_mode)
+        least = BLAS_FIRST.get(target.arch, {}).get(case)
+        most_macs = BLAS_MOST_MACS.get(target.arch, {}).get(case)
+        if most_macs is not None and macs(p) > most_macs:
+            return False
         if least is None or math.prod(p.in_spatial) >= least:
             return least is not None
-        most = BLAS_FEW.get(target.arch, {}).get(_case(p, math_mode))
+        most = BLAS_FEW.get(target.arch, {}).get(case)
         return most is not None and call.k <= most
     least = VIA_FIRST.get(target.arch, {}).get(_case(p, math_mode))
     return least is not None and p.key_direction == "W" and math.prod(p.in_spatial) > 1 and \

@@ -93,11 +93,12 @@ def test_scores_and_the_comparison_of_two_results() -> None:
 
 
 @pytest.mark.parametrize(("old", "new"), [("39642db", "7fbd4a4"), ("7fbd4a4", "47b51a0"),
-                                          ("47b51a0", None)])
+                                          ("47b51a0", "47f3b4d"), ("47f3b4d", None)])
 def test_the_committed_comparisons_are_what_the_committed_results_give(old: str,
                                                                        new: str | None) -> None:
     """The figures solvers/blas_1x1.py and bench/first_place.py quote: VIA_FIRST's change
-    (39642db -> 7fbd4a4), BLAS_FEW's (-> 47b51a0), FP32's listing (-> this tree's result)."""
+    (39642db -> 7fbd4a4), BLAS_FEW's (-> 47b51a0), FP32's listing (-> 47f3b4d), FP32 forward's
+    product-size limit (-> this tree's result)."""
     rz = _module()
     from _results import read_json
 
@@ -115,6 +116,9 @@ def test_the_committed_comparisons_are_what_the_committed_results_give(old: str,
         assert found["slower"] == 0 and found["moved"] == 9
     else:  # FP32 rows of a run whose cuDNN ran TF32: kept apart and labelled so
         assert set(parts) == {"zoo, against cuDNN TF32", "held out, against cuDNN TF32"}
+        if old == "47f3b4d":  # the product-size limit gives the large ones to the kernel
+            assert {g.split(" (")[0] for g in found["groups"] if "->" in g} == {
+                "ConvBlasGemm1x1Fwd -> ConvTritonImplicitGemmTf32x3Fwd"}
 
 
 @pytest.mark.parametrize("args", [["--compare", "README.md", "README.md"]])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -279,6 +280,9 @@ def test_the_first_place_table_is_what_the_committed_runs_measured() -> None:
     # Below 64 pixels, FP16 NCHW backward data over a reduction of at most 192 channels,
     # fitted against the Via solver (first_place.PICKS).
     assert tables["BLAS_FEW"] == blas_1x1.BLAS_FEW["sm90"] == {"FP16-B-NCHW": 192}
+    # FP32 forward NHWC up to a number of multiply-adds: the three-product kernel above it.
+    assert tables["BLAS_MOST_MACS"] == blas_1x1.BLAS_MOST_MACS["sm90"]
+    assert set(blas_1x1.BLAS_MOST_MACS["sm90"]) == {"FP32-F-NHWC"}
     fits = {c: e for d in runs for c, e in first_place.cases(d).items()}
     assert all(fits[c]["max_rel_err"] < 1e-3 and fits[c]["layers"] > 50 for c in listed)
 
@@ -387,7 +391,7 @@ def test_fp32_tables_are_ieee_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     from miopenkernels.solvers import SOLVERS, ranks_first
 
     monkeypatch.setattr(blas_1x1, "_offered", [True])
-    p = _problem("F", "NHWC", in_type="FP32", n=32, c=256, k=64, in_spatial=(56, 56))
+    p = _problem("F", "NHWC", in_type="FP32", n=32, c=256, k=64, in_spatial=(28, 28))
     by_name = {s.name: s for s in (*BLAS_SOLVERS, *SOLVERS)}
     assert "FP32-F-NHWC" in blas_1x1.BLAS_FIRST["sm90"]
     assert ranks_first(by_name["ConvBlasGemm1x1Fwd"], p, SM90)
@@ -395,3 +399,23 @@ def test_fp32_tables_are_ieee_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not ranks_first(by_name["ConvBlasGemm1x1Tf32Fwd"], p, SM90)
     assert blas_1x1.blas_first(p, SM90, "tf32") is False
     assert blas_1x1.blas_first(p, SM90, "tf32x3") is True  # FP32-accurate: the IEEE case
+
+
+def test_fp32_forward_channels_last_up_to_a_product_size(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """BLAS_MOST_MACS: the library keeps FP32 forward NHWC problems of at most that many
+    multiply-adds; the three-product kernel (which gives way to it elsewhere) takes the rest."""
+    from miopenkernels.solvers import SOLVERS, ranks_first
+    from miopenkernels.solvers._conv import macs
+
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    most = blas_1x1.BLAS_MOST_MACS["sm90"]["FP32-F-NHWC"]
+    small = _problem("F", "NHWC", in_type="FP32", n=32, c=64, k=64, in_spatial=(28, 28))
+    large = _problem("F", "NHWC", in_type="FP32", n=32, c=1024, k=1024, in_spatial=(14, 14))
+    assert macs(small) <= most < macs(large)
+    lib = BLAS_SOLVERS[0]
+    tf32x3 = next(s for s in SOLVERS if s.name == "ConvTritonImplicitGemmTf32x3Fwd")
+    assert ranks_first(lib, small, SM90) and not ranks_first(tf32x3, small, SM90)
+    assert not ranks_first(lib, large, SM90)
+    assert blas_1x1.blas_first(replace(large, in_type="FP16", wei_type="FP16",
+                                       out_type="FP16"), SM90)  # a 16-bit case: no limit
