@@ -22,18 +22,38 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
+def package_at_hand(solvers: Any, target: Any) -> Any:
+    """`at_hand(solver, params, problem)` of a package built for `target` from `solvers`:
+    every object a call runs is among their `dynamic_jobs` (what `miopenkernels build` ships
+    beside the manifests' records); a solver with no objects of its own (portable, built, a
+    library) is always at hand."""
+    from miopenkernels.solvers import launch_jobs
+
+    shipped: set = set()
+    for solver in solvers:
+        shipped.update(solver.dynamic_jobs(target))
+
+    def at_hand(solver: Any, params: Any, problem: Any) -> bool:
+        if not solver.dynamic_jobs(target):
+            return True
+        try:
+            return all(j in shipped for j in launch_jobs(solver, problem, params, target))
+        except Exception:  # noqa: BLE001 - a launch it cannot make: not at hand
+            return False
+
+    return at_hand
+
+
 def replay(target_name: str, types: list[str], directions: list[str], layouts: list[str],
            batch: int) -> dict[str, Any]:
     sys.path.insert(0, str(HERE))
     import zoo
     from miopenkernels.ranking import rank_candidates
-    from miopenkernels.solvers import SOLVERS, launch_jobs
+    from miopenkernels.solvers import SOLVERS
     from miopenkernels.target import Target
 
     target = Target.parse(target_name)
-    shipped: set = set()
-    for solver in SOLVERS:
-        shipped.update(solver.dynamic_jobs(target))
+    in_package = package_at_hand(SOLVERS, target)
     picks: dict[str, Any] = {}
     for layer in zoo.load_layers(held_out=True):
         for t in types:
@@ -44,17 +64,8 @@ def replay(target_name: str, types: list[str], directions: list[str], layouts: l
                     if key in picks:
                         continue
                     solvers = [s for s in SOLVERS if s.is_applicable(p, target)]
-
-                    def at_hand(solver: Any, params: Any, p: Any = p) -> bool:
-                        if not solver.dynamic_jobs(target):
-                            return True  # no objects of its own to ship (portable, built)
-                        try:
-                            return all(j in shipped for j in launch_jobs(solver, p, params,
-                                                                         target))
-                        except Exception:  # noqa: BLE001 - a launch it cannot make: not at hand
-                            return False
-
-                    ranked = rank_candidates(p, target, solvers, at_hand)
+                    ranked = rank_candidates(p, target, solvers,
+                                             lambda s, q, p=p: in_package(s, q, p))
                     picks[key] = {"network": layer.network, "layer": layer.name,
                                   "held_out": layer.held_out,
                                   "solver": ranked[0].solver.name if ranked else None,

@@ -188,16 +188,14 @@ def score(timings: dict[tuple, dict[str, Any]], target_name: str) -> dict[str, A
     """Every timed layer's row: the runtime's first choice and its regret."""
     import zoo
     from miopenkernels.ranking import load_model, rank_candidates
-    from miopenkernels.solvers import launch_jobs
     from miopenkernels.target import Target
+    from ranking_replay import package_at_hand
     from rich.progress import Progress
 
     target = Target.parse(target_name)
     layers = {(layer.network, layer.name): layer for layer in zoo.load_layers(held_out=True)}
     known = runtime_solvers()
-    shipped: set = set()
-    for solver in known.values():
-        shipped.update(solver.dynamic_jobs(target))
+    in_package = package_at_hand(known.values(), target)
     networks = {ident[0] for ident in timings}
     models = _models(networks, layers)
     shipped_model = load_model()
@@ -214,16 +212,9 @@ def score(timings: dict[tuple, dict[str, Any]], target_name: str) -> dict[str, A
                 skipped += 1
                 continue
 
-            def at_hand(solver: Any, params: Any, p: Any = p) -> bool:
-                if not solver.dynamic_jobs(target):
-                    return True  # no objects of its own to ship (portable, built)
-                try:
-                    return all(j in shipped for j in launch_jobs(solver, p, params, target))
-                except Exception:  # noqa: BLE001 - a launch it cannot make: not at hand
-                    return False
-
             solvers = [s for s in here.values() if s.is_applicable(p, target)]
-            ranked = rank_candidates(p, target, solvers, at_hand,
+            ranked = rank_candidates(p, target, solvers,
+                                     lambda s, q, p=p: in_package(s, q, p),
                                      model=models.get(ident[0], shipped_model))
             network, layer, case, n, peer = ident
             base = {"network": network, "layer": layer, "case": case, "n": n, "peer": peer,
