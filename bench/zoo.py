@@ -311,7 +311,8 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
           layouts: list[str], batches: list[int]) -> dict:
     """Immediate mode's first choice for every problem on `target`, without a GPU: per layer
     class (and `all`) the problems, those no solver applies to, and those whose first choice
-    runs on matrix cores (a Triton solver); the problems without a solver named."""
+    runs on matrix cores (a Triton solver); the problems without a solver named; how many
+    problems each solver comes first on."""
     from miopenkernels.errors import MIOpenKernelsError
     from miopenkernels.handle import Handle
     from miopenkernels.solvers import get_solver
@@ -320,6 +321,7 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
                "tf32": Handle(target=target, math_mode="tf32") if "TF32" in types else None}
     classes: dict[str, dict[str, int]] = {}
     unsolved: list[str] = []
+    firsts: dict[str, int] = {}
     for batch in batches:
         for type_name in types:
             handle = handles["tf32" if type_name == "TF32" else "ieee"]
@@ -333,6 +335,7 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
                         except MIOpenKernelsError:
                             first, on_cores = "", False
                             unsolved.append(f"{layer.network}/{layer.name} {p.key()}")
+                        firsts[first] = firsts.get(first, 0) + 1
                         for c in ("all", *layer_classes(p)):
                             entry = classes.setdefault(c, {"problems": 0, "no_solver": 0,
                                                            "tensor_cores": 0})
@@ -340,7 +343,7 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
                             entry["no_solver"] += not first
                             entry["tensor_cores"] += bool(on_cores)
     return {"target": target, "classes": dict(sorted(classes.items())),
-            "no_solver": unsolved}
+            "no_solver": unsolved, "first_choices": dict(sorted(firsts.items()))}
 
 
 # ----------------------------------------------------------------------------- run
@@ -429,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         if "--out" in (argv if argv is not None else sys.argv[1:]):
             args.out.parent.mkdir(parents=True, exist_ok=True)
             Path(str(args.out) + ".json").write_text(text)
-        print(json.dumps(out["classes"]))
+        print(json.dumps({k: out[k] for k in ("classes", "first_choices")}))
         return 0
     try:
         import torch

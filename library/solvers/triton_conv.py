@@ -60,6 +60,7 @@ from .triton_common import (
     tf32_capable,
     tf32x3_capable,
 )
+from .triton_ieee_first import ieee_first
 from .triton_small_grid import small_grid_config, small_grid_configs
 from .triton_tile_rule import tile_rule_config, tile_rule_configs
 
@@ -110,8 +111,6 @@ _SIXTEEN_BIT_FIRST = {"FP16": 16, "BF16": 16}
 #: groups, at 10-17x cuDNN's GPU time on ResNeXt's 3x3 layers (issue 28, H100). Fewer a group
 #: take the packed kernels in 16-bit types (FP32: the grouped direct family) and rank first.
 _GROUPED_FIRST = 16
-
-
 class ConvTritonImplicitGemm(Solver):
     """One direction of the Triton implicit GEMM in one math mode: 'ieee', 'tf32', 'tf32x3'."""
 
@@ -145,12 +144,14 @@ class ConvTritonImplicitGemm(Solver):
         return target_kind(target.arch)
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """TF32 and three-product solvers claim first place, and so do all of them on 16-bit
-        problems of 16 or more channels and filters per group (`_SIXTEEN_BIT_FIRST`) and on
-        grouped ones of as many in every type (`_GROUPED_FIRST`) and on forward problems on a
-        small grid (solvers/triton_small_grid.py); the registry's precedence
-        (`solvers.YIELDS_TO`) gives way where the problem goes through the other layout's
-        kernels or a Winograd, 1x1 GEMM or direct solver claims it."""
+        """TF32 and three-product solvers claim first place (the IEEE one instead where
+        `ieee_first` says), and so do all of them on 16-bit problems of 16 or more channels and
+        filters per group (`_SIXTEEN_BIT_FIRST`), on grouped ones of as many in every type
+        (`_GROUPED_FIRST`) and on forward problems on a small grid (solvers/triton_small_grid);
+        the registry's precedence (`solvers.YIELDS_TO`) gives way where the problem goes through
+        the other layout's kernels or a Winograd, 1x1 GEMM or direct solver claims it."""
+        if self.math != "tf32" and ieee_first(problem, target):
+            return self.math == "ieee"
         per_group = min(problem.c, problem.k) // problem.groups
         return self.rank_first or per_group >= _SIXTEEN_BIT_FIRST.get(problem.in_type, 1 << 30) \
             or (problem.groups > 1 and (per_group >= _GROUPED_FIRST or
@@ -254,9 +255,8 @@ class ConvTritonImplicitGemm(Solver):
         (kernels/conv_triton_tuned_*.json): the layer's own, else the case's usual tile, split
         to fill the CUs in backward weights (`spec.split_for`) and in forward and backward data
         under half the CUs (small_batch timings: split 0.60-0.82x unsplit there); a forward on
-        a small grid takes the small-grid rule's tile (solvers/triton_small_grid.py), another
-        layer no one tuned its case's tile rule's where one covers it
-        (solvers/triton_tile_rule.py)."""
+        a small grid takes the small-grid rule's tile (solvers/triton_small_grid), another layer
+        no one tuned its case's tile rule's where one covers it (solvers/triton_tile_rule)."""
         return _choices(self, problem, target, self._kind(target))[0]
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:

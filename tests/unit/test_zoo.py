@@ -334,6 +334,7 @@ def test_picks_count_first_choices_per_class_without_a_gpu() -> None:
     assert all(0 <= e["tensor_cores"] <= e["problems"] and e["no_solver"] == 0
                for e in classes.values())
     assert classes["plain"]["tensor_cores"] == classes["plain"]["problems"]  # FP16 NHWC GEMMs
+    assert sum(out["first_choices"].values()) == COUNTS["dcgan"] and "" not in out["first_choices"]
     # A 2-D layer past 32-bit offsets runs a chunk of images at a time, on the tensor cores.
     big = [la for la in ZOO_BENCH.load_layers(["esrgan"]) if la.name == "conv_last"]
     out = ZOO_BENCH.picks(big, "sm90-132", ["FP16"], ["F"], ["NCHW"], [32])
@@ -348,3 +349,4 @@ def test_picks_count_first_choices_per_class_without_a_gpu() -> None:
     out = ZOO_BENCH.picks([huge], "sm90-132", ["FP16"], ["F"], ["NCHW"], [32])
     assert out["classes"]["all"] == {"problems": 1, "no_solver": 1, "tensor_cores": 0}
     assert out["no_solver"][0].startswith(f"unet3d/{big[0].name} ")
+    assert out["first_choices"] == {"": 1}
