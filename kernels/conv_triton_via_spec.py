@@ -65,6 +65,16 @@ VIA_NCHW: dict[str, dict[str, int]] = {
 VIA_NCHW_FEW_C: dict[str, dict[str, int]] = {
     "sm90": {"FP16-W": 2, "BF16-W": 2, "FP16-B": 2},
 }
+#: Per target kind, the NCHW cases whose packed grouped problems (`packed`: fewer than 16
+#: channels and filters a group) the NHWC packed kernels compute faster, with the transposes.
+#: sm90, 16-bit backward weights: over the zoo's 13 such layers (ResNeXt's and RegNet's grouped
+#: 3x3) the NHWC packed kernel took 0.35-0.57 of the NCHW one's time in FP16 (H200, batch 32:
+#: bench/results/zoo_h200-w-nchw-ef1efe1 against zoo_h200-w-9ec5af9), and with the copies at
+#: the cost per byte the Via solvers' other layers of a similar size measured, the route
+#: 0.44-0.89 (geomean 0.62; 0.47-0.97 at those layers' 90% point): bench/via_estimate.py,
+#: bench/results/via_estimate_packed_w_h200.json; BF16 0.48-0.73 on the 3 of its sample
+#: (via_estimate_packed_w_bf16_h200.json). Forward and backward data (0.80-1.92) stay.
+VIA_NHWC_PACKED: dict[str, frozenset[str]] = {"sm90": frozenset({"FP16-W", "BF16-W"})}
 
 
 def via_cases(kind: str, layout: str) -> dict[str, int]:
@@ -80,10 +90,10 @@ def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]
     """Whether a problem in `layout` (NCHW or NHWC) of `case` (`FP16-B`, `TF32-W`...) with
     `sizes` runs faster on the other layout's kernels, transposed, on a target kind: from
     VIA_NHWC_MIN_C channels per group by VIA_NHWC / VIA_NCHW (and NCHW 1x1 filters by
-    VIA_NHWC_ONE_TAP's output pixels), below that by VIA_NCHW_FEW_C; never for the packed
-    kernels' grouped problems, whose tables these are not."""
+    VIA_NHWC_ONE_TAP's output pixels), below that by VIA_NCHW_FEW_C; the packed kernels'
+    grouped problems by VIA_NHWC_PACKED alone."""
     if packed(sizes):
-        return False
+        return layout == "NCHW" and case in VIA_NHWC_PACKED.get(kind, frozenset())
     if sizes["C"] >= VIA_NHWC_MIN_C:
         taps = (VIA_NHWC if layout == "NCHW" else VIA_NCHW).get(kind, {}).get(case)
     elif layout == "NHWC" and KERNELS[kernel_for(case[-1], sizes)].get("few_channels"):

@@ -91,3 +91,41 @@ def test_grouped_direct_family_matches_float64(direction: str) -> None:
     geometries = [g if direction == "W" else (*g[:-1], 0) for g in DIRECT_GEOMETRIES]
     bad = _failures("ConvTritonGrouped", direction, geometries, ("FP32",))
     assert not bad, bad
+
+
+# Packed backward weights in NCHW through the NHWC packed kernel (VIA_NHWC_PACKED): the
+# transposes of x and dy into the workspace, the packed kernel, a split's reduce and dw's copy
+# back; groups of 4 and 8 channels, a stride, a split.
+VIA_PACKED_GEOMETRIES = [
+    (4, 4, 8, 7, 7, 3, 1, 1, 1, 2, 0),
+    (8, 8, 6, 9, 8, 3, 2, 1, 1, 2, 0),
+    (8, 8, 4, 8, 8, 3, 1, 1, 1, 1, 4),
+]
+VIA_SCRIPT = HARNESS + textwrap.dedent('''
+    cases = json.loads(sys.argv[1])
+    solver = get_solver("ConvTritonImplicitGemmViaNhwcWrw")
+    rng = np.random.default_rng(0)
+    errors = []
+    for cg, kg, g, h, w, f, st, pad, dil, n, split in cases:
+        p = ConvProblem(n=n, c=cg * g, k=kg * g, groups=g, in_spatial=(h, w), filter=(f, f),
+                        pad=(pad, pad), stride=(st, st), dilation=(dil, dil), direction="W",
+                        in_type="FP16", wei_type="FP16", out_type="FP16")
+        assert solver.is_applicable(p, SM90), p.key()
+        params = solver.default_params(p, SM90)
+        if split:
+            params = params[:4] + (split,) + params[5:]
+        assert solver.params_valid(p, SM90, params), params
+        assert solver.compile_job(p, params, SM90).kernel_name.endswith("_packed"), params
+        tensors, exact, output = layer_tensors(p, "W", "FP16", rng)
+        workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
+                        (np.float16, "float16"))
+        errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
+    print(json.dumps(errors))
+''')
+
+
+def test_packed_backward_weights_through_the_nhwc_kernel_match_float64() -> None:
+    errors = interpreted(VIA_SCRIPT, VIA_PACKED_GEOMETRIES, len(VIA_PACKED_GEOMETRIES))
+    bad = [(g, e) for g, e in zip(VIA_PACKED_GEOMETRIES, errors, strict=True)
+           if not e < TOLERANCE["FP16"]]
+    assert not bad, bad

@@ -75,6 +75,8 @@ def test_grouped_problems_rank_the_direct_family_first_and_wide_groups_the_gemm(
                                                      ("NCHW", "NHWC")):
         p = _p(c, k, g, direction=d, data_type=t, layout=layout, n=8)
         family = "ConvTritonGrouped" if t == "FP32" else "ConvTritonImplicitGemm"
+        if t == "FP16" and d == "W" and layout == "NCHW":  # VIA_NHWC_PACKED: through NHWC
+            family = "ConvTritonImplicitGemmViaNhwc"
         assert first(p) == family + SUFFIX[d], p.key()
         for solver in SOLVERS:
             if solver.is_applicable(p, SM90) and solver.name != family + SUFFIX[d]:

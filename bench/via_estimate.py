@@ -1,0 +1,191 @@
+"""The Via route's time estimated where no run timed it (no GPU): an NCHW problem through the
+transposes and the NHWC kernel takes that kernel's time on the NHWC problem plus the copies'.
+
+From two bench/zoo.py runs of one type and direction, one NCHW and one NHWC (or one run with
+both layouts), over the layers both timed:
+- the copies' cost, measured where the NCHW problem went through a Via solver and the NHWC
+  one ran the Via solver's inner kernel itself (the same object and parameters): the
+  difference of the two times per byte the copies read and write (every operand, each read
+  and written once);
+- then, on the layers whose NCHW problem ran another solver (`--solver`, default the NCHW
+  implicit GEMM), the Via route's estimate, the NHWC problem's measured time plus the copies
+  at the median cost per byte of the measured layers of a similar size (within a factor of 2
+  of its bytes, wider where fewer than 5 are), and a pessimistic one with the copies at those
+  layers' `--quantile` point, against the NCHW time measured, per layer.
+
+    python bench/via_estimate.py NCHW_RUN [NHWC_RUN] --case FP16-W [--solver NAME]
+        [--only grouped|packed|strided-1x1] [--out STEM] [--json]
+
+Exit 2 where a file is not a zoo.py result, or too few layers measure the copies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import read_json  # noqa: E402
+
+SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
+BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
+ONLY = ("grouped", "packed", "strided-1x1")
+PACKED_BELOW = 16  # channels and filters a group under which the packed kernels run
+
+
+def _rows(paths: list[str], case: str) -> dict[str, dict[tuple, dict]]:
+    """{layout: {(network, layer, batch, held_out): row}} of `case` (`FP16-W`) in the runs."""
+    out: dict[str, dict[tuple, dict]] = {"NCHW": {}, "NHWC": {}}
+    for path in paths:
+        try:
+            data = read_json(path)
+        except ValueError as exc:
+            raise ValueError(f"{path}: not a bench/zoo.py result ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+            raise ValueError(f"{path}: not a bench/zoo.py result")
+        for r in data["rows"]:
+            layout = r["case"].rsplit("-", 1)[-1]
+            if r.get("ratio") and r["case"] == f"{case}-{layout}" and layout in out:
+                out[layout][(r["network"], r["layer"], int(r["n"]), bool(r["held_out"]))] = r
+    return out
+
+
+def copied_bytes(key: str) -> int:
+    """The bytes the Via route's copies read and write for a problem's FindDb key: each
+    operand of the convolution once each way (the output's copy back included)."""
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers.reference import conv_tensor_shapes
+
+    p = ConvProblem.from_key(key)
+    elements = sum(math.prod(shape) for shape in conv_tensor_shapes(p).values())
+    return 2 * elements * BYTES[p.in_type]
+
+
+def _kind(key: str) -> set[str]:
+    from miopenkernels.problem import ConvProblem
+
+    p = ConvProblem.from_key(key)
+    kinds = set()
+    if p.groups > 1 and p.groups != p.c:
+        kinds.add("grouped")
+        if min(p.c, p.k) // p.groups < PACKED_BELOW:
+            kinds.add("packed")
+    if p.filter == (1, 1) and max(p.stride) > 1:
+        kinds.add("strided-1x1")
+    return kinds
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def copies_ms(pairs: list[tuple[int, float]], nbytes: int, q: float) -> float:
+    """The copies' ms for `nbytes` at the `q` point of the cost per byte measured on the
+    layers of a similar size (within 2x of its bytes; 4x, 8x... where fewer than 5 are)."""
+    span = 2.0
+    while True:
+        near = [t / b for b, t in pairs if nbytes / span <= b <= nbytes * span]
+        if len(near) >= 5 or span > 1e6:
+            break
+        span *= 2
+    return max(0.0, _quantile(near, q) * nbytes) if near else math.nan
+
+
+def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
+             quantile: float) -> dict[str, Any]:
+    direction = case.split("-")[1]
+    via = f"ConvTritonImplicitGemmViaNhwc{SUFFIX[direction]}"
+    inner = f"ConvTritonImplicitGemm{SUFFIX[direction]}"
+    target = solver or inner
+    rows = _rows(paths, case)
+    both = [k for k in rows["NCHW"] if k in rows["NHWC"]]
+    pairs = []
+    for k in both:
+        a, b = rows["NCHW"][k], rows["NHWC"][k]
+        if a["solver"] == via and b["solver"] == inner:
+            pairs.append((copied_bytes(a["key"]), a["ours_gpu_ms"] - b["ours_gpu_ms"]))
+    if len(pairs) < 5:
+        raise ValueError(f"{len(pairs)} layers ran {via} in NCHW and {inner} in NHWC; "
+                         "too few to measure the copies")
+    layers = []
+    for k in sorted(both):
+        a, b = rows["NCHW"][k], rows["NHWC"][k]
+        if a["solver"] != target or (only and only not in _kind(a["key"])):
+            continue
+        nbytes = copied_bytes(a["key"])
+        est = b["ours_gpu_ms"] + copies_ms(pairs, nbytes, 0.5)
+        worst = b["ours_gpu_ms"] + copies_ms(pairs, nbytes, quantile)
+        layers.append({"network": k[0], "layer": k[1], "n": k[2], "held_out": k[3],
+                       "key": a["key"], "nchw_solver": a["solver"],
+                       "nchw_ms": round(a["ours_gpu_ms"], 4), "nhwc_solver": b["solver"],
+                       "nhwc_ms": round(b["ours_gpu_ms"], 4), "via_ms": round(est, 4),
+                       "via_ms_pessimistic": round(worst, 4),
+                       "via_over_nchw": round(est / a["ours_gpu_ms"], 3),
+                       "pessimistic_over_nchw": round(worst / a["ours_gpu_ms"], 3),
+                       "nchw_vs_cudnn": round(a["ratio"], 3),
+                       "via_vs_cudnn": round(est / a["cudnn_gpu_ms"], 3)})
+    return {"runs": [Path(p).name for p in paths], "case": case, "solver": target,
+            "only": only, "copies": {"pairs": len(pairs), "quantile": quantile,
+                                      "ms_per_gb_median": round(_quantile(
+                                          [t / b * 1e9 for b, t in pairs], 0.5), 4)},
+            "layers": layers}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    c = result["copies"]
+    lines = [f"Via route estimated for {result['case']}-NCHW layers on {result['solver']}"
+             f"{' (' + result['only'] + ')' if result['only'] else ''}, from "
+             f"{', '.join(result['runs'])}. Copies measured on {c['pairs']} layers "
+             f"(median {c['ms_per_gb_median']} ms/GB); the estimate takes the median cost per "
+             f"byte of the layers of a similar size, the pessimistic one their "
+             f"{c['quantile']:.0%} point.", "",
+             "| network | layer | NCHW ms | NHWC ms | Via est. ms | pessimistic | est./NCHW |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in result["layers"]:
+        held = " (held out)" if r["held_out"] else ""
+        lines.append(f"| {r['network']}{held} | {r['layer']} | {r['nchw_ms']} | {r['nhwc_ms']} "
+                     f"| {r['via_ms']} | {r['via_ms_pessimistic']} | {r['via_over_nchw']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", help="bench/zoo.py results (.json or .json.gz)")
+    ap.add_argument("--case", required=True, help="type and direction, e.g. FP16-W")
+    ap.add_argument("--solver", help="the NCHW problems' solver to estimate against "
+                    "(default: the NCHW implicit GEMM)")
+    ap.add_argument("--only", choices=ONLY, help="only layers of this kind")
+    ap.add_argument("--quantile", type=float, default=0.9,
+                    help="the pessimistic estimate's point of the similar layers' copy costs")
+    ap.add_argument("--out", type=Path, help="path stem of the .json and .md written")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args(argv)
+    parts = args.case.split("-")
+    if len(parts) != 2 or parts[0] not in BYTES or parts[1] not in SUFFIX:
+        print(f"error: --case {args.case!r} is not <type>-<direction> (e.g. FP16-W)",
+              file=sys.stderr)
+        return 2
+    if not 0.5 <= args.quantile <= 1.0:
+        print("error: --quantile must be between 0.5 and 1", file=sys.stderr)
+        return 2
+    try:
+        result = estimate(args.runs, args.case, args.solver, args.only, args.quantile)
+    except (OSError, ValueError) as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    md = markdown(result)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
+        Path(str(args.out) + ".md").write_text(md)
+    print(json.dumps(result, indent=1) if args.json else md, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
