@@ -31,7 +31,8 @@ __all__ = [
     "spec_kernel_args",
     "spec_launch",
     "CONV_KERNEL_FILE", "MATH_TYPE", "MMA_PARAM", "PARAM_NAMES", "REDUCE_KERNEL",
-    "companion_jobs", "config_items", "config_of", "config_view", "conv_triton_job",
+    "aligned_object", "companion_jobs", "config_items", "config_of", "config_view",
+    "conv_triton_job",
     "has_kernels_spec", "have_kernels", "job_items", "kernel_arg", "kernels_spec",
     "no_matrix_kernels", "padded_problem", "params_of", "problem_view", "reduce_job",
     "reduce_jobs", "reduce_step", "scratch_args", "shape_fits",
@@ -108,6 +109,14 @@ def problem_view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], str, b
     args = spec.conv_args(sizes, spec_strides(view))
     channels_last = args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1
     return view, args, spec.kernel_for(view.direction, sizes), channels_last
+
+
+@lru_cache(maxsize=4096)
+def aligned_object(problem: ConvProblem) -> bool:
+    """Whether the problem meets its implicit-GEMM kernel's align16 assumption (the aligned
+    object applies; kept per problem)."""
+    _, args, kernel, channels_last = problem_view(problem)
+    return bool(spec_module().meets_align16(args, channels_last, problem.in_type, kernel))
 
 
 @lru_cache(maxsize=8192)

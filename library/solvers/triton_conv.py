@@ -43,6 +43,7 @@ from .triton_common import (
     MATH_TYPE,
     MMA_PARAM,
     PARAM_NAMES,
+    aligned_object,
     config_items,
     config_view,
     conv_triton_job,
@@ -75,13 +76,6 @@ _NO_SIZES = {k: 0 for k in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "G", "s
 
 
 @lru_cache(maxsize=4096)
-def _aligned(problem: ConvProblem) -> bool:
-    """Whether the problem meets the align16 assumption (kept per problem)."""
-    _, args, kernel, cl = problem_view(problem)
-    return bool(spec_module().meets_align16(args, cl, problem.in_type, kernel))
-
-
-@lru_cache(maxsize=4096)
 def _legal(params: Params, data_type: str, kind: str, kernel: str) -> bool:
     config = dict(config_items(params))
     return (config["SPLIT_K"] == 1 or splits_reduction(kernel)) and bool(
@@ -111,6 +105,8 @@ _SIXTEEN_BIT_FIRST = {"FP16": 16, "BF16": 16}
 #: groups, at 10-17x cuDNN's GPU time on ResNeXt's 3x3 layers (issue 28, H100). Fewer a group
 #: take the packed kernels in 16-bit types (FP32: the grouped direct family) and rank first.
 _GROUPED_FIRST = 16
+
+
 class ConvTritonImplicitGemm(Solver):
     """One direction of the Triton implicit GEMM in one math mode: 'ieee', 'tf32', 'tf32x3'."""
 
@@ -362,7 +358,7 @@ class ConvTritonImplicitGemm(Solver):
                     specialised: bool = False) -> CompileJob:
         """The (always shape-agnostic) job; with the align16 assumption where the problem
         meets it."""
-        return self._problem_job(problem, params, _aligned(problem), target)
+        return self._problem_job(problem, params, aligned_object(problem), target)
 
     def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
                       ) -> CompileJob:

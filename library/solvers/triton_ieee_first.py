@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from ..problem import ConvProblem
 from ..target import Target
-from .triton_common import problem_view, spec_module, spec_sizes, target_kind
+from .triton_common import aligned_object, problem_view, spec_module, spec_sizes, target_kind
 
 __all__ = ["ieee_first", "IEEE_FIRST"]
 
@@ -39,8 +39,6 @@ def ieee_first(problem: ConvProblem, target: Target) -> bool:
     if p.in_type != "FP32" or p.in_layout != "NHWC" or len(p.in_spatial) != 2 or \
             p.groups != 1 or p.key_direction not in IEEE_FIRST.get(kind or "", frozenset()):
         return False
-    view, args, kernel, channels_last = problem_view(p)
-    spec = spec_module()
-    return bool(spec.via_other_layout(str(kind), "NCHW", f"FP32-{p.key_direction}",
-                                      spec_sizes(view))) and \
-        bool(spec.meets_align16(args, channels_last, p.in_type, kernel))
+    sizes = spec_sizes(problem_view(p)[0])
+    return bool(spec_module().via_other_layout(str(kind), "NCHW", f"FP32-{p.key_direction}",
+                                               sizes)) and aligned_object(p)
