@@ -1,8 +1,9 @@
 """The Via route's time estimated where no run timed it (no GPU): an NCHW problem through the
 transposes and the NHWC kernel takes that kernel's time on the NHWC problem plus the copies'.
 
-From two bench/zoo.py runs of one type and direction, one NCHW and one NHWC (or one run with
-both layouts), over the layers both timed:
+From bench/zoo.py runs of one type and direction, NCHW and NHWC (one run with both layouts,
+or several: the first that timed a layer in a layout speaks for it), over the layers both
+layouts timed:
 - the copies' cost, measured where the NCHW problem went through a Via solver and the NHWC
   one ran the Via solver's inner kernel itself (the same object and parameters): the
   difference of the two times per byte the copies read and write (every operand, each read
@@ -50,7 +51,9 @@ def _rows(paths: list[str], case: str) -> dict[str, dict[tuple, dict]]:
         for r in data["rows"]:
             layout = r["case"].rsplit("-", 1)[-1]
             if r.get("ratio") and r["case"] == f"{case}-{layout}" and layout in out:
-                out[layout][(r["network"], r["layer"], int(r["n"]), bool(r["held_out"]))] = r
+                # The first run given that timed a layer in a layout speaks for it.
+                key = (r["network"], r["layer"], int(r["n"]), bool(r["held_out"]))
+                out[layout].setdefault(key, r)
     return out
 
 

@@ -44,6 +44,16 @@ VIA_NHWC_ONE_TAP: dict[str, dict[str, int]] = {
     "sm90": {"FP16-F": 49, "BF16-F": 49, "FP16-B": 784, "BF16-B": 784, "TF32-B": 196,
              "FP16-W": 196, "BF16-W": 196},
 }
+#: Per target kind, NCHW cases whose 1x1 layers at a stride go through the NHWC kernels at
+#: any output size (VIA_NHWC_ONE_TAP stops at its pixels) where C*K/(C+K) is at least this.
+#: sm90 FP16 backward data: the NCHW kernel there took 3.5-9.1x the NHWC kernel's time on the
+#: zoo's such layers above 784 output pixels with 256-1024 channels (RetinaNet's and
+#: DeepLabV3's downsampling), the route estimated at 0.19-0.54 of the NCHW kernel's time
+#: (0.20-0.58 at the similar layers' 90% point; bench/via_estimate.py --only strided-1x1 on
+#: zoo_h200-b-nchw-ef1efe1 and zoo_h200-fb-9ec5af9: via_estimate_strided_b_h200.json); on
+#: RegNet's 32 -> 48 projection (C*K/(C+K) 19) 1.50. Backward weights stay: the layers at
+#: 784 pixels that the rule would add were estimated at 0.93-0.96 (1.20-1.23 pessimistic).
+VIA_NHWC_STRIDED_ONE_TAP: dict[str, dict[str, int]] = {"sm90": {"FP16-B": 128}}
 #: The same for NHWC problems that run faster on the NCHW kernels, transposed. sm90: TF32
 #: backward weights, whose NCHW kernel took 0.37 of the NHWC kernel's time on the 3x3 layers
 #: and 0.65 on the 1x1 layers (bench/results/kernels_h100-ec37f22.json, batch 32).
@@ -68,12 +78,12 @@ VIA_NCHW_FEW_C: dict[str, dict[str, int]] = {
 #: Per target kind, the NCHW cases whose packed grouped problems (`packed`: fewer than 16
 #: channels and filters a group) the NHWC packed kernels compute faster, with the transposes.
 #: sm90, 16-bit backward weights: over the zoo's 13 such layers (ResNeXt's and RegNet's grouped
-#: 3x3) the NHWC packed kernel took 0.35-0.57 of the NCHW one's time in FP16 (H200, batch 32:
+#: 3x3) the NHWC packed kernel took 0.35-0.58 of the NCHW one's time in FP16 (H200, batch 32:
 #: bench/results/zoo_h200-w-nchw-ef1efe1 against zoo_h200-w-9ec5af9), and with the copies at
 #: the cost per byte the Via solvers' other layers of a similar size measured, the route
-#: 0.44-0.89 (geomean 0.62; 0.47-0.97 at those layers' 90% point): bench/via_estimate.py,
+#: 0.44-0.87 (geomean 0.61; 0.45-0.97 at those layers' 90% point): bench/via_estimate.py,
 #: bench/results/via_estimate_packed_w_h200.json; BF16 0.48-0.73 on the 3 of its sample
-#: (via_estimate_packed_w_bf16_h200.json). Forward and backward data (0.80-1.92) stay.
+#: (via_estimate_packed_w_bf16_h200.json). Forward and backward data (0.79-1.92) stay.
 VIA_NHWC_PACKED: dict[str, frozenset[str]] = {"sm90": frozenset({"FP16-W", "BF16-W"})}
 
 
@@ -90,8 +100,9 @@ def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]
     """Whether a problem in `layout` (NCHW or NHWC) of `case` (`FP16-B`, `TF32-W`...) with
     `sizes` runs faster on the other layout's kernels, transposed, on a target kind: from
     VIA_NHWC_MIN_C channels per group by VIA_NHWC / VIA_NCHW (and NCHW 1x1 filters by
-    VIA_NHWC_ONE_TAP's output pixels), below that by VIA_NCHW_FEW_C; the packed kernels'
-    grouped problems by VIA_NHWC_PACKED alone."""
+    VIA_NHWC_ONE_TAP's output pixels, at a stride by VIA_NHWC_STRIDED_ONE_TAP's channels),
+    below that by VIA_NCHW_FEW_C; the packed kernels' grouped problems by VIA_NHWC_PACKED
+    alone."""
     if packed(sizes):
         return layout == "NCHW" and case in VIA_NHWC_PACKED.get(kind, frozenset())
     if sizes["C"] >= VIA_NHWC_MIN_C:
@@ -102,6 +113,12 @@ def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]
         taps = None
     if taps is not None and sizes["R"] * sizes["S"] >= taps:
         return True
-    pixels = VIA_NHWC_ONE_TAP.get(kind, {}).get(case) if layout == "NCHW" else None
-    return pixels is not None and sizes["R"] * sizes["S"] == 1 and \
-        sizes["C"] >= VIA_NHWC_MIN_C and sizes["P"] * sizes["Q"] <= pixels
+    if layout != "NCHW" or sizes["R"] * sizes["S"] != 1 or sizes["C"] < VIA_NHWC_MIN_C:
+        return False
+    pixels = VIA_NHWC_ONE_TAP.get(kind, {}).get(case)
+    if pixels is not None and sizes["P"] * sizes["Q"] <= pixels:
+        return True
+    least = VIA_NHWC_STRIDED_ONE_TAP.get(kind, {}).get(case)
+    c, k = sizes["C"], sizes["K"]
+    return least is not None and max(sizes["stride_h"], sizes["stride_w"]) > 1 and \
+        c * k >= least * (c + k)
