@@ -35,7 +35,6 @@ from _results import read_json  # noqa: E402
 SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
 BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
 ONLY = ("grouped", "packed", "strided-1x1")
-PACKED_BELOW = 16  # channels and filters a group under which the packed kernels run
 
 
 def _rows(paths: list[str], case: str) -> dict[str, dict[tuple, dict]]:
@@ -69,6 +68,7 @@ def copied_bytes(key: str) -> int:
 
 
 def _kind(key: str) -> set[str]:
+    from miopenkernels.kernels.conv_triton_spec import PACKED_BELOW
     from miopenkernels.problem import ConvProblem
 
     p = ConvProblem.from_key(key)

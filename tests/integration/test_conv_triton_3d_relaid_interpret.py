@@ -45,17 +45,11 @@ SCRIPT = HARNESS + textwrap.dedent('''
                         stride=(1, st, st), direction=direction, in_type="FP16",
                         wei_type="FP16", out_type="FP16", in_layout=layout,
                         wei_layout=layout, out_layout=layout)
-        assert solver.is_applicable(p, SM90), p.key()
-        params = solver.default_params(p, SM90)
-        if split and direction == "W":
-            params = params[:4] + (split,) + params[5:]
-        assert solver.params_valid(p, SM90, params), params
-        tensors, exact, output = layer_tensors(p, direction, "FP16", rng)
-        workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
-                        (np.float16, "float16"))
+        params, error = default_launches_error(solver, p, split if direction == "W" else 0,
+                                               rng)
         main_job = solver.compile_job(p, params, SM90)
         assert "--assume=" in " ".join(main_job.options), main_job.options  # the aligned object
-        errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
+        errors.append(error)
     print(json.dumps(errors))
 ''')
 

@@ -169,6 +169,19 @@ HARNESS = textwrap.dedent('''
         got = to_host(tensors[output])
         return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
 
+    def default_launches_error(solver, p, split, rng):
+        """`launches_error` of `solver`'s default parameters (SPLIT_K `split` where not 0) on
+        the FP16 problem `p`, its output and workspace parts NaN first: (params, error)."""
+        assert solver.is_applicable(p, SM90), p.key()
+        params = solver.default_params(p, SM90)
+        if split:
+            params = params[:4] + (split,) + params[5:]
+        assert solver.params_valid(p, SM90, params), params
+        tensors, exact, output = layer_tensors(p, p.direction, "FP16", rng)
+        workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
+                        (np.float16, "float16"))
+        return params, launches_error(solver, p, params, SM90, tensors, exact, output)
+
     def relative_error(solver, kernel, p, params, target, rng):
         """Run `solver`'s launches of `p` with `params` (the main one from the kernel module
         `kernel`, follow-ups from conv_triton) on random inputs, the output poisoned with NaN
