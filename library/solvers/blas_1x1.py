@@ -40,7 +40,8 @@ from ._conv import (
 from .base import CompileJob, Launch, Params, Solver
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
-           "blas_first", "BLAS_FIRST", "BLAS_FEW", "BLAS_MOST_MACS", "VIA_FIRST"]
+           "blas_first", "BLAS_FIRST", "BLAS_FIRST_ESTIMATED", "BLAS_FEW", "BLAS_MOST_MACS",
+           "VIA_FIRST"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
@@ -69,6 +70,21 @@ BLAS_FIRST: dict[str, dict[str, int]] = {
              "FP16-F-NCHW": 64, "BF16-F-NHWC": 0, "BF16-B-NHWC": 0, "BF16-B-NCHW": 0,
              "BF16-W-NHWC": 0, "BF16-F-NCHW": 64, "FP32-F-NHWC": 0, "FP32-B-NHWC": 0},
 }
+
+#: Per arch, one-call cases listed as BLAS_FIRST lists them (fewest pixels per image) where no
+#: run has timed the library in that direction: it ranks first there on the time its other
+#: two directions measured on the same layers, which bench/blas_estimate.py turns into an
+#: estimate (their larger time times the ratio the library's three directions measured on
+#: 16-bit layers: 225 FP16 layers, median 1.17, 90% point 1.63). sm90 FP32 backward weights
+#: channels-last (squeeze-and-excitation layers of one pixel included, in either layout), where
+#: the three-TF32-product kernel ran: over the 15 zoo layers the runs hold
+#: (bench/results/blas_estimate_fp32_w_h200.json) it took 3.33 of cuDNN's GPU time (IEEE), the
+#: library estimated at 1.00 (1.39 pessimistic), 0.50 of the kernel's or, where it is the
+#: smaller, of the IEEE kernel's route through the channel-planar twin's transposes
+#: (triton_ieee_first's evidence); the 4 held-out layers 7.55 -> 2.76. A run that times it
+#: (bench/solver_alternatives.py, then bench/first_place.py) moves a case into BLAS_FIRST.
+#: tests/unit/test_blas_1x1.py recomputes the figures.
+BLAS_FIRST_ESTIMATED: dict[str, dict[str, int]] = {"sm90": {"FP32-W-NHWC": 0}}
 
 #: Per arch, the one-call cases where, below BLAS_FIRST's pixels per image, the library still
 #: ranks first on the problems whose product's reduction (`GemmCall.k`) is at most this; fitted
@@ -357,7 +373,8 @@ _offered = [False]
 
 def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether the GEMM library ranks first on `problem` where it is offered: in one call
-    (BLAS_FIRST; below its pixels, BLAS_FEW; up to BLAS_MOST_MACS), or for channel-planar
+    (BLAS_FIRST, or BLAS_FIRST_ESTIMATED where it has no entry; below its pixels, BLAS_FEW; up
+    to BLAS_MOST_MACS), or for channel-planar
     backward weights through its channels-last twin's copies (VIA_FIRST; the registry's
     YIELDS_TO then gives the copies' claim way to the Triton 1x1 GEMM's), for a solver of
     `math_mode` (`_case`)."""
@@ -367,7 +384,8 @@ def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") ->
     call = gemm_call(p)
     if call is not None:
         case = _case(p, math_mode)
-        least = BLAS_FIRST.get(target.arch, {}).get(case)
+        least = BLAS_FIRST.get(target.arch, {}).get(
+            case, BLAS_FIRST_ESTIMATED.get(target.arch, {}).get(case))
         most_macs = BLAS_MOST_MACS.get(target.arch, {}).get(case)
         if most_macs is not None and macs(p) > most_macs:
             return False

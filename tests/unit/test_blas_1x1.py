@@ -419,3 +419,37 @@ def test_fp32_forward_channels_last_up_to_a_product_size(monkeypatch: pytest.Mon
     assert not ranks_first(lib, large, SM90)
     assert blas_1x1.blas_first(replace(large, in_type="FP16", wei_type="FP16",
                                        out_type="FP16"), SM90)  # a 16-bit case: no limit
+
+
+def test_fp32_backward_weights_channels_last_on_the_estimate(monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """BLAS_FIRST_ESTIMATED: FP32 backward weights in one call (channels-last, or one pixel
+    an image in either layout) rank the library first, ahead of both the three-product and the
+    IEEE implicit GEMM (triton_ieee_first's problems included); channel-planar problems of
+    more pixels, other arches and the TF32 math are untouched; a measured BLAS_FIRST entry
+    comes before it."""
+    from miopenkernels.solvers import SOLVERS, ranks_first
+    from miopenkernels.solvers.triton_ieee_first import ieee_first
+
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    assert "FP32-W-NHWC" not in blas_1x1.BLAS_FIRST["sm90"]  # no run timed it
+    by_name = {s.name: s for s in (*BLAS_SOLVERS, *SOLVERS)}
+    lib = by_name["ConvBlasGemm1x1Wrw"]
+    densenet = _problem("W", "NHWC", in_type="FP32", wei_type="FP32", out_type="FP32", n=32,
+                        c=128, k=32 * 4, in_spatial=(28, 28))
+    se = _problem("W", "NCHW", in_type="FP32", wei_type="FP32", out_type="FP32", n=32, c=672,
+                  k=168, in_spatial=(1, 1))
+    for p in (densenet, se):
+        assert ranks_first(lib, p, SM90), p.key()
+        for kernel in ("ConvTritonImplicitGemmTf32x3Wrw", "ConvTritonImplicitGemmWrw"):
+            assert not ranks_first(by_name[kernel], p, SM90), (kernel, p.key())
+    wide = _problem("W", "NHWC", in_type="FP32", wei_type="FP32", out_type="FP32", n=32,
+                    c=2048, k=512, in_spatial=(65, 65))
+    assert ieee_first(wide, SM90) and ranks_first(lib, wide, SM90)
+    assert not ranks_first(by_name["ConvTritonImplicitGemmWrw"], wide, SM90)
+    planar = replace(densenet, in_layout="NCHW", wei_layout="NCHW", out_layout="NCHW")
+    assert not ranks_first(lib, planar, SM90)
+    assert not ranks_first(lib, densenet, Target("sm80", 108))  # another arch: not listed
+    assert blas_1x1.blas_first(densenet, SM90, "tf32") is False
+    monkeypatch.setattr(blas_1x1, "BLAS_FIRST", {"sm90": {"FP32-W-NHWC": 10**6}})
+    assert not ranks_first(lib, densenet, SM90)  # the measured table speaks first
