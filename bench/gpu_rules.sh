@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# On the GPU machine, in one call: the rules that landed on committed timings without a run of
+# their own, measured in their new places (bench/results/README.md names each one's estimate).
+# The sm90-132 package of the default manifests first (bench/_gpu_env.sh `sm90_package`), then:
+#   grid/      the GPU grid's Via cases against float64, Triton hidden (the packed grouped
+#              backward weights and strided 1x1 backward data routes among them);  GRID_S
+#   blas_w.*   the GEMM library against both implicit GEMM kernels on the FP32 backward weights
+#              of the zoo's 1x1 layers, NHWC (BLAS_FIRST_ESTIMATED), for bench/first_place.py;
+#              ALT_S
+#   packed.*   find's pick against cuDNN on the grouped layers' FP16 and BF16 backward weights
+#              in NCHW (VIA_NHWC_PACKED);  PACKED_S
+#   fp32_w.*   the same on FP32 backward weights NHWC, every second layer (IEEE_FIRST and
+#              BLAS_FIRST_ESTIMATED);  FP32_S
+#   strided.*  the same on FP16 backward data NCHW of the networks with large strided 1x1
+#              layers (VIA_NHWC_STRIDED_ONE_TAP);  STRIDED_S
+# All at batch 32, the held-out networks apart. A summary line per step; the defaults keep the
+# whole under one call's 600 s on a cold machine (STEPS: the steps to run, default all).
+#
+#   bash bench/gpu_rules.sh OUTDIR
+set -uo pipefail
+out="${1:?usage: bash bench/gpu_rules.sh OUTDIR}"
+here="$(dirname "$0")"
+mkdir -p "$out"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+steps="${STEPS:-grid,blas_w,packed,fp32_w,strided}"
+want() { [[ ",$steps," == *",$1,"* ]]; }
+source "$here/_gpu_env.sh"
+device_stamp "$out/device.txt" > /dev/null
+sys=/tmp/sys
+sm90_package "$sys" "$out"
+export MIOPEN_SYSTEM_DB_PATH="$sys"
+
+if want grid; then
+  GRID_SOLVER=ConvTritonImplicitGemmVia TESTS_S="${GRID_S:-150}" \
+    bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
+  stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
+fi
+zoo() {  # zoo NAME LIMIT zoo.py-arguments...
+  local name="$1" limit="$2"; shift 2
+  timeout "$limit" python3 bench/zoo.py "$@" --batches 32 --held-out \
+    --budget-s "$(( limit - 20 ))" --out "$out/$name" > "$out/$name.log" 2>&1
+  stamp "$name rc=$? $(grep -E '^(FP|BF)[0-9]+-' "$out/$name.log" | head -4 | tr '\n' ';')"
+}
+if want blas_w; then
+  limit="${ALT_S:-90}"
+  timeout "$limit" python3 bench/solver_alternatives.py --solvers \
+    ConvBlasGemm1x1Wrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw \
+    --types FP32 --directions W --layouts NHWC --batches 32 --only=-1x1- --held-out \
+    --budget-s "$(( limit - 15 ))" --out "$out/blas_w" > "$out/blas_w.log" 2>&1
+  stamp "blas_w rc=$?"; tail -6 "$out/blas_w.log"
+fi
+want packed && zoo packed "${PACKED_S:-70}" --types FP16,BF16 --directions W --layouts NCHW \
+  --classes grouped
+want fp32_w && zoo fp32_w "${FP32_S:-120}" --types FP32 --directions W --layouts NHWC --every 2
+want strided && zoo strided "${STRIDED_S:-60}" --types FP16 --directions B --layouts NCHW \
+  --networks retinanet_resnet50_fpn,deeplabv3_resnet50,fcn_resnet50
+stamp "done"
