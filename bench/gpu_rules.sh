@@ -2,8 +2,9 @@
 # On the GPU machine, in one call: the rules that landed on committed timings without a run of
 # their own, measured in their new places (bench/results/README.md names each one's estimate).
 # The sm90-132 package of the default manifests first (bench/_gpu_env.sh `sm90_package`), then:
-#   grid/      the GPU grid's Via cases against float64, Triton hidden (the packed grouped
-#              backward weights and strided 1x1 backward data routes among them);  GRID_S
+#   grid/      the GPU grid's cases of the 2-D Via solvers' backward data and weights (the
+#              packed grouped and strided 1x1 routes among them) and of the FP32 3-D route
+#              through NDHWC, against float64, Triton hidden;  GRID_S
 #   blas_w.*   the GEMM library against both implicit GEMM kernels on the FP32 backward weights
 #              of the zoo's 1x1 layers, NHWC (BLAS_FIRST_ESTIMATED), for bench/first_place.py;
 #              ALT_S
@@ -13,17 +14,21 @@
 #              BLAS_FIRST_ESTIMATED);  FP32_S
 #   strided.*  the same on FP16 backward data NCHW of the networks with large strided 1x1
 #              layers (VIA_NHWC_STRIDED_ONE_TAP);  STRIDED_S
-# All at batch 32, the held-out networks apart. A summary line per step; the defaults keep the
-# whole under one call's 600 s on a cold machine (STEPS: the steps to run, default all).
+#   fp32_3d.*  the same on the 3-D layers' FP32 forward and backward data, both layouts
+#              (the spec's RELAID_TF32X3);  FP32_3D_S
+# All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
+# to run (default all); the whole takes two calls of 600 s, the second on the warm machine
+# (its package build then a no-op):
 #
-#   bash bench/gpu_rules.sh OUTDIR
+#   STEPS=grid,blas_w,packed bash bench/gpu_rules.sh OUTDIR
+#   STEPS=fp32_w,strided,fp32_3d bash bench/gpu_rules.sh OUTDIR
 set -uo pipefail
-out="${1:?usage: bash bench/gpu_rules.sh OUTDIR}"
+out="${1:?usage: [STEPS=...] bash bench/gpu_rules.sh OUTDIR}"
 here="$(dirname "$0")"
 mkdir -p "$out"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-steps="${STEPS:-grid,blas_w,packed,fp32_w,strided}"
+steps="${STEPS:-grid,blas_w,packed,fp32_w,strided,fp32_3d}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
@@ -32,7 +37,8 @@ sm90_package "$sys" "$out"
 export MIOPEN_SYSTEM_DB_PATH="$sys"
 
 if want grid; then
-  GRID_SOLVER=ConvTritonImplicitGemmVia TESTS_S="${GRID_S:-150}" \
+  GRID_SOLVER=ConvTritonImplicitGemmViaNhwcWrw,ConvTritonImplicitGemmViaNhwcBwd,\
+ConvTriton3dViaNdhwcTf32x3 TESTS_S="${GRID_S:-180}" \
     bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
   stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
 fi
@@ -55,4 +61,6 @@ want packed && zoo packed "${PACKED_S:-70}" --types FP16,BF16 --directions W --l
 want fp32_w && zoo fp32_w "${FP32_S:-120}" --types FP32 --directions W --layouts NHWC --every 2
 want strided && zoo strided "${STRIDED_S:-60}" --types FP16 --directions B --layouts NCHW \
   --networks retinanet_resnet50_fpn,deeplabv3_resnet50,fcn_resnet50
+want fp32_3d && zoo fp32_3d "${FP32_3D_S:-150}" --types FP32 --directions F,B \
+  --layouts NCHW,NHWC --classes 3-D
 stamp "done"

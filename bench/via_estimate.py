@@ -14,8 +14,15 @@ layouts timed:
   of its bytes, wider where fewer than 5 are), and a pessimistic one with the copies at those
   layers' `--quantile` point, against the NCHW time measured, per layer.
 
+3-D layers (`--dims 3`) read NCDHW for NCHW and NDHWC for NHWC, the 3-D family's solvers
+(ConvTriton3dViaNdhwc* through ConvTriton3d*) for the Via route and its kernel. Where the case's
+own runs hold no Via layers (FP32, whose NCDHW problems never went through copies), the copies'
+cost per byte may come from another case's (`--copies-case FP16-F`, from `--copies-runs`):
+the copies are transposes whose time goes with the bytes they move.
+
     python bench/via_estimate.py NCHW_RUN [NHWC_RUN] --case FP16-W [--solver NAME]
-        [--only grouped|packed|strided-1x1] [--out STEM] [--json]
+        [--only grouped|packed|strided-1x1|aligned] [--dims 2|3]
+        [--copies-case CASE --copies-runs RUN[,RUN]] [--out STEM] [--json]
 
 Exit 2 where a file is not a zoo.py result, or too few layers measure the copies.
 """
@@ -34,12 +41,19 @@ from _results import read_json  # noqa: E402
 
 SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
 BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
-ONLY = ("grouped", "packed", "strided-1x1")
+ONLY = ("grouped", "packed", "strided-1x1", "aligned")
+#: Each dimensionality's layouts (channel-planar, channels-last) and solver names (the Via
+#: route's, its kernel's; `{}` the direction's suffix).
+LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+SOLVERS = {2: ("ConvTritonImplicitGemmViaNhwc{}", "ConvTritonImplicitGemm{}"),
+           3: ("ConvTriton3dViaNdhwc{}", "ConvTriton3d{}")}
 
 
-def _rows(paths: list[str], case: str) -> dict[str, dict[tuple, dict]]:
-    """{layout: {(network, layer, batch, held_out): row}} of `case` (`FP16-W`) in the runs."""
+def _rows(paths: list[str], case: str, dims: int = 2) -> dict[str, dict[tuple, dict]]:
+    """{layout: {(network, layer, batch, held_out): row}} of `case` (`FP16-W`) in the runs,
+    the layouts named NCHW and NHWC (NCDHW and NDHWC rows where `dims` is 3)."""
     out: dict[str, dict[tuple, dict]] = {"NCHW": {}, "NHWC": {}}
+    named = dict(zip(LAYOUTS[dims], ("NCHW", "NHWC"), strict=True))
     for path in paths:
         try:
             data = read_json(path)
@@ -48,8 +62,9 @@ def _rows(paths: list[str], case: str) -> dict[str, dict[tuple, dict]]:
         if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
             raise ValueError(f"{path}: not a bench/zoo.py result")
         for r in data["rows"]:
-            layout = r["case"].rsplit("-", 1)[-1]
-            if r.get("ratio") and r["case"] == f"{case}-{layout}" and layout in out:
+            own = r["case"].rsplit("-", 1)[-1]
+            layout = named.get(own, "")
+            if r.get("ratio") and r["case"] == f"{case}-{own}" and layout in out:
                 # The first run given that timed a layer in a layout speaks for it.
                 key = (r["network"], r["layer"], int(r["n"]), bool(r["held_out"]))
                 out[layout].setdefault(key, r)
@@ -79,6 +94,8 @@ def _kind(key: str) -> set[str]:
             kinds.add("packed")
     if p.filter == (1, 1) and max(p.stride) > 1:
         kinds.add("strided-1x1")
+    if p.c % 16 == 0 and p.k % 16 == 0:
+        kinds.add("aligned")  # no channel padding: the relaid problem is the layout's alone
     return kinds
 
 
@@ -99,26 +116,37 @@ def copies_ms(pairs: list[tuple[int, float]], nbytes: int, q: float) -> float:
     return max(0.0, _quantile(near, q) * nbytes) if near else math.nan
 
 
-def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
-             quantile: float) -> dict[str, Any]:
+def copy_pairs(paths: list[str], case: str, dims: int = 2) -> list[tuple[int, float]]:
+    """(bytes the copies move, their ms) over the layers of `case` whose channel-planar
+    problem went through the Via solver and whose channels-last one ran its kernel: the
+    difference of the two times."""
     direction = case.split("-")[1]
-    via = f"ConvTritonImplicitGemmViaNhwc{SUFFIX[direction]}"
-    inner = f"ConvTritonImplicitGemm{SUFFIX[direction]}"
-    target = solver or inner
-    rows = _rows(paths, case)
-    both = [k for k in rows["NCHW"] if k in rows["NHWC"]]
+    via, inner = (name.format(SUFFIX[direction]) for name in SOLVERS[dims])
+    rows = _rows(paths, case, dims)
     pairs = []
-    for k in both:
-        a, b = rows["NCHW"][k], rows["NHWC"][k]
-        if a["solver"] == via and b["solver"] == inner:
+    for k in rows["NCHW"]:
+        a, b = rows["NCHW"][k], rows["NHWC"].get(k)
+        if b is not None and a["solver"] == via and b["solver"] == inner:
             pairs.append((copied_bytes(a["key"]), a["ours_gpu_ms"] - b["ours_gpu_ms"]))
     if len(pairs) < 5:
-        raise ValueError(f"{len(pairs)} layers ran {via} in NCHW and {inner} in NHWC; "
+        lay = LAYOUTS[dims]
+        raise ValueError(f"{len(pairs)} layers ran {via} in {lay[0]} and {inner} in {lay[1]}; "
                          "too few to measure the copies")
+    return pairs
+
+
+def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
+             quantile: float, dims: int = 2, copies_case: str | None = None,
+             copies_runs: list[str] | None = None) -> dict[str, Any]:
+    direction = case.split("-")[1]
+    target = solver or SOLVERS[dims][1].format(SUFFIX[direction])
+    rows = _rows(paths, case, dims)
+    both = [k for k in rows["NCHW"] if k in rows["NHWC"]]
+    pairs = copy_pairs(copies_runs or paths, copies_case or case, dims)
     layers = []
     for k in sorted(both):
         a, b = rows["NCHW"][k], rows["NHWC"][k]
-        if a["solver"] != target or (only and only not in _kind(a["key"])):
+        if a["solver"] not in target.split(",") or (only and only not in _kind(a["key"])):
             continue
         nbytes = copied_bytes(a["key"])
         est = b["ours_gpu_ms"] + copies_ms(pairs, nbytes, 0.5)
@@ -132,8 +160,11 @@ def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
                        "pessimistic_over_nchw": round(worst / a["ours_gpu_ms"], 3),
                        "nchw_vs_cudnn": round(a["ratio"], 3),
                        "via_vs_cudnn": round(est / a["cudnn_gpu_ms"], 3)})
-    return {"runs": [Path(p).name for p in paths], "case": case, "solver": target,
-            "only": only, "copies": {"pairs": len(pairs), "quantile": quantile,
+    return {"runs": [Path(p).name for p in paths], "case": case, "dims": dims,
+            "solver": target, "only": only,
+            "copies": {"case": copies_case or case,
+                       "runs": [Path(p).name for p in copies_runs or paths],
+                       "pairs": len(pairs), "quantile": quantile,
                                       "ms_per_gb_median": round(_quantile(
                                           [t / b * 1e9 for b, t in pairs], 0.5), 4)},
             "layers": layers}
@@ -141,13 +172,16 @@ def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
 
 def markdown(result: dict[str, Any]) -> str:
     c = result["copies"]
-    lines = [f"Via route estimated for {result['case']}-NCHW layers on {result['solver']}"
+    planar, last = LAYOUTS[result.get("dims", 2)]
+    lines = [f"Via route estimated for {result['case']}-{planar} layers on {result['solver']}"
              f"{' (' + result['only'] + ')' if result['only'] else ''}, from "
              f"{', '.join(result['runs'])}. Copies measured on {c['pairs']} layers "
+             f"of {c.get('case', result['case'])} ({', '.join(c.get('runs', result['runs']))}) "
              f"(median {c['ms_per_gb_median']} ms/GB); the estimate takes the median cost per "
              f"byte of the layers of a similar size, the pessimistic one their "
              f"{c['quantile']:.0%} point.", "",
-             "| network | layer | NCHW ms | NHWC ms | Via est. ms | pessimistic | est./NCHW |",
+             f"| network | layer | {planar} ms | {last} ms | Via est. ms | pessimistic "
+             f"| est./{planar} |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["layers"]:
         held = " (held out)" if r["held_out"] else ""
@@ -160,9 +194,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="bench/zoo.py results (.json or .json.gz)")
     ap.add_argument("--case", required=True, help="type and direction, e.g. FP16-W")
-    ap.add_argument("--solver", help="the NCHW problems' solver to estimate against "
-                    "(default: the NCHW implicit GEMM)")
+    ap.add_argument("--solver", help="the NCHW problems' solver to estimate against, or "
+                    "several, comma-separated (default: the NCHW implicit GEMM)")
     ap.add_argument("--only", choices=ONLY, help="only layers of this kind")
+    ap.add_argument("--dims", type=int, choices=(2, 3), default=2,
+                    help="2-D layers (NCHW, NHWC) or 3-D ones (NCDHW, NDHWC)")
+    ap.add_argument("--copies-case", metavar="CASE",
+                    help="measure the copies on this case's layers (default: --case)")
+    ap.add_argument("--copies-runs", metavar="RUN[,RUN]",
+                    help="the runs the copies are measured on (default: the runs given)")
     ap.add_argument("--quantile", type=float, default=0.9,
                     help="the pessimistic estimate's point of the similar layers' copy costs")
     ap.add_argument("--out", type=Path, help="path stem of the .json and .md written")
@@ -173,11 +213,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --case {args.case!r} is not <type>-<direction> (e.g. FP16-W)",
               file=sys.stderr)
         return 2
+    copies = args.copies_case.split("-") if args.copies_case else ["FP16", "F"]
+    if len(copies) != 2 or copies[0] not in BYTES or copies[1] not in SUFFIX:
+        print(f"error: --copies-case {args.copies_case!r} is not <type>-<direction> "
+              "(e.g. FP16-F)", file=sys.stderr)
+        return 2
     if not 0.5 <= args.quantile <= 1.0:
         print("error: --quantile must be between 0.5 and 1", file=sys.stderr)
         return 2
     try:
-        result = estimate(args.runs, args.case, args.solver, args.only, args.quantile)
+        result = estimate(args.runs, args.case, args.solver, args.only, args.quantile,
+                          args.dims, args.copies_case,
+                          args.copies_runs.split(",") if args.copies_runs else None)
     except (OSError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -133,6 +133,15 @@ PRECISION_NAME = {"tf32": "TF32", "tf32x3": "FP32X3"}
 RELAID_KINDS = ("sm90",)
 RELAID_MIN_POSITIONS = 1024
 VIA_MIN_MACS = {"F": 55, "B": 120, "W": 55}
+#: The directions whose FP32 NCDHW problems go through NDHWC on the three-TF32-product kernels
+#: (the relaid Via solvers of that math), channel counts that meet PAD_MULTIPLE alone (no
+#: padding), on RELAID_KINDS where VIA_MIN_MACS says. No run timed the route; on the H200 the
+#: three-product kernel took 2.5-4x longer on an NCDHW layer than on its NDHWC twin, and that
+#: time plus the copies at the cost per byte FP16's 3-D Via layers measured (bench/
+#: via_estimate.py --dims 3; results via_estimate_3d_fp32_{f,b}_h200) is 0.29-0.60 of the
+#: NCDHW kernel's in forward (8 layers) and 0.34-0.68 in backward data (6), 0.70 at most at
+#: the copies' 90% point. Backward weights in NCDHW already took 0.4-0.96 of cuDNN's time.
+RELAID_TF32X3 = ("F", "B")
 #: The channel multiple of a padded copy: the aligned objects assume C and K multiples of 16.
 PAD_MULTIPLE = 16
 

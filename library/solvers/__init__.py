@@ -124,7 +124,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t),
     ConvTritonDepthwise: lambda p, t, math: depthwise_first(p, t),
     ConvTritonGrouped: lambda p, t, math: grouped_first(p, t),
-    ConvTriton3dRelaid: lambda p, t, math: math == "ieee" and relaid_first(p, t),
+    ConvTriton3dRelaid: lambda p, t, math: relaid_first(p, t, math),
     ConvTriton3dRelaidChunks: lambda p, t, math: math == "ieee" and relaid_chunks_first(p, t),
     ConvTritonImplicitGemmRelayoutChunks: via_chunks_first,
     ConvTriton3dTaps: lambda p, t, math: math == "ieee" and taps_first(p, t),

@@ -22,6 +22,9 @@ the copies' objects, those the 2-D Via and padded solvers ship. Parameters, defa
 ranking's model are the 3-D solver's (`ranking_name`). One group (or no padding); transposed
 problems only where nothing is padded. They rank first on the spec's RELAID_KINDS where
 `relaid_first` says (the registry's YIELDS_TO puts the 3-D solver after them there).
+16-bit problems take the IEEE kernels; FP32 NCDHW problems of channel counts that need no
+padding go through NDHWC on the three-TF32-product kernels in the spec's RELAID_TF32X3
+directions (`ConvTriton3dViaNdhwcTf32x3*`).
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ __all__ = ["ConvTriton3dRelaid", "RELAID_3D_SOLVERS", "copied_per_image", "relai
 #: The kernel's tensors each direction of the plain convolution reads, and the one it writes.
 _READS = {"F": ("x", "w"), "B": ("y", "w"), "W": ("x", "y")}
 _WRITES = {"F": "y", "B": "x", "W": "w"}
-_TYPES = ("FP16", "BF16")
+#: The element types of each math's relaid solvers: 16-bit on the IEEE kernels, FP32 on the
+#: three-TF32-product ones (NCDHW, unpadded, the spec's RELAID_TF32X3 directions).
+_TYPES = {"ieee": ("FP16", "BF16"), "tf32x3": ("FP32",)}
 
 Copy = tuple[int, int, int, int, int]  # (b, r, s, padded b, padded r)
 
@@ -116,8 +121,9 @@ def copied_per_image(problem: ConvProblem, layout: str) -> tuple[int, ...]:
 
 
 def relaid_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bool:
-    """Whether a relaid solver claims the problem (the registry's FIRST_CLAIMS)."""
-    return family_claims(RELAID_3D_SOLVERS, ConvTriton3dRelaid, problem, target)
+    """Whether a relaid solver of `math` claims the problem (the registry's FIRST_CLAIMS)."""
+    return family_claims((s for s in RELAID_3D_SOLVERS if s.math == math), ConvTriton3dRelaid,
+                         problem, target)
 
 
 class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
@@ -127,10 +133,10 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
     inner: ConvTriton3d
     clears_phases = False  # its kernel writes dx's copy, not dx
 
-    def __init__(self, direction: str, layout: str) -> None:
-        super().__init__(direction, "ieee")
+    def __init__(self, direction: str, layout: str, math: str = "ieee") -> None:
+        super().__init__(direction, math)
         self.layout = layout
-        self.inner = ConvTriton3d(direction, "ieee")
+        self.inner = ConvTriton3d(direction, math)
         self.inner.clears_phases = False
         infix = "ViaNdhwc" if layout == "NCDHW" else "Padded"
         self.name = f"ConvTriton3d{infix}{self.inner.name[len('ConvTriton3d'):]}"
@@ -162,13 +168,15 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
-        if p.key_direction != self.direction or p.in_type not in _TYPES or \
+        if p.key_direction != self.direction or p.in_type not in _TYPES[self.math] or \
                 not p.in_type == p.wei_type == p.out_type or \
                 not has_kernels_spec(PAD_SPEC):
             return False
         q = relaid_problem(p, self.layout)
         if q is None or not self.inner.is_applicable(q, target) or not self.inner._aligned(q):
             return False
+        if self.math != "ieee" and (q.c, q.k) != (p.c, p.k):
+            return False  # FP32: the route measured where nothing is padded
         return all(self._fits(p, copy) for copy in _copies(p, self.layout).values())
 
     def _fits(self, problem: ConvProblem, copy: Copy) -> bool:
@@ -185,10 +193,11 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
         solver's)."""
         if self._kind(target) is None or not has_kernels_spec(PAD_SPEC):
             return []
+        types = [t for t in _TYPES[self.math] if self.inner._type_applicable(t, target)]
         if self.layout == "NCDHW":
-            return [transpose_job(t, target, tile) for t in _TYPES
+            return [transpose_job(t, target, tile) for t in types
                     for tile in spec_module().TRANSPOSE_TILES]
-        return [pad_job(t, target, tile) for t in _TYPES for tile in kernels_spec(PAD_SPEC).TILES]
+        return [pad_job(t, target, tile) for t in types for tile in kernels_spec(PAD_SPEC).TILES]
 
     # ------------------------------------------------------------------ workspace
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
@@ -278,12 +287,16 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
 
 
 def _relaid_solvers() -> list[Solver]:
-    """One per direction and layout (none without the kernels or the copy's spec)."""
+    """One per direction and layout on the IEEE kernels, and an NCDHW one per direction of
+    the spec's RELAID_TF32X3 on the three-TF32-product kernels (none without the kernels or
+    the copy's spec)."""
     from .triton_common import have_kernels
 
     if not have_kernels() or not has_kernels_spec(PAD_SPEC):
         return []
-    return [ConvTriton3dRelaid(d, lay) for lay in ("NCDHW", "NDHWC") for d in ("F", "B", "W")]
+    return [*(ConvTriton3dRelaid(d, lay) for lay in ("NCDHW", "NDHWC") for d in ("F", "B", "W")),
+            *(ConvTriton3dRelaid(d, "NCDHW", "tf32x3")
+              for d in getattr(spec_3d(), "RELAID_TF32X3", ()))]
 
 
 RELAID_3D_SOLVERS: list[Solver] = _relaid_solvers()

@@ -3,7 +3,8 @@
 implicit GEMM's aligned object on the relaid problem, a split's reduce, the copy back), against
 the float64 reference: every direction in FP16; NCDHW problems through NDHWC with and without
 channel padding, NDHWC problems of channel counts off the multiple of 16 (a stem's 3, 45, 20),
-1x1x1 and 3x3x3 filters, strides 1-2, a split backward weights. BF16 is left to the GPU grid
+1x1x1 and 3x3x3 filters, strides 1-2, a split backward weights; and FP32 NCDHW forward and
+backward data through NDHWC on the three-TF32-product kernels. BF16 is left to the GPU grid
 (the interpreter does not model BF16 dots). The harness is
 tests/integration/triton_interpreter.py."""
 
@@ -69,4 +70,42 @@ def test_interpreted_relaid_tap_groups_match_float64() -> None:
     errors = interpreted(SCRIPT, ["W", cases, "Taps"], len(cases))
     bad = [(case, e) for case, e in zip(cases, errors, strict=True)
            if not e < TOLERANCE]  # a NaN left in the output fails too
+    assert not bad, bad
+
+
+# FP32 NCDHW problems whose channels need no padding, through NDHWC on the three-TF32-product
+# kernels (ConvTriton3dViaNdhwcTf32x3{Fwd,Bwd}): (C, K, D, H, W, filter, stride, pad, N).
+FP32_GEOMETRIES = [
+    (16, 32, 3, 5, 6, (1, 3, 3), 1, 1, 2),
+    (32, 16, 4, 5, 5, (3, 3, 3), 2, 1, 1),
+    (16, 16, 2, 4, 4, (3, 1, 1), 1, 1, 2),
+]
+FP32_SCRIPT = HARNESS + textwrap.dedent('''
+    direction, cases = json.loads(sys.argv[1])
+    solver = get_solver("ConvTriton3dViaNdhwcTf32x3" + {"F": "Fwd", "B": "Bwd"}[direction])
+    rng = np.random.default_rng(1)
+    errors = []
+    for c, k, d, h, w, f, st, pad, n in cases:
+        p = ConvProblem(n=n, c=c, k=k, in_spatial=(d, h, w), filter=tuple(f),
+                        pad=tuple(pad if v > 1 else 0 for v in f), stride=(1, st, st),
+                        direction=direction, in_type="FP32", wei_type="FP32",
+                        out_type="FP32", in_layout="NCDHW", wei_layout="NCDHW",
+                        out_layout="NCDHW")
+        assert solver.is_applicable(p, SM90), p.key()
+        params = solver.default_params(p, SM90)
+        tensors, exact, output = layer_tensors(p, direction, "FP32", rng)
+        workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
+                        (np.float32, "float32"))
+        errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
+    print(json.dumps(errors))
+''')
+
+
+@pytest.mark.parametrize("direction", ["F", "B"])
+def test_interpreted_fp32_route_through_ndhwc_matches_float64(direction: str) -> None:
+    """The FP32 NCDHW route: the transposes, the three-product kernel's aligned NDHWC object,
+    the copy back, against float64 (three TF32 products: close to FP32)."""
+    errors = interpreted(FP32_SCRIPT, [direction, FP32_GEOMETRIES], len(FP32_GEOMETRIES))
+    bad = [(case, e) for case, e in zip(FP32_GEOMETRIES, errors, strict=True)
+           if not e < 1e-4]  # a NaN left in the output fails too
     assert not bad, bad

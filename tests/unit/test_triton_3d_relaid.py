@@ -13,7 +13,7 @@ import pytest
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs, ranks_first
 from miopenkernels.solvers._conv import macs
-from miopenkernels.solvers.triton_3d_relaid import _copies, relaid_problem
+from miopenkernels.solvers.triton_3d_relaid import _copies, relaid_first, relaid_problem
 from miopenkernels.target import Target
 
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
@@ -188,3 +188,78 @@ def test_via_rule_picks_the_faster_path_on_the_h200_runs() -> None:
         assert len(rows) == 15 and all(
             r["solvers"]["ConvTriton3dPadded" + SUFFIX[d]]["gpu_ms"] < r["solvers"][plain]["gpu_ms"]
             for r in rows)
+
+
+def _fp32(direction: str, **kw: object) -> ConvProblem:
+    """(2+1)-D's 1x3x3 spatial layer of 128 -> 288 channels at 28x28, FP32, batch 32."""
+    args: dict[str, object] = dict(n=32, c=128, k=288, filter=(1, 3, 3), pad=(0, 1, 1),
+                                   in_type="FP32", wei_type="FP32", out_type="FP32")
+    return _p(direction, **{**args, **kw})
+
+
+def test_fp32_ncdhw_through_ndhwc_on_the_three_product_kernels() -> None:
+    """ConvTriton3dViaNdhwcTf32x3{Fwd,Bwd}: FP32 NCDHW problems whose channels need no padding,
+    on the three-TF32-product kernels' aligned NDHWC objects (which the package ships), ahead
+    of the three-product kernel on NCDHW where the spec's VIA_MIN_MACS says, on RELAID_KINDS."""
+    assert spec.RELAID_TF32X3 == ("F", "B")
+    names = {s.name for s in SOLVERS}
+    assert "ConvTriton3dViaNdhwcTf32x3Wrw" not in names
+    shipped = {j for s in SOLVERS for j in s.dynamic_jobs(SM90)}
+    for d in spec.RELAID_TF32X3:
+        via = get_solver("ConvTriton3dViaNdhwcTf32x3" + SUFFIX[d])
+        plain = get_solver("ConvTriton3dTf32x3" + SUFFIX[d])
+        p = _fp32(d)
+        assert (via.math, via.inner.name, via.ranking_name) == \
+            ("tf32x3", plain.name, plain.ranking_name)
+        assert via.is_applicable(p, SM90)
+        assert not via.is_applicable(_fp32(d, k=230), SM90)  # would be padded: not measured
+        assert not via.is_applicable(replace(p, in_layout="NDHWC", wei_layout="NDHWC",
+                                             out_layout="NDHWC"), SM90)
+        assert not via.is_applicable(_p(d, k=64), SM90)  # 16-bit: the IEEE relaid solvers'
+        params = via.default_params(p, SM90)
+        assert params == plain.default_params(relaid_problem(p, "NCDHW"), SM90)
+        job = via.compile_job(p, params, SM90)
+        assert job.options[0].startswith("--assume=") and "-DPRECISION=tf32x3" in job.options
+        assert "-DCHANNELS_LAST=1" in job.options  # the aligned NDHWC object
+        needed = set(launch_jobs(via, p, params, SM90))
+        assert needed <= shipped, needed - shipped
+        assert ranks_first(via, p, SM90) and not ranks_first(plain, p, SM90)
+        # A 1x1x1 stride-2 downsample does too little for the copies; another kind was not
+        # measured; the IEEE relaid solvers do not claim FP32.
+        down = _fp32(d, c=64, k=128, filter=(1, 1, 1), pad=(0, 0, 0), stride=(2, 2, 2))
+        assert ranks_first(plain, down, SM90) and not ranks_first(via, down, SM90)
+        assert not via.claims_first(p, Target("gfx942", 304))
+        assert not get_solver("ConvTriton3dViaNdhwc" + SUFFIX[d]).is_applicable(p, SM90)
+
+
+def test_fp32_route_estimates_behind_the_table() -> None:
+    """The spec's RELAID_TF32X3 figures, from the committed runs (bench/via_estimate.py --dims
+    3): on every aligned FP32 NCDHW layer timed in both layouts, the route through NDHWC is
+    estimated at 0.29-0.68 of the NCDHW kernel's time, 0.70 at most at the copies' 90% point,
+    and the rule claims each of those layers."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import via_estimate
+
+    results = ROOT / "bench" / "results"
+    runs = [str(results / r) for r in ("zoo_h200-fp32-every4-ef1efe1.json.gz",
+                                      "zoo_h200-fp32-bw-every8-ef1efe1.json.gz")]
+    copies = [str(results / r) for r in ("zoo_h200-fb-9ec5af9.json",
+                                        "zoo_h200-3d-c220f5b.json.gz")]
+    zoo = _zoo()
+    layers = {(layer.network, layer.name): layer for layer in zoo.load_layers(  # type: ignore[attr-defined]
+        ["r2plus1d_18", "r3d_18", "unet3d"])}
+    shares = {}
+    for d, span in (("F", (0.29, 0.60)), ("B", (0.34, 0.68))):
+        found = via_estimate.estimate(runs, f"FP32-{d}", "ConvTriton3dTf32x3Fwd,"
+                                      "ConvTriton3dTf32x3Bwd", "aligned", 0.9, 3, "FP16-F",
+                                      copies)
+        committed = json.loads((results / f"via_estimate_3d_fp32_{d.lower()}_h200.json")
+                               .read_text())
+        assert committed["layers"] == found["layers"]
+        shares[d] = [e["via_over_nchw"] for e in found["layers"]]
+        assert span[0] <= min(shares[d]) and max(shares[d]) <= span[1], shares[d]
+        assert max(e["pessimistic_over_nchw"] for e in found["layers"]) <= 0.70
+        for e in found["layers"]:
+            p = zoo.layer_problem(layers[(e["network"], e["layer"])], "FP32", d, "NCHW", 32)  # type: ignore[attr-defined]
+            assert relaid_first(p, SM90, "tf32x3"), e["key"]
+    assert (len(shares["F"]), len(shares["B"])) == (8, 6)
