@@ -21,7 +21,8 @@ cost per byte may come from another case's (`--copies-case FP16-F`, from `--copi
 the copies are transposes whose time goes with the bytes they move.
 
     python bench/via_estimate.py NCHW_RUN [NHWC_RUN] --case FP16-W [--solver NAME]
-        [--only grouped|packed|strided-1x1|aligned] [--dims 2|3]
+        [--only grouped|packed|strided-1x1|aligned|misaligned-1x1] [--nhwc-solver NAME]
+        [--dims 2|3]
         [--copies-case CASE --copies-runs RUN[,RUN]] [--out STEM] [--json]
 
 Exit 2 where a file is not a zoo.py result, or too few layers measure the copies.
@@ -41,7 +42,7 @@ from _results import read_json  # noqa: E402
 
 SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
 BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
-ONLY = ("grouped", "packed", "strided-1x1", "aligned")
+ONLY = ("grouped", "packed", "strided-1x1", "aligned", "misaligned-1x1")
 #: Each dimensionality's layouts (channel-planar, channels-last) and solver names (the Via
 #: route's, its kernel's; `{}` the direction's suffix).
 LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
@@ -96,7 +97,19 @@ def _kind(key: str) -> set[str]:
         kinds.add("strided-1x1")
     if p.c % 16 == 0 and p.k % 16 == 0:
         kinds.add("aligned")  # no channel padding: the relaid problem is the layout's alone
+    pixels = math.prod(p.in_spatial)
+    if set(p.filter) == {1} and set(p.stride) == {1} and not any(p.pad) and p.groups == 1 \
+            and pixels > 1 and pixels * BYTES[p.in_type] % 16:
+        kinds.add("misaligned-1x1")  # a channel plane not a whole number of 16-byte vectors
     return kinds
+
+
+def _channels_ratio(key: str) -> float:
+    """C*K/(C+K) of a problem: multiply-adds per element the copies move, per pixel."""
+    from miopenkernels.problem import ConvProblem
+
+    p = ConvProblem.from_key(key)
+    return round(p.c * p.k / (p.c + p.k), 1)
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -137,7 +150,8 @@ def copy_pairs(paths: list[str], case: str, dims: int = 2) -> list[tuple[int, fl
 
 def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
              quantile: float, dims: int = 2, copies_case: str | None = None,
-             copies_runs: list[str] | None = None) -> dict[str, Any]:
+             copies_runs: list[str] | None = None, nhwc_solver: str | None = None
+             ) -> dict[str, Any]:
     direction = case.split("-")[1]
     target = solver or SOLVERS[dims][1].format(SUFFIX[direction])
     rows = _rows(paths, case, dims)
@@ -146,13 +160,16 @@ def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
     layers = []
     for k in sorted(both):
         a, b = rows["NCHW"][k], rows["NHWC"][k]
-        if a["solver"] not in target.split(",") or (only and only not in _kind(a["key"])):
+        if (target != "*" and a["solver"] not in target.split(",")) or \
+                (only and only not in _kind(a["key"])) or \
+                (nhwc_solver and b["solver"] != nhwc_solver):
             continue
         nbytes = copied_bytes(a["key"])
         est = b["ours_gpu_ms"] + copies_ms(pairs, nbytes, 0.5)
         worst = b["ours_gpu_ms"] + copies_ms(pairs, nbytes, quantile)
         layers.append({"network": k[0], "layer": k[1], "n": k[2], "held_out": k[3],
                        "key": a["key"], "nchw_solver": a["solver"],
+                       "channels_ratio": _channels_ratio(a["key"]),
                        "nchw_ms": round(a["ours_gpu_ms"], 4), "nhwc_solver": b["solver"],
                        "nhwc_ms": round(b["ours_gpu_ms"], 4), "via_ms": round(est, 4),
                        "via_ms_pessimistic": round(worst, 4),
@@ -195,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="+", help="bench/zoo.py results (.json or .json.gz)")
     ap.add_argument("--case", required=True, help="type and direction, e.g. FP16-W")
     ap.add_argument("--solver", help="the NCHW problems' solver to estimate against, or "
-                    "several, comma-separated (default: the NCHW implicit GEMM)")
+                    "several, comma-separated, or * for any (default: the NCHW implicit GEMM)")
+    ap.add_argument("--nhwc-solver", metavar="NAME",
+                    help="only layers whose channels-last problem ran this solver (the one "
+                    "the route runs)")
     ap.add_argument("--only", choices=ONLY, help="only layers of this kind")
     ap.add_argument("--dims", type=int, choices=(2, 3), default=2,
                     help="2-D layers (NCHW, NHWC) or 3-D ones (NCDHW, NDHWC)")
@@ -224,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = estimate(args.runs, args.case, args.solver, args.only, args.quantile,
                           args.dims, args.copies_case,
-                          args.copies_runs.split(",") if args.copies_runs else None)
+                          args.copies_runs.split(",") if args.copies_runs else None,
+                          args.nhwc_solver)
     except (OSError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -416,9 +416,10 @@ def ranked_solutions(handle: Runtime, problem: ConvProblem) -> list[ConvSolution
     extra, measured = _neighbours(ctx, problem)
 
     def at_hand(solver: Solver, params: Params) -> bool:
-        if solver.language == "library":  # the library is at hand; any lead-in kernels?
+        if solver.language == "library":  # the library is at hand; the copies' kernels?
             return all(ctx.store.kernel_at_hand(job)
-                       for job, _ in solver.lead_ins(problem, params, ctx.target))
+                       for job, _ in (*solver.lead_ins(problem, params, ctx.target),
+                                      *solver.follow_ups(problem, params, ctx.target)))
         try:
             job = solver.compile_job(problem, params, ctx.target, specialised=False)
         except (NotImplementedError, MIOpenKernelsError):

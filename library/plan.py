@@ -229,11 +229,12 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
                         _pointer_roles(solver, problem, extra_prepared, roles, slots)))
         return tuple(out)
 
-    if solver.language == "library":  # a library call (GemmLaunch) after any lead-ins of ours
+    call = (problem, params, ctx.target)
+    if solver.language == "library":  # a library call (GemmLaunch) between kernels of ours
         lib = solver.library_launch(backend, problem)  # type: ignore[attr-defined]
         return Invoker(solver.name, lib, _pointer_roles(solver, problem, lib, roles, slots),
                        int(solver.workspace_bytes(problem)), False, params=params,
-                       first=extra(solver.lead_ins(problem, params, ctx.target)))
+                       first=extra(solver.lead_ins(*call)), then=extra(solver.follow_ups(*call)))
     if unaligned:
         variant = solver.unaligned_job(problem, params, ctx.target)
         if variant is None:
@@ -249,7 +250,6 @@ def make_invoker(ctx: Any, problem: ConvProblem, solver: Solver, *,
     prepared = backend.prepare(fn, launch.grid, launch.block, launch.args, launch.shared_bytes)
     ptrs = _pointer_roles(solver, problem, prepared, roles, slots)
 
-    call = (problem, params, ctx.target)
     first = extra(solver.lead_ins(*call))
     then = extra((solver.unaligned_follow_ups if unaligned else solver.follow_ups)(*call))
     ws = max(int(launch.workspace_bytes), int(solver.workspace_bytes(problem)))

@@ -12,7 +12,14 @@ from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
 from .base import CompileJob, KernelArg, Launch, Params, Solver
-from .blas_1x1 import BLAS_SOLVERS, ConvBlasGemm1x1, blas_first, gemm_call, offered
+from .blas_1x1 import (
+    BLAS_SOLVERS,
+    ConvBlasGemm1x1,
+    blas_first,
+    gemm_call,
+    misaligned_via,
+    offered,
+)
 from .blas_relayout import VIA_BLAS_SOLVERS, ConvBlasGemm1x1ViaNhwc
 from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
@@ -121,7 +128,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonImplicitGemmRelayout: lambda p, t, math: via_layout(p, t, math) is not None,
     ConvTritonImplicitGemmPadded: lambda p, t, math: math == "ieee" and padded_first(p, t),
     ConvTritonWinogradWrw: winograd_first,
-    ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t),
+    ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t) and not misaligned_via(p, t, math),
     ConvTritonDepthwise: lambda p, t, math: depthwise_first(p, t),
     ConvTritonGrouped: lambda p, t, math: grouped_first(p, t),
     ConvTriton3dRelaid: lambda p, t, math: relaid_first(p, t, math),
@@ -143,7 +150,9 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: that narrow and their transforms waste the tensor cores there). The Triton 1x1 GEMM gives
 #: way to the GEMM library's one call, and the library through channels-last copies (channel-
 #: planar backward weights) to the Triton 1x1 GEMM where its aligned object applies (its claim
-#: in FIRST_CLAIMS leaves those problems out): bench/results/ranking_zoo_compare-39642db.json.
+#: in FIRST_CLAIMS leaves those problems out): bench/results/ranking_zoo_compare-39642db.json;
+#: the 1x1 GEMM's claim leaves out the forward and backward-data problems the library takes
+#: through copies (blas_1x1.misaligned_via), where it gives way to the library either way.
 #: The 3-D family (triton_3d), which claims every 3-D problem it takes, gives way to its
 #: relaid solvers (triton_3d_relaid: NCDHW through NDHWC, odd channels padded) and its
 #: several-taps backward weights (triton_3d_taps) where they claim one, the relaid backward

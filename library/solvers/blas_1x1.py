@@ -40,8 +40,8 @@ from ._conv import (
 from .base import CompileJob, Launch, Params, Solver
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
-           "blas_first", "BLAS_FIRST", "BLAS_FIRST_ESTIMATED", "BLAS_FEW", "BLAS_MOST_MACS",
-           "VIA_FIRST"]
+           "blas_first", "misaligned_via", "BLAS_FIRST", "BLAS_FIRST_ESTIMATED", "BLAS_FEW",
+           "BLAS_MOST_MACS", "VIA_FIRST", "VIA_MISALIGNED"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
@@ -116,6 +116,22 @@ BLAS_MOST_MACS: dict[str, dict[str, int]] = {"sm90": {"FP32-F-NHWC": 1335885824}
 #: 0.88 of cuDNN where the best kernel takes 1.15 (48 of 63 layers); BF16 from 32: 0.87
 #: against 1.18 (43 of 56); below it the copies cost more than the product saves.
 VIA_FIRST: dict[str, dict[str, int]] = {"sm90": {"FP16-W-NCHW": 32, "BF16-W-NCHW": 32}}
+
+
+#: Per arch, the channel-planar one-call cases (forward and backward data: a product per
+#: image) where, on the problems BLAS_FIRST gives the library whose image planes are
+#: misaligned for 16-byte loads (pixels times the element size not a multiple of 16), it goes
+#: through channels-last copies (solvers/blas_relayout.py) instead, each with the least
+#: C*K/(C+K) it does so from (the copies move C+K elements a pixel, the product does C*K
+#: multiply-adds). sm90 FP16 from 150: no run timed the copies' route; bench/via_estimate.py
+#: (`--only misaligned-1x1 --nhwc-solver ConvBlasGemm1x1Fwd`) puts it, the channels-last
+#: call's measured time plus the copies at the cost per byte the Via solvers' layers measured,
+#: at 0.30-0.94 of the per-image call's time on the 27 such forward layers of the zoo and
+#: held-out networks (65x65, 25x34, 17x17, 14x14 and 13x13 planes; 1.05 at most at the
+#: copies' 90% point), 1.72 -> 0.83 of cuDNN, and at 0.31-0.84 on the 17 backward-data ones
+#: (0.99), 1.45 -> 0.81; below 150 it lost on most (10 of 100 and 5 of 78 faster).
+#: tests/unit/test_blas_relayout.py recomputes the figures.
+VIA_MISALIGNED: dict[str, dict[str, int]] = {"sm90": {"FP16-F-NCHW": 150, "FP16-B-NCHW": 150}}
 
 
 @dataclass(frozen=True)
@@ -310,7 +326,10 @@ class ConvBlasGemm1x1(Solver):
         return gemm_call(p) is not None
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        return blas_first(problem, target, self.math)
+        """Where the library ranks first, but for the problems it takes through copies
+        (`misaligned_via`: the copies' solver's)."""
+        return blas_first(problem, target, self.math) and \
+            not misaligned_via(problem, target, self.math)
 
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:
@@ -383,6 +402,8 @@ def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") ->
     p = problem
     call = gemm_call(p)
     if call is not None:
+        if misaligned_via(p, target, math_mode):
+            return True  # through the copies (solvers/blas_relayout.py)
         case = _case(p, math_mode)
         least = BLAS_FIRST.get(target.arch, {}).get(
             case, BLAS_FIRST_ESTIMATED.get(target.arch, {}).get(case))
@@ -396,6 +417,26 @@ def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") ->
     least = VIA_FIRST.get(target.arch, {}).get(_case(p, math_mode))
     return least is not None and p.key_direction == "W" and math.prod(p.in_spatial) > 1 and \
         p.c * p.k >= least * (p.c + p.k) and gemm_call(channels_last_twin(p)) is not None
+
+
+def misaligned_via(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
+    """Whether the library takes a channel-planar one-call problem through channels-last
+    copies where it is offered (VIA_MISALIGNED): one BLAS_FIRST gives it (pixels per image
+    from the case's), whose image planes are misaligned for 16-byte loads and whose
+    C*K/(C+K) reaches the case's least."""
+    from ..problem import TYPE_BYTES
+
+    p = problem
+    if not _offered[0] or gemm_call(p) is None:
+        return False
+    case = _case(p, math_mode)
+    least = VIA_MISALIGNED.get(target.arch, {}).get(case)
+    pixels_from = BLAS_FIRST.get(target.arch, {}).get(case)
+    if least is None or pixels_from is None or not case.endswith("NCHW"):
+        return False
+    pixels = math.prod(p.in_spatial)
+    return pixels >= pixels_from and pixels * TYPE_BYTES[p.in_type] % 16 != 0 and \
+        p.c * p.k >= least * (p.c + p.k)
 
 
 def offered(backend: Any) -> bool:

@@ -1,5 +1,5 @@
 """The GEMM-library 1x1 solvers (solvers/blas_1x1.py, and blas_relayout.py's channel-planar
-backward weights through copies) on the GPU: every direction, type and layout they take, plain
+problems through copies) on the GPU: every direction, type and layout they take, plain
 and transposed, 2-D and 3-D, against a float64 reference on the same tensors; through a plan,
 on a side stream and inside a CUDA graph."""
 
@@ -45,6 +45,21 @@ CASES = [(d, t, lay, mode, dims) for d in "FBW" for t in DTYPES
 @pytest.mark.parametrize(("direction", "type_name", "layout", "mode", "dims"), CASES)
 def test_matches_float64(handle, direction: str, type_name: str, layout: str,  # noqa: ANN001
                          mode: str, dims: int) -> None:
+    _check_case(handle, direction, type_name, layout, mode, dims, False)
+
+
+@pytest.mark.parametrize(("direction", "type_name", "mode", "dims"),
+                         [(d, t, m, n) for d in "FB" for t in DTYPES for m in ("conv", "trans")
+                          for n in (2, 3)])
+def test_channel_planar_data_through_copies(handle, direction: str,  # noqa: ANN001
+                                            type_name: str, mode: str, dims: int) -> None:
+    """ConvBlasGemm1x1ViaNhwc{Fwd,Bwd}: NCHW forward and backward data through channels-last
+    copies and one call, the output copied back (planes of 117 or 210 pixels)."""
+    _check_case(handle, direction, type_name, "NCHW", mode, dims, True)
+
+
+def _check_case(handle, direction: str, type_name: str, layout: str,  # noqa: ANN001
+                mode: str, dims: int, copies: bool) -> None:
     if type_name == "TF32":
         from miopenkernels.config import MathMode
 
@@ -56,7 +71,7 @@ def test_matches_float64(handle, direction: str, type_name: str, layout: str,  #
                     direction=direction, in_type=stored, in_layout=lay, wei_layout=lay,
                     out_layout=lay, mode=mode)
     infix = "Tf32" if type_name == "TF32" else ""
-    via = "ViaNhwc" if p.key_direction == "W" and layout == "NCHW" else ""  # blas_relayout
+    via = "ViaNhwc" if (p.key_direction == "W" or copies) and layout == "NCHW" else ""
     name = f"ConvBlasGemm1x1{infix}{via}{dict(F='Fwd', B='Bwd', W='Wrw')[p.key_direction]}"
     assert name in [s.name for s in handle.applicable_solvers(p)]
     dt = DTYPES[type_name]
