@@ -8,27 +8,30 @@
 #   blas_w.*   the GEMM library against both implicit GEMM kernels on the FP32 backward weights
 #              of the zoo's 1x1 layers, NHWC (BLAS_FIRST_ESTIMATED), for bench/first_place.py;
 #              ALT_S
+#   blas/      tests/gpu/test_blas_gpu.py (the library's solvers, the copies' ones among them,
+#              against float64);  BLAS_S
 #   packed.*   find's pick against cuDNN on the grouped layers' FP16 and BF16 backward weights
 #              in NCHW (VIA_NHWC_PACKED);  PACKED_S
 #   fp32_w.*   the same on FP32 backward weights NHWC, every second layer (IEEE_FIRST and
 #              BLAS_FIRST_ESTIMATED);  FP32_S
-#   strided.*  the same on FP16 backward data NCHW of the networks with large strided 1x1
-#              layers (VIA_NHWC_STRIDED_ONE_TAP);  STRIDED_S
+#   nchw.*     the same on FP16 forward and backward data NCHW of the networks with large
+#              strided 1x1 layers or misaligned planes (VIA_NHWC_STRIDED_ONE_TAP,
+#              VIA_MISALIGNED);  NCHW_S
 #   fp32_3d.*  the same on the 3-D layers' FP32 forward and backward data, both layouts
 #              (the spec's RELAID_TF32X3);  FP32_3D_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
 # to run (default all); the whole takes two calls of 600 s, the second on the warm machine
 # (its package build then a no-op):
 #
-#   STEPS=grid,blas_w,packed bash bench/gpu_rules.sh OUTDIR
-#   STEPS=fp32_w,strided,fp32_3d bash bench/gpu_rules.sh OUTDIR
+#   STEPS=grid,blas,blas_w,packed bash bench/gpu_rules.sh OUTDIR
+#   STEPS=fp32_w,nchw,fp32_3d bash bench/gpu_rules.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_rules.sh OUTDIR}"
 here="$(dirname "$0")"
 mkdir -p "$out"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-steps="${STEPS:-grid,blas_w,packed,fp32_w,strided,fp32_3d}"
+steps="${STEPS:-grid,blas,blas_w,packed,fp32_w,nchw,fp32_3d}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
@@ -56,11 +59,17 @@ if want blas_w; then
     --budget-s "$(( limit - 15 ))" --out "$out/blas_w" > "$out/blas_w.log" 2>&1
   stamp "blas_w rc=$?"; tail -6 "$out/blas_w.log"
 fi
+if want blas; then
+  mkdir -p "$out/blas"
+  timeout "${BLAS_S:-90}" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_blas_gpu.py \
+    -n 8 > "$out/blas/gpu_tests.txt" 2>&1
+  stamp "blas tests rc=$? $(tail -1 "$out/blas/gpu_tests.txt")"
+fi
 want packed && zoo packed "${PACKED_S:-70}" --types FP16,BF16 --directions W --layouts NCHW \
   --classes grouped
 want fp32_w && zoo fp32_w "${FP32_S:-120}" --types FP32 --directions W --layouts NHWC --every 2
-want strided && zoo strided "${STRIDED_S:-60}" --types FP16 --directions B --layouts NCHW \
-  --networks retinanet_resnet50_fpn,deeplabv3_resnet50,fcn_resnet50
+want nchw && zoo nchw "${NCHW_S:-150}" --types FP16 --directions F,B --layouts NCHW \
+  --networks retinanet_resnet50_fpn,deeplabv3_resnet50,fcn_resnet50,inception_v3,squeezenet1_1
 want fp32_3d && zoo fp32_3d "${FP32_3D_S:-150}" --types FP32 --directions F,B \
   --layouts NCHW,NHWC --classes 3-D
 stamp "done"
