@@ -14,8 +14,8 @@
 #              in NCHW (VIA_NHWC_PACKED);  PACKED_S
 #   fp32_w.*   the same on FP32 backward weights NHWC, every second layer (IEEE_FIRST and
 #              BLAS_FIRST_ESTIMATED);  FP32_S
-#   nchw.*     the same on FP16 forward and backward data NCHW of the networks with large
-#              strided 1x1 layers or misaligned planes (VIA_NHWC_STRIDED_ONE_TAP,
+#   nchw.*     the same on FP16 NCHW, every direction, of the networks with large strided
+#              1x1 layers or misaligned planes (VIA_NHWC_STRIDED_ONE_TAP and _FROM,
 #              VIA_MISALIGNED);  NCHW_S
 #   fp32_3d.*  the same on the 3-D layers' FP32 forward and backward data, both layouts
 #              (the spec's RELAID_TF32X3);  FP32_3D_S
@@ -68,7 +68,7 @@ fi
 want packed && zoo packed "${PACKED_S:-70}" --types FP16,BF16 --directions W --layouts NCHW \
   --classes grouped
 want fp32_w && zoo fp32_w "${FP32_S:-120}" --types FP32 --directions W --layouts NHWC --every 2
-want nchw && zoo nchw "${NCHW_S:-150}" --types FP16 --directions F,B --layouts NCHW \
+want nchw && zoo nchw "${NCHW_S:-200}" --types FP16 --directions F,B,W --layouts NCHW \
   --networks retinanet_resnet50_fpn,deeplabv3_resnet50,fcn_resnet50,inception_v3,squeezenet1_1
 want fp32_3d && zoo fp32_3d "${FP32_3D_S:-150}" --types FP32 --directions F,B \
   --layouts NCHW,NHWC --classes 3-D

@@ -138,6 +138,7 @@ from .conv_triton_via_spec import (
     VIA_NHWC_MIN_C,
     VIA_NHWC_ONE_TAP,
     VIA_NHWC_PACKED,
+    VIA_NHWC_STRIDED_FROM,
     VIA_NHWC_STRIDED_ONE_TAP,
     via_cases,
     via_other_layout,
@@ -164,7 +165,7 @@ __all__ = [
     "packed_tile",
     # conv_triton_via_spec
     "VIA_NHWC", "VIA_NHWC_MIN_C", "VIA_NHWC_ONE_TAP", "VIA_NHWC_PACKED",
-    "VIA_NHWC_STRIDED_ONE_TAP", "VIA_NCHW", "VIA_NCHW_FEW_C", "via_cases",
+    "VIA_NHWC_STRIDED_FROM", "VIA_NHWC_STRIDED_ONE_TAP", "VIA_NCHW", "VIA_NCHW_FEW_C", "via_cases",
     "via_other_layout",
     # conv_triton_tuned_spec
     "TUNED_FILES", "RULE_MOST", "shape_key", "tuned_table", "tuned_config", "small_grid_rule",

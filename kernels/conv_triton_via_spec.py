@@ -51,9 +51,16 @@ VIA_NHWC_ONE_TAP: dict[str, dict[str, int]] = {
 #: DeepLabV3's downsampling), the route estimated at 0.19-0.54 of the NCHW kernel's time
 #: (0.20-0.58 at the similar layers' 90% point; bench/via_estimate.py --only strided-1x1 on
 #: zoo_h200-b-nchw-ef1efe1 and zoo_h200-fb-9ec5af9: via_estimate_strided_b_h200.json); on
-#: RegNet's 32 -> 48 projection (C*K/(C+K) 19) 1.50. Backward weights stay: the layers at
-#: 784 pixels that the rule would add were estimated at 0.93-0.96 (1.20-1.23 pessimistic).
-VIA_NHWC_STRIDED_ONE_TAP: dict[str, dict[str, int]] = {"sm90": {"FP16-B": 128}}
+#: RegNet's 32 -> 48 projection (C*K/(C+K) 19) 1.50. sm90 FP16 backward weights from 785 dy
+#: pixels (VIA_NHWC_STRIDED_FROM): the same estimate (via_estimate_strided_w_h200.json) puts
+#: RetinaNet's three downsampling layers (850-13,600 pixels, 3.84x cuDNN at 25x34) and
+#: DeepLabV3's and FCN's layer2.0 at 0.28-0.82 of the NCHW kernel's time (0.29-0.91
+#: pessimistic); the 784-pixel ones of ResNet-50 and ResNeXt at 0.93-0.96 (1.20-1.23
+#: pessimistic) stay on NCHW, RegNet's 32 -> 48 projection at 2.05 too.
+VIA_NHWC_STRIDED_ONE_TAP: dict[str, dict[str, int]] = {"sm90": {"FP16-B": 128, "FP16-W": 128}}
+#: Per target kind, the fewest dy pixels per image a case of VIA_NHWC_STRIDED_ONE_TAP takes
+#: from (none: any size).
+VIA_NHWC_STRIDED_FROM: dict[str, dict[str, int]] = {"sm90": {"FP16-W": 785}}
 #: The same for NHWC problems that run faster on the NCHW kernels, transposed. sm90: TF32
 #: backward weights, whose NCHW kernel took 0.37 of the NHWC kernel's time on the 3x3 layers
 #: and 0.65 on the 1x1 layers (bench/results/kernels_h100-ec37f22.json, batch 32).
@@ -100,7 +107,8 @@ def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]
     """Whether a problem in `layout` (NCHW or NHWC) of `case` (`FP16-B`, `TF32-W`...) with
     `sizes` runs faster on the other layout's kernels, transposed, on a target kind: from
     VIA_NHWC_MIN_C channels per group by VIA_NHWC / VIA_NCHW (and NCHW 1x1 filters by
-    VIA_NHWC_ONE_TAP's output pixels, at a stride by VIA_NHWC_STRIDED_ONE_TAP's channels),
+    VIA_NHWC_ONE_TAP's output pixels, at a stride by VIA_NHWC_STRIDED_ONE_TAP's channels from
+    VIA_NHWC_STRIDED_FROM's pixels),
     below that by VIA_NCHW_FEW_C; the packed kernels' grouped problems by VIA_NHWC_PACKED
     alone."""
     if packed(sizes):
@@ -119,6 +127,7 @@ def via_other_layout(kind: str, layout: str, case: str, sizes: Mapping[str, int]
     if pixels is not None and sizes["P"] * sizes["Q"] <= pixels:
         return True
     least = VIA_NHWC_STRIDED_ONE_TAP.get(kind, {}).get(case)
+    fewest = VIA_NHWC_STRIDED_FROM.get(kind, {}).get(case, 0)
     c, k = sizes["C"], sizes["K"]
     return least is not None and max(sizes["stride_h"], sizes["stride_w"]) > 1 and \
-        c * k >= least * (c + k)
+        sizes["P"] * sizes["Q"] >= fewest and c * k >= least * (c + k)
