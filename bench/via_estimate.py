@@ -18,11 +18,13 @@ layouts timed:
 (ConvTriton3dViaNdhwc* through ConvTriton3d*) for the Via route and its kernel. Where the case's
 own runs hold no Via layers (FP32, whose NCDHW problems never went through copies), the copies'
 cost per byte may come from another case's (`--copies-case FP16-F`, from `--copies-runs`):
-the copies are transposes whose time goes with the bytes they move.
+the copies are transposes whose time goes with the bytes they move. `--from-nhwc` turns it
+around: the channels-last problems (of `--solver`) through the channel-planar kernels, the
+NCHW twin's measured time plus the copies (the ViaNchw solvers' route).
 
     python bench/via_estimate.py NCHW_RUN [NHWC_RUN] --case FP16-W [--solver NAME]
-        [--only grouped|packed|strided-1x1|aligned|misaligned-1x1] [--nhwc-solver NAME]
-        [--dims 2|3]
+        [--only grouped|packed|strided-1x1|aligned|misaligned-1x1|few-channel]
+        [--twin-solver NAME] [--from-nhwc] [--dims 2|3]
         [--copies-case CASE --copies-runs RUN[,RUN]] [--out STEM] [--json]
 
 Exit 2 where a file is not a zoo.py result, or too few layers measure the copies.
@@ -42,7 +44,7 @@ from _results import read_json  # noqa: E402
 
 SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
 BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
-ONLY = ("grouped", "packed", "strided-1x1", "aligned", "misaligned-1x1")
+ONLY = ("grouped", "packed", "strided-1x1", "aligned", "misaligned-1x1", "few-channel")
 #: Each dimensionality's layouts (channel-planar, channels-last) and solver names (the Via
 #: route's, its kernel's; `{}` the direction's suffix).
 LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
@@ -89,6 +91,8 @@ def _kind(key: str) -> set[str]:
 
     p = ConvProblem.from_key(key)
     kinds = set()
+    if p.c < 16:
+        kinds.add("few-channel")  # below the Via tables' VIA_NHWC_MIN_C
     if p.groups > 1 and p.groups != p.c:
         kinds.add("grouped")
         if min(p.c, p.k) // p.groups < PACKED_BELOW:
@@ -150,60 +154,68 @@ def copy_pairs(paths: list[str], case: str, dims: int = 2) -> list[tuple[int, fl
 
 def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
              quantile: float, dims: int = 2, copies_case: str | None = None,
-             copies_runs: list[str] | None = None, nhwc_solver: str | None = None
-             ) -> dict[str, Any]:
+             copies_runs: list[str] | None = None, twin_solver: str | None = None,
+             planar: bool = True) -> dict[str, Any]:
+    """The Via route's estimate on the channel-planar problems of `case` (`planar`), or on
+    its channels-last ones through the channel-planar kernels: the twin layout's measured
+    time plus the copies."""
     direction = case.split("-")[1]
     target = solver or SOLVERS[dims][1].format(SUFFIX[direction])
     rows = _rows(paths, case, dims)
-    both = [k for k in rows["NCHW"] if k in rows["NHWC"]]
+    own, twin = ("NCHW", "NHWC") if planar else ("NHWC", "NCHW")
+    o, t = own.lower(), twin.lower()
     pairs = copy_pairs(copies_runs or paths, copies_case or case, dims)
     layers = []
-    for k in sorted(both):
-        a, b = rows["NCHW"][k], rows["NHWC"][k]
+    for k in sorted(k for k in rows[own] if k in rows[twin]):
+        a, b = rows[own][k], rows[twin][k]
         if (target != "*" and a["solver"] not in target.split(",")) or \
                 (only and only not in _kind(a["key"])) or \
-                (nhwc_solver and b["solver"] != nhwc_solver):
+                (twin_solver and b["solver"] != twin_solver):
             continue
         nbytes = copied_bytes(a["key"])
         est = b["ours_gpu_ms"] + copies_ms(pairs, nbytes, 0.5)
         worst = b["ours_gpu_ms"] + copies_ms(pairs, nbytes, quantile)
         layers.append({"network": k[0], "layer": k[1], "n": k[2], "held_out": k[3],
-                       "key": a["key"], "nchw_solver": a["solver"],
+                       "key": a["key"], f"{o}_solver": a["solver"],
                        "channels_ratio": _channels_ratio(a["key"]),
-                       "nchw_ms": round(a["ours_gpu_ms"], 4), "nhwc_solver": b["solver"],
-                       "nhwc_ms": round(b["ours_gpu_ms"], 4), "via_ms": round(est, 4),
+                       f"{o}_ms": round(a["ours_gpu_ms"], 4), f"{t}_solver": b["solver"],
+                       f"{t}_ms": round(b["ours_gpu_ms"], 4), "via_ms": round(est, 4),
                        "via_ms_pessimistic": round(worst, 4),
-                       "via_over_nchw": round(est / a["ours_gpu_ms"], 3),
-                       "pessimistic_over_nchw": round(worst / a["ours_gpu_ms"], 3),
-                       "nchw_vs_cudnn": round(a["ratio"], 3),
+                       f"via_over_{o}": round(est / a["ours_gpu_ms"], 3),
+                       f"pessimistic_over_{o}": round(worst / a["ours_gpu_ms"], 3),
+                       f"{o}_vs_cudnn": round(a["ratio"], 3),
                        "via_vs_cudnn": round(est / a["cudnn_gpu_ms"], 3)})
-    return {"runs": [Path(p).name for p in paths], "case": case, "dims": dims,
-            "solver": target, "only": only,
+    out = {"runs": [Path(p).name for p in paths], "case": case, "dims": dims}
+    if not planar:
+        out["problems"] = "channels-last"
+    return {**out, "solver": target, "only": only,
             "copies": {"case": copies_case or case,
                        "runs": [Path(p).name for p in copies_runs or paths],
                        "pairs": len(pairs), "quantile": quantile,
-                                      "ms_per_gb_median": round(_quantile(
-                                          [t / b * 1e9 for b, t in pairs], 0.5), 4)},
+                       "ms_per_gb_median": round(_quantile(
+                           [t / b * 1e9 for b, t in pairs], 0.5), 4)},
             "layers": layers}
 
 
 def markdown(result: dict[str, Any]) -> str:
     c = result["copies"]
     planar, last = LAYOUTS[result.get("dims", 2)]
-    lines = [f"Via route estimated for {result['case']}-{planar} layers on {result['solver']}"
+    own, twin = (last, planar) if result.get("problems") == "channels-last" else (planar, last)
+    o, t = ("nhwc", "nchw") if own == last else ("nchw", "nhwc")
+    lines = [f"Via route estimated for {result['case']}-{own} layers on {result['solver']}"
              f"{' (' + result['only'] + ')' if result['only'] else ''}, from "
              f"{', '.join(result['runs'])}. Copies measured on {c['pairs']} layers "
              f"of {c.get('case', result['case'])} ({', '.join(c.get('runs', result['runs']))}) "
              f"(median {c['ms_per_gb_median']} ms/GB); the estimate takes the median cost per "
              f"byte of the layers of a similar size, the pessimistic one their "
              f"{c['quantile']:.0%} point.", "",
-             f"| network | layer | {planar} ms | {last} ms | Via est. ms | pessimistic "
-             f"| est./{planar} |",
+             f"| network | layer | {own} ms | {twin} ms | Via est. ms | pessimistic "
+             f"| est./{own} |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["layers"]:
         held = " (held out)" if r["held_out"] else ""
-        lines.append(f"| {r['network']}{held} | {r['layer']} | {r['nchw_ms']} | {r['nhwc_ms']} "
-                     f"| {r['via_ms']} | {r['via_ms_pessimistic']} | {r['via_over_nchw']} |")
+        lines.append(f"| {r['network']}{held} | {r['layer']} | {r[o + '_ms']} | {r[t + '_ms']} "
+                     f"| {r['via_ms']} | {r['via_ms_pessimistic']} | {r['via_over_' + o]} |")
     return "\n".join(lines) + "\n"
 
 
@@ -213,9 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", required=True, help="type and direction, e.g. FP16-W")
     ap.add_argument("--solver", help="the NCHW problems' solver to estimate against, or "
                     "several, comma-separated, or * for any (default: the NCHW implicit GEMM)")
-    ap.add_argument("--nhwc-solver", metavar="NAME",
-                    help="only layers whose channels-last problem ran this solver (the one "
-                    "the route runs)")
+    ap.add_argument("--twin-solver", metavar="NAME",
+                    help="only layers whose problem in the other layout ran this solver (the "
+                    "one the route runs)")
+    ap.add_argument("--from-nhwc", action="store_true",
+                    help="estimate the channels-last problems through the channel-planar "
+                    "kernels instead")
     ap.add_argument("--only", choices=ONLY, help="only layers of this kind")
     ap.add_argument("--dims", type=int, choices=(2, 3), default=2,
                     help="2-D layers (NCHW, NHWC) or 3-D ones (NCDHW, NDHWC)")
@@ -245,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         result = estimate(args.runs, args.case, args.solver, args.only, args.quantile,
                           args.dims, args.copies_case,
                           args.copies_runs.split(",") if args.copies_runs else None,
-                          args.nhwc_solver)
+                          args.twin_solver, not args.from_nhwc)
     except (OSError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

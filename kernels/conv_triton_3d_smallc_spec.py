@@ -131,7 +131,8 @@ def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool,
     of cuDNN's GPU time in NCHW (2.8-3.6 before), 0.60-0.94 in NHWC (1.2-1.8); at stride 2
     the 2-D kernels' phase-folded step, or in NHWC the path through NCHW, is as fast or
     faster; `alone` (a 16-bit channels-last problem that no other layout's path takes: BF16
-    on sm90) at stride 2 these kernels took 0.33-1.10 of cuDNN's time against the 2-D
+    on sm90 until VIA_NCHW_FEW_C listed its backward data, estimated faster still through
+    NCHW) at stride 2 these kernels took 0.33-1.10 of cuDNN's time against the 2-D
     kernels' 0.56-2.01 on the four layers (bench/results/alternatives_smallc2d_bf16_h200.json;
     at stride 4 both lose to the NCHW path where there is one; FP32 was mixed). Backward
     weights channels-last,

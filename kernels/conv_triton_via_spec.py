@@ -77,10 +77,15 @@ VIA_NCHW: dict[str, dict[str, int]] = {
 #: channels) at a stride, whose kernel is the few-channel one (stride 1 takes the padded
 #: solvers): the NCHW kernel took 0.34 of the NHWC kernel's time over the 19 zoo stems both
 #: ran it on (bench/results/zoo_h200-nchw-57b2c95.json against zoo_h200-nhwc-57b2c95.json, H200,
-#: batch 32); the transposes read and write dy and dx once each. Forward (0.77, the patchify
-#: and 4-channel layers the other way) stays.
+#: batch 32); the transposes read and write dy and dx once each. BF16 backward data, on an
+#: estimate (bench/via_estimate.py --from-nhwc: the NCHW kernel's time measured on the layer
+#: plus the copies; via_estimate_fewc_b_bf16_h200.json): 0.37-0.46 of the NHWC time on the 11
+#: stride-2 stems the NHWC implicit GEMM ran at 1.57-2.23x cuDNN (0.69-0.83 with the route),
+#: 0.75-0.93 on the 6 the few-channel kernel ran, 1.14 and 1.42 on ConvNeXt's patchify and
+#: DCGAN's 64x64 head, which FP16's rule takes too. Forward (0.77, the patchify and
+#: 4-channel layers the other way) stays.
 VIA_NCHW_FEW_C: dict[str, dict[str, int]] = {
-    "sm90": {"FP16-W": 2, "BF16-W": 2, "FP16-B": 2},
+    "sm90": {"FP16-W": 2, "BF16-W": 2, "FP16-B": 2, "BF16-B": 2},
 }
 #: Per target kind, the NCHW cases whose packed grouped problems (`packed`: fewer than 16
 #: channels and filters a group) the NHWC packed kernels compute faster, with the transposes.

@@ -124,7 +124,7 @@ VIA_FIRST: dict[str, dict[str, int]] = {"sm90": {"FP16-W-NCHW": 32, "BF16-W-NCHW
 #: through channels-last copies (solvers/blas_relayout.py) instead, each with the least
 #: C*K/(C+K) it does so from (the copies move C+K elements a pixel, the product does C*K
 #: multiply-adds). sm90 FP16 from 150: no run timed the copies' route; bench/via_estimate.py
-#: (`--only misaligned-1x1 --nhwc-solver ConvBlasGemm1x1Fwd`) puts it, the channels-last
+#: (`--only misaligned-1x1 --twin-solver ConvBlasGemm1x1Fwd`) puts it, the channels-last
 #: call's measured time plus the copies at the cost per byte the Via solvers' layers measured,
 #: at 0.30-0.94 of the per-image call's time on the 27 such forward layers of the zoo and
 #: held-out networks (65x65, 25x34, 17x17, 14x14 and 13x13 planes; 1.05 at most at the

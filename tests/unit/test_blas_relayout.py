@@ -337,7 +337,7 @@ def test_the_misaligned_table_is_what_the_estimates_say() -> None:
     for d, suffix in (("F", "Fwd"), ("B", "Bwd")):
         found = via_estimate.estimate([str(results / r) for r in runs[d]], f"FP16-{d}", "*",
                                       "misaligned-1x1", 0.9,
-                                      nhwc_solver="ConvBlasGemm1x1" + suffix)
+                                      twin_solver="ConvBlasGemm1x1" + suffix)
         committed = json.loads((results / f"via_estimate_misaligned_{d.lower()}_h200.json")
                                .read_text())
         assert committed["layers"] == found["layers"]
