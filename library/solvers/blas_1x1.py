@@ -420,15 +420,15 @@ def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") ->
 
 
 def misaligned_via(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
-    """Whether the library takes a channel-planar one-call problem through channels-last
+    """Whether the library takes a 2-D channel-planar one-call problem through channels-last
     copies where it is offered (VIA_MISALIGNED): one BLAS_FIRST gives it (pixels per image
     from the case's), whose image planes are misaligned for 16-byte loads and whose
     C*K/(C+K) reaches the case's least."""
     from ..problem import TYPE_BYTES
 
     p = problem
-    if not _offered[0] or gemm_call(p) is None:
-        return False
+    if not _offered[0] or len(p.in_spatial) != 2 or gemm_call(p) is None:
+        return False  # (measured on 2-D layers)
     case = _case(p, math_mode)
     least = VIA_MISALIGNED.get(target.arch, {}).get(case)
     pixels_from = BLAS_FIRST.get(target.arch, {}).get(case)

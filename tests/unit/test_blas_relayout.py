@@ -305,6 +305,9 @@ def test_misaligned_planes_go_through_the_copies(monkeypatch: pytest.MonkeyPatch
                                  out_type="BF16")):  # a case the table does not list
             assert not ranks_first(via, other, SM90), other.key()
         assert ranks_first(direct, replace_of(deeplab, in_spatial=(64, 64)), SM90)
+        volume = _planar(d, dims=3, n=32, c=1024, k=2048, in_spatial=(5, 13, 13),
+                         in_type="FP16")  # 3-D: not measured
+        assert via.is_applicable(volume, SM90) and not ranks_first(via, volume, SM90)
         one_pixel = replace_of(deeplab, in_spatial=(1, 1))
         assert not via.is_applicable(one_pixel, SM90)  # the channels-last call's bytes
         assert not via.is_applicable(replace_of(deeplab, in_layout="NHWC", wei_layout="NHWC",
