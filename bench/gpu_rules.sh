@@ -19,6 +19,10 @@
 #              VIA_MISALIGNED);  NCHW_S
 #   fp32_3d.*  the same on the 3-D layers' FP32 forward and backward data, both layouts
 #              (the spec's RELAID_TF32X3);  FP32_3D_S
+#   g16.*      narrower tiles of the implicit GEMM against its usual ones on the grouped
+#              layers of 16 channels a group (ResNeXt's layer3, 2.0-3.7x cuDNN in FP16 NHWC:
+#              a 64-wide reduction block over 16 channels is three quarters zeros), forward
+#              and backward data, both layouts; not in the default steps;  G16_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
 # to run (default all); the whole takes two calls of 600 s, the second on the warm machine
 # (its package build then a no-op):
@@ -70,6 +74,18 @@ want packed && zoo packed "${PACKED_S:-70}" --types FP16,BF16 --directions W --l
 want fp32_w && zoo fp32_w "${FP32_S:-120}" --types FP32 --directions W --layouts NHWC --every 2
 want nchw && zoo nchw "${NCHW_S:-200}" --types FP16 --directions F,B,W --layouts NCHW \
   --networks retinanet_resnet50_fpn,deeplabv3_resnet50,fcn_resnet50,inception_v3,squeezenet1_1
+if want g16; then
+  limit="${G16_S:-200}"
+  timeout "$limit" python3 bench/solver_alternatives.py --solvers \
+ConvTritonImplicitGemmFwd,ConvTritonImplicitGemmFwd@64:16:16:8:4:3,\
+ConvTritonImplicitGemmFwd@128:16:16:8:4:3,ConvTritonImplicitGemmFwd@64:32:32:8:4:3,\
+ConvTritonImplicitGemmBwd,ConvTritonImplicitGemmBwd@64:16:16:8:4:3,\
+ConvTritonImplicitGemmBwd@128:16:16:8:4:3,ConvTritonImplicitGemmBwd@64:32:32:8:4:3 \
+    --types FP16 --directions F,B --layouts NHWC,NCHW --batches 32 --held-out \
+    --networks resnext50_32x4d,resnext101_64x4d --only '^(512-(14|28)-.*_g32|1024-(14|28)-.*_g64)$' \
+    --budget-s "$(( limit - 15 ))" --out "$out/g16" > "$out/g16.log" 2>&1
+  stamp "g16 rc=$?"; tail -12 "$out/g16.log"
+fi
 want fp32_3d && zoo fp32_3d "${FP32_3D_S:-150}" --types FP32 --directions F,B \
   --layouts NCHW,NHWC --classes 3-D
 stamp "done"
