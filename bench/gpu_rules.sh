@@ -3,8 +3,8 @@
 # their own, measured in their new places (bench/results/README.md names each one's estimate).
 # The sm90-132 package of the default manifests first (bench/_gpu_env.sh `sm90_package`), then:
 #   grid/      the GPU grid's cases of the 2-D Via solvers' backward data and weights (the
-#              packed grouped and strided 1x1 routes among them) and of the FP32 3-D route
-#              through NDHWC, against float64, Triton hidden;  GRID_S
+#              packed grouped and strided 1x1 routes, BF16 stems through NCHW among them) and
+#              of the FP32 3-D route through NDHWC, against float64, Triton hidden;  GRID_S
 #   blas_w.*   the GEMM library against both implicit GEMM kernels on the FP32 backward weights
 #              of the zoo's 1x1 layers, NHWC (BLAS_FIRST_ESTIMATED), for bench/first_place.py;
 #              ALT_S
@@ -45,7 +45,7 @@ export MIOPEN_SYSTEM_DB_PATH="$sys"
 
 if want grid; then
   GRID_SOLVER=ConvTritonImplicitGemmViaNhwcWrw,ConvTritonImplicitGemmViaNhwcBwd,\
-ConvTriton3dViaNdhwcTf32x3 TESTS_S="${GRID_S:-180}" \
+ConvTritonImplicitGemmViaNchwBwd,ConvTriton3dViaNdhwcTf32x3 TESTS_S="${GRID_S:-180}" \
     bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
   stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
 fi
