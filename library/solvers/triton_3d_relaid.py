@@ -22,9 +22,10 @@ the copies' objects, those the 2-D Via and padded solvers ship. Parameters, defa
 ranking's model are the 3-D solver's (`ranking_name`). One group (or no padding); transposed
 problems only where nothing is padded. They rank first on the spec's RELAID_KINDS where
 `relaid_first` says (the registry's YIELDS_TO puts the 3-D solver after them there).
-16-bit problems take the IEEE kernels; FP32 NCDHW problems of channel counts that need no
-padding go through NDHWC on the three-TF32-product kernels in the spec's RELAID_TF32X3
-directions (`ConvTriton3dViaNdhwcTf32x3*`).
+16-bit problems take the IEEE kernels; FP32 NCDHW problems go through NDHWC on the
+three-TF32-product kernels in the spec's RELAID_TF32X3 directions
+(`ConvTriton3dViaNdhwcTf32x3*`), channels padded only in its RELAID_TF32X3_PADDED ones and
+not below the multiple (a stem's).
 """
 
 from __future__ import annotations
@@ -175,8 +176,10 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
         q = relaid_problem(p, self.layout)
         if q is None or not self.inner.is_applicable(q, target) or not self.inner._aligned(q):
             return False
-        if self.math != "ieee" and (q.c, q.k) != (p.c, p.k):
-            return False  # FP32: the route measured where nothing is padded
+        if self.math != "ieee" and (q.c, q.k) != (p.c, p.k) and (
+                self.direction not in getattr(spec_3d(), "RELAID_TF32X3_PADDED", ()) or
+                min(p.c, p.k) < int(spec_3d().PAD_MULTIPLE)):
+            return False  # FP32: padded only where the spec's estimate says, not a stem
         return all(self._fits(p, copy) for copy in _copies(p, self.layout).values())
 
     def _fits(self, problem: ConvProblem, copy: Copy) -> bool:

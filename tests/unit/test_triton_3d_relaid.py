@@ -212,7 +212,9 @@ def test_fp32_ncdhw_through_ndhwc_on_the_three_product_kernels() -> None:
         assert (via.math, via.inner.name, via.ranking_name) == \
             ("tf32x3", plain.name, plain.ranking_name)
         assert via.is_applicable(p, SM90)
-        assert not via.is_applicable(_fp32(d, k=230), SM90)  # would be padded: not measured
+        # Padded channels: forward alone (the spec's RELAID_TF32X3_PADDED), never a stem's.
+        assert via.is_applicable(_fp32(d, k=230), SM90) == (d == "F")
+        assert not via.is_applicable(_fp32(d, c=3, filter=(3, 7, 7), pad=(1, 3, 3)), SM90)
         assert not via.is_applicable(replace(p, in_layout="NDHWC", wei_layout="NDHWC",
                                              out_layout="NDHWC"), SM90)
         assert not via.is_applicable(_p(d, k=64), SM90)  # 16-bit: the IEEE relaid solvers'
@@ -263,3 +265,35 @@ def test_fp32_route_estimates_behind_the_table() -> None:
             p = zoo.layer_problem(layers[(e["network"], e["layer"])], "FP32", d, "NCHW", 32)  # type: ignore[attr-defined]
             assert relaid_first(p, SM90, "tf32x3"), e["key"]
     assert (len(shares["F"]), len(shares["B"])) == (8, 6)
+
+
+def test_fp32_padded_forward_estimates_behind_the_table() -> None:
+    """RELAID_TF32X3_PADDED's figures, recomputed with bench/padded_estimate.py from the
+    committed runs: forward 0.20-0.41 of the NCDHW kernel's time on R(2+1)D's four layers
+    whose channels need padding (0.53 at most pessimistic), backward data 0.61-1.91 (not
+    listed); the forward ones are the rule's."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import padded_estimate
+
+    results = ROOT / "bench" / "results"
+    runs = [str(results / r) for r in ("zoo_h200-fp32-every4-ef1efe1.json.gz",
+                                      "zoo_h200-fp32-bw-every8-ef1efe1.json.gz")]
+    copies = [str(results / r) for r in ("zoo_h200-fb-9ec5af9.json",
+                                        "zoo_h200-3d-c220f5b.json.gz")]
+    shares = {}
+    for d in "FB":
+        found = padded_estimate.estimate(runs, f"FP32-{d}", "ConvTriton3dTf32x3" + SUFFIX[d],
+                                         "FP16-F", copies, 0.9)
+        committed = json.loads((results / f"padded_estimate_3d_fp32_{d.lower()}_h200.json")
+                               .read_text())
+        assert committed["layers"] == found["layers"] and len(found["layers"]) == 4
+        shares[d] = sorted(e["est_over_ncdhw"] for e in found["layers"])
+        if d == "F":
+            assert max(e["pessimistic_over_ncdhw"] for e in found["layers"]) <= 0.53
+            via = get_solver("ConvTriton3dViaNdhwcTf32x3Fwd")
+            for e in found["layers"]:
+                p = ConvProblem.from_key(e["key"])
+                assert via.is_applicable(p, SM90) and ranks_first(via, p, SM90), e["key"]
+    assert (shares["F"][0], shares["F"][-1]) == (0.202, 0.409)
+    assert (shares["B"][0], shares["B"][-1]) == (0.61, 1.909)
+    assert spec.RELAID_TF32X3_PADDED == ("F",)
