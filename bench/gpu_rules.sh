@@ -24,11 +24,12 @@
 #              a 64-wide reduction block over 16 channels is three quarters zeros), forward
 #              and backward data, both layouts; not in the default steps;  G16_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
-# to run (default all); the whole takes two calls of 600 s, the second on the warm machine
-# (its package build then a no-op):
+# to run (default all but g16); the whole takes three calls of under 600 s, the later ones on
+# the warm machine (its package build then a no-op):
 #
-#   STEPS=grid,blas,blas_w,packed bash bench/gpu_rules.sh OUTDIR
-#   STEPS=fp32_w,nchw,fp32_3d bash bench/gpu_rules.sh OUTDIR
+#   STEPS=grid,blas bash bench/gpu_rules.sh OUTDIR
+#   STEPS=blas_w,packed,fp32_w,nchw bash bench/gpu_rules.sh OUTDIR
+#   STEPS=fp32_3d,g16 bash bench/gpu_rules.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_rules.sh OUTDIR}"
 here="$(dirname "$0")"
