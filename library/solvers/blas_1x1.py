@@ -129,9 +129,12 @@ VIA_FIRST: dict[str, dict[str, int]] = {"sm90": {"FP16-W-NCHW": 32, "BF16-W-NCHW
 #: at 0.30-0.94 of the per-image call's time on the 27 such forward layers of the zoo and
 #: held-out networks (65x65, 25x34, 17x17, 14x14 and 13x13 planes; 1.05 at most at the
 #: copies' 90% point), 1.72 -> 0.83 of cuDNN, and at 0.31-0.84 on the 17 backward-data ones
-#: (0.99), 1.45 -> 0.81; below 150 it lost on most (10 of 100 and 5 of 78 faster).
-#: tests/unit/test_blas_relayout.py recomputes the figures.
-VIA_MISALIGNED: dict[str, dict[str, int]] = {"sm90": {"FP16-F-NCHW": 150, "FP16-B-NCHW": 150}}
+#: (0.99), 1.45 -> 0.81; below 150 it lost on most (10 of 100 and 5 of 78 faster). BF16 from
+#: 150 on its own run's layers (every fourth: via_estimate_misaligned_{f,b}_bf16_h200): forward
+#: 0.35-0.64 on 9 (0.72 pessimistic; 1.74 -> 0.82 of cuDNN), backward data 0.32-0.83 on 11
+#: (1.05; 1.57 -> 0.84). tests/unit/test_blas_relayout.py recomputes the figures.
+VIA_MISALIGNED: dict[str, dict[str, int]] = {
+    "sm90": {"FP16-F-NCHW": 150, "FP16-B-NCHW": 150, "BF16-F-NCHW": 150, "BF16-B-NCHW": 150}}
 
 
 @dataclass(frozen=True)

@@ -287,12 +287,13 @@ def test_an_invoker_copies_calls_and_copies_back(monkeypatch: pytest.MonkeyPatch
 
 
 def test_misaligned_planes_go_through_the_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """VIA_MISALIGNED: where BLAS_FIRST gives the library an FP16 channel-planar forward or
+    """VIA_MISALIGNED: where BLAS_FIRST gives the library a 16-bit channel-planar forward or
     backward-data problem whose planes are not whole 16-byte vectors and C*K/(C+K) >= 150,
     the copies' solver ranks first and the per-image call does not; elsewhere the per-image
     call keeps it."""
     monkeypatch.setattr(blas_1x1, "_offered", [True])
-    assert blas_1x1.VIA_MISALIGNED["sm90"] == {"FP16-F-NCHW": 150, "FP16-B-NCHW": 150}
+    assert blas_1x1.VIA_MISALIGNED["sm90"] == {"FP16-F-NCHW": 150, "FP16-B-NCHW": 150,
+                                               "BF16-F-NCHW": 150, "BF16-B-NCHW": 150}
     for d, direct in (("F", BLAS_SOLVERS[0]), ("B", BLAS_SOLVERS[1])):
         via = ConvBlasGemm1x1ViaNhwc("ieee", d)
         deeplab = _planar(d, n=32, c=1024, k=2048, in_spatial=(65, 65), in_type="FP16")
@@ -300,11 +301,14 @@ def test_misaligned_planes_go_through_the_copies(monkeypatch: pytest.MonkeyPatch
         assert blas_1x1.blas_first(deeplab, SM90)  # the kernels' families give way
         for other in (replace_of(deeplab, in_spatial=(64, 64)),  # whole vectors
                       replace_of(deeplab, c=256, k=128),  # 85 multiply-adds an element
-                      replace_of(deeplab, in_spatial=(7, 7)),  # below BLAS_FIRST's pixels
-                      replace_of(deeplab, in_type="BF16", wei_type="BF16",
-                                 out_type="BF16")):  # a case the table does not list
+                      replace_of(deeplab, in_spatial=(7, 7)) if d == "F" else  # below
+                      replace_of(deeplab, c=128, k=96),  # BLAS_FIRST's pixels; 55 an element
+                      replace_of(deeplab, in_type="FP32", wei_type="FP32",
+                                 out_type="FP32")):  # a case the table does not list
             assert not ranks_first(via, other, SM90), other.key()
         assert ranks_first(direct, replace_of(deeplab, in_spatial=(64, 64)), SM90)
+        bf16 = replace_of(deeplab, in_type="BF16", wei_type="BF16", out_type="BF16")
+        assert ranks_first(via, bf16, SM90) and not ranks_first(direct, bf16, SM90)
         volume = _planar(d, dims=3, n=32, c=1024, k=2048, in_spatial=(5, 13, 13),
                          in_type="FP16")  # 3-D: not measured
         assert via.is_applicable(volume, SM90) and not ranks_first(via, volume, SM90)
@@ -354,3 +358,19 @@ def test_the_misaligned_table_is_what_the_estimates_say() -> None:
         assert max(e["pessimistic_over_nchw"] for e in claimed) == worst
         below = [e["via_over_nchw"] for e in rows if e["channels_ratio"] < 150]
         assert sum(s < 1 for s in below) < len(below) / 5
+    for d, suffix, n, lo, hi, worst in (("F", "Fwd", 9, 0.35, 0.644, 0.719),
+                                        ("B", "Bwd", 11, 0.315, 0.832, 1.053)):
+        found = via_estimate.estimate(
+            [str(results / "zoo_h200-bf16-every4-d10d600.json")], f"BF16-{d}", "*",
+            "misaligned-1x1", 0.9, copies_case="FP16-F",
+            copies_runs=[str(results / "zoo_h200-fb-9ec5af9.json")],
+            twin_solver="ConvBlasGemm1x1" + suffix)
+        committed = json.loads((results / f"via_estimate_misaligned_{d.lower()}_bf16_h200.json")
+                               .read_text())
+        assert committed["layers"] == found["layers"]
+        least = blas_1x1.BLAS_FIRST["sm90"][f"BF16-{d}-NCHW"]
+        claimed = [e for e in found["layers"] if e["channels_ratio"] >= 150 and math.prod(
+            ConvProblem.from_key(e["key"]).in_spatial) >= least]
+        shares = [e["via_over_nchw"] for e in claimed]
+        assert (len(claimed), min(shares), max(shares)) == (n, lo, hi)
+        assert max(e["pessimistic_over_nchw"] for e in claimed) == worst
