@@ -13,10 +13,13 @@ direction:
   its multiply-adds, wider where fewer than 3 are), plus the copies (the padded problem's
   operands each way) at the cost per byte that `--copies-case`'s Via layers measured
   (bench/via_estimate.py); the pessimistic one at those layers' lowest throughput and the
-  copies at `--quantile`; against the NCDHW time measured and cuDNN's.
+  copies at `--quantile`; against the NCDHW time measured and cuDNN's. `--layout NDHWC` does
+  the same for the NDHWC layers, whose padded copies the Padded solvers make in place (the
+  copies counted as every operand's, an upper bound).
 
     python bench/padded_estimate.py RUN [RUN ...] --case FP32-F --solver ConvTriton3dTf32x3Fwd
-        --copies-case FP16-F --copies-runs RUN[,RUN] [--quantile 0.9] [--out STEM] [--json]
+        --copies-case FP16-F --copies-runs RUN[,RUN] [--layout NCDHW|NDHWC] [--quantile 0.9]
+        [--out STEM] [--json]
 
 The first run given that timed a layer in a layout speaks for it. Exit 2 where a file is not a
 zoo.py result, an argument is malformed, or no aligned layer measures the throughput.
@@ -70,21 +73,26 @@ def near(points: list[tuple[float, float]], work: float) -> list[float]:
 
 
 def estimate(paths: list[str], case: str, solver: str, copies_case: str,
-             copies_runs: list[str], quantile: float) -> dict[str, Any]:
+             copies_runs: list[str], quantile: float, layout: str = "NCDHW"
+             ) -> dict[str, Any]:
+    """The estimates on the `layout` layers (NCDHW: through NDHWC padded; NDHWC: padded in
+    place) whose channels need padding."""
     from miopenkernels.solvers._conv import macs
     from miopenkernels.solvers.triton_3d_relaid import relaid_problem
 
     rows = via_estimate._rows(paths, case, 3)
+    own = rows["NCHW" if layout == "NCDHW" else "NHWC"]
+    o = layout.lower()
     points = throughputs(rows["NHWC"], solver)
     if not points:
         raise ValueError(f"no NDHWC layer of {case} took the aligned object on {solver}; "
                          "nothing measures its throughput")
     pairs = via_estimate.copy_pairs(copies_runs, copies_case, 3)
     layers = []
-    for k in sorted(rows["NCHW"]):
-        r = rows["NCHW"][k]
+    for k in sorted(own):
+        r = own[k]
         p = _problem(r["key"])
-        q = relaid_problem(p, "NCDHW")
+        q = relaid_problem(p, layout)
         if r["solver"] != solver or q is None or (q.c, q.k) == (p.c, p.k) or \
                 min(p.c, p.k) // p.groups < 16:
             continue
@@ -95,13 +103,14 @@ def estimate(paths: list[str], case: str, solver: str, copies_case: str,
         worst = work / min(tps) + via_estimate.copies_ms(pairs, nbytes, quantile)
         layers.append({"network": k[0], "layer": k[1], "n": k[2], "held_out": k[3],
                        "key": r["key"], "padded_key": q.key(),
-                       "ncdhw_ms": round(r["ours_gpu_ms"], 4),
+                       f"{o}_ms": round(r["ours_gpu_ms"], 4),
                        "est_ms": round(est, 4), "pessimistic_ms": round(worst, 4),
-                       "est_over_ncdhw": round(est / r["ours_gpu_ms"], 3),
-                       "pessimistic_over_ncdhw": round(worst / r["ours_gpu_ms"], 3),
-                       "ncdhw_vs_cudnn": round(r["ratio"], 3),
+                       f"est_over_{o}": round(est / r["ours_gpu_ms"], 3),
+                       f"pessimistic_over_{o}": round(worst / r["ours_gpu_ms"], 3),
+                       f"{o}_vs_cudnn": round(r["ratio"], 3),
                        "est_vs_cudnn": round(est / r["cudnn_gpu_ms"], 3)})
-    return {"runs": [Path(p).name for p in paths], "case": case, "solver": solver,
+    out = {"layout": layout} if layout != "NCDHW" else {}
+    return {"runs": [Path(p).name for p in paths], "case": case, **out, "solver": solver,
             "throughput": {"layers": len(points),
                            "macs_per_ms": [round(t) for _, t in sorted(points)]},
             "copies": {"case": copies_case, "runs": [Path(p).name for p in copies_runs],
@@ -117,16 +126,19 @@ def _median(values: list[float]) -> float:
 
 def markdown(result: dict[str, Any]) -> str:
     t = result["throughput"]
-    lines = [f"The relaid route estimated on the {result['case']}-NCDHW layers whose channels "
+    lay = result.get("layout", "NCDHW")
+    o = lay.lower()
+    lines = [f"The relaid route estimated on the {result['case']}-{lay} layers whose channels "
              f"need padding, from {', '.join(result['runs'])}: {result['solver']}'s aligned "
              f"object measured on {t['layers']} NDHWC layers, the copies on "
              f"{result['copies']['pairs']} of {result['copies']['case']}.", "",
-             "| network | layer | NCDHW ms | est. ms | pessimistic ms | est./NCDHW | est./cuDNN |",
+             f"| network | layer | {lay} ms | est. ms | pessimistic ms | est./{lay} "
+             "| est./cuDNN |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for e in result["layers"]:
         held = " (held out)" if e["held_out"] else ""
-        lines.append(f"| {e['network']}{held} | {e['layer']} | {e['ncdhw_ms']} | {e['est_ms']} "
-                     f"| {e['pessimistic_ms']} | {e['est_over_ncdhw']} | {e['est_vs_cudnn']} |")
+        lines.append(f"| {e['network']}{held} | {e['layer']} | {e[o + '_ms']} | {e['est_ms']} "
+                     f"| {e['pessimistic_ms']} | {e['est_over_' + o]} | {e['est_vs_cudnn']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -139,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--copies-case", required=True, help="the case whose Via layers measure "
                     "the copies, e.g. FP16-F")
     ap.add_argument("--copies-runs", required=True, metavar="RUN[,RUN]")
+    ap.add_argument("--layout", choices=("NCDHW", "NDHWC"), default="NCDHW",
+                    help="the layers estimated: NCDHW through NDHWC, or NDHWC padded in place")
     ap.add_argument("--quantile", type=float, default=0.9,
                     help="the pessimistic estimate's point of the copies' cost per byte")
     ap.add_argument("--out", type=Path, help="path stem of the .json and .md written")
@@ -156,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         result = estimate(args.runs, args.case, args.solver, args.copies_case,
-                          args.copies_runs.split(","), args.quantile)
+                          args.copies_runs.split(","), args.quantile, args.layout)
     except (OSError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

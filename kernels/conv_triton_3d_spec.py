@@ -143,12 +143,14 @@ VIA_MIN_MACS = {"F": 55, "B": 120, "W": 55}
 #: the copies' 90% point. Backward weights in NCDHW already took 0.4-0.96 of cuDNN's time.
 RELAID_TF32X3 = ("F", "B")
 #: Of those, the directions whose channel counts may need padding (both at least PAD_MULTIPLE:
-#: few-channel stems are left out). Forward, on an estimate (bench/padded_estimate.py: the
-#: padded problem's multiply-adds at the three-product kernel's throughput on the aligned
-#: NDHWC layers of a similar size, plus the copies; padded_estimate_3d_fp32_{f,b}_h200): 0.20-0.41
-#: of the NCDHW kernel's time on R(2+1)D's four such layers (0.26-0.53 pessimistic);
-#: backward data 0.61-1.91, where the NCDHW kernel ran these layers faster than the aligned
-#: object runs its own.
+#: few-channel stems are left out), NCDHW through NDHWC and NDHWC in place (the Padded
+#: solvers; their FP32 copies' objects ship beside them). Forward, on an estimate
+#: (bench/padded_estimate.py: the padded problem's multiply-adds at the three-product kernel's
+#: throughput on the aligned NDHWC layers of a similar size, plus the copies;
+#: padded_estimate_3d_fp32_{f,b}_h200 and _f_ndhwc_h200): 0.20-0.41 of the NCDHW kernel's time
+#: on R(2+1)D's four such layers (0.26-0.53 pessimistic), 0.16-0.34 of the generic NDHWC
+#: object's (0.20-0.44); backward data in NCDHW 0.61-1.91, where the NCDHW kernel ran these
+#: layers faster than the aligned object runs its own.
 RELAID_TF32X3_PADDED = ("F",)
 #: The channel multiple of a padded copy: the aligned objects assume C and K multiples of 16.
 PAD_MULTIPLE = 16

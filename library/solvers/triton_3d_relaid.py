@@ -25,7 +25,8 @@ problems only where nothing is padded. They rank first on the spec's RELAID_KIND
 16-bit problems take the IEEE kernels; FP32 NCDHW problems go through NDHWC on the
 three-TF32-product kernels in the spec's RELAID_TF32X3 directions
 (`ConvTriton3dViaNdhwcTf32x3*`), channels padded only in its RELAID_TF32X3_PADDED ones and
-not below the multiple (a stem's).
+not below the multiple (a stem's); in those directions FP32 NDHWC problems of such channel
+counts take the padded copies (`ConvTriton3dPaddedTf32x3*`).
 """
 
 from __future__ import annotations
@@ -290,16 +291,19 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
 
 
 def _relaid_solvers() -> list[Solver]:
-    """One per direction and layout on the IEEE kernels, and an NCDHW one per direction of
-    the spec's RELAID_TF32X3 on the three-TF32-product kernels (none without the kernels or
-    the copy's spec)."""
+    """One per direction and layout on the IEEE kernels; on the three-TF32-product kernels an
+    NCDHW one per direction of the spec's RELAID_TF32X3 and an NDHWC (padded) one per
+    direction of its RELAID_TF32X3_PADDED (none without the kernels or the copy's spec)."""
     from .triton_common import have_kernels
 
     if not have_kernels() or not has_kernels_spec(PAD_SPEC):
         return []
+    spec = spec_3d()
     return [*(ConvTriton3dRelaid(d, lay) for lay in ("NCDHW", "NDHWC") for d in ("F", "B", "W")),
             *(ConvTriton3dRelaid(d, "NCDHW", "tf32x3")
-              for d in getattr(spec_3d(), "RELAID_TF32X3", ()))]
+              for d in getattr(spec, "RELAID_TF32X3", ())),
+            *(ConvTriton3dRelaid(d, "NDHWC", "tf32x3")
+              for d in getattr(spec, "RELAID_TF32X3_PADDED", ()))]
 
 
 RELAID_3D_SOLVERS: list[Solver] = _relaid_solvers()

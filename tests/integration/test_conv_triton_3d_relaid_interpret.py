@@ -4,7 +4,8 @@ implicit GEMM's aligned object on the relaid problem, a split's reduce, the copy
 the float64 reference: every direction in FP16; NCDHW problems through NDHWC with and without
 channel padding, NDHWC problems of channel counts off the multiple of 16 (a stem's 3, 45, 20),
 1x1x1 and 3x3x3 filters, strides 1-2, a split backward weights; and FP32 NCDHW forward and
-backward data through NDHWC on the three-TF32-product kernels. BF16 is left to the GPU grid
+backward data through NDHWC on the three-TF32-product kernels, forward padded in both layouts.
+BF16 is left to the GPU grid
 (the interpreter does not model BF16 dots). The harness is
 tests/integration/triton_interpreter.py."""
 
@@ -83,16 +84,17 @@ FP32_GEOMETRIES = [
 # Forward of channel counts off the multiple (RELAID_TF32X3_PADDED): padded in the copies.
 FP32_PADDED = [(20, 45, 3, 4, 5, (3, 1, 1), 1, 1, 2), (18, 16, 2, 5, 5, (1, 3, 3), 2, 1, 1)]
 FP32_SCRIPT = HARNESS + textwrap.dedent('''
-    direction, cases = json.loads(sys.argv[1])
-    solver = get_solver("ConvTriton3dViaNdhwcTf32x3" + {"F": "Fwd", "B": "Bwd"}[direction])
+    direction, cases, layout = json.loads(sys.argv[1])
+    infix = "ViaNdhwc" if layout == "NCDHW" else "Padded"
+    solver = get_solver(f"ConvTriton3d{infix}Tf32x3" + {"F": "Fwd", "B": "Bwd"}[direction])
     rng = np.random.default_rng(1)
     errors = []
     for c, k, d, h, w, f, st, pad, n in cases:
         p = ConvProblem(n=n, c=c, k=k, in_spatial=(d, h, w), filter=tuple(f),
                         pad=tuple(pad if v > 1 else 0 for v in f), stride=(1, st, st),
                         direction=direction, in_type="FP32", wei_type="FP32",
-                        out_type="FP32", in_layout="NCDHW", wei_layout="NCDHW",
-                        out_layout="NCDHW")
+                        out_type="FP32", in_layout=layout, wei_layout=layout,
+                        out_layout=layout)
         assert solver.is_applicable(p, SM90), p.key()
         params = solver.default_params(p, SM90)
         tensors, exact, output = layer_tensors(p, direction, "FP32", rng)
@@ -109,7 +111,15 @@ def test_interpreted_fp32_route_through_ndhwc_matches_float64(direction: str) ->
     multiple), the three-product kernel's aligned NDHWC object, the copy back, against
     float64 (three TF32 products: close to FP32)."""
     cases = FP32_GEOMETRIES + (FP32_PADDED if direction == "F" else [])
-    errors = interpreted(FP32_SCRIPT, [direction, cases], len(cases))
+    errors = interpreted(FP32_SCRIPT, [direction, cases, "NCDHW"], len(cases))
     bad = [(case, e) for case, e in zip(cases, errors, strict=True)
            if not e < 1e-4]  # a NaN left in the output fails too
+    assert not bad, bad
+
+
+def test_interpreted_fp32_padded_ndhwc_forward_matches_float64() -> None:
+    """ConvTriton3dPaddedTf32x3Fwd: NDHWC forward of channels off the multiple, the copies
+    padding x and w (and y's copy back), on the three-product kernel's aligned object."""
+    errors = interpreted(FP32_SCRIPT, ["F", FP32_PADDED, "NDHWC"], len(FP32_PADDED))
+    bad = [(case, e) for case, e in zip(FP32_PADDED, errors, strict=True) if not e < 1e-4]
     assert not bad, bad

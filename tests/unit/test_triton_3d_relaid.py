@@ -297,3 +297,20 @@ def test_fp32_padded_forward_estimates_behind_the_table() -> None:
     assert (shares["F"][0], shares["F"][-1]) == (0.202, 0.409)
     assert (shares["B"][0], shares["B"][-1]) == (0.61, 1.909)
     assert spec.RELAID_TF32X3_PADDED == ("F",)
+    # NDHWC in place (ConvTriton3dPaddedTf32x3Fwd): 0.16-0.34 of the generic object's time.
+    found = padded_estimate.estimate(runs, "FP32-F", "ConvTriton3dTf32x3Fwd", "FP16-F", copies,
+                                     0.9, "NDHWC")
+    committed = json.loads((results / "padded_estimate_3d_fp32_f_ndhwc_h200.json").read_text())
+    assert committed["layers"] == found["layers"] and len(found["layers"]) == 4
+    ndhwc = sorted(e["est_over_ndhwc"] for e in found["layers"])
+    assert (ndhwc[0], ndhwc[-1]) == (0.157, 0.343)
+    assert max(e["pessimistic_over_ndhwc"] for e in found["layers"]) <= 0.44
+    padded = get_solver("ConvTriton3dPaddedTf32x3Fwd")
+    for e in found["layers"]:
+        p = ConvProblem.from_key(e["key"])
+        assert padded.is_applicable(p, SM90) and ranks_first(padded, p, SM90), e["key"]
+    names = {s.name for s in SOLVERS}
+    assert "ConvTriton3dPaddedTf32x3Bwd" not in names and "ConvTriton3dPaddedTf32x3Wrw" not in names
+    shipped = {j for s in SOLVERS for j in s.dynamic_jobs(SM90)}
+    p = ConvProblem.from_key(found["layers"][0]["key"])
+    assert set(launch_jobs(padded, p, padded.default_params(p, SM90), SM90)) <= shipped
