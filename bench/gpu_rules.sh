@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# On the GPU machine, in one call: the rules that landed on committed timings without a run of
-# their own, measured in their new places (bench/results/README.md names each one's estimate).
+# On the GPU machine, in three calls (below): the rules that landed on committed timings without
+# a run of their own, measured in their new places (bench/results/README.md names each one's
+# estimate).
 # The sm90-132 package of the default manifests first (bench/_gpu_env.sh `sm90_package`), then:
 #   grid/      the GPU grid's cases of the 2-D Via solvers' backward data and weights (the
 #              packed grouped and strided 1x1 routes, BF16 stems through NCHW among them) and
-#              of the FP32 3-D route through NDHWC, against float64, Triton hidden;  GRID_S
+#              of the FP32 3-D routes (through NDHWC, padded), against float64, Triton
+#              hidden;  GRID_S
 #   blas_w.*   the GEMM library against both implicit GEMM kernels on the FP32 backward weights
 #              of the zoo's 1x1 layers, NHWC (BLAS_FIRST_ESTIMATED), for bench/first_place.py;
 #              ALT_S
@@ -18,7 +20,7 @@
 #              1x1 layers or misaligned planes (VIA_NHWC_STRIDED_ONE_TAP and _FROM,
 #              VIA_MISALIGNED);  NCHW_S
 #   fp32_3d.*  the same on the 3-D layers' FP32 forward and backward data, both layouts
-#              (the spec's RELAID_TF32X3);  FP32_3D_S
+#              (the spec's RELAID_TF32X3 and RELAID_TF32X3_PADDED);  FP32_3D_S
 #   g16.*      narrower tiles of the implicit GEMM against its usual ones on the grouped
 #              layers of 16 channels a group (ResNeXt's layer3, 2.0-3.7x cuDNN in FP16 NHWC:
 #              a 64-wide reduction block over 16 channels is three quarters zeros), forward
@@ -46,7 +48,8 @@ export MIOPEN_SYSTEM_DB_PATH="$sys"
 
 if want grid; then
   GRID_SOLVER=ConvTritonImplicitGemmViaNhwcWrw,ConvTritonImplicitGemmViaNhwcBwd,\
-ConvTritonImplicitGemmViaNchwBwd,ConvTriton3dViaNdhwcTf32x3 TESTS_S="${GRID_S:-180}" \
+ConvTritonImplicitGemmViaNchwBwd,ConvTriton3dViaNdhwcTf32x3,ConvTriton3dPaddedTf32x3 \
+  TESTS_S="${GRID_S:-180}" \
     bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
   stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
 fi
