@@ -83,7 +83,7 @@ BLAS_FIRST: dict[str, dict[str, int]] = {
 #: smaller, of the IEEE kernel's route through the channel-planar twin's transposes
 #: (triton_ieee_first's evidence); the 4 held-out layers 7.55 -> 2.76. A run that times it
 #: (bench/solver_alternatives.py, then bench/first_place.py) moves a case into BLAS_FIRST.
-#: tests/unit/test_blas_1x1.py recomputes the figures.
+#: tests/unit/test_bench_blas_estimate.py recomputes the figures.
 BLAS_FIRST_ESTIMATED: dict[str, dict[str, int]] = {"sm90": {"FP32-W-NHWC": 0}}
 
 #: Per arch, the one-call cases where, below BLAS_FIRST's pixels per image, the library still
@@ -396,7 +396,7 @@ _offered = [False]
 def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether the GEMM library ranks first on `problem` where it is offered: in one call
     (BLAS_FIRST, or BLAS_FIRST_ESTIMATED where it has no entry; below its pixels, BLAS_FEW; up
-    to BLAS_MOST_MACS), or for channel-planar
+    to BLAS_MOST_MACS; through copies where VIA_MISALIGNED says), or for channel-planar
     backward weights through its channels-last twin's copies (VIA_FIRST; the registry's
     YIELDS_TO then gives the copies' claim way to the Triton 1x1 GEMM's), for a solver of
     `math_mode` (`_case`)."""
