@@ -1,10 +1,12 @@
 """Reading a committed result: bench/results/ keeps older runs' JSON gzip-compressed
-(`NAME.json.gz`); the readers take either form."""
+(`NAME.json.gz`); the readers take either form. Writing one: `emit` (a result's JSON and
+markdown beside each other, and what a script prints)."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -21,3 +23,19 @@ def read_json(path: str | Path, limit: int = MAX_BYTES) -> Any:
     if len(data) > limit:
         raise ValueError(f"{path}: over {limit >> 20} MiB of JSON, not a result")
     return json.loads(data.decode("utf-8"))
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The `q` point of `values` (the smallest value at or above that share of them)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def emit(result: Any, md: str, out: Path | None, as_json: bool) -> None:
+    """Write `result` to OUT.json and `md` to OUT.md where `out` is given, and print the JSON
+    (`as_json`) or the markdown."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        Path(str(out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
+        Path(str(out) + ".md").write_text(md)
+    print(json.dumps(result, indent=1) if as_json else md, end="")

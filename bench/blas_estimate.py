@@ -29,14 +29,14 @@ result, the case is malformed, or fewer than five layers calibrate.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import read_json  # noqa: E402
+from _results import emit, read_json  # noqa: E402
+from _results import quantile as quantile_of  # noqa: E402
 
 SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
 TYPES = ("FP16", "BF16", "FP32")
@@ -85,11 +85,6 @@ def _library(row: dict | None, direction: str) -> float | None:
     return float(row["ours_gpu_ms"])
 
 
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 def _geomean(values: list[float]) -> float | None:
     return round(math.exp(sum(map(math.log, values)) / len(values)), 3) if values else None
 
@@ -109,8 +104,8 @@ def calibration(rows: dict[tuple, dict[str, dict]], data_type: str, direction: s
     if len(ratios) < MIN_CALIBRATION:
         raise ValueError(f"{len(ratios)} {data_type}-{layout} layers ran the library in every "
                          f"direction; too few to calibrate (at least {MIN_CALIBRATION})")
-    return {"type": data_type, "layers": len(ratios), "median": _quantile(ratios, 0.5),
-            "quantile": quantile, "pessimistic": _quantile(ratios, quantile)}
+    return {"type": data_type, "layers": len(ratios), "median": quantile_of(ratios, 0.5),
+            "quantile": quantile, "pessimistic": quantile_of(ratios, quantile)}
 
 
 def estimate(paths: list[str], case: str, calibrate: str, quantile: float) -> dict[str, Any]:
@@ -212,12 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
-    md = markdown(result)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
-        Path(str(args.out) + ".md").write_text(md)
-    print(json.dumps(result, indent=1) if args.json else md, end="")
+    emit(result, markdown(result), args.out, args.json)
     return 0
 
 

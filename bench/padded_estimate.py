@@ -28,13 +28,14 @@ zoo.py result, an argument is malformed, or no aligned layer measures the throug
 from __future__ import annotations
 
 import argparse
-import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import via_estimate  # noqa: E402
+from _results import emit  # noqa: E402
 
 #: The fewest aligned layers a throughput is taken over (the window widens until it has them).
 MIN_NEAR = 3
@@ -99,7 +100,7 @@ def estimate(paths: list[str], case: str, solver: str, copies_case: str,
         work = float(macs(q))
         tps = near(points, work)
         nbytes = via_estimate.copied_bytes(q.key())
-        est = work / _median(tps) + via_estimate.copies_ms(pairs, nbytes, 0.5)
+        est = work / statistics.median(tps) + via_estimate.copies_ms(pairs, nbytes, 0.5)
         worst = work / min(tps) + via_estimate.copies_ms(pairs, nbytes, quantile)
         layers.append({"network": k[0], "layer": k[1], "n": k[2], "held_out": k[3],
                        "key": r["key"], "padded_key": q.key(),
@@ -116,12 +117,6 @@ def estimate(paths: list[str], case: str, solver: str, copies_case: str,
             "copies": {"case": copies_case, "runs": [Path(p).name for p in copies_runs],
                        "pairs": len(pairs), "quantile": quantile},
             "layers": layers}
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -174,12 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
-    md = markdown(result)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
-        Path(str(args.out) + ".md").write_text(md)
-    print(json.dumps(result, indent=1) if args.json else md, end="")
+    emit(result, markdown(result), args.out, args.json)
     return 0
 
 

@@ -33,14 +33,14 @@ Exit 2 where a file is not a zoo.py result, or too few layers measure the copies
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import read_json  # noqa: E402
+from _results import emit, read_json  # noqa: E402
+from _results import quantile as quantile_of  # noqa: E402
 
 SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
 BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
@@ -116,11 +116,6 @@ def _channels_ratio(key: str) -> float:
     return round(p.c * p.k / (p.c + p.k), 1)
 
 
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 def copies_ms(pairs: list[tuple[int, float]], nbytes: int, q: float) -> float:
     """The copies' ms for `nbytes` at the `q` point of the cost per byte measured on the
     layers of a similar size (within 2x of its bytes; 4x, 8x... where fewer than 5 are)."""
@@ -130,7 +125,7 @@ def copies_ms(pairs: list[tuple[int, float]], nbytes: int, q: float) -> float:
         if len(near) >= 5 or span > 1e6:
             break
         span *= 2
-    return max(0.0, _quantile(near, q) * nbytes) if near else math.nan
+    return max(0.0, quantile_of(near, q) * nbytes) if near else math.nan
 
 
 def copy_pairs(paths: list[str], case: str, dims: int = 2) -> list[tuple[int, float]]:
@@ -192,7 +187,7 @@ def estimate(paths: list[str], case: str, solver: str | None, only: str | None,
             "copies": {"case": copies_case or case,
                        "runs": [Path(p).name for p in copies_runs or paths],
                        "pairs": len(pairs), "quantile": quantile,
-                       "ms_per_gb_median": round(_quantile(
+                       "ms_per_gb_median": round(quantile_of(
                            [t / b * 1e9 for b, t in pairs], 0.5), 4)},
             "layers": layers}
 
@@ -264,12 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
-    md = markdown(result)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
-        Path(str(args.out) + ".md").write_text(md)
-    print(json.dumps(result, indent=1) if args.json else md, end="")
+    emit(result, markdown(result), args.out, args.json)
     return 0
 
 

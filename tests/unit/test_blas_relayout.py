@@ -55,6 +55,20 @@ def _transpose(launch: Any, buffers: dict[str, np.ndarray]) -> None:
     buffers[dst] = buffers[src][:b * r * s].reshape(b, r, s).transpose(0, 2, 1).ravel().copy()
 
 
+def _made_call(blas: _Blas, call: Any) -> GemmCall:
+    """Run a prepared library call whose slots' addresses stand for the buffers of their
+    names, and read back the GEMM the library got, its operands named by those slots."""
+    address = {name: 0x1000 * (i + 1) for i, name in enumerate(call.slots)}
+    for name, value in address.items():
+        call.set(name, value)
+    call(0)
+    got = blas.gemms[-1]
+    by_address = {v: k for k, v in address.items()}
+    return GemmCall(bool(got[1]), bool(got[2]), got[3], got[4], got[5], by_address[got[7]],
+                    got[9], got[10], by_address[got[11]], got[13], got[14],
+                    by_address[got[16]], got[18], got[19], got[20])
+
+
 @pytest.mark.parametrize(("dims", "mode"), list(itertools.product((2, 3), ("conv", "trans"))))
 def test_copies_and_call_compute_the_weights(monkeypatch: pytest.MonkeyPatch, dims: int,
                                              mode: str) -> None:
@@ -69,18 +83,9 @@ def test_copies_and_call_compute_the_weights(monkeypatch: pytest.MonkeyPatch, di
     monkeypatch.setattr(cublas, "load", lambda: blas)
     call = VIA.library_launch(_Backend(), p)
     assert set(call.slots) == {"ws_x", "ws_dy", "dw"}
-    # The call as the library gets it: the slots' addresses stand for the buffers.
-    address = {name: 0x1000 * (i + 1) for i, name in enumerate(call.slots)}
-    for name, value in address.items():
-        call.set(name, value)
-    call(0)
-    got = blas.gemms[-1]
-    by_address = {v: k for k, v in address.items()}
+    replay = _made_call(blas, call)
     twin = gemm_call(channels_last_twin(p))
     assert twin is not None
-    replay = GemmCall(bool(got[1]), bool(got[2]), got[3], got[4], got[5], by_address[got[7]],
-                      got[9], got[10], by_address[got[11]], got[13], got[14],
-                      by_address[got[16]], got[18], got[19], got[20])
     assert (replay.m, replay.n, replay.k, replay.batch) == (twin.m, twin.n, twin.k, 1)
     shapes = conv_tensor_shapes(p)
     buffers["dw"] = np.full(math.prod(shapes["dw"]), np.nan)
@@ -240,15 +245,7 @@ def test_forward_and_backward_data_through_the_copies(monkeypatch: pytest.Monkey
     monkeypatch.setattr(cublas, "load", lambda: blas)
     call = via.library_launch(_Backend(), p)
     assert set(call.slots) == {"ws_" + read, "w", "ws_" + out}
-    address = {name: 0x1000 * (i + 1) for i, name in enumerate(call.slots)}
-    for name, value in address.items():
-        call.set(name, value)
-    call(0)
-    got = blas.gemms[-1]
-    by_address = {v: k for k, v in address.items()}
-    replay = GemmCall(bool(got[1]), bool(got[2]), got[3], got[4], got[5], by_address[got[7]],
-                      got[9], got[10], by_address[got[11]], got[13], got[14],
-                      by_address[got[16]], got[18], got[19], got[20])
+    replay = _made_call(blas, call)
     assert replay.batch == 1  # one call over every image's pixels
     buffers["ws_" + out] = np.full(math.prod(shapes[out]), np.nan)
     emulate(replay, buffers)

@@ -190,6 +190,14 @@ def test_via_rule_picks_the_faster_path_on_the_h200_runs() -> None:
             for r in rows)
 
 
+RESULTS = ROOT / "bench" / "results"
+#: The FP32 runs the 3-D FP32 routes' estimates read, and the FP16 ones their copies' cost.
+FP32_RUNS = [str(RESULTS / r) for r in ("zoo_h200-fp32-every4-ef1efe1.json.gz",
+                                        "zoo_h200-fp32-bw-every8-ef1efe1.json.gz")]
+FP32_COPIES = [str(RESULTS / r) for r in ("zoo_h200-fb-9ec5af9.json",
+                                          "zoo_h200-3d-c220f5b.json.gz")]
+
+
 def _fp32(direction: str, **kw: object) -> ConvProblem:
     """(2+1)-D's 1x3x3 spatial layer of 128 -> 288 channels at 28x28, FP32, batch 32."""
     args: dict[str, object] = dict(n=32, c=128, k=288, filter=(1, 3, 3), pad=(0, 1, 1),
@@ -242,11 +250,7 @@ def test_fp32_route_estimates_behind_the_table() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import via_estimate
 
-    results = ROOT / "bench" / "results"
-    runs = [str(results / r) for r in ("zoo_h200-fp32-every4-ef1efe1.json.gz",
-                                      "zoo_h200-fp32-bw-every8-ef1efe1.json.gz")]
-    copies = [str(results / r) for r in ("zoo_h200-fb-9ec5af9.json",
-                                        "zoo_h200-3d-c220f5b.json.gz")]
+    results, runs, copies = RESULTS, FP32_RUNS, FP32_COPIES
     zoo = _zoo()
     layers = {(layer.network, layer.name): layer for layer in zoo.load_layers(  # type: ignore[attr-defined]
         ["r2plus1d_18", "r3d_18", "unet3d"])}
@@ -275,11 +279,7 @@ def test_fp32_padded_forward_estimates_behind_the_table() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import padded_estimate
 
-    results = ROOT / "bench" / "results"
-    runs = [str(results / r) for r in ("zoo_h200-fp32-every4-ef1efe1.json.gz",
-                                      "zoo_h200-fp32-bw-every8-ef1efe1.json.gz")]
-    copies = [str(results / r) for r in ("zoo_h200-fb-9ec5af9.json",
-                                        "zoo_h200-3d-c220f5b.json.gz")]
+    results, runs, copies = RESULTS, FP32_RUNS, FP32_COPIES
     shares = {}
     for d in "FB":
         found = padded_estimate.estimate(runs, f"FP32-{d}", "ConvTriton3dTf32x3" + SUFFIX[d],
