@@ -22,8 +22,9 @@
 #   fp32_3d.*  the same on the 3-D layers' FP32 forward and backward data, both layouts
 #              (the spec's RELAID_TF32X3 and RELAID_TF32X3_PADDED);  FP32_3D_S
 #   g16.*      narrower tiles of the implicit GEMM against its usual ones on the grouped
-#              layers of 16 channels a group (ResNeXt's layer3, 2.0-3.7x cuDNN in FP16 NHWC:
-#              a 64-wide reduction block over 16 channels is three quarters zeros), forward
+#              layers of 16 and 32 channels a group (ResNeXt's layer3 and layer4, 2.0-3.7x
+#              cuDNN in FP16 NHWC: a 64-wide reduction block over 16 channels is three
+#              quarters zeros, a 32-wide tile's columns over 16 filters half), forward
 #              and backward data, both layouts; not in the default steps;  G16_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
 # to run (default all but g16); the whole takes three calls of under 600 s, the later ones on
@@ -79,14 +80,17 @@ want fp32_w && zoo fp32_w "${FP32_S:-120}" --types FP32 --directions W --layouts
 want nchw && zoo nchw "${NCHW_S:-200}" --types FP16 --directions F,B,W --layouts NCHW \
   --networks retinanet_resnet50_fpn,deeplabv3_resnet50,fcn_resnet50,inception_v3,squeezenet1_1
 if want g16; then
-  limit="${G16_S:-200}"
+  limit="${G16_S:-240}"
   timeout "$limit" python3 bench/solver_alternatives.py --solvers \
 ConvTritonImplicitGemmFwd,ConvTritonImplicitGemmFwd@64:16:16:8:4:3,\
 ConvTritonImplicitGemmFwd@128:16:16:8:4:3,ConvTritonImplicitGemmFwd@64:32:32:8:4:3,\
+ConvTritonImplicitGemmFwd@128:32:32:8:4:3,\
 ConvTritonImplicitGemmBwd,ConvTritonImplicitGemmBwd@64:16:16:8:4:3,\
-ConvTritonImplicitGemmBwd@128:16:16:8:4:3,ConvTritonImplicitGemmBwd@64:32:32:8:4:3 \
+ConvTritonImplicitGemmBwd@128:16:16:8:4:3,ConvTritonImplicitGemmBwd@64:32:32:8:4:3,\
+ConvTritonImplicitGemmBwd@128:32:32:8:4:3 \
     --types FP16 --directions F,B --layouts NHWC,NCHW --batches 32 --held-out \
-    --networks resnext50_32x4d,resnext101_64x4d --only '^(512-(14|28)-.*_g32|1024-(14|28)-.*_g64)$' \
+    --networks resnext50_32x4d,resnext101_64x4d \
+    --only '^(512-(14|28)-.*_g32|1024-(14|28)-.*_g64|1024-(7|14)-.*_g32|2048-(7|14)-.*_g64)$' \
     --budget-s "$(( limit - 15 ))" --out "$out/g16" > "$out/g16.log" 2>&1
   stamp "g16 rc=$?"; tail -12 "$out/g16.log"
 fi
