@@ -52,6 +52,7 @@ from .triton_common import (
 )
 from .triton_conv import ConvTritonImplicitGemm
 from .triton_small_grid import small_grid_config
+from .triton_tile_rule import narrow_group_config
 
 __all__ = ["ConvTritonImplicitGemmRelayout", "VIA_SOLVERS", "TRANSPOSE_KERNEL", "relaid",
            "copied_per_image", "transpose_job", "transpose_step", "via_layout"]
@@ -84,6 +85,8 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
         return None
     if small_grid_config(problem, target, math) is not None:
         return None  # the own layout's narrow split tile (solvers/triton_small_grid.py)
+    if p.in_layout == "NCHW" and narrow_group_config(problem, target, math) is not None:
+        return None  # groups of 16 or 32 at a tile as wide: NCHW's kernel the faster
     if p.in_layout == "NCHW" and not _aligned(relaid(problem, "NHWC")) and \
             padded_nhwc(problem) is None:
         return None  # odd channels: the NHWC kernel's generic object, 20-45x the aligned one

@@ -14,7 +14,12 @@ import pytest
 from miopenkernels.kernels import conv_triton_spec as spec
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import all_dynamic_jobs, get_solver, launch_jobs
-from miopenkernels.solvers.triton_tile_rule import rule_case, tile_rule_config
+from miopenkernels.solvers.triton_tile_rule import (
+    NARROW_GROUP_WIDTHS,
+    narrow_group_config,
+    rule_case,
+    tile_rule_config,
+)
 from miopenkernels.target import Target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,3 +141,71 @@ def test_the_tuned_table_holds_what_the_fit_makes_of_the_committed_timings(tmp_p
         lono = entry["leave_one_network_out"]
         assert lono["rule_vs_default"] < 1.0, case
         assert entry["held_out"] is None or entry["held_out"]["rule_vs_default"] <= 1.0, case
+
+
+def _grouped(c: int, hw: int, groups: int, stride: int = 1, direction: str = "F",
+             type_name: str = "FP16", layout: str = "NHWC") -> ConvProblem:
+    return replace(_p(c, c, hw, 3, direction=direction, type_name=type_name, layout=layout,
+                      stride=stride), groups=groups)
+
+
+# ResNeXt-50's layer3.0 (16 a group, stride 2) and layer4.1 (32 a group), ResNeXt-101 64x4d's
+# layer3.1 (16 a group of 64 groups).
+NARROW = [(_grouped(512, 28, 32, 2), 16), (_grouped(1024, 7, 32), 32),
+          (_grouped(1024, 14, 64, direction="B", layout="NCHW"), 16),
+          (_grouped(1024, 7, 32, direction="B", type_name="BF16"), 32)]
+
+
+@pytest.mark.parametrize(("p", "width"), NARROW, ids=lambda v: getattr(v, "key", str)())
+def test_groups_of_16_and_32_take_a_tile_as_wide_that_ships(p: ConvProblem, width: int
+                                                             ) -> None:
+    from miopenkernels.solvers.triton_conv_relayout import via_layout
+
+    config = narrow_group_config(p, SM90, "ieee")
+    assert config is not None and tile_rule_config(p, SM90, "ieee") == config
+    assert (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]) == (128, width, width)
+    solver = get_solver(NAMES[p.key_direction])
+    params = solver.default_params(p, SM90)
+    assert params[:3] == (128, width, width) and solver.defaults_rule(p, SM90)
+    shipped = set(all_dynamic_jobs(SM90))
+    missing = [j.kernel_name for j in launch_jobs(solver, p, params, SM90) if j not in shipped]
+    assert not missing, (p.key(), params, missing)
+    assert via_layout(p, SM90, "ieee") is None  # NCHW too: its own kernel, no copies
+
+
+def test_the_narrow_tile_leaves_other_groups_types_and_targets() -> None:
+    layer3 = NARROW[0][0]
+    assert narrow_group_config(_grouped(128, 56, 32), SM90, "ieee") is None  # 4 a group
+    assert narrow_group_config(_grouped(768, 14, 32), SM90, "ieee") is None  # 24 a group
+    assert narrow_group_config(replace(layer3, k=1024), SM90, "ieee") is None  # 16 -> 32
+    assert narrow_group_config(replace(layer3, groups=1), SM90, "ieee") is None
+    fp32 = replace(layer3, in_type="FP32", wei_type="FP32", out_type="FP32")
+    assert narrow_group_config(fp32, SM90, "ieee") is None
+    assert narrow_group_config(fp32, SM90, "tf32") is None
+    assert narrow_group_config(replace(layer3, direction="W"), SM90, "ieee") is None
+    assert narrow_group_config(layer3, Target("sm80", 108), "ieee") is None
+    assert narrow_group_config(layer3, Target("gfx942", 304), "ieee") is None
+
+
+def test_the_narrow_tile_is_what_the_committed_survey_timed_fastest() -> None:
+    # bench/results/narrow_groups_h200.json: each tile's GPU time over cuDNN's on ResNeXt's
+    # layers of 16 and 32 channels a group; per case and width, 128 rows by the width is the
+    # fastest tile or within 2% of it, and at most 0.7 of the tile it ran before.
+    import math
+    import re
+
+    survey = json.loads((ROOT / "bench" / "results" / "narrow_groups_h200.json").read_text())
+    ratios: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for row in survey["rows"]:
+        m = re.fullmatch(r"(\d+)-.*_g(\d+)", row["key"])
+        assert m is not None
+        width = int(m[1]) // int(m[2])
+        for name, timing in row["solvers"].items():
+            tile = name.split("@")[1] if "@" in name else "rule"
+            ratios.setdefault((row["case"], width), {}).setdefault(tile, []).append(
+                timing["gpu_ms"] / row["cudnn_gpu_ms"])
+    assert {w for _, w in ratios} == set(NARROW_GROUP_WIDTHS) and len(ratios) == 8
+    for (case, width), tiles in ratios.items():
+        geo = {t: math.exp(sum(map(math.log, v)) / len(v)) for t, v in tiles.items()}
+        ours = geo[f"128:{width}:{width}:8:4:3"]
+        assert ours <= 1.02 * min(geo.values()) and ours <= 0.7 * geo["rule"], (case, width)
