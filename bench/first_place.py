@@ -49,7 +49,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 #: The runs BLAS_FIRST and VIA_FIRST are read from (H200).
 RUNS = ("alternatives_blas_f_h200.json", "alternatives_blas_b_h200.json",
         "alternatives_blas_w_h200.json", "alternatives_blas_bf16_h200.json",
-        "alternatives_blas_via_w_h200.json", "alternatives_blas_fp32_h200.json.gz")
+        "alternatives_blas_via_w_h200.json", "alternatives_blas_fp32_h200.json.gz",
+        "alternatives_blas_fp32_w_h200.json")
 #: Per case, the whole-zoo run whose picks join the kernels' side (see the module's text):
 #: the FP16 run of tree bf2b0b9, before the library claimed NCHW backward data.
 PICKS = {"FP16-B-NCHW": "zoo_h200-fb-bf2b0b9.json.gz"}
