@@ -26,6 +26,10 @@
 #              cuDNN in FP16 NHWC: a 64-wide reduction block over 16 channels is three
 #              quarters zeros, a 32-wide tile's columns over 16 filters half), forward
 #              and backward data, both layouts; not in the default steps;  G16_S
+#   grouped.*  find's pick against cuDNN on the grouped layers' FP16 and BF16 forward and
+#              backward data, both layouts (the tile as wide as a group in place);  GROUPED_S
+#   g16w.*     narrower tiles of backward weights on the same layers as g16 (filling split);
+#              G16W_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
 # to run (default all but g16); the whole takes three calls of under 600 s, the later ones on
 # the warm machine (its package build then a no-op):
@@ -93,6 +97,20 @@ ConvTritonImplicitGemmBwd@128:32:32:8:4:3 \
     --only '^(512-(14|28)-.*_g32|1024-(14|28)-.*_g64|1024-(7|14)-.*_g32|2048-(7|14)-.*_g64)$' \
     --budget-s "$(( limit - 15 ))" --out "$out/g16" > "$out/g16.log" 2>&1
   stamp "g16 rc=$?"; tail -12 "$out/g16.log"
+fi
+want grouped && zoo grouped "${GROUPED_S:-220}" --types FP16,BF16 --directions F,B \
+  --layouts NCHW,NHWC --classes grouped
+if want g16w; then
+  limit="${G16W_S:-60}"
+  timeout "$limit" python3 bench/solver_alternatives.py --solvers \
+ConvTritonImplicitGemmWrw,ConvTritonImplicitGemmWrw@64:16:64:8:4:3:0,\
+ConvTritonImplicitGemmWrw@64:32:64:8:4:3:0,ConvTritonImplicitGemmWrw@128:16:64:8:4:3:0,\
+ConvTritonImplicitGemmWrw@64:16:128:8:4:3:0,ConvTritonImplicitGemmWrw@64:32:32:8:4:3:0 \
+    --types FP16 --directions W --layouts NHWC,NCHW --batches 32 --held-out \
+    --networks resnext50_32x4d,resnext101_64x4d \
+    --only '^(512-(14|28)-.*_g32|1024-(14|28)-.*_g64|1024-(7|14)-.*_g32|2048-(7|14)-.*_g64)$' \
+    --budget-s "$(( limit - 10 ))" --out "$out/g16w" > "$out/g16w.log" 2>&1
+  stamp "g16w rc=$?"; tail -14 "$out/g16w.log"
 fi
 want fp32_3d && zoo fp32_3d "${FP32_3D_S:-150}" --types FP32 --directions F,B \
   --layouts NCHW,NHWC --classes 3-D
