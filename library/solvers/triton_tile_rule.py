@@ -18,9 +18,11 @@ fitted tiles' 64-wide reduction block over 16 channels is three quarters zeros, 
 32-wide columns over 16 filters half. bench/solver_alternatives.py timed four narrow tiles
 against the tile each ran before on those layers of two ResNeXts (bench/results/
 narrow_groups_h200.json): 128 rows by the group's width was the fastest or within 2% in every
-direction, layout and width, 0.18-0.66 of the time before (geomean per case and width), and
-in NCHW faster than the NHWC kernel, so such NCHW problems stay off the Via solvers' copies
-(triton_conv_relayout).
+direction, layout and width, 0.18-0.66 of the time before (geomean per case and width). In
+NCHW the channel-planar kernel at that tile took 0.42-0.93 of the route through NHWC (the
+narrow NHWC kernel's time plus the copies the Via solvers' last FP16 run measured on six of
+those layers, bench/results/zoo_h200-fb-b055ca9), so such NCHW problems stay on their own
+kernel (triton_conv_relayout).
 """
 
 from __future__ import annotations
