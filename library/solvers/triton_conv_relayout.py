@@ -86,7 +86,7 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
     if small_grid_config(problem, target, math) is not None:
         return None  # the own layout's narrow split tile (solvers/triton_small_grid.py)
     if p.in_layout == "NCHW" and narrow_group_config(problem, target, math) is not None:
-        return None  # groups of 16 or 32 at a tile as wide: NCHW's kernel the faster
+        return None  # groups of 16 or 32 at a tile as wide: cheaper than the copies' route
     if p.in_layout == "NCHW" and not _aligned(relaid(problem, "NHWC")) and \
             padded_nhwc(problem) is None:
         return None  # odd channels: the NHWC kernel's generic object, 20-45x the aligned one

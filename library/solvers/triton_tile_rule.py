@@ -47,6 +47,7 @@ def rule_case(case: str, kernel: str) -> str | None:
     suffix = RULE_KERNELS.get(kernel)
     return None if suffix is None else case + suffix
 
+
 #: The group widths (channels = filters a group) that take a tile as wide as a group, the
 #: kernels and target kinds it was timed on, and its rows, stages and warps.
 NARROW_GROUP_WIDTHS = (16, 32)
