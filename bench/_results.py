@@ -1,12 +1,16 @@
 """Reading a committed result: bench/results/ keeps older runs' JSON gzip-compressed
 (`NAME.json.gz`); the readers take either form. Writing one: `emit` (a result's JSON and
-markdown beside each other, and what a script prints)."""
+markdown beside each other, and what a script prints). A GPU run stopped by its time limit
+(`timeout`'s SIGTERM) still writes what it measured: `stop_on_sigterm`."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +43,28 @@ def emit(result: Any, md: str, out: Path | None, as_json: bool) -> None:
         Path(str(out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
         Path(str(out) + ".md").write_text(md)
     print(json.dumps(result, indent=1) if as_json else md, end="")
+
+
+class Stopped(BaseException):
+    """SIGTERM arrived during a run (`stop_on_sigterm`). A BaseException, as KeyboardInterrupt
+    is: the runs' `except Exception` around one problem does not take it for that problem's
+    failure."""
+
+
+@contextlib.contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """Inside: the first SIGTERM raises Stopped in the main thread (once the call in flight
+    returns), so that a run stopped by `timeout` leaves its loop and writes what it measured; a
+    second SIGTERM acts as it did before."""
+    previous: Any = None
+
+    def stop(signum: int, frame: Any) -> None:
+        del signum, frame
+        signal.signal(signal.SIGTERM, previous)
+        raise Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import zoo  # noqa: E402 - bench/zoo.py, beside this file
-from _results import read_json  # noqa: E402
+from _results import Stopped, read_json, stop_on_sigterm  # noqa: E402
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -211,6 +211,52 @@ def table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _measure_all(args: argparse.Namespace, handles: dict, layers: list, names: list[str],
+                 split: dict[str, list[str]], batches: list[int], only: re.Pattern | None,
+                 rows: list[dict], failures: list[dict], start: float) -> None:
+    """Each layer of each case timed on cuDNN and on every named solver into `rows` (a
+    problem that fails into `failures`), until the budget runs out."""
+    import torch
+
+    for batch in batches:
+        for t in split["types"]:
+            handle = handles["tf32" if t == "TF32" else "ieee"]
+            for d in split["directions"]:
+                for lay in split["layouts"]:
+                    for layer in layers:
+                        if time.perf_counter() - start > args.budget_s:
+                            break
+                        p = zoo.layer_problem(layer, t, d, lay, batch)
+                        if (only and not only.search(p.key())) or zoo.tensor_gb(p) > 6:
+                            continue
+                        try:
+                            sols = {n: _solution(handle, p, n) for n in names}
+                            sols = {n: s for n, s in sols.items() if s is not None}
+                            if len(sols) < 2:
+                                continue
+                            tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(
+                                p.in_type, torch.float32)
+                            tensors = zoo._tensors(p, tdt)
+                            torch.backends.cudnn.allow_tf32 = t == "TF32"
+                            torch.backends.cudnn.benchmark = True
+                            peer = zoo._peer(p, {r: v for r, (_, v) in tensors.items()})
+                            ref = peer().float()
+                            row = {"network": layer.network, "layer": layer.name,
+                                   "held_out": layer.held_out,
+                                   "case": zoo.case_name(t, d, lay), "n": batch, "key": p.key(),
+                                   "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, args.repeats,
+                                                                     args.warmup),
+                                   "solvers": {n: _time(handle, p, s, tensors, ref,
+                                                        args.repeats, args.warmup)
+                                               for n, s in sols.items()}}
+                            del ref, tensors
+                        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+                            failures.append({"key": p.key(), "error": str(exc)[:300]})
+                            torch.cuda.empty_cache()
+                            continue
+                        rows.append(row)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     if args.from_json:
@@ -265,47 +311,18 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     failures: list[dict] = []
     start = time.perf_counter()
-    for batch in batches:
-        for t in split["types"]:
-            handle = handles["tf32" if t == "TF32" else "ieee"]
-            for d in split["directions"]:
-                for lay in split["layouts"]:
-                    for layer in layers:
-                        if time.perf_counter() - start > args.budget_s:
-                            break
-                        p = zoo.layer_problem(layer, t, d, lay, batch)
-                        if (only and not only.search(p.key())) or zoo.tensor_gb(p) > 6:
-                            continue
-                        try:
-                            sols = {n: _solution(handle, p, n) for n in names}
-                            sols = {n: s for n, s in sols.items() if s is not None}
-                            if len(sols) < 2:
-                                continue
-                            tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(
-                                p.in_type, torch.float32)
-                            tensors = zoo._tensors(p, tdt)
-                            torch.backends.cudnn.allow_tf32 = t == "TF32"
-                            torch.backends.cudnn.benchmark = True
-                            peer = zoo._peer(p, {r: v for r, (_, v) in tensors.items()})
-                            ref = peer().float()
-                            row = {"network": layer.network, "layer": layer.name,
-                                   "held_out": layer.held_out,
-                                   "case": zoo.case_name(t, d, lay), "n": batch, "key": p.key(),
-                                   "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, args.repeats,
-                                                                     args.warmup),
-                                   "solvers": {n: _time(handle, p, s, tensors, ref,
-                                                        args.repeats, args.warmup)
-                                               for n, s in sols.items()}}
-                            del ref, tensors
-                        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
-                            failures.append({"key": p.key(), "error": str(exc)[:300]})
-                            torch.cuda.empty_cache()
-                            continue
-                        rows.append(row)
+    stopped = None
+    try:
+        with stop_on_sigterm():
+            _measure_all(args, handles, layers, names, split, batches, only, rows, failures,
+                         start)
+    except Stopped:  # the run's time limit: what was measured is written all the same
+        stopped = round(time.perf_counter() - start, 1)
     summary = summarise(rows, names)
     versions = zoo._versions(handles)
     result = {**versions, "solvers": names, "every": args.every, "only": args.only,
-              "seconds": round(time.perf_counter() - start, 1), "summary": summary,
+              "seconds": round(time.perf_counter() - start, 1), "stopped_at_s": stopped,
+              "summary": summary,
               "failures": failures, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")

@@ -57,6 +57,7 @@ if str(HERE) not in sys.path:  # loaded by path (the tests): its siblings too
 # GPU and wall time, bench/_gpu_timing.py (re-exported: the benches built on this one use them).
 from _gpu_timing import queued_gpu_ms, wall_ms  # noqa: E402
 from _gpu_timing import sleep_ms_for as sleep_ms_for  # noqa: E402
+from _results import Stopped, stop_on_sigterm  # noqa: E402
 
 
 def _bench_kernels() -> Any:
@@ -443,17 +444,16 @@ def main(argv: list[str] | None = None) -> int:
     return _run(args, layers, types, directions, layouts, batches)
 
 
-def _run(args: argparse.Namespace, layers: list[Layer], types: list[str],
-         directions: list[str], layouts: list[str], batches: list[int]) -> int:
+def _measure_all(args: argparse.Namespace, handles: dict, layers: list[Layer],
+                 cases: tuple[list[int], list[str], list[str], list[str]],
+                 out: tuple[list[dict], list[dict], list[dict], list[str]],
+                 start: float) -> None:
+    """Every case's layers measured into `out` (rows, failures, skipped, not reached), in
+    order, until the budget runs out; a summary line per case."""
     import torch
-    from miopenkernels.handle import Handle
 
-    handles = {"ieee": Handle(), "tf32": Handle(math_mode="tf32") if "TF32" in types else None}
-    rows: list[dict] = []
-    failures: list[dict] = []
-    skipped: list[dict] = []
-    not_reached: list[str] = []
-    start = time.perf_counter()
+    batches, types, directions, layouts = cases
+    rows, failures, skipped, not_reached = out
     for batch in batches:
         for type_name in types:
             handle = handles["tf32" if type_name == "TF32" else "ieee"]
@@ -492,6 +492,25 @@ def _run(args: argparse.Namespace, layers: list[Layer], types: list[str],
                               f"{s['gpu_geomean']:.2f} heur {s['gpu_geomean_heuristics']:.2f} "
                               f"wall {s['wall_geomean']:.2f} max {s['max_ratio']:.2f} "
                               f"({s['layers']} layers)", flush=True)
+
+
+def _run(args: argparse.Namespace, layers: list[Layer], types: list[str],
+         directions: list[str], layouts: list[str], batches: list[int]) -> int:
+    from miopenkernels.handle import Handle
+
+    handles = {"ieee": Handle(), "tf32": Handle(math_mode="tf32") if "TF32" in types else None}
+    rows: list[dict] = []
+    failures: list[dict] = []
+    skipped: list[dict] = []
+    not_reached: list[str] = []
+    start = time.perf_counter()
+    try:
+        with stop_on_sigterm():
+            _measure_all(args, handles, layers, (batches, types, directions, layouts),
+                         (rows, failures, skipped, not_reached), start)
+    except Stopped:  # the run's time limit: what was measured is written all the same
+        not_reached.append(f"the rest: stopped (SIGTERM) after "
+                           f"{time.perf_counter() - start:.0f} s")
     result = _result(args, handles, rows, failures, skipped, not_reached, start)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     Path(str(args.out) + ".json").write_text(json.dumps(result, indent=1) + "\n")
