@@ -22,7 +22,8 @@ direction, layout and width, 0.18-0.66 of the time before (geomean per case and 
 NCHW the channel-planar kernel at that tile took 0.42-0.93 of the route through NHWC (the
 narrow NHWC kernel's time plus the copies the Via solvers' last FP16 run measured on six of
 those layers, bench/results/zoo_h200-fb-b055ca9), so such NCHW problems stay on their own
-kernel (triton_conv_relayout).
+kernel (triton_conv_relayout). The survey timed FP16; BF16, the same matrix instructions
+over the same bytes, takes the same tile untimed, as it takes FP16's fitted rules.
 """
 
 from __future__ import annotations
