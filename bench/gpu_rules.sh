@@ -31,12 +31,14 @@
 #   g16w.*     narrower tiles of backward weights on the same layers as g16 (filling split);
 #              G16W_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
-# to run (default all but g16); the whole takes three calls of under 600 s, the later ones on
-# the warm machine (its package build then a no-op):
+# to run (default all but g16, grouped and g16w); the whole takes four calls of under 600 s,
+# the later ones on the warm machine (its package build then a no-op). The H200 run of
+# 2026-12-05 made the first three (bench/results/README.md); the fourth is still to run:
 #
-#   STEPS=grid,blas bash bench/gpu_rules.sh OUTDIR
-#   STEPS=blas_w,packed,fp32_w,nchw bash bench/gpu_rules.sh OUTDIR
-#   STEPS=fp32_3d,g16 bash bench/gpu_rules.sh OUTDIR
+#   STEPS=g16,blas bash bench/gpu_rules.sh OUTDIR
+#   STEPS=grid,blas_w,packed,fp32_w bash bench/gpu_rules.sh OUTDIR
+#   STEPS=nchw,fp32_3d bash bench/gpu_rules.sh OUTDIR
+#   STEPS=grouped,g16w bash bench/gpu_rules.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_rules.sh OUTDIR}"
 here="$(dirname "$0")"
