@@ -19,7 +19,7 @@ fitted tiles' 64-wide reduction block over 16 channels is three quarters zeros, 
 against the tile each ran before on those layers of two ResNeXts (bench/results/
 narrow_groups_h200.json): 128 rows by the group's width was the fastest or within 2% in every
 direction, layout and width, 0.18-0.66 of the time before (geomean per case and width). In
-NCHW the channel-planar kernel at that tile took 0.42-0.93 of the route through NHWC (the
+NCHW the channel-planar kernel at that tile took 0.43-0.93 of the route through NHWC (the
 narrow NHWC kernel's time plus the copies the Via solvers' last FP16 run measured on six of
 those layers, bench/results/zoo_h200-fb-b055ca9), so such NCHW problems stay on their own
 kernel (triton_conv_relayout). The survey timed FP16; BF16, the same matrix instructions
@@ -50,10 +50,11 @@ def rule_case(case: str, kernel: str) -> str | None:
 
 
 #: The group widths (channels = filters a group) that take a tile as wide as a group, the
-#: kernels and target kinds it was timed on, and its rows, stages and warps.
+#: kernels, target kinds and types it applies to, and its rows, stages and warps.
 NARROW_GROUP_WIDTHS = (16, 32)
 NARROW_GROUP_KERNELS = ("conv2d_fwd", "conv2d_bwd_data")
 NARROW_GROUP_KINDS = ("sm90",)
+NARROW_GROUP_TYPES = ("FP16", "BF16")
 NARROW_GROUP_TILE = {"BLOCK_M": 128, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4,
                      "num_stages": 3}
 
@@ -73,7 +74,7 @@ def narrow_group_config(problem: ConvProblem, target: Target, math: str
     p = problem
     kind = target_kind(target.arch)
     if math != "ieee" or kind not in NARROW_GROUP_KINDS or p.groups == 1 or \
-            len(p.in_spatial) != 2 or p.in_type not in ("FP16", "BF16") or \
+            len(p.in_spatial) != 2 or p.in_type not in NARROW_GROUP_TYPES or \
             not p.in_type == p.wei_type == p.out_type:
         return None
     view, _, kernel, cl = problem_view(p)
@@ -136,7 +137,7 @@ def tile_rule_configs(kind: str, data_type: str, math: str, channels_last: bool,
         return []
     tiles = list(spec.rule_tiles(kind, which))
     if kind in NARROW_GROUP_KINDS and kernel in NARROW_GROUP_KERNELS and \
-            data_type in ("FP16", "BF16"):
+            data_type in NARROW_GROUP_TYPES:
         tiles += [_narrow_tile(w) for w in NARROW_GROUP_WIDTHS]
     configs = ({**spec.default_config(kernel, data_type), **c} for c in tiles)
     return [c for c in configs if spec.is_legal(c, data_type, kind, kernel)]
