@@ -1,0 +1,401 @@
+"""Warp-specialised trial kernels (bench/_ws_kernel.py) against cuDNN, the shipped
+pointer-gather implicit GEMM and cuBLAS, on the zoo's stride-1 NHWC layers.
+
+On the GPU machine, with Triton: for every zoo layer the shift kernel runs (2-D, groups 1,
+stride 1, channel counts multiples of 8 and at least 16 as bench/tma_conv.py's, not
+transposed; backward data where the padding is at most the filter's reach), at one batch, per type (FP16, BF16) and direction
+(F, B), NHWC tensors made outside any timing:
+- cuDNN (aten.convolution / convolution_backward, benchmark on);
+- the pointer-gather kernel at its sm90 usual configuration (what ships; bench/tma_conv.py);
+- `pad_nhwc` alone (the zero-bordered copy the shift kernel reads);
+- `conv2d_shift` at each configuration of `CONFIGS`, alone and after its copy (`total`: what a
+  solver would take), checked against cuDNN (relative L2 error);
+- forward with `--gemm`: cuBLAS (`torch.mm`) and `gemm_ws` at each configuration on the
+  layer's GEMM, operands made outside the timing: the ceilings without the gather.
+Each is timed as bench/zoo.py times GPU work (launches queued behind a sleep kernel). The table
+gives per case the geomean of each column over cuDNN's; the JSON (`--out`) holds device,
+versions, every row and the summaries, also when the run's time limit (SIGTERM) cut it short.
+
+    python bench/ws_conv.py --out bench/results/ws_conv_h200 [--every 3] [--batch 32]
+        [--types FP16,BF16] [--directions F,B] [--gemm] [--budget-s 400] [--held-out]
+    python bench/ws_conv.py --compile-check bench/results/ws_conv-sm90   # no GPU
+    python bench/ws_conv.py --from-json bench/results/ws_conv_h200.json  # summary again
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _machine import nvidia_driver  # noqa: E402
+from _results import Stopped, stop_on_sigterm  # noqa: E402
+
+#: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, warp_specialize). With the loop
+#: specialised, num_warps is a consumer group's: Triton launches 3 groups (12 warps).
+CONFIGS = ((128, 128, 64, 4, 3, 1), (128, 256, 64, 4, 3, 1), (128, 128, 64, 4, 4, 1),
+           (128, 64, 64, 4, 4, 1), (128, 128, 64, 4, 4, 0), (128, 256, 64, 8, 3, 0))
+PAD_BLOCK = (64, 64)  # pad_nhwc's BLOCK_R, BLOCK_C
+
+
+def config_name(cfg: tuple[int, ...]) -> str:
+    bm, bn, bk, warps, stages, ws = cfg
+    return f"{bm}x{bn}x{bk}w{warps}s{stages}" + ("ws" if ws else "")
+
+
+def eligible(p: Any) -> bool:
+    """Whether the shift kernel runs a layer's problem in its direction."""
+    if not (p.spatial_dim == 2 and p.groups == 1 and p.mode != "trans"
+            and tuple(p.stride) == (1, 1) and p.c % 8 == 0 and p.k % 8 == 0):
+        return False
+    if p.direction == "B":  # dy's border dil*(R-1) - pad must not be negative
+        return all(d * (f - 1) >= pad for d, f, pad in
+                   zip(p.dilation, p.wei_shape[2:], p.pad, strict=True))
+    return True
+
+
+def geometry(p: Any) -> dict[str, int]:
+    """The shift kernel's sizes for a problem: what it reads (C_in channels, H x W padded by
+    top/left to Hp x Wp) and writes (C_out channels, Ho x Wo)."""
+    (h, w), (ho, wo) = p.in_shape[2:], p.out_shape[2:]
+    r, s = p.wei_shape[2:]
+    dh, dw = p.dilation
+    if p.direction == "B":
+        top, left = dh * (r - 1) - p.pad[0], dw * (s - 1) - p.pad[1]
+        src = {"C_in": p.k, "H": ho, "W": wo, "C_out": p.c, "Ho": h, "Wo": w}
+    else:
+        top, left = p.pad
+        src = {"C_in": p.c, "H": h, "W": w, "C_out": p.k, "Ho": ho, "Wo": wo}
+    src.update(top=top, left=left, Hp=src["H"] + 2 * top, Wp=src["W"] + 2 * left, R=r, S=s,
+               dil_h=dh, dil_w=dw, N=p.n)
+    if (src["Hp"] - dh * (r - 1), src["Wp"] - dw * (s - 1)) != (src["Ho"], src["Wo"]):
+        raise ValueError(f"not a stride-1 layer of symmetric padding: {p}")
+    return src
+
+
+def _launches(kern: Any, g: dict[str, int], src: Any, w: Any, dst: Any, xp: Any,
+              cfg: tuple[int, ...], backward: bool) -> tuple[Any, Any]:
+    """(the padding copy, the shift kernel) as callables."""
+    rows = g["N"] * g["Hp"] * g["Wp"]
+    br, bc = PAD_BLOCK
+    pad_grid = (math.ceil(rows / br), math.ceil(g["C_in"] / bc))
+
+    def pad() -> None:
+        kern.pad_nhwc[pad_grid](src, xp, g["H"], g["W"], g["C_in"], g["Hp"], g["Wp"], g["top"],
+                                g["left"], rows, BLOCK_R=br, BLOCK_C=bc, num_warps=4)
+
+    bm, bn, bk, warps, stages, ws = cfg
+    grid = (math.ceil(rows / bm) * math.ceil(g["C_out"] / bn),)
+
+    def conv() -> None:
+        kern.conv2d_shift[grid](xp, w, dst, g["N"], g["C_in"], g["Hp"], g["Wp"], g["C_out"],
+                                g["Ho"], g["Wo"], g["R"], g["S"], g["dil_h"], g["dil_w"],
+                                BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                                BACKWARD_DATA=backward, WS=bool(ws), num_warps=warps,
+                                num_stages=stages)
+    return pad, conv
+
+
+def _gemm_columns(kern: Any, zoo: Any, p: Any, dt: Any, repeats: int, row: dict) -> None:
+    """cuBLAS and gemm_ws on the forward layer's GEMM [N*P*Q, C*R*S] x [K, C*R*S]^T."""
+    import torch
+
+    m, red = p.n * math.prod(p.out_shape[2:]), p.c * math.prod(p.wei_shape[2:])
+    a = torch.randn(m, red, device="cuda", dtype=dt)
+    b = torch.randn(p.k, red, device="cuda", dtype=dt) / math.sqrt(red)
+    out = torch.empty(m, p.k, device="cuda", dtype=dt)
+    row["cublas_gpu_ms"] = zoo.queued_gpu_ms(lambda: torch.mm(a, b.t()), repeats, 2)
+    row["gemm"] = {}
+    for cfg in CONFIGS:
+        bm, bn, bk, warps, stages, ws = cfg
+        grid = (math.ceil(m / bm) * math.ceil(p.k / bn),)
+
+        def run(grid: tuple = grid, bm: int = bm, bn: int = bn, bk: int = bk,
+                warps: int = warps, stages: int = stages, ws: int = ws) -> None:
+            kern.gemm_ws[grid](a, b, out, m, p.k, red, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                               GROUP_M=8, WS=bool(ws), num_warps=warps, num_stages=stages)
+        try:
+            row["gemm"][config_name(cfg)] = {"gpu_ms": zoo.queued_gpu_ms(run, repeats, 2)}
+        except Exception as exc:  # noqa: BLE001 - a configuration that fails is listed
+            row["gemm"][config_name(cfg)] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+
+
+def measure(zoo: Any, tma_conv: Any, kern: Any, ct: Any, spec: Any, layer: Any,
+            type_name: str, direction: str, batch: int, repeats: int, gemm: bool) -> dict:
+    import torch
+
+    dt = {"FP16": torch.float16, "BF16": torch.bfloat16}[type_name]
+    p = zoo.layer_problem(layer, type_name, direction, "NHWC", batch)
+    g = geometry(p)
+    stored = {}
+    for role, shape in (("x", p.in_shape), ("w", p.wei_shape), ("y", p.out_shape)):
+        v = torch.randn((shape[0], *shape[2:], shape[1]), device="cuda", dtype=dt)
+        if role == "w":
+            v /= math.sqrt(shape[1] * math.prod(shape[2:]))
+        stored[role] = v
+    views = {k: v.permute(0, 3, 1, 2) for k, v in stored.items()}
+    peer = zoo._peer(p, views)
+    torch.backends.cudnn.benchmark = True
+    ref = peer().permute(0, 2, 3, 1).contiguous()
+    row: dict[str, Any] = {
+        "network": layer.network, "layer": layer.name, "held_out": layer.held_out,
+        "case": f"{type_name}-{direction}-NHWC", "n": batch, "geometry": g,
+        "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, repeats, 3)}
+    out_role = "y" if direction == "F" else "x"
+    gather = tma_conv._gather_launch(ct, spec, p, stored, type_name, direction)
+    gather()
+    row["gather_rel_err"] = tma_conv._rel_err(stored[out_role], ref)
+    row["gather_gpu_ms"] = zoo.queued_gpu_ms(gather, repeats, 2)
+    src = stored["x"] if direction == "F" else stored["y"]
+    xp = torch.empty(g["N"] * g["Hp"] * g["Wp"] * g["C_in"], device="cuda", dtype=dt)
+    row["shift"] = {}
+    for cfg in CONFIGS:
+        name = config_name(cfg)
+        try:
+            pad, conv = _launches(kern, g, src, stored["w"], stored[out_role], xp, cfg,
+                                  direction == "B")
+            if "pad_gpu_ms" not in row:
+                row["pad_gpu_ms"] = zoo.queued_gpu_ms(pad, repeats, 2)
+            stored[out_role].fill_(float("nan"))
+            pad()
+            conv()
+            err = tma_conv._rel_err(stored[out_role], ref)
+
+            def both(pad: Any = pad, conv: Any = conv) -> None:
+                pad()
+                conv()
+            row["shift"][name] = {"rel_err": err,
+                                  "conv_gpu_ms": zoo.queued_gpu_ms(conv, repeats, 2),
+                                  "total_gpu_ms": zoo.queued_gpu_ms(both, repeats, 2)}
+        except Exception as exc:  # noqa: BLE001 - a configuration that fails is listed
+            row["shift"][name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    del xp
+    if gemm and direction == "F":
+        _gemm_columns(kern, zoo, p, dt, repeats, row)
+    return row
+
+
+def _geo(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Per case: the geomean over its layers of each column's GPU time over cuDNN's; a
+    configuration's column only where it ran on every layer of the case."""
+    out: dict[str, Any] = {}
+    for case in sorted({r["case"] for r in rows}):
+        rs = [r for r in rows if r["case"] == case]
+        e: dict[str, Any] = {"layers": len(rs),
+                             "gather": _geo([r["gather_gpu_ms"] / r["cudnn_gpu_ms"] for r in rs])}
+        if all("pad_gpu_ms" in r for r in rs):
+            e["pad"] = _geo([r["pad_gpu_ms"] / r["cudnn_gpu_ms"] for r in rs])
+        for cfg in CONFIGS:
+            name = config_name(cfg)
+            ok = [r for r in rs if "total_gpu_ms" in r["shift"].get(name, {})]
+            if ok and len(ok) == len(rs):
+                e[f"{name} total"] = _geo([r["shift"][name]["total_gpu_ms"] / r["cudnn_gpu_ms"]
+                                           for r in ok])
+                e[f"{name} conv"] = _geo([r["shift"][name]["conv_gpu_ms"] / r["cudnn_gpu_ms"]
+                                          for r in ok])
+        best = [min(v["total_gpu_ms"] for v in r["shift"].values() if "total_gpu_ms" in v)
+                / r["cudnn_gpu_ms"] for r in rs
+                if any("total_gpu_ms" in v for v in r["shift"].values())]
+        e["shift best total"] = _geo(best)
+        e["best of shift and gather"] = _geo([
+            min([r["gather_gpu_ms"]] + [v["total_gpu_ms"] for v in r["shift"].values()
+                                        if "total_gpu_ms" in v]) / r["cudnn_gpu_ms"]
+            for r in rs])
+        with_gemm = [r for r in rs if "cublas_gpu_ms" in r]
+        if with_gemm:
+            e["cublas"] = _geo([r["cublas_gpu_ms"] / r["cudnn_gpu_ms"] for r in with_gemm])
+            for cfg in CONFIGS:
+                name = config_name(cfg)
+                ok = [r for r in with_gemm if "gpu_ms" in r["gemm"].get(name, {})]
+                if ok and len(ok) == len(with_gemm):
+                    e[f"gemm {name}"] = _geo([r["gemm"][name]["gpu_ms"] / r["cudnn_gpu_ms"]
+                                              for r in ok])
+        errs = [v["rel_err"] for r in rs for v in r["shift"].values() if "rel_err" in v]
+        e["max_rel_err"] = max(errs) if errs else None
+        out[case] = e
+    return out
+
+
+def markdown(result: dict) -> str:
+    lines = [f"{result.get('device', '?')}, batch {result.get('batch')}, "
+             f"{result.get('measured', len(result['rows']))} layer cases; GPU time / cuDNN "
+             "(benchmark on), geomean over each case's layers", "",
+             "| case | column | time / cuDNN |", "| --- | --- | --- |"]
+    for case, e in result["summary"].items():
+        for col, v in e.items():
+            if col not in ("layers", "max_rel_err"):
+                lines.append(f"| {case} ({e['layers']}) | {col} | {v:.2f} |")
+        err = e["max_rel_err"]
+        lines.append(f"| {case} ({e['layers']}) | max rel err | "
+                     f"{'-' if err is None else f'{err:.1e}'} |")
+    return "\n".join(lines) + "\n"
+
+
+def compile_check(out: str) -> int:
+    """No GPU: every configuration of the shift kernel (both directions) and of gemm_ws
+    compiled for sm90, the loop's warp specialisation as the configuration says: the wgmma and
+    setmaxnreg (a specialised kernel's register split) its PTX holds, its warps and shared
+    memory, or the compile's error."""
+    import contextlib
+    import os
+    import tempfile
+
+    import _ws_kernel as kern
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    rows = []
+    for fn, directions in ((kern.conv2d_shift, (False, True)), (kern.gemm_ws, (None,))):
+        for backward in directions:
+            for cfg in CONFIGS:
+                bm, bn, bk, warps, stages, ws = cfg
+                consts: dict[str, Any] = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                                          "GROUP_M": 8, "WS": bool(ws)}
+                if backward is not None:
+                    consts["BACKWARD_DATA"] = backward
+                sig = {n: "*fp16" if n.endswith("_ptr") else "i32" for n in fn.arg_names}
+                sig.update({k: "constexpr" for k in consts})
+                row: dict[str, Any] = {"kernel": fn.__name__, "config": config_name(cfg),
+                                       "direction": {None: "-", False: "F", True: "B"}[backward]}
+                # Triton's C++ passes print their failures to fd 2: kept out of the table.
+                with tempfile.TemporaryFile() as err, contextlib.ExitStack() as stack:
+                    saved = os.dup(2)
+                    os.dup2(err.fileno(), 2)
+                    stack.callback(os.close, saved)
+                    stack.callback(os.dup2, saved, 2)
+                    try:
+                        k = triton.compile(ASTSource(fn, signature=sig, constexprs=consts,
+                                                     attrs={}),
+                                           target=GPUTarget("cuda", 90, 32),
+                                           options={"num_warps": warps, "num_stages": stages})
+                        ptx = k.asm["ptx"]
+                        row.update(wgmma=ptx.count("wgmma.mma_async"),
+                                   setmaxnreg=ptx.count("setmaxnreg"),
+                                   num_warps=k.metadata.num_warps, shared=k.metadata.shared)
+                    except Exception as exc:  # noqa: BLE001 - a failed compile is a result
+                        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    Path(out + ".json").write_text(json.dumps({"triton": triton.__version__, "target": "sm90",
+                                               "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="path stem of the .json and .md results")
+    ap.add_argument("--compile-check", metavar="STEM",
+                    help="no GPU: compile every configuration for sm90 into STEM.json")
+    ap.add_argument("--from-json", type=Path, metavar="FILE",
+                    help="print a saved run's summary again, recomputed from its rows")
+    ap.add_argument("--every", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--types", default="FP16,BF16")
+    ap.add_argument("--directions", default="F,B")
+    ap.add_argument("--gemm", action="store_true",
+                    help="forward: also cuBLAS and gemm_ws on each layer's GEMM")
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--budget-s", type=float, default=400.0)
+    ap.add_argument("--max-gb", type=float, default=3.0)
+    ap.add_argument("--held-out", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = ap.parse_args(argv)
+    if not (args.out or args.compile_check or args.from_json):
+        ap.error("give --out STEM (GPU run), --compile-check STEM or --from-json FILE")
+    return args
+
+
+def _run(args: argparse.Namespace) -> dict:
+    import _ws_kernel as kern
+    import tma_conv
+    import torch
+    import triton
+    import zoo
+    from miopenkernels.kernels import conv_triton as ct
+    from miopenkernels.kernels import conv_triton_spec as spec
+
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device="cuda"))
+    layers = [la for la in zoo.every_kth(zoo.load_layers(held_out=args.held_out), args.every)
+              if tma_conv.eligible(la.problem)]
+    seen, unique = set(), []
+    for la in layers:  # one row per distinct shape
+        pr = la.problem
+        key = (pr.c, pr.k, pr.in_shape[2:], pr.wei_shape[2:], tuple(pr.pad),
+               tuple(pr.dilation))
+        if key not in seen:
+            seen.add(key)
+            unique.append(la)
+    jobs = [(la, t, d) for t in args.types.split(",") for d in args.directions.split(",")
+            for la in unique]
+    rows: list[dict] = []
+    errors: list[dict] = []
+    skipped = 0
+    stopped = None
+    t0 = time.monotonic()
+    try:
+        with stop_on_sigterm(), tma_conv._progress(len(jobs)) as advance:
+            for la, t, d in jobs:
+                if time.monotonic() - t0 > args.budget_s:
+                    break
+                p = zoo.layer_problem(la, t, d, "NHWC", args.batch)
+                if zoo.tensor_gb(p) > args.max_gb or not eligible(p):
+                    skipped += 1
+                    advance()
+                    continue
+                try:
+                    rows.append(measure(zoo, tma_conv, kern, ct, spec, la, t, d, args.batch,
+                                        args.repeats, args.gemm))
+                except Exception as exc:  # noqa: BLE001 - listed, the run goes on
+                    errors.append({"network": la.network, "layer": la.name, "case": f"{t}-{d}",
+                                   "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+                torch.cuda.empty_cache()
+                advance()
+    except Stopped:
+        stopped = time.monotonic() - t0
+    props = torch.cuda.get_device_properties(0)
+    return {"device": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(), "triton": triton.__version__,
+            "driver": nvidia_driver(),
+            "batch": args.batch, "every": args.every, "repeats": args.repeats,
+            "held_out": args.held_out, "configs": [config_name(c) for c in CONFIGS],
+            "jobs": len(jobs), "measured": len(rows), "skipped": skipped,
+            "stopped_at_s": stopped, "errors": errors, "summary": summarise(rows),
+            "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    if args.compile_check:
+        return compile_check(args.compile_check)
+    if args.from_json:
+        try:
+            result = json.loads(args.from_json.read_text())
+            result["summary"] = summarise(result["rows"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"error: {args.from_json} is not a saved bench/ws_conv.py run ({exc}); give "
+                  "the .json it wrote", file=sys.stderr)
+            return 2
+    else:
+        result = _run(args)
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out + ".json").write_text(json.dumps(result, indent=1) + "\n")
+        Path(args.out + ".md").write_text(markdown(result))
+    print(json.dumps(result["summary"], indent=1) if args.json else markdown(result), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
