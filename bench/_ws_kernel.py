@@ -129,3 +129,35 @@ def conv2d_shift(xp_ptr, w_ptr, y_ptr, N, C_in, Hp, Wp, C_out, Ho, Wo, R, S, dil
     dst = ((img.to(tl.int64) * Ho + h) * Wo + w) * C_out
     tl.store(y_ptr + dst[:, None] + on[None, :], acc.to(y_ptr.dtype.element_ty),
              mask=keep[:, None] & (on < C_out)[None, :])
+
+
+@triton.jit
+def conv2d_shift_wrw(xp_ptr, dyp_ptr, ws_ptr, rows, C, K, Wp, R, S, dil_h, dil_w, per_part,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     GROUP_M: tl.constexpr, WS: tl.constexpr):
+    """Backward weights: ws[part, k, (r, s, c)] (FP32) = sum over the part's rows m of
+    dyp[m, k] * xp[m + (r*Wp + s)*dil, c], xp the zero-bordered x and dyp dy on the same grid
+    (`pad_nhwc` with no top or left border: zeros past the output's Ho x Wo). Program axes:
+    0 the (K, C) tile, 1 the tap, 2 the part of the rows (per_part rows each, a multiple of
+    BLOCK_K); the parts' sum is dw as [K][R][S][C]."""
+    dyp = tl.make_tensor_descriptor(dyp_ptr, shape=[rows, K], strides=[K, 1],
+                                    block_shape=[BLOCK_K, BLOCK_M])
+    xp = tl.make_tensor_descriptor(xp_ptr, shape=[rows, C], strides=[C, 1],
+                                   block_shape=[BLOCK_K, BLOCK_N])
+    pid_m, pid_n = _tile(tl.program_id(0), tl.cdiv(K, BLOCK_M), tl.cdiv(C, BLOCK_N), GROUP_M)
+    rs = tl.program_id(1)
+    part = tl.program_id(2)
+    r = rs // S
+    s = rs - r * S
+    shift = r * dil_h * Wp + s * dil_w
+    m_lo = part * per_part
+    m_hi = tl.minimum(m_lo + per_part, rows)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for m in tl.range(m_lo, m_hi, BLOCK_K, warp_specialize=WS):
+        a = dyp.load([m, pid_m * BLOCK_M])
+        b = xp.load([m + shift, pid_n * BLOCK_N])
+        acc = tl.dot(a.T, b, acc)
+    ok = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    oc = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    dst = (part * K + ok.to(tl.int64))[:, None] * (R * S * C) + (rs * C + oc)[None, :]
+    tl.store(ws_ptr + dst, acc, mask=(ok < K)[:, None] & (oc < C)[None, :])

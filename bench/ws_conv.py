@@ -3,13 +3,15 @@ pointer-gather implicit GEMM and cuBLAS, on the zoo's stride-1 NHWC layers.
 
 On the GPU machine, with Triton: for every zoo layer the shift kernel runs (2-D, groups 1,
 stride 1, channel counts multiples of 8 and at least 16 as bench/tma_conv.py's, not
-transposed; backward data where the padding is at most the filter's reach), at one batch, per type (FP16, BF16) and direction
-(F, B), NHWC tensors made outside any timing:
+transposed; backward data where the padding is at most the filter's reach), at one batch, per
+type (FP16, BF16) and direction (F, B, W), NHWC tensors made outside any timing:
 - cuDNN (aten.convolution / convolution_backward, benchmark on);
 - the pointer-gather kernel at its sm90 usual configuration (what ships; bench/tma_conv.py);
 - `pad_nhwc` alone (the zero-bordered copy the shift kernel reads);
 - `conv2d_shift` at each configuration of `CONFIGS`, alone and after its copy (`total`: what a
-  solver would take), checked against cuDNN (relative L2 error);
+  solver would take), checked against cuDNN (relative L2 error); backward weights
+  `conv2d_shift_wrw` at each of `W_CONFIGS`, alone and with both copies and the sum of its
+  parts (no gather column there);
 - forward with `--gemm`: cuBLAS (`torch.mm`) and `gemm_ws` at each configuration on the
   layer's GEMM, operands made outside the timing: the ceilings without the gather.
 Each is timed as bench/zoo.py times GPU work (launches queued behind a sleep kernel). The table
@@ -17,7 +19,7 @@ gives per case the geomean of each column over cuDNN's; the JSON (`--out`) holds
 versions, every row and the summaries, also when the run's time limit (SIGTERM) cut it short.
 
     python bench/ws_conv.py --out bench/results/ws_conv_h200 [--every 3] [--batch 32]
-        [--types FP16,BF16] [--directions F,B] [--gemm] [--budget-s 400] [--held-out]
+        [--types FP16,BF16] [--directions F,B,W] [--gemm] [--budget-s 400] [--held-out]
     python bench/ws_conv.py --compile-check bench/results/ws_conv-sm90   # no GPU
     python bench/ws_conv.py --from-json bench/results/ws_conv_h200.json  # summary again
 """
@@ -42,7 +44,12 @@ from _results import Stopped, stop_on_sigterm  # noqa: E402
 #: specialised, num_warps is a consumer group's: Triton launches 3 groups (12 warps).
 CONFIGS = ((128, 128, 64, 4, 3, 1), (128, 256, 64, 4, 3, 1), (128, 128, 64, 4, 4, 1),
            (128, 64, 64, 4, 4, 1), (128, 128, 64, 4, 4, 0), (128, 256, 64, 8, 3, 0))
+#: Backward weights' configurations (BLOCK_M filters, BLOCK_N channels, BLOCK_K rows a step):
+#: specialised, the transposed dy box takes shared memory of its own (128x256 does not fit).
+W_CONFIGS = ((128, 128, 64, 4, 3, 1), (128, 64, 64, 4, 4, 1), (64, 128, 64, 4, 4, 1),
+             (128, 128, 64, 4, 4, 0), (64, 64, 64, 4, 4, 0))
 PAD_BLOCK = (64, 64)  # pad_nhwc's BLOCK_R, BLOCK_C
+SMS = 132  # parts of backward weights: enough (K, C, tap) tiles for two waves of the H100/H200
 
 
 def config_name(cfg: tuple[int, ...]) -> str:
@@ -67,7 +74,10 @@ def geometry(p: Any) -> dict[str, int]:
     (h, w), (ho, wo) = p.in_shape[2:], p.out_shape[2:]
     r, s = p.wei_shape[2:]
     dh, dw = p.dilation
-    if p.direction == "B":
+    if p.direction == "W":  # x bordered as forward's; dy on the same grid (`parts`)
+        src = {"C_in": p.c, "H": h, "W": w, "C_out": p.k, "Ho": ho, "Wo": wo}
+        top, left = p.pad
+    elif p.direction == "B":
         top, left = dh * (r - 1) - p.pad[0], dw * (s - 1) - p.pad[1]
         src = {"C_in": p.k, "H": ho, "W": wo, "C_out": p.c, "Ho": h, "Wo": w}
     else:
@@ -101,6 +111,47 @@ def _launches(kern: Any, g: dict[str, int], src: Any, w: Any, dst: Any, xp: Any,
                                 BACKWARD_DATA=backward, WS=bool(ws), num_warps=warps,
                                 num_stages=stages)
     return pad, conv
+
+
+def parts(g: dict[str, int], cfg: tuple[int, ...]) -> tuple[int, int]:
+    """Backward weights' (parts, rows a part): enough parts for two waves of SMS programs, each
+    part at least 16 steps of BLOCK_K rows (a multiple of BLOCK_K)."""
+    bm, bn, bk = cfg[:3]
+    rows = g["N"] * g["Hp"] * g["Wp"]
+    tiles = math.ceil(g["C_out"] / bm) * math.ceil(g["C_in"] / bn) * g["R"] * g["S"]
+    n = max(1, min(math.ceil(2 * SMS / tiles), rows // (16 * bk)))
+    per = math.ceil(math.ceil(rows / n) / bk) * bk
+    return math.ceil(rows / per), per
+
+
+def _launches_w(kern: Any, g: dict[str, int], x: Any, dy: Any, dw: Any, xp: Any, dyp: Any,
+                ws: Any, cfg: tuple[int, ...]) -> tuple[Any, Any, Any]:
+    """Backward weights' (the two copies, the shift kernel, the parts' sum into dw)."""
+    rows = g["N"] * g["Hp"] * g["Wp"]
+    br, bc = PAD_BLOCK
+
+    def pad() -> None:
+        kern.pad_nhwc[(math.ceil(rows / br), math.ceil(g["C_in"] / bc))](
+            x, xp, g["H"], g["W"], g["C_in"], g["Hp"], g["Wp"], g["top"], g["left"], rows,
+            BLOCK_R=br, BLOCK_C=bc, num_warps=4)
+        kern.pad_nhwc[(math.ceil(rows / br), math.ceil(g["C_out"] / bc))](
+            dy, dyp, g["Ho"], g["Wo"], g["C_out"], g["Hp"], g["Wp"], 0, 0, rows,
+            BLOCK_R=br, BLOCK_C=bc, num_warps=4)
+
+    bm, bn, bk, warps, stages, wsp = cfg
+    n_parts, per = parts(g, cfg)
+    grid = (math.ceil(g["C_out"] / bm) * math.ceil(g["C_in"] / bn), g["R"] * g["S"], n_parts)
+
+    def conv() -> None:
+        kern.conv2d_shift_wrw[grid](xp, dyp, ws, rows, g["C_in"], g["C_out"], g["Wp"], g["R"],
+                                    g["S"], g["dil_h"], g["dil_w"], per, BLOCK_M=bm,
+                                    BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, WS=bool(wsp),
+                                    num_warps=warps, num_stages=stages)
+
+    def reduce() -> None:  # torch's sum over the parts ([parts][K][R][S][C], FP32)
+        partials = ws[:n_parts * dw.numel()].view(n_parts, *dw.shape)
+        dw.copy_(partials.sum(dim=0) if n_parts > 1 else partials[0])
+    return pad, conv, reduce
 
 
 def _gemm_columns(kern: Any, zoo: Any, p: Any, dt: Any, repeats: int, row: dict) -> None:
@@ -148,6 +199,9 @@ def measure(zoo: Any, tma_conv: Any, kern: Any, ct: Any, spec: Any, layer: Any,
         "network": layer.network, "layer": layer.name, "held_out": layer.held_out,
         "case": f"{type_name}-{direction}-NHWC", "n": batch, "geometry": g,
         "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, repeats, 3)}
+    if direction == "W":
+        _measure_w(zoo, tma_conv, kern, g, stored, ref, repeats, row)
+        return row
     out_role = "y" if direction == "F" else "x"
     gather = tma_conv._gather_launch(ct, spec, p, stored, type_name, direction)
     gather()
@@ -182,22 +236,64 @@ def measure(zoo: Any, tma_conv: Any, kern: Any, ct: Any, spec: Any, layer: Any,
     return row
 
 
+def _measure_w(zoo: Any, tma_conv: Any, kern: Any, g: dict[str, int], stored: dict,
+               ref: Any, repeats: int, row: dict) -> None:
+    """Backward weights' columns: the copies alone (`pad_gpu_ms`) and each configuration of
+    W_CONFIGS, its kernel alone (`conv_gpu_ms`) and with the copies and the parts' sum
+    (`total_gpu_ms`). No gather column: the shipped backward weights run a split and a reduce
+    the runtime launches (bench/zoo.py times them in place)."""
+    import torch
+
+    rows = g["N"] * g["Hp"] * g["Wp"]
+    dt = stored["x"].dtype
+    xp = torch.empty(rows * g["C_in"], device="cuda", dtype=dt)
+    dyp = torch.empty(rows * g["C_out"], device="cuda", dtype=dt)
+    most = max(parts(g, cfg)[0] for cfg in W_CONFIGS)
+    ws = torch.empty(most * stored["w"].numel(), device="cuda", dtype=torch.float32)
+    row["shift"] = {}
+    for cfg in W_CONFIGS:
+        name = config_name(cfg)
+        try:
+            pad, conv, reduce = _launches_w(kern, g, stored["x"], stored["y"], stored["w"],
+                                            xp, dyp, ws, cfg)
+            if "pad_gpu_ms" not in row:
+                row["pad_gpu_ms"] = zoo.queued_gpu_ms(pad, repeats, 2)
+            stored["w"].fill_(float("nan"))
+            pad()
+            conv()
+            reduce()
+            err = tma_conv._rel_err(stored["w"], ref)
+
+            def whole(pad: Any = pad, conv: Any = conv, reduce: Any = reduce) -> None:
+                pad()
+                conv()
+                reduce()
+            row["shift"][name] = {"rel_err": err, "parts": parts(g, cfg)[0],
+                                  "conv_gpu_ms": zoo.queued_gpu_ms(conv, repeats, 2),
+                                  "total_gpu_ms": zoo.queued_gpu_ms(whole, repeats, 2)}
+        except Exception as exc:  # noqa: BLE001 - a configuration that fails is listed
+            row["shift"][name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+
+
 def _geo(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
 
 
 def summarise(rows: list[dict]) -> dict:
-    """Per case: the geomean over its layers of each column's GPU time over cuDNN's; a
-    configuration's column only where it ran on every layer of the case."""
+    """Per case (the held-out networks' layers apart, `<case> held out`): the geomean over its
+    layers of each column's GPU time over cuDNN's; a configuration's column only where it ran
+    on every layer of the case."""
     out: dict[str, Any] = {}
-    for case in sorted({r["case"] for r in rows}):
-        rs = [r for r in rows if r["case"] == case]
-        e: dict[str, Any] = {"layers": len(rs),
-                             "gather": _geo([r["gather_gpu_ms"] / r["cudnn_gpu_ms"] for r in rs])}
+    groups: dict[str, list[dict]] = {}
+    for r in sorted(rows, key=lambda r: (r["case"], bool(r.get("held_out")))):
+        groups.setdefault(r["case"] + (" held out" if r.get("held_out") else ""), []).append(r)
+    for case, rs in groups.items():
+        e: dict[str, Any] = {"layers": len(rs)}
+        if all("gather_gpu_ms" in r for r in rs):
+            e["gather"] = _geo([r["gather_gpu_ms"] / r["cudnn_gpu_ms"] for r in rs])
         if all("pad_gpu_ms" in r for r in rs):
             e["pad"] = _geo([r["pad_gpu_ms"] / r["cudnn_gpu_ms"] for r in rs])
-        for cfg in CONFIGS:
-            name = config_name(cfg)
+        for name in dict.fromkeys(config_name(c) for c in CONFIGS + W_CONFIGS):
             ok = [r for r in rs if "total_gpu_ms" in r["shift"].get(name, {})]
             if ok and len(ok) == len(rs):
                 e[f"{name} total"] = _geo([r["shift"][name]["total_gpu_ms"] / r["cudnn_gpu_ms"]
@@ -208,10 +304,11 @@ def summarise(rows: list[dict]) -> dict:
                 / r["cudnn_gpu_ms"] for r in rs
                 if any("total_gpu_ms" in v for v in r["shift"].values())]
         e["shift best total"] = _geo(best)
-        e["best of shift and gather"] = _geo([
-            min([r["gather_gpu_ms"]] + [v["total_gpu_ms"] for v in r["shift"].values()
-                                        if "total_gpu_ms" in v]) / r["cudnn_gpu_ms"]
-            for r in rs])
+        if "gather" in e:
+            e["best of shift and gather"] = _geo([
+                min([r["gather_gpu_ms"]] + [v["total_gpu_ms"] for v in r["shift"].values()
+                                            if "total_gpu_ms" in v]) / r["cudnn_gpu_ms"]
+                for r in rs])
         with_gemm = [r for r in rs if "cublas_gpu_ms" in r]
         if with_gemm:
             e["cublas"] = _geo([r["cublas_gpu_ms"] / r["cudnn_gpu_ms"] for r in with_gemm])
@@ -243,10 +340,10 @@ def markdown(result: dict) -> str:
 
 
 def compile_check(out: str) -> int:
-    """No GPU: every configuration of the shift kernel (both directions) and of gemm_ws
-    compiled for sm90, the loop's warp specialisation as the configuration says: the wgmma and
-    setmaxnreg (a specialised kernel's register split) its PTX holds, its warps and shared
-    memory, or the compile's error."""
+    """No GPU: every configuration of the shift kernels (forward, backward data, backward
+    weights) and of gemm_ws compiled for sm90, the loop's warp specialisation as the
+    configuration says: the wgmma and setmaxnreg (a specialised kernel's register split) its
+    PTX holds, its warps and shared memory, or the compile's error."""
     import contextlib
     import os
     import tempfile
@@ -257,18 +354,25 @@ def compile_check(out: str) -> int:
     from triton.compiler import ASTSource
 
     rows = []
-    for fn, directions in ((kern.conv2d_shift, (False, True)), (kern.gemm_ws, (None,))):
+    for fn, directions, configs in ((kern.conv2d_shift, (False, True), CONFIGS),
+                                    (kern.gemm_ws, (None,), CONFIGS),
+                                    (kern.conv2d_shift_wrw, (None,), W_CONFIGS)):
         for backward in directions:
-            for cfg in CONFIGS:
+            for cfg in configs:
                 bm, bn, bk, warps, stages, ws = cfg
                 consts: dict[str, Any] = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
                                           "GROUP_M": 8, "WS": bool(ws)}
                 if backward is not None:
                     consts["BACKWARD_DATA"] = backward
                 sig = {n: "*fp16" if n.endswith("_ptr") else "i32" for n in fn.arg_names}
+                if "ws_ptr" in sig:
+                    sig["ws_ptr"] = "*fp32"
                 sig.update({k: "constexpr" for k in consts})
+                direction = {None: "-", False: "F", True: "B"}[backward]
+                if fn is kern.conv2d_shift_wrw:
+                    direction = "W"
                 row: dict[str, Any] = {"kernel": fn.__name__, "config": config_name(cfg),
-                                       "direction": {None: "-", False: "F", True: "B"}[backward]}
+                                       "direction": direction}
                 # Triton's C++ passes print their failures to fd 2: kept out of the table.
                 with tempfile.TemporaryFile() as err, contextlib.ExitStack() as stack:
                     saved = os.dup(2)
@@ -303,7 +407,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--every", type=int, default=3)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--types", default="FP16,BF16")
-    ap.add_argument("--directions", default="F,B")
+    ap.add_argument("--directions", default="F,B,W")
     ap.add_argument("--gemm", action="store_true",
                     help="forward: also cuBLAS and gemm_ws on each layer's GEMM")
     ap.add_argument("--repeats", type=int, default=20)
@@ -371,6 +475,7 @@ def _run(args: argparse.Namespace) -> dict:
             "driver": nvidia_driver(),
             "batch": args.batch, "every": args.every, "repeats": args.repeats,
             "held_out": args.held_out, "configs": [config_name(c) for c in CONFIGS],
+            "w_configs": [config_name(c) for c in W_CONFIGS],
             "jobs": len(jobs), "measured": len(rows), "skipped": skipped,
             "stopped_at_s": stopped, "errors": errors, "summary": summarise(rows),
             "rows": rows}

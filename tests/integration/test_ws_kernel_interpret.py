@@ -1,6 +1,7 @@
 """The warp-specialised trial kernels of bench/ws_conv.py (bench/_ws_kernel.py), run by
 Triton's interpreter on the CPU (TRITON_INTERPRET=1), against the float64 reference: the
-zero-bordered copy and the shift convolution forward and backward data in FP16 NHWC, channel
+zero-bordered copy and the shift convolution forward, backward data and backward weights
+(its parts summed here) in FP16 NHWC, channel
 counts not multiples of the box's (so a box runs past the channels into the next tap's
 columns), dilation, a 5x5 filter and a 1x1 one; and gemm_ws on a GEMM whose sizes are not
 multiples of its tile. The interpreter runs the loop unspecialised: what it checks is the
@@ -32,6 +33,11 @@ CASES = [
     ("B", 1, 16, 6, 5, 8, 5, 2, 1),
     ("B", 2, 8, 10, 9, 24, 3, 2, 2),
     ("B", 2, 16, 7, 7, 16, 3, 0, 1),
+    ("W", 2, 24, 9, 7, 40, 3, 1, 1),
+    ("W", 1, 16, 6, 5, 8, 5, 2, 1),
+    ("W", 2, 8, 10, 9, 24, 3, 2, 2),
+    ("W", 3, 8, 5, 6, 16, 1, 0, 1),
+    ("W", 4, 8, 14, 14, 16, 3, 1, 1),  # 1,024 rows: 4 parts
 ]
 
 SCRIPT = HARNESS + textwrap.dedent('''
@@ -42,7 +48,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
     import ws_conv
 
     rng = np.random.default_rng(0)
-    errors = []
+    errors, parts_seen = [], []
     for direction, n, c, h, w, k, f, pad, dil in cases:
         p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(f, f), pad=(pad, pad),
                         stride=(1, 1), dilation=(dil, dil), direction=direction,
@@ -51,16 +57,28 @@ SCRIPT = HARNESS + textwrap.dedent('''
         assert ws_conv.eligible(p), p
         g = ws_conv.geometry(p)
         tensors, exact, output = layer_tensors(p, direction, "FP16", rng)
-        src = tensors["x" if direction == "F" else "dy"]
         rows = g["N"] * g["Hp"] * g["Wp"]
         xp = _HostTensor(np.full(rows * g["C_in"], np.nan, np.float16), "float16")
         cfg = (32, 16, 16, 4, 2, 0)  # boxes narrower than the channels
-        pad_fn, conv_fn = ws_conv._launches(kern, g, src, tensors["w"], tensors[output], xp,
-                                            cfg, direction == "B")
-        pad_fn()
-        conv_fn()
+        if direction == "W":  # parts of 16 steps: several where the rows are many
+            dyp = _HostTensor(np.full(rows * g["C_out"], np.nan, np.float16), "float16")
+            n_parts, _ = ws_conv.parts(g, cfg)
+            size = n_parts * int(np.prod(tensors["dw"].array.shape))
+            ws = _HostTensor(np.full(size, np.nan, np.float32), "float32")
+            pad_fn, conv_fn, _ = ws_conv._launches_w(kern, g, tensors["x"], tensors["dy"],
+                                                     tensors["dw"], xp, dyp, ws, cfg)
+            pad_fn()
+            conv_fn()
+            got = ws.array.reshape(n_parts, *tensors["dw"].array.shape).sum(axis=0)
+            parts_seen.append(n_parts)
+        else:
+            src = tensors["x" if direction == "F" else "dy"]
+            pad_fn, conv_fn = ws_conv._launches(kern, g, src, tensors["w"], tensors[output],
+                                                xp, cfg, direction == "B")
+            pad_fn()
+            conv_fn()
+            got = to_host(tensors[output])
         ref = conv_reference(p, exact)
-        got = to_host(tensors[output])
         errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
     m, n_cols, red = 70, 40, 48
     a = rng.standard_normal((m, red))
@@ -71,6 +89,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
         ta, tb, out, m, n_cols, red, BLOCK_M=32, BLOCK_N=16, BLOCK_K=16, GROUP_M=2, WS=False)
     ref = to_host(ta) @ to_host(tb).T
     errors.append(float(np.linalg.norm(to_host(out) - ref) / np.linalg.norm(ref)))
+    assert max(parts_seen) > 1, parts_seen  # a split backward weights among the cases
     print(json.dumps(errors))
 ''')
 

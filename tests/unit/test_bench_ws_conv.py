@@ -35,7 +35,8 @@ def test_summary_is_the_geomean_over_cudnn(tmp_path: Path) -> None:
     ws, plain = "128x256x64w4s3ws", "128x128x64w4s4"
     rows = [_row("FP16-F-NHWC", 1.0, 1.5, {ws: 0.8, plain: 1.2}),
             _row("FP16-F-NHWC", 2.0, 2.0, {ws: 3.0, plain: 2.4}),
-            _row("FP16-B-NHWC", 1.0, 1.7, {ws: 0.9})]
+            _row("FP16-B-NHWC", 1.0, 1.7, {ws: 0.9}),
+            _row("FP16-F-NHWC", 1.0, 4.0, {ws: 4.0}) | {"held_out": True}]
     rows[2]["shift"][plain] = {"error": "OutOfResources"}
     s = _summary(tmp_path, rows)
     f = s["FP16-F-NHWC"]
@@ -48,6 +49,8 @@ def test_summary_is_the_geomean_over_cudnn(tmp_path: Path) -> None:
     b = s["FP16-B-NHWC"]
     assert f"{plain} total" not in b  # failed on the case's one layer: no column
     assert math.isclose(b["shift best total"], 0.9) and b["max_rel_err"] == 1e-4
+    held = s["FP16-F-NHWC held out"]  # apart from the case's own layers
+    assert held["layers"] == 1 and math.isclose(held["gather"], 4.0)
 
 
 def test_a_file_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
@@ -61,9 +64,9 @@ def test_a_file_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
 
 def test_every_specialised_configuration_compiled_specialised() -> None:
     rows = json.loads(COMPILED.read_text())["rows"]
-    assert {r["kernel"] for r in rows} == {"conv2d_shift", "gemm_ws"}
+    assert {r["kernel"] for r in rows} == {"conv2d_shift", "gemm_ws", "conv2d_shift_wrw"}
     assert not [r for r in rows if "error" in r]
     ws = [r for r in rows if r["config"].endswith("ws")]
-    assert len(ws) == 12  # 4 configurations: shift forward, backward data, the GEMM
+    assert len(ws) == 15  # 4 configurations forward, backward data and the GEMM; 3 weights
     assert all(r["num_warps"] == 12 and r["setmaxnreg"] > 0 for r in ws)
     assert all(r["setmaxnreg"] == 0 for r in rows if not r["config"].endswith("ws"))
