@@ -41,15 +41,9 @@ def _tile(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def gemm_ws(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, WS: tl.constexpr):
-    """c[M, N] = a[M, K] b[N, K]^T (16-bit, K contiguous), operands by TMA, the loop warp
-    specialised when WS: the Triton GEMM ceiling of a convolution that had im2col for free."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
-                                       block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1],
-                                       block_shape=[BLOCK_N, BLOCK_K])
-    pid_m, pid_n = _tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+def _gemm_tile(a_desc, b_desc, c_ptr, M, N, K, pid_m, pid_n, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, WS: tl.constexpr):
+    """One tile of `gemm_ws`: its reduction (the loop specialised when WS) and its store."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in tl.range(0, K, BLOCK_K, warp_specialize=WS):
         a = a_desc.load([pid_m * BLOCK_M, k])
@@ -59,6 +53,31 @@ def gemm_ws(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.con
     on = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     tl.store(c_ptr + om.to(tl.int64)[:, None] * N + on[None, :], acc.to(c_ptr.dtype.element_ty),
              mask=(om < M)[:, None] & (on < N)[None, :])
+
+
+@triton.jit
+def gemm_ws(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, WS: tl.constexpr,
+            PROGRAMS: tl.constexpr = 0):
+    """c[M, N] = a[M, K] b[N, K]^T (16-bit, K contiguous), operands by TMA: the Triton GEMM
+    ceiling of a convolution that had im2col for free. PROGRAMS 0: a program a tile, its
+    reduction loop specialised when WS; else persistent, PROGRAMS programs (the SM count)
+    walking the tiles, the loop over tiles specialised when WS (the producer group runs ahead
+    into the next tile while the consumers store this one)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1],
+                                       block_shape=[BLOCK_N, BLOCK_K])
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    if PROGRAMS == 0:
+        pid_m, pid_n = _tile(tl.program_id(0), tiles_m, tiles_n, GROUP_M)
+        _gemm_tile(a_desc, b_desc, c_ptr, M, N, K, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, WS)
+    else:
+        for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, PROGRAMS, warp_specialize=WS):
+            pid_m, pid_n = _tile(tile, tiles_m, tiles_n, GROUP_M)
+            _gemm_tile(a_desc, b_desc, c_ptr, M, N, K, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K,
+                       False)
 
 
 @triton.jit
@@ -81,27 +100,11 @@ def pad_nhwc(src_ptr, dst_ptr, H, W, C, Hp, Wp, top, left, ROWS, BLOCK_R: tl.con
 
 
 @triton.jit
-def conv2d_shift(xp_ptr, w_ptr, y_ptr, N, C_in, Hp, Wp, C_out, Ho, Wo, R, S, dil_h, dil_w,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 GROUP_M: tl.constexpr, BACKWARD_DATA: tl.constexpr, WS: tl.constexpr):
-    """y[n, h, w, :] = sum over taps and channels of xp * w, NHWC, stride 1, xp the
-    zero-bordered input (`pad_nhwc`), rows over xp's N * Hp * Wp positions.
-
-    Forward: xp = padded x (C_in = C), w is [K][R][S][C], y (C_out = K).
-    Backward data: xp = padded dy (C_in = K), w is [K][R][S][C], y = dx (C_out = C)."""
-    rows = N * Hp * Wp
-    xp = tl.make_tensor_descriptor(xp_ptr, shape=[rows, C_in], strides=[C_in, 1],
-                                   block_shape=[BLOCK_M, BLOCK_K])
-    if BACKWARD_DATA:  # w as [K][R*S*C]: boxes of BLOCK_K filters by BLOCK_N channels
-        wd = tl.make_tensor_descriptor(w_ptr, shape=[C_in, R * S * C_out],
-                                       strides=[R * S * C_out, 1],
-                                       block_shape=[BLOCK_K, BLOCK_N])
-    else:  # w as [K][R*S*C]: boxes of BLOCK_N filters by BLOCK_K channels
-        wd = tl.make_tensor_descriptor(w_ptr, shape=[C_out, R * S * C_in],
-                                       strides=[R * S * C_in, 1],
-                                       block_shape=[BLOCK_N, BLOCK_K])
-    pid_m, pid_n = _tile(tl.program_id(0), tl.cdiv(rows, BLOCK_M), tl.cdiv(C_out, BLOCK_N),
-                         GROUP_M)
+def _shift_tile(xp, wd, y_ptr, rows, C_in, Wp, Hp, C_out, Ho, Wo, R, S, dil_h, dil_w, pid_m,
+                pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                BACKWARD_DATA: tl.constexpr, WS: tl.constexpr):
+    """One tile of `conv2d_shift`: its reduction over taps and channel blocks (the loop
+    specialised when WS) and the store of its rows inside the output."""
     m0 = pid_m * BLOCK_M
     n0 = pid_n * BLOCK_N
     k_blocks = tl.cdiv(C_in, BLOCK_K)
@@ -129,6 +132,41 @@ def conv2d_shift(xp_ptr, w_ptr, y_ptr, N, C_in, Hp, Wp, C_out, Ho, Wo, R, S, dil
     dst = ((img.to(tl.int64) * Ho + h) * Wo + w) * C_out
     tl.store(y_ptr + dst[:, None] + on[None, :], acc.to(y_ptr.dtype.element_ty),
              mask=keep[:, None] & (on < C_out)[None, :])
+
+
+@triton.jit
+def conv2d_shift(xp_ptr, w_ptr, y_ptr, N, C_in, Hp, Wp, C_out, Ho, Wo, R, S, dil_h, dil_w,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                 GROUP_M: tl.constexpr, BACKWARD_DATA: tl.constexpr, WS: tl.constexpr,
+                 PROGRAMS: tl.constexpr = 0):
+    """y[n, h, w, :] = sum over taps and channels of xp * w, NHWC, stride 1, xp the
+    zero-bordered input (`pad_nhwc`), rows over xp's N * Hp * Wp positions. PROGRAMS 0: a
+    program a tile; else persistent, as `gemm_ws`.
+
+    Forward: xp = padded x (C_in = C), w is [K][R][S][C], y (C_out = K).
+    Backward data: xp = padded dy (C_in = K), w is [K][R][S][C], y = dx (C_out = C)."""
+    rows = N * Hp * Wp
+    xp = tl.make_tensor_descriptor(xp_ptr, shape=[rows, C_in], strides=[C_in, 1],
+                                   block_shape=[BLOCK_M, BLOCK_K])
+    if BACKWARD_DATA:  # w as [K][R*S*C]: boxes of BLOCK_K filters by BLOCK_N channels
+        wd = tl.make_tensor_descriptor(w_ptr, shape=[C_in, R * S * C_out],
+                                       strides=[R * S * C_out, 1],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    else:  # w as [K][R*S*C]: boxes of BLOCK_N filters by BLOCK_K channels
+        wd = tl.make_tensor_descriptor(w_ptr, shape=[C_out, R * S * C_in],
+                                       strides=[R * S * C_in, 1],
+                                       block_shape=[BLOCK_N, BLOCK_K])
+    tiles_m = tl.cdiv(rows, BLOCK_M)
+    tiles_n = tl.cdiv(C_out, BLOCK_N)
+    if PROGRAMS == 0:
+        pid_m, pid_n = _tile(tl.program_id(0), tiles_m, tiles_n, GROUP_M)
+        _shift_tile(xp, wd, y_ptr, rows, C_in, Wp, Hp, C_out, Ho, Wo, R, S, dil_h, dil_w,
+                    pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, BACKWARD_DATA, WS)
+    else:
+        for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, PROGRAMS, warp_specialize=WS):
+            pid_m, pid_n = _tile(tile, tiles_m, tiles_n, GROUP_M)
+            _shift_tile(xp, wd, y_ptr, rows, C_in, Wp, Hp, C_out, Ho, Wo, R, S, dil_h, dil_w,
+                        pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, BACKWARD_DATA, False)
 
 
 @triton.jit

@@ -41,10 +41,12 @@ sys.path.insert(0, str(HERE))
 from _machine import nvidia_driver  # noqa: E402
 from _results import Stopped, stop_on_sigterm  # noqa: E402
 
-#: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, warp_specialize). With the loop
-#: specialised, num_warps is a consumer group's: Triton launches 3 groups (12 warps).
+#: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, warp_specialize[, persistent]). With the
+#: loop specialised, num_warps is a consumer group's: Triton launches 3 groups (12 warps).
+#: Persistent: SMS programs walk the tiles, the loop over tiles specialised.
 CONFIGS = ((128, 128, 64, 4, 3, 1), (128, 256, 64, 4, 3, 1), (128, 128, 64, 4, 4, 1),
-           (128, 64, 64, 4, 4, 1), (128, 128, 64, 4, 4, 0), (128, 256, 64, 8, 3, 0))
+           (128, 64, 64, 4, 4, 1), (128, 128, 64, 4, 3, 1, 1), (128, 256, 64, 4, 3, 1, 1),
+           (128, 128, 64, 4, 4, 0), (128, 256, 64, 8, 3, 0))
 #: Backward weights' configurations (BLOCK_M filters, BLOCK_N channels, BLOCK_K rows a step):
 #: specialised, the transposed dy box takes shared memory of its own (128x256 does not fit).
 W_CONFIGS = ((128, 128, 64, 4, 3, 1), (128, 64, 64, 4, 4, 1), (64, 128, 64, 4, 4, 1),
@@ -54,8 +56,17 @@ SMS = 132  # parts of backward weights: enough (K, C, tap) tiles for two waves o
 
 
 def config_name(cfg: tuple[int, ...]) -> str:
-    bm, bn, bk, warps, stages, ws = cfg
-    return f"{bm}x{bn}x{bk}w{warps}s{stages}" + ("ws" if ws else "")
+    bm, bn, bk, warps, stages, ws = cfg[:6]
+    return f"{bm}x{bn}x{bk}w{warps}s{stages}" + ("ws" if ws else "") + \
+        ("p" if len(cfg) > 6 and cfg[6] else "")
+
+
+def _programs(cfg: tuple[int, ...], tiles: int) -> tuple[tuple[int], int]:
+    """(grid, PROGRAMS) of a configuration over `tiles` tiles: a program a tile, or SMS
+    persistent programs."""
+    if len(cfg) > 6 and cfg[6]:
+        return (SMS,), SMS
+    return (tiles,), 0
 
 
 def eligible(p: Any) -> bool:
@@ -102,15 +113,15 @@ def _launches(kern: Any, g: dict[str, int], src: Any, w: Any, dst: Any, xp: Any,
         kern.pad_nhwc[pad_grid](src, xp, g["H"], g["W"], g["C_in"], g["Hp"], g["Wp"], g["top"],
                                 g["left"], rows, BLOCK_R=br, BLOCK_C=bc, num_warps=4)
 
-    bm, bn, bk, warps, stages, ws = cfg
-    grid = (math.ceil(rows / bm) * math.ceil(g["C_out"] / bn),)
+    bm, bn, bk, warps, stages, ws = cfg[:6]
+    grid, programs = _programs(cfg, math.ceil(rows / bm) * math.ceil(g["C_out"] / bn))
 
     def conv() -> None:
         kern.conv2d_shift[grid](xp, w, dst, g["N"], g["C_in"], g["Hp"], g["Wp"], g["C_out"],
                                 g["Ho"], g["Wo"], g["R"], g["S"], g["dil_h"], g["dil_w"],
                                 BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                                BACKWARD_DATA=backward, WS=bool(ws), num_warps=warps,
-                                num_stages=stages)
+                                BACKWARD_DATA=backward, WS=bool(ws), PROGRAMS=programs,
+                                num_warps=warps, num_stages=stages)
     return pad, conv
 
 
@@ -166,13 +177,15 @@ def _gemm_columns(kern: Any, zoo: Any, p: Any, dt: Any, repeats: int, row: dict)
     row["cublas_gpu_ms"] = zoo.queued_gpu_ms(lambda: torch.mm(a, b.t()), repeats, 2)
     row["gemm"] = {}
     for cfg in CONFIGS:
-        bm, bn, bk, warps, stages, ws = cfg
-        grid = (math.ceil(m / bm) * math.ceil(p.k / bn),)
+        bm, bn, bk, warps, stages, ws = cfg[:6]
+        grid, programs = _programs(cfg, math.ceil(m / bm) * math.ceil(p.k / bn))
 
         def run(grid: tuple = grid, bm: int = bm, bn: int = bn, bk: int = bk,
-                warps: int = warps, stages: int = stages, ws: int = ws) -> None:
+                warps: int = warps, stages: int = stages, ws: int = ws,
+                programs: int = programs) -> None:
             kern.gemm_ws[grid](a, b, out, m, p.k, red, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                               GROUP_M=8, WS=bool(ws), num_warps=warps, num_stages=stages)
+                               GROUP_M=8, WS=bool(ws), PROGRAMS=programs, num_warps=warps,
+                               num_stages=stages)
         try:
             row["gemm"][config_name(cfg)] = {"gpu_ms": zoo.queued_gpu_ms(run, repeats, 2)}
         except Exception as exc:  # noqa: BLE001 - a configuration that fails is listed
@@ -360,9 +373,11 @@ def compile_check(out: str) -> int:
                                     (kern.conv2d_shift_wrw, (None,), W_CONFIGS)):
         for backward in directions:
             for cfg in configs:
-                bm, bn, bk, warps, stages, ws = cfg
+                bm, bn, bk, warps, stages, ws = cfg[:6]
                 consts: dict[str, Any] = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
                                           "GROUP_M": 8, "WS": bool(ws)}
+                if "PROGRAMS" in fn.arg_names:
+                    consts["PROGRAMS"] = _programs(cfg, 1)[1]
                 if backward is not None:
                     consts["BACKWARD_DATA"] = backward
                 sig = {n: "*fp16" if n.endswith("_ptr") else "i32" for n in fn.arg_names}

@@ -1,7 +1,7 @@
 """The warp-specialised trial kernels of bench/ws_conv.py (bench/_ws_kernel.py), run by
 Triton's interpreter on the CPU (TRITON_INTERPRET=1), against the float64 reference: the
 zero-bordered copy and the shift convolution forward, backward data and backward weights
-(its parts summed here) in FP16 NHWC, channel
+(its parts summed here) in FP16 NHWC, a program a tile and persistent programs, channel
 counts not multiples of the box's (so a box runs past the channels into the next tap's
 columns), dilation, a 5x5 filter and a 1x1 one; and gemm_ws on a GEMM whose sizes are not
 multiples of its tile. The interpreter runs the loop unspecialised: what it checks is the
@@ -71,32 +71,40 @@ SCRIPT = HARNESS + textwrap.dedent('''
             conv_fn()
             got = ws.array.reshape(n_parts, *tensors["dw"].array.shape).sum(axis=0)
             parts_seen.append(n_parts)
-        else:
-            src = tensors["x" if direction == "F" else "dy"]
-            pad_fn, conv_fn = ws_conv._launches(kern, g, src, tensors["w"], tensors[output],
-                                                xp, cfg, direction == "B")
-            pad_fn()
-            conv_fn()
-            got = to_host(tensors[output])
+        else:  # a program a tile, then persistent programs walking the tiles
+            got = []
+            for c in (cfg, cfg + (1,)):
+                tensors[output].array[...] = np.nan
+                pad_fn, conv_fn = ws_conv._launches(kern, g, tensors["x" if direction == "F"
+                                                                    else "dy"], tensors["w"],
+                                                    tensors[output], xp, c, direction == "B")
+                pad_fn()
+                conv_fn()
+                got.append(to_host(tensors[output]))
         ref = conv_reference(p, exact)
-        errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+        for out in got if isinstance(got, list) else [got]:
+            errors.append(float(np.linalg.norm(out - ref) / np.linalg.norm(ref)))
     m, n_cols, red = 70, 40, 48
     a = rng.standard_normal((m, red))
     b = rng.standard_normal((n_cols, red))
     ta, tb = to_device(a, "FP16"), to_device(b, "FP16")
-    out = to_device(np.full((m, n_cols), np.nan), "FP16")
-    kern.gemm_ws[(math.ceil(m / 32) * math.ceil(n_cols / 16),)](
-        ta, tb, out, m, n_cols, red, BLOCK_M=32, BLOCK_N=16, BLOCK_K=16, GROUP_M=2, WS=False)
     ref = to_host(ta) @ to_host(tb).T
-    errors.append(float(np.linalg.norm(to_host(out) - ref) / np.linalg.norm(ref)))
+    for grid, programs in (((math.ceil(m / 32) * math.ceil(n_cols / 16),), 0), ((4,), 4)):
+        out = to_device(np.full((m, n_cols), np.nan), "FP16")
+        kern.gemm_ws[grid](ta, tb, out, m, n_cols, red, BLOCK_M=32, BLOCK_N=16, BLOCK_K=16,
+                           GROUP_M=2, WS=False, PROGRAMS=programs)
+        errors.append(float(np.linalg.norm(to_host(out) - ref) / np.linalg.norm(ref)))
     assert max(parts_seen) > 1, parts_seen  # a split backward weights among the cases
     print(json.dumps(errors))
 ''')
 
 
 def test_interpreted_ws_kernels_match_float64() -> None:
-    errors = interpreted(SCRIPT, [CASES, str(BENCH)], len(CASES) + 1)
-    bad = [(case, e) for case, e in zip([*CASES, "gemm_ws"], errors, strict=True)
+    cases = [(*case, launch) for case in CASES
+             for launch in (("parts",) if case[0] == "W" else ("tiles", "persistent"))]
+    cases += [("gemm_ws", "tiles"), ("gemm_ws", "persistent")]
+    errors = interpreted(SCRIPT, [CASES, str(BENCH)], len(cases))
+    bad = [(case, e) for case, e in zip(cases, errors, strict=True)
            if not e < 2e-3]  # a NaN left in the output (a row not written) fails too
     assert not bad, bad
 
