@@ -30,15 +30,22 @@
 #              backward data, both layouts (the tile as wide as a group in place);  GROUPED_S
 #   g16w.*     narrower tiles of backward weights on the same layers as g16 (filling split);
 #              G16W_S
+#   dw_grid/   the GPU grid's cases of the depthwise backward data (the phased stride-2
+#              objects among them) against float64, Triton hidden;  DW_GRID_S
+#   dw.*       find's pick against cuDNN on the depthwise layers' FP16 and BF16 backward data
+#              NHWC (the phased objects in place; bench/zoo_compare.py against
+#              zoo_h200-dw-b-f2b3b54 and zoo_h200-dw-fb-b29a063 for before);  DW_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
-# to run (default all but g16, grouped and g16w); the whole takes four calls of under 600 s,
-# the later ones on the warm machine (its package build then a no-op). The H200 run of
-# 2026-12-05 made the first three (bench/results/README.md); the fourth is still to run:
+# to run (default all but g16, grouped, g16w, dw_grid and dw); the whole takes five calls of
+# under 600 s, the later ones on the warm machine (its package build then a no-op). The H200
+# run of 2026-12-05 made the first three (bench/results/README.md); the last two are still
+# to run:
 #
 #   STEPS=g16,blas bash bench/gpu_rules.sh OUTDIR
 #   STEPS=grid,blas_w,packed,fp32_w bash bench/gpu_rules.sh OUTDIR
 #   STEPS=nchw,fp32_3d bash bench/gpu_rules.sh OUTDIR
 #   STEPS=grouped,g16w bash bench/gpu_rules.sh OUTDIR
+#   STEPS=dw_grid,dw bash bench/gpu_rules.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_rules.sh OUTDIR}"
 here="$(dirname "$0")"
@@ -116,4 +123,11 @@ ConvTritonImplicitGemmWrw@64:16:128:8:4:3:0,ConvTritonImplicitGemmWrw@64:32:32:8
 fi
 want fp32_3d && zoo fp32_3d "${FP32_3D_S:-150}" --types FP32 --directions F,B \
   --layouts NCHW,NHWC --classes 3-D
+if want dw_grid; then
+  GRID_SOLVER=ConvTritonDepthwiseBwd TESTS_S="${DW_GRID_S:-120}" \
+    bash "$here/gpu_test_all.sh" "$out/dw_grid" > "$out/dw_grid.log" 2>&1
+  stamp "dw_grid: $(grep -E 'passed|failed' "$out/dw_grid/gpu_tests.txt" | tail -1)"
+fi
+want dw && zoo dw "${DW_S:-200}" --types FP16,BF16 --directions B --layouts NHWC \
+  --classes depthwise
 stamp "done"

@@ -9,7 +9,8 @@ at run time, any size), reading the source pixels each tap needs; sums are FP32.
 - `depthwise_conv`: forward (BACKWARD = 0: source x, destination y) and backward data
   (BACKWARD = 1: source dy, destination dx; a destination pixel takes the taps whose source
   pixel lands on the stride's lattice). Program axes: destination pixel blocks, channel
-  blocks, image.
+  blocks, image. Backward data at stride 2 may run phased (PHASES = 2): a program's pixels
+  are of one stride phase, whose taps are a fixed quarter of the filter.
 - `depthwise_conv_wrw`: backward weights, dw[c, r, s] = sum over n, oh, ow of
   dy[n, c, oh, ow] * x[n, c, oh * stride_h - pad_h + r * dil_h, ...]. Program axes: channel
   blocks, filter rows, parts of the (image, pixel) reduction; a program sums the whole row
@@ -66,17 +67,95 @@ def _tap(acc, src, w_c, u, u_ok, dj, r, s, stride_w, pad_w, dil_w, SW, ssh, ssw,
 
 
 @triton.jit
+def _phase_tile(C, DH, DW, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A phased backward-data program's image and stride-2 phase (axis 2: image * 4 + phase),
+    destination channels (axis 1), the phase's row and column (ph, pw), and its destination
+    pixels (axis 0 blocks of the phase's pixels): their row and column indices within the
+    phase, the pixel and channel masks."""
+    n = tl.program_id(2) // 4
+    phase = tl.program_id(2) % 4
+    ph = phase // 2
+    pw = phase % 2
+    pix = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    c = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = (DH - ph + 1) // 2
+    cols = (DW - pw + 1) // 2
+    return n, ph, pw, c, pix // cols, pix % cols, pix < rows * cols, c < C
+
+
+@triton.jit
+def depthwise_bwd_phased(src, w_c, dst_ptr, n, ph, pw, ip, jp, pix_ok, c_ok, dst_c, SH, SW,
+                         pad_h, pad_w, ssh, ssw, sdn, sdh, sdw, swr, sws,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAPS_R: tl.constexpr,
+                         TAPS_S: tl.constexpr):
+    """Backward data at stride 2 (dilation 1) of one phase's destination pixels (rows
+    2*ip + ph, columns 2*jp + pw): the taps that reach them are those of the phase's parity,
+    r = r0, r0 + 2, ... (r0 = (ph + pad_h) % 2), a quarter of the filter, each reading dy at
+    a fixed offset from (ip, jp), so no tap is masked off the stride's lattice and no
+    division is left per pixel."""
+    r0 = (ph + pad_h) % 2
+    s0 = (pw + pad_w) % 2
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for tr in tl.static_range((TAPS_R + 1) // 2):
+        r = r0 + 2 * tr
+        u = ip + (ph + pad_h - r) // 2  # exact: ph + pad_h - r is even
+        u_ok = pix_ok & (r < TAPS_R) & (u >= 0) & (u < SH)
+        for ts in tl.static_range((TAPS_S + 1) // 2):
+            s = s0 + 2 * ts
+            v = jp + (pw + pad_w - s) // 2
+            ok = u_ok & (s < TAPS_S) & (v >= 0) & (v < SW)
+            a = tl.load(src + (u * ssh + v * ssw)[:, None], mask=ok[:, None] & c_ok[None, :],
+                        other=0.0)
+            b = tl.load(w_c + r * swr + s * sws, mask=c_ok & (r < TAPS_R) & (s < TAPS_S),
+                        other=0.0)
+            acc += a.to(tl.float32) * b.to(tl.float32)[None, :]
+    tl.store(dst_ptr + n * sdn + ((2 * ip + ph) * sdh + (2 * jp + pw) * sdw)[:, None]
+             + dst_c[None, :], acc.to(dst_ptr.dtype.element_ty),
+             mask=pix_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
 def depthwise_conv(
     src_ptr, w_ptr, dst_ptr, C, SH, SW, DH, DW, R, S, stride_h, stride_w, pad_h, pad_w,
     dil_h, dil_w, ssn, ssc, ssh, ssw, sdn, sdc, sdh, sdw, swc, swr, sws,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
     BACKWARD: tl.constexpr, TAPS_R: tl.constexpr, TAPS_S: tl.constexpr,
+    PHASES: tl.constexpr = 0,
 ):
     """dst[n, c, i, j] = sum over taps (r, s) of w[c, r, s] * src[n, c, u, v]: forward reads
     u = i * stride_h - pad_h + r * dil_h; backward data the u with
     u * stride_h = i + pad_h - r * dil_h (and likewise for v, j, S). TAPS_R x TAPS_S > 0: an
     object for filters of that size alone, its taps unrolled so that a program issues every
-    tap's load at once (R and S are then TAPS_R and TAPS_S); 0 x 0: R and S at run time."""
+    tap's load at once (R and S are then TAPS_R and TAPS_S); 0 x 0: R and S at run time.
+    PHASES 2 (backward data, stride 2 and dilation 1 both ways, taps unrolled): a program
+    owns pixels of one stride phase (`depthwise_bwd_phased`; program axis 2 is image * 4 +
+    phase)."""
+    if PHASES:
+        n, ph, pw, c, ip, jp, pix_ok, c_ok = _phase_tile(C, DH, DW, BLOCK_M, BLOCK_N)
+        if CHANNELS_LAST:
+            src_c = c
+            dst_c = c
+        else:
+            src_c = c * ssc
+            dst_c = c * sdc
+        depthwise_bwd_phased(src_ptr + n * ssn + src_c[None, :], w_ptr + c * swc, dst_ptr, n,
+                             ph, pw, ip, jp, pix_ok, c_ok, dst_c, SH, SW, pad_h, pad_w, ssh,
+                             ssw, sdn, sdh, sdw, swr, sws, BLOCK_M, BLOCK_N, TAPS_R, TAPS_S)
+    else:
+        _depthwise_direct(src_ptr, w_ptr, dst_ptr, C, SH, SW, DH, DW, R, S, stride_h, stride_w,
+                          pad_h, pad_w, dil_h, dil_w, ssn, ssc, ssh, ssw, sdn, sdc, sdh, sdw,
+                          swc, swr, sws, BLOCK_M, BLOCK_N, CHANNELS_LAST, BACKWARD, TAPS_R,
+                          TAPS_S)
+
+
+@triton.jit
+def _depthwise_direct(
+    src_ptr, w_ptr, dst_ptr, C, SH, SW, DH, DW, R, S, stride_h, stride_w, pad_h, pad_w,
+    dil_h, dil_w, ssn, ssc, ssh, ssw, sdn, sdc, sdh, sdw, swc, swr, sws,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    BACKWARD: tl.constexpr, TAPS_R: tl.constexpr, TAPS_S: tl.constexpr,
+):
+    """`depthwise_conv` a program a tile of destination pixels in raster order."""
     n, c, di, dj, pix_ok, c_ok = _direct_tile(C, DH, DW, BLOCK_M, BLOCK_N)
     if CHANNELS_LAST:
         src_c = c

@@ -47,7 +47,7 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("ssn", "i32"), ("ssc", "i32"), ("ssh", "i32"), ("ssw", "i32"), ("sdn", "i32"),
         ("sdc", "i32"), ("sdh", "i32"), ("sdw", "i32"), ("swc", "i32"), ("swr", "i32"),
         ("sws", "i32"), *_TILE, ("BACKWARD", "constexpr"), ("TAPS_R", "constexpr"),
-        ("TAPS_S", "constexpr")),
+        ("TAPS_S", "constexpr"), ("PHASES", "constexpr")),
     "depthwise_conv_wrw": (
         ("x_ptr", "ptr"), ("y_ptr", "ptr"), ("w_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
         ("N", "i32"), ("C", "i32"), ("H", "i32"), ("W", "i32"), ("P", "i32"), ("Q", "i32"),
@@ -72,6 +72,18 @@ WIDTH_CLASSES = (4, 8)
 #: spilled on wave32 targets; no 7x7 layer has been timed yet. Other filters take the object
 #: whose R and S are arguments.
 UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
+#: Channels-last backward data at stride 2 and dilation 1 of these filters takes objects whose
+#: programs own one stride phase's pixels (`conv_triton_depthwise.depthwise_bwd_phased`;
+#: shape class PHASED + R * 10 + S): only the quarter of the taps that reach a phase is
+#: issued, at a fixed offset into dy, where the raster-order objects issue every tap with a
+#: mask off the stride's lattice and a division per pixel (25 loads a pixel at 5x5 for 6.25
+#: that count). On the H200 the zoo's depthwise backward data NHWC took 2.09x cuDNN over its
+#: sampled layers, and the 5x5 stride-2 ones of MobileNet-v3 and MnasNet 6.45x
+#: (bench/results/zoo_h200-dw-fb-b29a063.md, zoo_h200-dw-b-f2b3b54.md). Not timed yet: the
+#: count of loads is the estimate. Channel-planar layouts keep the raster objects (a phase's
+#: stores would be every other element of dx's rows).
+PHASED_FILTERS = UNROLLED_FILTERS
+PHASED = 200
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
 TENSORS: dict[str, dict[str, str]] = {
     "F": {"src_ptr": "x", "w_ptr": "w", "dst_ptr": "y"},
@@ -237,14 +249,18 @@ def meets_align16(direction: str, args: Mapping[str, int], dtype: str | None = N
     return all(int(args[a]) % divisor == 0 for a in ALIGN16[KERNEL[direction]])
 
 
-def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
-         ) -> tuple[int, int, int]:
+def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int],
+         width: int = 0) -> tuple[int, int, int]:
     """Forward and backward data: (destination pixel blocks, channel blocks, images);
-    backward weights: (channel blocks, filter rows, parts)."""
+    backward weights: (channel blocks, filter rows, parts). A phased object (`width`, its
+    shape class, from PHASED): (the largest phase's pixel blocks, channel blocks,
+    images x 4 phases)."""
     z = sizes
     blocks_c = cdiv(lanes(direction, z), config["BLOCK_N"])
     if direction == "W":
         return blocks_c, z["R"], int(config.get("SPLIT_K", 1))
+    if direction == "B" and width >= PHASED:
+        return cdiv(cdiv(z["H"], 2) * cdiv(z["W"], 2), config["BLOCK_M"]), blocks_c, z["N"] * 4
     pixels = z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"]
     return cdiv(pixels, config["BLOCK_M"]), blocks_c, z["N"]
 
@@ -254,21 +270,34 @@ def width_class(s: int) -> int:
     return next(w for w in WIDTH_CLASSES if w >= s)
 
 
-def shape_classes(direction: str) -> tuple[int, ...]:
-    """The object classes a package ships per tile (`shape_class`)."""
+def shape_classes(direction: str, last: bool | None = None) -> tuple[int, ...]:
+    """The object classes a package ships per tile (`shape_class`) of a layout (`last`:
+    channels-last; None, both)."""
     if direction == "W":
         return WIDTH_CLASSES
     if direction in ("F", "B"):
-        return (0, *(r * 10 + s for r, s in UNROLLED_FILTERS))
+        phased = tuple(PHASED + r * 10 + s for r, s in PHASED_FILTERS) \
+            if direction == "B" and last is not False else ()
+        return (0, *(r * 10 + s for r, s in UNROLLED_FILTERS), *phased)
     return (0,)
 
 
-def shape_class(direction: str, sizes: Mapping[str, int]) -> int:
+def phased(sizes: Mapping[str, int], last: bool) -> bool:
+    """Whether a backward-data problem takes the phased objects (PHASED_FILTERS)."""
+    z = sizes
+    return bool(last) and (z["stride_h"], z["stride_w"], z["dil_h"], z["dil_w"]) == \
+        (2, 2, 1, 1) and (z["R"], z["S"]) in PHASED_FILTERS and z["N"] * 4 <= GRID_YZ_MAX
+
+
+def shape_class(direction: str, sizes: Mapping[str, int], last: bool = False) -> int:
     """The part of a problem's shape its object is compiled for: backward weights' width
     class (BLOCK_S); forward's and backward data's filter R * 10 + S where UNROLLED_FILTERS
-    holds it, else 0 (R and S at run time)."""
+    holds it, else 0 (R and S at run time), plus PHASED where backward data is `phased`
+    (`last`: the problem is channels-last)."""
     if direction == "W":
         return width_class(sizes["S"])
+    if direction == "B" and phased(sizes, last):
+        return PHASED + int(sizes["R"]) * 10 + int(sizes["S"])
     if (sizes["R"], sizes["S"]) in UNROLLED_FILTERS:
         return int(sizes["R"]) * 10 + int(sizes["S"])
     return 0
@@ -286,10 +315,11 @@ def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
 def constexpr_values(direction: str, config: Mapping[str, int], last: bool, width: int
                      ) -> dict[str, int]:
     """Every constexpr a direct kernel may take (a kernel's ARGS pick theirs)."""
-    taps = width if direction in ("F", "B") else 0
+    taps = width % PHASED if direction in ("F", "B") else 0
     return {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
             "BLOCK_S": int(width) if direction == "W" else 0, "CHANNELS_LAST": int(last),
-            "BACKWARD": int(direction == "B"), "TAPS_R": taps // 10, "TAPS_S": taps % 10}
+            "BACKWARD": int(direction == "B"), "TAPS_R": taps // 10, "TAPS_S": taps % 10,
+            "PHASES": 2 if direction == "B" and width >= PHASED else 0}
 
 
 def legal(direction: str, config: Mapping[str, int]) -> bool:

@@ -75,13 +75,14 @@ def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int,
     return _split_for(sizes, config, sms, last, SPLIT_RULES)
 
 
-def shape_classes(direction: str) -> tuple[int, ...]:
-    """The object classes a package ships per tile: backward weights' width classes."""
+def shape_classes(direction: str, last: bool | None = None) -> tuple[int, ...]:
+    """The object classes a package ships per tile: backward weights' width classes (the same
+    in both layouts, `last`)."""
     return WIDTH_CLASSES if direction == "W" else (0,)
 
 
-def shape_class(direction: str, sizes: Mapping[str, int]) -> int:
-    """Backward weights' width class (BLOCK_S); 0 in the other directions."""
+def shape_class(direction: str, sizes: Mapping[str, int], last: bool = False) -> int:
+    """Backward weights' width class (BLOCK_S); 0 in the other directions (either layout)."""
     return width_class(sizes["S"]) if direction == "W" else 0
 
 #: The most channels, and filters, a group may have. Beyond it the implicit GEMM's 16-wide

@@ -23,7 +23,6 @@ YIELDS_TO).
 
 from __future__ import annotations
 
-import itertools
 from functools import lru_cache
 from typing import Any
 
@@ -216,33 +215,38 @@ class ConvTritonDepthwise(Solver):
              ) -> CompileJob:
         # The split is the grid's third axis, not part of the object: one serves every split.
         config = {**_config(tuple(params)), "SPLIT_K": 1}
-        _, sizes, _, last = _view(problem)
+        last = _view(problem)[3]
         return _job(self.spec_name, self.direction, problem.in_type,
-                    tuple(sorted(config.items())), last, aligned, self._width(sizes), target)
+                    tuple(sorted(config.items())), last, aligned, self._width(problem), target)
 
-    def _width(self, sizes: dict[str, int]) -> int:
+    def _width(self, problem: ConvProblem) -> int:
         """The shape class the object is compiled for (the spec's `shape_class`: backward
-        weights' filter width class, the depthwise forward's unrolled filter)."""
-        return int(self.spec().shape_class(self.direction, sizes))
+        weights' filter width class, forward's and backward data's unrolled filter, backward
+        data's phased objects)."""
+        _, sizes, _, last = _view(problem)
+        return int(self.spec().shape_class(self.direction, sizes, last))
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type and layout the usual tile (channels-last: with and without alignment) at
-        each of the spec's shape classes (backward weights' filter width classes, the
-        depthwise forward's unrolled filters), and the reduce kernel at every split."""
+        each of the spec's shape classes of the layout (backward weights' filter width
+        classes, the unrolled filters, channels-last backward data's phased ones), and the
+        reduce kernel at every split."""
         if self._kind(target) is None:
             return []
         spec = self.spec()
-        widths = spec.shape_classes(self.direction)
         aligned = (True, False) if spec.ALIGN16[spec.KERNEL[self.direction]] else (False,)
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:
-            for last, width in itertools.product((True, False), widths):
-                tiles = spec.tiles_of(self.direction, last, self._kind(target)) \
-                    if hasattr(spec, "tiles_of") else [spec.usual_tile(self.direction, last)]
-                for tile in tiles:
-                    config = tuple(sorted(tile.items()))
-                    jobs += [_job(self.spec_name, self.direction, data_type, config, last, a,
-                                  width, target) for a in (aligned if last else (False,))]
+            for last in (True, False):
+                for width in spec.shape_classes(self.direction, last):
+                    tiles = spec.tiles_of(self.direction, last, self._kind(target)) \
+                        if hasattr(spec, "tiles_of") else \
+                        [spec.usual_tile(self.direction, last)]
+                    for tile in tiles:
+                        config = tuple(sorted(tile.items()))
+                        jobs += [_job(self.spec_name, self.direction, data_type, config, last,
+                                      a, width, target)
+                                 for a in (aligned if last else (False,))]
             if self.direction == "W":
                 jobs += reduce_jobs(data_type, target)  # every split: these objects
         return jobs
@@ -278,7 +282,8 @@ class ConvTritonDepthwise(Solver):
         config = _config(tuple(params))
         if self.direction != "W":
             config["SPLIT_K"] = 1
-        grid = self.spec().grid(self.direction, _view(problem)[1], config)
+        grid = self.spec().grid(self.direction, _view(problem)[1], config,
+                                self._width(problem))
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
     def efficiency(self, view: ConvView, params: Params) -> float:

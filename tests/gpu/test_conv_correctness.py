@@ -45,6 +45,12 @@ BASE = [
                 groups=32),
     ConvProblem(n=3, c=24, k=24, in_spatial=(17, 14), filter=(7, 7), pad=(6, 6),
                 dilation=(2, 2), groups=24),
+    # Stride 2 at 3x3 and 7x7 on odd and even sizes: channels-last backward data on the
+    # phased objects (the four phases of different sizes).
+    ConvProblem(n=3, c=24, k=24, in_spatial=(15, 12), filter=(3, 3), pad=(1, 1), stride=(2, 2),
+                groups=24),
+    ConvProblem(n=2, c=16, k=16, in_spatial=(13, 14), filter=(7, 7), pad=(3, 3), stride=(2, 2),
+                groups=16),
     # Grouped, few channels a group (FP32: the grouped direct family; 16-bit: the implicit
     # GEMM's packed kernels): ResNeXt's 4 a group, one
     # channel to two filters at 5x5 stride 2, eight channels to two filters dilated.

@@ -1,7 +1,9 @@
 """The depthwise kernels, run by Triton's interpreter on the CPU (TRITON_INTERPRET=1) through
 the solvers' own launches (arguments, grid, constexprs of the job, the reduce follow-up),
 against the float64 reference (solvers/reference.py): every direction, type and layout,
-filters 3/5/7, strides 1/2, dilations 1/2, odd sizes and a split backward-weights reduction.
+filters 3/5/7, strides 1/2, dilations 1/2, odd sizes and a split backward-weights reduction;
+channels-last backward data at stride 2 and dilation 1 runs the phased objects (its job says
+so: checked).
 The interpreter's harness (numpy arrays as tensors) is tests/integration/triton_interpreter.py."""
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ GEOMETRIES = [
     (5, 11, 8, 5, 2, 2, 1, 2, 0),
     (3, 13, 9, 7, 1, 3, 2, 1, 0),
     (16, 9, 10, 3, 2, 0, 2, 2, 4),
+    # stride 2, dilation 1: channels-last backward data on the phased objects (odd and even
+    # sizes, so that the four phases differ; padding 0, 1 and 3)
+    (6, 10, 9, 3, 2, 1, 1, 3, 0),
+    (7, 9, 12, 3, 2, 0, 1, 2, 0),
+    (4, 12, 11, 7, 2, 3, 1, 1, 0),
 ]
 TOLERANCE = {"FP32": 1e-5, "FP16": 3e-3, "BF16": 2e-2}
 
@@ -48,6 +55,9 @@ SCRIPT = HARNESS + textwrap.dedent('''
         if split and direction == "W":
             params = params[:4] + (split,) + params[5:]
         assert solver.params_valid(p, SM90, params), params
+        job = solver.compile_job(p, params, SM90)
+        phased = (direction, layout, st, dil) == ("B", "NHWC", 2, 1)
+        assert ("-DPHASES=2" in job.options) == phased, (p.key(), job.options)
         errors.append(relative_error(solver, conv_triton_depthwise, p, params, SM90, rng))
     print(json.dumps(errors))
 ''')

@@ -125,10 +125,13 @@ def test_launch_geometry_and_arguments_per_layout() -> None:
     assert params[:2] == (64, 2) and f.launch(nchw, params).grid == (13, 48, 32)
     b = get_solver(NAMES["B"])
     launch = b.launch(_p(96, 56, 3, 2, "B"), b.default_params(_p(96, 56, 3, 2, "B"), SM90))
-    # Backward data walks dx's 56x56 pixels, reading dy's 28x28.
+    # Backward data walks dx's 56x56 pixels, reading dy's 28x28; at stride 2 in NHWC a
+    # program owns one stride phase's pixels (28x28 of them a phase), axis 2 images x 4.
     assert launch.pointer_args()[:3] == ["dy", "w", "dx"]
     assert (launch.scalars()["SH"], launch.scalars()["DH"]) == (28, 56)
-    assert launch.grid == (392, 3, 32)
+    assert launch.grid == (98, 3, 128)
+    at_one = _p(96, 56, 3, 1, "B")  # stride 1: a program a tile of dx's raster order
+    assert b.launch(at_one, b.default_params(at_one, SM90)).grid == (392, 3, 32)
     assert f.launch_geometry(nhwc, f.default_params(nhwc, SM90)) == ((98, 3, 32), (32, 1, 1))
 
 
@@ -142,13 +145,21 @@ def test_objects_unroll_the_usual_filters_and_ship(direction: str) -> None:
     seen = set()
     for r, taps in ((3, "3"), (5, "5"), (7, "7"), (4, "0")):
         for stride in (1, 2):
-            p = _p(96, 56, r, stride, direction)
-            job = f.compile_job(p, f.default_params(p, SM90), SM90)
-            assert f"-DTAPS_R={taps}" in job.options and f"-DTAPS_S={taps}" in job.options, job
-            assert job in shipped and f.unaligned_job(p, f.default_params(p, SM90), SM90) in \
-                shipped
-            seen.add(job)
-    assert len(seen) == 4
+            for layout in ("NHWC", "NCHW"):
+                p = _p(96, 56, r, stride, direction, layout=layout)
+                job = f.compile_job(p, f.default_params(p, SM90), SM90)
+                assert f"-DTAPS_R={taps}" in job.options and \
+                    f"-DTAPS_S={taps}" in job.options, job
+                # Channels-last backward data at stride 2 (dilation 1): the phased objects.
+                phased = direction == "B" and stride == 2 and layout == "NHWC" and taps != "0"
+                assert (f"-DPHASES={2 if phased else 0}" in job.options), job
+                assert job in shipped and \
+                    f.unaligned_job(p, f.default_params(p, SM90), SM90) in shipped
+                seen.add((job, layout))
+    # 4 shape classes a layout; channels-last backward data 3 more (phased 3x3, 5x5, 7x7)
+    assert len(seen) == (8 + 3 if direction == "B" else 8)
+    dilated = _p(96, 56, 3, 2, direction, dilation=2)
+    assert "-DPHASES=0" in f.compile_job(dilated, f.default_params(dilated, SM90), SM90).options
     w = get_solver(NAMES["W"])
     back = _p(96, 56, 3, 1, "W")
     assert not any(o.startswith("-DTAPS_R") for o in
