@@ -45,7 +45,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
     cases, bench = json.loads(sys.argv[1])
     sys.path.insert(0, bench)
     import _ws_kernel as kern
-    import ws_conv
+    import _ws_launch as ws_conv
 
     rng = np.random.default_rng(0)
     errors, parts_seen = [], []
@@ -65,7 +65,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
             n_parts, _ = ws_conv.parts(g, cfg)
             size = n_parts * int(np.prod(tensors["dw"].array.shape))
             ws = _HostTensor(np.full(size, np.nan, np.float32), "float32")
-            pad_fn, conv_fn, _ = ws_conv._launches_w(kern, g, tensors["x"], tensors["dy"],
+            pad_fn, conv_fn, _ = ws_conv.launches_w(kern, g, tensors["x"], tensors["dy"],
                                                      tensors["dw"], xp, dyp, ws, cfg)
             pad_fn()
             conv_fn()
@@ -75,7 +75,7 @@ SCRIPT = HARNESS + textwrap.dedent('''
             got = []
             for c in (cfg, cfg + (1,)):
                 tensors[output].array[...] = np.nan
-                pad_fn, conv_fn = ws_conv._launches(kern, g, tensors["x" if direction == "F"
+                pad_fn, conv_fn = ws_conv.launches(kern, g, tensors["x" if direction == "F"
                                                                     else "dy"], tensors["w"],
                                                     tensors[output], xp, c, direction == "B")
                 pad_fn()
@@ -111,7 +111,7 @@ def test_interpreted_ws_kernels_match_float64() -> None:
 
 def test_geometry_padding_and_eligibility() -> None:
     sys.path.insert(0, str(BENCH))
-    import ws_conv
+    import _ws_launch as ws_conv
     from miopenkernels.problem import ConvProblem
 
     def problem(direction: str, f: int, pad: int, dil: int = 1, stride: int = 1,
