@@ -207,8 +207,10 @@ def test_every_depthwise_object_compiles_for_sm90_and_gfx942(tmp_path) -> None: 
         jobs = _family_objects("Depthwise", target, tmp_path / f"{target.basename}.kdb")
         # Types x (NCHW, NHWC, NHWC aligned): forward and backward data (R and S at run time,
         # and 3x3, 5x5 and 7x7 unrolled), and backward weights at two filter width classes;
-        # the channels-last forward also at its large tile (spec.LARGE_TILES).
-        assert len(jobs) == 3 * (3 * (4 + 4 + 2) + 2 * 4)
+        # the channels-last forward also at its large tile (spec.LARGE_TILES), the
+        # channels-last backward data also phased at 3x3, 5x5 and 7x7 (spec.PHASED_FILTERS).
+        assert len(jobs) == 3 * (3 * (4 + 4 + 2) + 2 * 4 + 2 * 3)
+        assert sum("-DPHASES=2" in job.options for job in jobs) == 3 * 2 * 3
         for job in jobs:
             if target.vendor == "nvidia":
                 # Vectors of 8 or 16 bytes: the forward's 8x16 one-warp tile gives a thread 4
