@@ -79,9 +79,11 @@ UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
 #: mask off the stride's lattice and a division per pixel (25 loads a pixel at 5x5 for 6.25
 #: that count). On the H200 the zoo's depthwise backward data NHWC took 2.09x cuDNN over its
 #: sampled layers, and the 5x5 stride-2 ones of MobileNet-v3 and MnasNet 6.45x
-#: (bench/results/zoo_h200-dw-fb-b29a063.md, zoo_h200-dw-b-f2b3b54.md). Not timed yet: the
-#: count of loads is the estimate. Channel-planar layouts keep the raster objects (a phase's
-#: stores would be every other element of dx's rows).
+#: (bench/results/zoo_h200-dw-fb-b29a063.md, zoo_h200-dw-b-f2b3b54.md). Not timed yet; in
+#: sm90 SASS a program at the same tile runs 0.51 (3x3) and 0.40 (5x5) of the instructions,
+#: 0.44 and 0.36 of the loads (bench/results/depthwise_phased_sass-sm90.json). Channel-planar
+#: layouts keep the raster objects (a phase's stores would be every other element of dx's
+#: rows).
 PHASED_FILTERS = UNROLLED_FILTERS
 PHASED = 200
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
