@@ -22,12 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
-import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import triton_conv_sass  # noqa: E402 - bench/triton_conv_sass.py, beside this file
 
 #: (name, channels, input size, filter, padding): the zoo's stride-2 depthwise layers.
 LAYERS = (
@@ -40,26 +40,16 @@ LAYERS = (
 
 
 def _sass(blob: bytes) -> tuple[str, str]:
-    """(SASS, resource usage) of a kdb blob's cubin, by Triton's nvdisasm and cuobjdump."""
-    import triton
+    """(SASS, resource usage) of a kdb blob's cubin (bench/triton_conv_sass.py's tools)."""
     from miopenkernels.launch_metadata import split_kdb_blob
 
     code, _ = split_kdb_blob(blob)
-    bindir = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin = Path(tmp) / "k.cubin"
-        cubin.write_bytes(code)
-        sass = subprocess.run([str(bindir / "nvdisasm"), str(cubin)], capture_output=True,
-                              text=True, check=True).stdout
-        res = subprocess.run([str(bindir / "cuobjdump"), "--dump-resource-usage", str(cubin)],
-                             capture_output=True, text=True, check=True).stdout
-    return sass, res
+    return triton_conv_sass.disassemble(code)
 
 
 def _counts(blob: bytes) -> dict[str, Any]:
     sass, res = _sass(blob)
-    ops = Counter(m.group(1) for m in re.finditer(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?"
-                                                  r"([A-Z][A-Z0-9_.]+)", sass, re.M))
+    ops = triton_conv_sass.opcodes(sass)
     regs = re.search(r"REG:(\d+)", res)
     # A branch back to an earlier label: a loop, whose body the static counts hold once (the
     # branch to itself that ends every kernel is not one).

@@ -99,12 +99,13 @@ def _rel_err(a: Any, b: Any) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-def measure(zoo: Any, ct: Any, tma: Any, spec: Any, layer: Any, type_name: str,
-            direction: str, batch: int, repeats: int) -> dict:
+def nhwc_tensors(zoo: Any, p: Any, type_name: str) -> tuple[dict, Any, Any]:
+    """A 16-bit NHWC problem's x, w and y stored channels-last on the device (w scaled by its
+    fan-in), cuDNN's call on them (bench/zoo.py's peer, benchmark on) and its output in the
+    stored layout: (stored, peer, reference)."""
     import torch
 
     dt = {"FP16": torch.float16, "BF16": torch.bfloat16}[type_name]
-    p = zoo.layer_problem(layer, type_name, direction, "NHWC", batch)
     stored = {}
     for role, shape in (("x", p.in_shape), ("w", p.wei_shape), ("y", p.out_shape)):
         v = torch.randn((shape[0], *shape[2:], shape[1]), device="cuda", dtype=dt)
@@ -114,7 +115,13 @@ def measure(zoo: Any, ct: Any, tma: Any, spec: Any, layer: Any, type_name: str,
     views = {k: v.permute(0, 3, 1, 2) for k, v in stored.items()}
     peer = zoo._peer(p, views)
     torch.backends.cudnn.benchmark = True
-    ref = peer().permute(0, 2, 3, 1).contiguous()
+    return stored, peer, peer().permute(0, 2, 3, 1).contiguous()
+
+
+def measure(zoo: Any, ct: Any, tma: Any, spec: Any, layer: Any, type_name: str,
+            direction: str, batch: int, repeats: int) -> dict:
+    p = zoo.layer_problem(layer, type_name, direction, "NHWC", batch)
+    stored, peer, ref = nhwc_tensors(zoo, p, type_name)
     cudnn_ms = zoo.queued_gpu_ms(peer, repeats, 3)
     out_role = "y" if direction == "F" else "x"
     gather = _gather_launch(ct, spec, p, stored, type_name, direction)

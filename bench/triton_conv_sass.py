@@ -51,6 +51,27 @@ def loop_body(sass: str) -> Counter:
                               body, re.M))
 
 
+def disassemble(cubin: bytes) -> tuple[str, str]:
+    """(SASS, resource usage) of a cubin, by the nvdisasm and cuobjdump Triton ships."""
+    import triton
+
+    bindir = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        res = subprocess.run([str(bindir / "cuobjdump"), "--dump-resource-usage", str(path)],
+                             capture_output=True, text=True, check=True).stdout
+        sass = subprocess.run([str(bindir / "nvdisasm"), str(path)], capture_output=True,
+                              text=True, check=True).stdout
+    return sass, res
+
+
+def opcodes(sass: str) -> Counter:
+    """Each SASS instruction's opcode (predicates dropped), counted."""
+    return Counter(m.group(1) for m in re.finditer(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?"
+                                                   r"([A-Z][A-Z0-9_.]+)", sass, re.M))
+
+
 def report(case: str, sizes: dict[str, int], module: str = "") -> dict:
     import importlib
 
@@ -74,17 +95,9 @@ def report(case: str, sizes: dict[str, int], module: str = "") -> dict:
                                       cx, [(a, 16) for a in aligned_args])
     k = triton.compile(ASTSource(fn, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
-    bindir = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin = Path(tmp) / "k.cubin"
-        cubin.write_bytes(k.asm["cubin"])
-        res = subprocess.run([str(bindir / "cuobjdump"), "--dump-resource-usage", str(cubin)],
-                             capture_output=True, text=True, check=True).stdout
-        sass = subprocess.run([str(bindir / "nvdisasm"), str(cubin)], capture_output=True,
-                              text=True, check=True).stdout
+    sass, res = disassemble(k.asm["cubin"])
     regs = re.search(r"REG:(\d+)", res)
-    ops = Counter(m.group(1) for m in re.finditer(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?"
-                                                  r"([A-Z][A-Z0-9_.]+)", sass, re.M))
+    ops = opcodes(sass)
 
     def count(prefix: str) -> int:
         return sum(n for op, n in ops.items() if op.startswith(prefix))

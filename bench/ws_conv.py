@@ -83,19 +83,10 @@ def measure(zoo: Any, tma_conv: Any, kern: Any, ct: Any, spec: Any, layer: Any,
             type_name: str, direction: str, batch: int, repeats: int, gemm: bool) -> dict:
     import torch
 
-    dt = {"FP16": torch.float16, "BF16": torch.bfloat16}[type_name]
     p = zoo.layer_problem(layer, type_name, direction, "NHWC", batch)
     g = geometry(p)
-    stored = {}
-    for role, shape in (("x", p.in_shape), ("w", p.wei_shape), ("y", p.out_shape)):
-        v = torch.randn((shape[0], *shape[2:], shape[1]), device="cuda", dtype=dt)
-        if role == "w":
-            v /= math.sqrt(shape[1] * math.prod(shape[2:]))
-        stored[role] = v
-    views = {k: v.permute(0, 3, 1, 2) for k, v in stored.items()}
-    peer = zoo._peer(p, views)
-    torch.backends.cudnn.benchmark = True
-    ref = peer().permute(0, 2, 3, 1).contiguous()
+    stored, peer, ref = tma_conv.nhwc_tensors(zoo, p, type_name)
+    dt = stored["x"].dtype
     row: dict[str, Any] = {
         "network": layer.network, "layer": layer.name, "held_out": layer.held_out,
         "case": f"{type_name}-{direction}-NHWC", "n": batch, "geometry": g,

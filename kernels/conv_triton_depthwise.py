@@ -67,6 +67,20 @@ def _tap(acc, src, w_c, u, u_ok, dj, r, s, stride_w, pad_w, dil_w, SW, ssh, ssw,
 
 
 @triton.jit
+def _channel_offsets(c, ssc, sdc, CHANNELS_LAST: tl.constexpr):
+    """The source's and destination's offsets of channels c: c itself where CHANNELS_LAST
+    promises unit channel strides (so that loads along channels are vectors), else c times
+    the strides."""
+    if CHANNELS_LAST:
+        src_c = c
+        dst_c = c
+    else:
+        src_c = c * ssc
+        dst_c = c * sdc
+    return src_c, dst_c
+
+
+@triton.jit
 def _phase_tile(C, DH, DW, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """A phased backward-data program's image and stride-2 phase (axis 2: image * 4 + phase),
     destination channels (axis 1), the phase's row and column (ph, pw), and its destination
@@ -132,12 +146,7 @@ def depthwise_conv(
     phase)."""
     if PHASES:
         n, ph, pw, c, ip, jp, pix_ok, c_ok = _phase_tile(C, DH, DW, BLOCK_M, BLOCK_N)
-        if CHANNELS_LAST:
-            src_c = c
-            dst_c = c
-        else:
-            src_c = c * ssc
-            dst_c = c * sdc
+        src_c, dst_c = _channel_offsets(c, ssc, sdc, CHANNELS_LAST)
         depthwise_bwd_phased(src_ptr + n * ssn + src_c[None, :], w_ptr + c * swc, dst_ptr, n,
                              ph, pw, ip, jp, pix_ok, c_ok, dst_c, SH, SW, pad_h, pad_w, ssh,
                              ssw, sdn, sdh, sdw, swr, sws, BLOCK_M, BLOCK_N, TAPS_R, TAPS_S)
@@ -157,12 +166,7 @@ def _depthwise_direct(
 ):
     """`depthwise_conv` a program a tile of destination pixels in raster order."""
     n, c, di, dj, pix_ok, c_ok = _direct_tile(C, DH, DW, BLOCK_M, BLOCK_N)
-    if CHANNELS_LAST:
-        src_c = c
-        dst_c = c
-    else:
-        src_c = c * ssc
-        dst_c = c * sdc
+    src_c, dst_c = _channel_offsets(c, ssc, sdc, CHANNELS_LAST)
     src = src_ptr + n * ssn + src_c[None, :]
     w_c = w_ptr + c * swc
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
