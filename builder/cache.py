@@ -1,11 +1,12 @@
 """Content-addressed cache of compiled code objects.
 
 The key of a job is the sha256 of everything that shapes its code object: the kernel source and
-every include it reaches, the compile options, the compiler's identity and version (with its
-fixed flags; `triton <version>` for Triton kernels) and the arch it compiles for. The CU count is
-not part of it, so targets that share an arch
-share objects, and a kdb row's (name, args) maps onto exactly one key. Only checked code objects
-enter the cache; an entry is written to a temporary file and renamed, so a crash never leaves a
+every include it reaches (for a Triton kernel: the kernels-package modules it imports and the
+data files they name, `kernel_sources.source_files`), the compile options, the compiler's
+identity and version (with its fixed flags; `triton <version>` for Triton kernels) and the arch
+it compiles for. The CU count is not part of it, so targets that share an arch share objects,
+and a kdb row's (name, args) maps onto exactly one key. Only checked code objects enter the
+cache; an entry is written to a temporary file and renamed, so a crash never leaves a
 half-written object under a valid key.
 """
 

@@ -21,8 +21,8 @@ run-time value, so a tuple of them cannot be unpacked.
 
 Triton inlines every helper into the kernel that calls it, so a kernel compiles to the same
 code as with the lines written out in its body (bench/triton_ptx_compare.py checks the PTX).
-The kernel files import this module relatively; `kernel_sources.source_digest` covers every
-Python file of the kernels folder, so a change here recompiles the kernels that use it.
+The kernel files import this module relatively; `kernel_sources.source_digest` covers the
+modules a kernel file imports, so a change here recompiles the kernels that use it.
 Importing this module needs Triton but no GPU.
 """
 

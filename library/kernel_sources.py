@@ -4,9 +4,13 @@ the text with its includes inlined.
 The kernels directory is the installed `miopenkernels.kernels` package unless
 `MIOPENKERNELS_KERNELS_DIR` (or an explicit argument) points elsewhere, so that a build or a test
 can compile a modified copy. A kernel's dependencies are its own file plus every file it pulls in
-through `#include "..."`, followed transitively (a Triton kernel, `*.py`, depends on every
-Python file of the kernels directory, since it may import any of them); system headers
-(`<...>`) belong to the compiler and are covered by its version.
+through `#include "..."`, followed transitively; system headers (`<...>`) belong to the
+compiler and are covered by its version. A Triton kernel, `*.py`, depends on the modules of the
+kernels package it imports, followed transitively (relative imports anywhere in a module, in a
+function too: `from .x import y`, `from . import x`), and on every file of the kernels directory
+that one of those modules names in a string (a data file it reads, such as a tuned table); so a
+change to one family's kernel recompiles that family's objects and no other. A module that
+does not parse depends on every Python file of the directory (its compile fails anyway).
 """
 
 from __future__ import annotations
@@ -57,10 +61,7 @@ def source_files(kernel_file: str, directory: str | Path | None = None) -> list[
     root = kernels_dir(directory)
     first = kernel_source(kernel_file, root)
     if first.suffix == ".py":
-        # A Triton kernel may import its sibling Python files: all of them are its text.
-        others = sorted(p.resolve() for p in root.glob("*.py")
-                        if p.name != "__init__.py" and p.resolve() != first.resolve())
-        return [first.resolve(), *others]
+        return _python_closure(first.resolve(), root.resolve())
     seen: dict[Path, None] = {}
     todo = [first]
     while todo:
@@ -75,6 +76,56 @@ def source_files(kernel_file: str, directory: str | Path | None = None) -> list[
                     todo.append(candidate)
                     break
     return list(seen)
+
+
+def _python_closure(first: Path, root: Path) -> list[Path]:
+    """`first` and what it reads of the kernels package, in first-seen order: the modules it
+    imports relatively (transitively), then the files of `root` its modules name."""
+    seen: dict[Path, None] = {}
+    data: dict[Path, None] = {}
+    todo = [first]
+    while todo:
+        path = todo.pop(0)
+        if path in seen:
+            continue
+        seen[path] = None
+        found = _python_references(path, root)
+        if found is None:  # unparseable: every Python file of the folder
+            rest = sorted(p.resolve() for p in root.glob("*.py") if p.name != "__init__.py")
+            return [first, *(p for p in rest if p != first)]
+        modules, files = found
+        todo.extend(m for m in modules if m not in seen)
+        data.update(dict.fromkeys(f for f in files if f not in data))
+    return [*seen, *(f for f in data if f not in seen)]
+
+
+def _python_references(path: Path, root: Path) -> tuple[list[Path], list[Path]] | None:
+    """The kernels-package modules `path` imports relatively and the files of `root` it names
+    in a string constant; None where it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError):
+        return None
+    modules: list[Path] = []
+    files: list[Path] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            names = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
+            for name in names:
+                candidate = root / f"{name}.py"
+                if candidate.is_file():
+                    modules.append(candidate.resolve())
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and _FILE_NAME_RE.fullmatch(node.value)):
+            candidate = root / node.value
+            if candidate.is_file() and candidate.resolve() != path:
+                files.append(candidate.resolve())
+    return modules, files
+
+
+_FILE_NAME_RE = lazy(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\.[A-Za-z0-9]{1,8}")
 
 
 def source_digest(kernel_file: str, directory: str | Path | None = None) -> str:
