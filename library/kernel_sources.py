@@ -89,7 +89,7 @@ def _python_closure(first: Path, root: Path) -> list[Path]:
         if path in seen:
             continue
         seen[path] = None
-        found = _python_references(path, root)
+        found = _python_references(path, root, path.read_bytes())
         if found is None:  # unparseable: every Python file of the folder
             rest = sorted(p.resolve() for p in root.glob("*.py") if p.name != "__init__.py")
             return [first, *(p for p in rest if p != first)]
@@ -99,13 +99,17 @@ def _python_closure(first: Path, root: Path) -> list[Path]:
     return [*seen, *(f for f in data if f not in seen)]
 
 
-def _python_references(path: Path, root: Path) -> tuple[list[Path], list[Path]] | None:
-    """The kernels-package modules `path` imports relatively and the files of `root` it names
-    in a string constant; None where it does not parse."""
+@lru_cache(maxsize=256)
+def _python_references(path: Path, root: Path, text: bytes
+                       ) -> tuple[tuple[Path, ...], tuple[Path, ...]] | None:
+    """The kernels-package modules `path` (whose bytes are `text`) imports relatively and the
+    files of `root` it names in a string constant; None where it does not parse. Kept per
+    path and text: parsing the implicit GEMM's modules takes tens of milliseconds, and a
+    build asks for every job's."""
     import ast
 
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        tree = ast.parse(text, filename=str(path))
     except (SyntaxError, ValueError):
         return None
     modules: list[Path] = []
@@ -122,7 +126,7 @@ def _python_references(path: Path, root: Path) -> tuple[list[Path], list[Path]] 
             candidate = root / node.value
             if candidate.is_file() and candidate.resolve() != path:
                 files.append(candidate.resolve())
-    return modules, files
+    return tuple(modules), tuple(files)
 
 
 _FILE_NAME_RE = lazy(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\.[A-Za-z0-9]{1,8}")
