@@ -35,17 +35,23 @@
 #   dw.*       find's pick against cuDNN on the depthwise layers' FP16 and BF16 backward data
 #              NHWC (the phased objects in place; bench/zoo_compare.py against
 #              zoo_h200-dw-b-f2b3b54 and zoo_h200-dw-fb-b29a063 for before);  DW_S
+#   dw3d_grid/ the GPU grid's cases of the 3-D depthwise family, every direction, against
+#              float64, Triton hidden;  DW3D_GRID_S
+#   x3d.*      find's pick against cuDNN on the held-out X3D-S, FP16, every direction, both
+#              layouts (its depthwise 3x3x3 and 5x1x1 layers on the 3-D depthwise family, not
+#              timed before);  X3D_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
-# to run (default all but g16, grouped, g16w, dw_grid and dw); the whole takes five calls of
-# under 600 s, the later ones on the warm machine (its package build then a no-op). The H200
-# run of 2026-12-05 made the first three (bench/results/README.md); the last two are still
-# to run:
+# to run (default all but g16, grouped, g16w, dw_grid, dw, dw3d_grid and x3d); the whole takes
+# six calls of under 600 s, the later ones on the warm machine (its package build then a
+# no-op). The H200 run of 2026-12-05 made the first three (bench/results/README.md); the
+# last three are still to run:
 #
 #   STEPS=g16,blas bash bench/gpu_rules.sh OUTDIR
 #   STEPS=grid,blas_w,packed,fp32_w bash bench/gpu_rules.sh OUTDIR
 #   STEPS=nchw,fp32_3d bash bench/gpu_rules.sh OUTDIR
 #   STEPS=grouped,g16w bash bench/gpu_rules.sh OUTDIR
 #   STEPS=dw_grid,dw bash bench/gpu_rules.sh OUTDIR
+#   STEPS=dw3d_grid,x3d bash bench/gpu_rules.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_rules.sh OUTDIR}"
 here="$(dirname "$0")"
@@ -130,4 +136,11 @@ if want dw_grid; then
 fi
 want dw && zoo dw "${DW_S:-200}" --types FP16,BF16 --directions B --layouts NHWC \
   --classes depthwise
+if want dw3d_grid; then
+  GRID_SOLVER=ConvTritonDepthwise3d TESTS_S="${DW3D_GRID_S:-120}" \
+    bash "$here/gpu_test_all.sh" "$out/dw3d_grid" > "$out/dw3d_grid.log" 2>&1
+  stamp "dw3d_grid: $(grep -E 'passed|failed' "$out/dw3d_grid/gpu_tests.txt" | tail -1)"
+fi
+want x3d && zoo x3d "${X3D_S:-300}" --types FP16 --directions F,B,W --layouts NCHW,NHWC \
+  --networks x3d_s
 stamp "done"

@@ -612,6 +612,33 @@ def r3d_18(net: Net) -> None:
             x = y
 
 
+def x3d_s(net: Net) -> None:
+    """PyTorchVideo's X3D-S (`create_x3d`: width factor 2.0, depth factor 2.2, bottleneck
+    factor 2.25, squeeze-and-excitation on every other block at 1/16 rounded to 8) on 13
+    frames of 160x160: a 1x3x3 stem and a depthwise 5x1x1 temporal one, then bottlenecks of
+    1x1x1, a depthwise 3x3x3 (spatial stride 2 in each stage's first block) and 1x1x1."""
+    def round_width(width: float) -> int:  # pytorchvideo's round_width (divisor 8, min 8)
+        out = max(8, int(width + 4) // 8 * 8)
+        return out + 8 if out < 0.9 * width else out
+
+    x = net.conv("s1.pathway0_stem.conv_xy", Feat(3, (13, 160, 160)), 24, (1, 3, 3),
+                 (1, 2, 2), (0, 1, 1))
+    x = net.conv("s1.pathway0_stem.conv_t", x, 24, (5, 1, 1), 1, (2, 0, 0), g=24)
+    for i, (out, depth) in enumerate(((24, 3), (48, 5), (96, 11), (192, 7)), 2):
+        inner = int(2.25 * out)
+        for b in range(depth):
+            at, s = f"s{i}.pathway0_res{b}", (1, 2, 2) if b == 0 else 1
+            if b == 0:
+                net.conv(f"{at}.branch1_conv", x, out, 1, s)
+            y = net.conv(f"{at}.branch2.conv_a", x, inner, 1)
+            y = net.conv(f"{at}.branch2.conv_b", y, inner, 3, s, g=inner)
+            if b % 2 == 0:
+                _se(net, f"{at}.branch2.se", y, round_width(inner * 0.0625))
+            x = net.conv(f"{at}.branch2.conv_c", y, out, 1)
+    x = net.conv("head.conv_5", x, 432, 1)
+    net.conv("head.lin_5", Feat(432, (1, 1, 1)), 2048, 1)
+
+
 def unet3d(net: Net) -> None:
     """3D U-Net (Cicek et al. 2016): per level two 3x3x3 convolutions (32-64, 64-128, 128-256,
     256-512), 2x2x2 max pooling, 2x2x2/2 transposed up-convolutions, 1x1x1 output to 3 classes;
@@ -691,6 +718,8 @@ NETWORKS = (
     Network("fcn_resnet50", fcn_resnet50, f"{_TV}.segmentation.fcn_resnet50", 8,
             held_out=True),
     Network("r3d_18", r3d_18, f"{_TV}.video.r3d_18", 8, held_out=True),
+    Network("x3d_s", x3d_s, "pytorchvideo.models.x3d.create_x3d (X3D-S: 13x160x160)", 8,
+            held_out=True),
 )
 
 # Why each network runs at the batch it does (the manifests' headers say it too).

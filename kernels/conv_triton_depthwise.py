@@ -20,6 +20,10 @@ at run time, any size), reading the source pixels each tap needs; sums are FP32.
   reduce kernel (`conv2d_bwd_weight_reduce`, kernels/conv_triton.py) sums them in a fixed
   order: the result is the same on every run.
 
+- `depthwise_conv3d`, `depthwise_conv3d_wrw`: the same for 3-D layers (NCDHW, NDHWC): a
+  forward or backward-data program owns one destination depth slice and walks the depth taps
+  around the 2-D ones; backward weights' programs own a filter row (t, r).
+
 - `grouped_conv`, `grouped_conv_wrw`: the same for groups of a few channels and filters
   (SPG/DPG, CPG/KPG at run time): a destination channel sums its group's source channels in
   a loop inside each tap; backward weights has a lane per weight (filter, channel).
@@ -167,9 +171,21 @@ def _depthwise_direct(
     """`depthwise_conv` a program a tile of destination pixels in raster order."""
     n, c, di, dj, pix_ok, c_ok = _direct_tile(C, DH, DW, BLOCK_M, BLOCK_N)
     src_c, dst_c = _channel_offsets(c, ssc, sdc, CHANNELS_LAST)
-    src = src_ptr + n * ssn + src_c[None, :]
-    w_c = w_ptr + c * swc
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = _plane_taps(tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32),
+                      src_ptr + n * ssn + src_c[None, :], w_ptr + c * swc, di, dj, pix_ok,
+                      c_ok, SH, SW, R, S, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, ssh,
+                      ssw, swr, sws, BACKWARD, TAPS_R, TAPS_S)
+    tl.store(dst_ptr + n * sdn + (di * sdh + dj * sdw)[:, None] + dst_c[None, :],
+             acc.to(dst_ptr.dtype.element_ty), mask=pix_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
+def _plane_taps(acc, src, w_c, di, dj, pix_ok, c_ok, SH, SW, R, S, stride_h, stride_w, pad_h,
+                pad_w, dil_h, dil_w, ssh, ssw, swr, sws, BACKWARD: tl.constexpr,
+                TAPS_R: tl.constexpr, TAPS_S: tl.constexpr):
+    """acc plus the R x S taps of one source plane (`src`, the weights `w_c`) for destination
+    pixels (di, dj): TAPS_R x TAPS_S unrolled (7x7 a row at a time), or R and S at run time
+    where they are 0."""
     if TAPS_R * TAPS_S > UNROLL_MAX_TAPS:
         for r in tl.range(TAPS_R, loop_unroll_factor=1):
             u, u_ok = tap_source(di, r, stride_h, pad_h, dil_h, SH, BACKWARD)
@@ -188,8 +204,7 @@ def _depthwise_direct(
             for s in range(S):
                 acc = _tap(acc, src, w_c, u, u_ok, dj, r, s, stride_w, pad_w, dil_w, SW, ssh,
                            ssw, swr, sws, pix_ok, c_ok, BACKWARD)
-    tl.store(dst_ptr + n * sdn + (di * sdh + dj * sdw)[:, None] + dst_c[None, :],
-             acc.to(dst_ptr.dtype.element_ty), mask=pix_ok[:, None] & c_ok[None, :])
+    return acc
 
 
 @triton.jit
@@ -259,6 +274,98 @@ def depthwise_conv_wrw(
     wrw_row(x_ptr, y_ptr, w_ptr, ws_ptr, c, C, x_c, y_c, c * swc, N, H, W, P, Q, S,
             stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, sxn, sxh, sxw, syn, syh, syw,
             swr, sws, TAPS, BLOCK_M, BLOCK_N, BLOCK_S)
+
+
+@triton.jit
+def depthwise_conv3d(
+    src_ptr, w_ptr, dst_ptr, C, SD, SH, SW, DD, DH, DW, T, R, S, stride_d, stride_h, stride_w,
+    pad_d, pad_h, pad_w, dil_d, dil_h, dil_w, ssn, ssc, ssd, ssh, ssw, sdn, sdc, sdd, sdh, sdw,
+    swc, swt, swr, sws,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    BACKWARD: tl.constexpr, TAPS_R: tl.constexpr, TAPS_S: tl.constexpr,
+):
+    """The 3-D `depthwise_conv` (NCDHW or NDHWC): a program owns pixels x channels of one
+    destination depth slice dz of one image (program axis 2: image * DD + dz) and walks the
+    filter's T depth taps at run time, each adding the R x S taps of the source slice it
+    reads (`_plane_taps`: TAPS_R x TAPS_S unrolled, or R and S at run time); a depth tap whose
+    slice is off the source or, in backward data, off the stride's lattice adds nothing (its
+    loads are masked off)."""
+    nz, c, di, dj, pix_ok, c_ok = _direct_tile(C, DH, DW, BLOCK_M, BLOCK_N)
+    n = nz // DD
+    dz = nz - n * DD
+    src_c, dst_c = _channel_offsets(c, ssc, sdc, CHANNELS_LAST)
+    src_n = src_ptr + n * ssn + src_c[None, :]
+    w_c = w_ptr + c * swc
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for t in range(T):
+        z, z_ok = tap_source(dz, t, stride_d, pad_d, dil_d, SD, BACKWARD)
+        acc = _plane_taps(acc, src_n + z * ssd, w_c + t * swt, di, dj, pix_ok & z_ok, c_ok,
+                          SH, SW, R, S, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, ssh,
+                          ssw, swr, sws, BACKWARD, TAPS_R, TAPS_S)
+    tl.store(dst_ptr + n * sdn + dz * sdd + (di * sdh + dj * sdw)[:, None] + dst_c[None, :],
+             acc.to(dst_ptr.dtype.element_ty), mask=pix_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
+def depthwise_conv3d_wrw(
+    x_ptr, y_ptr, w_ptr, ws_ptr, N, C, D, H, W, Z, P, Q, R, S, stride_d, stride_h, stride_w,
+    pad_d, pad_h, pad_w, dil_d, dil_h, dil_w, sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw,
+    swc, swt, swr, sws, TAPS,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr,
+):
+    """The 3-D `depthwise_conv_wrw`: dw[c, t, r, s] for one filter row (t, r) (program axis
+    1: t * R + r) and every s < S <= BLOCK_S at once, a lane per channel (axis 0), over this
+    program's part (axis 2) of the N * Z * P * Q output positions; with several parts the
+    FP32 sums go to ws[part][c][(t * R + r) * S + s] (TAPS = T * R * S)."""
+    c = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    if CHANNELS_LAST:
+        x_c = c
+        y_c = c
+    else:
+        x_c = c * sxc
+        y_c = c * syc
+    tr = tl.program_id(1)
+    t = tr // R
+    r = tr - t * R
+    part = tl.program_id(2)
+    parts = tl.num_programs(2)
+    c_ok = c < C
+    s = tl.arange(0, BLOCK_S)
+    s_ok = s < S
+    pq = P * Q
+    zpq = Z * pq
+    blocks = tl.cdiv(N * zpq, BLOCK_M)
+    per_part = tl.cdiv(blocks, parts)
+    first = part * per_part
+    acc = tl.zeros((BLOCK_M, BLOCK_S, BLOCK_N), dtype=tl.float32)
+    for b in range(first, tl.minimum(first + per_part, blocks)):
+        idx = b * BLOCK_M + tl.arange(0, BLOCK_M)
+        n = idx // zpq
+        rest = idx - n * zpq
+        oz = rest // pq
+        pix = rest - oz * pq
+        i = pix // Q
+        j = pix - i * Q
+        zs = oz * stride_d - pad_d + t * dil_d
+        u = i * stride_h - pad_h + r * dil_h
+        row_ok = (idx < N * zpq) & (zs >= 0) & (zs < D) & (u >= 0) & (u < H)
+        v = (j * stride_w - pad_w)[:, None] + (s * dil_w)[None, :]
+        tap_ok = row_ok[:, None] & s_ok[None, :] & (v >= 0) & (v < W)
+        a = tl.load(x_ptr + (n * sxn + zs * sxd + u * sxh)[:, None, None]
+                    + (v * sxw)[:, :, None] + x_c[None, None, :],
+                    mask=tap_ok[:, :, None] & c_ok[None, None, :], other=0.0)
+        g = tl.load(y_ptr + (n * syn + oz * syd + i * syh + j * syw)[:, None] + y_c[None, :],
+                    mask=row_ok[:, None] & c_ok[None, :], other=0.0)
+        acc += a.to(tl.float32) * g.to(tl.float32)[:, None, :]
+    total = tl.sum(acc, axis=0)
+    mask = s_ok[:, None] & c_ok[None, :]
+    if parts == 1:
+        tl.store(w_ptr + (c * swc)[None, :] + t * swt + r * swr + (s * sws)[:, None],
+                 total.to(w_ptr.dtype.element_ty), mask=mask)
+    else:
+        tl.store(ws_ptr + ((part * C + c) * TAPS)[None, :] + tr * S + s[:, None], total,
+                 mask=mask)
 
 
 @triton.jit

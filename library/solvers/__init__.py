@@ -56,6 +56,7 @@ from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
+from .triton_depthwise_3d import DEPTHWISE_3D_SOLVERS, ConvTritonDepthwise3d, depthwise_3d_first
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
 from .triton_relayout_chunks import (
@@ -99,6 +100,7 @@ SOLVERS: list[Solver] = [
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,
+    *DEPTHWISE_3D_SOLVERS,
     *RELAID_3D_SOLVERS,
     *TAPS_3D_SOLVERS,
     *TRITON_3D_SOLVERS,
@@ -130,6 +132,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonWinogradWrw: winograd_first,
     ConvTritonGemm1x1: lambda p, t, math: gemm1x1_first(p, t) and not misaligned_via(p, t, math),
     ConvTritonDepthwise: lambda p, t, math: depthwise_first(p, t),
+    ConvTritonDepthwise3d: lambda p, t, math: depthwise_3d_first(p, t),
     ConvTritonGrouped: lambda p, t, math: grouped_first(p, t),
     ConvTriton3dRelaid: lambda p, t, math: relaid_first(p, t, math),
     ConvTriton3dRelaidChunks: lambda p, t, math: math == "ieee" and relaid_chunks_first(p, t),
@@ -159,7 +162,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: weights to the relaid several-taps ones; likewise its
 #: batch-chunk solvers (triton_3d_chunks) to the relaid ones' chunk solvers; all of them to
 #: the few-channel solvers (triton_3d_smallc) and their chunk solvers (which also take the
-#: backward data problems whose products exceed one launch's workspace). On 2-D problems of
+#: backward data problems whose products exceed one launch's workspace); every 3-D family to
+#: the 3-D depthwise solvers (triton_depthwise_3d) on the problems they take. On 2-D problems of
 #: few channels the implicit GEMM, its padded and Via solvers and its batch-chunk solvers
 #: (triton_chunks) give way to the few-channel kernels' 2-D solvers and their chunk solvers
 #: where those claim one (`conv_triton_3d_smallc_spec.first_2d`); the batch-chunk solvers to
@@ -182,11 +186,17 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,
-                   ConvTriton3dSmallCChunks),
-    ConvTriton3dRelaid: (ConvTriton3dRelaidTaps, ConvTriton3dSmallC, ConvTriton3dSmallCChunks),
-    ConvTriton3dRelaidTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks),
-    ConvTriton3dChunks: (ConvTriton3dRelaidChunks, ConvTriton3dSmallCChunks),
-    ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks,),
+                   ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
+    ConvTriton3dRelaid: (ConvTriton3dRelaidTaps, ConvTriton3dSmallC, ConvTriton3dSmallCChunks,
+                         ConvTritonDepthwise3d),
+    ConvTriton3dRelaidTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks,
+                             ConvTritonDepthwise3d),
+    ConvTriton3dTaps: (ConvTritonDepthwise3d,),
+    ConvTriton3dChunks: (ConvTriton3dRelaidChunks, ConvTriton3dSmallCChunks,
+                         ConvTritonDepthwise3d),
+    ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
+    ConvTriton3dSmallC: (ConvTritonDepthwise3d,),
+    ConvTriton3dSmallCChunks: (ConvTritonDepthwise3d,),
 }
 
 

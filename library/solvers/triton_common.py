@@ -342,6 +342,7 @@ def spec_launch(spec: Any, direction: str, view: ConvView, sizes: dict[str, int]
 #: The spec modules whose kernels a package may hold (each may list NO_MATRIX_KERNELS).
 _KERNEL_SPECS = ("conv_triton_spec", "conv_triton_1x1_spec", "conv_triton_winograd_spec",
                  "conv_triton_depthwise_spec", "conv_triton_grouped_spec",
+                 "conv_triton_depthwise3d_spec",
                  "conv_triton_3d_spec", "conv_triton_pad_spec")
 
 

@@ -60,9 +60,9 @@ def depthwise_spec() -> Any:
 
 @lru_cache(maxsize=4096)
 def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
-                                         dict[str, tuple[int, int, int, int]], bool]:
+                                         dict[str, tuple[int, ...]], bool]:
     view = conv_view(problem)
-    strides = spec_strides(view)
+    strides: dict[str, tuple[int, ...]] = dict(spec_strides(view))
     return view, spec_sizes(view), strides, bool(depthwise_spec().channels_last(strides))
 
 
@@ -91,6 +91,7 @@ class ConvTritonDepthwise(Solver):
     kernel_file = KERNEL_FILE
     spec_name = _SPEC
     family = "Depthwise"
+    dims = 2  # the problems' spatial axes
 
     def __init__(self, direction: str) -> None:
         self.direction = direction
@@ -103,6 +104,12 @@ class ConvTritonDepthwise(Solver):
         """The family's stdlib-only launch data (kernels/<spec_name>.py)."""
         return kernels_spec(self.spec_name)
 
+    def _view(self, problem: ConvProblem) -> tuple[ConvView, dict[str, int],
+                                                   dict[str, tuple[int, ...]], bool]:
+        """(view, the spec's sizes, strides of x, w, y, channels-last) of a problem (a
+        family of other dimensions has its own)."""
+        return _view(problem)
+
     # ------------------------------------------------------------------ applicability
     def _kind(self, target: Target) -> str | None:
         if not spec_for(target.arch).matrix:
@@ -111,13 +118,14 @@ class ConvTritonDepthwise(Solver):
 
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
-        if p.key_direction != self.direction or p.mode != "conv" or len(p.in_spatial) != 2:
+        if p.key_direction != self.direction or p.mode != "conv" or \
+                len(p.in_spatial) != self.dims:
             return False
         if not p.in_type == p.wei_type == p.out_type or p.in_type not in self.spec().TYPES:
             return False
         if p.groups < 2 or self._kind(target) is None:
             return False
-        _, sizes, strides, _ = _view(p)
+        _, sizes, strides, _ = self._view(p)
         return bool(self.spec().applies(sizes, strides))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
@@ -145,7 +153,7 @@ class ConvTritonDepthwise(Solver):
         if config["SPLIT_K"] == 1:
             return True
         try:
-            _, sizes, _, _ = _view(problem)
+            _, sizes, _, _ = self._view(problem)
         except ProblemError:
             return False
         return bool(self.spec().partials_fit(sizes, config["SPLIT_K"]))
@@ -154,7 +162,7 @@ class ConvTritonDepthwise(Solver):
         """The layout's usual tile, or the family's tile for large launches where it has one
         (the spec's `tile_for`); backward weights split to fill the CUs."""
         spec = self.spec()
-        _, sizes, _, last = _view(problem)
+        _, sizes, _, last = self._view(problem)
         tile = spec.tile_for(self.direction, last, sizes, target.cu, self._kind(target)) \
             if hasattr(spec, "tile_for") else spec.usual_tile(self.direction, last)
         if self.direction == "W":
@@ -170,7 +178,7 @@ class ConvTritonDepthwise(Solver):
         spec = self.spec()
         if not hasattr(spec, "tile_for"):
             return False
-        _, sizes, _, last = _view(problem)
+        _, sizes, _, last = self._view(problem)
         tile = spec.tile_for(self.direction, last, sizes, target.cu, self._kind(target))
         usual = spec.usual_tile(self.direction, last)
         return bool((tile["BLOCK_M"], tile["BLOCK_N"]) != (usual["BLOCK_M"], usual["BLOCK_N"]))
@@ -179,7 +187,7 @@ class ConvTritonDepthwise(Solver):
         """The other layout's usual tile, and backward weights at half and twice the default
         split."""
         spec = self.spec()
-        _, sizes, _, last = _view(problem)
+        _, sizes, _, last = self._view(problem)
         out: list[Params] = []
         for tile in (spec.usual_tile(self.direction, last),
                      spec.usual_tile(self.direction, not last)):
@@ -196,7 +204,7 @@ class ConvTritonDepthwise(Solver):
 
     # ------------------------------------------------------------------ kernels
     def _aligned(self, problem: ConvProblem) -> bool:
-        _, sizes, strides, last = _view(problem)
+        _, sizes, strides, last = self._view(problem)
         spec = self.spec()
         return last and bool(spec.meets_align16(
             self.direction, spec.arg_values(self.direction, sizes, strides), problem.in_type))
@@ -215,7 +223,7 @@ class ConvTritonDepthwise(Solver):
              ) -> CompileJob:
         # The split is the grid's third axis, not part of the object: one serves every split.
         config = {**_config(tuple(params)), "SPLIT_K": 1}
-        last = _view(problem)[3]
+        last = self._view(problem)[3]
         return _job(self.spec_name, self.direction, problem.in_type,
                     tuple(sorted(config.items())), last, aligned, self._width(problem), target)
 
@@ -223,7 +231,7 @@ class ConvTritonDepthwise(Solver):
         """The shape class the object is compiled for (the spec's `shape_class`: backward
         weights' filter width class, forward's and backward data's unrolled filter, backward
         data's phased objects)."""
-        _, sizes, _, last = _view(problem)
+        _, sizes, _, last = self._view(problem)
         return int(self.spec().shape_class(self.direction, sizes, last))
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
@@ -253,12 +261,12 @@ class ConvTritonDepthwise(Solver):
 
     # ------------------------------------------------------------------ launches
     def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        return int(self.spec().workspace_bytes(self.direction, _view(problem)[1],
+        return int(self.spec().workspace_bytes(self.direction, self._view(problem)[1],
                                                _config(tuple(params))))
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
-        view, sizes, strides, _ = _view(problem)
+        view, sizes, strides, _ = self._view(problem)
         return spec_launch(self.spec(), self.direction, view, sizes, strides,
                            self.launch_geometry(problem, params),
                            self.workspace_for(problem, params))
@@ -269,7 +277,7 @@ class ConvTritonDepthwise(Solver):
         split = _config(tuple(params))["SPLIT_K"]
         if self.direction != "W" or split <= 1:
             return ()
-        view, sizes, strides, _ = _view(problem)
+        view, sizes, strides, _ = self._view(problem)
         w = strides["w"]
         # The partials are [part][lane][R * S], a lane (k, c) at k * C + c (C = 1 depthwise).
         values = {"TOTAL": self.spec().lanes("W", sizes) * sizes["R"] * sizes["S"],
@@ -282,13 +290,16 @@ class ConvTritonDepthwise(Solver):
         config = _config(tuple(params))
         if self.direction != "W":
             config["SPLIT_K"] = 1
-        grid = self.spec().grid(self.direction, _view(problem)[1], config,
+        grid = self.spec().grid(self.direction, self._view(problem)[1], config,
                                 self._width(problem))
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
     def efficiency(self, view: ConvView, params: Params) -> float:
-        return float(self.spec().efficiency(self.direction, spec_sizes(view),
+        return float(self.spec().efficiency(self.direction, self._sizes(view),
                                             _config(tuple(params))))
+
+    def _sizes(self, view: ConvView) -> dict[str, int]:
+        return spec_sizes(view)
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         """Memory-bound: about the bytes moved (the other solvers' ranks are in MACs)."""

@@ -94,6 +94,14 @@ BASE = [
     # One input channel, 32 filters (3D U-Net's first layer, small): the few-channel solvers.
     ConvProblem(n=2, c=1, k=32, in_spatial=(6, 8, 8), filter=(3, 3, 3), pad=(1, 1, 1),
                 in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    # 3-D depthwise (the 3-D depthwise family): X3D's 3x3x3 at spatial stride 2 on 24
+    # channels (NDHWC: the aligned objects) and a temporal 5x1x1 on 20 (no alignment; the
+    # plane's taps at run time), odd sizes.
+    ConvProblem(n=2, c=24, k=24, in_spatial=(5, 11, 10), filter=(3, 3, 3), pad=(1, 1, 1),
+                stride=(1, 2, 2), groups=24, in_layout="NCDHW", wei_layout="NCDHW",
+                out_layout="NCDHW"),
+    ConvProblem(n=2, c=20, k=20, in_spatial=(7, 6, 9), filter=(5, 1, 1), pad=(2, 0, 0),
+                groups=20, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     # 128 channels and filters over 65,536 input positions: 16-bit backward data and weights
     # on their wide tiles (spec WIDE_RULE).
     ConvProblem(n=16, c=128, k=128, in_spatial=(4, 32, 32), filter=(1, 1, 1),

@@ -220,6 +220,39 @@ def test_every_depthwise_object_compiles_for_sm90_and_gfx942(tmp_path) -> None: 
                 assert (vectors is not None) == aligned, job.options
 
 
+def test_every_3d_depthwise_object_compiles_within_each_arch_s_limits(tmp_path) -> None:  # noqa: ANN001
+    """Every object the 3-D depthwise family ships compiles from its job for sm90, gfx942
+    (wave64) and gfx1100 (wave32) as the builder does and carries its launch metadata; sm90's
+    channels-last aligned objects load vectors along channels, the others elements; on the
+    AMD archs the kernel descriptor's notes show no VGPR spills, no scratch and no LDS."""
+    import re
+
+    from miopenkernels.target import Target
+
+    for target in (Target.parse("sm90-132"), Target.parse("gfx942-304"),
+                   Target.parse("gfx1100-48")):
+        jobs = _family_objects("Depthwise3d", target, tmp_path / f"{target.basename}.kdb")
+        # Types x (NCDHW, NDHWC, NDHWC aligned): forward and backward data (the plane's taps
+        # at run time and 3x3 unrolled), backward weights at two filter width classes.
+        assert len(jobs) == 3 * 3 * (2 + 2 + 2)
+        for job in jobs:
+            if target.vendor == "nvidia":
+                aligned = any(o.startswith("--assume=") for o in job.options)
+                vectors = re.search(r"ld\.global(\.\w+)*\.v[24]\.", _job_ptx(job))
+                assert (vectors is not None) == aligned, job.options
+                continue
+            wave = 64 if target.arch.startswith("gfx9") else 32
+            notes = _job_asm(job, GPUTarget("hip", target.arch, wave))["amdgcn"]
+
+            def note(key: str, text: str = notes) -> list[int]:
+                return [int(v) for v in re.findall(rf"\.{key}:\s+(\d+)", text)]
+
+            assert note("vgpr_spill_count") == [0], job.options
+            assert note("private_segment_fixed_size") == [0], job.options  # no scratch
+            assert note("group_segment_fixed_size") == [0], job.options
+            assert 0 < note("vgpr_count")[0] <= 512, job.options
+
+
 def test_every_grouped_object_compiles_for_sm90_gfx90a_and_gfx942(tmp_path) -> None:  # noqa: ANN001
     """Every object the grouped direct family ships compiles from its job for sm90, gfx90a
     and gfx942 as the builder does and carries its launch metadata; on the AMD archs the

@@ -40,8 +40,8 @@ COUNTS = {"resnet50": 23, "resnext50_32x4d": 24, "mobilenet_v2": 30, "mobilenet_
           "sd15_unet": 35, "sd15_vae": 23, "yolov5s": 29, "retinanet_resnet50_fpn": 40,
           "r2plus1d_18": 25, "unet3d": 18, "esrgan": 10}
 HELD_OUT = {"resnext101_64x4d": 19, "mobilenet_v3_small": 41, "mnasnet1_0": 33,
-            "fcn_resnet50": 27, "r3d_18": 11}
-THREE_D = {"r2plus1d_18", "unet3d", "r3d_18"}
+            "fcn_resnet50": 27, "r3d_18": 11, "x3d_s": 35}
+THREE_D = {"r2plus1d_18", "unet3d", "r3d_18", "x3d_s"}
 INFERENCE_ONLY = {"sd15_unet", "sd15_vae", "esrgan"}
 
 
