@@ -40,6 +40,8 @@ from .triton_common import (
     spec_compile_job,
     spec_kind,
     spec_launch,
+    spec_sizes_3d,
+    spec_strides_3d,
     target_kind,
     tf32_capable,
     tf32x3_capable,
@@ -59,27 +61,12 @@ def spec_3d() -> Any:
     return kernels_spec(_SPEC)
 
 
-def _sizes(view: ConvView) -> dict[str, int]:
-    """The spec's sizes of a 3-D view (C and K per group)."""
-    f = view.field
-    g = f("g")
-    sizes = {"N": f("n"), "C": f("c") // g, "K": f("k") // g, "G": g, "Z": f("out_d"),
-             "P": f("out_h"), "Q": f("out_w"), "T": f("fil_d"), "R": f("fil_h"),
-             "S": f("fil_w")}
-    for axis in ("d", "h", "w"):
-        sizes[axis.upper()] = f(f"in_{axis}")
-        for name, field in (("stride", "str"), ("pad", "pad"), ("dil", "dil")):
-            sizes[f"{name}_{axis}"] = f(f"{field}_{axis}")
-    return sizes
-
-
 @lru_cache(maxsize=4096)
 def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], Strides, bool]:
     """(view, the spec's sizes, strides of x, w, y, channels-last) of a 3-D problem."""
     view = conv_view(problem)
-    strides = {t: tuple(view.field(f"{t}s_{a}") for a in axes)
-               for t, axes in (("x", "ncdhw"), ("w", "kcdhw"), ("y", "nkdhw"))}
-    return view, _sizes(view), strides, bool(spec_3d().channels_last(strides))
+    strides = spec_strides_3d(view)
+    return view, spec_sizes_3d(view), strides, bool(spec_3d().channels_last(strides))
 
 
 @lru_cache(maxsize=1024)
@@ -332,7 +319,7 @@ class ConvTriton3d(Solver):
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
     def efficiency(self, view: ConvView, params: Params) -> float:
-        sizes = _sizes(view)
+        sizes = spec_sizes_3d(view)
         return float(self._spec().efficiency(view.direction, sizes,
                                              self._config(tuple(params))))
 

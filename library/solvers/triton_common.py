@@ -397,6 +397,27 @@ def spec_strides(view: ConvView) -> dict[str, tuple[int, int, int, int]]:
             "y": (f("ys_n"), f("ys_k"), f("ys_h"), f("ys_w"))}
 
 
+def spec_sizes_3d(view: ConvView) -> dict[str, int]:
+    """The 3-D families' sizes of a view (C and K per group; Z, P, Q the output's depth,
+    height and width, D, H, W the input's, T, R, S the filter's)."""
+    f = view.field
+    g = f("g")
+    sizes = {"N": f("n"), "C": f("c") // g, "K": f("k") // g, "G": g, "Z": f("out_d"),
+             "P": f("out_h"), "Q": f("out_w"), "T": f("fil_d"), "R": f("fil_h"),
+             "S": f("fil_w")}
+    for axis in ("d", "h", "w"):
+        sizes[axis.upper()] = f(f"in_{axis}")
+        for name, field in (("stride", "str"), ("pad", "pad"), ("dil", "dil")):
+            sizes[f"{name}_{axis}"] = f(f"{field}_{axis}")
+    return sizes
+
+
+def spec_strides_3d(view: ConvView) -> dict[str, tuple[int, ...]]:
+    """Strides of x, w, y in (n, c, d, h, w) / (k, c, t, r, s) / (n, k, d, h, w) order."""
+    return {t: tuple(view.field(f"{t}s_{a}") for a in axes)
+            for t, axes in (("x", "ncdhw"), ("w", "kcdhw"), ("y", "nkdhw"))}
+
+
 
 
 _GRID_YZ_MAX = 65535

@@ -24,7 +24,13 @@ from ..problem import ConvProblem
 from ..target import Target
 from ._conv import ConvView, conv_view
 from .base import CompileJob, Launch, Params, Solver
-from .triton_common import config_of, kernels_spec, reduce_step
+from .triton_common import (
+    config_of,
+    kernels_spec,
+    reduce_step,
+    spec_sizes_3d,
+    spec_strides_3d,
+)
 from .triton_depthwise import ConvTritonDepthwise, first_of
 
 __all__ = ["ConvTritonDepthwise3d", "DEPTHWISE_3D_SOLVERS", "depthwise_3d_first"]
@@ -32,27 +38,12 @@ __all__ = ["ConvTritonDepthwise3d", "DEPTHWISE_3D_SOLVERS", "depthwise_3d_first"
 _SPEC = "conv_triton_depthwise3d_spec"
 
 
-def _sizes(view: ConvView) -> dict[str, int]:
-    """The spec's sizes of a 3-D view (C and K per group)."""
-    f = view.field
-    g = f("g")
-    sizes = {"N": f("n"), "C": f("c") // g, "K": f("k") // g, "G": g, "Z": f("out_d"),
-             "P": f("out_h"), "Q": f("out_w"), "T": f("fil_d"), "R": f("fil_h"),
-             "S": f("fil_w")}
-    for axis in ("d", "h", "w"):
-        sizes[axis.upper()] = f(f"in_{axis}")
-        for name, field in (("stride", "str"), ("pad", "pad"), ("dil", "dil")):
-            sizes[f"{name}_{axis}"] = f(f"{field}_{axis}")
-    return sizes
-
-
 @lru_cache(maxsize=4096)
 def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], dict[str, tuple[int, ...]],
                                          bool]:
     view = conv_view(problem)
-    strides = {t: tuple(view.field(f"{t}s_{a}") for a in axes)
-               for t, axes in (("x", "ncdhw"), ("w", "kcdhw"), ("y", "nkdhw"))}
-    return view, _sizes(view), strides, bool(kernels_spec(_SPEC).channels_last(strides))
+    strides = spec_strides_3d(view)
+    return view, spec_sizes_3d(view), strides, bool(kernels_spec(_SPEC).channels_last(strides))
 
 
 class ConvTritonDepthwise3d(ConvTritonDepthwise):
@@ -67,7 +58,7 @@ class ConvTritonDepthwise3d(ConvTritonDepthwise):
         return _view(problem)
 
     def _sizes(self, view: ConvView) -> dict[str, int]:
-        return _sizes(view)
+        return spec_sizes_3d(view)
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Every problem the family takes: the alternatives are the portable direct kernel and
