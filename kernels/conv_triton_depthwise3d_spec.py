@@ -27,6 +27,8 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
     KINDS,
     MAX_FILTER,
     MAX_STRIDE,
+    PAIR_DIVISOR,
+    PAIR_FILTERS,
     SPLIT_RULES,
     SPLITS,
     TENSORS,
@@ -34,6 +36,8 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
     TYPES,
     WIDTH_CLASSES,
     align_divisor,
+    alignment,
+    alignment_levels,
     kind_tile,
     legal,
     legal_space,
@@ -180,6 +184,17 @@ def shape_classes(direction: str, last: bool | None = None) -> tuple[int, ...]:
     if direction == "W":
         return WIDTH_CLASSES
     return (0, *(r * 10 + s for r, s in UNROLLED_FILTERS))
+
+
+def pair_classes(direction: str, last: bool) -> tuple[int, ...]:
+    """The shape classes whose 16-bit channels-last objects also ship pair-aligned (the 2-D
+    spec's PAIR_FILTERS, as planes): forward's and backward data's unrolled planes among
+    them, backward weights' width classes of their widths."""
+    if not last:
+        return ()
+    if direction == "W":
+        return tuple(sorted({width_class(s) for _, s in PAIR_FILTERS}))
+    return tuple(r * 10 + s for r, s in PAIR_FILTERS if (r, s) in UNROLLED_FILTERS)
 
 
 def shape_class(direction: str, sizes: Mapping[str, int], last: bool = False) -> int:

@@ -14,9 +14,10 @@ backward weights, output positions per step of the reduction), BLOCK_N (channels
 program), SPLIT_K (backward weights alone: parts of the N * P * Q reduction, each a program
 column; the reduce kernel sums their partials), num_warps; BLOCK_K, GROUP_M and num_stages
 have no use here and are 1. An "aligned" channels-last object assumes 16-byte aligned pointers
-and every ALIGN16 argument a multiple of 16 elements, 8 for 16-bit types (`align_divisor`,
-`meets_align16`): its channel loads are then 16-byte vectors; other problems take the variant
-compiled without.
+and every ALIGN16 argument a multiple of the elements of 16 bytes (`align_divisor`,
+`meets_align16`): its channel loads are then 16-byte vectors. A 16-bit channels-last object of
+PAIR_FILTERS also ships assuming multiples of PAIR_DIVISOR (pairs of channels: 4-byte loads);
+other problems take the variant compiled without (`alignment` names a problem's).
 """
 
 from __future__ import annotations
@@ -86,6 +87,17 @@ UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
 #: rows).
 PHASED_FILTERS = UNROLLED_FILTERS
 PHASED = 200
+#: Channels-last 16-bit objects of these filters also ship assuming the ALIGN16 arguments
+#: multiples of PAIR_DIVISOR (`pair_classes`), for layers whose channels are even but not a
+#: multiple of 8 (ShuffleNet-v2's 58 and 116, X3D's 54 and 108): their channel loads are then
+#: pairs (4 bytes) where the unaligned object loads elements one at a time. In sm90 SASS a
+#: 58-channel FP16 forward 3x3 program takes 808 instructions, 45 loads and 80 registers
+#: against 1,344, 81 and 159; backward data 1,264 against 2,048; backward weights 10 loads
+#: against 20 (bench/results/depthwise_align_sass-sm90.json). Not timed yet. 3x3 alone: the
+#: zoo's depthwise layers of such channels are all 3x3 (16 objects a matrix-core target with
+#: the 3-D family's, against 46 for every filter).
+PAIR_FILTERS = ((3, 3),)
+PAIR_DIVISOR = 2
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
 TENSORS: dict[str, dict[str, str]] = {
     "F": {"src_ptr": "x", "w_ptr": "w", "dst_ptr": "y"},
@@ -237,11 +249,15 @@ def arg_values(direction: str, sizes: Mapping[str, int],
 
 
 def align_divisor(dtype: str | None) -> int:
-    """What an aligned (channels-last) object assumes each ALIGN16 argument a multiple of: 8
-    elements for a 16-bit type, whose channel loads are then 16-byte vectors (the zoo's
-    depthwise layers of 24, 40, 72, 120, 200 or 232 channels are multiples of 8, not 16),
-    else 16. None: 16."""
-    return 8 if dtype is not None and ELEMENT_BYTES.get(dtype) == 2 else 16
+    """What an aligned (channels-last) object assumes each ALIGN16 argument a multiple of: the
+    elements of 16 bytes, 8 for a 16-bit type and 4 for FP32, whose channel loads are then
+    16-byte vectors (the zoo's depthwise layers of 24, 40, 72, 120, 200 or 232 channels are
+    multiples of 8, not 16). FP32 objects assumed 16 before: at 64 channels their sm90 SASS is
+    the same instructions assuming 4, and a 72-channel layer's forward 3x3 object loads 27
+    times a program where the unaligned one loads 81 (bench/results/depthwise_align_sass-sm90
+    .json). None: 16."""
+    size = ELEMENT_BYTES.get(dtype) if dtype is not None else None
+    return {2: 8, 4: 4}.get(size or 0, 16)
 
 
 def meets_align16(direction: str, args: Mapping[str, int], dtype: str | None = None) -> bool:
@@ -249,6 +265,38 @@ def meets_align16(direction: str, args: Mapping[str, int], dtype: str | None = N
     its type); the caller checks the pointers."""
     divisor = align_divisor(dtype)
     return all(int(args[a]) % divisor == 0 for a in ALIGN16[KERNEL[direction]])
+
+
+def pair_classes(direction: str, last: bool) -> tuple[int, ...]:
+    """The shape classes (`shape_class`) whose 16-bit objects a package also ships assuming
+    multiples of PAIR_DIVISOR: channels-last forward's and backward data's PAIR_FILTERS (raster
+    and phased), backward weights' width classes of their widths."""
+    if not last:
+        return ()
+    if direction == "W":
+        return tuple(sorted({width_class(s) for _, s in PAIR_FILTERS}))
+    unrolled = [r * 10 + s for r, s in PAIR_FILTERS if (r, s) in UNROLLED_FILTERS]
+    phased_ = [PHASED + r * 10 + s for r, s in PAIR_FILTERS if (r, s) in PHASED_FILTERS] \
+        if direction == "B" else []
+    return (*unrolled, *phased_)
+
+
+def alignment_levels(dtype: str, last: bool, width: int, classes: tuple[int, ...]
+                     ) -> tuple[int, ...]:
+    """The divisors (0: none) of the objects a package ships for one type, layout and shape
+    class `width`, given the family's `pair_classes` of the layout: channels-last ones
+    aligned, pair-aligned where the type is 16-bit and the class pairs, and unaligned."""
+    if not last:
+        return (0,)
+    pair = (PAIR_DIVISOR,) if ELEMENT_BYTES.get(dtype) == 2 and width in classes else ()
+    return (align_divisor(dtype), *pair, 0)
+
+
+def alignment(names: tuple[str, ...], args: Mapping[str, int], dtype: str,
+              levels: tuple[int, ...]) -> int:
+    """The divisor of the object a problem takes (0: none): the largest of `levels` that
+    every argument of `names` is a multiple of; the caller checks the pointers."""
+    return next((d for d in levels if d and all(int(args[a]) % d == 0 for a in names)), 0)
 
 
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int],

@@ -15,10 +15,10 @@ Filters up to 7x7, strides 1-2, any padding and dilation; FP16, BF16 and FP32 on
 of the spec's KINDS (the kinds with matrix cores the other Triton families take: the portable
 kernels stay the fallback elsewhere). Parameters are the implicit GEMM's seven (BLOCK_K,
 GROUP_M and num_stages 1). Every object is shape-agnostic; a package ships each direction's
-usual tile per type and layout (channels-last ones with and without the alignment assumption;
-backward weights per width class) and the reduce kernel at every split (`dynamic_jobs`). The
-miss ranking puts these solvers first on every problem they take (the registry's FIRST_CLAIMS /
-YIELDS_TO).
+usual tile per type and layout (channels-last ones with and without the alignment assumption,
+16-bit 3x3 ones also assuming pairs of channels; backward weights per width class) and the
+reduce kernel at every split (`dynamic_jobs`). The miss ranking puts these solvers first on
+every problem they take (the registry's FIRST_CLAIMS / YIELDS_TO).
 """
 
 from __future__ import annotations
@@ -68,14 +68,15 @@ def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
 
 @lru_cache(maxsize=1024)
 def _job(spec_name: str, direction: str, data_type: str, config: tuple[tuple[str, int], ...],
-         last: bool, aligned: bool, width: int, target: Target) -> CompileJob:
+         last: bool, divisor: int, width: int, target: Target) -> CompileJob:
+    """One object: `divisor` is what its ALIGN16 arguments are assumed multiples of (its
+    pointers 16-byte aligned), 0 for none."""
     spec = kernels_spec(spec_name)
     values = dict(config)
     kernel = spec.KERNEL[direction]
     sig, constexprs = spec.signature(direction, data_type, values, last, width)
-    divisor = spec.align_divisor(data_type) if hasattr(spec, "align_divisor") else 16
-    return spec_compile_job(KERNEL_FILE, spec, kernel, sig, constexprs, values, target, aligned,
-                            divisor)
+    return spec_compile_job(KERNEL_FILE, spec, kernel, sig, constexprs, values, target,
+                            divisor > 0, divisor or 16)
 
 
 def _config(params: Params) -> dict[str, int]:
@@ -203,29 +204,41 @@ class ConvTritonDepthwise(Solver):
         return out
 
     # ------------------------------------------------------------------ kernels
-    def _aligned(self, problem: ConvProblem) -> bool:
+    def _levels(self, data_type: str, last: bool, width: int) -> tuple[int, ...]:
+        """The alignment divisors of the objects a package ships for a type, layout and shape
+        class, the strongest first (0: none; the spec's `alignment_levels`)."""
+        spec = self.spec()
+        if not spec.ALIGN16[spec.KERNEL[self.direction]]:
+            return (0,)
+        return tuple(spec.alignment_levels(data_type, last, width,
+                                           spec.pair_classes(self.direction, last)))
+
+    def _divisor(self, problem: ConvProblem) -> int:
+        """The alignment divisor of the object the problem takes (0: none)."""
         _, sizes, strides, last = self._view(problem)
         spec = self.spec()
-        return last and bool(spec.meets_align16(
-            self.direction, spec.arg_values(self.direction, sizes, strides), problem.in_type))
+        levels = self._levels(problem.in_type, last, self._width(problem))
+        return int(spec.alignment(spec.ALIGN16[spec.KERNEL[self.direction]],
+                                  spec.arg_values(self.direction, sizes, strides),
+                                  problem.in_type, levels)) if levels != (0,) else 0
 
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:
-        """The (shape-agnostic) job of the problem's layout, with the alignment assumption
-        where the problem meets it."""
-        return self._job(problem, params, self._aligned(problem), target)
+        """The (shape-agnostic) job of the problem's layout, with the strongest alignment
+        assumption the problem meets."""
+        return self._job(problem, params, self._divisor(problem), target)
 
     def unaligned_job(self, problem: ConvProblem, params: Params, target: Target
                       ) -> CompileJob:
-        return self._job(problem, params, False, target)
+        return self._job(problem, params, 0, target)
 
-    def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
+    def _job(self, problem: ConvProblem, params: Params, divisor: int, target: Target
              ) -> CompileJob:
         # The split is the grid's third axis, not part of the object: one serves every split.
         config = {**_config(tuple(params)), "SPLIT_K": 1}
         last = self._view(problem)[3]
         return _job(self.spec_name, self.direction, problem.in_type,
-                    tuple(sorted(config.items())), last, aligned, self._width(problem), target)
+                    tuple(sorted(config.items())), last, divisor, self._width(problem), target)
 
     def _width(self, problem: ConvProblem) -> int:
         """The shape class the object is compiled for (the spec's `shape_class`: backward
@@ -242,7 +255,6 @@ class ConvTritonDepthwise(Solver):
         if self._kind(target) is None:
             return []
         spec = self.spec()
-        aligned = (True, False) if spec.ALIGN16[spec.KERNEL[self.direction]] else (False,)
         jobs: list[CompileJob] = []
         for data_type in spec.TYPES:
             for last in (True, False):
@@ -253,8 +265,8 @@ class ConvTritonDepthwise(Solver):
                     for tile in tiles:
                         config = tuple(sorted(tile.items()))
                         jobs += [_job(self.spec_name, self.direction, data_type, config, last,
-                                      a, width, target)
-                                 for a in (aligned if last else (False,))]
+                                      d, width, target)
+                                 for d in self._levels(data_type, last, width)]
             if self.direction == "W":
                 jobs += reduce_jobs(data_type, target)  # every split: these objects
         return jobs

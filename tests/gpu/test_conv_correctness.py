@@ -51,6 +51,11 @@ BASE = [
                 groups=24),
     ConvProblem(n=2, c=16, k=16, in_spatial=(13, 14), filter=(7, 7), pad=(3, 3), stride=(2, 2),
                 groups=16),
+    # Even channels not a multiple of 8 at 3x3 (16-bit NHWC: the objects assuming pairs of
+    # channels, raster and, at stride 2, phased; FP32: none at 18, multiples of 4 at 20).
+    ConvProblem(n=3, c=18, k=18, in_spatial=(11, 9), filter=(3, 3), pad=(1, 1), groups=18),
+    ConvProblem(n=2, c=20, k=20, in_spatial=(13, 12), filter=(3, 3), pad=(1, 1),
+                stride=(2, 2), groups=20),
     # Grouped, few channels a group (FP32: the grouped direct family; 16-bit: the implicit
     # GEMM's packed kernels): ResNeXt's 4 a group, one
     # channel to two filters at 5x5 stride 2, eight channels to two filters dilated.
@@ -102,6 +107,9 @@ BASE = [
                 out_layout="NCDHW"),
     ConvProblem(n=2, c=20, k=20, in_spatial=(7, 6, 9), filter=(5, 1, 1), pad=(2, 0, 0),
                 groups=20, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    # X3D-like 3x3x3 on 18 channels (16-bit NDHWC: the pair-aligned objects).
+    ConvProblem(n=2, c=18, k=18, in_spatial=(4, 7, 9), filter=(3, 3, 3), pad=(1, 1, 1),
+                groups=18, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     # 128 channels and filters over 65,536 input positions: 16-bit backward data and weights
     # on their wide tiles (spec WIDE_RULE).
     ConvProblem(n=16, c=128, k=128, in_spatial=(4, 32, 32), filter=(1, 1, 1),

@@ -208,16 +208,33 @@ def test_every_depthwise_object_compiles_for_sm90_and_gfx942(tmp_path) -> None: 
         # Types x (NCHW, NHWC, NHWC aligned): forward and backward data (R and S at run time,
         # and 3x3, 5x5 and 7x7 unrolled), and backward weights at two filter width classes;
         # the channels-last forward also at its large tile (spec.LARGE_TILES), the
-        # channels-last backward data also phased at 3x3, 5x5 and 7x7 (spec.PHASED_FILTERS).
-        assert len(jobs) == 3 * (3 * (4 + 4 + 2) + 2 * 4 + 2 * 3)
-        assert sum("-DPHASES=2" in job.options for job in jobs) == 3 * 2 * 3
+        # channels-last backward data also phased at 3x3, 5x5 and 7x7 (spec.PHASED_FILTERS);
+        # in 16-bit types the NHWC 3x3 objects (forward at both tiles, backward data raster
+        # and phased, backward weights' width class 4) also pair-aligned (spec.PAIR_FILTERS).
+        assert len(jobs) == 3 * (3 * (4 + 4 + 2) + 2 * 4 + 2 * 3) + 2 * (2 + 2 + 1)
+        assert sum("-DPHASES=2" in job.options for job in jobs) == 3 * 2 * 3 + 2
+        assert sum(_pairs(job) for job in jobs) == 2 * (2 + 2 + 1)
         for job in jobs:
             if target.vendor == "nvidia":
-                # Vectors of 8 or 16 bytes: the forward's 8x16 one-warp tile gives a thread 4
-                # channels, 8 bytes in 16-bit types.
-                aligned = any(o.startswith("--assume=") for o in job.options)
-                vectors = re.search(r"ld\.global(\.\w+)*\.v[24]\.", _job_ptx(job))
-                assert (vectors is not None) == aligned, job.options
+                _check_channel_loads(job)
+
+
+def _pairs(job) -> bool:  # noqa: ANN001
+    """A depthwise object assuming pairs of channels (conv_triton_depthwise_spec.PAIR_DIVISOR)."""
+    return any(o.startswith("--assume=") and ",C:2," in o for o in job.options)
+
+
+def _check_channel_loads(job) -> None:  # noqa: ANN001
+    """sm90's PTX of a depthwise object loads what its assumption promises: vectors of 8 or 16
+    bytes where aligned (the forward's 8x16 one-warp tile gives a thread 4 channels, 8 bytes
+    in 16-bit types), 32-bit loads of channel pairs where pair-aligned (16-bit elements
+    otherwise), no vectors where unaligned."""
+    ptx = _job_ptx(job)
+    aligned = any(o.startswith("--assume=") for o in job.options) and not _pairs(job)
+    vectors = re.search(r"ld\.global(\.\w+)*\.v[24]\.", ptx)
+    assert (vectors is not None) == aligned, job.options
+    if _pairs(job):
+        assert re.search(r"ld\.global(\.\w+)*\.b32", ptx), job.options
 
 
 def test_every_3d_depthwise_object_compiles_within_each_arch_s_limits(tmp_path) -> None:  # noqa: ANN001
@@ -233,13 +250,13 @@ def test_every_3d_depthwise_object_compiles_within_each_arch_s_limits(tmp_path) 
                    Target.parse("gfx1100-48")):
         jobs = _family_objects("Depthwise3d", target, tmp_path / f"{target.basename}.kdb")
         # Types x (NCDHW, NDHWC, NDHWC aligned): forward and backward data (the plane's taps
-        # at run time and 3x3 unrolled), backward weights at two filter width classes.
-        assert len(jobs) == 3 * 3 * (2 + 2 + 2)
+        # at run time and 3x3 unrolled), backward weights at two filter width classes; in
+        # 16-bit types the NDHWC 3x3 planes and width class 4 also pair-aligned.
+        assert len(jobs) == 3 * 3 * (2 + 2 + 2) + 2 * 3
+        assert sum(_pairs(job) for job in jobs) == 2 * 3
         for job in jobs:
             if target.vendor == "nvidia":
-                aligned = any(o.startswith("--assume=") for o in job.options)
-                vectors = re.search(r"ld\.global(\.\w+)*\.v[24]\.", _job_ptx(job))
-                assert (vectors is not None) == aligned, job.options
+                _check_channel_loads(job)
                 continue
             wave = 64 if target.arch.startswith("gfx9") else 32
             notes = _job_asm(job, GPUTarget("hip", target.arch, wave))["amdgcn"]

@@ -247,14 +247,32 @@ def test_aligned_objects_only_for_aligned_channels_last_problems() -> None:
     aligned = solver.compile_job(_p(96, 56), (16, 64, 1, 1, 1, 4, 1), SM90)
     assert any(o.startswith("--assume=") for o in aligned.options)
     assert "-DCHANNELS_LAST=1" in aligned.options and "-DBACKWARD=0" in aligned.options
-    # 16-bit objects assume multiples of 8 (16-byte channel vectors), FP32 ones of 16.
+    # 16-bit objects assume multiples of 8 (16-byte channel vectors), FP32 ones of 4.
     assert ",C:8," in next(o for o in aligned.options if o.startswith("--assume="))
     eight = solver.compile_job(_p(40, 28), (16, 64, 1, 1, 1, 4, 1), SM90)  # 40 channels
     assumed = next(o for o in eight.options if o.startswith("--assume="))
     assert "C:8" in assumed and "src_ptr:16" in assumed and "ssw:8" in assumed
-    for odd in (_p(36, 28), _p(40, 28, data_type="FP32")):
-        job = solver.compile_job(odd, (16, 64, 1, 1, 1, 4, 1), SM90)
-        assert not any(o.startswith("--assume=") for o in job.options), odd.key()
+
+    def assumed_c(p: ConvProblem) -> str | None:
+        job = solver.compile_job(p, (16, 64, 1, 1, 1, 4, 1), SM90)
+        text = next((o for o in job.options if o.startswith("--assume=")), None)
+        return None if text is None else next(a for a in text.split(",") if a.startswith("C:"))
+
+    # FP32: multiples of 4 (72, 116 channels) are 16-byte vectors too; 58 and 30 are not.
+    assert [assumed_c(_p(c, 28, data_type="FP32")) for c in (40, 72, 116, 58, 30)] == \
+        ["C:4", "C:4", "C:4", None, None]
+    # 16-bit channels even but not a multiple of 8 (ShuffleNet's 58, 116; 36): pairs, at 3x3
+    # alone (PAIR_FILTERS); odd channels or other filters: no assumption.
+    assert [assumed_c(_p(c, 28)) for c in (36, 58, 116, 57)] == ["C:2", "C:2", "C:2", None]
+    assert assumed_c(_p(58, 28, 5)) is None and assumed_c(_p(58, 28, 7)) is None
+    assert assumed_c(_p(58, 28, 3, layout="NCHW")) is None
+    back = get_solver(NAMES["B"])
+    for st in (1, 2):  # raster and phased backward data
+        job = back.compile_job(_p(58, 56, 3, st, "B"), back.default_params(
+            _p(58, 56, 3, st, "B"), SM90), SM90)
+        assert any(o.startswith("--assume=") and ",C:2," in o for o in job.options)
+        assert job in set(back.dynamic_jobs(SM90)) and \
+            ("-DPHASES=2" in job.options) == (st == 2)
     assert get_solver(NAMES["F"]).compile_job(_p(48, 28, data_type="FP32"),
                                               (16, 64, 1, 1, 1, 4, 1), SM90) != \
         get_solver(NAMES["F"]).compile_job(_p(48, 28), (16, 64, 1, 1, 1, 4, 1), SM90)

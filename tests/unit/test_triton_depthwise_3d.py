@@ -106,7 +106,10 @@ def test_every_default_call_runs_shipped_objects() -> None:
                                                 Target("gfx1100", 48))):
         solver = get_solver(name)
         shipped = set(solver.dynamic_jobs(target))
-        assert len([j for j in shipped if j.kernel_name != "conv2d_bwd_weight_reduce"]) == 18
+        # Types x (NCDHW, NDHWC, NDHWC aligned) x two shape classes, and the 16-bit NDHWC
+        # 3x3 planes (backward weights: width class 4) pair-aligned.
+        assert len([j for j in shipped if j.kernel_name != "conv2d_bwd_weight_reduce"]) == \
+            18 + 2
         for (c, frames, hw, f, st), n, t, layout in itertools.product(
                 LAYERS, (1, 8, 32), ("FP16", "BF16", "FP32"), ("NCDHW", "NDHWC")):
             p = _p(c, frames, hw, f, st, d, n, t, layout)
@@ -150,3 +153,27 @@ def test_the_invoker_runs_the_split_then_the_reduce(monkeypatch, tmp_path) -> No
     assert [main.kernel, reduce.kernel] == ["depthwise_conv3d_wrw", "conv2d_bwd_weight_reduce"]
     assert [v for _, v in main.args[:4]] == [ptrs["x"], ptrs["y"], ptrs["w"], ws]
     assert [v for _, v in reduce.args[:2]] == [ws, ptrs["w"]]
+
+
+def test_x3d_channels_take_pair_aligned_objects_in_16_bit() -> None:
+    """X3D's 54 and 108 channels (even, not multiples of 8) take the 3x3 planes' objects
+    assuming pairs of channels in FP16 NDHWC, 16-byte vectors in FP32 where 4 divides them
+    (108), and no assumption otherwise (54 in FP32, NCDHW, the 5x1x1 temporal filter)."""
+
+    def assumed_c(p: ConvProblem, name: str) -> str | None:
+        solver = get_solver(name)
+        job = solver.compile_job(p, solver.default_params(p, SM90), SM90)
+        assert job in set(solver.dynamic_jobs(SM90))
+        text = next((o for o in job.options if o.startswith("--assume=")), None)
+        return None if text is None else next(a for a in text.split(",") if a.startswith("C:"))
+
+    for d, name in NAMES.items():
+        got = [assumed_c(_p(c, 13, 40, f, direction=d, data_type=t, layout=lay), name)
+               for c, f, t, lay in ((54, (3, 3, 3), "FP16", "NDHWC"),
+                                    (108, (3, 3, 3), "BF16", "NDHWC"),
+                                    (108, (3, 3, 3), "FP32", "NDHWC"),
+                                    (54, (3, 3, 3), "FP32", "NDHWC"),
+                                    (54, (3, 3, 3), "FP16", "NCDHW"),
+                                    (54, (5, 1, 1), "FP16", "NDHWC"))]
+        # Backward weights' width class 4 holds the 5x1x1 filter's rows (S = 1) too.
+        assert got == ["C:2", "C:2", "C:4", None, None, "C:2" if d == "W" else None], d
