@@ -30,18 +30,23 @@
 #              backward data, both layouts (the tile as wide as a group in place);  GROUPED_S
 #   g16w.*     narrower tiles of backward weights on the same layers as g16 (filling split);
 #              G16W_S
-#   dw_grid/   the GPU grid's cases of the depthwise backward data (the phased stride-2
-#              objects among them) against float64, Triton hidden;  DW_GRID_S
+#   dw_grid/   the GPU grid's cases of the 2-D depthwise family, every direction (the phased
+#              stride-2 and the pair-aligned objects among them) against float64, Triton
+#              hidden;  DW_GRID_S
 #   dw.*       find's pick against cuDNN on the depthwise layers' FP16 and BF16 backward data
 #              NHWC (the phased objects in place; bench/zoo_compare.py against
 #              zoo_h200-dw-b-f2b3b54 and zoo_h200-dw-fb-b29a063 for before);  DW_S
 #   dw3d_grid/ the GPU grid's cases of the 3-D depthwise family, every direction, against
 #              float64, Triton hidden;  DW3D_GRID_S
+#   dwa.*      the depthwise objects assuming pairs (16-bit 3x3) or multiples of 4 (FP32)
+#              against the unaligned ones they replaced, on the zoo's depthwise layers of such
+#              channels, every type and direction, channels-last (bench/depthwise_align_ab.py:
+#              two arms of DWA_S each, then their comparison);  DWA_S
 #   x3d.*      find's pick against cuDNN on the held-out X3D-S, FP16, every direction, both
 #              layouts (its depthwise 3x3x3 and 5x1x1 layers on the 3-D depthwise family, not
 #              timed before);  X3D_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
-# to run (default all but g16, grouped, g16w, dw_grid, dw, dw3d_grid and x3d); the whole takes
+# to run (default all but g16, grouped, g16w, dw_grid, dw, dw3d_grid, dwa and x3d); the whole takes
 # six calls of under 600 s, the later ones on the warm machine (its package build then a
 # no-op). The H200 run of 2026-12-05 made the first three (bench/results/README.md); the
 # last three are still to run:
@@ -52,6 +57,7 @@
 #   STEPS=grouped,g16w bash bench/gpu_rules.sh OUTDIR
 #   STEPS=dw_grid,dw bash bench/gpu_rules.sh OUTDIR
 #   STEPS=dw3d_grid,x3d bash bench/gpu_rules.sh OUTDIR
+#   STEPS=dwa bash bench/gpu_rules.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_rules.sh OUTDIR}"
 here="$(dirname "$0")"
@@ -130,7 +136,8 @@ fi
 want fp32_3d && zoo fp32_3d "${FP32_3D_S:-150}" --types FP32 --directions F,B \
   --layouts NCHW,NHWC --classes 3-D
 if want dw_grid; then
-  GRID_SOLVER=ConvTritonDepthwiseBwd TESTS_S="${DW_GRID_S:-120}" \
+  GRID_SOLVER=ConvTritonDepthwiseFwd,ConvTritonDepthwiseBwd,ConvTritonDepthwiseWrw \
+    TESTS_S="${DW_GRID_S:-120}" \
     bash "$here/gpu_test_all.sh" "$out/dw_grid" > "$out/dw_grid.log" 2>&1
   stamp "dw_grid: $(grep -E 'passed|failed' "$out/dw_grid/gpu_tests.txt" | tail -1)"
 fi
@@ -140,6 +147,16 @@ if want dw3d_grid; then
   GRID_SOLVER=ConvTritonDepthwise3d TESTS_S="${DW3D_GRID_S:-120}" \
     bash "$here/gpu_test_all.sh" "$out/dw3d_grid" > "$out/dw3d_grid.log" 2>&1
   stamp "dw3d_grid: $(grep -E 'passed|failed' "$out/dw3d_grid/gpu_tests.txt" | tail -1)"
+fi
+if want dwa; then
+  limit="${DWA_S:-120}"
+  for arm in aligned unaligned; do
+    timeout "$limit" python3 bench/depthwise_align_ab.py run --arm "$arm" \
+      --budget-s "$(( limit - 20 ))" --out "$out/dwa_$arm" > "$out/dwa_$arm.log" 2>&1
+    stamp "dwa $arm rc=$?"
+  done
+  python3 bench/depthwise_align_ab.py compare "$out/dwa_aligned.json" \
+    "$out/dwa_unaligned.json" --out "$out/dwa" 2>&1 | tail -12
 fi
 want x3d && zoo x3d "${X3D_S:-300}" --types FP16 --directions F,B,W --layouts NCHW,NHWC \
   --networks x3d_s
