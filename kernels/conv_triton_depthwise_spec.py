@@ -292,8 +292,8 @@ def alignment_levels(dtype: str, last: bool, width: int, classes: tuple[int, ...
     return (align_divisor(dtype), *pair, 0)
 
 
-def alignment(names: tuple[str, ...], args: Mapping[str, int], dtype: str,
-              levels: tuple[int, ...]) -> int:
+def alignment(names: tuple[str, ...], args: Mapping[str, int], levels: tuple[int, ...]
+              ) -> int:
     """The divisor of the object a problem takes (0: none): the largest of `levels` that
     every argument of `names` is a multiple of; the caller checks the pointers."""
     return next((d for d in levels if d and all(int(args[a]) % d == 0 for a in names)), 0)

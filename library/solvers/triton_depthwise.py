@@ -219,8 +219,8 @@ class ConvTritonDepthwise(Solver):
         spec = self.spec()
         levels = self._levels(problem.in_type, last, self._width(problem))
         return int(spec.alignment(spec.ALIGN16[spec.KERNEL[self.direction]],
-                                  spec.arg_values(self.direction, sizes, strides),
-                                  problem.in_type, levels)) if levels != (0,) else 0
+                                  spec.arg_values(self.direction, sizes, strides), levels)) \
+            if levels != (0,) else 0
 
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:
