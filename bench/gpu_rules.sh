@@ -149,7 +149,7 @@ if want dw3d_grid; then
   stamp "dw3d_grid: $(grep -E 'passed|failed' "$out/dw3d_grid/gpu_tests.txt" | tail -1)"
 fi
 if want dwa; then
-  limit="${DWA_S:-120}"
+  limit="${DWA_S:-200}"
   for arm in aligned unaligned; do
     timeout "$limit" python3 bench/depthwise_align_ab.py run --arm "$arm" \
       --budget-s "$(( limit - 20 ))" --out "$out/dwa_$arm" > "$out/dwa_$arm.log" 2>&1
