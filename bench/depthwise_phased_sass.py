@@ -12,7 +12,11 @@ elements of dx, the same over the launch's programs (the phased grid walks four 
 quarter of the pixels each). The raster 7x7 object loops over its seven filter rows
 (`loops`): its static counts are not a program's, and its row is left uncompared.
 
-    python bench/depthwise_phased_sass.py [--json] [--out STEM]
+`--dims 3` does the same for the 3-D depthwise family's phased objects on X3D-S's stride
+(1, 2, 2) 3x3x3 layers (`LAYERS_3D`, NDHWC, batch 8): both objects loop over the depth taps
+at run time, so their counts are one depth tap's program body (static counts, `loops` 1).
+
+    python bench/depthwise_phased_sass.py [--dims 3] [--json] [--out STEM]
 
 Prints a table; writes STEM.json where --out is given.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -36,6 +41,15 @@ LAYERS = (
     ("efficientnet_b0 features.3.0.block.1 (5x5)", 144, 56, 5, 2),
     ("mnasnet1_0 layers.9.0 (5x5, held out)", 240, 28, 5, 2),
     ("a 7x7 stride-2 layer", 128, 56, 7, 3),
+)
+
+
+#: (name, channels, input depth and size): X3D-S's depthwise 3x3x3 layers at stride (1, 2, 2).
+LAYERS_3D = (
+    ("x3d_s 54 channels", 54, 13, 80),
+    ("x3d_s 108 channels", 108, 13, 40),
+    ("x3d_s 216 channels", 216, 13, 20),
+    ("x3d_s 432 channels", 432, 13, 10),
 )
 
 
@@ -66,37 +80,48 @@ def _counts(blob: bytes) -> dict[str, Any]:
             "registers": int(regs.group(1)) if regs else None}
 
 
-def measure(layer: tuple[str, int, int, int, int]) -> dict[str, Any]:
+def measure(layer: tuple[Any, ...], dims: int = 2) -> dict[str, Any]:
     from miopenkernels.compiler import compile_job
-    from miopenkernels.kernels import conv_triton_depthwise_spec as spec
+    from miopenkernels.kernels import conv_triton_depthwise3d_spec as spec3
+    from miopenkernels.kernels import conv_triton_depthwise_spec as spec2
     from miopenkernels.problem import ConvProblem
     from miopenkernels.solvers import get_solver
     from miopenkernels.target import Target
 
-    name, c, hw, f, pad = layer
     target = Target("sm90", 132)
-    p = ConvProblem(n=32, c=c, k=c, groups=c, in_spatial=(hw, hw), filter=(f, f),
-                    pad=(pad, pad), stride=(2, 2), direction="B", in_type="FP16",
-                    wei_type="FP16", out_type="FP16", in_layout="NHWC", wei_layout="NHWC",
-                    out_layout="NHWC")
-    solver = get_solver("ConvTritonDepthwiseBwd")
+    if dims == 2:
+        name, c, hw, f, pad = layer
+        n, spatial, filt, stride, lay = 32, (hw, hw), (f, f), (2, 2), "NHWC"
+        padding: tuple[int, ...] = (pad, pad)
+        solver, spec, knob = get_solver("ConvTritonDepthwiseBwd"), spec2, "PHASED_FILTERS"
+    else:
+        name, c, depth, hw = layer
+        n, spatial, filt, stride, lay = 8, (depth, hw, hw), (3, 3, 3), (1, 2, 2), "NDHWC"
+        padding = (1, 1, 1)
+        solver, spec, knob = get_solver("ConvTritonDepthwise3dBwd"), spec3, "PHASED_PLANES"
+    p = ConvProblem(n=n, c=c, k=c, groups=c, in_spatial=spatial, filter=filt, pad=padding,
+                    stride=stride, direction="B", in_type="FP16", wei_type="FP16",
+                    out_type="FP16", in_layout=lay, wei_layout=lay, out_layout=lay)
     params = solver.default_params(p, target)
     row: dict[str, Any] = {"layer": name, "key": p.key(), "params": list(params)}
-    shipped = spec.PHASED_FILTERS
+    shipped = getattr(spec, knob)
     for variant, filters in (("phased", shipped), ("raster", ())):
-        spec.PHASED_FILTERS = filters
+        setattr(spec, knob, filters)
         try:
             from miopenkernels.solvers.triton_depthwise import _view
+            from miopenkernels.solvers.triton_depthwise_3d import _view as _view3
 
             _view.cache_clear()
+            _view3.cache_clear()
             job = solver.compile_job(p, params, target)
             launch = solver.launch(p, params)
             counts = _counts(compile_job(job))
         finally:
-            spec.PHASED_FILTERS = shipped
+            setattr(spec, knob, shipped)
             _view.cache_clear()
+            _view3.cache_clear()
         programs = launch.grid[0] * launch.grid[1] * launch.grid[2]
-        elements = 32 * hw * hw * c
+        elements = n * math.prod(spatial) * c
         counts.update(phased="-DPHASES=2" in job.options, grid=list(launch.grid),
                       instructions_per_k=counts["instructions"] * programs / elements * 1e3,
                       loads_per_k=counts["loads"] * programs / elements * 1e3)
@@ -108,11 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--out", help="path stem of a .json result")
+    ap.add_argument("--dims", type=int, choices=(2, 3), default=2,
+                    help="the 2-D family's layers (LAYERS) or the 3-D one's (LAYERS_3D)")
     args = ap.parse_args(argv)
-    rows = [measure(layer) for layer in LAYERS]
+    rows = [measure(layer, args.dims) for layer in (LAYERS if args.dims == 2 else LAYERS_3D)]
     import triton
 
-    result = {"target": "sm90", "triton": triton.__version__, "rows": rows}
+    result = {"target": "sm90", "triton": triton.__version__, "dims": args.dims, "rows": rows}
     if args.out:
         Path(args.out + ".json").write_text(json.dumps(result, indent=1) + "\n")
     if args.json:

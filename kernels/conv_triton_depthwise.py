@@ -22,7 +22,8 @@ at run time, any size), reading the source pixels each tap needs; sums are FP32.
 
 - `depthwise_conv3d`, `depthwise_conv3d_wrw`: the same for 3-D layers (NCDHW, NDHWC): a
   forward or backward-data program owns one destination depth slice and walks the depth taps
-  around the 2-D ones; backward weights' programs own a filter row (t, r).
+  around the 2-D ones (backward data at plane stride 2 may run phased, as in 2-D); backward
+  weights' programs own a filter row (t, r).
 
 - `grouped_conv`, `grouped_conv_wrw`: the same for groups of a few channels and filters
   (SPG/DPG, CPG/KPG at run time): a destination channel sums its group's source channels in
@@ -107,13 +108,25 @@ def depthwise_bwd_phased(src, w_c, dst_ptr, n, ph, pw, ip, jp, pix_ok, c_ok, dst
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAPS_R: tl.constexpr,
                          TAPS_S: tl.constexpr):
     """Backward data at stride 2 (dilation 1) of one phase's destination pixels (rows
-    2*ip + ph, columns 2*jp + pw): the taps that reach them are those of the phase's parity,
-    r = r0, r0 + 2, ... (r0 = (ph + pad_h) % 2), a quarter of the filter, each reading dy at
-    a fixed offset from (ip, jp), so no tap is masked off the stride's lattice and no
-    division is left per pixel."""
+    2*ip + ph, columns 2*jp + pw; `_phase_taps`), stored."""
+    acc = _phase_taps(tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32), src, w_c, ph, pw, ip,
+                      jp, pix_ok, c_ok, SH, SW, pad_h, pad_w, ssh, ssw, swr, sws, TAPS_R,
+                      TAPS_S)
+    tl.store(dst_ptr + n * sdn + ((2 * ip + ph) * sdh + (2 * jp + pw) * sdw)[:, None]
+             + dst_c[None, :], acc.to(dst_ptr.dtype.element_ty),
+             mask=pix_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
+def _phase_taps(acc, src, w_c, ph, pw, ip, jp, pix_ok, c_ok, SH, SW, pad_h, pad_w, ssh, ssw,
+                swr, sws, TAPS_R: tl.constexpr, TAPS_S: tl.constexpr):
+    """acc plus the taps of one source plane that reach one stride-2 phase's destination
+    pixels (rows 2*ip + ph, columns 2*jp + pw): those of the phase's parity, r = r0, r0 + 2,
+    ... (r0 = (ph + pad_h) % 2), a quarter of the filter, each reading dy at a fixed offset
+    from (ip, jp), so no tap is masked off the stride's lattice and no division is left per
+    pixel."""
     r0 = (ph + pad_h) % 2
     s0 = (pw + pad_w) % 2
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for tr in tl.static_range((TAPS_R + 1) // 2):
         r = r0 + 2 * tr
         u = ip + (ph + pad_h - r) // 2  # exact: ph + pad_h - r is even
@@ -127,9 +140,7 @@ def depthwise_bwd_phased(src, w_c, dst_ptr, n, ph, pw, ip, jp, pix_ok, c_ok, dst
             b = tl.load(w_c + r * swr + s * sws, mask=c_ok & (r < TAPS_R) & (s < TAPS_S),
                         other=0.0)
             acc += a.to(tl.float32) * b.to(tl.float32)[None, :]
-    tl.store(dst_ptr + n * sdn + ((2 * ip + ph) * sdh + (2 * jp + pw) * sdw)[:, None]
-             + dst_c[None, :], acc.to(dst_ptr.dtype.element_ty),
-             mask=pix_ok[:, None] & c_ok[None, :])
+    return acc
 
 
 @triton.jit
@@ -283,13 +294,39 @@ def depthwise_conv3d(
     swc, swt, swr, sws,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
     BACKWARD: tl.constexpr, TAPS_R: tl.constexpr, TAPS_S: tl.constexpr,
+    PHASES: tl.constexpr = 0,
 ):
     """The 3-D `depthwise_conv` (NCDHW or NDHWC): a program owns pixels x channels of one
     destination depth slice dz of one image (program axis 2: image * DD + dz) and walks the
     filter's T depth taps at run time, each adding the R x S taps of the source slice it
     reads (`_plane_taps`: TAPS_R x TAPS_S unrolled, or R and S at run time); a depth tap whose
     slice is off the source or, in backward data, off the stride's lattice adds nothing (its
-    loads are masked off)."""
+    loads are masked off). PHASES 2 (backward data, stride 2 and dilation 1 in the plane,
+    its taps unrolled): a program owns pixels of one stride phase of the slice (program axis
+    2: (image * DD + dz) * 4 + phase), each depth tap adding the plane taps that reach the
+    phase (`_phase_taps`)."""
+    if PHASES:
+        _depthwise3d_phased(src_ptr, w_ptr, dst_ptr, C, SD, SH, SW, DD, DH, DW, T, stride_d,
+                            pad_d, pad_h, pad_w, dil_d, ssn, ssc, ssd, ssh, ssw, sdn, sdc, sdd,
+                            sdh, sdw, swc, swt, swr, sws, BLOCK_M, BLOCK_N, CHANNELS_LAST,
+                            BACKWARD, TAPS_R, TAPS_S)
+    else:
+        _depthwise3d_direct(src_ptr, w_ptr, dst_ptr, C, SD, SH, SW, DD, DH, DW, T, R, S,
+                            stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h,
+                            dil_w, ssn, ssc, ssd, ssh, ssw, sdn, sdc, sdd, sdh, sdw, swc, swt,
+                            swr, sws, BLOCK_M, BLOCK_N, CHANNELS_LAST, BACKWARD, TAPS_R,
+                            TAPS_S)
+
+
+@triton.jit
+def _depthwise3d_direct(
+    src_ptr, w_ptr, dst_ptr, C, SD, SH, SW, DD, DH, DW, T, R, S, stride_d, stride_h, stride_w,
+    pad_d, pad_h, pad_w, dil_d, dil_h, dil_w, ssn, ssc, ssd, ssh, ssw, sdn, sdc, sdd, sdh, sdw,
+    swc, swt, swr, sws,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    BACKWARD: tl.constexpr, TAPS_R: tl.constexpr, TAPS_S: tl.constexpr,
+):
+    """`depthwise_conv3d` a program a tile of a slice's destination pixels in raster order."""
     nz, c, di, dj, pix_ok, c_ok = _direct_tile(C, DH, DW, BLOCK_M, BLOCK_N)
     n = nz // DD
     dz = nz - n * DD
@@ -303,6 +340,31 @@ def depthwise_conv3d(
                           SH, SW, R, S, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, ssh,
                           ssw, swr, sws, BACKWARD, TAPS_R, TAPS_S)
     tl.store(dst_ptr + n * sdn + dz * sdd + (di * sdh + dj * sdw)[:, None] + dst_c[None, :],
+             acc.to(dst_ptr.dtype.element_ty), mask=pix_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
+def _depthwise3d_phased(
+    src_ptr, w_ptr, dst_ptr, C, SD, SH, SW, DD, DH, DW, T, stride_d, pad_d, pad_h, pad_w,
+    dil_d, ssn, ssc, ssd, ssh, ssw, sdn, sdc, sdd, sdh, sdw, swc, swt, swr, sws,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+    BACKWARD: tl.constexpr, TAPS_R: tl.constexpr, TAPS_S: tl.constexpr,
+):
+    """`depthwise_conv3d`'s backward data a program a tile of one stride-2 phase's pixels of
+    a destination slice (`_phase_tile`'s image is the slice, image * DD + dz)."""
+    nz, ph, pw, c, ip, jp, pix_ok, c_ok = _phase_tile(C, DH, DW, BLOCK_M, BLOCK_N)
+    n = nz // DD
+    dz = nz - n * DD
+    src_c, dst_c = _channel_offsets(c, ssc, sdc, CHANNELS_LAST)
+    src_n = src_ptr + n * ssn + src_c[None, :]
+    w_c = w_ptr + c * swc
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for t in range(T):
+        z, z_ok = tap_source(dz, t, stride_d, pad_d, dil_d, SD, BACKWARD)
+        acc = _phase_taps(acc, src_n + z * ssd, w_c + t * swt, ph, pw, ip, jp, pix_ok & z_ok,
+                          c_ok, SH, SW, pad_h, pad_w, ssh, ssw, swr, sws, TAPS_R, TAPS_S)
+    tl.store(dst_ptr + n * sdn + dz * sdd
+             + ((2 * ip + ph) * sdh + (2 * jp + pw) * sdw)[:, None] + dst_c[None, :],
              acc.to(dst_ptr.dtype.element_ty), mask=pix_ok[:, None] & c_ok[None, :])
 
 

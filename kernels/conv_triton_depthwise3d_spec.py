@@ -29,6 +29,8 @@ from .conv_triton_depthwise_spec import (  # noqa: F401  (the family's launch da
     MAX_STRIDE,
     PAIR_DIVISOR,
     PAIR_FILTERS,
+    PHASED,
+    PHASED_FILTERS,
     SPLIT_RULES,
     SPLITS,
     TENSORS,
@@ -59,7 +61,8 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
         *((f"ss{a}", "i32") for a in "ncdhw"), *((f"sd{a}", "i32") for a in "ncdhw"),
         ("swc", "i32"), ("swt", "i32"), ("swr", "i32"), ("sws", "i32"),
         ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("CHANNELS_LAST", "constexpr"),
-        ("BACKWARD", "constexpr"), ("TAPS_R", "constexpr"), ("TAPS_S", "constexpr")),
+        ("BACKWARD", "constexpr"), ("TAPS_R", "constexpr"), ("TAPS_S", "constexpr"),
+        ("PHASES", "constexpr")),
     "depthwise_conv3d_wrw": (
         ("x_ptr", "ptr"), ("y_ptr", "ptr"), ("w_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
         ("N", "i32"), ("C", "i32"), ("D", "i32"), ("H", "i32"), ("W", "i32"), ("Z", "i32"),
@@ -82,6 +85,14 @@ ALIGN16: dict[str, tuple[str, ...]] = {
 #: unrolled plane and the run-time one, backward weights' two width classes); a class more
 #: would be 18.
 UNROLLED_FILTERS = ((3, 3),)
+#: Channels-last backward data at plane stride 2 and plane dilation 1 of these planes takes
+#: objects whose programs own one stride phase of a destination slice (shape class PHASED +
+#: R * 10 + S; the 2-D family's phased taps, `conv_triton_depthwise._phase_taps`, under each
+#: depth tap): X3D's 3x3x3 layers at stride (1, 2, 2). In sm90 SASS a depth tap's body
+#: runs 0.54 of the raster object's instructions on 54 and 108 channels (20 loads against
+#: 45) and 0.62 on 216 and 432 (8 against 18; bench/results/depthwise_phased_sass_3d-sm90
+#: .json). Not timed yet.
+PHASED_PLANES = tuple(f for f in UNROLLED_FILTERS if f in PHASED_FILTERS)
 
 
 def lanes(direction: str, sizes: Mapping[str, int]) -> int:
@@ -170,20 +181,35 @@ def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int],
          width: int = 0) -> tuple[int, int, int]:
     """Forward and backward data: (destination pixel blocks of a slice, channel blocks,
     images x destination depth); backward weights: (channel blocks, filter rows T * R,
-    parts)."""
+    parts). A phased object (`width` from PHASED): (the largest phase's pixel blocks,
+    channel blocks, images x destination depth x 4 phases)."""
     z = sizes
     blocks_c = cdiv(lanes(direction, z), config["BLOCK_N"])
     if direction == "W":
         return blocks_c, z["T"] * z["R"], int(config.get("SPLIT_K", 1))
+    if direction == "B" and width >= PHASED:
+        return (cdiv(cdiv(z["H"], 2) * cdiv(z["W"], 2), config["BLOCK_M"]), blocks_c,
+                _images(direction, z) * 4)
     pixels = z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"]
     return cdiv(pixels, config["BLOCK_M"]), blocks_c, _images(direction, z)
 
 
 def shape_classes(direction: str, last: bool | None = None) -> tuple[int, ...]:
-    """The object classes a package ships per tile (`shape_class`)."""
+    """The object classes a package ships per tile (`shape_class`) of a layout (`last`:
+    channels-last; None, both)."""
     if direction == "W":
         return WIDTH_CLASSES
-    return (0, *(r * 10 + s for r, s in UNROLLED_FILTERS))
+    phased_ = tuple(PHASED + r * 10 + s for r, s in PHASED_PLANES) \
+        if direction == "B" and last is not False else ()
+    return (0, *(r * 10 + s for r, s in UNROLLED_FILTERS), *phased_)
+
+
+def phased(sizes: Mapping[str, int], last: bool) -> bool:
+    """Whether a backward-data problem takes the phased objects (PHASED_PLANES)."""
+    z = sizes
+    return bool(last) and (z["stride_h"], z["stride_w"], z["dil_h"], z["dil_w"]) == \
+        (2, 2, 1, 1) and (z["R"], z["S"]) in PHASED_PLANES and \
+        _images("B", z) * 4 <= GRID_YZ_MAX
 
 
 def pair_classes(direction: str, last: bool) -> tuple[int, ...]:
@@ -194,14 +220,19 @@ def pair_classes(direction: str, last: bool) -> tuple[int, ...]:
         return ()
     if direction == "W":
         return tuple(sorted({width_class(s) for _, s in PAIR_FILTERS}))
-    return tuple(r * 10 + s for r, s in PAIR_FILTERS if (r, s) in UNROLLED_FILTERS)
+    phased_ = [PHASED + r * 10 + s for r, s in PAIR_FILTERS if (r, s) in PHASED_PLANES] \
+        if direction == "B" else []
+    return (*(r * 10 + s for r, s in PAIR_FILTERS if (r, s) in UNROLLED_FILTERS), *phased_)
 
 
 def shape_class(direction: str, sizes: Mapping[str, int], last: bool = False) -> int:
     """Backward weights' width class (BLOCK_S); forward's and backward data's filter plane
-    R * 10 + S where UNROLLED_FILTERS holds it, else 0 (R and S at run time)."""
+    R * 10 + S where UNROLLED_FILTERS holds it, else 0 (R and S at run time), plus PHASED
+    where backward data is `phased` (`last`: the problem is channels-last)."""
     if direction == "W":
         return width_class(sizes["S"])
+    if direction == "B" and phased(sizes, last):
+        return PHASED + int(sizes["R"]) * 10 + int(sizes["S"])
     if (sizes["R"], sizes["S"]) in UNROLLED_FILTERS:
         return int(sizes["R"]) * 10 + int(sizes["S"])
     return 0
@@ -218,10 +249,11 @@ def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
 def constexpr_values(direction: str, config: Mapping[str, int], last: bool, width: int
                      ) -> dict[str, int]:
     """Every constexpr the kernels may take (a kernel's ARGS pick theirs)."""
-    taps = width if direction in ("F", "B") else 0
+    taps = width % PHASED if direction in ("F", "B") else 0
     return {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
             "BLOCK_S": int(width) if direction == "W" else 0, "CHANNELS_LAST": int(last),
-            "BACKWARD": int(direction == "B"), "TAPS_R": taps // 10, "TAPS_S": taps % 10}
+            "BACKWARD": int(direction == "B"), "TAPS_R": taps // 10, "TAPS_S": taps % 10,
+            "PHASES": 2 if direction == "B" and width >= PHASED else 0}
 
 
 def tile_for(direction: str, last: bool, sizes: Mapping[str, int], sms: int,

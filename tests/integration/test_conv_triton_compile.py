@@ -250,10 +250,12 @@ def test_every_3d_depthwise_object_compiles_within_each_arch_s_limits(tmp_path) 
                    Target.parse("gfx1100-48")):
         jobs = _family_objects("Depthwise3d", target, tmp_path / f"{target.basename}.kdb")
         # Types x (NCDHW, NDHWC, NDHWC aligned): forward and backward data (the plane's taps
-        # at run time and 3x3 unrolled), backward weights at two filter width classes; in
-        # 16-bit types the NDHWC 3x3 planes and width class 4 also pair-aligned.
-        assert len(jobs) == 3 * 3 * (2 + 2 + 2) + 2 * 3
-        assert sum(_pairs(job) for job in jobs) == 2 * 3
+        # at run time and 3x3 unrolled), backward weights at two filter width classes; NDHWC
+        # backward data also phased at 3x3; in 16-bit types the NDHWC 3x3 planes (backward
+        # data raster and phased) and width class 4 also pair-aligned.
+        assert len(jobs) == 3 * 3 * (2 + 2 + 2) + 3 * 2 + 2 * 4
+        assert sum("-DPHASES=2" in job.options for job in jobs) == 3 * 2 + 2
+        assert sum(_pairs(job) for job in jobs) == 2 * 4
         for job in jobs:
             if target.vendor == "nvidia":
                 _check_channel_loads(job)

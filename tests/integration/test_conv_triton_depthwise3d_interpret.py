@@ -29,6 +29,9 @@ GEOMETRIES = [
     (4, 7, 8, 7, 5, 1, (1, 1), (2, 0), (1, 1), 1, 0),
     (3, 6, 9, 9, 3, 5, (2, 2), (1, 2), (1, 1), 2, 0),
     (8, 5, 7, 7, 3, 3, (2, 1), (2, 2), (2, 2), 2, 4),
+    # Depth and plane stride 2 on odd and even sizes, 10 channels (16-bit NDHWC: pairs):
+    # channels-last backward data on the phased objects, a depth tap off the lattice.
+    (10, 7, 11, 10, 3, 3, (2, 2), (1, 1), (1, 1), 2, 0),
 ]
 TOLERANCE = {"FP32": 1e-5, "FP16": 3e-3, "BF16": 2e-2}
 
@@ -55,6 +58,8 @@ SCRIPT = HARNESS + textwrap.dedent('''
         job = solver.compile_job(p, params, SM90)
         assert job.kernel_name == ("depthwise_conv3d_wrw" if direction == "W"
                                    else "depthwise_conv3d"), job.kernel_name
+        phased = direction == "B" and layout == "NDHWC" and (f, st[1], dil[1]) == (3, 2, 1)
+        assert ("-DPHASES=2" in job.options) == phased, job.options
         errors.append(relative_error(solver, conv_triton_depthwise, p, params, SM90, rng))
     print(json.dumps(errors))
 ''')
@@ -65,7 +70,7 @@ def test_interpreted_kernels_match_float64(direction: str) -> None:
     # BF16 on two geometries: the same loads and sums as FP16, at a quarter of the time.
     cases = [(layout, data_type, g) for layout in ("NCDHW", "NDHWC")
              for data_type in ("FP32", "FP16", "BF16")
-             for g in (GEOMETRIES if data_type != "BF16" else GEOMETRIES[:2])]
+             for g in (GEOMETRIES if data_type != "BF16" else GEOMETRIES[:2] + GEOMETRIES[-1:])]
     env = dict(os.environ, TRITON_INTERPRET="1", MIOPENKERNELS_TRITON="1")
     run = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps([direction, cases])],
                          capture_output=True, text=True, env=env, timeout=900, check=False)

@@ -83,7 +83,16 @@ def test_launch_geometry_and_arguments_per_direction() -> None:
     bp = replace(p, direction="B")
     back = b.launch(bp, b.default_params(bp, SM90))
     assert back.pointer_args()[:3] == ["dy", "w", "dx"]
-    assert back.grid[2] == 8 * 13 and back.scalars()["DH"] == 80  # dx's slices and rows
+    # Phased (NDHWC, plane stride 2): dx's slices x 4 phases, a phase's 40 x 40 pixels in
+    # blocks of BLOCK_M; dx's rows.
+    bparams = b.default_params(bp, SM90)
+    assert back.grid == (cdiv(40 * 40, bparams[0]), cdiv(54, bparams[1]), 8 * 13 * 4)
+    assert back.scalars()["DH"] == 80
+    assert "-DPHASES=2" in b.compile_job(bp, bparams, SM90).options
+    planar = replace(bp, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW")
+    raster = b.launch(planar, b.default_params(planar, SM90))
+    assert raster.grid[2] == 8 * 13  # channel-planar: the raster objects
+    assert "-DPHASES=0" in b.compile_job(planar, b.default_params(planar, SM90), SM90).options
     wp = replace(p, direction="W")
     params = w.default_params(wp, SM90)
     wl = w.launch(wp, params)
@@ -106,10 +115,11 @@ def test_every_default_call_runs_shipped_objects() -> None:
                                                 Target("gfx1100", 48))):
         solver = get_solver(name)
         shipped = set(solver.dynamic_jobs(target))
-        # Types x (NCDHW, NDHWC, NDHWC aligned) x two shape classes, and the 16-bit NDHWC
-        # 3x3 planes (backward weights: width class 4) pair-aligned.
+        # Types x (NCDHW, NDHWC, NDHWC aligned) x two shape classes, backward data's NDHWC
+        # also phased at 3x3 (aligned and not), and the 16-bit NDHWC 3x3 planes (backward
+        # data raster and phased; backward weights: width class 4) pair-aligned.
         assert len([j for j in shipped if j.kernel_name != "conv2d_bwd_weight_reduce"]) == \
-            18 + 2
+            18 + {"F": 2, "B": 3 * 2 + 2 * 2, "W": 2}[d]
         for (c, frames, hw, f, st), n, t, layout in itertools.product(
                 LAYERS, (1, 8, 32), ("FP16", "BF16", "FP32"), ("NCDHW", "NDHWC")):
             p = _p(c, frames, hw, f, st, d, n, t, layout)
