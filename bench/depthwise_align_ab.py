@@ -1,13 +1,12 @@
-"""The depthwise objects that assume pairs of channels (16-bit) or multiples of 4 (FP32),
-against the unaligned objects they replaced, on the zoo's layers that take them (device
-machine).
+"""The depthwise objects that assume pairs of channels or multiples of 4 (FP32), against the
+unaligned objects they replaced, on the zoo's layers that take them (device machine).
 
 The layers are the depthwise ones (groups = channels, 2-D and 3-D) of the zoo and its
 held-out networks (bench/zoo.py) whose channels are even but not a multiple of 8
 (ShuffleNet-v2's 58 and 116, X3D's 54 and 108), or a multiple of 4 but not of 16 (MobileNet's
 72, 120, 184, 200, ...). Channels-last, they take an object of
 `conv_triton_depthwise_spec.alignment`: FP32 assuming multiples of 4 (16-byte vectors), a
-16-bit 3x3 one assuming pairs (`PAIR_FILTERS`); before, every such layer took the unaligned
+3x3 one assuming pairs (`PAIR_FILTERS`); before, every such layer took the unaligned
 object, which loads channels one at a time. `run` times one arm with bench/zoo.py's method
 (find's pick against cuDNN, GPU time queued behind a sleep kernel, wall time per call,
 results checked): `--arm aligned` as the package ships, `--arm unaligned` with the FP32

@@ -1,5 +1,5 @@
-"""What the depthwise objects assuming pairs of channels (16-bit) or multiples of 4 (FP32) cost
-per program against the objects those layers took before, counted in their sm_90 SASS (no GPU).
+"""What the depthwise objects assuming pairs of channels or multiples of 4 (FP32) cost per
+program against the objects those layers took before, counted in their sm_90 SASS (no GPU).
 
 For each layer of `LAYERS` (channels-last, batch 32, every direction) the object the depthwise
 family ships for it is compiled as the builder compiles it, once as shipped
@@ -32,6 +32,7 @@ LAYERS = (
     ("shufflenet_v2 58 3x3", "FP16", 58, (28, 28), (3, 3), 1),
     ("shufflenet_v2 58 3x3 stride 2", "FP16", 58, (56, 56), (3, 3), 2),
     ("shufflenet_v2 116 3x3", "BF16", 116, (14, 14), (3, 3), 1),
+    ("shufflenet_v2 58 3x3, FP32", "FP32", 58, (28, 28), (3, 3), 1),
     ("x3d_s 54 3x3x3", "FP16", 54, (13, 40, 40), (3, 3, 3), 1),
     ("mobilenet_v3 72 3x3", "FP32", 72, (56, 56), (3, 3), 1),
     ("mobilenet_v3 120 5x5", "FP32", 120, (28, 28), (5, 5), 1),

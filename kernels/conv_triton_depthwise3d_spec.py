@@ -213,7 +213,7 @@ def phased(sizes: Mapping[str, int], last: bool) -> bool:
 
 
 def pair_classes(direction: str, last: bool) -> tuple[int, ...]:
-    """The shape classes whose 16-bit channels-last objects also ship pair-aligned (the 2-D
+    """The shape classes whose channels-last objects also ship pair-aligned (the 2-D
     spec's PAIR_FILTERS, as planes): forward's and backward data's unrolled planes among
     them, backward weights' width classes of their widths."""
     if not last:

@@ -15,9 +15,10 @@ program), SPLIT_K (backward weights alone: parts of the N * P * Q reduction, eac
 column; the reduce kernel sums their partials), num_warps; BLOCK_K, GROUP_M and num_stages
 have no use here and are 1. An "aligned" channels-last object assumes 16-byte aligned pointers
 and every ALIGN16 argument a multiple of the elements of 16 bytes (`align_divisor`,
-`meets_align16`): its channel loads are then 16-byte vectors. A 16-bit channels-last object of
-PAIR_FILTERS also ships assuming multiples of PAIR_DIVISOR (pairs of channels: 4-byte loads);
-other problems take the variant compiled without (`alignment` names a problem's).
+`meets_align16`): its channel loads are then 16-byte vectors. A channels-last object of
+PAIR_FILTERS also ships assuming multiples of PAIR_DIVISOR (pairs of channels: 4-byte loads in
+16-bit types, 8-byte in FP32); other problems take the variant compiled without (`alignment`
+names a problem's).
 """
 
 from __future__ import annotations
@@ -87,15 +88,15 @@ UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
 #: rows).
 PHASED_FILTERS = UNROLLED_FILTERS
 PHASED = 200
-#: Channels-last 16-bit objects of these filters also ship assuming the ALIGN16 arguments
-#: multiples of PAIR_DIVISOR (`pair_classes`), for layers whose channels are even but not a
-#: multiple of 8 (ShuffleNet-v2's 58 and 116, X3D's 54 and 108): their channel loads are then
-#: pairs (4 bytes) where the unaligned object loads elements one at a time. In sm90 SASS a
-#: 58-channel FP16 forward 3x3 program takes 808 instructions, 45 loads and 80 registers
-#: against 1,344, 81 and 159; backward data 1,264 against 2,048; backward weights 10 loads
-#: against 20 (bench/results/depthwise_align_sass-sm90.json). Not timed yet. 3x3 alone: the
-#: zoo's depthwise layers of such channels are all 3x3 (16 objects a matrix-core target with
-#: the 3-D family's, against 46 for every filter).
+#: Channels-last objects of these filters also ship assuming the ALIGN16 arguments multiples
+#: of PAIR_DIVISOR (`pair_classes`), for layers whose channels are even but not a multiple of
+#: what `align_divisor` asks (ShuffleNet-v2's 58 and 116, X3D's 54 and 108 in 16-bit types;
+#: 58 and 54 in FP32): their channel loads are then pairs (4 or 8 bytes) where the unaligned
+#: object loads elements one at a time. In sm90 SASS a 58-channel FP16 forward 3x3 program
+#: takes 808 instructions, 45 loads and 80 registers against 1,344, 81 and 159; backward data
+#: 1,264 against 2,048; backward weights 10 loads against 20; in FP32 forward 704
+#: instructions and 45 loads against 1,248 and 81 (bench/results/depthwise_align_sass-sm90
+#: .json). Not timed yet. 3x3 alone: the zoo's depthwise layers of such channels are all 3x3.
 PAIR_FILTERS = ((3, 3),)
 PAIR_DIVISOR = 2
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
@@ -268,7 +269,7 @@ def meets_align16(direction: str, args: Mapping[str, int], dtype: str | None = N
 
 
 def pair_classes(direction: str, last: bool) -> tuple[int, ...]:
-    """The shape classes (`shape_class`) whose 16-bit objects a package also ships assuming
+    """The shape classes (`shape_class`) whose objects a package also ships assuming
     multiples of PAIR_DIVISOR: channels-last forward's and backward data's PAIR_FILTERS (raster
     and phased), backward weights' width classes of their widths."""
     if not last:
@@ -285,11 +286,12 @@ def alignment_levels(dtype: str, last: bool, width: int, classes: tuple[int, ...
                      ) -> tuple[int, ...]:
     """The divisors (0: none) of the objects a package ships for one type, layout and shape
     class `width`, given the family's `pair_classes` of the layout: channels-last ones
-    aligned, pair-aligned where the type is 16-bit and the class pairs, and unaligned."""
+    aligned, pair-aligned where the class pairs, and unaligned."""
     if not last:
         return (0,)
-    pair = (PAIR_DIVISOR,) if ELEMENT_BYTES.get(dtype) == 2 and width in classes else ()
-    return (align_divisor(dtype), *pair, 0)
+    aligned = align_divisor(dtype)
+    pair = (PAIR_DIVISOR,) if width in classes and aligned > PAIR_DIVISOR else ()
+    return (aligned, *pair, 0)
 
 
 def alignment(names: tuple[str, ...], args: Mapping[str, int], levels: tuple[int, ...]

@@ -16,7 +16,7 @@ of the spec's KINDS (the kinds with matrix cores the other Triton families take:
 kernels stay the fallback elsewhere). Parameters are the implicit GEMM's seven (BLOCK_K,
 GROUP_M and num_stages 1). Every object is shape-agnostic; a package ships each direction's
 usual tile per type and layout (channels-last ones with and without the alignment assumption,
-16-bit 3x3 ones also assuming pairs of channels; backward weights per width class) and the
+3x3 ones also assuming pairs of channels; backward weights per width class) and the
 reduce kernel at every split (`dynamic_jobs`). The miss ranking puts these solvers first on
 every problem they take (the registry's FIRST_CLAIMS / YIELDS_TO).
 """

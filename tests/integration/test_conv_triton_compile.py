@@ -209,11 +209,11 @@ def test_every_depthwise_object_compiles_for_sm90_and_gfx942(tmp_path) -> None: 
         # and 3x3, 5x5 and 7x7 unrolled), and backward weights at two filter width classes;
         # the channels-last forward also at its large tile (spec.LARGE_TILES), the
         # channels-last backward data also phased at 3x3, 5x5 and 7x7 (spec.PHASED_FILTERS);
-        # in 16-bit types the NHWC 3x3 objects (forward at both tiles, backward data raster
-        # and phased, backward weights' width class 4) also pair-aligned (spec.PAIR_FILTERS).
-        assert len(jobs) == 3 * (3 * (4 + 4 + 2) + 2 * 4 + 2 * 3) + 2 * (2 + 2 + 1)
-        assert sum("-DPHASES=2" in job.options for job in jobs) == 3 * 2 * 3 + 2
-        assert sum(_pairs(job) for job in jobs) == 2 * (2 + 2 + 1)
+        # the NHWC 3x3 objects (forward at both tiles, backward data raster and phased,
+        # backward weights' width class 4) also pair-aligned (spec.PAIR_FILTERS).
+        assert len(jobs) == 3 * (3 * (4 + 4 + 2) + 2 * 4 + 2 * 3) + 3 * (2 + 2 + 1)
+        assert sum("-DPHASES=2" in job.options for job in jobs) == 3 * 2 * 3 + 3
+        assert sum(_pairs(job) for job in jobs) == 3 * (2 + 2 + 1)
         for job in jobs:
             if target.vendor == "nvidia":
                 _check_channel_loads(job)
@@ -227,14 +227,19 @@ def _pairs(job) -> bool:  # noqa: ANN001
 def _check_channel_loads(job) -> None:  # noqa: ANN001
     """sm90's PTX of a depthwise object loads what its assumption promises: vectors of 8 or 16
     bytes where aligned (the forward's 8x16 one-warp tile gives a thread 4 channels, 8 bytes
-    in 16-bit types), 32-bit loads of channel pairs where pair-aligned (16-bit elements
-    otherwise), no vectors where unaligned."""
+    in 16-bit types), channel pairs where pair-aligned (a 32-bit word of two 16-bit elements,
+    a 2-vector of FP32), no vectors where unaligned."""
     ptx = _job_ptx(job)
-    aligned = any(o.startswith("--assume=") for o in job.options) and not _pairs(job)
+    if _pairs(job):
+        fp32 = any(o.startswith("--signature=") and ("src_ptr:*fp32" in o or "x_ptr:*fp32" in o)
+                   for o in job.options)
+        pair = r"\.v2\.(f32|b32)" if fp32 else r"\.b32"
+        assert re.search(r"ld\.global(\.\w+)*" + pair, ptx), job.options
+        assert not re.search(r"ld\.global(\.\w+)*\.v4\.", ptx), job.options
+        return
+    aligned = any(o.startswith("--assume=") for o in job.options)
     vectors = re.search(r"ld\.global(\.\w+)*\.v[24]\.", ptx)
     assert (vectors is not None) == aligned, job.options
-    if _pairs(job):
-        assert re.search(r"ld\.global(\.\w+)*\.b32", ptx), job.options
 
 
 def test_every_3d_depthwise_object_compiles_within_each_arch_s_limits(tmp_path) -> None:  # noqa: ANN001
@@ -251,11 +256,11 @@ def test_every_3d_depthwise_object_compiles_within_each_arch_s_limits(tmp_path) 
         jobs = _family_objects("Depthwise3d", target, tmp_path / f"{target.basename}.kdb")
         # Types x (NCDHW, NDHWC, NDHWC aligned): forward and backward data (the plane's taps
         # at run time and 3x3 unrolled), backward weights at two filter width classes; NDHWC
-        # backward data also phased at 3x3; in 16-bit types the NDHWC 3x3 planes (backward
+        # backward data also phased at 3x3; the NDHWC 3x3 planes (backward
         # data raster and phased) and width class 4 also pair-aligned.
-        assert len(jobs) == 3 * 3 * (2 + 2 + 2) + 3 * 2 + 2 * 4
-        assert sum("-DPHASES=2" in job.options for job in jobs) == 3 * 2 + 2
-        assert sum(_pairs(job) for job in jobs) == 2 * 4
+        assert len(jobs) == 3 * 3 * (2 + 2 + 2) + 3 * 2 + 3 * 4
+        assert sum("-DPHASES=2" in job.options for job in jobs) == 3 * 2 + 3
+        assert sum(_pairs(job) for job in jobs) == 3 * 4
         for job in jobs:
             if target.vendor == "nvidia":
                 _check_channel_loads(job)

@@ -258,13 +258,14 @@ def test_aligned_objects_only_for_aligned_channels_last_problems() -> None:
         text = next((o for o in job.options if o.startswith("--assume=")), None)
         return None if text is None else next(a for a in text.split(",") if a.startswith("C:"))
 
-    # FP32: multiples of 4 (72, 116 channels) are 16-byte vectors too; 58 and 30 are not.
-    assert [assumed_c(_p(c, 28, data_type="FP32")) for c in (40, 72, 116, 58, 30)] == \
-        ["C:4", "C:4", "C:4", None, None]
+    # FP32: multiples of 4 (72, 116 channels) are 16-byte vectors too; 58 and 30 pairs.
+    assert [assumed_c(_p(c, 28, data_type="FP32")) for c in (40, 72, 116, 58, 30, 57)] == \
+        ["C:4", "C:4", "C:4", "C:2", "C:2", None]
     # 16-bit channels even but not a multiple of 8 (ShuffleNet's 58, 116; 36): pairs, at 3x3
     # alone (PAIR_FILTERS); odd channels or other filters: no assumption.
     assert [assumed_c(_p(c, 28)) for c in (36, 58, 116, 57)] == ["C:2", "C:2", "C:2", None]
     assert assumed_c(_p(58, 28, 5)) is None and assumed_c(_p(58, 28, 7)) is None
+    assert assumed_c(_p(58, 28, 5, data_type="FP32")) is None
     assert assumed_c(_p(58, 28, 3, layout="NCHW")) is None
     back = get_solver(NAMES["B"])
     for st in (1, 2):  # raster and phased backward data
