@@ -24,6 +24,11 @@ narrow NHWC kernel's time plus the copies the Via solvers' last FP16 run measure
 those layers, bench/results/zoo_h200-fb-b055ca9), so such NCHW problems stay on their own
 kernel (triton_conv_relayout). The survey timed FP16; BF16, the same matrix instructions
 over the same bytes, takes the same tile untimed, as it takes FP16's fitted rules.
+Channels-last backward weights of the same layers take 64 rows by the group's width by 64,
+unsplit (`NARROW_WRW_TILE`): against the split 64x64x64 tile they ran, 0.67-0.77 of the time
+at 16 a group and 0.66-0.72 at 32 a group (2.63 -> 1.86x cuDNN geomean over the eight
+layers, bench/results/narrow_groups_w_h200.json); in NCHW, whose tiles were narrow already,
+no tile of the five was faster overall, so NCHW keeps its own.
 """
 
 from __future__ import annotations
@@ -52,25 +57,37 @@ def rule_case(case: str, kernel: str) -> str | None:
 #: The group widths (channels = filters a group) that take a tile as wide as a group, the
 #: kernels, target kinds and types it applies to, and its rows, stages and warps.
 NARROW_GROUP_WIDTHS = (16, 32)
-NARROW_GROUP_KERNELS = ("conv2d_fwd", "conv2d_bwd_data")
+NARROW_GROUP_KERNELS = ("conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weight")
 NARROW_GROUP_KINDS = ("sm90",)
 NARROW_GROUP_TYPES = ("FP16", "BF16")
 NARROW_GROUP_TILE = {"BLOCK_M": 128, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4,
                      "num_stages": 3}
+#: Backward weights' narrow tile (channels-last alone): BLOCK_N the group's width.
+NARROW_WRW_TILE = {"BLOCK_M": 64, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4,
+                   "num_stages": 3}
 
 
-def _narrow_tile(width: int) -> dict[str, int]:
-    """The tile of groups `width` wide: NARROW_GROUP_TILE, BLOCK_N = BLOCK_K = width."""
+def _narrow_tile(width: int, kernel: str = "conv2d_fwd") -> dict[str, int]:
+    """The tile of groups `width` wide: NARROW_GROUP_TILE, BLOCK_N = BLOCK_K = width; for
+    backward weights NARROW_WRW_TILE, BLOCK_N = width."""
+    if kernel == "conv2d_bwd_weight":
+        return {**NARROW_WRW_TILE, "BLOCK_N": width}
     return {**NARROW_GROUP_TILE, "BLOCK_N": width, "BLOCK_K": width}
+
+
+def _narrow_kernel(kernel: str, channels_last: bool) -> bool:
+    """A kernel and layout the narrow tile applies to: forward and backward data in both
+    layouts, backward weights channels-last."""
+    return kernel in NARROW_GROUP_KERNELS and (kernel != "conv2d_bwd_weight" or channels_last)
 
 
 @lru_cache(maxsize=4096)
 def narrow_group_config(problem: ConvProblem, target: Target, math: str
                         ) -> dict[str, int] | None:
     """The tile as wide as a group for a grouped 16-bit 2-D problem of the forward or
-    backward-data kernel whose groups are NARROW_GROUP_WIDTHS channels and as many filters,
-    on a NARROW_GROUP_KINDS target, in IEEE math; None elsewhere and for a layer the tuned
-    table holds."""
+    backward-data kernel (or the channels-last backward weights) whose groups are
+    NARROW_GROUP_WIDTHS channels and as many filters, on a NARROW_GROUP_KINDS target, in IEEE
+    math; None elsewhere and for a layer the tuned table holds."""
     p = problem
     kind = target_kind(target.arch)
     if math != "ieee" or kind not in NARROW_GROUP_KINDS or p.groups == 1 or \
@@ -79,13 +96,13 @@ def narrow_group_config(problem: ConvProblem, target: Target, math: str
         return None
     view, _, kernel, cl = problem_view(p)
     sizes = spec_sizes(view)
-    if kernel not in NARROW_GROUP_KERNELS or sizes["C"] != sizes["K"] or \
+    if not _narrow_kernel(kernel, cl) or sizes["C"] != sizes["K"] or \
             sizes["C"] not in NARROW_GROUP_WIDTHS:
         return None
     spec = spec_module()
     if spec.measured(kind, f"{p.in_type}-{view.direction}-{'NHWC' if cl else 'NCHW'}", sizes):
         return None
-    config = {**spec.default_config(kernel, p.in_type), **_narrow_tile(sizes["C"])}
+    config = {**spec.default_config(kernel, p.in_type), **_narrow_tile(sizes["C"], kernel)}
     return config if spec.is_legal(config, p.in_type, kind, kernel) else None
 
 
@@ -133,11 +150,11 @@ def tile_rule_configs(kind: str, data_type: str, math: str, channels_last: bool,
     spec = spec_module()
     which = rule_case(f"{data_type}-{spec.KERNELS[kernel]['direction']}-"
                       f"{'NHWC' if channels_last else 'NCHW'}", kernel)
-    if math != "ieee" or not which or not hasattr(spec, "rule_tiles"):
+    if math != "ieee":
         return []
-    tiles = list(spec.rule_tiles(kind, which))
-    if kind in NARROW_GROUP_KINDS and kernel in NARROW_GROUP_KERNELS and \
+    tiles = list(spec.rule_tiles(kind, which)) if which and hasattr(spec, "rule_tiles") else []
+    if kind in NARROW_GROUP_KINDS and _narrow_kernel(kernel, channels_last) and \
             data_type in NARROW_GROUP_TYPES:
-        tiles += [_narrow_tile(w) for w in NARROW_GROUP_WIDTHS]
+        tiles += [_narrow_tile(w, kernel) for w in NARROW_GROUP_WIDTHS]
     configs = ({**spec.default_config(kernel, data_type), **c} for c in tiles)
     return [c for c in configs if spec.is_legal(c, data_type, kind, kernel)]
