@@ -91,7 +91,8 @@ UNROLLED_FILTERS = ((3, 3),)
 #: depth tap): X3D's 3x3x3 layers at stride (1, 2, 2). In sm90 SASS a depth tap's body
 #: runs 0.54 of the raster object's instructions on 54 and 108 channels (20 loads against
 #: 45) and 0.62 on 216 and 432 (8 against 18; bench/results/depthwise_phased_sass_3d-sm90
-#: .json). Not timed yet.
+#: .json). Not timed against the raster objects; with them X3D-S's depthwise backward data
+#: NDHWC took 0.23x cuDNN (bench/results/zoo_h200-dw-b-fa47541.md, FP16, batch 32).
 PHASED_PLANES = tuple(f for f in UNROLLED_FILTERS if f in PHASED_FILTERS)
 
 

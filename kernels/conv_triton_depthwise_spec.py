@@ -81,9 +81,11 @@ UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
 #: mask off the stride's lattice and a division per pixel (25 loads a pixel at 5x5 for 6.25
 #: that count). On the H200 the zoo's depthwise backward data NHWC took 2.09x cuDNN over its
 #: sampled layers, and the 5x5 stride-2 ones of MobileNet-v3 and MnasNet 6.45x
-#: (bench/results/zoo_h200-dw-fb-b29a063.md, zoo_h200-dw-b-f2b3b54.md). Not timed yet; in
-#: sm90 SASS a program at the same tile runs 0.51 (3x3) and 0.40 (5x5) of the instructions,
-#: 0.44 and 0.36 of the loads (bench/results/depthwise_phased_sass-sm90.json). Channel-planar
+#: (bench/results/zoo_h200-dw-fb-b29a063.md, zoo_h200-dw-b-f2b3b54.md). In sm90 SASS a
+#: program at the same tile runs 0.51 (3x3) and 0.40 (5x5) of the instructions, 0.44 and 0.36
+#: of the loads (bench/results/depthwise_phased_sass-sm90.json); on the H200 the FP16 stride-2
+#: layers took 0.57x cuDNN against 3.07x before (with the 8x32 tile since; the stride-1 ones
+#: 2.39 -> 1.09: zoo_h200-dw-b-fa47541 against zoo_h200-dw-b-f2b3b54). Channel-planar
 #: layouts keep the raster objects (a phase's stores would be every other element of dx's
 #: rows).
 PHASED_FILTERS = UNROLLED_FILTERS
@@ -96,7 +98,10 @@ PHASED = 200
 #: takes 808 instructions, 45 loads and 80 registers against 1,344, 81 and 159; backward data
 #: 1,264 against 2,048; backward weights 10 loads against 20; in FP32 forward 704
 #: instructions and 45 loads against 1,248 and 81 (bench/results/depthwise_align_sass-sm90
-#: .json). Not timed yet. 3x3 alone: the zoo's depthwise layers of such channels are all 3x3.
+#: .json). On the H200 ShuffleNet's 58 and 116 channels took 0.53-0.67 of the unaligned
+#: objects' GPU time in 16-bit types, X3D's 54 and 108 0.67-0.74 per case
+#: (bench/results/depthwise_align_h200-fa47541.json). 3x3 alone: the zoo's depthwise layers of
+#: such channels are all 3x3.
 PAIR_FILTERS = ((3, 3),)
 PAIR_DIVISOR = 2
 #: The tensor (x, w, y of the convolution, or the workspace) each pointer is, per direction.
@@ -256,7 +261,9 @@ def align_divisor(dtype: str | None) -> int:
     multiples of 8, not 16). FP32 objects assumed 16 before: at 64 channels their sm90 SASS is
     the same instructions assuming 4, and a 72-channel layer's forward 3x3 object loads 27
     times a program where the unaligned one loads 81 (bench/results/depthwise_align_sass-sm90
-    .json). None: 16."""
+    .json); on the H200 the FP32 NHWC layers that now meet it took 0.47-0.56 of the unaligned
+    objects' GPU time per direction (depthwise_align_h200-fa47541.json, with the pairs). None:
+    16."""
     size = ELEMENT_BYTES.get(dtype) if dtype is not None else None
     return {2: 8, 4: 4}.get(size or 0, 16)
 
