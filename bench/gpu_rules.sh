@@ -46,18 +46,16 @@
 #              layouts (its depthwise 3x3x3 and 5x1x1 layers on the 3-D depthwise family, not
 #              timed before);  X3D_S
 # All at batch 32, the held-out networks apart. A summary line per step. STEPS names the steps
-# to run (default all but g16, grouped, g16w, dw_grid, dw, dw3d_grid, dwa and x3d); the whole takes
-# six calls of under 600 s, the later ones on the warm machine (its package build then a
-# no-op). The H200 run of 2026-12-05 made the first three (bench/results/README.md); the
-# last three are still to run:
+# to run (default all but g16, grouped, g16w, dw_grid, dw, dw3d_grid, dwa and x3d); the whole
+# takes six calls of under 600 s, the later ones on the warm machine (its package build then
+# a no-op). The H200 runs of 2026-12-05 made every one of them (bench/results/README.md):
 #
 #   STEPS=g16,blas bash bench/gpu_rules.sh OUTDIR
 #   STEPS=grid,blas_w,packed,fp32_w bash bench/gpu_rules.sh OUTDIR
 #   STEPS=nchw,fp32_3d bash bench/gpu_rules.sh OUTDIR
+#   STEPS=dw_grid,dw3d_grid,dwa bash bench/gpu_rules.sh OUTDIR
+#   STEPS=dw,x3d bash bench/gpu_rules.sh OUTDIR
 #   STEPS=grouped,g16w bash bench/gpu_rules.sh OUTDIR
-#   STEPS=dw_grid,dw bash bench/gpu_rules.sh OUTDIR
-#   STEPS=dw3d_grid,x3d bash bench/gpu_rules.sh OUTDIR
-#   STEPS=dwa bash bench/gpu_rules.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_rules.sh OUTDIR}"
 here="$(dirname "$0")"
