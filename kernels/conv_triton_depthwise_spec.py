@@ -85,7 +85,7 @@ UNROLLED_FILTERS = ((3, 3), (5, 5), (7, 7))
 #: program at the same tile runs 0.51 (3x3) and 0.40 (5x5) of the instructions, 0.44 and 0.36
 #: of the loads (bench/results/depthwise_phased_sass-sm90.json); on the H200 the FP16 stride-2
 #: layers took 0.57x cuDNN against 3.07x before (with the 8x32 tile since; the stride-1 ones
-#: 2.39 -> 1.09: zoo_h200-dw-b-fa47541 against zoo_h200-dw-b-f2b3b54). Channel-planar
+#: 2.39 -> 1.08: zoo_h200-dw-b-fa47541 against zoo_h200-dw-b-f2b3b54). Channel-planar
 #: layouts keep the raster objects (a phase's stores would be every other element of dx's
 #: rows).
 PHASED_FILTERS = UNROLLED_FILTERS
