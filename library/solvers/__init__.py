@@ -64,6 +64,7 @@ from .triton_relayout_chunks import (
     ConvTritonImplicitGemmRelayoutChunks,
     via_chunks_first,
 )
+from .triton_slices import SLICES_SOLVERS, ConvTritonSlices, slices_first
 from .triton_winograd import WINOGRAD_SOLVERS, ConvTritonWinogradWrw, winograd_first
 from .winograd import ConvWinograd3x3
 
@@ -101,6 +102,7 @@ SOLVERS: list[Solver] = [
     *GEMM1X1_SOLVERS,
     *DEPTHWISE_SOLVERS,
     *DEPTHWISE_3D_SOLVERS,
+    *SLICES_SOLVERS,
     *RELAID_3D_SOLVERS,
     *TAPS_3D_SOLVERS,
     *TRITON_3D_SOLVERS,
@@ -143,6 +145,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTriton3dSmallCChunks: lambda p, t, math: math == "ieee" and smallc_chunks_first(p, t),
     ConvTritonSmallC: lambda p, t, math: math == "ieee" and smallc_2d_first(p, t),
     ConvTritonSmallCChunks: lambda p, t, math: math == "ieee" and smallc_2d_chunks_first(p, t),
+    ConvTritonSlices: slices_first,
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -163,13 +166,18 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: batch-chunk solvers (triton_3d_chunks) to the relaid ones' chunk solvers; all of them to
 #: the few-channel solvers (triton_3d_smallc) and their chunk solvers (which also take the
 #: backward data problems whose products exceed one launch's workspace); every 3-D family to
-#: the 3-D depthwise solvers (triton_depthwise_3d) on the problems they take. On 2-D problems of
+#: the 3-D depthwise solvers (triton_depthwise_3d) on the problems they take. The 3-D implicit
+#: GEMM, its relaid and several-taps solvers give way to the slices solvers (triton_slices: a
+#: 3-D channels-last layer of one depth tap at depth stride 1 as a 2-D one over N*D images)
+#: where those claim it, and to the GEMM library where it claims (a 1x1x1 layer at stride 1
+#: is the 2-D layer's call). On 2-D problems of
 #: few channels the implicit GEMM, its padded and Via solvers and its batch-chunk solvers
 #: (triton_chunks) give way to the few-channel kernels' 2-D solvers and their chunk solvers
 #: where those claim one (`conv_triton_3d_smallc_spec.first_2d`); the batch-chunk solvers to
 #: the Via solvers' chunk solvers (triton_relayout_chunks), which give way to the few-channel
 #: ones. A family not listed gives way to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
+_SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvBlasGemm1x1)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
@@ -186,12 +194,12 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,
-                   ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
+                   ConvTriton3dSmallCChunks, ConvTritonDepthwise3d, *_SLICES),
     ConvTriton3dRelaid: (ConvTriton3dRelaidTaps, ConvTriton3dSmallC, ConvTriton3dSmallCChunks,
-                         ConvTritonDepthwise3d),
+                         ConvTritonDepthwise3d, *_SLICES),
     ConvTriton3dRelaidTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks,
-                             ConvTritonDepthwise3d),
-    ConvTriton3dTaps: (ConvTritonDepthwise3d,),
+                             ConvTritonDepthwise3d, *_SLICES),
+    ConvTriton3dTaps: (ConvTritonDepthwise3d, *_SLICES),
     ConvTriton3dChunks: (ConvTriton3dRelaidChunks, ConvTriton3dSmallCChunks,
                          ConvTritonDepthwise3d),
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),

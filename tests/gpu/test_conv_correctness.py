@@ -110,6 +110,13 @@ BASE = [
     # X3D-like 3x3x3 on 18 channels (16-bit NDHWC: the pair-aligned objects).
     ConvProblem(n=2, c=18, k=18, in_spatial=(4, 7, 9), filter=(3, 3, 3), pad=(1, 1, 1),
                 groups=18, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    # One depth tap at depth stride 1 (NDHWC: the slices solvers, a 2-D layer over N*D
+    # images): X3D's 1x1x1 downsample at stride (1, 2, 2) on 24 channels, and a (2+1)-D
+    # spatial 1x3x3 on 20 channels to 36 filters (16-bit: the padded 2-D objects), odd sizes.
+    ConvProblem(n=2, c=24, k=48, in_spatial=(3, 9, 11), filter=(1, 1, 1), stride=(1, 2, 2),
+                in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    ConvProblem(n=2, c=20, k=36, in_spatial=(3, 7, 9), filter=(1, 3, 3), pad=(0, 1, 1),
+                in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     # 128 channels and filters over 65,536 input positions: 16-bit backward data and weights
     # on their wide tiles (spec WIDE_RULE).
     ConvProblem(n=16, c=128, k=128, in_spatial=(4, 32, 32), filter=(1, 1, 1),

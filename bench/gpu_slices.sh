@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# On the GPU machine, one call of under 600 s: the 3-D channels-last layers of one depth tap at
+# depth stride 1 on the slices solvers (solvers/triton_slices.py: the 2-D implicit GEMM over
+# N*D images) and on the GEMM library (1x1x1 at stride 1), measured in place.
+# The sm90-132 package of the default manifests first (bench/_gpu_env.sh `sm90_package`), then:
+#   grid/    the GPU grid's cases of the slices solvers, every direction, type and layout they
+#            take, against float64, Triton hidden;  GRID_S
+#   alt.*    bench/solver_alternatives.py: the 3-D solvers, the slices solvers and the GEMM
+#            library side by side on those layers of the zoo's and the held-out networks, FP16
+#            NDHWC, every direction (the layers' keys: one depth tap, no depth padding, depth
+#            stride 1);  ALT_S
+#   zoo.*    find's pick against cuDNN on the 3-D networks (R(2+1)D-18, 3D U-Net; X3D-S and
+#            R3D-18 held out), FP16 NDHWC, every direction (bench/zoo_compare.py against
+#            zoo_h200-fb-9ec5af9, zoo_h200-w-9ec5af9 and zoo_h200-x3d-fa47541 for before);
+#            ZOO_S
+# All at batch 32. A summary line per step; STEPS names the steps (default all):
+#
+#   bash bench/gpu_slices.sh OUTDIR
+set -uo pipefail
+out="${1:?usage: [STEPS=...] bash bench/gpu_slices.sh OUTDIR}"
+here="$(dirname "$0")"
+mkdir -p "$out"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+steps="${STEPS:-grid,alt,zoo}"
+want() { [[ ",$steps," == *",$1,"* ]]; }
+source "$here/_gpu_env.sh"
+device_stamp "$out/device.txt" > /dev/null
+sys=/tmp/sys
+sm90_package "$sys" "$out"
+export MIOPEN_SYSTEM_DB_PATH="$sys"
+
+if want grid; then
+  GRID_SOLVER=ConvTritonImplicitGemmSlices,ConvTritonImplicitGemmTf32Slices,\
+ConvTritonImplicitGemmTf32x3Slices,ConvTritonImplicitGemmPaddedSlices \
+  TESTS_S="${GRID_S:-100}" \
+    bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
+  stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
+fi
+if want alt; then
+  limit="${ALT_S:-180}"
+  solvers=""
+  for d in Fwd Bwd Wrw; do
+    solvers+="ConvTriton3d$d,ConvTriton3dPadded$d,ConvTritonImplicitGemmSlices$d,"
+    solvers+="ConvTritonImplicitGemmPaddedSlices$d,ConvBlasGemm1x1$d,"
+  done
+  solvers+="ConvTriton3dTapsWrw,ConvTriton3dPaddedTapsWrw"
+  timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
+    --networks r2plus1d_18,unet3d,x3d_s,r3d_18 --types FP16 --directions F,B,W \
+    --layouts NHWC --batches 32 --held-out \
+    --only '^[0-9]+-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-([0-9]+-){5}0x[0-9]+x[0-9]+-1x' \
+    --budget-s "$(( limit - 15 ))" --out "$out/alt" > "$out/alt.log" 2>&1
+  stamp "alt rc=$?"; tail -12 "$out/alt.log"
+fi
+if want zoo; then
+  limit="${ZOO_S:-150}"
+  timeout "$limit" python3 bench/zoo.py --networks r2plus1d_18,unet3d,x3d_s,r3d_18 \
+    --types FP16 --directions F,B,W --layouts NHWC --batches 32 --held-out \
+    --budget-s "$(( limit - 20 ))" --out "$out/zoo" > "$out/zoo.log" 2>&1
+  stamp "zoo rc=$? $(grep -E '^(FP|BF)[0-9]+-' "$out/zoo.log" | head -6 | tr '\n' ';')"
+fi
+stamp "done"

@@ -1,0 +1,168 @@
+"""ConvTritonImplicitGemm{,Tf32,Tf32x3,Padded}Slices{Fwd,Bwd,Wrw}: 3-D channels-last layers
+that are 2-D layers over their depth slices, on the 2-D implicit GEMM's objects.
+
+A filter of one depth tap at depth stride 1 without depth padding (X3D's and CSN's 1x1x1
+layers and their 1x1x1 downsamples at stride (1, 2, 2), the 1x3x3 spatial convolutions of
+(2+1)-D and SlowFast networks) computes each output depth slice from the input slice at the
+same depth. In NDHWC the input is then N*D images of H x W x C, exactly NHWC, the output N*D
+images of P x Q x K, and the filters (K, 1, R, S, C/G) are KRSC: the same bytes as a 2-D
+problem (`sliced_problem`). The 3-D families (solvers/triton_3d.py and its relaid solvers)
+run such a layer as a 3-D implicit GEMM whose aligned objects need channel counts that are
+multiples of 16, the rest through channel-padded copies; on the H200 X3D-S's 1x1x1 layers of
+24-216 channels took 2-6x cuDNN's GPU time there (bench/results/zoo_h200-x3d-fa47541). The 2-D
+implicit GEMM's objects need multiples of 8, and its tile rules, split rules and tuned tiles
+are the 2-D zoo's. These solvers run a 2-D solver (`inner`: the implicit GEMM in each math,
+and its padded solvers for channel counts that miss 8) on the sliced problem: parameters,
+objects, workspace, lead-ins and follow-ups, the ranking's model are the inner solver's there;
+nothing is compiled or shipped for them.
+
+They claim first place where their inner solver ranks first on the sliced problem among the
+2-D families (`solvers.ranks_first`: not where the 2-D problem would go to the GEMM library,
+through the other layout, or to a depthwise or grouped family); the 3-D families give way to
+them there (the registry's YIELDS_TO). A 1x1x1 layer at stride 1 is one call of the GEMM
+library in either form (solvers/blas_1x1.py takes 3-D problems as they are), to which the 3-D
+families give way as the 2-D ones do.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from .._record import replace
+from ..problem import ConvProblem
+from ..target import Target
+from ._conv import conv_view
+from .base import CompileJob, InnerParameters, Launch, Params, Solver
+
+__all__ = ["ConvTritonSlices", "SLICES_SOLVERS", "sliced_problem", "slices_first"]
+
+_LAYOUT_2D = {"NDHWC": "NHWC"}
+
+
+@lru_cache(maxsize=4096)
+def sliced_problem(problem: ConvProblem) -> ConvProblem | None:
+    """The 2-D problem over the depth slices that `problem` is, or None where it is not one:
+    a 3-D convolution (not transposed) with every tensor NDHWC, one depth tap, depth stride 1
+    and no depth padding; its N*D images are the input's slices, the output's at the same
+    depth (the output's depth is the input's)."""
+    p = problem
+    if len(p.in_spatial) != 3 or p.mode != "conv" or p.filter[0] != 1 or p.stride[0] != 1 or \
+            p.pad[0] != 0 or not p.in_layout == p.wei_layout == p.out_layout == "NDHWC":
+        return None
+    layout = _LAYOUT_2D[p.in_layout]
+    return replace(p, n=p.n * p.in_spatial[0], in_spatial=p.in_spatial[1:],
+                   filter=p.filter[1:], pad=p.pad[1:], stride=p.stride[1:],
+                   dilation=p.dilation[1:], in_layout=layout, wei_layout=layout,
+                   out_layout=layout, trans_output_pad=())
+
+
+class ConvTritonSlices(InnerParameters, Solver):
+    """A 2-D solver (`inner`) on the depth slices of a 3-D channels-last problem."""
+
+    tunable = True
+    language = "triton"
+
+    def __init__(self, inner: Solver) -> None:
+        self.inner = inner
+        self.direction = getattr(inner, "direction", "")
+        self.math = inner.math
+        self.rank_first = False
+        self.kernel_file = inner.kernel_file
+        self.directions = inner.directions
+        self.algorithm_names = dict(inner.algorithm_names)
+        self.name = f"{inner.name[:-3]}Slices{inner.name[-3:]}"  # ...SlicesFwd
+
+    @property
+    def ranking_name(self) -> str:
+        return self.inner.ranking_name
+
+    def _relaid(self, problem: ConvProblem) -> ConvProblem:
+        q = sliced_problem(problem)
+        assert q is not None, problem.key()
+        return q
+
+    # ------------------------------------------------------------------ applicability
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        if problem.key_direction not in self.directions:
+            return False
+        q = sliced_problem(problem)
+        return q is not None and self.inner.is_applicable(q, target)
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Where the inner solver ranks first on the sliced problem among the 2-D families."""
+        from . import ranks_first
+
+        return bool(ranks_first(self.inner, self._relaid(problem), target))
+
+    def ahead_of_portable(self, problem: ConvProblem, target: Target) -> bool:
+        ahead = getattr(self.inner, "ahead_of_portable", None)
+        return bool(ahead(self._relaid(problem), target)) if ahead is not None else False
+
+    # ------------------------------------------------------------------ kernels
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """None: the objects are the inner solver's, which ships them."""
+        return []
+
+    def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
+        return self.inner.workspace_slots(self._relaid(problem), params)
+
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        return self.inner.workspace_for(self._relaid(problem), params)
+
+    # ------------------------------------------------------------------ launches
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
+               ) -> Launch:
+        """The inner solver's launch on the sliced problem: the same tensors, read as its
+        images."""
+        return self.inner.launch(self._relaid(problem), params, specialised)
+
+    def lead_ins(self, problem: ConvProblem, params: Params, target: Target
+                 ) -> tuple[tuple[CompileJob, Launch], ...]:
+        return self.inner.lead_ins(self._relaid(problem), params, target)
+
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        return self.inner.follow_ups(self._relaid(problem), params, target)
+
+    def unaligned_follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                             ) -> tuple[tuple[CompileJob, Launch], ...]:
+        return self.inner.unaligned_follow_ups(self._relaid(problem), params, target)
+
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return self.inner.launch_geometry(self._relaid(problem), params)
+
+    def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
+        """(blocks, threads per block, tile efficiency) of the inner solver's launch on the
+        sliced problem, for the miss ranking's features."""
+        q = self._relaid(problem)
+        own: Any = getattr(self.inner, "ranking_geometry", None)
+        if own is not None:
+            blocks, block, eff = own(q, params)
+            return int(blocks), int(block), float(eff)
+        grid, dims = self.inner.launch_geometry(q, params)
+        efficiency: Any = getattr(self.inner, "efficiency", None)
+        eff = float(efficiency(conv_view(q), params)) if callable(efficiency) else 1.0
+        return grid[0] * grid[1] * grid[2], dims[0] * dims[1] * dims[2], eff
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        return self.inner.heuristic_rank(self._relaid(problem), target)
+
+
+def slices_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bool:
+    """Whether a slices solver of `math` applies and claims the problem (the registry's
+    FIRST_CLAIMS)."""
+    return sliced_problem(problem) is not None and any(
+        s.math == math and s.is_applicable(problem, target) and s.claims_first(problem, target)
+        for s in SLICES_SOLVERS)
+
+
+def _slices_solvers() -> list[Solver]:
+    from .triton_conv import TRITON_SOLVERS
+    from .triton_padded import PADDED_SOLVERS
+
+    return [ConvTritonSlices(s) for s in (*TRITON_SOLVERS, *PADDED_SOLVERS)]
+
+
+SLICES_SOLVERS: list[Solver] = _slices_solvers()
