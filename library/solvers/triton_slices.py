@@ -35,9 +35,17 @@ from ..target import Target
 from ._conv import conv_view
 from .base import CompileJob, InnerParameters, Launch, Params, Solver
 
-__all__ = ["ConvTritonSlices", "SLICES_SOLVERS", "sliced_problem", "slices_first"]
+__all__ = ["ConvTritonSlices", "NOT_FIRST", "SLICES_SOLVERS", "sliced_problem", "slices_first"]
 
 _LAYOUT_2D = {"NDHWC": "NHWC"}
+#: Inner families whose slices solvers do not claim first place in these directions, where
+#: the 3-D families measured faster: backward weights of channel counts that miss 8, where the
+#: 3-D padded several-taps solver (ConvTriton3dPaddedTapsWrw: the three taps along s a
+#: program) took 1.09 of cuDNN's GPU time over R(2+1)D-18's six such 1x3x3 layers and the
+#: padded slices 1.38 (H100, FP16, batch 32: bench/results/slices_h100-e86d143/alt.json; the
+#: zoo's layers alone, X3D-S and R3D-18 held out). tests/unit/test_triton_slices.py
+#: recomputes the figures.
+NOT_FIRST: dict[str, tuple[str, ...]] = {"ConvTritonImplicitGemmPadded": ("W",)}
 
 
 @lru_cache(maxsize=4096)
@@ -90,9 +98,12 @@ class ConvTritonSlices(InnerParameters, Solver):
         return q is not None and self.inner.is_applicable(q, target)
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """Where the inner solver ranks first on the sliced problem among the 2-D families."""
+        """Where the inner solver ranks first on the sliced problem among the 2-D families,
+        but for the directions of NOT_FIRST's inner families."""
         from . import ranks_first
 
+        if self.direction in NOT_FIRST.get(type(self.inner).__name__, ()):
+            return False
         return bool(ranks_first(self.inner, self._relaid(problem), target))
 
     def ahead_of_portable(self, problem: ConvProblem, target: Target) -> bool:

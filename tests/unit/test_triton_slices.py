@@ -4,7 +4,10 @@ solvers launch the 2-D solver's objects on it unchanged, and where they rank fir
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +24,7 @@ from miopenkernels.solvers import (
 from miopenkernels.solvers.reference import conv_inputs, conv_output_name, conv_reference
 from miopenkernels.solvers.triton_3d import ConvTriton3d
 from miopenkernels.solvers.triton_slices import (
+    NOT_FIRST,
     SLICES_SOLVERS,
     ConvTritonSlices,
     sliced_problem,
@@ -30,6 +34,7 @@ from miopenkernels.target import Target
 
 pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
 
+ROOT = Path(__file__).resolve().parents[2]
 SM90 = Target("sm90", 132)
 SUFFIX = {"F": "Fwd", "B": "Bwd", "W": "Wrw"}
 
@@ -143,6 +148,17 @@ def test_they_rank_first_where_the_2d_solver_would_and_the_3d_families_give_way(
     for family in YIELDS_TO:
         if family.__module__.endswith(("triton_3d", "triton_3d_relaid", "triton_3d_taps")):
             assert ConvTritonSlices in YIELDS_TO[family], family
+    # Backward weights of channels that miss 8 (R(2+1)D's 1x3x3 to 230 filters): the padded
+    # slices solver takes it but the 3-D padded several-taps one ranks first (NOT_FIRST).
+    odd = ConvProblem(n=32, c=230, k=64, in_spatial=(16, 28, 28), filter=(1, 3, 3),
+                      pad=(0, 1, 1), direction="W", in_type="FP16", wei_type="FP16",
+                      out_type="FP16", in_layout="NDHWC", wei_layout="NDHWC",
+                      out_layout="NDHWC")
+    padded = get_solver("ConvTritonImplicitGemmPaddedSlicesWrw")
+    assert padded.is_applicable(odd, SM90) and not padded.claims_first(odd, SM90)
+    assert ranks_first(get_solver("ConvTriton3dPaddedTapsWrw"), odd, SM90)
+    assert ranks_first(get_solver("ConvTritonImplicitGemmPaddedSlicesFwd"),
+                       replace(odd, direction="F"), SM90)
     # Where the 2-D problem is the GEMM library's one call (a 1x1x1 layer at stride 1, the
     # library offered), neither they nor the 3-D family rank first: the library does.
     one = _p(stride=(1, 1, 1), c=48, k=96)
@@ -155,3 +171,81 @@ def test_they_rank_first_where_the_2d_solver_would_and_the_3d_families_give_way(
         assert not ranks_first(get_solver("ConvTriton3dFwd"), one, SM90)
     finally:
         blas_1x1._offered[0] = saved
+
+
+# ----------------------------------------------------------------------------- evidence
+RUN = ROOT / "bench" / "results" / "slices_h100-e86d143"
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _alt_rows() -> list[dict]:
+    return json.loads((RUN / "alt.json").read_text())["rows"]
+
+
+def _best(solvers: dict, pick: object) -> float | None:
+    times = [v["gpu_ms"] for k, v in solvers.items() if pick(k)]  # type: ignore[operator]
+    return min(times) if times else None
+
+
+def test_not_first_rests_on_the_zoo_rows_of_the_h100_run() -> None:
+    """NOT_FIRST's figures: the padded 3-D several-taps backward weights against the padded
+    slices over R(2+1)D-18's layers (the zoo's alone)."""
+    taps, sliced = [], []
+    for r in _alt_rows():
+        s = r["solvers"]
+        if r["held_out"] or not {"ConvTriton3dPaddedTapsWrw",
+                                 "ConvTritonImplicitGemmPaddedSlicesWrw"} <= set(s):
+            continue
+        taps.append(s["ConvTriton3dPaddedTapsWrw"]["gpu_ms"] / r["cudnn_gpu_ms"])
+        sliced.append(s["ConvTritonImplicitGemmPaddedSlicesWrw"]["gpu_ms"] / r["cudnn_gpu_ms"])
+    assert len(taps) == 6
+    assert round(_geomean(taps), 2) == 1.09 and round(_geomean(sliced), 2) == 1.38
+    assert NOT_FIRST == {"ConvTritonImplicitGemmPadded": ("W",)}
+
+
+def test_the_readmes_figures_of_the_h100_run() -> None:
+    """bench/results/README.md's "3-D layers over their depth slices" figures: per direction,
+    the best 3-D solver's and the best slices solver's geomean against cuDNN (the GEMM
+    library's on 1x1x1 layers at stride 1), zoo and held-out rows apart."""
+    got: dict[tuple[bool, str, bool], tuple[int, float, float, float | None]] = {}
+    for held in (False, True):
+        for direction in "FBW":
+            for one in (False, True):
+                three_d, sliced, library = [], [], []
+                for r in _alt_rows():
+                    s = r["solvers"]
+                    if r["held_out"] != held or r["case"].split("-")[1] != direction or \
+                            any("Blas" in k for k in s) != one:
+                        continue
+                    t3 = _best(s, lambda k: k.startswith("ConvTriton3d"))
+                    ts = _best(s, lambda k: "Slices" in k)
+                    tb = _best(s, lambda k: "Blas" in k)
+                    if t3 is None or ts is None:
+                        continue
+                    three_d.append(t3 / r["cudnn_gpu_ms"])
+                    sliced.append(ts / r["cudnn_gpu_ms"])
+                    if tb is not None:
+                        library.append(tb / r["cudnn_gpu_ms"])
+                if three_d:
+                    got[(held, direction, one)] = (
+                        len(three_d), round(_geomean(three_d), 2), round(_geomean(sliced), 2),
+                        round(_geomean(library), 2) if library else None)
+    assert got == {
+        (False, "F", False): (11, 1.29, 1.15, None),
+        (False, "B", False): (11, 1.23, 1.18, None),
+        (False, "W", False): (11, 1.41, 1.42, None),
+        (True, "F", False): (5, 2.24, 0.87, None),
+        (True, "B", False): (5, 1.64, 1.34, None),
+        (True, "W", False): (5, 1.38, 0.59, None),
+        (True, "F", True): (21, 1.93, 1.24, 0.84),
+        (True, "B", True): (21, 2.40, 1.51, 0.91),
+        (True, "W", True): (21, 1.62, 1.20, 0.93),
+    }
+    zoo = json.loads((RUN / "zoo.json").read_text())
+    assert zoo["compiles"] == 0 and not zoo["errors"] and "H100" in zoo["device"]
+    x3d = [r["ratio"] for r in zoo["rows"] if r["network"] == "x3d_s" and r.get("ratio")]
+    assert len(x3d) == 105 and round(_geomean(x3d), 2) == 0.64
+    assert "259 passed" in (RUN / "grid_tests.txt").read_text()
