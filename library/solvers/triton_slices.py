@@ -1,20 +1,23 @@
-"""ConvTritonImplicitGemm{,Tf32,Tf32x3,Padded}Slices{Fwd,Bwd,Wrw}: 3-D channels-last layers
-that are 2-D layers over their depth slices, on the 2-D implicit GEMM's objects.
+"""ConvTritonImplicitGemm{,Tf32,Tf32x3,Padded}Slices{Fwd,Bwd,Wrw}: 3-D layers that are 2-D
+layers, on the 2-D implicit GEMM's objects.
 
 A filter of one depth tap at depth stride 1 without depth padding (X3D's and CSN's 1x1x1
 layers and their 1x1x1 downsamples at stride (1, 2, 2), the 1x3x3 spatial convolutions of
 (2+1)-D and SlowFast networks) computes each output depth slice from the input slice at the
 same depth. In NDHWC the input is then N*D images of H x W x C, exactly NHWC, the output N*D
 images of P x Q x K, and the filters (K, 1, R, S, C/G) are KRSC: the same bytes as a 2-D
-problem (`sliced_problem`). The 3-D families (solvers/triton_3d.py and its relaid solvers)
-run such a layer as a 3-D implicit GEMM whose aligned objects need channel counts that are
-multiples of 16, the rest through channel-padded copies; on the H200 X3D-S's 1x1x1 layers of
-24-216 channels took 2-6x cuDNN's GPU time there (bench/results/zoo_h200-x3d-fa47541). The 2-D
-implicit GEMM's objects need multiples of 8, and its tile rules, split rules and tuned tiles
-are the 2-D zoo's. These solvers run a 2-D solver (`inner`: the implicit GEMM in each math,
-and its padded solvers for channel counts that miss 8) on the sliced problem: parameters,
-objects, workspace, lead-ins and follow-ups, the ranking's model are the inner solver's there;
-nothing is compiled or shipped for them.
+problem. A filter of one tap in height and width at stride 1 without padding there (a
+(2+1)-D network's 3x1x1 temporal layer) reads each pixel's column of depths alone: in either
+layout the input is N images of D x (H*W) (`sliced_problem`). The 3-D families
+(solvers/triton_3d.py and its relaid solvers) run such a layer as a 3-D implicit GEMM whose
+aligned objects need channel counts that are multiples of 16, the rest through
+channel-padded copies; on the H200 X3D-S's 1x1x1 layers of 24-216 channels took 2-6x cuDNN's
+GPU time there (bench/results/zoo_h200-x3d-fa47541). The 2-D implicit GEMM's objects need
+multiples of 8, and its tile rules, split rules and tuned tiles are the 2-D zoo's. These
+solvers run a 2-D solver (`inner`: the implicit GEMM in each math, and its padded solvers for
+channel counts that miss 8) on the 2-D problem: parameters, objects, workspace, lead-ins and
+follow-ups, the ranking's model are the inner solver's there; nothing is compiled or shipped
+for them.
 
 They claim first place where their inner solver ranks first on the sliced problem among the
 2-D families (`solvers.ranks_first`: not where the 2-D problem would go to the GEMM library,
@@ -37,7 +40,7 @@ from .base import CompileJob, InnerParameters, Launch, Params, Solver
 
 __all__ = ["ConvTritonSlices", "NOT_FIRST", "SLICES_SOLVERS", "sliced_problem", "slices_first"]
 
-_LAYOUT_2D = {"NDHWC": "NHWC"}
+_LAYOUT_2D = {"NDHWC": "NHWC", "NCDHW": "NCHW"}
 #: Inner families whose slices solvers do not claim first place in these directions, where
 #: the 3-D families measured faster: backward weights of channel counts that miss 8, where the
 #: 3-D padded several-taps solver (ConvTriton3dPaddedTapsWrw: the three taps along s a
@@ -50,19 +53,31 @@ NOT_FIRST: dict[str, tuple[str, ...]] = {"ConvTritonImplicitGemmPadded": ("W",)}
 
 @lru_cache(maxsize=4096)
 def sliced_problem(problem: ConvProblem) -> ConvProblem | None:
-    """The 2-D problem over the depth slices that `problem` is, or None where it is not one:
-    a 3-D convolution (not transposed) with every tensor NDHWC, one depth tap, depth stride 1
-    and no depth padding; its N*D images are the input's slices, the output's at the same
-    depth (the output's depth is the input's)."""
+    """The 2-D problem that `problem` is, or None where it is not one. A 3-D convolution (not
+    transposed), every tensor of one layout, is a 2-D one
+    - over its depth slices where its filter has one depth tap, at depth stride 1 and no depth
+      padding, in NDHWC: N*D images of H x W (the output's depth is the input's);
+    - over (depth, pixel) planes where its filter has one tap in height and width, at stride 1
+      and no padding there, in either layout: N images of D x (H*W), a filter of T x 1 (a
+      temporal layer; in NCDHW a channel's plane is its D*H*W elements, in NDHWC a pixel's
+      channels are contiguous either way).
+    A 1x1x1 layer at stride 1 in NDHWC is both; it is taken as the first."""
     p = problem
-    if len(p.in_spatial) != 3 or p.mode != "conv" or p.filter[0] != 1 or p.stride[0] != 1 or \
-            p.pad[0] != 0 or not p.in_layout == p.wei_layout == p.out_layout == "NDHWC":
+    if len(p.in_spatial) != 3 or p.mode != "conv" or \
+            not p.in_layout == p.wei_layout == p.out_layout or p.in_layout not in _LAYOUT_2D:
         return None
     layout = _LAYOUT_2D[p.in_layout]
-    return replace(p, n=p.n * p.in_spatial[0], in_spatial=p.in_spatial[1:],
-                   filter=p.filter[1:], pad=p.pad[1:], stride=p.stride[1:],
-                   dilation=p.dilation[1:], in_layout=layout, wei_layout=layout,
-                   out_layout=layout, trans_output_pad=())
+    d, h, w = p.in_spatial
+    if p.filter[0] == 1 and p.stride[0] == 1 and p.pad[0] == 0 and p.in_layout == "NDHWC":
+        return replace(p, n=p.n * d, in_spatial=(h, w), filter=p.filter[1:], pad=p.pad[1:],
+                       stride=p.stride[1:], dilation=p.dilation[1:], in_layout=layout,
+                       wei_layout=layout, out_layout=layout, trans_output_pad=())
+    if p.filter[1:] == (1, 1) and p.stride[1:] == (1, 1) and p.pad[1:] == (0, 0):
+        return replace(p, in_spatial=(d, h * w), filter=(p.filter[0], 1),
+                       pad=(p.pad[0], 0), stride=(p.stride[0], 1),
+                       dilation=(p.dilation[0], 1), in_layout=layout, wei_layout=layout,
+                       out_layout=layout, trans_output_pad=())
+    return None
 
 
 class ConvTritonSlices(InnerParameters, Solver):

@@ -64,24 +64,41 @@ def test_sliced_problem_is_the_2d_problem_over_n_times_d_images() -> None:
                {"pad": (1, 0, 0)}, {"in_layout": "NCDHW", "wei_layout": "NCDHW",
                                     "out_layout": "NCDHW"}, {"mode": "trans"}):
         assert sliced_problem(_p(**kw)) is None, kw
+    # A temporal layer (one tap in height and width, stride 1 and no padding there) is a 2-D
+    # one over (depth, pixel) planes, in either layout.
+    for layout, two_d_layout in (("NDHWC", "NHWC"), ("NCDHW", "NCHW")):
+        temporal = sliced_problem(_p(filter=(3, 1, 1), pad=(1, 0, 0), stride=(2, 1, 1),
+                                     dilation=(2, 1, 1), in_layout=layout, wei_layout=layout,
+                                     out_layout=layout))
+        assert temporal is not None
+        assert (temporal.n, temporal.in_spatial, temporal.filter, temporal.pad,
+                temporal.stride, temporal.dilation, temporal.in_layout) == \
+            (32, (13, 1600), (3, 1), (1, 0), (2, 1), (2, 1), two_d_layout)
+    assert sliced_problem(_p(filter=(3, 1, 1), pad=(1, 0, 0), stride=(1, 2, 2))) is None
+    assert sliced_problem(_p(filter=(3, 1, 1), pad=(1, 1, 0))) is None
     two_d = ConvProblem(n=2, c=8, k=8, in_spatial=(5, 5), filter=(1, 1), in_layout="NHWC")
     assert sliced_problem(two_d) is None
 
 
 @pytest.mark.parametrize("direction", ["F", "B", "W"])
-@pytest.mark.parametrize("shape", [
-    {"n": 2, "c": 6, "k": 10, "in_spatial": (3, 7, 9), "filter": (1, 3, 3),
-     "pad": (0, 1, 1), "stride": (1, 2, 1)},
-    {"n": 3, "c": 8, "k": 4, "in_spatial": (2, 5, 6), "filter": (1, 1, 1),
-     "stride": (1, 2, 2)},
-    {"n": 1, "c": 4, "k": 6, "in_spatial": (4, 6, 5), "filter": (1, 2, 3),
-     "pad": (0, 2, 1), "dilation": (2, 2, 1), "groups": 2},
+@pytest.mark.parametrize(("layout", "shape"), [
+    ("NDHWC", {"n": 2, "c": 6, "k": 10, "in_spatial": (3, 7, 9), "filter": (1, 3, 3),
+               "pad": (0, 1, 1), "stride": (1, 2, 1)}),
+    ("NDHWC", {"n": 3, "c": 8, "k": 4, "in_spatial": (2, 5, 6), "filter": (1, 1, 1),
+               "stride": (1, 2, 2)}),
+    ("NDHWC", {"n": 1, "c": 4, "k": 6, "in_spatial": (4, 6, 5), "filter": (1, 2, 3),
+               "pad": (0, 2, 1), "dilation": (2, 2, 1), "groups": 2}),
+    ("NDHWC", {"n": 2, "c": 5, "k": 7, "in_spatial": (7, 3, 4), "filter": (3, 1, 1),
+               "pad": (1, 0, 0), "stride": (2, 1, 1)}),
+    ("NCDHW", {"n": 2, "c": 6, "k": 4, "in_spatial": (6, 3, 5), "filter": (3, 1, 1),
+               "pad": (2, 0, 0), "dilation": (2, 1, 1), "groups": 2}),
 ])
-def test_the_sliced_problem_computes_the_3d_one(direction: str, shape: dict) -> None:
+def test_the_sliced_problem_computes_the_3d_one(direction: str, layout: str,
+                                                 shape: dict) -> None:
     """The same bytes in, the same bytes out: the float64 reference of the 2-D problem on the
     3-D problem's tensors (flattened) is the 3-D reference."""
-    p = ConvProblem(direction=direction, in_type="FP32", in_layout="NDHWC",
-                    wei_layout="NDHWC", out_layout="NDHWC", **shape)
+    p = ConvProblem(direction=direction, in_type="FP32", in_layout=layout,
+                    wei_layout=layout, out_layout=layout, **shape)
     q = sliced_problem(p)
     assert q is not None
     rng = np.random.default_rng(7)
