@@ -9,13 +9,17 @@
 #            library side by side on those layers of the zoo's and the held-out networks, FP16
 #            NDHWC, every direction (the layers' keys: one depth tap, no depth padding, depth
 #            stride 1);  ALT_S
+#   temporal.*  the same over the temporal layers (one tap in height and width, stride 1 and no
+#            padding there: R(2+1)-D's 3x1x1), both layouts, the relaid 3-D solvers among
+#            them (not a default step);  TEMPORAL_S
 #   zoo.*    find's pick against cuDNN on the 3-D networks (R(2+1)D-18, 3D U-Net; X3D-S and
 #            R3D-18 held out), FP16 NDHWC, every direction (bench/zoo_compare.py against
 #            zoo_h200-fb-9ec5af9, zoo_h200-w-9ec5af9 and zoo_h200-x3d-fa47541 for before);
 #            ZOO_S
-# All at batch 32. A summary line per step; STEPS names the steps (default all):
+# All at batch 32. A summary line per step; STEPS names the steps (default grid,alt,zoo):
 #
 #   bash bench/gpu_slices.sh OUTDIR
+#   STEPS=grid,temporal bash bench/gpu_slices.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_slices.sh OUTDIR}"
 here="$(dirname "$0")"
@@ -51,6 +55,21 @@ if want alt; then
     --only '^[0-9]+-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-([0-9]+-){5}0x[0-9]+x[0-9]+-1x' \
     --budget-s "$(( limit - 15 ))" --out "$out/alt" > "$out/alt.log" 2>&1
   stamp "alt rc=$?"; tail -12 "$out/alt.log"
+fi
+if want temporal; then
+  limit="${TEMPORAL_S:-150}"
+  solvers=""
+  for d in Fwd Bwd Wrw; do
+    solvers+="ConvTriton3d$d,ConvTriton3dPadded$d,ConvTriton3dViaNdhwc$d,"
+    solvers+="ConvTritonImplicitGemmSlices$d,ConvTritonImplicitGemmPaddedSlices$d,"
+  done
+  solvers+="ConvTriton3dTapsWrw,ConvTriton3dPaddedTapsWrw,ConvTriton3dViaNdhwcTapsWrw"
+  timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
+    --networks r2plus1d_18,unet3d,x3d_s,r3d_18 --types FP16 --directions F,B,W \
+    --layouts NHWC,NCHW --batches 32 --held-out \
+    --only '^(?!.*_g)[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+x1x1-([0-9]+-){5}[0-9]+x0x0-[0-9]+x1x1-' \
+    --budget-s "$(( limit - 15 ))" --out "$out/temporal" > "$out/temporal.log" 2>&1
+  stamp "temporal rc=$?"; tail -24 "$out/temporal.log"
 fi
 if want zoo; then
   limit="${ZOO_S:-150}"
