@@ -67,7 +67,7 @@ if want temporal; then
   timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
     --networks r2plus1d_18,unet3d,x3d_s,r3d_18 --types FP16 --directions F,B,W \
     --layouts NHWC,NCHW --batches 32 --held-out \
-    --only '^(?!.*_g)[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+x1x1-([0-9]+-){5}[0-9]+x0x0-[0-9]+x1x1-' \
+    --only '^(?!.*_g)[0-9]+-[0-9]+-[0-9]+-[0-9]+-([2-9]|[1-9][0-9]+)x1x1-([0-9]+-){5}[0-9]+x0x0-[0-9]+x1x1-' \
     --budget-s "$(( limit - 15 ))" --out "$out/temporal" > "$out/temporal.log" 2>&1
   stamp "temporal rc=$?"; tail -24 "$out/temporal.log"
 fi
