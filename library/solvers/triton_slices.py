@@ -80,6 +80,13 @@ def sliced_problem(problem: ConvProblem) -> ConvProblem | None:
     return None
 
 
+def _depth_slices(problem: ConvProblem) -> bool:
+    """Whether `sliced_problem` takes the problem over its depth slices (N*D images)."""
+    p = problem
+    return sliced_problem(p) is not None and p.filter[0] == 1 and p.stride[0] == 1 and \
+        p.pad[0] == 0 and p.in_layout == "NDHWC"
+
+
 class ConvTritonSlices(InnerParameters, Solver):
     """A 2-D solver (`inner`) on the depth slices of a 3-D channels-last problem."""
 
@@ -114,10 +121,14 @@ class ConvTritonSlices(InnerParameters, Solver):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the inner solver ranks first on the sliced problem among the 2-D families,
-        but for the directions of NOT_FIRST's inner families."""
+        but for the directions of NOT_FIRST's inner families; on layers over their depth
+        slices alone (a temporal layer's D x (H*W) images are offered to find and tuning,
+        which time them, and rank on the model's estimate: not yet measured against the 3-D
+        families)."""
         from . import ranks_first
 
-        if self.direction in NOT_FIRST.get(type(self.inner).__name__, ()):
+        if self.direction in NOT_FIRST.get(type(self.inner).__name__, ()) or \
+                not _depth_slices(problem):
             return False
         return bool(ranks_first(self.inner, self._relaid(problem), target))
 
