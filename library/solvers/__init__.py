@@ -64,7 +64,7 @@ from .triton_relayout_chunks import (
     ConvTritonImplicitGemmRelayoutChunks,
     via_chunks_first,
 )
-from .triton_slices import SLICES_SOLVERS, ConvTritonSlices, slices_first
+from .triton_slices import SLICES_SOLVERS, ConvTritonSlices, slices_first, use_precedence
 from .triton_winograd import WINOGRAD_SOLVERS, ConvTritonWinogradWrw, winograd_first
 from .winograd import ConvWinograd3x3
 
@@ -215,6 +215,9 @@ def ranks_first(solver: Solver, problem: ConvProblem, target: Target) -> bool:
     return solver.claims_first(problem, target) and not any(
         FIRST_CLAIMS[family](problem, target, solver.math)
         for family in YIELDS_TO.get(type(solver), ()))
+
+
+use_precedence(ranks_first)
 
 
 def companion_jobs(job: CompileJob) -> tuple[CompileJob, ...]:

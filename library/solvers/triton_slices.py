@@ -29,6 +29,7 @@ families give way as the 2-D ones do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -38,7 +39,8 @@ from ..target import Target
 from ._conv import conv_view
 from .base import CompileJob, InnerParameters, Launch, Params, Solver
 
-__all__ = ["ConvTritonSlices", "NOT_FIRST", "SLICES_SOLVERS", "sliced_problem", "slices_first"]
+__all__ = ["ConvTritonSlices", "FIRST_TYPES", "NOT_FIRST", "SLICES_SOLVERS", "sliced_problem",
+           "slices_first", "use_precedence"]
 
 _LAYOUT_2D = {"NDHWC": "NHWC", "NCDHW": "NCHW"}
 #: Inner families whose slices solvers do not claim first place in these directions, where
@@ -49,6 +51,18 @@ _LAYOUT_2D = {"NDHWC": "NHWC", "NCDHW": "NCHW"}
 #: zoo's layers alone, X3D-S and R3D-18 held out). tests/unit/test_triton_slices.py
 #: recomputes the figures.
 NOT_FIRST: dict[str, tuple[str, ...]] = {"ConvTritonImplicitGemmPadded": ("W",)}
+#: The element types in which they claim first place: the 16-bit ones, measured in FP16 (BF16
+#: runs the same objects); FP32 problems are offered to find and tuning and ranked on the
+#: model's estimate (the FP32 3-D routes' rules stand: solvers/triton_3d_relaid.py).
+FIRST_TYPES = ("FP16", "BF16")
+#: The registry's `ranks_first` (solvers/__init__.py hands it over: this module cannot import
+#: the registry, which imports it).
+_PRECEDENCE: list[Callable[[Solver, ConvProblem, Target], bool]] = []
+
+
+def use_precedence(ranks_first: Callable[[Solver, ConvProblem, Target], bool]) -> None:
+    """Set the registry's precedence the claims ask on the 2-D problem."""
+    _PRECEDENCE[:] = [ranks_first]
 
 
 @lru_cache(maxsize=4096)
@@ -121,16 +135,14 @@ class ConvTritonSlices(InnerParameters, Solver):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the inner solver ranks first on the sliced problem among the 2-D families,
-        but for the directions of NOT_FIRST's inner families; on layers over their depth
-        slices alone (a temporal layer's D x (H*W) images are offered to find and tuning,
-        which time them, and rank on the model's estimate: not yet measured against the 3-D
-        families)."""
-        from . import ranks_first
-
+        but for the directions of NOT_FIRST's inner families; in FIRST_TYPES; on layers over
+        their depth slices alone (a temporal layer's D x (H*W) images are offered to find
+        and tuning, which time them, and rank on the model's estimate: not yet measured
+        against the 3-D families)."""
         if self.direction in NOT_FIRST.get(type(self.inner).__name__, ()) or \
-                not _depth_slices(problem):
+                problem.in_type not in FIRST_TYPES or not _depth_slices(problem):
             return False
-        return bool(ranks_first(self.inner, self._relaid(problem), target))
+        return bool(_PRECEDENCE and _PRECEDENCE[0](self.inner, self._relaid(problem), target))
 
     def ahead_of_portable(self, problem: ConvProblem, target: Target) -> bool:
         ahead = getattr(self.inner, "ahead_of_portable", None)
