@@ -19,7 +19,9 @@
 # All at batch 32. A summary line per step; STEPS names the steps (default grid,alt,zoo):
 #
 #   bash bench/gpu_slices.sh OUTDIR
-#   STEPS=grid,temporal bash bench/gpu_slices.sh OUTDIR
+#   NO_PACKAGE=1 STEPS=grid,temporal bash bench/gpu_slices.sh OUTDIR
+# NO_PACKAGE=1 skips the package (the grid compiles its own objects; the alternatives then
+# compile theirs on first use, outside the timings, and count them).
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_slices.sh OUTDIR}"
 here="$(dirname "$0")"
@@ -30,9 +32,11 @@ steps="${STEPS:-grid,alt,zoo}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
-sys=/tmp/sys
-sm90_package "$sys" "$out"
-export MIOPEN_SYSTEM_DB_PATH="$sys"
+if [ -z "${NO_PACKAGE:-}" ]; then
+  sys=/tmp/sys
+  sm90_package "$sys" "$out"
+  export MIOPEN_SYSTEM_DB_PATH="$sys"
+fi
 
 if want grid; then
   GRID_SOLVER=ConvTritonImplicitGemmSlices,ConvTritonImplicitGemmTf32Slices,\
