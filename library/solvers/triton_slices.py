@@ -19,12 +19,14 @@ channel counts that miss 8) on the 2-D problem: parameters, objects, workspace, 
 follow-ups, the ranking's model are the inner solver's there; nothing is compiled or shipped
 for them.
 
-They claim first place where their inner solver ranks first on the sliced problem among the
-2-D families (`solvers.ranks_first`: not where the 2-D problem would go to the GEMM library,
-through the other layout, or to a depthwise or grouped family); the 3-D families give way to
-them there (the registry's YIELDS_TO). A 1x1x1 layer at stride 1 is one call of the GEMM
-library in either form (solvers/blas_1x1.py takes 3-D problems as they are), to which the 3-D
-families give way as the 2-D ones do.
+In 16-bit types, on layers over their depth slices, they claim first place where their inner
+solver ranks first on the 2-D problem among the 2-D families (`ranks_first`: not where it would
+go to the GEMM library, through the other layout, or to a depthwise or grouped family), but
+in NOT_FIRST's directions; the 3-D families give way to them there (the registry's
+YIELDS_TO). A 1x1x1 layer at stride 1 is one call of the GEMM library in either form
+(solvers/blas_1x1.py takes 3-D problems as they are), to which the 3-D families give way as
+the 2-D ones do. Temporal layers and FP32 problems are offered to find and tuning, which time
+them, and claim nothing until measured.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def _depth_slices(problem: ConvProblem) -> bool:
 
 
 class ConvTritonSlices(InnerParameters, Solver):
-    """A 2-D solver (`inner`) on the depth slices of a 3-D channels-last problem."""
+    """A 2-D solver (`inner`) on the 2-D problem a 3-D one is (`sliced_problem`)."""
 
     tunable = True
     language = "triton"
