@@ -57,6 +57,7 @@ from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
 from .triton_depthwise_3d import DEPTHWISE_3D_SOLVERS, ConvTritonDepthwise3d, depthwise_3d_first
+from .triton_fma import FMA_SOLVERS, ConvTritonFma, fma_first
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
 from .triton_relayout_chunks import (
@@ -100,6 +101,7 @@ SOLVERS: list[Solver] = [
     *SMALLC_3D_SOLVERS,
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
+    *FMA_SOLVERS,
     *DEPTHWISE_SOLVERS,
     *DEPTHWISE_3D_SOLVERS,
     *SLICES_SOLVERS,
@@ -146,6 +148,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonSmallC: lambda p, t, math: math == "ieee" and smallc_2d_first(p, t),
     ConvTritonSmallCChunks: lambda p, t, math: math == "ieee" and smallc_2d_chunks_first(p, t),
     ConvTritonSlices: slices_first,
+    ConvTritonFma: lambda p, t, math: math != "tf32" and fma_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -171,7 +174,9 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: 3-D channels-last layer of one depth tap at depth stride 1 as a 2-D one over N*D images)
 #: where those claim it, and to the GEMM library where it claims (a 1x1x1 layer at stride 1
 #: is the 2-D layer's call). On 2-D problems of
-#: few channels the implicit GEMM, its padded and Via solvers and its batch-chunk solvers
+#: few channels the implicit GEMM and its Via solvers give way, in FP32 forward (but under the
+#: TF32 math), to the direct kernel on the FP32 units (triton_fma) where it claims; the
+#: implicit GEMM, its padded and Via solvers and its batch-chunk solvers
 #: (triton_chunks) give way to the few-channel kernels' 2-D solvers and their chunk solvers
 #: where those claim one (`conv_triton_3d_smallc_spec.first_2d`); the batch-chunk solvers to
 #: the Via solvers' chunk solvers (triton_relayout_chunks), which give way to the few-channel
@@ -181,13 +186,13 @@ _SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvBlasGemm1x1)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
-                             ConvTritonGrouped, ConvBlasGemm1x1, *_SMALLC_2D),
+                             ConvTritonGrouped, ConvBlasGemm1x1, *_SMALLC_2D, ConvTritonFma),
     ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
                                    ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
                                    ConvBlasGemm1x1, *_SMALLC_2D),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
-                                     *_SMALLC_2D),
+                                     *_SMALLC_2D, ConvTritonFma),
     ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks, *_SMALLC_2D),
     ConvTritonImplicitGemmRelayoutChunks: _SMALLC_2D,
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),

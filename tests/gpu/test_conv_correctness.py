@@ -75,6 +75,9 @@ BASE = [
     # An image stem at full resolution, 3 channels to 32 filters at stride 1 (sizes that meet
     # the aligned objects): the few-channel kernels' 2-D solvers in every direction.
     ConvProblem(n=2, c=3, k=32, in_spatial=(17, 16), filter=(3, 3), pad=(1, 1)),
+    # A 4-channel stem to 70 filters, 7x7 at stride 2 on odd sizes (FP32 forward: the direct
+    # kernel on the FP32 units, its widest tile and a partial filter block).
+    ConvProblem(n=2, c=4, k=70, in_spatial=(15, 13), filter=(7, 7), pad=(3, 3), stride=(2, 2)),
     # Grouped, 16 a group at stride 2: the implicit GEMM's backward data with groups.
     ConvProblem(n=2, c=64, k=64, in_spatial=(9, 9), filter=(3, 3), pad=(1, 1), stride=(2, 2),
                 groups=4),
