@@ -4,7 +4,8 @@
 # core, then the tests run in 8 processes. Output under OUTDIR (first argument); a summary line
 # per step on stdout. Run from the repository root. GRID_SOLVER=<prefix>[,<prefix>...] (e.g.
 # ConvTriton3d) keeps the grid to the solvers whose names start with one of them and skips the
-# other GPU tests.
+# other GPU tests; GRID_K=<expression> narrows them further (pytest -k, ANDed: e.g. '3x1x1 or
+# Fma' for the cases whose ids hold either).
 set -uo pipefail
 out="${1:?usage: bash bench/gpu_test_all.sh OUTDIR}"
 source "$(dirname "$0")/_gpu_env.sh"
@@ -34,7 +35,8 @@ PY
 export MIOPENKERNELS_TEST_KERNEL_CACHE="$MIOPEN_CUSTOM_CACHE_DIR"
 if [ -n "${GRID_SOLVER:-}" ]; then
   MIOPENKERNELS_HIDE_TRITON=1 timeout "${TESTS_S:-330}" python3 -m pytest -q \
-    -p no:cacheprovider tests/gpu/test_conv_correctness.py -k "${GRID_SOLVER//,/ or }" -n 8 \
+    -p no:cacheprovider tests/gpu/test_conv_correctness.py \
+    -k "(${GRID_SOLVER//,/ or })${GRID_K:+ and ($GRID_K)}" -n 8 \
     --maxfail=150 > "$out/gpu_tests.txt" 2>&1
   echo "grid of $GRID_SOLVER*, Triton hidden: rc=$?"; tail -5 "$out/gpu_tests.txt"
   exit 0
