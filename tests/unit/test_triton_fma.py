@@ -110,3 +110,22 @@ def test_the_trial_figures_the_claim_rests_on() -> None:
         bm, bn = (int(v) for v in tile.split("x")[:2])
         chosen = spec.tile_for("sm90", {"K": k})
         assert (chosen["BLOCK_M"], chosen["BLOCK_N"], chosen["num_warps"]) == (bm, bn, 4)
+
+
+def test_the_h100_run_s_figures() -> None:
+    """bench/results/README.md's "FP32 stems on the FP32 units" figures."""
+    run = ROOT / "bench" / "results" / "fma_h100-6172073"
+    zoo = json.loads((run / "fma_zoo.json").read_text())
+    assert not zoo["errors"] and len(zoo["rows"]) == 74 and "H100" in zoo["device"]
+    fma = [r for r in zoo["rows"] if r["solver"] == "ConvTritonFmaFwd"]
+    assert len(fma) == 51 and max(r["rel_err"] for r in fma) < 2.7e-7
+    got = {}
+    for layout in ("NCHW", "NHWC"):
+        for held in (False, True):
+            ratios = [r["ratio"] for r in fma
+                      if r["case"].endswith(layout) and r["held_out"] == held]
+            got[(layout, held)] = (len(ratios), round(_geomean(ratios), 2))
+    assert got == {("NCHW", False): (22, 0.98), ("NCHW", True): (4, 0.89),
+                   ("NHWC", False): (21, 1.13), ("NHWC", True): (4, 1.05)}
+    assert round(max(r["ratio"] for r in fma), 2) == 1.62
+    assert "160 passed" in (run / "grid_tests.txt").read_text()
