@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import ProblemError
 from ..problem import ConvProblem
-from ..target import Target
+from ..target import Target, spec_for
 from ._conv import ConvView, conv_view, macs
 from .base import CompileJob, Launch, Params, Solver
 from .triton_common import (
@@ -80,6 +80,10 @@ class ConvTritonFma(Solver):
         self.algorithm_names = {"F": "miopenConvolutionFwdAlgoDirect"}
 
     def _kind(self, target: Target) -> str | None:
+        """The spec's kind on targets with matrix cores (those Triton compiles for: gfx900
+        and gfx906 have none, and their portable kernels serve); else None."""
+        if not spec_for(target.arch).matrix:
+            return None
         return spec_kind(target, SPEC)
 
     # ------------------------------------------------------------------ applicability

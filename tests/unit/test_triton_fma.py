@@ -89,6 +89,12 @@ def test_tiles_objects_and_launch() -> None:
         jobs = solver.dynamic_jobs(SM90)
         shipped = set(all_dynamic_jobs(SM90))
     assert len(jobs) == 6 and set(jobs) <= shipped and job in jobs
+    # Targets without matrix cores (which Triton does not compile for) get none, and the
+    # solver does not apply there.
+    for name in ("gfx900-56", "gfx906-60"):
+        old = Target.parse(name)
+        with scoped_env("MIOPENKERNELS_TRITON", "1"):
+            assert solver.dynamic_jobs(old) == [] and not solver.is_applicable(p, old)
 
 
 def _geomean(values: list[float]) -> float:
