@@ -45,35 +45,33 @@ ConvTritonImplicitGemmTf32x3Slices,ConvTritonImplicitGemmPaddedSlices \
     bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
   stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
 fi
+alternatives() {  # alternatives NAME LIMIT LAYOUTS KEY-REGEX SOLVER,...
+  local name="$1" limit="$2" layouts="$3" only="$4" solvers="$5"
+  timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
+    --networks r2plus1d_18,unet3d,x3d_s,r3d_18 --types FP16 --directions F,B,W \
+    --layouts "$layouts" --batches 32 --held-out --only "$only" \
+    --budget-s "$(( limit - 15 ))" --out "$out/$name" > "$out/$name.log" 2>&1
+  stamp "$name rc=$?"; tail -24 "$out/$name.log"
+}
 if want alt; then
-  limit="${ALT_S:-180}"
   solvers=""
   for d in Fwd Bwd Wrw; do
     solvers+="ConvTriton3d$d,ConvTriton3dPadded$d,ConvTritonImplicitGemmSlices$d,"
     solvers+="ConvTritonImplicitGemmPaddedSlices$d,ConvBlasGemm1x1$d,"
   done
-  solvers+="ConvTriton3dTapsWrw,ConvTriton3dPaddedTapsWrw"
-  timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
-    --networks r2plus1d_18,unet3d,x3d_s,r3d_18 --types FP16 --directions F,B,W \
-    --layouts NHWC --batches 32 --held-out \
-    --only '^[0-9]+-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-([0-9]+-){5}0x[0-9]+x[0-9]+-1x' \
-    --budget-s "$(( limit - 15 ))" --out "$out/alt" > "$out/alt.log" 2>&1
-  stamp "alt rc=$?"; tail -12 "$out/alt.log"
+  alternatives alt "${ALT_S:-180}" NHWC \
+    '^[0-9]+-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-([0-9]+-){5}0x[0-9]+x[0-9]+-1x' \
+    "${solvers}ConvTriton3dTapsWrw,ConvTriton3dPaddedTapsWrw"
 fi
 if want temporal; then
-  limit="${TEMPORAL_S:-150}"
   solvers=""
   for d in Fwd Bwd Wrw; do
     solvers+="ConvTriton3d$d,ConvTriton3dPadded$d,ConvTriton3dViaNdhwc$d,"
     solvers+="ConvTritonImplicitGemmSlices$d,ConvTritonImplicitGemmPaddedSlices$d,"
   done
-  solvers+="ConvTriton3dTapsWrw,ConvTriton3dPaddedTapsWrw,ConvTriton3dViaNdhwcTapsWrw"
-  timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
-    --networks r2plus1d_18,unet3d,x3d_s,r3d_18 --types FP16 --directions F,B,W \
-    --layouts NHWC,NCHW --batches 32 --held-out \
-    --only '^(?!.*_g)[0-9]+-[0-9]+-[0-9]+-[0-9]+-([2-9]|[1-9][0-9]+)x1x1-([0-9]+-){5}[0-9]+x0x0-[0-9]+x1x1-' \
-    --budget-s "$(( limit - 15 ))" --out "$out/temporal" > "$out/temporal.log" 2>&1
-  stamp "temporal rc=$?"; tail -24 "$out/temporal.log"
+  alternatives temporal "${TEMPORAL_S:-150}" NHWC,NCHW \
+    '^(?!.*_g)[0-9]+-[0-9]+-[0-9]+-[0-9]+-([2-9]|[1-9][0-9]+)x1x1-([0-9]+-){5}[0-9]+x0x0-[0-9]+x1x1-' \
+    "${solvers}ConvTriton3dTapsWrw,ConvTriton3dPaddedTapsWrw,ConvTriton3dViaNdhwcTapsWrw"
 fi
 if want zoo; then
   limit="${ZOO_S:-150}"

@@ -49,11 +49,10 @@ ALIGN16: dict[str, tuple[str, ...]] = {"conv2d_direct_fma": ()}
 #: filters up to 64: bench/fewc_fwd_2d.py's trial on the H200 (bench/results/
 #: fewc_fwd_2d_fp32_h200-fa47541.json) found 128 x 16 fastest on MobileNet-v3's 16 filters,
 #: 128 x 32 on MobileNet-v2's 32 and 128 x 64 on ResNet-50's 64 (of six tiles each), on four
-#: warps. AMD kinds (AMD_KINDS) run 64 rows on eight warps: a lane holding 32 of the tile's
-#: elements (128 x 64 on four wave32 warps) spilled 196 VGPRs to scratch on gfx1100; at 16 a
-#: lane none of gfx90a, gfx942, gfx1100, gfx1201 spills VGPRs or uses scratch (at most 202
-#: VGPRs; 2-6 SGPRs spilled to VGPR lanes on CDNA at 64 filters:
-#: tests/integration/test_conv_triton_fma.py).
+#: warps. AMD kinds (AMD_KINDS) run 64 rows on eight warps, 16 of the tile's elements a lane:
+#: at 32 a lane (128 x 64 on four wave32 warps) gfx1100's objects spilled VGPRs to scratch;
+#: at 16 tests/integration/test_conv_triton_fma.py finds on gfx942 and gfx1100 no VGPR spill,
+#: no scratch and at most a few SGPRs moved to VGPR lanes.
 _TILE = {"BLOCK_M": 128, "BLOCK_K": 1, "GROUP_M": 8, "SPLIT_K": 1, "num_stages": 3}
 TILES: tuple[dict[str, int], ...] = tuple(
     {**_TILE, "BLOCK_N": n, "num_warps": 4} for n in (16, 32, 64))

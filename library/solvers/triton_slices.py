@@ -84,7 +84,7 @@ def sliced_problem(problem: ConvProblem) -> ConvProblem | None:
         return None
     layout = _LAYOUT_2D[p.in_layout]
     d, h, w = p.in_spatial
-    if p.filter[0] == 1 and p.stride[0] == 1 and p.pad[0] == 0 and p.in_layout == "NDHWC":
+    if _one_depth_tap(p):
         return replace(p, n=p.n * d, in_spatial=(h, w), filter=p.filter[1:], pad=p.pad[1:],
                        stride=p.stride[1:], dilation=p.dilation[1:], in_layout=layout,
                        wei_layout=layout, out_layout=layout, trans_output_pad=())
@@ -96,11 +96,14 @@ def sliced_problem(problem: ConvProblem) -> ConvProblem | None:
     return None
 
 
+def _one_depth_tap(p: ConvProblem) -> bool:
+    """One depth tap at depth stride 1 without depth padding, in NDHWC: the depth-slice form."""
+    return p.filter[0] == 1 and p.stride[0] == 1 and p.pad[0] == 0 and p.in_layout == "NDHWC"
+
+
 def _depth_slices(problem: ConvProblem) -> bool:
     """Whether `sliced_problem` takes the problem over its depth slices (N*D images)."""
-    p = problem
-    return sliced_problem(p) is not None and p.filter[0] == 1 and p.stride[0] == 1 and \
-        p.pad[0] == 0 and p.in_layout == "NDHWC"
+    return sliced_problem(problem) is not None and _one_depth_tap(problem)
 
 
 class ConvTritonSlices(InnerParameters, Solver):

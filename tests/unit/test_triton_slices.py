@@ -228,6 +228,18 @@ def test_not_first_rests_on_the_zoo_rows_of_the_h100_run() -> None:
     assert len(taps) == 6
     assert round(_geomean(taps), 2) == 1.09 and round(_geomean(sliced), 2) == 1.38
     assert NOT_FIRST == {"ConvTritonImplicitGemmPadded": ("W",)}
+    # The README's aligned counterpart: the slices against the several-taps solver on the four
+    # layers whose channels meet 16.
+    sliced_aligned, taps_aligned = [], []
+    for r in _alt_rows():
+        s = r["solvers"]
+        if r["held_out"] or not {"ConvTriton3dTapsWrw",
+                                 "ConvTritonImplicitGemmSlicesWrw"} <= set(s):
+            continue
+        sliced_aligned.append(s["ConvTritonImplicitGemmSlicesWrw"]["gpu_ms"] / r["cudnn_gpu_ms"])
+        taps_aligned.append(s["ConvTriton3dTapsWrw"]["gpu_ms"] / r["cudnn_gpu_ms"])
+    assert len(sliced_aligned) == 4
+    assert (round(_geomean(sliced_aligned), 2), round(_geomean(taps_aligned), 2)) == (1.68, 1.85)
 
 
 def test_the_readmes_figures_of_the_h100_run() -> None:
