@@ -57,7 +57,7 @@ from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
 from .triton_depthwise_3d import DEPTHWISE_3D_SOLVERS, ConvTritonDepthwise3d, depthwise_3d_first
-from .triton_fma import FMA_SOLVERS, ConvTritonFma, fma_first
+from .triton_fma import FMA_SOLVERS, ConvTritonFma, ConvTritonFmaFewK, fewk_first, fma_first
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
 from .triton_relayout_chunks import (
@@ -149,6 +149,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonSmallCChunks: lambda p, t, math: math == "ieee" and smallc_2d_chunks_first(p, t),
     ConvTritonSlices: slices_first,
     ConvTritonFma: lambda p, t, math: math != "tf32" and fma_first(p, t),
+    ConvTritonFmaFewK: lambda p, t, math: math != "tf32" and fewk_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -162,6 +163,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: in FIRST_CLAIMS leaves those problems out): bench/results/ranking_zoo_compare-39642db.json;
 #: the 1x1 GEMM's claim leaves out the forward and backward-data problems the library takes
 #: through copies (blas_1x1.misaligned_via), where it gives way to the library either way.
+#: The library gives way to the few-filter direct kernel (triton_fma) where that claims (its
+#: claim leaves out the 1x1 layers of many positions, the library's).
 #: The 3-D family (triton_3d), which claims every 3-D problem it takes, gives way to its
 #: relaid solvers (triton_3d_relaid: NCDHW through NDHWC, odd channels padded) and its
 #: several-taps backward weights (triton_3d_taps) where they claim one, the relaid backward
@@ -174,28 +177,31 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: 3-D channels-last layer of one depth tap at depth stride 1 as a 2-D one over N*D images)
 #: where those claim it, and to the GEMM library where it claims (a 1x1x1 layer at stride 1
 #: is the 2-D layer's call). On 2-D problems of
-#: few channels the implicit GEMM and its Via solvers give way, in FP32 forward (but under the
-#: TF32 math), to the direct kernel on the FP32 units (triton_fma) where it claims; the
+#: few channels or few filters the implicit GEMM and its Via solvers (the padded ones: few
+#: filters) give way, in forward (but under the TF32 math), to the direct kernels on the FP32
+#: units (triton_fma) where they claim; the
 #: implicit GEMM, its padded and Via solvers and its batch-chunk solvers
 #: (triton_chunks) give way to the few-channel kernels' 2-D solvers and their chunk solvers
 #: where those claim one (`conv_triton_3d_smallc_spec.first_2d`); the batch-chunk solvers to
 #: the Via solvers' chunk solvers (triton_relayout_chunks), which give way to the few-channel
 #: ones. A family not listed gives way to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
+_FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK)
 _SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvBlasGemm1x1)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
-                             ConvTritonGrouped, ConvBlasGemm1x1, *_SMALLC_2D, ConvTritonFma),
+                             ConvTritonGrouped, ConvBlasGemm1x1, *_SMALLC_2D, *_FMA),
     ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
                                    ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
-                                   ConvBlasGemm1x1, *_SMALLC_2D),
+                                   ConvBlasGemm1x1, *_SMALLC_2D, ConvTritonFmaFewK),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
-                                     *_SMALLC_2D, ConvTritonFma),
+                                     *_SMALLC_2D, *_FMA),
     ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks, *_SMALLC_2D),
     ConvTritonImplicitGemmRelayoutChunks: _SMALLC_2D,
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
+    ConvBlasGemm1x1: (ConvTritonFmaFewK,),
     ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,

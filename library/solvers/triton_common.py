@@ -343,7 +343,8 @@ def spec_launch(spec: Any, direction: str, view: ConvView, sizes: dict[str, int]
 _KERNEL_SPECS = ("conv_triton_spec", "conv_triton_1x1_spec", "conv_triton_winograd_spec",
                  "conv_triton_depthwise_spec", "conv_triton_grouped_spec",
                  "conv_triton_depthwise3d_spec",
-                 "conv_triton_3d_spec", "conv_triton_pad_spec", "conv_triton_fma_spec")
+                 "conv_triton_3d_spec", "conv_triton_pad_spec", "conv_triton_fma_spec",
+                 "conv_triton_fewk_spec")
 
 
 @lru_cache(maxsize=1)

@@ -25,8 +25,9 @@ go to the GEMM library, through the other layout, or to a depthwise or grouped f
 in NOT_FIRST's directions; the 3-D families give way to them there (the registry's
 YIELDS_TO). A 1x1x1 layer at stride 1 is one call of the GEMM library in either form
 (solvers/blas_1x1.py takes 3-D problems as they are), to which the 3-D families give way as
-the 2-D ones do. Temporal layers and FP32 problems are offered to find and tuning, which time
-them, and claim nothing until measured.
+the 2-D ones do. Temporal layers claim the same way in channels-last backward data and
+weights alone (TEMPORAL_FIRST, measured there); FP32 problems are offered to find and tuning,
+which time them, and claim nothing until measured.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from ..target import Target
 from ._conv import conv_view
 from .base import CompileJob, InnerParameters, Launch, Params, Solver
 
-__all__ = ["ConvTritonSlices", "FIRST_TYPES", "NOT_FIRST", "SLICES_SOLVERS", "sliced_problem",
-           "slices_first", "use_precedence"]
+__all__ = ["ConvTritonSlices", "FIRST_TYPES", "NOT_FIRST", "SLICES_SOLVERS", "TEMPORAL_FIRST",
+           "sliced_problem", "slices_first", "use_precedence"]
 
 _LAYOUT_2D = {"NDHWC": "NHWC", "NCDHW": "NCHW"}
 #: Inner families whose slices solvers do not claim first place in these directions, where
@@ -57,6 +58,15 @@ NOT_FIRST: dict[str, tuple[str, ...]] = {"ConvTritonImplicitGemmPadded": ("W",)}
 #: runs the same objects); FP32 problems are offered to find and tuning and ranked on the
 #: model's estimate (the FP32 3-D routes' rules stand: solvers/triton_3d_relaid.py).
 FIRST_TYPES = ("FP16", "BF16")
+#: The directions in which they claim temporal layers (D x (H*W) images), channels-last alone:
+#: over R(2+1)D-18's eleven 3x1x1 layers (FP16, batch 32, H100: bench/results/
+#: fewk_h100-*/temporal.json) the best slices solver against the best 3-D one took, in NDHWC,
+#: backward data 1.92 against 2.20 of cuDNN on the four whose channels are multiples of 16 and
+#: 0.99 against 1.25 on the seven padded ones, backward weights 1.81 against 2.12 (aligned;
+#: padded 0.99 against 1.00, where NOT_FIRST keeps the padded one out); forward 1.41 against
+#: 1.47 and 0.83 against 0.78 (mixed: no claim); in NCDHW the 3-D solvers through NDHWC were
+#: faster in every direction (0.89-1.15 against 1.38-2.47).
+TEMPORAL_FIRST = ("B", "W")
 #: The registry's `ranks_first` (solvers/__init__.py hands it over: this module cannot import
 #: the registry, which imports it).
 _PRECEDENCE: list[Callable[[Solver, ConvProblem, Target], bool]] = []
@@ -141,11 +151,13 @@ class ConvTritonSlices(InnerParameters, Solver):
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the inner solver ranks first on the sliced problem among the 2-D families,
         but for the directions of NOT_FIRST's inner families; in FIRST_TYPES; on layers over
-        their depth slices alone (a temporal layer's D x (H*W) images are offered to find
-        and tuning, which time them, and rank on the model's estimate: not yet measured
-        against the 3-D families)."""
+        their depth slices, and on temporal layers channels-last in TEMPORAL_FIRST's
+        directions."""
         if self.direction in NOT_FIRST.get(type(self.inner).__name__, ()) or \
-                problem.in_type not in FIRST_TYPES or not _depth_slices(problem):
+                problem.in_type not in FIRST_TYPES or sliced_problem(problem) is None:
+            return False
+        if not _depth_slices(problem) and (self.direction not in TEMPORAL_FIRST or
+                                           problem.in_layout != "NDHWC"):
             return False
         return bool(_PRECEDENCE and _PRECEDENCE[0](self.inner, self._relaid(problem), target))
 

@@ -40,8 +40,8 @@ from ..target import Target
 from .triton_common import problem_view, spec_module, spec_sizes, target_kind
 from .triton_small_grid import small_grid_config
 
-__all__ = ["NARROW_GROUP_WIDTHS", "RULE_KERNELS", "narrow_group_config", "rule_case",
-           "tile_rule_config", "tile_rule_configs"]
+__all__ = ["FEW_FILTERS", "NARROW_GROUP_WIDTHS", "RULE_KERNELS", "few_filter_config",
+           "narrow_group_config", "rule_case", "tile_rule_config", "tile_rule_configs"]
 
 #: The kernels the tile rules were fitted on, and the suffix of each one's rule case.
 RULE_KERNELS = {"conv2d_fwd": "", "conv2d_bwd_data": "", "conv2d_fwd_smallc": "-few"}
@@ -106,13 +106,67 @@ def narrow_group_config(problem: ConvProblem, target: Target, math: str
     return config if spec.is_legal(config, p.in_type, kind, kernel) else None
 
 
+#: Layers of few filters (image and latent outputs): a 16-wide filter tile over 128 positions,
+#: a long reduction block. bench/solver_alternatives.py on the zoo's layers of 1-8 filters
+#: (bench/results/fewk_h100-*/alt.json, H100): on those of many positions and a reduction of
+#: at least two blocks, 128x16x64 took 1.00-1.07 of cuDNN in FP16 and BF16 NHWC (the padded
+#: solver; its usual tile 1.12-2.06) and 0.98-1.51 in NCHW (the channel-planar kernel; its
+#: usual tile 2.49-3.59), the three-product FP32 kernel at 128x16x32 0.75-0.84 in NCHW (its
+#: usual tile 0.96-1.34). Positions fewer than FEW_FILTER_ROWS (one-position squeeze layers,
+#: DCGAN's 4x4 head) and reductions shorter than two blocks (a 1x1 over 8 channels: 4.8x
+#: against 1.8x) were slower on it.
+FEW_FILTERS = 16
+FEW_FILTER_ROWS = 4096
+FEW_FILTER_KINDS = ("sm90",)
+FEW_FILTER_TILES = {
+    ("FP16", "ieee"): {"BLOCK_M": 128, "BLOCK_N": 16, "BLOCK_K": 64, "GROUP_M": 8,
+                       "SPLIT_K": 1, "num_warps": 4, "num_stages": 3},
+    ("FP32", "tf32x3"): {"BLOCK_M": 128, "BLOCK_N": 16, "BLOCK_K": 32, "GROUP_M": 8,
+                         "SPLIT_K": 1, "num_warps": 4, "num_stages": 3},
+}
+
+
+def _few_filter_tile(data_type: str, math: str) -> dict[str, int] | None:
+    return FEW_FILTER_TILES.get(("FP16" if data_type == "BF16" else data_type, math))
+
+
+@lru_cache(maxsize=4096)
+def few_filter_config(problem: ConvProblem, target: Target, math: str) -> dict[str, int] | None:
+    """FEW_FILTER_TILES' tile for a 2-D forward problem of the implicit GEMM's conv2d_fwd
+    kernel of one group and at most FEW_FILTERS filters, FEW_FILTER_ROWS positions or more and
+    a reduction of two blocks or more, on a FEW_FILTER_KINDS target; None elsewhere and for a
+    layer the tuned table holds."""
+    p = problem
+    tile = _few_filter_tile(p.in_type, math)
+    if tile is None or target_kind(target.arch) not in FEW_FILTER_KINDS or p.groups != 1 or \
+            len(p.in_spatial) != 2 or not p.in_type == p.wei_type == p.out_type:
+        return None
+    view, _, kernel, cl = problem_view(p)
+    if kernel != "conv2d_fwd":
+        return None
+    z = spec_sizes(view)
+    if z["K"] > FEW_FILTERS or z["N"] * z["P"] * z["Q"] < FEW_FILTER_ROWS or \
+            z["C"] * z["R"] * z["S"] < 2 * tile["BLOCK_K"]:
+        return None
+    spec = spec_module()
+    kind = target_kind(target.arch)
+    if spec.measured(kind, f"{p.in_type}-F-{'NHWC' if cl else 'NCHW'}", z):
+        return None
+    config = {**spec.default_config(kernel, p.in_type), **tile}
+    return config if spec.is_legal(config, p.in_type, kind, kernel) else None
+
+
 @lru_cache(maxsize=4096)
 def tile_rule_config(problem: ConvProblem, target: Target, math: str) -> dict[str, int] | None:
     """The tile rule's configuration for a problem of the implicit GEMM in `math`, or None
     where no rule covers it: another math or kind, a kernel or case without a rule, a GEMM
     larger than the rule's largest, a layer the tuned table holds, a small grid's problem, or
-    an illegal tile. Groups as narrow as NARROW_GROUP_WIDTHS take `narrow_group_config`."""
+    an illegal tile. Groups as narrow as NARROW_GROUP_WIDTHS take `narrow_group_config`,
+    layers of few filters `few_filter_config`."""
     p = problem
+    few = few_filter_config(problem, target, math)
+    if few is not None:
+        return few
     narrow = narrow_group_config(problem, target, math)
     if narrow is not None:
         return narrow
@@ -150,11 +204,14 @@ def tile_rule_configs(kind: str, data_type: str, math: str, channels_last: bool,
     spec = spec_module()
     which = rule_case(f"{data_type}-{spec.KERNELS[kernel]['direction']}-"
                       f"{'NHWC' if channels_last else 'NCHW'}", kernel)
+    few = _few_filter_tile(data_type, math)
+    few_tiles = [{**spec.default_config(kernel, data_type), **few}] \
+        if few is not None and kind in FEW_FILTER_KINDS and kernel == "conv2d_fwd" else []
     if math != "ieee":
-        return []
+        return [c for c in few_tiles if spec.is_legal(c, data_type, kind, kernel)]
     tiles = list(spec.rule_tiles(kind, which)) if which and hasattr(spec, "rule_tiles") else []
     if kind in NARROW_GROUP_KINDS and _narrow_kernel(kernel, channels_last) and \
             data_type in NARROW_GROUP_TYPES:
         tiles += [_narrow_tile(w, kernel) for w in NARROW_GROUP_WIDTHS]
-    configs = ({**spec.default_config(kernel, data_type), **c} for c in tiles)
+    configs = [*({**spec.default_config(kernel, data_type), **c} for c in tiles), *few_tiles]
     return [c for c in configs if spec.is_legal(c, data_type, kind, kernel)]

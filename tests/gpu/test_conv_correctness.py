@@ -72,6 +72,10 @@ BASE = [
     # at stride 2 on odd sizes, and 32 to 3 filters (an image output).
     ConvProblem(n=2, c=20, k=36, in_spatial=(9, 10), filter=(3, 3), pad=(1, 1), stride=(2, 2)),
     ConvProblem(n=3, c=32, k=3, in_spatial=(11, 9), filter=(3, 3), pad=(1, 1)),
+    # Six filters over 70 channels, dilated, stride (1, 2) (the few-filter direct kernel: a
+    # partial filter block and channel block).
+    ConvProblem(n=2, c=70, k=6, in_spatial=(11, 10), filter=(3, 3), pad=(2, 2),
+                dilation=(2, 2), stride=(1, 2)),
     # An image stem at full resolution, 3 channels to 32 filters at stride 1 (sizes that meet
     # the aligned objects): the few-channel kernels' 2-D solvers in every direction.
     ConvProblem(n=2, c=3, k=32, in_spatial=(17, 16), filter=(3, 3), pad=(1, 1)),

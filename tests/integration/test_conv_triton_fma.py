@@ -1,8 +1,9 @@
-"""The few-channel direct forward family (solvers/triton_fma.py): every object it ships compiles
-for sm90, gfx942 and gfx1100 as the builder does, within each arch's limits (no VGPR spills,
-no scratch, no LDS), and its launches, run by Triton's interpreter on the CPU, match the
-float64 reference (FP32, both layouts, stems at stride 1 and 2, dilation, odd sizes, partial
-tiles)."""
+"""The direct forward families on the FP32 units (solvers/triton_fma.py: few channels, few
+filters): every object they ship compiles for sm90, gfx942 and gfx1100 as the builder does,
+within each arch's limits (no VGPR spills, no scratch, no LDS), and their launches, run by
+Triton's interpreter on the CPU, match the float64 reference (both layouts; stems at stride 1
+and 2, dilation, odd sizes, partial tiles in FP32; outputs of 1-8 filters over channel counts
+off the channel block, FP32 and FP16)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,51 @@ def test_launches_match_float64() -> None:
     assert all(e < 1e-6 for e in errors), errors
 
 
-def test_every_object_compiles_within_each_arch_s_limits(tmp_path) -> None:  # noqa: ANN001
+# (N, C, H, W, K, filter, stride, pad, dilation): the UNet's 320 -> 4 output (small), a VAE
+# decoder's 128 -> 3, one filter at 1x1, 8 filters dilated at stride 2, 5 filters over 37
+# channels (neither block full).
+HEADS = [(2, 320, 6, 5, 4, 3, 1, 1, 1), (1, 128, 7, 9, 3, 3, 1, 1, 1),
+         (3, 64, 5, 4, 1, 1, 1, 0, 1), (2, 40, 11, 10, 8, 3, 2, 2, 2),
+         (2, 37, 6, 7, 5, 5, 1, 2, 1)]
+
+HEADS_SCRIPT = HARNESS + textwrap.dedent('''
+    heads = json.loads(sys.argv[1])
+    solver = get_solver("ConvTritonFmaFewKFwd")
+    rng = np.random.default_rng(1)
+    errors = []
+    for data_type in ("FP32", "FP16"):
+        for layout in ("NCHW", "NHWC"):
+            for n, c, h, w, k, f, st, pad, dil in heads:
+                p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(f, f),
+                                pad=(pad, pad), stride=(st, st), dilation=(dil, dil),
+                                in_type=data_type, wei_type=data_type, out_type=data_type,
+                                in_layout=layout, wei_layout=layout, out_layout=layout)
+                assert solver.is_applicable(p, SM90), p.key()
+                params = solver.default_params(p, SM90)
+                assert params[1] >= k and solver.params_valid(p, SM90, params), params
+                job = solver.compile_job(p, params, SM90)
+                assert ("-DCHANNELS_LAST=1" in job.options) == (layout == "NHWC")
+                tensors, exact, output = layer_tensors(p, "F", data_type, rng)
+                errors.append(launches_error(solver, p, params, SM90, tensors, exact,
+                                             output))
+    print(json.dumps(errors))
+''')
+
+
+def test_few_filter_launches_match_float64() -> None:
+    errors = interpreted(HEADS_SCRIPT, HEADS, 4 * len(HEADS))
+    # FP32 (the first half) within FP32's rounding; FP16 within the output's rounding.
+    half = 2 * len(HEADS)
+    assert all(e < 1e-6 for e in errors[:half]), errors
+    assert all(e < 1e-3 for e in errors[half:]), errors
+
+
+#: Each family's objects a target: tiles x both forms x types.
+OBJECTS = {"ConvTritonFmaFwd": 3 * 2, "ConvTritonFmaFewKFwd": 3 * 2 * 3}
+
+
+@pytest.mark.parametrize("solver_name", sorted(OBJECTS))
+def test_every_object_compiles_within_each_arch_s_limits(tmp_path, solver_name) -> None:  # noqa: ANN001
     from miopenkernels.builder.codeobject import verify_kdb
     from miopenkernels.codeobject import check_code_object, split_kdb_blob
     from miopenkernels.compiler import compile_job
@@ -62,8 +107,8 @@ def test_every_object_compiles_within_each_arch_s_limits(tmp_path) -> None:  # n
     for name, wave in (("sm90-132", 32), ("gfx942-304", 64), ("gfx1100-48", 32)):
         target = Target.parse(name)
         with scoped_env("MIOPENKERNELS_TRITON", "1"):
-            jobs = get_solver("ConvTritonFmaFwd").dynamic_jobs(target)
-        assert len(jobs) == 3 * 2  # three tiles, both forms, FP32
+            jobs = get_solver(solver_name).dynamic_jobs(target)
+        assert len(jobs) == OBJECTS[solver_name]
         rows = []
         for job in jobs:
             blob = compile_job(job)

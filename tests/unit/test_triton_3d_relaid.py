@@ -14,6 +14,7 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import SOLVERS, get_solver, launch_jobs, ranks_first
 from miopenkernels.solvers._conv import macs
 from miopenkernels.solvers.triton_3d_relaid import _copies, relaid_first, relaid_problem
+from miopenkernels.solvers.triton_slices import TEMPORAL_FIRST
 from miopenkernels.target import Target
 
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
@@ -139,11 +140,13 @@ def test_the_3d_solver_gives_way_where_they_claim() -> None:
             relaid = get_solver("ConvTriton3d" + ("ViaNdhwc" if layout == "NCDHW" else "Padded")
                                 + ("Taps" if d == "W" else "") + SUFFIX[d])
             assert ranks_first(relaid, p, SM90) and not ranks_first(plain, p, SM90)
-        # Not on kinds it was not measured on, and not in NDHWC without padding (backward
-        # weights of a filter with a tap group: ConvTriton3dTapsWrw there).
+        # Not on kinds it was not measured on, and not in NDHWC without padding (a temporal
+        # 3x1x1 layer: the 3-D solver in forward; in backward data and weights the slices
+        # solvers, triton_slices.TEMPORAL_FIRST).
         aligned = _p(d, "NDHWC", n=32, k=64)
-        taps = get_solver("ConvTriton3dTapsWrw")
-        assert ranks_first(taps if taps.is_applicable(aligned, SM90) else plain, aligned, SM90)
+        first = get_solver("ConvTritonImplicitGemmSlices" + SUFFIX[d]) \
+            if d in TEMPORAL_FIRST else plain
+        assert ranks_first(first, aligned, SM90)
         # A 1x1x1 layer at stride 2 does too little for the transposes (13 multiply-adds an
         # element copied).
         down = _p(d, n=32, k=128, filter=(1, 1, 1), pad=(0, 0, 0), stride=(2, 2, 2))

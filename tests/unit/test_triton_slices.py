@@ -26,6 +26,7 @@ from miopenkernels.solvers.triton_3d import ConvTriton3d
 from miopenkernels.solvers.triton_slices import (
     NOT_FIRST,
     SLICES_SOLVERS,
+    TEMPORAL_FIRST,
     ConvTritonSlices,
     sliced_problem,
     slices_first,
@@ -176,13 +177,28 @@ def test_they_rank_first_where_the_2d_solver_would_and_the_3d_families_give_way(
     assert ranks_first(get_solver("ConvTriton3dPaddedTapsWrw"), odd, SM90)
     assert ranks_first(get_solver("ConvTritonImplicitGemmPaddedSlicesFwd"),
                        replace(odd, direction="F"), SM90)
-    # A temporal layer (R(2+1)D's 3x1x1, 144 -> 64) is offered but claims nothing yet.
+    # A temporal layer (R(2+1)D's 3x1x1, 144 -> 64): claimed channels-last in backward data
+    # and weights (TEMPORAL_FIRST), offered in forward and in NCDHW.
     temporal = ConvProblem(n=32, c=144, k=64, in_spatial=(16, 56, 56), filter=(3, 1, 1),
                            pad=(1, 0, 0), in_type="FP16", wei_type="FP16", out_type="FP16",
                            in_layout="NDHWC", wei_layout="NDHWC", out_layout="NDHWC")
     solver = get_solver("ConvTritonImplicitGemmSlicesFwd")
     assert solver.is_applicable(temporal, SM90) and not solver.claims_first(temporal, SM90)
     assert ranks_first(get_solver("ConvTriton3dFwd"), temporal, SM90)
+    assert TEMPORAL_FIRST == ("B", "W")
+    for d in TEMPORAL_FIRST:
+        q = replace(temporal, direction=d)
+        sliced = get_solver(f"ConvTritonImplicitGemmSlices{SUFFIX[d]}")
+        assert ranks_first(sliced, q, SM90), d
+        assert not ranks_first(get_solver(f"ConvTriton3d{SUFFIX[d]}"), q, SM90), d
+        planar = replace(q, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW")
+        assert not sliced.claims_first(planar, SM90), d
+    # Channels that miss 8 (230 -> 128): the padded slices solver claims backward data, not
+    # backward weights (NOT_FIRST).
+    odd_t = replace(temporal, c=230, k=128, in_spatial=(16, 28, 28), direction="B")
+    assert ranks_first(get_solver("ConvTritonImplicitGemmPaddedSlicesBwd"), odd_t, SM90)
+    assert not get_solver("ConvTritonImplicitGemmPaddedSlicesWrw").claims_first(
+        replace(odd_t, direction="W"), SM90)
     # Where the 2-D problem is the GEMM library's one call (a 1x1x1 layer at stride 1, the
     # library offered), neither they nor the 3-D family rank first: the library does.
     one = _p(stride=(1, 1, 1), c=48, k=96)

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# On the GPU machine, one call of under 600 s: 2-D forward layers of 1-8 filters (image and
+# latent outputs: the UNet's 320 -> 4, the VAE's 128 -> 3 and 512 -> 8, 1x1 masks) on the
+# few-filter direct kernel (solvers/triton_fma.py, ConvTritonFmaFewKFwd) and on what ran them
+# before, measured in place. The sm90-132 package of the default manifests first
+# (bench/_gpu_env.sh `sm90_package`; NO_PACKAGE=1 skips it), then:
+#   grid/    the GPU grid's cases of the few-filter solver, every type and layout, against
+#            float64, Triton hidden;  GRID_S
+#   alt.*    bench/solver_alternatives.py: the few-filter kernel, the implicit GEMM (IEEE, three
+#            TF32 products, padded, through NHWC; a 16-wide filter tile too) and the GEMM
+#            library side by side on every such layer of the zoo and the held-out networks,
+#            FP32 (against IEEE cuDNN), FP16 and BF16, both layouts;  ALT_S
+#   tiles.*  the same layers in FP32 on the few-filter kernel's tiles (its legal space around
+#            the usual tile of each filter block);  TILES_S
+#   zoo.*    find's pick against cuDNN on the zoo's few-channel class (layers of at most four
+#            channels or filters; the held-out networks apart), FP32 (IEEE), FP16 and BF16
+#            forward, both layouts;  ZOO_S
+# Objects no package holds are compiled first on every core (builder.precompile), outside the
+# timings. All at batch 32. A summary line per step; STEPS names the steps (default
+# grid,alt,tiles,zoo):
+#
+#   bash bench/gpu_fewk.sh OUTDIR
+#   STEPS=alt bash bench/gpu_fewk.sh OUTDIR
+set -uo pipefail
+out="${1:?usage: [STEPS=...] bash bench/gpu_fewk.sh OUTDIR}"
+here="$(dirname "$0")"
+mkdir -p "$out"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+steps="${STEPS:-grid,alt,tiles,zoo}"
+want() { [[ ",$steps," == *",$1,"* ]]; }
+source "$here/_gpu_env.sh"
+device_stamp "$out/device.txt" > /dev/null
+if [ -z "${NO_PACKAGE:-}" ]; then
+  sys=/tmp/sys
+  sm90_package "$sys" "$out"
+  export MIOPEN_SYSTEM_DB_PATH="$sys"
+fi
+# 2-D keys of 5 or more channels to 1-8 filters.
+only='^([5-9]|[1-9][0-9]+)-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-8]-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-'
+fewk_tiles="128:2:32:1:4:1 256:2:16:1:4:1 128:2:64:1:8:1 256:2:32:1:8:1 64:4:32:1:4:1 \
+128:4:16:1:4:1 128:4:32:1:8:1 32:4:64:1:4:1 64:4:32:1:4:2 256:4:16:1:8:1 64:8:16:1:4:1 \
+128:8:16:1:8:1 32:8:32:1:4:1 64:8:32:1:8:1 32:8:16:1:4:1"
+alt_solvers="ConvTritonFmaFewKFwd,ConvTritonImplicitGemmFwd,ConvTritonImplicitGemmTf32x3Fwd,\
+ConvTritonImplicitGemmPaddedFwd,ConvTritonImplicitGemmViaNhwcFwd,ConvBlasGemm1x1Fwd,\
+ConvTritonImplicitGemmFwd@128:16:64:8:4:3,ConvTritonImplicitGemmFwd@256:16:64:8:8:3,\
+ConvTritonImplicitGemmPaddedFwd@128:16:64:8:4:3,ConvTritonImplicitGemmTf32x3Fwd@128:16:32:8:4:3"
+tile_solvers="$(for t in $fewk_tiles; do printf 'ConvTritonFmaFewKFwd@%s,' "$t"; done)"
+tile_solvers="${tile_solvers%,}"
+
+# precompile SOLVERS TYPES: every object the named solvers (NAME@tile as solver_alternatives
+# reads it) need on the zoo's layers matching $only, compiled on every core into the user cache.
+precompile() {
+  python3 - "$1" "$2" "$only" <<'PY' 2>&1 | tail -2
+import re, sys, time
+sys.path.insert(0, "bench")
+from pathlib import Path
+from _zoo_layers import layer_problem, load_layers
+from solver_alternatives import _named, tiled_params
+from miopenkernels.builder.precompile import precompile
+from miopenkernels.solvers import launch_jobs, with_companions
+from miopenkernels.target import Target
+t = Target("sm90", 132)
+names, types, only = sys.argv[1].split(","), sys.argv[2].split(","), re.compile(sys.argv[3])
+jobs = set()
+for layer in load_layers(held_out=True):
+    for ty in types:
+        for lay in ("NCHW", "NHWC"):
+            p = layer_problem(layer, ty, "F", lay, 32)
+            if p is None or not only.search(p.key()):
+                continue
+            for name in names:
+                base, _, tile = name.partition("@")
+                s = _named(base)
+                if not s.is_applicable(p, t):
+                    continue
+                params = tuple(s.default_params(p, t)) if s.tunable else ()
+                if tile:
+                    params = tiled_params(params, tile)
+                    if not s.params_valid(p, t, params):
+                        continue
+                try:
+                    jobs.update(launch_jobs(s, p, params, t))
+                except Exception as e:  # a library solver has no objects
+                    print("no jobs:", name, type(e).__name__)
+t0 = time.time()
+cache = Path(__import__("os").environ["MIOPEN_CUSTOM_CACHE_DIR"]) / "sm9084.ukdb"
+print("precompiled", precompile(with_companions(jobs), cache, 16), round(time.time() - t0, 1), "s")
+PY
+}
+
+if want grid; then
+  GRID_SOLVER=ConvTritonFmaFewK TESTS_S="${GRID_S:-100}" \
+    bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
+  stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
+fi
+alternatives() {  # alternatives NAME LIMIT TYPES SOLVER,...
+  local name="$1" limit="$2" types="$3" solvers="$4"
+  stamp "$name precompile: $(precompile "$solvers" "$types" | tail -1)"
+  timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
+    --types "$types" --directions F --layouts NCHW,NHWC --batches 32 --held-out \
+    --only "$only" --budget-s "$(( limit - 15 ))" --out "$out/$name" > "$out/$name.log" 2>&1
+  stamp "$name rc=$?"; tail -30 "$out/$name.log"
+}
+if want alt; then
+  alternatives alt "${ALT_S:-200}" FP32,FP16,BF16 "$alt_solvers"
+fi
+if want tiles; then
+  alternatives tiles "${TILES_S:-120}" FP32 "$tile_solvers"
+fi
+if want zoo; then
+  limit="${ZOO_S:-170}"
+  timeout "$limit" python3 bench/zoo.py --types FP32,FP16,BF16 --directions F \
+    --layouts NCHW,NHWC --batches 32 --classes few-channel --held-out \
+    --budget-s "$(( limit - 20 ))" --out "$out/zoo" > "$out/zoo.log" 2>&1
+  stamp "zoo rc=$? $(grep -E '^(FP|BF)[0-9]+-' "$out/zoo.log" | head -6 | tr '\n' ';')"
+fi
+stamp "done"
