@@ -24,8 +24,8 @@ from .conv_triton_spec import cdiv, typed_signature
 KINDS = ("sm80", "sm90", "sm100", "sm120", "cdna", "cdna4", "rdna")
 FIRST_KINDS = ("sm90",)
 #: FP32 alone: on 16-bit inputs the matrix cores' implicit GEMM was faster on every layer of
-#: many positions (the kernel took 2.3-8.5x cuDNN's GPU time there, FP16 and BF16, on the H100:
-#: bench/results/fewk_h100-*/alt.json).
+#: many positions (the kernel took 1.8-8.5x cuDNN's GPU time there, FP16 and BF16, on the H100:
+#: bench/results/fewk_h100-6a76905/alt.json).
 TYPES = ("FP32",)
 #: The most filters a problem may have: image outputs (3), latents (4, 8), masks (1, 2).
 MAX_FILTERS = 8
@@ -62,12 +62,17 @@ SUMS_PER_LANE = 64
 AMD_SUMS_PER_LANE = 32
 AMD_KINDS = ("cdna", "cdna4", "rdna")
 WAVE = {"cdna": 64, "cdna4": 64}
-#: The usual tile of each filter block (64 sums a lane on four warps; AMD kinds on eight).
+#: The usual tile of each filter block: of fifteen tiles timed on the zoo's layers of 1-8
+#: filters (bench/solver_alternatives.py, FP32, H100: bench/results/fewk_h100-6a76905/
+#: tiles.json), the one of least GPU time (geomean against cuDNN) channels-last over the
+#: layers of that block: 256 x 2 x 16 (one layer: 0.42, where 128 x 2 x 32 took 0.55),
+#: 64 x 4 x 32 (three: 0.58) and 32 x 8 x 16 (six, the held-out one among them: 0.77, where
+#: 64 x 8 x 16 took 0.94), all on four warps, one stage.
 _TILE = {"GROUP_M": 1, "SPLIT_K": 1, "num_warps": 4, "num_stages": 1}
 TILES: tuple[dict[str, int], ...] = (
-    {**_TILE, "BLOCK_M": 128, "BLOCK_N": 2, "BLOCK_K": 32},
+    {**_TILE, "BLOCK_M": 256, "BLOCK_N": 2, "BLOCK_K": 16},
     {**_TILE, "BLOCK_M": 64, "BLOCK_N": 4, "BLOCK_K": 32},
-    {**_TILE, "BLOCK_M": 64, "BLOCK_N": 8, "BLOCK_K": 16},
+    {**_TILE, "BLOCK_M": 32, "BLOCK_N": 8, "BLOCK_K": 16},
 )
 
 
@@ -112,7 +117,7 @@ def arg_values(direction: str, sizes: Mapping[str, int],
 
 
 #: Where the kernel claims first (`claims`), channels-last (the form whose tiles run channels
-#: fastest; the other took 1.7-2.3x cuDNN on layers of many positions): its programs fill the
+#: fastest; the other took 1.5-2.3x cuDNN on layers of many positions): its programs fill the
 #: GPU, or a program's reduction is short (C*R*S at most SHORT_REDUCTION: one program over 32
 #: positions with 8,192 products each took 6x cuDNN); and not a 1x1 layer at stride 1 of more
 #: than LIBRARY_ROWS positions, which the GEMM library takes as one call (0.41 and 0.55 of

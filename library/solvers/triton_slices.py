@@ -60,12 +60,12 @@ NOT_FIRST: dict[str, tuple[str, ...]] = {"ConvTritonImplicitGemmPadded": ("W",)}
 FIRST_TYPES = ("FP16", "BF16")
 #: The directions in which they claim temporal layers (D x (H*W) images), channels-last alone:
 #: over R(2+1)D-18's eleven 3x1x1 layers (FP16, batch 32, H100: bench/results/
-#: fewk_h100-*/temporal.json) the best slices solver against the best 3-D one took, in NDHWC,
-#: backward data 1.92 against 2.20 of cuDNN on the four whose channels are multiples of 16 and
-#: 0.99 against 1.25 on the seven padded ones, backward weights 1.81 against 2.12 (aligned;
-#: padded 0.99 against 1.00, where NOT_FIRST keeps the padded one out); forward 1.41 against
-#: 1.47 and 0.83 against 0.78 (mixed: no claim); in NCDHW the 3-D solvers through NDHWC were
-#: faster in every direction (0.89-1.15 against 1.38-2.47).
+#: fewk_h100-6a76905/temporal.json) the best slices solver against the best 3-D one took, in
+#: NDHWC, backward data 1.92 against 2.20 of cuDNN on the four whose channels are multiples
+#: of 16 and 0.99 against 1.25 on the seven padded ones, backward weights 1.81 against 2.12
+#: (aligned; padded 0.99 against 1.00, where NOT_FIRST keeps the padded one out); forward
+#: 1.41 against 1.47 and 0.83 against 0.78 (mixed: no claim); in NCDHW the 3-D solvers
+#: through NDHWC were faster in every direction (0.89-1.15 against 1.38-2.47).
 TEMPORAL_FIRST = ("B", "W")
 #: The registry's `ranks_first` (solvers/__init__.py hands it over: this module cannot import
 #: the registry, which imports it).

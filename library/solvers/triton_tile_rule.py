@@ -108,14 +108,16 @@ def narrow_group_config(problem: ConvProblem, target: Target, math: str
 
 #: Layers of few filters (image and latent outputs): a 16-wide filter tile over 128 positions,
 #: a long reduction block. bench/solver_alternatives.py on the zoo's layers of 1-8 filters
-#: (bench/results/fewk_h100-*/alt.json, H100): on those of many positions and a reduction of
-#: at least two blocks, 128x16x64 took 1.00-1.07 of cuDNN in FP16 and BF16 NHWC (the padded
-#: solver; its usual tile 1.12-2.06) and 0.98-1.51 in NCHW (the channel-planar kernel; its
-#: usual tile 2.49-3.59), the three-product FP32 kernel at 128x16x32 0.75-0.84 in NCHW (its
-#: usual tile 0.96-1.34). Positions fewer than FEW_FILTER_ROWS (one-position squeeze layers,
+#: (bench/results/fewk_h100-6a76905/alt.json, H100): on those of many positions and a 3x3
+#: reduction of at least two blocks, 128x16x64 took 0.98-1.07 of cuDNN in FP16 and BF16 NHWC
+#: (the padded solver; its usual tile 1.12-2.06) and 0.98-1.51 in NCHW (the channel-planar
+#: kernel; its usual tile 2.49-3.59), the three-product FP32 kernel at 128x16x32 0.75-0.84 in
+#: NCHW (its usual tile 0.96-1.34). On the one such layer of aligned filters (the VAE
+#: encoder's 512 -> 8, NHWC, the plain kernel) it took 2.26 against 2.80 in FP16 but 2.25
+#: against 1.76 in BF16. Positions fewer than FEW_FILTER_ROWS (one-position squeeze layers,
 #: DCGAN's 4x4 head) and reductions shorter than two blocks (a 1x1 over 8 channels: 4.8x
 #: against 1.8x) were slower on it.
-FEW_FILTERS = 16
+FEW_FILTERS = 8
 FEW_FILTER_ROWS = 4096
 FEW_FILTER_KINDS = ("sm90",)
 FEW_FILTER_TILES = {

@@ -2,8 +2,8 @@
 filters): every object they ship compiles for sm90, gfx942 and gfx1100 as the builder does,
 within each arch's limits (no VGPR spills, no scratch, no LDS), and their launches, run by
 Triton's interpreter on the CPU, match the float64 reference (both layouts; stems at stride 1
-and 2, dilation, odd sizes, partial tiles in FP32; outputs of 1-8 filters over channel counts
-off the channel block, FP32 and FP16)."""
+and 2, dilation, odd sizes, partial tiles; outputs of 1-8 filters over channel counts off the
+channel block; FP32)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ HEADS_SCRIPT = HARNESS + textwrap.dedent('''
     solver = get_solver("ConvTritonFmaFewKFwd")
     rng = np.random.default_rng(1)
     errors = []
-    for data_type in ("FP32", "FP16"):
+    for data_type in ("FP32",):
         for layout in ("NCHW", "NHWC"):
             for n, c, h, w, k, f, st, pad, dil in heads:
                 p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(f, f),
@@ -81,15 +81,12 @@ HEADS_SCRIPT = HARNESS + textwrap.dedent('''
 
 
 def test_few_filter_launches_match_float64() -> None:
-    errors = interpreted(HEADS_SCRIPT, HEADS, 4 * len(HEADS))
-    # FP32 (the first half) within FP32's rounding; FP16 within the output's rounding.
-    half = 2 * len(HEADS)
-    assert all(e < 1e-6 for e in errors[:half]), errors
-    assert all(e < 1e-3 for e in errors[half:]), errors
+    errors = interpreted(HEADS_SCRIPT, HEADS, 2 * len(HEADS))
+    assert all(e < 1e-6 for e in errors), errors
 
 
 #: Each family's objects a target: tiles x both forms x types.
-OBJECTS = {"ConvTritonFmaFwd": 3 * 2, "ConvTritonFmaFewKFwd": 3 * 2 * 3}
+OBJECTS = {"ConvTritonFmaFwd": 3 * 2, "ConvTritonFmaFewKFwd": 3 * 2}
 
 
 @pytest.mark.parametrize("solver_name", sorted(OBJECTS))
@@ -130,11 +127,12 @@ def test_every_object_compiles_within_each_arch_s_limits(tmp_path, solver_name) 
             def note(key: str, text: str = notes) -> list[int]:
                 return [int(v) for v in re.findall(rf"\.{key}:\s+(\d+)", text)]
 
-            # No VGPR spills or scratch; a few SGPRs may spill to VGPR lanes (CDNA, 64
-            # filters: 2-6), which costs no memory traffic.
+            # No VGPR spills or scratch; a few SGPRs may spill to VGPR lanes (CDNA: the stems'
+            # 64 filters 2-6, the few-filter kernel's 256 positions 16), which costs no memory
+            # traffic.
             assert note("vgpr_spill_count") == [0], job.options
             assert note("private_segment_fixed_size") == [0], job.options
-            assert note("sgpr_spill_count")[0] <= 8, job.options
+            assert note("sgpr_spill_count")[0] <= 16, job.options
             assert note("group_segment_fixed_size") == [0]
             assert note("vgpr_count")[0] <= 256, job.options
         kdb = tmp_path / f"{target.basename}.kdb"
