@@ -261,3 +261,33 @@ def test_the_aligned_few_filter_layer_s_mixed_figures() -> None:
                      2), round(_ratio(rows[f"{t}-F-NHWC"], "ConvTritonImplicitGemmFwd"), 2))
            for t in ("FP16", "BF16")}
     assert got == {"FP16": (2.26, 2.8), "BF16": (2.25, 1.76)}
+
+
+def test_the_surveyed_defaults_and_the_grid() -> None:
+    """alt_fp32.json (the kernel at the surveyed usual tiles) and grid_tests.txt."""
+    rows = _alt("alt_fp32")
+    nhwc = {r["layer"]: _ratio(r, "ConvTritonFmaFewKFwd") for r in rows
+            if r["case"] == "FP32-F-NHWC"}
+    assert len(nhwc) == 11 and round(_geomean(list(nhwc.values())), 2) == 0.76
+    assert round(nhwc["netD.11"], 2) == 3.73
+    heads = [nhwc[k] for k in ("conv_out", "encoder.conv_out", "decoder.conv_out")]
+    assert (round(min(heads), 2), round(max(heads), 2)) == (0.51, 0.88)
+    squeeze = [v for k, v in nhwc.items() if ".se.fc1" in k]
+    assert (round(min(squeeze), 2), round(max(squeeze), 2)) == (0.58, 0.69)
+    planar = [_ratio(r, "ConvTritonFmaFewKFwd") for r in rows if r["case"] == "FP32-F-NCHW"]
+    assert round(_geomean(planar), 2) == 1.27
+    assert "20 passed" in (RUN / "grid_tests.txt").read_text()
+
+
+def test_the_zoo_comparisons() -> None:
+    fp32 = json.loads((RUN / "zoo_compare_fp32.json").read_text())["cases"]
+    nhwc = fp32["FP32-F-NHWC zoo"]
+    assert (round(nhwc["before"], 3), round(nhwc["after"], 3)) == (1.136, 0.951)
+    assert (nhwc["solver_changed"]["layers"], round(nhwc["solver_changed"]["before"], 3),
+            round(nhwc["solver_changed"]["after"], 3)) == (6, 1.959, 0.827)
+    nchw = fp32["FP32-F-NCHW zoo"]
+    assert (round(nchw["before"], 3), round(nchw["after"], 3)) == (0.963, 0.928)
+    video = json.loads((RUN / "zoo_compare_r2plus1d.json").read_text())["cases"]
+    got = {c: (round(v["before"], 3), round(v["after"], 3)) for c, v in video.items()}
+    assert got == {"FP16-B-NDHWC zoo": (1.312, 1.19), "FP16-F-NDHWC zoo": (1.103, 1.098),
+                   "FP16-W-NDHWC zoo": (1.31, 1.202)}

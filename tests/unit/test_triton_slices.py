@@ -301,3 +301,30 @@ def test_the_readmes_figures_of_the_h100_run() -> None:
     x3d = [r["ratio"] for r in zoo["rows"] if r["network"] == "x3d_s" and r.get("ratio")]
     assert len(x3d) == 105 and round(_geomean(x3d), 2) == 0.64
     assert "259 passed" in (RUN / "grid_tests.txt").read_text()
+
+
+def test_the_temporal_claim_s_figures() -> None:
+    """TEMPORAL_FIRST's figures: bench/results/fewk_h100-6a76905/temporal.json, the best of
+    each family per case over R(2+1)D-18's 3x1x1 layers (aligned: channels in multiples of 16,
+    no padded solver applies)."""
+    run = json.loads((ROOT / "bench" / "results" / "fewk_h100-6a76905" /
+                      "temporal.json").read_text())
+    assert "H100" in run["device"] and not run["failures"]
+
+    def best(rows: list[dict], sliced: bool) -> float:
+        return math.exp(sum(math.log(min(
+            v["gpu_ms"] for k, v in r["solvers"].items() if ("Slices" in k) == sliced)
+            / r["cudnn_gpu_ms"]) for r in rows) / len(rows))
+
+    got = {}
+    for case in ("F-NHWC", "B-NHWC", "W-NHWC", "F-NCHW", "B-NCHW", "W-NCHW"):
+        rows = [r for r in run["rows"] if r["case"] == "FP16-" + case]
+        for aligned in (True, False):
+            part = [r for r in rows if any("Padded" in k for k in r["solvers"]) != aligned]
+            if part:
+                got[(case, aligned)] = (round(best(part, True), 2), round(best(part, False), 2))
+    assert got == {("F-NHWC", True): (1.41, 1.47), ("F-NHWC", False): (0.83, 0.78),
+                   ("B-NHWC", True): (1.92, 2.2), ("B-NHWC", False): (0.99, 1.25),
+                   ("W-NHWC", True): (1.81, 2.12), ("W-NHWC", False): (0.99, 1.0),
+                   ("F-NCHW", True): (1.38, 0.89), ("B-NCHW", True): (1.8, 1.15),
+                   ("W-NCHW", True): (2.47, 1.1)}
