@@ -291,3 +291,36 @@ def test_the_zoo_comparisons() -> None:
     got = {c: (round(v["before"], 3), round(v["after"], 3)) for c, v in video.items()}
     assert got == {"FP16-B-NDHWC zoo": (1.312, 1.19), "FP16-F-NDHWC zoo": (1.103, 1.098),
                    "FP16-W-NDHWC zoo": (1.31, 1.202)}
+
+
+def test_what_the_rules_leave() -> None:
+    """bench/results/README.md's figures of zoo_b8_b1.json and zoo_fp32_bw.json."""
+    small = json.loads((RUN / "zoo_b8_b1.json").read_text())
+    assert (len(small["rows"]), small["compiles"], small["errors"]) == (468, 0, 0)
+    assert round(small["classes"]["few-channel"]["gpu_geomean"], 2) == 0.91
+    rows = {(r["layer"], r["case"], r["n"]): r for r in small["rows"]}
+    esrgan = {t: round(rows[("conv_last", f"{t}-F-NHWC", 8)]["ratio"], 2)
+              for t in ("FP32", "FP16", "BF16")}
+    assert esrgan == {"FP32": 5.69, "FP16": 5.52, "BF16": 4.98}
+    assert rows[("conv_last", "FP32-F-NHWC", 8)]["solver"] == "ConvTritonImplicitGemmChunksFwd"
+    assert (rows[("conv_last", "FP32-F-NHWC", 1)]["solver"],
+            round(rows[("conv_last", "FP32-F-NHWC", 1)]["ratio"], 2)) == \
+        ("ConvTritonFmaFewKFwd", 0.62)
+    assert round(rows[("out", "FP16-F-NHWC", 8)]["ratio"], 2) == 5.88
+    assert round(rows[("conv_out", "FP32-F-NHWC", 1)]["ratio"], 2) == 2.32
+    fewk = get_solver("ConvTritonFmaFewKFwd")
+    one = _head(n=1)
+    assert fewk.is_applicable(one, SM90) and not fewk.claims_first(one, SM90)
+    assert not fewk.is_applicable(_head(n=8, c=64, k=3, in_spatial=(2048, 2048)), SM90)
+    bw = json.loads((RUN / "zoo_fp32_bw.json").read_text())
+    assert (len(bw["rows"]), bw["compiles"], bw["errors"]) == (135, 0, 0)
+    worst = sorted(bw["rows"], key=lambda r: -r["ratio"])[:2]
+    assert [(r["layer"], r["case"], round(r["ratio"], 2)) for r in worst] == \
+        [("conv_out", "FP32-W-NHWC", 18.92), ("decoder.conv_out", "FP32-W-NHWC", 16.92)]
+    conv_in = [round(r["ratio"], 2) for r in bw["rows"]
+               if r["layer"] in ("conv_in", "decoder.conv_in") and r["case"].startswith("FP32-B")
+               and r["network"].startswith("sd15")]
+    assert (min(conv_in), max(conv_in)) == (5.08, 6.88)
+    assert {c: round(v["gpu_geomean"], 2) for c, v in bw["summary"].items()
+            if "DHW" not in c} == {"FP32-B-NCHW": 1.08, "FP32-B-NHWC": 1.12,
+                                   "FP32-W-NCHW": 1.61, "FP32-W-NHWC": 2.57}
