@@ -15,6 +15,9 @@
 #   zoo.*    find's pick against cuDNN on the zoo's few-channel class (layers of at most four
 #            channels or filters; the held-out networks apart), FP32 (IEEE), FP16 and BF16
 #            forward, both layouts;  ZOO_S
+#   small.*  the same at batch 8 and 1 (not a default step);  SMALL_S
+#   bw.*     the same class in FP32 backward data and weights at batch 32 (not a default
+#            step);  BW_S
 # Objects no package holds are compiled first on every core (builder.precompile), outside the
 # timings. All at batch 32. A summary line per step; STEPS names the steps (default
 # grid,alt,tiles,zoo):
@@ -114,5 +117,19 @@ if want zoo; then
     --layouts NCHW,NHWC --batches 32 --classes few-channel --held-out \
     --budget-s "$(( limit - 20 ))" --out "$out/zoo" > "$out/zoo.log" 2>&1
   stamp "zoo rc=$? $(grep -E '^(FP|BF)[0-9]+-' "$out/zoo.log" | head -6 | tr '\n' ';')"
+fi
+class_run() {  # class_run NAME LIMIT zoo.py-ARGS...
+  local name="$1" limit="$2"; shift 2
+  timeout "$limit" python3 bench/zoo.py --classes few-channel --held-out "$@" \
+    --budget-s "$(( limit - 20 ))" --out "$out/$name" > "$out/$name.log" 2>&1
+  stamp "$name rc=$?"; grep -A16 "zoo: per case" "$out/$name.log" | head -18
+}
+if want small; then
+  class_run zoo_b8_b1 "${SMALL_S:-160}" --types FP32,FP16,BF16 --directions F \
+    --layouts NCHW,NHWC --batches 8,1
+fi
+if want bw; then
+  class_run zoo_fp32_bw "${BW_S:-150}" --types FP32 --directions B,W --layouts NCHW,NHWC \
+    --batches 32
 fi
 stamp "done"
