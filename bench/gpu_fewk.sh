@@ -18,6 +18,9 @@
 #   small.*  the same at batch 8 and 1 (not a default step);  SMALL_S
 #   bw.*     the same class in FP32 backward data and weights at batch 32 (not a default
 #            step);  BW_S
+#   bwd_trial.*  bench/fewk_bwd_trial.py: backward data of layers of 1-8 input channels at
+#            stride 1 as the few-filter forward on flipped filters, against cuDNN (not a
+#            default step);  TRIAL_S
 # Objects no package holds are compiled first on every core (builder.precompile), outside the
 # timings. All at batch 32. A summary line per step; STEPS names the steps (default
 # grid,alt,tiles,zoo):
@@ -127,6 +130,12 @@ class_run() {  # class_run NAME LIMIT zoo.py-ARGS...
 if want small; then
   class_run zoo_b8_b1 "${SMALL_S:-160}" --types FP32,FP16,BF16 --directions F \
     --layouts NCHW,NHWC --batches 8,1
+fi
+if want bwd_trial; then
+  limit="${TRIAL_S:-120}"
+  timeout "$limit" python3 bench/fewk_bwd_trial.py --held-out --budget-s "$(( limit - 20 ))" \
+    --out "$out/bwd_trial" > "$out/bwd_trial.log" 2>&1
+  stamp "bwd_trial rc=$?"; tail -4 "$out/bwd_trial.log"
 fi
 if want bw; then
   class_run zoo_fp32_bw "${BW_S:-150}" --types FP32 --directions B,W --layouts NCHW,NHWC \
