@@ -17,6 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# The stem kernel's argument list, offset check, form test and argument values: the same.
+from .conv_triton_fma_spec import DIRECT_ARGS, offsets_fit
+from .conv_triton_fma_spec import arg_values as arg_values
+from .conv_triton_fma_spec import channels_last as channels_last
 from .conv_triton_spec import cdiv, typed_signature
 
 #: Target kinds the kernel applies on (every kind the Triton families compile for) and where
@@ -32,14 +36,8 @@ MAX_FILTERS = 8
 
 KERNEL = {"F": "conv2d_direct_fma_fewk"}
 ARGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "conv2d_direct_fma_fewk": (
-        ("x_ptr", "ptr"), ("w_ptr", "ptr"), ("y_ptr", "ptr"),
-        *((name, "i32") for name in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "stride_h",
-                                     "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "sxn",
-                                     "sxc", "sxh", "sxw", "swk", "swc", "swr", "sws", "syn",
-                                     "syk", "syh", "syw")),
-        ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_K", "constexpr"),
-        ("CHANNELS_LAST", "constexpr")),
+    "conv2d_direct_fma_fewk": (*DIRECT_ARGS, ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"),
+                               ("BLOCK_K", "constexpr"), ("CHANNELS_LAST", "constexpr")),
 }
 #: Kernels that run no matrix instruction by design (the code-object check asks none of them).
 NO_MATRIX_KERNELS = frozenset(KERNEL.values())
@@ -87,33 +85,7 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int,
             ) -> bool:
     """One group, 1..MAX_FILTERS filters, every offset within 32 bits."""
     z = sizes
-    if z["G"] != 1 or not 1 <= z["K"] <= MAX_FILTERS:
-        return False
-    extents = []
-    for t, dims in (("x", (z["N"], z["C"], z["H"], z["W"])), ("w", (z["K"], z["C"], z["R"],
-                                                                      z["S"])),
-                    ("y", (z["N"], z["K"], z["P"], z["Q"]))):
-        extents.append(sum(abs(int(s)) * (int(d) - 1) for s, d in zip(strides[t], dims,
-                                                                         strict=True)))
-    return max(extents) < 2**31 - 1 and z["N"] * z["P"] * z["Q"] < 2**31 - 1
-
-
-def channels_last(strides: Mapping[str, tuple[int, int, int, int]]) -> bool:
-    """Whether x's, w's and y's channel strides are 1 (the CHANNELS_LAST 1 objects)."""
-    return all(int(strides[t][1]) == 1 for t in ("x", "w", "y"))
-
-
-def arg_values(direction: str, sizes: Mapping[str, int],
-               strides: Mapping[str, tuple[int, int, int, int]]) -> dict[str, int]:
-    """The kernel's i32 arguments."""
-    z = sizes
-    values = {k: int(z[k]) for k in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "stride_h",
-                                     "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")}
-    names = {"x": ("sxn", "sxc", "sxh", "sxw"), "w": ("swk", "swc", "swr", "sws"),
-             "y": ("syn", "syk", "syh", "syw")}
-    for t in ("x", "w", "y"):
-        values.update(zip(names[t], (int(v) for v in strides[t]), strict=True))
-    return values
+    return z["G"] == 1 and 1 <= z["K"] <= MAX_FILTERS and offsets_fit(z, strides)
 
 
 #: Where the kernel claims first (`claims`), channels-last (the form whose tiles run channels

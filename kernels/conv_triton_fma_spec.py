@@ -28,15 +28,17 @@ TYPES = ("FP32",)
 MAX_CHANNELS = 4
 
 KERNEL = {"F": "conv2d_direct_fma"}
+#: The pointers and i32 arguments of the direct kernels on the FP32 units (this one and the
+#: few-filter kernel's, `conv_triton_fewk_spec`), in order; their constexprs follow.
+DIRECT_ARGS: tuple[tuple[str, str], ...] = (
+    ("x_ptr", "ptr"), ("w_ptr", "ptr"), ("y_ptr", "ptr"),
+    *((name, "i32") for name in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "stride_h",
+                                 "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "sxn", "sxc",
+                                 "sxh", "sxw", "swk", "swc", "swr", "sws", "syn", "syk", "syh",
+                                 "syw")))
 ARGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "conv2d_direct_fma": (
-        ("x_ptr", "ptr"), ("w_ptr", "ptr"), ("y_ptr", "ptr"),
-        *((name, "i32") for name in ("N", "C", "H", "W", "K", "P", "Q", "R", "S", "stride_h",
-                                     "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "sxn",
-                                     "sxc", "sxh", "sxw", "swk", "swc", "swr", "sws", "syn",
-                                     "syk", "syh", "syw")),
-        ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("GROUP_M", "constexpr"),
-        ("CHANNELS_LAST", "constexpr")),
+    "conv2d_direct_fma": (*DIRECT_ARGS, ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"),
+                          ("GROUP_M", "constexpr"), ("CHANNELS_LAST", "constexpr")),
 }
 #: Kernels that run no matrix instruction by design (the code-object check asks none of them).
 NO_MATRIX_KERNELS = frozenset(KERNEL.values())
@@ -70,8 +72,14 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int,
             ) -> bool:
     """One group, 1..MAX_CHANNELS input channels, every offset within 32 bits."""
     z = sizes
-    if z["G"] != 1 or not 1 <= z["C"] <= MAX_CHANNELS:
-        return False
+    return z["G"] == 1 and 1 <= z["C"] <= MAX_CHANNELS and offsets_fit(z, strides)
+
+
+def offsets_fit(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]]
+                ) -> bool:
+    """Whether every element offset of x, w and y and every output position index is within
+    32 bits (the direct kernels' i32 arithmetic)."""
+    z = sizes
     extents = []
     for t, dims in (("x", (z["N"], z["C"], z["H"], z["W"])), ("w", (z["K"], z["C"], z["R"],
                                                                       z["S"])),

@@ -235,16 +235,19 @@ class ConvTritonFmaFewK(_DirectFma):
         return int(params[1]) >= _view(problem)[1]["K"]
 
 
+def _claimed(family: type[Solver], problem: ConvProblem, target: Target) -> bool:
+    return any(type(s) is family and s.is_applicable(problem, target) and
+               s.claims_first(problem, target) for s in FMA_SOLVERS)
+
+
 def fma_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the stem solver applies and claims the problem (the registry's FIRST_CLAIMS)."""
-    return any(s.is_applicable(problem, target) and s.claims_first(problem, target)
-               for s in FMA_SOLVERS if type(s) is ConvTritonFma)
+    return _claimed(ConvTritonFma, problem, target)
 
 
 def fewk_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the few-filter solver applies and claims the problem (FIRST_CLAIMS)."""
-    return any(s.is_applicable(problem, target) and s.claims_first(problem, target)
-               for s in FMA_SOLVERS if type(s) is ConvTritonFmaFewK)
+    return _claimed(ConvTritonFmaFewK, problem, target)
 
 
 def _fma_solvers() -> list[Solver]:
