@@ -18,6 +18,13 @@
 #   small.*  the same at batch 8 and 1 (not a default step);  SMALL_S
 #   bw.*     the same class in FP32 backward data and weights at batch 32 (not a default
 #            step);  BW_S
+#   wrw.*    bench/solver_alternatives.py on the same layers' FP32 backward weights: the
+#            few-filter backward weights kernel (solvers/triton_fma_wrw.py) at its defaults,
+#            the implicit GEMM (three TF32 products, IEEE, through NCHW) and the GEMM library,
+#            both layouts (not a default step);  WRW_S
+#   wrw_tiles.*  the same on the backward weights kernel's tiles (its legal space around the
+#            usual tile of each filter block, each at the split that fills the GPU; not a
+#            default step);  WRW_TILES_S
 #   bwd_trial.*  bench/fewk_bwd_trial.py: backward data of layers of 1-8 input channels at
 #            stride 1 as the few-filter forward on flipped filters, against cuDNN (not a
 #            default step);  TRIAL_S
@@ -42,8 +49,9 @@ if [ -z "${NO_PACKAGE:-}" ]; then
   sm90_package "$sys" "$out"
   export MIOPEN_SYSTEM_DB_PATH="$sys"
 fi
-# 2-D keys of 5 or more channels to 1-8 filters.
+# 2-D keys of 5 or more channels to 1-8 filters (backward keys name the output side first).
 only='^([5-9]|[1-9][0-9]+)-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-8]-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-'
+only_w='^[1-8]-[0-9]+-[0-9]+-[0-9]+x[0-9]+-([5-9]|[1-9][0-9]+)-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-'
 fewk_tiles="128:2:32:1:4:1 256:2:16:1:4:1 128:2:64:1:8:1 256:2:32:1:8:1 64:4:32:1:4:1 \
 128:4:16:1:4:1 128:4:32:1:8:1 32:4:64:1:4:1 64:4:32:1:4:2 256:4:16:1:8:1 64:8:16:1:4:1 \
 128:8:16:1:8:1 32:8:32:1:4:1 64:8:32:1:8:1 32:8:16:1:4:1"
@@ -53,26 +61,35 @@ ConvTritonImplicitGemmFwd@128:16:64:8:4:3,ConvTritonImplicitGemmFwd@256:16:64:8:
 ConvTritonImplicitGemmPaddedFwd@128:16:64:8:4:3,ConvTritonImplicitGemmTf32x3Fwd@128:16:32:8:4:3"
 tile_solvers="$(for t in $fewk_tiles; do printf 'ConvTritonFmaFewKFwd@%s,' "$t"; done)"
 tile_solvers="${tile_solvers%,}"
+wrw_tiles="64:2:64:1:4:1:0 32:2:128:1:4:1:0 128:2:32:1:4:1:0 64:2:32:1:4:1:0 128:2:64:1:8:1:0 \
+64:4:32:1:4:1:0 32:4:64:1:4:1:0 128:4:16:1:4:1:0 32:4:32:1:4:1:0 64:4:64:1:8:1:0 \
+32:8:32:1:4:1:0 16:8:64:1:4:1:0 64:8:16:1:4:1:0 32:8:16:1:4:1:0 32:8:64:1:8:1:0"
+wrw_solvers="ConvTritonFmaFewKWrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw,\
+ConvTritonImplicitGemmViaNchwWrw,ConvTritonImplicitGemmViaNhwcWrw,ConvBlasGemm1x1Wrw"
+wrw_tile_solvers="$(for t in $wrw_tiles; do printf 'ConvTritonFmaFewKWrw@%s,' "$t"; done)"
+wrw_tile_solvers="${wrw_tile_solvers%,}"
 
-# precompile SOLVERS TYPES: every object the named solvers (NAME@tile as solver_alternatives
-# reads it) need on the zoo's layers matching $only, compiled on every core into the user cache.
+# precompile SOLVERS TYPES DIRECTION REGEX: every object the named solvers (NAME@tile as
+# solver_alternatives reads it) need on the zoo's layers whose keys in the direction match
+# REGEX, compiled on every core into the user cache.
 precompile() {
-  python3 - "$1" "$2" "$only" <<'PY' 2>&1 | tail -2
+  python3 - "$1" "$2" "$4" "$3" <<'PY' 2>&1 | tail -2
 import re, sys, time
 sys.path.insert(0, "bench")
 from pathlib import Path
 from _zoo_layers import layer_problem, load_layers
-from solver_alternatives import _named, tiled_params
+from solver_alternatives import _named, filling_split, tiled_params
 from miopenkernels.builder.precompile import precompile
 from miopenkernels.solvers import launch_jobs, with_companions
 from miopenkernels.target import Target
 t = Target("sm90", 132)
 names, types, only = sys.argv[1].split(","), sys.argv[2].split(","), re.compile(sys.argv[3])
+direction = sys.argv[4]
 jobs = set()
 for layer in load_layers(held_out=True):
     for ty in types:
         for lay in ("NCHW", "NHWC"):
-            p = layer_problem(layer, ty, "F", lay, 32)
+            p = layer_problem(layer, ty, direction, lay, 32)
             if p is None or not only.search(p.key()):
                 continue
             for name in names:
@@ -82,7 +99,7 @@ for layer in load_layers(held_out=True):
                     continue
                 params = tuple(s.default_params(p, t)) if s.tunable else ()
                 if tile:
-                    params = tiled_params(params, tile)
+                    params = filling_split(s, p, tiled_params(params, tile), t)
                     if not s.params_valid(p, t, params):
                         continue
                 try:
@@ -100,12 +117,13 @@ if want grid; then
     bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
   stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
 fi
-alternatives() {  # alternatives NAME LIMIT TYPES SOLVER,...
-  local name="$1" limit="$2" types="$3" solvers="$4"
-  stamp "$name precompile: $(precompile "$solvers" "$types" | tail -1)"
+alternatives() {  # alternatives NAME LIMIT TYPES SOLVER,... [DIRECTION]
+  local name="$1" limit="$2" types="$3" solvers="$4" direction="${5:-F}" keys="$only"
+  [ "$direction" = W ] && keys="$only_w"
+  stamp "$name precompile: $(precompile "$solvers" "$types" "$direction" "$keys" | tail -1)"
   timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
-    --types "$types" --directions F --layouts NCHW,NHWC --batches 32 --held-out \
-    --only "$only" --budget-s "$(( limit - 15 ))" --out "$out/$name" > "$out/$name.log" 2>&1
+    --types "$types" --directions "$direction" --layouts NCHW,NHWC --batches 32 --held-out \
+    --only "$keys" --budget-s "$(( limit - 15 ))" --out "$out/$name" > "$out/$name.log" 2>&1
   stamp "$name rc=$?"; tail -30 "$out/$name.log"
 }
 if want alt; then
@@ -136,6 +154,12 @@ if want bwd_trial; then
   timeout "$limit" python3 bench/fewk_bwd_trial.py --held-out --budget-s "$(( limit - 20 ))" \
     --out "$out/bwd_trial" > "$out/bwd_trial.log" 2>&1
   stamp "bwd_trial rc=$?"; tail -4 "$out/bwd_trial.log"
+fi
+if want wrw; then
+  alternatives wrw "${WRW_S:-150}" FP32 "$wrw_solvers" W
+fi
+if want wrw_tiles; then
+  alternatives wrw_tiles "${WRW_TILES_S:-150}" FP32 "$wrw_tile_solvers" W
 fi
 if want bw; then
   class_run zoo_fp32_bw "${BW_S:-150}" --types FP32 --directions B,W --layouts NCHW,NHWC \

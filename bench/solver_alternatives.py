@@ -101,6 +101,18 @@ def _filling_split(p: Any, params: tuple[int, ...], target: Any) -> tuple[int, .
     return params[:SPLIT_FIELD] + (int(split),) + params[SPLIT_FIELD + 1:]
 
 
+def filling_split(solver: Any, p: Any, params: tuple[int, ...], target: Any
+                  ) -> tuple[int, ...]:
+    """`params` as they are, or where their split is 0, at the split that fills `target` at
+    their tile: the solver's own rule where it has one (`filling_params`), else the implicit
+    GEMM's (`_filling_split`)."""
+    if params[SPLIT_FIELD] != 0:
+        return params
+    if hasattr(solver, "filling_params"):
+        return tuple(solver.filling_params(p, params, target))
+    return _filling_split(p, params, target)
+
+
 def _named(name: str) -> Any:
     """The solver called `name`: the registry's, or a GEMM-library one (solvers/blas_1x1.py,
     offered by a runtime where the library loads)."""
@@ -123,9 +135,8 @@ def _solution(handle: Any, p: Any, name: str) -> Any:
         solver = _named(base)
         if not solver.is_applicable(p, handle.target):
             return None
-        params = tiled_params(tuple(solver.default_params(p, handle.target)), tile)
-        if params[SPLIT_FIELD] == 0:  # the split that fills the GPU at this tile
-            params = _filling_split(p, params, handle.target)
+        params = filling_split(solver, p, tiled_params(
+            tuple(solver.default_params(p, handle.target)), tile), handle.target)
         if not solver.params_valid(p, handle.target, params):
             return None
         return ConvSolution(base, "", 0.0, 0, "tile", params)

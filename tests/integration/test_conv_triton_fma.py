@@ -85,8 +85,43 @@ def test_few_filter_launches_match_float64() -> None:
     assert all(e < 1e-6 for e in errors), errors
 
 
-#: Each family's objects a target: tiles x both forms x types.
-OBJECTS = {"ConvTritonFmaFwd": 3 * 2, "ConvTritonFmaFewKFwd": 3 * 2}
+WRW_SCRIPT = HARNESS + textwrap.dedent('''
+    heads = json.loads(sys.argv[1])
+    solver = get_solver("ConvTritonFmaFewKWrw")
+    rng = np.random.default_rng(2)
+    errors = []
+    for layout in ("NCHW", "NHWC"):
+        for n, c, h, w, k, f, st, pad, dil, split in heads:
+            p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(f, f), pad=(pad, pad),
+                            stride=(st, st), dilation=(dil, dil), in_type="FP32",
+                            in_layout=layout, wei_layout=layout, out_layout=layout,
+                            direction="W")
+            assert solver.is_applicable(p, SM90), p.key()
+            params = solver.default_params(p, SM90)
+            params = params[:4] + (split,) + params[5:]
+            assert params[1] >= k and solver.params_valid(p, SM90, params), params
+            assert len(solver.follow_ups(p, params, SM90)) == (split > 1)
+            tensors, exact, output = layer_tensors(p, "W", "FP32", rng)
+            workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
+                            (np.float32, "float32"))
+            errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
+    print(json.dumps(errors))
+''')
+
+# The heads above as backward weights, each at one part (dw written directly) or several (the
+# partials and the reduce kernel; parts past the last position block write zeros).
+WRW_HEADS = [(*head, split) for head, split in zip(HEADS, (1, 3, 7, 2, 64), strict=True)]
+
+
+def test_few_filter_backward_weights_match_float64() -> None:
+    errors = interpreted(WRW_SCRIPT, WRW_HEADS, 2 * len(WRW_HEADS))
+    assert all(e < 1e-6 for e in errors), errors
+
+
+#: Each family's objects a target: tiles x both forms x types (backward weights: and the two
+#: reduce objects).
+OBJECTS = {"ConvTritonFmaFwd": 3 * 2, "ConvTritonFmaFewKFwd": 3 * 2,
+           "ConvTritonFmaFewKWrw": 3 * 2 + 2}
 
 
 @pytest.mark.parametrize("solver_name", sorted(OBJECTS))

@@ -1,0 +1,243 @@
+"""ConvTritonFmaFewKWrw: backward weights of 2-D layers of 1-8 filters on the FP32 units
+(kernels/conv_triton_fewk_wrw.py, launch data in kernels/conv_triton_fewk_wrw_spec.py).
+
+dw of such a layer is at most 8 x C*R*S sums over every output position. The implicit GEMM
+pads its 1-8 rows to a matrix-core block and, in FP32 at IEEE accuracy, runs each product as
+three TF32 ones: 16.9-18.9x IEEE cuDNN's GPU time channels-last on the H100 (the UNet's and
+the VAE decoder's conv_out: bench/results/fewk_h100-6a76905/zoo_fp32_bw.json). Here a
+program owns a filter tap and a block of channels for every filter and one part of the
+positions; its sums are FP32 fused multiply-adds (IEEE FP32 whatever the math mode). The
+positions are split to fill the GPU (`spec.split_for`); the parts' FP32 partials go to the
+workspace and the implicit GEMM's reduce kernel adds them into dw in a fixed order (a
+follow-up), so the result does not change from run to run.
+
+One group, 1-8 filters, any channels, FP32. A package ships per target each filter block's
+usual tile in both forms (CHANNELS_LAST 1 for channel strides of 1, 0 for any), none assuming
+alignment, and the reduce objects. The miss ranking puts it first where the spec's `claims`
+says (sm90, channels-last, filters of more than one tap), ahead of the implicit GEMM and its
+Via, padded and batch-chunk solvers (the registry's FIRST_CLAIMS / YIELDS_TO).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from ..errors import ProblemError
+from ..problem import ConvProblem
+from ..target import Target, spec_for
+from ._conv import ConvView, conv_view, macs
+from .base import CompileJob, Launch, Params, Solver
+from .triton_common import (
+    config_of,
+    kernels_spec,
+    params_of,
+    reduce_jobs,
+    reduce_step,
+    spec_compile_job,
+    spec_kind,
+    spec_launch,
+    spec_sizes,
+    spec_strides,
+    target_kind,
+)
+
+__all__ = ["ConvTritonFmaFewKWrw", "FMA_WRW_SOLVERS", "fewk_wrw_first", "fewk_wrw_spec"]
+
+KERNEL_FILE = "conv_triton_fewk_wrw.py"
+SPEC = "conv_triton_fewk_wrw_spec"
+
+
+def fewk_wrw_spec() -> Any:
+    """`kernels/conv_triton_fewk_wrw_spec.py`: stdlib-only launch data of the kernel."""
+    return kernels_spec(SPEC)
+
+
+@lru_cache(maxsize=4096)
+def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
+                                         dict[str, tuple[int, int, int, int]]]:
+    view = conv_view(problem)
+    return view, spec_sizes(view), spec_strides(view)
+
+
+@lru_cache(maxsize=256)
+def _job(data_type: str, config: tuple[tuple[str, int], ...], cl: bool, target: Target
+         ) -> CompileJob:
+    spec = fewk_wrw_spec()
+    values = dict(config)
+    sig, constexprs = spec.signature(data_type, values, cl)
+    return spec_compile_job(KERNEL_FILE, spec, spec.KERNEL["W"], sig, constexprs, values,
+                            target, False)
+
+
+def _config(params: Params) -> dict[str, int]:
+    return config_of(tuple(params), ConvTritonFmaFewKWrw.NAME)
+
+
+class ConvTritonFmaFewKWrw(Solver):
+    """The few-filter backward weights on the FP32 units."""
+
+    NAME = "ConvTritonFmaFewKWrw"
+    tunable = True
+    language = "triton"
+    kernel_file = KERNEL_FILE
+
+    def __init__(self) -> None:
+        self.direction = "W"
+        self.directions = frozenset({"W"})
+        self.name = self.NAME
+        self.algorithm_names = {"W": "miopenConvolutionBwdWeightsAlgoDirect"}
+
+    def _kind(self, target: Target) -> str | None:
+        """The spec's kind on targets with matrix cores (those Triton compiles for: gfx900
+        and gfx906 have none, and their portable kernels serve); else None."""
+        if not spec_for(target.arch).matrix:
+            return None
+        return spec_kind(target, SPEC)
+
+    # ------------------------------------------------------------------ applicability
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        p = problem
+        if p.direction != "W" or p.mode != "conv" or len(p.in_spatial) != 2:
+            return False
+        if not p.in_type == p.wei_type == p.out_type or \
+                p.in_type not in fewk_wrw_spec().TYPES:
+            return False
+        if self._kind(target) is None:
+            return False
+        _, sizes, strides = _view(p)
+        return bool(fewk_wrw_spec().applies(sizes, strides))
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        """Where the spec's `claims` says (sm90, channels-last, more than one tap)."""
+        kind = self._kind(target)
+        _, sizes, strides = _view(problem)
+        return kind is not None and bool(fewk_wrw_spec().claims(kind, sizes, strides))
+
+    # ------------------------------------------------------------------ parameters
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """Every legal tile of the problem's filter block (the usual one first), each at its
+        filling split and at twice that (at most the spec's most)."""
+        kind = self._kind(target)
+        if kind is None:
+            return []
+        spec = fewk_wrw_spec()
+        sizes = _view(problem)[1]
+        usual = spec.tile_for(kind, sizes)
+        space = spec.legal_space(kind, spec.filter_block(sizes["K"]))
+        out: dict[Params, None] = {}
+        for tile in sorted(space, key=lambda t: t != usual):
+            split = spec.split_for(sizes, tile, target.cu)
+            for parts in (split, min(2 * split, spec.SPLIT_RULE["most"])):
+                out.setdefault(params_of({**tile, "SPLIT_K": parts}))
+        return list(out)
+
+    def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
+        """Legal, a filter block that holds the problem's filters, partials within 32 bits."""
+        kind = target_kind(target.arch)
+        spec = fewk_wrw_spec()
+        if kind not in spec.KINDS or not spec_for(target.arch).matrix:
+            return False
+        try:
+            config = _config(tuple(int(v) for v in params))
+        except (TypeError, ValueError, ProblemError):
+            return False
+        if not spec.legal(kind, config):
+            return False
+        sizes = _view(problem)[1]
+        return config["BLOCK_N"] >= sizes["K"] and \
+            bool(spec.partials_fit(sizes, config["SPLIT_K"]))
+
+    def default_params(self, problem: ConvProblem, target: Target) -> Params:
+        """The usual tile of the problem's filter block at the split that fills the GPU."""
+        spec = fewk_wrw_spec()
+        kind = self._kind(target) or target_kind(target.arch) or ""
+        sizes = _view(problem)[1]
+        tile = spec.tile_for(kind, sizes)
+        return params_of({**tile, "SPLIT_K": spec.split_for(sizes, tile, target.cu)})
+
+    def filling_params(self, problem: ConvProblem, params: Params, target: Target) -> Params:
+        """`params` at the split that fills `target` at their tile (surveys of tiles)."""
+        config = _config(tuple(params))
+        split = fewk_wrw_spec().split_for(_view(problem)[1], config, target.cu)
+        return params_of({**config, "SPLIT_K": split})
+
+    def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
+        """The split is shaped to fill the GPU, which the ranking's model cannot weigh."""
+        return True
+
+    def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
+        return [self.default_params(problem, target)] if self._kind(target) else []
+
+    # ------------------------------------------------------------------ kernels
+    def compile_job(self, problem: ConvProblem, params: Params, target: Target,
+                    specialised: bool = False) -> CompileJob:
+        """The shape-agnostic job of the tile (the split is the grid's, not the object's),
+        channels-last where every channel stride is 1."""
+        _, _, strides = _view(problem)
+        config = {**_config(tuple(params)), "SPLIT_K": 1}
+        cl = bool(fewk_wrw_spec().channels_last(strides))
+        return _job(problem.in_type, tuple(sorted(config.items())), cl, target)
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """Every usual tile in both forms, per type, and the reduce objects."""
+        kind = self._kind(target)
+        if kind is None:
+            return []
+        spec = fewk_wrw_spec()
+        jobs = [_job(t, tuple(sorted(tile.items())), cl, target)
+                for t in spec.TYPES for tile in spec.tiles(kind) for cl in (True, False)]
+        for data_type in spec.TYPES:
+            jobs += reduce_jobs(data_type, target)
+        return jobs
+
+    # ------------------------------------------------------------------ launches
+    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
+        return int(fewk_wrw_spec().workspace_bytes(_view(problem)[1], _config(tuple(params))))
+
+    def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
+               ) -> Launch:
+        view, sizes, strides = _view(problem)
+        return spec_launch(fewk_wrw_spec(), "W", view, sizes, strides,
+                           self.launch_geometry(problem, params),
+                           self.workspace_for(problem, params))
+
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """Several parts: the reduce kernel adds the partials ([part][K][C][R][S]) into dw."""
+        split = _config(tuple(params))["SPLIT_K"]
+        if split <= 1:
+            return ()
+        view, sizes, strides = _view(problem)
+        w = strides["w"]
+        values = {"TOTAL": sizes["K"] * sizes["C"] * sizes["R"] * sizes["S"], "C": sizes["C"],
+                  "R": sizes["R"], "S": sizes["S"], "swk": w[0], "swc": w[1], "swr": w[2],
+                  "sws": w[3]}
+        return (reduce_step(problem.in_type, split, target, view.wei_tensor, values),)
+
+    def launch_geometry(self, problem: ConvProblem, params: Params
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        config = _config(tuple(params))
+        grid = fewk_wrw_spec().grid(_view(problem)[1], config)
+        return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
+
+    def efficiency(self, view: ConvView, params: Params) -> float:
+        return float(fewk_wrw_spec().efficiency(spec_sizes(view), _config(tuple(params))))
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        return 5.0 + macs(problem) / (1e6 * 8.0)
+
+
+def fewk_wrw_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether the solver applies and claims the problem (the registry's FIRST_CLAIMS)."""
+    return any(s.is_applicable(problem, target) and s.claims_first(problem, target)
+               for s in FMA_WRW_SOLVERS)
+
+
+def _solvers() -> list[Solver]:
+    from .triton_common import has_kernels_spec
+
+    return [ConvTritonFmaFewKWrw()] if has_kernels_spec(SPEC) else []
+
+
+FMA_WRW_SOLVERS: list[Solver] = _solvers()
