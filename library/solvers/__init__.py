@@ -58,6 +58,7 @@ from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, v
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
 from .triton_depthwise_3d import DEPTHWISE_3D_SOLVERS, ConvTritonDepthwise3d, depthwise_3d_first
 from .triton_fma import FMA_SOLVERS, ConvTritonFma, ConvTritonFmaFewK, fewk_first, fma_first
+from .triton_fma_bwd import FMA_BWD_SOLVERS, ConvTritonFmaFewKBwd, fewk_bwd_first
 from .triton_fma_wrw import FMA_WRW_SOLVERS, ConvTritonFmaFewKWrw, fewk_wrw_first
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
@@ -104,6 +105,7 @@ SOLVERS: list[Solver] = [
     *GEMM1X1_SOLVERS,
     *FMA_SOLVERS,
     *FMA_WRW_SOLVERS,
+    *FMA_BWD_SOLVERS,
     *DEPTHWISE_SOLVERS,
     *DEPTHWISE_3D_SOLVERS,
     *SLICES_SOLVERS,
@@ -153,6 +155,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonFma: lambda p, t, math: math != "tf32" and fma_first(p, t),
     ConvTritonFmaFewK: lambda p, t, math: math != "tf32" and fewk_first(p, t),
     ConvTritonFmaFewKWrw: lambda p, t, math: math != "tf32" and fewk_wrw_first(p, t),
+    ConvTritonFmaFewKBwd: lambda p, t, math: math != "tf32" and fewk_bwd_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -181,15 +184,21 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: where those claim it, and to the GEMM library where it claims (a 1x1x1 layer at stride 1
 #: is the 2-D layer's call). On 2-D problems of
 #: few channels or few filters the implicit GEMM and its Via solvers (the padded ones: few
-#: filters) give way, in forward and few filters' backward weights (but under the TF32 math),
-#: to the direct kernels on the FP32 units (triton_fma, triton_fma_wrw) where they claim; the
+#: filters) give way, in forward, few filters' backward weights and few channels' backward
+#: data (but under the TF32 math), to the direct kernels on the FP32 units (triton_fma,
+#: triton_fma_wrw, triton_fma_bwd) where they claim; the
 #: implicit GEMM, its padded and Via solvers and its batch-chunk solvers
 #: (triton_chunks) give way to the few-channel kernels' 2-D solvers and their chunk solvers
-#: where those claim one (`conv_triton_3d_smallc_spec.first_2d`); the batch-chunk solvers to
+#: where those claim one (`conv_triton_3d_smallc_spec.first_2d`), and those, in backward data
+#: at stride 1, to the few-channel backward data on the FP32 units (triton_fma_bwd: the
+#: few-filter forward, 0.54 of cuDNN's forward on a 128 -> 3 layer at 512x512, where the
+#: few-channel kernels took 1.22-1.41 of cuDNN's backward data on the 3-channel stems at stride
+#: 1; the two compared through cuDNN, not side by side); the batch-chunk solvers to
 #: the Via solvers' chunk solvers (triton_relayout_chunks), which give way to the few-channel
 #: ones. A family not listed gives way to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
-_FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw)
+_FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
+                                  ConvTritonFmaFewKBwd)
 _SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvBlasGemm1x1)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
@@ -198,7 +207,7 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
                                    ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
                                    ConvBlasGemm1x1, *_SMALLC_2D, ConvTritonFmaFewK,
-                                   ConvTritonFmaFewKWrw),
+                                   ConvTritonFmaFewKWrw, ConvTritonFmaFewKBwd),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
                                      *_SMALLC_2D, *_FMA),
@@ -220,6 +229,8 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
     ConvTriton3dSmallC: (ConvTritonDepthwise3d,),
     ConvTriton3dSmallCChunks: (ConvTritonDepthwise3d,),
+    ConvTritonSmallC: (ConvTritonFmaFewKBwd,),
+    ConvTritonSmallCChunks: (ConvTritonFmaFewKBwd,),
 }
 
 

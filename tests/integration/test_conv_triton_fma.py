@@ -118,10 +118,42 @@ def test_few_filter_backward_weights_match_float64() -> None:
     assert all(e < 1e-6 for e in errors), errors
 
 
+BWD_SCRIPT = HARNESS + textwrap.dedent('''
+    layers = json.loads(sys.argv[1])
+    solver = get_solver("ConvTritonFmaFewKBwd")
+    rng = np.random.default_rng(3)
+    errors = []
+    for layout in ("NCHW", "NHWC"):
+        for n, c, h, w, k, f, pad, dil in layers:
+            p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(f, f), pad=(pad, pad),
+                            dilation=(dil, dil), in_type="FP32", in_layout=layout,
+                            wei_layout=layout, out_layout=layout, direction="B")
+            assert solver.is_applicable(p, SM90), p.key()
+            params = solver.default_params(p, SM90)
+            assert params[1] >= c and solver.params_valid(p, SM90, params), params
+            tensors, exact, output = layer_tensors(p, "B", "FP32", rng)
+            workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
+                            (np.float32, "float32"))
+            errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
+    print(json.dumps(errors))
+''')
+
+# (N, C, H, W, K, filter, pad, dilation) at stride 1: the UNet's 4 -> 320 input (small), a
+# 3-channel stem, one channel at 1x1, 8 channels dilated, 5 channels under a 5x5 filter
+# padded less than it reaches (the forward's padding 4 - 1 = 3), odd sizes.
+BWD_LAYERS = [(2, 4, 6, 5, 320, 3, 1, 1), (1, 3, 9, 7, 64, 3, 1, 1), (3, 1, 5, 4, 16, 1, 0, 1),
+              (2, 8, 11, 10, 40, 3, 2, 2), (2, 5, 6, 7, 37, 5, 1, 1)]
+
+
+def test_few_channel_backward_data_matches_float64() -> None:
+    errors = interpreted(BWD_SCRIPT, BWD_LAYERS, 2 * len(BWD_LAYERS))
+    assert all(e < 1e-6 for e in errors), errors
+
+
 #: Each family's objects a target: tiles x both forms x types (backward weights: and the two
-#: reduce objects).
+#: reduce objects; backward data: the few-filter forward's and the flip).
 OBJECTS = {"ConvTritonFmaFwd": 3 * 2, "ConvTritonFmaFewKFwd": 3 * 2,
-           "ConvTritonFmaFewKWrw": 3 * 2 + 2}
+           "ConvTritonFmaFewKWrw": 3 * 2 + 2, "ConvTritonFmaFewKBwd": 3 * 2 + 1}
 
 
 @pytest.mark.parametrize("solver_name", sorted(OBJECTS))

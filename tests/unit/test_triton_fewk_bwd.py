@@ -1,0 +1,126 @@
+"""The few-channel backward data on the FP32 units (solvers/triton_fma_bwd.py,
+ConvTritonFmaFewKBwd): the few-filter forward of dy on flipped, transposed filters. Which
+problems it takes, where immediate mode puts it first, the forward problem it runs, its
+lead-in and objects. Its launches against float64 are in
+tests/integration/test_conv_triton_fma.py (Triton's interpreter)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from miopenkernels.config import scoped_env
+from miopenkernels.handle import Handle
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import (
+    YIELDS_TO,
+    all_dynamic_jobs,
+    get_solver,
+    launch_jobs,
+    ranks_first,
+)
+from miopenkernels.solvers.triton_3d_smallc import ConvTritonSmallC
+from miopenkernels.solvers.triton_fma_bwd import ConvTritonFmaFewKBwd
+from miopenkernels.target import Target
+
+spec = pytest.importorskip("miopenkernels.kernels.conv_triton_fewk_bwd_spec")
+
+SM90 = Target("sm90", 132)
+NAME = "ConvTritonFmaFewKBwd"
+
+
+def _conv_in(layout: str = "NHWC", data_type: str = "FP32", **kw: object) -> ConvProblem:
+    """The SD 1.5 UNet's conv_in (4 -> 320, 3x3 at 64x64) at batch 32, backward data."""
+    p = ConvProblem(n=32, c=4, k=320, in_spatial=(64, 64), filter=(3, 3), pad=(1, 1),
+                    in_type=data_type, wei_type=data_type, out_type=data_type,
+                    in_layout=layout, wei_layout=layout, out_layout=layout, direction="B")
+    return replace(p, **kw) if kw else p
+
+
+def test_it_takes_fp32_backward_data_of_few_channels_at_stride_1() -> None:
+    solver = get_solver(NAME)
+    for layout in ("NCHW", "NHWC"):
+        assert solver.is_applicable(_conv_in(layout), SM90)
+        assert solver.is_applicable(_conv_in(layout, c=8, k=37, filter=(5, 5), pad=(2, 2),
+                                             dilation=(1, 2)), SM90)
+        assert solver.is_applicable(_conv_in(layout, c=1, filter=(1, 1), pad=(0, 0)), SM90)
+    for kw in ({"c": 9}, {"stride": (2, 2)}, {"stride": (1, 2)}, {"direction": "F"},
+               {"direction": "W"}, {"groups": 4, "c": 8}, {"mode": "trans"},
+               {"pad": (3, 1)},  # beyond the filter's reach: a negative forward padding
+               {"in_type": "FP16", "wei_type": "FP16", "out_type": "FP16"}):
+        assert not solver.is_applicable(_conv_in(**kw), SM90), kw
+    for name in ("gfx900-56", "gfx906-60"):
+        old = Target.parse(name)
+        with scoped_env("MIOPENKERNELS_TRITON", "1"):
+            assert solver.dynamic_jobs(old) == [] and not solver.is_applicable(_conv_in(), old)
+
+
+def test_the_forward_problem_it_runs() -> None:
+    z = {"N": 32, "C": 4, "H": 64, "W": 60, "K": 320, "P": 64, "Q": 56, "R": 3, "S": 5,
+         "G": 1, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 0, "dil_h": 1, "dil_w": 1}
+    strides = {"x": (1, 2, 3, 4), "w": (5, 6, 7, 8), "y": (9, 10, 11, 12)}
+    fwd, fwd_strides = spec.as_forward(z, strides, True)
+    assert (fwd["C"], fwd["K"], fwd["H"], fwd["W"], fwd["P"], fwd["Q"]) == (320, 4, 64, 56, 64,
+                                                                            60)
+    assert (fwd["pad_h"], fwd["pad_w"]) == (1, 4)
+    # dx's size is the forward's output at stride 1.
+    assert fwd["P"] == fwd["H"] + 2 * fwd["pad_h"] - (z["R"] - 1)
+    assert fwd["Q"] == fwd["W"] + 2 * fwd["pad_w"] - (z["S"] - 1)
+    assert fwd_strides["x"] == strides["y"] and fwd_strides["y"] == strides["x"]
+    # Flipped filters (c, k, r, s): the filters' channels fastest for channels-last objects.
+    assert fwd_strides["w"] == (3 * 5 * 320, 1, 5 * 320, 320)
+    assert spec.flipped_strides(z, False) == (320 * 15, 15, 5, 1)
+    values = spec.flip_values(z, (36, 1, 12, 4), True)
+    assert (values["ssk"], values["ssc"], values["sdc"], values["sdk"]) == (36, 1, 4800, 1)
+
+
+def test_immediate_mode_puts_it_first_channels_last_on_sm90() -> None:
+    handle = Handle(target="sm90-132")
+    vgg = _conv_in(c=3, k=64, in_spatial=(224, 224))  # a 3-channel stem at stride 1
+    vae = _conv_in(k=512)
+    for p in (_conv_in(), vae, vgg):
+        assert handle.solutions(p)[0].solver == NAME, p.key()
+    # The few-channel kernels give way to it in backward data.
+    assert ConvTritonFmaFewKBwd in YIELDS_TO[ConvTritonSmallC]
+    solver = get_solver(NAME)
+    pointwise = _conv_in(c=4, k=4, filter=(1, 1), pad=(0, 0))  # the GEMM library's
+    for p, target in ((_conv_in("NCHW"), SM90), (pointwise, SM90),
+                      (_conv_in(), Target("sm80", 108))):
+        assert solver.is_applicable(p, target) and not solver.claims_first(p, target)
+    assert handle.solutions(_conv_in("NCHW"))[0].solver != NAME
+    # Under the TF32 math the TF32 implicit GEMM does not give way to it.
+    assert ranks_first(get_solver("ConvTritonImplicitGemmTf32Bwd"), _conv_in(), SM90)
+    assert not ranks_first(get_solver("ConvTritonImplicitGemmTf32x3Bwd"), _conv_in(), SM90)
+
+
+def test_lead_in_launch_and_objects() -> None:
+    solver = get_solver(NAME)
+    fewk = get_solver("ConvTritonFmaFewKFwd")
+    p = _conv_in()
+    params = solver.default_params(p, SM90)
+    assert params == (64, 4, 32, 1, 1, 4, 1)  # the forward's 4-filter tile
+    assert not solver.params_valid(p, SM90, (256, 2, 16, 1, 1, 4, 1))  # 2 < 4 channels
+    (flip_job, flip), = solver.lead_ins(p, params, SM90)
+    assert flip.kernel_name == flip_job.kernel_name == "flip_filters"
+    assert flip.grid == (-(-320 * 4 * 9 // 256), 1, 1)
+    assert flip.pointer_args()[:2] == ["w", "ws_w"]
+    launch = solver.launch(p, params)
+    assert launch.kernel_name == "conv2d_direct_fma_fewk"
+    assert launch.pointer_args()[:3] == ["dy", "ws_w", "dx"]
+    assert launch.workspace_bytes == solver.workspace_for(p, params) == 320 * 4 * 9 * 4
+    assert solver.workspace_slots(p, params) == {"ws_w": 0}
+    args = launch.scalars()
+    assert (args["C"], args["K"], args["H"], args["P"], args["pad_h"]) == (320, 4, 64, 64, 1)
+    assert launch.grid == (32 * 64 * 64 // 64, 1, 1)
+    # The forward's own object: the same job as the few-filter forward of the forward problem.
+    forward = ConvProblem(n=32, c=320, k=4, in_spatial=(64, 64), filter=(3, 3), pad=(1, 1),
+                          in_type="FP32", in_layout="NHWC", wei_layout="NHWC",
+                          out_layout="NHWC")
+    assert solver.compile_job(p, params, SM90) == fewk.compile_job(forward, params, SM90)
+    for name in ("sm90-132", "gfx942-304", "gfx1100-48"):
+        target = Target.parse(name)
+        with scoped_env("MIOPENKERNELS_TRITON", "1"):
+            jobs = solver.dynamic_jobs(target)
+            shipped = set(all_dynamic_jobs(target))
+        assert len(jobs) == 7 and set(jobs) <= shipped, name
+        assert set(launch_jobs(solver, p, solver.default_params(p, target), target)) <= shipped
