@@ -18,6 +18,9 @@
 #   small.*  the same at batch 8 and 1 (not a default step);  SMALL_S
 #   bw.*     the same class in FP32 backward data and weights at batch 32 (not a default
 #            step);  BW_S
+#   bw_small.*  the class in FP32 forward, backward data and weights at batch 8, both layouts
+#            (ESRGAN's output past 32-bit offsets on the chunk solvers; not a default step);
+#            BW_SMALL_S
 #   wrw.*    bench/solver_alternatives.py on the same layers' FP32 backward weights: the
 #            few-filter backward weights kernel (solvers/triton_fma_wrw.py) at its defaults,
 #            the implicit GEMM (three TF32 products, IEEE, through NCHW) and the GEMM library,
@@ -154,6 +157,10 @@ if want bwd_trial; then
   timeout "$limit" python3 bench/fewk_bwd_trial.py --held-out --budget-s "$(( limit - 20 ))" \
     --out "$out/bwd_trial" > "$out/bwd_trial.log" 2>&1
   stamp "bwd_trial rc=$?"; tail -4 "$out/bwd_trial.log"
+fi
+if want bw_small; then
+  class_run zoo_fp32_b8 "${BW_SMALL_S:-150}" --types FP32 --directions F,B,W \
+    --layouts NCHW,NHWC --batches 8
 fi
 if want wrw; then
   alternatives wrw "${WRW_S:-150}" FP32 "$wrw_solvers" W

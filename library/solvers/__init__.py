@@ -59,6 +59,12 @@ from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_
 from .triton_depthwise_3d import DEPTHWISE_3D_SOLVERS, ConvTritonDepthwise3d, depthwise_3d_first
 from .triton_fma import FMA_SOLVERS, ConvTritonFma, ConvTritonFmaFewK, fewk_first, fma_first
 from .triton_fma_bwd import FMA_BWD_SOLVERS, ConvTritonFmaFewKBwd, fewk_bwd_first
+from .triton_fma_chunks import (
+    FMA_CHUNK_SOLVERS,
+    ConvTritonFmaFewKChunks,
+    ConvTritonFmaFewKWrwChunks,
+    fma_chunks_first,
+)
 from .triton_fma_wrw import FMA_WRW_SOLVERS, ConvTritonFmaFewKWrw, fewk_wrw_first
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
@@ -106,6 +112,7 @@ SOLVERS: list[Solver] = [
     *FMA_SOLVERS,
     *FMA_WRW_SOLVERS,
     *FMA_BWD_SOLVERS,
+    *FMA_CHUNK_SOLVERS,
     *DEPTHWISE_SOLVERS,
     *DEPTHWISE_3D_SOLVERS,
     *SLICES_SOLVERS,
@@ -156,6 +163,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonFmaFewK: lambda p, t, math: math != "tf32" and fewk_first(p, t),
     ConvTritonFmaFewKWrw: lambda p, t, math: math != "tf32" and fewk_wrw_first(p, t),
     ConvTritonFmaFewKBwd: lambda p, t, math: math != "tf32" and fewk_bwd_first(p, t),
+    ConvTritonFmaFewKChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
+    ConvTritonFmaFewKWrwChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -195,11 +204,13 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: few-channel kernels took 1.22-1.41 of cuDNN's backward data on the 3-channel stems at stride
 #: 1; the two compared through cuDNN, not side by side); the batch-chunk solvers to
 #: the Via solvers' chunk solvers (triton_relayout_chunks), which give way to the few-channel
-#: ones. A family not listed gives way to none.
+#: ones; both to the few-filter kernels' chunk solvers (triton_fma_chunks) where those claim
+#: the first chunk. A family not listed gives way to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
                                   ConvTritonFmaFewKBwd)
 _SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvBlasGemm1x1)
+_FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
@@ -211,8 +222,9 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
                                      *_SMALLC_2D, *_FMA),
-    ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks, *_SMALLC_2D),
-    ConvTritonImplicitGemmRelayoutChunks: _SMALLC_2D,
+    ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks, *_SMALLC_2D,
+                                   *_FMA_CHUNKS),
+    ConvTritonImplicitGemmRelayoutChunks: (*_SMALLC_2D, *_FMA_CHUNKS),
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
     ConvBlasGemm1x1: (ConvTritonFmaFewK,),
     ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),

@@ -150,6 +150,73 @@ def test_few_channel_backward_data_matches_float64() -> None:
     assert all(e < 1e-6 for e in errors), errors
 
 
+CHUNKS_SCRIPT = HARNESS + textwrap.dedent('''
+    from miopenkernels.solvers import triton_chunks
+    from miopenkernels.solvers.base import split_offset
+
+    class Parts(dict):
+        """The run's tensors and the parts its launches name: "x@<bytes>" (a chunk's first
+        image on) and the workspace's slots ("ws_c1": a chunk's partials)."""
+
+        def __init__(self, tensors, slots):
+            super().__init__(tensors)
+            self.slots = slots
+
+        def __missing__(self, name):
+            whole, offset = split_offset(name)
+            if name in self.slots:
+                whole, offset = "workspace", self.slots[name]
+            tensor = dict.__getitem__(self, whole)
+            data = tensor.array.reshape(-1).view(np.uint8)[offset:]
+            return _HostTensor(data.view(tensor.array.dtype), tensor.dtype.name)
+
+    cases = json.loads(sys.argv[1])
+    rng = np.random.default_rng(4)
+    errors = []
+    for name, layout, n, c, h, w, k, f, pad, limit, chunks in cases:
+        triton_chunks.LIMIT = limit
+        triton_chunks.chunking.cache_clear()
+        direction = "W" if name.endswith("Wrw") else "F"
+        p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(f, f), pad=(pad, pad),
+                        in_type="FP32", in_layout=layout, wei_layout=layout,
+                        out_layout=layout, direction=direction)
+        solver = get_solver(name)
+        assert solver.is_applicable(p, SM90) and solver._chunking(p)[1] == chunks, p.key()
+        params = solver.default_params(p, SM90)
+        assert solver.params_valid(p, SM90, params), params
+        tensors, exact, output = layer_tensors(p, direction, "FP32", rng)
+        main = solver.launch(p, params)
+        workspace_parts(tensors, solver, p, params, main.workspace_bytes,
+                        (np.float32, "float32"))
+        parts = Parts(tensors, solver.workspace_slots(p, params))
+        steps = [*solver.lead_ins(p, params, SM90), (solver.compile_job(p, params, SM90), main),
+                 *solver.follow_ups(p, params, SM90)]
+        kernels = [s.kernel_name for _, s in steps]
+        assert sum("fewk" in kn for kn in kernels) == chunks, kernels
+        assert kernels.count("conv2d_bwd_weight_reduce") == (direction == "W"), kernels
+        for job, step in steps:
+            run(job_module(job), step, job, parts)
+        errors.append(float(np.linalg.norm(to_host(tensors[output]) - conv_reference(p, exact))
+                            / np.linalg.norm(conv_reference(p, exact))))
+    print(json.dumps(errors))
+''')
+
+# (solver, layout, N, C, H, W, K, filter, pad, the chunking's limit in elements, chunks): 5
+# images of 16 channels at 12x12 (2,304 elements an image of x) to 4 filters in chunks of two
+# (a limit of 5,000: three chunks, the last of one image), and 3 to 8 filters in chunks of
+# two. The limit stays above every chunk's partials together (3 x 2 x 576 and 2 x 2 x 1,152
+# elements), each chunk's a multiple of 256 bytes, as backward weights' chunks need them.
+CHUNK_CASES = [(name, layout, *case) for name in ("ConvTritonFmaFewKChunksFwd",
+                                                  "ConvTritonFmaFewKChunksWrw")
+               for layout in ("NCHW", "NHWC")
+               for case in ((5, 16, 12, 12, 4, 3, 1, 5000, 3), (3, 16, 12, 12, 8, 3, 1, 5000, 2))]
+
+
+def test_few_filter_batch_chunks_match_float64() -> None:
+    errors = interpreted(CHUNKS_SCRIPT, CHUNK_CASES, len(CHUNK_CASES))
+    assert all(e < 1e-6 for e in errors), errors
+
+
 #: Each family's objects a target: tiles x both forms x types (backward weights: and the two
 #: reduce objects; backward data: the few-filter forward's and the flip).
 OBJECTS = {"ConvTritonFmaFwd": 3 * 2, "ConvTritonFmaFewKFwd": 3 * 2,

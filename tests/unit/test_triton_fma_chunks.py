@@ -1,0 +1,75 @@
+"""The few-filter kernels' batch-chunk solvers (solvers/triton_fma_chunks.py): they take the
+layers past the kernels' 32-bit offsets (ESRGAN's 64 -> 3 output at 2048x2048 from batch 8
+on), rank first where the inner solver claims the first chunk, and run only the inner
+solvers' shipped objects. Their launches against float64 are in
+tests/integration/test_conv_triton_fma.py (Triton's interpreter, the limit lowered)."""
+
+from __future__ import annotations
+
+from miopenkernels.config import scoped_env
+from miopenkernels.handle import Handle
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import YIELDS_TO, all_dynamic_jobs, get_solver, launch_jobs
+from miopenkernels.solvers.triton_chunks import ConvTritonImplicitGemmChunks
+from miopenkernels.solvers.triton_fma_chunks import (
+    ConvTritonFmaFewKChunks,
+    ConvTritonFmaFewKWrwChunks,
+)
+from miopenkernels.target import Target
+
+SM90 = Target("sm90", 132)
+
+
+def _conv_last(n: int, direction: str, layout: str = "NHWC") -> ConvProblem:
+    """ESRGAN's conv_last (64 -> 3, 3x3 at 2048x2048), FP32."""
+    return ConvProblem(n=n, c=64, k=3, in_spatial=(2048, 2048), filter=(3, 3), pad=(1, 1),
+                       in_type="FP32", in_layout=layout, wei_layout=layout, out_layout=layout,
+                       direction=direction)
+
+
+def test_they_take_the_layers_past_32_bit_offsets_channels_last() -> None:
+    handle = Handle(target="sm90-132")
+    for direction, name, inner in (("F", "ConvTritonFmaFewKChunksFwd", "ConvTritonFmaFewKFwd"),
+                                   ("W", "ConvTritonFmaFewKChunksWrw", "ConvTritonFmaFewKWrw")):
+        solver = get_solver(name)
+        assert handle.solutions(_conv_last(1, direction))[0].solver == inner
+        assert not solver.is_applicable(_conv_last(1, direction), SM90)  # it fits: no chunks
+        for n, chunks in ((8, (4, 2, True)), (32, (7, 5, True))):
+            p = _conv_last(n, direction)
+            assert solver._chunking(p) == chunks
+            assert handle.solutions(p)[0].solver == name, p.key()
+            assert handle.solutions(_conv_last(n, direction, "NCHW"))[0].solver != name
+    assert {ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks} <= \
+        set(YIELDS_TO[ConvTritonImplicitGemmChunks])
+
+
+def test_backward_weights_chunks_reduce_once_over_every_part() -> None:
+    solver = get_solver("ConvTritonFmaFewKChunksWrw")
+    p = _conv_last(8, "W")
+    params = solver.default_params(p, SM90)
+    split = params[4]
+    assert split >= 2
+    steps = solver.follow_ups(p, params, SM90)
+    kernels = [s.kernel_name for _, s in steps]
+    assert kernels == ["conv2d_wrw_fma_fewk", "conv2d_bwd_weight_reduce"]
+    reduce = steps[-1][1].scalars()
+    assert reduce["SPLIT_K"] == 2 * split and reduce["TOTAL"] == 3 * 64 * 9
+    main = solver.launch(p, params)
+    assert main.workspace_bytes == 2 * split * 3 * 64 * 9 * 4
+    assert solver.workspace_slots(p, params) == {"ws_c0": 0, "ws_c1": split * 3 * 64 * 9 * 4}
+    # The second chunk's launch reads x and dy from its first image on, writes its own part.
+    second = steps[0][1]
+    assert second.pointer_args()[:4] == ["x@" + str(4 * 64 * 2048 * 2048 * 4), "dw",
+                                         "dy@" + str(4 * 3 * 2048 * 2048 * 4), "ws_c1"]
+
+
+def test_they_run_only_shipped_objects() -> None:
+    with scoped_env("MIOPENKERNELS_TRITON", "1"):
+        shipped = set(all_dynamic_jobs(SM90))
+    for name, direction in (("ConvTritonFmaFewKChunksFwd", "F"),
+                            ("ConvTritonFmaFewKChunksWrw", "W")):
+        solver = get_solver(name)
+        assert solver.dynamic_jobs(SM90) == []
+        for n in (8, 32):
+            p = _conv_last(n, direction)
+            assert set(launch_jobs(solver, p, solver.default_params(p, SM90), SM90)) <= shipped
