@@ -25,6 +25,9 @@
 #            few-filter backward weights kernel (solvers/triton_fma_wrw.py) at its defaults,
 #            the implicit GEMM (three TF32 products, IEEE, through NCHW) and the GEMM library,
 #            both layouts (not a default step);  WRW_S
+#   stems_wrw.*  the same on the zoo's layers of 1-4 channels: the few-channel backward
+#            weights kernel (ConvTritonFmaFewCWrw), the few-channel kernels, the implicit GEMM
+#            (not a default step);  STEMS_WRW_S
 #   wrw_tiles.*  the same on the backward weights kernel's tiles (its legal space around the
 #            usual tile of each filter block, each at the split that fills the GPU; not a
 #            default step);  WRW_TILES_S
@@ -69,6 +72,9 @@ wrw_tiles="64:2:64:1:4:1:0 32:2:128:1:4:1:0 128:2:32:1:4:1:0 64:2:32:1:4:1:0 128
 32:8:32:1:4:1:0 16:8:64:1:4:1:0 64:8:16:1:4:1:0 32:8:16:1:4:1:0 32:8:64:1:8:1:0"
 wrw_solvers="ConvTritonFmaFewKWrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw,\
 ConvTritonImplicitGemmViaNchwWrw,ConvTritonImplicitGemmViaNhwcWrw,ConvBlasGemm1x1Wrw"
+stems_wrw_solvers="ConvTritonFmaFewCWrw,ConvTritonSmallCWrw,ConvTritonImplicitGemmTf32x3Wrw,\
+ConvTritonImplicitGemmWrw,ConvTritonFmaFewCWrw@16:16:32:1:4:1:0,ConvTritonFmaFewCWrw@32:32:16:1:4:1:0,\
+ConvTritonFmaFewCWrw@16:32:16:1:4:1:0,ConvTritonFmaFewCWrw@8:64:16:1:8:1:0,ConvTritonFmaFewCWrw@32:16:16:1:4:1:0"
 wrw_tile_solvers="$(for t in $wrw_tiles; do printf 'ConvTritonFmaFewKWrw@%s,' "$t"; done)"
 wrw_tile_solvers="${wrw_tile_solvers%,}"
 
@@ -120,9 +126,10 @@ if want grid; then
     bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
   stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
 fi
-alternatives() {  # alternatives NAME LIMIT TYPES SOLVER,... [DIRECTION]
+alternatives() {  # alternatives NAME LIMIT TYPES SOLVER,... [DIRECTION [KEYS]]
   local name="$1" limit="$2" types="$3" solvers="$4" direction="${5:-F}" keys="$only"
   [ "$direction" = W ] && keys="$only_w"
+  keys="${6:-$keys}"
   stamp "$name precompile: $(precompile "$solvers" "$types" "$direction" "$keys" | tail -1)"
   timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
     --types "$types" --directions "$direction" --layouts NCHW,NHWC --batches 32 --held-out \
@@ -164,6 +171,11 @@ if want bw_small; then
 fi
 if want wrw; then
   alternatives wrw "${WRW_S:-150}" FP32 "$wrw_solvers" W
+fi
+if want stems_wrw; then
+  # Backward keys of 1-4 input channels (the fifth field).
+  alternatives stems_wrw "${STEMS_WRW_S:-150}" FP32 "$stems_wrw_solvers" W \
+    '^[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-4]-'
 fi
 if want wrw_tiles; then
   alternatives wrw_tiles "${WRW_TILES_S:-150}" FP32 "$wrw_tile_solvers" W

@@ -15,12 +15,25 @@ writes dw; of several, each part's FP32 sums go to ws as [part][K][C][R][S] and 
 GEMM's reduce kernel (kernels/conv_triton.py, `conv2d_bwd_weight_reduce`) adds them into dw
 in a fixed order.
 
-- `conv2d_wrw_fma_fewk`: strides in elements in (n, c, h, w) / (k, c, r, s) / (n, k, h, w)
-  order. CHANNELS_LAST 1 (NHWC objects): the channel strides are 1, known to the compiler,
-  and the tiles run channels fastest (vector loads along each position's channels); 0: any
-  strides, positions fastest (a warp's loads along a row of the image in NCHW).
+A layer of 1-4 input channels (an image stem, 3 -> 32 at 3x3 stride 2) is the other side's
+case: dw is K x C*R*S with C*R*S at most 4 x 16 for the 3x3 and 4x4 stems, 3-3.7x IEEE cuDNN's
+GPU time channels-last on the few-channel kernels (the same run). There a program owns a
+block of BLOCK_N filters and BLOCK_K of the C*R*S columns (every tap of every channel, a
+column block at a time: program axis 0 is filter block * column blocks + column block) and
+one part of the positions: per BLOCK_M positions one BLOCK_M x BLOCK_N tile of dy (read once
+for all the taps of its columns) and one BLOCK_M x BLOCK_K tile of x gathered at each
+column's tap, and BLOCK_M * BLOCK_N * BLOCK_K fused multiply-adds into a sum per (position
+lane, filter, column).
 
-Importing this module needs Triton but no GPU; launch data is in `conv_triton_fewk_wrw_spec`.
+- `conv2d_wrw_fma_fewk` (few filters) and `conv2d_wrw_fma_fewc` (few channels): strides in
+  elements in (n, c, h, w) / (k, c, r, s) / (n, k, h, w) order. CHANNELS_LAST 1 (NHWC
+  objects): the channel strides are 1, known to the compiler, and the tiles run channels
+  fastest (vector loads along each position's channels; the few-channel kernel's columns in
+  (r, s, c) order); 0: any strides, positions fastest (a warp's loads along a row of the
+  image in NCHW; columns in (c, r, s) order).
+
+Importing this module needs Triton but no GPU; launch data is in `conv_triton_fewk_wrw_spec`
+and `conv_triton_fewc_wrw_spec`.
 """
 
 from __future__ import annotations
@@ -106,3 +119,98 @@ def conv2d_wrw_fma_fewk(
         taps = R * S
         tl.store(ws_ptr + part * (K * C * taps) + k_idx * (C * taps) + c_idx * taps + tap,
                  total, mask=mask)
+
+
+@triton.jit
+def conv2d_wrw_fma_fewc(
+    x_ptr, w_ptr, y_ptr, ws_ptr, N, C, H, W, K, P, Q, R, S, stride_h, stride_w, pad_h, pad_w,
+    dil_h, dil_w, sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr,
+):
+    """dw[k, c, r, s] as `conv2d_wrw_fma_fewk`'s, a program BLOCK_N filters x BLOCK_K of the
+    C*R*S columns (program axis 0: filter block * column blocks + column block) over one part
+    of the positions (axis 1). y_ptr is dy, w_ptr dw."""
+    if CHANNELS_LAST:
+        sxc = 1
+        swc = 1
+        syk = 1
+    columns = C * R * S
+    col_blocks = tl.cdiv(columns, BLOCK_K)
+    k_block = tl.program_id(0) // col_blocks
+    col_block = tl.program_id(0) % col_blocks
+    part = tl.program_id(1)
+    parts = tl.num_programs(1)
+    offs_n = k_block * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = offs_n < K
+    col = col_block * BLOCK_K + tl.arange(0, BLOCK_K)
+    col_ok = col < columns
+    if CHANNELS_LAST:  # (r, s, c): a position's channels side by side
+        c = col % C
+        r = col // C // S
+        s = col // C % S
+    else:  # (c, r, s)
+        c = col // (R * S)
+        r = col // S % R
+        s = col % S
+    rd = r * dil_h
+    sd = s * dil_w
+    col_off = c * sxc + rd * sxh + sd * sxw
+    pq = P * Q
+    positions = N * pq
+    blocks = tl.cdiv(positions, BLOCK_M)
+    per_part = tl.cdiv(blocks, parts)
+    first = part * per_part
+    if CHANNELS_LAST:
+        acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_K, BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for b in range(first, tl.minimum(first + per_part, blocks)):
+        offs_m = b * BLOCK_M + tl.arange(0, BLOCK_M)
+        m_ok = offs_m < positions
+        img = offs_m // pq
+        pix = offs_m % pq
+        op = pix // Q
+        oq = pix % Q
+        ih0 = op * stride_h - pad_h
+        iw0 = oq * stride_w - pad_w
+        x_row = img * sxn + ih0 * sxh + iw0 * sxw
+        y_row = img * syn + op * syh + oq * syw
+        if CHANNELS_LAST:
+            ih = ih0[:, None] + rd[None, :]
+            iw = iw0[:, None] + sd[None, :]
+            ok = m_ok[:, None] & col_ok[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            a = tl.load(x_ptr + x_row[:, None] + col_off[None, :], mask=ok,
+                        other=0.0).to(tl.float32)
+            g = tl.load(y_ptr + y_row[:, None] + offs_n[None, :],
+                        mask=m_ok[:, None] & n_ok[None, :], other=0.0).to(tl.float32)
+            acc += g[:, :, None] * a[:, None, :]
+        else:
+            ih = ih0[None, :] + rd[:, None]
+            iw = iw0[None, :] + sd[:, None]
+            ok = m_ok[None, :] & col_ok[:, None] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            a = tl.load(x_ptr + x_row[None, :] + col_off[:, None], mask=ok,
+                        other=0.0).to(tl.float32)
+            g = tl.load(y_ptr + y_row[None, :] + (offs_n * syk)[:, None],
+                        mask=m_ok[None, :] & n_ok[:, None], other=0.0).to(tl.float32)
+            acc += a[:, None, :] * g[None, :, :]
+    if CHANNELS_LAST:
+        total = tl.sum(acc, axis=0)  # [filters, columns]
+        k_idx = offs_n[:, None]
+        c_idx = c[None, :]
+        r_idx = r[None, :]
+        s_idx = s[None, :]
+        mask = n_ok[:, None] & col_ok[None, :]
+    else:
+        total = tl.sum(acc, axis=2)  # [columns, filters]
+        k_idx = offs_n[None, :]
+        c_idx = c[:, None]
+        r_idx = r[:, None]
+        s_idx = s[:, None]
+        mask = col_ok[:, None] & n_ok[None, :]
+    if parts == 1:
+        tl.store(w_ptr + k_idx * swk + c_idx * swc + r_idx * swr + s_idx * sws,
+                 total.to(w_ptr.dtype.element_ty), mask=mask)
+    else:
+        tl.store(ws_ptr + part * (K * columns) + k_idx * columns + (c_idx * R + r_idx) * S
+                 + s_idx, total, mask=mask)

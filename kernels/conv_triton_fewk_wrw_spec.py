@@ -82,6 +82,11 @@ def tiles(kind: str) -> tuple[dict[str, int], ...]:
     return TILES
 
 
+def holds(sizes: Mapping[str, int], config: Mapping[str, int]) -> bool:
+    """The tile's filter block holds every filter (one program a tap's channel block)."""
+    return int(config["BLOCK_N"]) >= int(sizes["K"])
+
+
 def partials_fit(sizes: Mapping[str, int], split: int) -> bool:
     """The FP32 partials of `split` parts have 32-bit offsets."""
     z = sizes

@@ -65,7 +65,13 @@ from .triton_fma_chunks import (
     ConvTritonFmaFewKWrwChunks,
     fma_chunks_first,
 )
-from .triton_fma_wrw import FMA_WRW_SOLVERS, ConvTritonFmaFewKWrw, fewk_wrw_first
+from .triton_fma_wrw import (
+    FMA_WRW_SOLVERS,
+    ConvTritonFmaFewCWrw,
+    ConvTritonFmaFewKWrw,
+    fewc_wrw_first,
+    fewk_wrw_first,
+)
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
 from .triton_relayout_chunks import (
@@ -163,6 +169,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonFmaFewK: lambda p, t, math: math != "tf32" and fewk_first(p, t),
     ConvTritonFmaFewKWrw: lambda p, t, math: math != "tf32" and fewk_wrw_first(p, t),
     ConvTritonFmaFewKBwd: lambda p, t, math: math != "tf32" and fewk_bwd_first(p, t),
+    ConvTritonFmaFewCWrw: lambda p, t, math: math != "tf32" and fewc_wrw_first(p, t),
     ConvTritonFmaFewKChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
     ConvTritonFmaFewKWrwChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
 }
@@ -202,13 +209,15 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: at stride 1, to the few-channel backward data on the FP32 units (triton_fma_bwd: the
 #: few-filter forward, 0.54 of cuDNN's forward on a 128 -> 3 layer at 512x512, where the
 #: few-channel kernels took 1.22-1.41 of cuDNN's backward data on the 3-channel stems at stride
-#: 1; the two compared through cuDNN, not side by side); the batch-chunk solvers to
+#: 1; the two compared through cuDNN, not side by side) and in backward weights to the
+#: few-channel backward weights on the FP32 units (triton_fma_wrw, where it claims: 3x3 and
+#: 4x4 stems channels-last, 3.0-3.7x cuDNN on the few-channel kernels); the batch-chunk solvers to
 #: the Via solvers' chunk solvers (triton_relayout_chunks), which give way to the few-channel
 #: ones; both to the few-filter kernels' chunk solvers (triton_fma_chunks) where those claim
 #: the first chunk. A family not listed gives way to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
-                                  ConvTritonFmaFewKBwd)
+                                  ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw)
 _SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvBlasGemm1x1)
 _FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
@@ -218,7 +227,8 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
                                    ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
                                    ConvBlasGemm1x1, *_SMALLC_2D, ConvTritonFmaFewK,
-                                   ConvTritonFmaFewKWrw, ConvTritonFmaFewKBwd),
+                                   ConvTritonFmaFewKWrw, ConvTritonFmaFewKBwd,
+                                   ConvTritonFmaFewCWrw),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
                                      *_SMALLC_2D, *_FMA),
@@ -241,8 +251,8 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
     ConvTriton3dSmallC: (ConvTritonDepthwise3d,),
     ConvTriton3dSmallCChunks: (ConvTritonDepthwise3d,),
-    ConvTritonSmallC: (ConvTritonFmaFewKBwd,),
-    ConvTritonSmallCChunks: (ConvTritonFmaFewKBwd,),
+    ConvTritonSmallC: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw),
+    ConvTritonSmallCChunks: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw),
 }
 
 

@@ -68,7 +68,7 @@ def _solvers() -> list[Solver]:
     out: list[Solver] = []
     if any(type(s) is ConvTritonFmaFewK for s in FMA_SOLVERS):
         out.append(ConvTritonFmaFewKChunks())
-    if FMA_WRW_SOLVERS:
+    if any(type(s) is ConvTritonFmaFewKWrw for s in FMA_WRW_SOLVERS):
         out.append(ConvTritonFmaFewKWrwChunks())
     return out
 

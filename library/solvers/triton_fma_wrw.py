@@ -1,5 +1,6 @@
-"""ConvTritonFmaFewKWrw: backward weights of 2-D layers of 1-8 filters on the FP32 units
-(kernels/conv_triton_fewk_wrw.py, launch data in kernels/conv_triton_fewk_wrw_spec.py).
+"""ConvTritonFmaFewKWrw and ConvTritonFmaFewCWrw: backward weights of 2-D layers of 1-8
+filters or of 1-4 input channels on the FP32 units (kernels/conv_triton_fewk_wrw.py, launch
+data in kernels/conv_triton_fewk_wrw_spec.py and kernels/conv_triton_fewc_wrw_spec.py).
 
 dw of such a layer is at most 8 x C*R*S sums over every output position. The implicit GEMM
 pads its 1-8 rows to a matrix-core block and, in FP32 at IEEE accuracy, runs each product as
@@ -11,11 +12,17 @@ positions are split to fill the GPU (`spec.split_for`); the parts' FP32 partials
 workspace and the implicit GEMM's reduce kernel adds them into dw in a fixed order (a
 follow-up), so the result does not change from run to run.
 
-One group, 1-8 filters, any channels, FP32. A package ships per target each filter block's
-usual tile in both forms (CHANNELS_LAST 1 for channel strides of 1, 0 for any), none assuming
-alignment, and the reduce objects. The miss ranking puts it first where the spec's `claims`
-says (sm90, channels-last, filters of more than one tap), ahead of the implicit GEMM and its
-Via, padded and batch-chunk solvers (the registry's FIRST_CLAIMS / YIELDS_TO).
+An image stem's dw (1-4 channels, 16-96 filters) is the same waste on the other side: 27-147
+columns. The few-channel solver's programs own a block of filters and of the C*R*S columns
+(every tap, x gathered at each column's tap) and read each dy tile once for all of them.
+
+One group, 1-8 filters (any channels) or 1-4 channels (any filters), FP32. A package ships
+per target each filter block's usual tile in both forms (CHANNELS_LAST 1 for channel strides
+of 1, 0 for any), none assuming alignment, and the reduce objects. The miss ranking puts
+them first where their spec's `claims` says (sm90, channels-last; few filters: filters of
+more than one tap; few channels: of at most 16 taps), ahead of the implicit GEMM and its
+Via, padded and batch-chunk solvers and the few-channel kernels (the registry's FIRST_CLAIMS /
+YIELDS_TO).
 """
 
 from __future__ import annotations
@@ -42,10 +49,12 @@ from .triton_common import (
     target_kind,
 )
 
-__all__ = ["ConvTritonFmaFewKWrw", "FMA_WRW_SOLVERS", "fewk_wrw_first", "fewk_wrw_spec"]
+__all__ = ["ConvTritonFmaFewCWrw", "ConvTritonFmaFewKWrw", "FMA_WRW_SOLVERS",
+           "fewc_wrw_first", "fewk_wrw_first", "fewk_wrw_spec"]
 
 KERNEL_FILE = "conv_triton_fewk_wrw.py"
 SPEC = "conv_triton_fewk_wrw_spec"
+FEWC_SPEC = "conv_triton_fewc_wrw_spec"
 
 
 def fewk_wrw_spec() -> Any:
@@ -61,9 +70,9 @@ def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
 
 
 @lru_cache(maxsize=256)
-def _job(data_type: str, config: tuple[tuple[str, int], ...], cl: bool, target: Target
-         ) -> CompileJob:
-    spec = fewk_wrw_spec()
+def _job(spec_name: str, data_type: str, config: tuple[tuple[str, int], ...], cl: bool,
+         target: Target) -> CompileJob:
+    spec = kernels_spec(spec_name)
     values = dict(config)
     sig, constexprs = spec.signature(data_type, values, cl)
     return spec_compile_job(KERNEL_FILE, spec, spec.KERNEL["W"], sig, constexprs, values,
@@ -71,16 +80,21 @@ def _job(data_type: str, config: tuple[tuple[str, int], ...], cl: bool, target: 
 
 
 def _config(params: Params) -> dict[str, int]:
-    return config_of(tuple(params), ConvTritonFmaFewKWrw.NAME)
+    return config_of(tuple(params), "FmaWrw")
 
 
 class ConvTritonFmaFewKWrw(Solver):
-    """The few-filter backward weights on the FP32 units."""
+    """The few-filter backward weights on the FP32 units (a subclass with its own NAME and
+    SPEC_NAME is the few-channel one)."""
 
     NAME = "ConvTritonFmaFewKWrw"
+    SPEC_NAME = SPEC
     tunable = True
     language = "triton"
     kernel_file = KERNEL_FILE
+
+    def spec(self) -> Any:
+        return kernels_spec(self.SPEC_NAME)
 
     def __init__(self) -> None:
         self.direction = "W"
@@ -93,7 +107,7 @@ class ConvTritonFmaFewKWrw(Solver):
         and gfx906 have none, and their portable kernels serve); else None."""
         if not spec_for(target.arch).matrix:
             return None
-        return spec_kind(target, SPEC)
+        return spec_kind(target, self.SPEC_NAME)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
@@ -101,18 +115,18 @@ class ConvTritonFmaFewKWrw(Solver):
         if p.direction != "W" or p.mode != "conv" or len(p.in_spatial) != 2:
             return False
         if not p.in_type == p.wei_type == p.out_type or \
-                p.in_type not in fewk_wrw_spec().TYPES:
+                p.in_type not in self.spec().TYPES:
             return False
         if self._kind(target) is None:
             return False
         _, sizes, strides = _view(p)
-        return bool(fewk_wrw_spec().applies(sizes, strides))
+        return bool(self.spec().applies(sizes, strides))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the spec's `claims` says (sm90, channels-last, more than one tap)."""
         kind = self._kind(target)
         _, sizes, strides = _view(problem)
-        return kind is not None and bool(fewk_wrw_spec().claims(kind, sizes, strides))
+        return kind is not None and bool(self.spec().claims(kind, sizes, strides))
 
     # ------------------------------------------------------------------ parameters
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
@@ -121,7 +135,7 @@ class ConvTritonFmaFewKWrw(Solver):
         kind = self._kind(target)
         if kind is None:
             return []
-        spec = fewk_wrw_spec()
+        spec = self.spec()
         sizes = _view(problem)[1]
         usual = spec.tile_for(kind, sizes)
         space = spec.legal_space(kind, spec.filter_block(sizes["K"]))
@@ -133,9 +147,9 @@ class ConvTritonFmaFewKWrw(Solver):
         return list(out)
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        """Legal, a filter block that holds the problem's filters, partials within 32 bits."""
+        """Legal, a filter block the spec `holds` the problem in, partials within 32 bits."""
         kind = target_kind(target.arch)
-        spec = fewk_wrw_spec()
+        spec = self.spec()
         if kind not in spec.KINDS or not spec_for(target.arch).matrix:
             return False
         try:
@@ -145,12 +159,12 @@ class ConvTritonFmaFewKWrw(Solver):
         if not spec.legal(kind, config):
             return False
         sizes = _view(problem)[1]
-        return config["BLOCK_N"] >= sizes["K"] and \
+        return bool(spec.holds(sizes, config)) and \
             bool(spec.partials_fit(sizes, config["SPLIT_K"]))
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
         """The usual tile of the problem's filter block at the split that fills the GPU."""
-        spec = fewk_wrw_spec()
+        spec = self.spec()
         kind = self._kind(target) or target_kind(target.arch) or ""
         sizes = _view(problem)[1]
         tile = spec.tile_for(kind, sizes)
@@ -159,7 +173,7 @@ class ConvTritonFmaFewKWrw(Solver):
     def filling_params(self, problem: ConvProblem, params: Params, target: Target) -> Params:
         """`params` at the split that fills `target` at their tile (surveys of tiles)."""
         config = _config(tuple(params))
-        split = fewk_wrw_spec().split_for(_view(problem)[1], config, target.cu)
+        split = self.spec().split_for(_view(problem)[1], config, target.cu)
         return params_of({**config, "SPLIT_K": split})
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
@@ -176,16 +190,16 @@ class ConvTritonFmaFewKWrw(Solver):
         channels-last where every channel stride is 1."""
         _, _, strides = _view(problem)
         config = {**_config(tuple(params)), "SPLIT_K": 1}
-        cl = bool(fewk_wrw_spec().channels_last(strides))
-        return _job(problem.in_type, tuple(sorted(config.items())), cl, target)
+        cl = bool(self.spec().channels_last(strides))
+        return _job(self.SPEC_NAME, problem.in_type, tuple(sorted(config.items())), cl, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Every usual tile in both forms, per type, and the reduce objects."""
         kind = self._kind(target)
         if kind is None:
             return []
-        spec = fewk_wrw_spec()
-        jobs = [_job(t, tuple(sorted(tile.items())), cl, target)
+        spec = self.spec()
+        jobs = [_job(self.SPEC_NAME, t, tuple(sorted(tile.items())), cl, target)
                 for t in spec.TYPES for tile in spec.tiles(kind) for cl in (True, False)]
         for data_type in spec.TYPES:
             jobs += reduce_jobs(data_type, target)
@@ -193,12 +207,12 @@ class ConvTritonFmaFewKWrw(Solver):
 
     # ------------------------------------------------------------------ launches
     def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        return int(fewk_wrw_spec().workspace_bytes(_view(problem)[1], _config(tuple(params))))
+        return int(self.spec().workspace_bytes(_view(problem)[1], _config(tuple(params))))
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
         view, sizes, strides = _view(problem)
-        return spec_launch(fewk_wrw_spec(), "W", view, sizes, strides,
+        return spec_launch(self.spec(), "W", view, sizes, strides,
                            self.launch_geometry(problem, params),
                            self.workspace_for(problem, params))
 
@@ -218,26 +232,43 @@ class ConvTritonFmaFewKWrw(Solver):
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         config = _config(tuple(params))
-        grid = fewk_wrw_spec().grid(_view(problem)[1], config)
+        grid = self.spec().grid(_view(problem)[1], config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
     def efficiency(self, view: ConvView, params: Params) -> float:
-        return float(fewk_wrw_spec().efficiency(spec_sizes(view), _config(tuple(params))))
+        return float(self.spec().efficiency(spec_sizes(view), _config(tuple(params))))
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         return 5.0 + macs(problem) / (1e6 * 8.0)
 
 
+class ConvTritonFmaFewCWrw(ConvTritonFmaFewKWrw):
+    """The few-channel backward weights (image stems) on the FP32 units."""
+
+    NAME = "ConvTritonFmaFewCWrw"
+    SPEC_NAME = FEWC_SPEC
+
+
+def _claimed(family: type[Solver], problem: ConvProblem, target: Target) -> bool:
+    return any(type(s) is family and s.is_applicable(problem, target) and
+               s.claims_first(problem, target) for s in FMA_WRW_SOLVERS)
+
+
 def fewk_wrw_first(problem: ConvProblem, target: Target) -> bool:
-    """Whether the solver applies and claims the problem (the registry's FIRST_CLAIMS)."""
-    return any(s.is_applicable(problem, target) and s.claims_first(problem, target)
-               for s in FMA_WRW_SOLVERS)
+    """Whether the few-filter solver applies and claims the problem (FIRST_CLAIMS)."""
+    return _claimed(ConvTritonFmaFewKWrw, problem, target)
+
+
+def fewc_wrw_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether the few-channel solver applies and claims the problem (FIRST_CLAIMS)."""
+    return _claimed(ConvTritonFmaFewCWrw, problem, target)
 
 
 def _solvers() -> list[Solver]:
     from .triton_common import has_kernels_spec
 
-    return [ConvTritonFmaFewKWrw()] if has_kernels_spec(SPEC) else []
+    return [cls() for cls in (ConvTritonFmaFewKWrw, ConvTritonFmaFewCWrw)
+            if has_kernels_spec(cls.SPEC_NAME)]
 
 
 FMA_WRW_SOLVERS: list[Solver] = _solvers()

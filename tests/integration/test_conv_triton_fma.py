@@ -86,8 +86,8 @@ def test_few_filter_launches_match_float64() -> None:
 
 
 WRW_SCRIPT = HARNESS + textwrap.dedent('''
-    heads = json.loads(sys.argv[1])
-    solver = get_solver("ConvTritonFmaFewKWrw")
+    name, heads = json.loads(sys.argv[1])
+    solver = get_solver(name)
     rng = np.random.default_rng(2)
     errors = []
     for layout in ("NCHW", "NHWC"):
@@ -99,7 +99,7 @@ WRW_SCRIPT = HARNESS + textwrap.dedent('''
             assert solver.is_applicable(p, SM90), p.key()
             params = solver.default_params(p, SM90)
             params = params[:4] + (split,) + params[5:]
-            assert params[1] >= k and solver.params_valid(p, SM90, params), params
+            assert solver.params_valid(p, SM90, params), params
             assert len(solver.follow_ups(p, params, SM90)) == (split > 1)
             tensors, exact, output = layer_tensors(p, "W", "FP32", rng)
             workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
@@ -114,7 +114,18 @@ WRW_HEADS = [(*head, split) for head, split in zip(HEADS, (1, 3, 7, 2, 64), stri
 
 
 def test_few_filter_backward_weights_match_float64() -> None:
-    errors = interpreted(WRW_SCRIPT, WRW_HEADS, 2 * len(WRW_HEADS))
+    errors = interpreted(WRW_SCRIPT, ["ConvTritonFmaFewKWrw", WRW_HEADS], 2 * len(WRW_HEADS))
+    assert all(e < 1e-6 for e in errors), errors
+
+
+# The stems above as backward weights (few channels): 16 filters at stride 2, 24 at stride 1,
+# 70 filters under 7x7 (two filter blocks, five column blocks), 8 dilated, 33 at 2x2 stride
+# 2, each at one part or several.
+WRW_STEMS = [(*stem, split) for stem, split in zip(STEMS, (1, 4, 3, 1, 64), strict=True)]
+
+
+def test_few_channel_backward_weights_match_float64() -> None:
+    errors = interpreted(WRW_SCRIPT, ["ConvTritonFmaFewCWrw", WRW_STEMS], 2 * len(WRW_STEMS))
     assert all(e < 1e-6 for e in errors), errors
 
 
@@ -220,7 +231,8 @@ def test_few_filter_batch_chunks_match_float64() -> None:
 #: Each family's objects a target: tiles x both forms x types (backward weights: and the two
 #: reduce objects; backward data: the few-filter forward's and the flip).
 OBJECTS = {"ConvTritonFmaFwd": 3 * 2, "ConvTritonFmaFewKFwd": 3 * 2,
-           "ConvTritonFmaFewKWrw": 3 * 2 + 2, "ConvTritonFmaFewKBwd": 3 * 2 + 1}
+           "ConvTritonFmaFewKWrw": 3 * 2 + 2, "ConvTritonFmaFewCWrw": 3 * 2 + 2,
+           "ConvTritonFmaFewKBwd": 3 * 2 + 1}
 
 
 @pytest.mark.parametrize("solver_name", sorted(OBJECTS))

@@ -150,3 +150,66 @@ def test_partials_stay_within_32_bits() -> None:
     wide = _head(k=8, c=2**17, in_spatial=(8, 8), filter=(7, 7), pad=(3, 3), n=1)
     assert not get_solver(NAME).is_applicable(wide, SM90)
     assert math.prod((8, 512, 3, 3)) * spec.SPLIT_RULE["most"] * 4 < 10 * 2**20
+
+
+# ----------------------------------------------------------------------------- few channels
+FEWC = "ConvTritonFmaFewCWrw"
+fewc_spec = pytest.importorskip("miopenkernels.kernels.conv_triton_fewc_wrw_spec")
+
+
+def _stem(layout: str = "NHWC", **kw: object) -> ConvProblem:
+    """MobileNet-v2's stem (3 -> 32, 3x3 stride 2 at 224x224) at batch 32, backward weights."""
+    p = ConvProblem(n=32, c=3, k=32, in_spatial=(224, 224), filter=(3, 3), pad=(1, 1),
+                    stride=(2, 2), in_type="FP32", in_layout=layout, wei_layout=layout,
+                    out_layout=layout, direction="W")
+    return replace(p, **kw) if kw else p
+
+
+def test_few_channel_backward_weights_take_stems() -> None:
+    solver = get_solver(FEWC)
+    for layout in ("NCHW", "NHWC"):
+        assert solver.is_applicable(_stem(layout), SM90)
+        assert solver.is_applicable(_stem(layout, c=4, k=320, stride=(1, 1)), SM90)
+        assert solver.is_applicable(_stem(layout, k=96, filter=(7, 7), pad=(3, 3)), SM90)
+    for kw in ({"c": 5}, {"direction": "F"}, {"direction": "B"}, {"groups": 3, "k": 33},
+               {"mode": "trans"}, {"in_type": "FP16", "wei_type": "FP16", "out_type": "FP16"}):
+        assert not solver.is_applicable(_stem(**kw), SM90), kw
+    handle = Handle(target="sm90-132")
+    # 3x3 and 4x4 stems channels-last: first, ahead of the few-channel kernels.
+    for p in (_stem(), _stem(k=96, filter=(4, 4), stride=(4, 4), pad=(0, 0)),
+              _stem(c=4, k=320, in_spatial=(64, 64), stride=(1, 1))):
+        assert handle.solutions(p)[0].solver == FEWC, p.key()
+    # Not 7x7 stems, not channel-planar, not other kinds.
+    for p, target in ((_stem(k=64, filter=(7, 7), pad=(3, 3)), SM90), (_stem("NCHW"), SM90),
+                      (_stem(), Target("sm80", 108))):
+        assert solver.is_applicable(p, target) and not solver.claims_first(p, target)
+
+
+def test_few_channel_tiles_splits_and_launch() -> None:
+    solver = get_solver(FEWC)
+    stem = _stem()
+    params = solver.default_params(stem, SM90)
+    # 32 filters over the 27 columns: one program, the positions in 512 parts (4 waves).
+    assert params == (8, 32, 32, 1, 512, 4, 1)
+    assert solver.launch(stem, params).grid == (1, 512, 1)
+    assert solver.default_params(_stem(k=16), SM90)[:3] == (16, 16, 32)
+    wide = _stem(k=96, filter=(7, 7), pad=(3, 3))  # two filter blocks x 10 column blocks
+    wide_params = solver.default_params(wide, SM90)
+    assert wide_params[:3] == (8, 64, 16)
+    assert solver.launch(wide, wide_params).grid[0] == 2 * 10
+    assert solver.workspace_for(wide, wide_params) <= fewc_spec.WORKSPACE_MOST
+    gfx = Target.parse("gfx942-304")
+    assert solver.default_params(wide, gfx)[:3] == (16, 64, 8)
+    (job, reduce), = solver.follow_ups(stem, params, SM90)
+    assert reduce.scalars()["TOTAL"] == 32 * 27 and reduce.scalars()["SPLIT_K"] == 512
+    one = params[:4] + (1,) + params[5:]
+    assert solver.follow_ups(stem, one, SM90) == ()
+    assert solver.compile_job(stem, one, SM90) == solver.compile_job(stem, params, SM90)
+    assert solver.compile_job(stem, params, SM90).kernel_name == "conv2d_wrw_fma_fewc"
+    for name in ("sm90-132", "gfx942-304", "gfx1100-48"):
+        target = Target.parse(name)
+        with scoped_env("MIOPENKERNELS_TRITON", "1"):
+            jobs = solver.dynamic_jobs(target)
+            shipped = set(all_dynamic_jobs(target))
+        assert len([j for j in jobs if j.kernel_name == "conv2d_wrw_fma_fewc"]) == 6
+        assert set(jobs) <= shipped, name
