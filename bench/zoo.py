@@ -228,7 +228,8 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
     """Immediate mode's first choice for every problem on `target`, without a GPU: per layer
     class (and `all`) the problems, those no solver applies to, and those whose first choice
     runs on matrix cores (a Triton solver); the problems without a solver named; how many
-    problems each solver comes first on."""
+    problems each solver comes first on; and `by_problem`, each problem's first choice
+    ("network/layer key": solver; bench/picks_compare.py compares two trees' files)."""
     from miopenkernels.errors import MIOpenKernelsError
     from miopenkernels.handle import Handle
     from miopenkernels.solvers import get_solver
@@ -238,6 +239,7 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
     classes: dict[str, dict[str, int]] = {}
     unsolved: list[str] = []
     firsts: dict[str, int] = {}
+    by_problem: dict[str, str] = {}
     for batch in batches:
         for type_name in types:
             handle = handles["tf32" if type_name == "TF32" else "ieee"]
@@ -252,6 +254,7 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
                             first, on_cores = "", False
                             unsolved.append(f"{layer.network}/{layer.name} {p.key()}")
                         firsts[first] = firsts.get(first, 0) + 1
+                        by_problem[f"{layer.network}/{layer.name} {p.key()}"] = first
                         for c in ("all", *layer_classes(p)):
                             entry = classes.setdefault(c, {"problems": 0, "no_solver": 0,
                                                            "tensor_cores": 0})
@@ -259,7 +262,8 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
                             entry["no_solver"] += not first
                             entry["tensor_cores"] += bool(on_cores)
     return {"target": target, "classes": dict(sorted(classes.items())),
-            "no_solver": unsolved, "first_choices": dict(sorted(firsts.items()))}
+            "no_solver": unsolved, "first_choices": dict(sorted(firsts.items())),
+            "by_problem": by_problem}
 
 
 # ----------------------------------------------------------------------------- run

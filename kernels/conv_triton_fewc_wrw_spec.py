@@ -114,10 +114,11 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int,
         partials_fit(z, 1)
 
 
-#: Where the kernel claims first (`claims`): channels-last 3x3 and 4x4 stems (filters of at
-#: most CLAIM_TAPS taps), where the few-channel kernels took 3.0-3.7x IEEE cuDNN's GPU time
+#: Where the kernel claims first (`claims`): channels-last 3x3 and 4x4 stems (filters of
+#: 2..CLAIM_TAPS taps), where the few-channel kernels took 3.0-3.7x IEEE cuDNN's GPU time
 #: (bench/results/fewk_h100-6a76905/zoo_fp32_bw.json). Not the 6x6 and 7x7 stems, where the
-#: three-product implicit GEMM took 1.25-1.31 and a program's columns span five blocks.
+#: three-product implicit GEMM took 1.25-1.31 and a program's columns span five blocks; not
+#: 1x1 layers (squeeze-and-excitation ones of one pixel: GEMMs, the library's).
 CLAIM_TAPS = 16
 
 
@@ -125,7 +126,7 @@ def claims(kind: str, sizes: Mapping[str, int], strides: Mapping[str, tuple[int,
            ) -> bool:
     """Whether the kernel ranks first on a problem it applies to (above)."""
     return kind in FIRST_KINDS and bool(channels_last(strides)) and \
-        sizes["R"] * sizes["S"] <= CLAIM_TAPS
+        1 < sizes["R"] * sizes["S"] <= CLAIM_TAPS
 
 
 def tile_for(kind: str, sizes: Mapping[str, int]) -> dict[str, int]:

@@ -17,7 +17,7 @@ own but the flip's). Its sums are FP32 fused multiply-adds (IEEE FP32 whatever t
 
 The miss ranking puts it first where the few-filter forward would rank first on the forward
 problem (`conv_triton_fewk_spec.claims`: sm90, channels-last, a grid that fills the GPU or a
-short reduction, not 1x1 layers of many positions), ahead of the implicit GEMM and its Via
+short reduction) and the filters have more than one tap, ahead of the implicit GEMM and its Via
 and padded solvers (the registry's FIRST_CLAIMS / YIELDS_TO).
 """
 
@@ -117,10 +117,12 @@ class ConvTritonFmaFewKBwd(Solver):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the few-filter forward claims the forward problem (`conv_triton_fewk_spec.
-        claims`)."""
+        claims`), filters of more than one tap (a 1x1 layer's backward data is a GEMM, a
+        squeeze layer's of one pixel the library's, which the flip's launch would double)."""
         kind = self._kind(target)
-        _, _, _, _, fwd, fwd_strides = _view(problem)
-        return kind is not None and bool(fewk_spec().claims(kind, fwd, fwd_strides, target.cu))
+        _, sizes, _, _, fwd, fwd_strides = _view(problem)
+        return kind is not None and sizes["R"] * sizes["S"] > 1 and \
+            bool(fewk_spec().claims(kind, fwd, fwd_strides, target.cu))
 
     # ------------------------------------------------------------------ parameters
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:

@@ -84,7 +84,8 @@ def test_immediate_mode_puts_it_first_channels_last_on_sm90() -> None:
     assert ConvTritonFmaFewKBwd in YIELDS_TO[ConvTritonSmallC]
     solver = get_solver(NAME)
     pointwise = _conv_in(c=4, k=4, filter=(1, 1), pad=(0, 0))  # the GEMM library's
-    for p, target in ((_conv_in("NCHW"), SM90), (pointwise, SM90),
+    squeeze = _conv_in(c=8, k=32, in_spatial=(1, 1), filter=(1, 1), pad=(0, 0))  # one pixel
+    for p, target in ((_conv_in("NCHW"), SM90), (pointwise, SM90), (squeeze, SM90),
                       (_conv_in(), Target("sm80", 108))):
         assert solver.is_applicable(p, target) and not solver.claims_first(p, target)
     assert handle.solutions(_conv_in("NCHW"))[0].solver != NAME

@@ -12,7 +12,13 @@ import pytest
 from miopenkernels.config import scoped_env
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
-from miopenkernels.solvers import YIELDS_TO, all_dynamic_jobs, get_solver, ranks_first
+from miopenkernels.solvers import (
+    YIELDS_TO,
+    all_dynamic_jobs,
+    blas_1x1,
+    get_solver,
+    ranks_first,
+)
 from miopenkernels.solvers.triton_conv import ConvTritonImplicitGemm
 from miopenkernels.solvers.triton_fma_wrw import ConvTritonFmaFewKWrw
 from miopenkernels.target import Target
@@ -74,6 +80,18 @@ def test_immediate_mode_puts_it_first_channels_last_on_sm90() -> None:
         assert handle.solutions(p)[0].solver != NAME or target != SM90, p.key()
     tf32 = Handle(target="sm90-132", math_mode="tf32")
     assert tf32.solutions(_head())[0].solver.startswith("ConvTritonImplicitGemmTf32")
+    # Where the GEMM library claims (a filter that covers the input: DCGAN's 4x4 head, 0.41 of
+    # cuDNN on it), it gives way to the library.
+    head = _head(c=512, k=1, in_spatial=(4, 4), filter=(4, 4), pad=(0, 0))
+    assert solver.claims_first(head, SM90) and ranks_first(solver, head, SM90)
+    saved = blas_1x1._offered[0]
+    blas_1x1._offered[0] = True
+    try:
+        library = next(s for s in blas_1x1.BLAS_SOLVERS if s.name == "ConvBlasGemm1x1Wrw")
+        assert library.is_applicable(head, SM90) and ranks_first(library, head, SM90)
+        assert not ranks_first(solver, head, SM90)
+    finally:
+        blas_1x1._offered[0] = saved
 
 
 def test_tiles_and_splits() -> None:
@@ -179,9 +197,11 @@ def test_few_channel_backward_weights_take_stems() -> None:
     for p in (_stem(), _stem(k=96, filter=(4, 4), stride=(4, 4), pad=(0, 0)),
               _stem(c=4, k=320, in_spatial=(64, 64), stride=(1, 1))):
         assert handle.solutions(p)[0].solver == FEWC, p.key()
-    # Not 7x7 stems, not channel-planar, not other kinds.
-    for p, target in ((_stem(k=64, filter=(7, 7), pad=(3, 3)), SM90), (_stem("NCHW"), SM90),
-                      (_stem(), Target("sm80", 108))):
+    # Not 7x7 stems, not 1x1 layers (a squeeze layer's 4 -> 96 of one pixel), not
+    # channel-planar, not other kinds.
+    squeeze = _stem(c=4, k=96, in_spatial=(1, 1), filter=(1, 1), pad=(0, 0), stride=(1, 1))
+    for p, target in ((_stem(k=64, filter=(7, 7), pad=(3, 3)), SM90), (squeeze, SM90),
+                      (_stem("NCHW"), SM90), (_stem(), Target("sm80", 108))):
         assert solver.is_applicable(p, target) and not solver.claims_first(p, target)
 
 
