@@ -41,7 +41,7 @@ from .base import CompileJob, Launch, Params, Solver
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
            "blas_first", "misaligned_via", "BLAS_FIRST", "BLAS_FIRST_ESTIMATED", "BLAS_FEW",
-           "BLAS_MOST_MACS", "VIA_FIRST", "VIA_MISALIGNED"]
+           "BLAS_MOST_MACS", "UNCAPPED_FILTERS", "VIA_FIRST", "VIA_MISALIGNED"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
@@ -106,6 +106,12 @@ BLAS_FEW: dict[str, dict[str, int]] = {"sm90": {"FP16-B-NCHW": 192}}
 #: 2.30 of that run's cuDNN time (TF32 on); the layers it gives the kernel went 4.35 -> 3.42
 #: (32, zoo) and 4.92 -> 3.57 (10, held out), bench/results/ranking_zoo_compare-47f3b4d.json.
 BLAS_MOST_MACS: dict[str, dict[str, int]] = {"sm90": {"FP32-F-NHWC": 1335885824}}
+#: Problems of at most this many filters keep the library past BLAS_MOST_MACS: a GEMM that
+#: narrow streams its rows, its time growing with its bytes as cuDNN's does (3D U-Net's
+#: 1x1x1 64 -> 3 at 128^3, FP32 NDHWC: the library 0.38 of cuDNN at batch 1, under the cap;
+#: at batch 8, over it, the three-product 3-D kernel took 3.56: bench/results/
+#: fewk_h100-6a76905/zoo_b8_b1.json). The cap was fitted on wider layers.
+UNCAPPED_FILTERS = 8
 
 #: Per arch, the channel-planar backward-weights cases where the library through channels-last
 #: copies (solvers/blas_relayout.py) ranks first, each with the least C*K/(C+K) it claims from
@@ -400,7 +406,8 @@ _offered = [False]
 def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether the GEMM library ranks first on `problem` where it is offered: in one call
     (BLAS_FIRST, or BLAS_FIRST_ESTIMATED where it has no entry; below its pixels, BLAS_FEW; up
-    to BLAS_MOST_MACS; through copies where VIA_MISALIGNED says), or for channel-planar
+    to BLAS_MOST_MACS but for products of UNCAPPED_FILTERS filters or fewer; through copies
+    where VIA_MISALIGNED says), or for channel-planar
     backward weights through its channels-last twin's copies (VIA_FIRST; the registry's
     YIELDS_TO then gives the copies' claim way to the Triton 1x1 GEMM's), for a solver of
     `math_mode` (`_case`)."""
@@ -415,7 +422,7 @@ def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") ->
         least = BLAS_FIRST.get(target.arch, {}).get(
             case, BLAS_FIRST_ESTIMATED.get(target.arch, {}).get(case))
         most_macs = BLAS_MOST_MACS.get(target.arch, {}).get(case)
-        if most_macs is not None and macs(p) > most_macs:
+        if most_macs is not None and macs(p) > most_macs and p.k // p.groups > UNCAPPED_FILTERS:
             return False
         if least is None or math.prod(p.in_spatial) >= least:
             return least is not None

@@ -417,6 +417,12 @@ def test_fp32_forward_channels_last_up_to_a_product_size(monkeypatch: pytest.Mon
     tf32x3 = next(s for s in SOLVERS if s.name == "ConvTritonImplicitGemmTf32x3Fwd")
     assert ranks_first(lib, small, SM90) and not ranks_first(tf32x3, small, SM90)
     assert not ranks_first(lib, large, SM90)
+    # A product of few filters keeps the library past the cap (3D U-Net's 64 -> 3 output).
+    narrow = ConvProblem(n=8, c=64, k=3, in_spatial=(128, 128, 128), filter=(1, 1, 1),
+                         in_type="FP32", in_layout="NDHWC", wei_layout="NDHWC",
+                         out_layout="NDHWC")
+    assert macs(narrow) > most and ranks_first(lib, narrow, SM90)
+    assert not ranks_first(lib, replace(narrow, k=9), SM90)
     assert blas_1x1.blas_first(replace(large, in_type="FP16", wei_type="FP16",
                                        out_type="FP16"), SM90)  # a 16-bit case: no limit
 
