@@ -74,6 +74,11 @@ from .triton_fma_wrw import (
 )
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
+from .triton_padded_chunks import (
+    PADDED_CHUNK_SOLVERS,
+    ConvTritonImplicitGemmPaddedChunks,
+    padded_chunks_first,
+)
 from .triton_relayout_chunks import (
     VIA_CHUNK_SOLVERS,
     ConvTritonImplicitGemmRelayoutChunks,
@@ -111,6 +116,7 @@ SOLVERS: list[Solver] = [
     *PADDED_SOLVERS,
     *CHUNK_SOLVERS,
     *VIA_CHUNK_SOLVERS,
+    *PADDED_CHUNK_SOLVERS,
     *CHUNK_3D_SOLVERS,
     *SMALLC_3D_SOLVERS,
     *WINOGRAD_SOLVERS,
@@ -158,6 +164,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTriton3dRelaid: lambda p, t, math: relaid_first(p, t, math),
     ConvTriton3dRelaidChunks: lambda p, t, math: math == "ieee" and relaid_chunks_first(p, t),
     ConvTritonImplicitGemmRelayoutChunks: via_chunks_first,
+    ConvTritonImplicitGemmPaddedChunks: padded_chunks_first,
     ConvTriton3dTaps: lambda p, t, math: math == "ieee" and taps_first(p, t),
     ConvTriton3dRelaidTaps: lambda p, t, math: math == "ieee" and relaid_taps_first(p, t),
     ConvTriton3dSmallC: lambda p, t, math: math == "ieee" and smallc_first(p, t),
@@ -215,8 +222,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: few-channel backward weights on the FP32 units (triton_fma_wrw, where it claims: 3x3 and
 #: 4x4 stems channels-last, 3.0-3.7x cuDNN on the few-channel kernels); the batch-chunk solvers to
 #: the Via solvers' chunk solvers (triton_relayout_chunks), which give way to the few-channel
-#: ones; both to the few-filter kernels' chunk solvers (triton_fma_chunks) where those claim
-#: the first chunk. A family not listed gives way to none.
+#: ones; the batch-chunk solvers to the padded solvers' chunk solvers (triton_padded_chunks:
+#: 16-bit channels-last odd channel counts) where they claim the first chunk, which give way
+#: to the few-channel ones; all of them to the few-filter kernels' chunk solvers
+#: (triton_fma_chunks) where those claim the first chunk. A family not listed gives way to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
                                   ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw)
@@ -234,8 +243,10 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
                                      *_SMALLC_2D, *_FMA),
-    ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks, *_SMALLC_2D,
+    ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks,
+                                   ConvTritonImplicitGemmPaddedChunks, *_SMALLC_2D,
                                    *_FMA_CHUNKS),
+    ConvTritonImplicitGemmPaddedChunks: (*_SMALLC_2D, *_FMA_CHUNKS),
     ConvTritonImplicitGemmRelayoutChunks: (*_SMALLC_2D, *_FMA_CHUNKS),
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
     ConvBlasGemm1x1: (ConvTritonFmaFewK,),

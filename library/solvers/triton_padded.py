@@ -229,3 +229,10 @@ def _padded_solvers() -> list[Solver]:
 
 
 PADDED_SOLVERS: list[Solver] = _padded_solvers()
+
+
+def padded_copied_per_image(problem: ConvProblem) -> tuple[int, ...]:
+    """Elements per image of the activations' padded copies (x, y): the batch-chunk solvers
+    over these size chunks by them too."""
+    return tuple(rows2 * cols2 // problem.n for t, (_, _, rows2, cols2)
+                 in _copies(problem).items() if t != "w")

@@ -71,6 +71,16 @@ CASES_SMALLC = [
     ("NCDHW", "conv", 1, 32, (4, 5, 5), 3, 1, 1, 5, 6500, (2, 3, False), "SmallC", False),
     ("NDHWC", "conv", 1, 32, (4, 5, 5), 3, 1, 1, 5, 6500, (2, 3, False), "SmallC", False),
 ]
+# The 2-D padded solvers' chunks (ConvTritonImplicitGemmPaddedChunks, forward and backward
+# weights): 16 -> 3 channels (ESRGAN's output, its 3 filters padded to 8) in NHWC; a 1x1 layer
+# in chunks whose offsets keep the aligned object legal, a 3x3 one in chunks that take the
+# generic object (forward: the padded weights' partials would pass the limit).
+CASES_PADDED_2D = [
+    ("NHWC", "conv", 16, 3, (8, 8), 1, 1, 0, 3, 2100, (2, 2, True), "Padded", True),
+]
+CASES_PADDED_2D_FB = [
+    ("NHWC", "conv", 16, 3, (6, 6), 3, 1, 1, 3, 1200, (2, 2, False), "Padded", False),
+]
 TOLERANCE = 3e-3
 #: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K, num_warps, num_stages on an sm80 target (small
 #: tiles keep the interpreter quick); backward weights splits each chunk in two.
@@ -110,8 +120,11 @@ SCRIPT = HARNESS + textwrap.dedent('''
                         pad=(pad,) * dims, stride=(st,) * dims, direction=direction,
                         in_type="FP16", in_layout=layout, wei_layout=layout,
                         out_layout=layout, mode=mode)
-        family = f"ConvTriton3d{relaid[0]}Chunks" if relaid else \
-            "ConvTriton3dChunks" if dims == 3 else "ConvTritonImplicitGemmChunks"
+        if relaid:
+            family = f"ConvTriton3d{relaid[0]}Chunks" if dims == 3 else \
+                f"ConvTritonImplicitGemm{relaid[0]}Chunks"
+        else:
+            family = "ConvTriton3dChunks" if dims == 3 else "ConvTritonImplicitGemmChunks"
         solver, = [s for s in SOLVERS if s.name.startswith(family) and
                    s.is_applicable(p, SM80)]
         # (A relaid one sizes its chunks by its copies too where they are the widest.)
@@ -168,3 +181,8 @@ def test_interpreted_smallc_3d_chunks_match_float64(direction: str) -> None:
 @pytest.mark.parametrize("direction", ["F", "B", "W"])
 def test_interpreted_2d_chunks_match_float64(direction: str) -> None:
     _check(direction, CASES_2D)
+
+
+@pytest.mark.parametrize("direction", ["F", "W"])
+def test_interpreted_padded_2d_chunks_match_float64(direction: str) -> None:
+    _check(direction, CASES_PADDED_2D + (CASES_PADDED_2D_FB if direction != "W" else []))

@@ -6,6 +6,8 @@ tests/integration/test_conv_triton_fma.py (Triton's interpreter, the limit lower
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from miopenkernels.config import scoped_env
 from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
@@ -73,3 +75,28 @@ def test_they_run_only_shipped_objects() -> None:
         for n in (8, 32):
             p = _conv_last(n, direction)
             assert set(launch_jobs(solver, p, solver.default_params(p, SM90), SM90)) <= shipped
+
+
+def test_16_bit_odd_channels_past_32_bit_offsets_take_the_padded_chunks() -> None:
+    """ESRGAN's 64 -> 3 output in FP16 and BF16 NHWC at batch 8 and 32, forward and backward
+    weights: the padded solvers' chunk solvers (the padded solver took it at batch 1), on the
+    default package's objects alone (its dynamic set and its manifests' candidates)."""
+    from miopenkernels.builder.jobs import build_jobs
+    from miopenkernels.builder.manifest import load_manifests
+
+    handle = Handle(target="sm90-132")
+    with scoped_env("MIOPENKERNELS_TRITON", "1"):
+        shipped = set(build_jobs([SM90], load_manifests())[SM90])
+    for data_type in ("FP16", "BF16"):
+        for direction, suffix in (("F", "Fwd"), ("W", "Wrw")):
+            one = replace(_conv_last(1, direction), in_type=data_type, wei_type=data_type,
+                          out_type=data_type)
+            assert handle.solutions(one)[0].solver == f"ConvTritonImplicitGemmPadded{suffix}"
+            for n in (8, 32):
+                p = replace(one, n=n)
+                first = handle.solutions(p)[0]
+                assert first.solver == f"ConvTritonImplicitGemmPaddedChunks{suffix}", p.key()
+                solver = get_solver(first.solver)
+                assert set(launch_jobs(solver, p, first.params, SM90)) <= shipped
+                planar = replace(p, in_layout="NCHW", wei_layout="NCHW", out_layout="NCHW")
+                assert handle.solutions(planar)[0].solver != first.solver
