@@ -48,6 +48,15 @@ class ConvTritonImplicitGemmPaddedChunks(BatchChunks, ConvTritonImplicitGemmPadd
     def _copied(self, problem: ConvProblem) -> tuple[int, ...]:
         return padded_copied_per_image(problem)
 
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        """Problems the padded solver's form takes (2-D, one group, NHWC) past 32-bit offsets
+        whose first chunk it takes (`BatchChunks.is_applicable`)."""
+        p = problem
+        if p.groups != 1 or len(p.in_spatial) != 2 or p.mode != "conv" or \
+                not p.in_layout == p.wei_layout == p.out_layout == "NHWC":
+            return False
+        return super().is_applicable(problem, target)
+
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the padded solver claims the first chunk."""
         return self.inner.claims_first(self._relaid(problem), target)

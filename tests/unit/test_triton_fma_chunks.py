@@ -100,3 +100,26 @@ def test_16_bit_odd_channels_past_32_bit_offsets_take_the_padded_chunks() -> Non
                 assert set(launch_jobs(solver, p, first.params, SM90)) <= shipped
                 planar = replace(p, in_layout="NCHW", wei_layout="NCHW", out_layout="NCHW")
                 assert handle.solutions(planar)[0].solver != first.solver
+
+
+def test_every_solver_answers_every_zoo_problem() -> None:
+    """No solver's applicability raises on a zoo problem (grouped, depthwise, 3-D included):
+    one that did would leave the problem without a solution. FP16 and FP32, every direction
+    and layout, batch 32."""
+    import sys
+    from pathlib import Path
+
+    from miopenkernels.solvers import SOLVERS
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from _zoo_layers import layer_problem, load_layers
+
+    handle = Handle(target="sm90-132")
+    problems = [p for layer in load_layers(held_out=True) for t in ("FP16", "FP32")
+                for d in "FBW" for lay in ("NCHW", "NHWC")
+                if (p := layer_problem(layer, t, d, lay, 32)) is not None]
+    assert len(problems) > 1000
+    for p in problems:
+        for solver in SOLVERS:
+            assert solver.is_applicable(p, SM90) in (True, False), (solver.name, p.key())
+        assert handle.solutions(p), p.key()
