@@ -1,6 +1,7 @@
-"""What the few-filter backward data (solvers/triton_fma_bwd.py) needs, as plain data: the
-problem it takes as the few-filter forward of dy on flipped, transposed filters, and the
-launch of the flip (kernels/conv_triton_flip.py).
+"""What the backward data on flipped filters (solvers/triton_fma_bwd.py) needs, as plain data:
+the problem it takes as a forward convolution of dy on flipped, transposed filters (the
+few-filter or the few-channel direct kernel's), and the launch of the flip
+(kernels/conv_triton_flip.py).
 
 Standard library only (and the other specs), so the runtime reads it without Triton. Sizes
 and strides are those of `conv_triton_spec` (the layer's forward geometry: x is dx, y dy).
@@ -8,16 +9,16 @@ At stride 1 (every axis), dx is the forward convolution of dy (K channels) with
 w'[c, k, r, s] = w[k, c, R-1-r, S-1-s] (C filters), padded dil*(R-1) - pad: `as_forward`
 gives that forward problem's sizes and strides, the flipped filters in the workspace laid
 out as the forward object reads them (`flipped_strides`: filters' channels fastest for the
-channels-last objects). One group, 1..MAX_FILTERS input channels, padding at most
-dil*(R-1) (a non-negative forward padding), FP32.
+channels-last objects). One group, padding at most dil*(R-1) (a non-negative forward padding),
+FP32, and the forward problem one the forward kernel's spec takes (`applies`: the few-filter
+kernel 1..MAX_FILTERS input channels, the few-channel one 1-4 filters).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from .conv_triton_fewk_spec import MAX_FILTERS
 from .conv_triton_fewk_spec import applies as forward_applies
 from .conv_triton_spec import cdiv, typed_signature
 
@@ -62,16 +63,18 @@ def flipped_strides(sizes: Mapping[str, int], channels_last: bool
     return (k * r * s, r * s, s, 1)
 
 
-def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]]) -> bool:
-    """One group, stride 1, 1..MAX_FILTERS input channels, a non-negative forward padding,
-    and the forward problem within the few-filter kernel's offsets."""
+def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]],
+            forward: Callable[..., bool] = forward_applies) -> bool:
+    """One group, stride 1, a non-negative forward padding, and a forward problem the forward
+    kernel's spec takes (`forward`: its `applies`; the few-filter kernel's by default, at most
+    MAX_FILTERS input channels)."""
     z = sizes
-    if z["G"] != 1 or (z["stride_h"], z["stride_w"]) != (1, 1) or not 1 <= z["C"] <= MAX_FILTERS:
+    if z["G"] != 1 or (z["stride_h"], z["stride_w"]) != (1, 1):
         return False
     if z["pad_h"] > z["dil_h"] * (z["R"] - 1) or z["pad_w"] > z["dil_w"] * (z["S"] - 1):
         return False
     fwd, fwd_strides = as_forward(z, strides, False)
-    return bool(forward_applies(fwd, fwd_strides))
+    return bool(forward(fwd, fwd_strides))
 
 
 def workspace_bytes(sizes: Mapping[str, int]) -> int:

@@ -58,7 +58,13 @@ from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, v
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
 from .triton_depthwise_3d import DEPTHWISE_3D_SOLVERS, ConvTritonDepthwise3d, depthwise_3d_first
 from .triton_fma import FMA_SOLVERS, ConvTritonFma, ConvTritonFmaFewK, fewk_first, fma_first
-from .triton_fma_bwd import FMA_BWD_SOLVERS, ConvTritonFmaFewKBwd, fewk_bwd_first
+from .triton_fma_bwd import (
+    FMA_BWD_SOLVERS,
+    ConvTritonFmaBwd,
+    ConvTritonFmaFewKBwd,
+    fewk_bwd_first,
+    stem_bwd_first,
+)
 from .triton_fma_chunks import (
     FMA_CHUNK_SOLVERS,
     ConvTritonFmaFewKChunks,
@@ -176,6 +182,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonFmaFewK: lambda p, t, math: math != "tf32" and fewk_first(p, t),
     ConvTritonFmaFewKWrw: lambda p, t, math: math != "tf32" and fewk_wrw_first(p, t),
     ConvTritonFmaFewKBwd: lambda p, t, math: math != "tf32" and fewk_bwd_first(p, t),
+    ConvTritonFmaBwd: lambda p, t, math: math != "tf32" and stem_bwd_first(p, t),
     ConvTritonFmaFewCWrw: lambda p, t, math: math != "tf32" and fewc_wrw_first(p, t),
     ConvTritonFmaFewKChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
     ConvTritonFmaFewKWrwChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
@@ -209,9 +216,9 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: where those claim it, and to the GEMM library where it claims (a 1x1x1 layer at stride 1
 #: is the 2-D layer's call). On 2-D problems of
 #: few channels or few filters the implicit GEMM and its Via solvers (the padded ones: few
-#: filters) give way, in forward, few filters' backward weights and few channels' backward
-#: data (but under the TF32 math), to the direct kernels on the FP32 units (triton_fma,
-#: triton_fma_wrw, triton_fma_bwd) where they claim; the
+#: filters) give way, in forward, backward weights and backward data at stride 1 (but under
+#: the TF32 math), to the direct kernels on the FP32 units (triton_fma, triton_fma_wrw,
+#: triton_fma_bwd) where they claim; the
 #: implicit GEMM, its padded and Via solvers and its batch-chunk solvers
 #: (triton_chunks) give way to the few-channel kernels' 2-D solvers and their chunk solvers
 #: where those claim one (`conv_triton_3d_smallc_spec.first_2d`), and those, in backward data
@@ -228,7 +235,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: (triton_fma_chunks) where those claim the first chunk. A family not listed gives way to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
-                                  ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw)
+                                  ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvTritonFmaBwd)
 _SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvBlasGemm1x1)
 _FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
@@ -239,7 +246,7 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
                                    ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
                                    ConvBlasGemm1x1, *_SMALLC_2D, ConvTritonFmaFewK,
                                    ConvTritonFmaFewKWrw, ConvTritonFmaFewKBwd,
-                                   ConvTritonFmaFewCWrw),
+                                   ConvTritonFmaFewCWrw, ConvTritonFmaBwd),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
                                      *_SMALLC_2D, *_FMA),

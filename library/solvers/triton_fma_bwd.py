@@ -1,7 +1,8 @@
-"""ConvTritonFmaFewKBwd: backward data of 2-D layers of 1-8 input channels at stride 1 as the
-few-filter forward on flipped filters (kernels/conv_triton_flip.py, then
-kernels/conv_triton_fewk.py; launch data in kernels/conv_triton_fewk_bwd_spec.py and
-kernels/conv_triton_fewk_spec.py).
+"""ConvTritonFmaFewKBwd and ConvTritonFmaBwd: backward data of 2-D layers at stride 1 as a
+direct forward on the FP32 units on flipped filters (kernels/conv_triton_flip.py, then
+kernels/conv_triton_fewk.py or kernels/conv_triton_fma.py; launch data in
+kernels/conv_triton_fewk_bwd_spec.py and the forward kernels' specs): layers of 1-8 input
+channels through the few-filter forward, layers of 1-4 filters through the few-channel one.
 
 dx of a layer whose input has 1-8 channels (a UNet's or a VAE decoder's latent input,
 4 -> 320 or 4 -> 512 at 3x3) is a GEMM 1-8 columns wide: the implicit GEMM pads them to a
@@ -15,10 +16,18 @@ lead-in writes the flipped filters into the workspace, in the layout the forward
 reads; the forward kernel's objects are the few-filter forward solver's (no objects of its
 own but the flip's). Its sums are FP32 fused multiply-adds (IEEE FP32 whatever the math).
 
-The miss ranking puts it first where the few-filter forward would rank first on the forward
-problem (`conv_triton_fewk_spec.claims`: sm90, channels-last, a grid that fills the GPU or a
-short reduction) and the filters have more than one tap, ahead of the implicit GEMM and its Via
-and padded solvers (the registry's FIRST_CLAIMS / YIELDS_TO).
+dx of a layer of 1-4 filters (a UNet's or a VAE decoder's output, 320 -> 4 or 128 -> 3) is
+the other side's case: the forward of dy (1-4 channels) on the flipped filters is an image
+stem's problem, which the few-channel forward (ConvTritonFmaFwd) took at 1.05-1.07 (NHWC) and
+0.95-1.08 (NCHW) of cuDNN's forward on the same sizes (the VAE encoder's conv_in and the
+UNet's conv_in: bench/results/fewk_h100-6a76905/zoo.json), where the three-product implicit
+GEMM took 2.82-2.98 (NHWC) and 1.56-1.69 (NCHW) of cuDNN's backward data (zoo_fp32_bw.json).
+
+The miss ranking puts them first where the forward kernel would rank first on the forward
+problem (the few-filter spec's `claims`: sm90, channels-last, a grid that fills the GPU or a
+short reduction; the few-channel spec's FIRST_KINDS) and the filters have more than one tap,
+ahead of the implicit GEMM and its Via and padded solvers and the few-channel kernels (the
+registry's FIRST_CLAIMS / YIELDS_TO).
 """
 
 from __future__ import annotations
@@ -43,10 +52,13 @@ from .triton_common import (
     spec_strides,
     target_kind,
 )
-from .triton_fma import FEWK_KERNEL_FILE, FEWK_SPEC, fewk_spec
+from .triton_fma import FEWK_KERNEL_FILE, FEWK_SPEC
+from .triton_fma import KERNEL_FILE as STEM_KERNEL_FILE
+from .triton_fma import SPEC as STEM_SPEC
 from .triton_fma import _job as _forward_job
 
-__all__ = ["ConvTritonFmaFewKBwd", "FMA_BWD_SOLVERS", "fewk_bwd_first", "fewk_bwd_spec"]
+__all__ = ["ConvTritonFmaBwd", "ConvTritonFmaFewKBwd", "FMA_BWD_SOLVERS", "fewk_bwd_first",
+           "fewk_bwd_spec", "stem_bwd_first"]
 
 SPEC = "conv_triton_fewk_bwd_spec"
 FLIP_FILE = "conv_triton_flip.py"
@@ -79,13 +91,17 @@ def _flip_job(data_type: str, target: Target) -> CompileJob:
 
 
 def _config(params: Params) -> dict[str, int]:
-    return config_of(tuple(params), ConvTritonFmaFewKBwd.NAME)
+    return config_of(tuple(params), "FmaBwd")
 
 
 class ConvTritonFmaFewKBwd(Solver):
-    """The few-input-channel backward data at stride 1 on the FP32 units."""
+    """Backward data at stride 1 as the few-filter forward of dy on flipped filters (layers of
+    1-8 input channels); a subclass with its own FORWARD_FILE and FORWARD_SPEC runs another
+    forward kernel of the same arguments (the few-channel one)."""
 
     NAME = "ConvTritonFmaFewKBwd"
+    FORWARD_FILE = FEWK_KERNEL_FILE
+    FORWARD_SPEC = FEWK_SPEC
     tunable = True
     language = "triton"
     kernel_file = FEWK_KERNEL_FILE
@@ -94,13 +110,18 @@ class ConvTritonFmaFewKBwd(Solver):
         self.direction = "B"
         self.directions = frozenset({"B"})
         self.name = self.NAME
+        self.kernel_file = self.FORWARD_FILE
         self.algorithm_names = {"B": "miopenConvolutionBwdDataAlgoDirect"}
+
+    def forward_spec(self) -> Any:
+        """The forward kernel's stdlib-only launch data."""
+        return kernels_spec(self.FORWARD_SPEC)
 
     def _kind(self, target: Target) -> str | None:
         """The forward kernel's kind on targets with matrix cores; else None."""
         if not spec_for(target.arch).matrix:
             return None
-        return spec_kind(target, FEWK_SPEC)
+        return spec_kind(target, self.FORWARD_SPEC)
 
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
@@ -113,41 +134,52 @@ class ConvTritonFmaFewKBwd(Solver):
         if self._kind(target) is None:
             return False
         _, sizes, strides, _, _, _ = _view(p)
-        return bool(fewk_bwd_spec().applies(sizes, strides))
+        return bool(fewk_bwd_spec().applies(sizes, strides, self.forward_spec().applies))
+
+    def _forward_claims(self, kind: str, fwd: dict[str, int],
+                        fwd_strides: dict[str, tuple[int, int, int, int]], target: Target
+                        ) -> bool:
+        """The few-filter forward's claim on the forward problem (its spec's `claims`)."""
+        return bool(self.forward_spec().claims(kind, fwd, fwd_strides, target.cu))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """Where the few-filter forward claims the forward problem (`conv_triton_fewk_spec.
-        claims`), filters of more than one tap (a 1x1 layer's backward data is a GEMM, a
-        squeeze layer's of one pixel the library's, which the flip's launch would double)."""
+        """Where the forward kernel claims the forward problem, filters of more than one tap
+        (a 1x1 layer's backward data is a GEMM, a squeeze layer's of one pixel the
+        library's, which the flip's launch would double)."""
         kind = self._kind(target)
         _, sizes, _, _, fwd, fwd_strides = _view(problem)
         return kind is not None and sizes["R"] * sizes["S"] > 1 and \
-            bool(fewk_spec().claims(kind, fwd, fwd_strides, target.cu))
+            self._forward_claims(kind, fwd, fwd_strides, target)
 
     # ------------------------------------------------------------------ parameters
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
         kind = self._kind(target)
         if kind is None:
             return []
-        block = fewk_spec().filter_block(_view(problem)[4]["K"])
-        return [params_of(c) for c in fewk_spec().legal_space(kind, block)]
+        spec = self.forward_spec()
+        block = spec.filter_block(_view(problem)[4]["K"])
+        return [params_of(c) for c in spec.legal_space(kind, block)]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
-        """A legal few-filter forward tile whose filter block holds the input's channels."""
+        """A legal tile of the forward kernel whose filter block holds the forward problem's
+        filters (the layer's input channels)."""
         kind = target_kind(target.arch)
-        if kind not in fewk_spec().KINDS or not spec_for(target.arch).matrix:
+        spec = self.forward_spec()
+        if kind not in spec.KINDS or not spec_for(target.arch).matrix:
             return False
         try:
             config = _config(tuple(int(v) for v in params))
         except (TypeError, ValueError, ProblemError):
             return False
-        return bool(fewk_spec().legal(kind, config)) and \
-            config["BLOCK_N"] >= _view(problem)[4]["K"]
+        return bool(spec.legal(kind, config)) and self._holds(problem, config)
+
+    def _holds(self, problem: ConvProblem, config: dict[str, int]) -> bool:
+        return config["BLOCK_N"] >= _view(problem)[4]["K"]
 
     def default_params(self, problem: ConvProblem, target: Target) -> Params:
-        """The forward kernel's usual tile of the input channels' block."""
+        """The forward kernel's usual tile for the forward problem."""
         kind = self._kind(target) or target_kind(target.arch) or ""
-        return params_of(fewk_spec().tile_for(kind, _view(problem)[4]))
+        return params_of(self.forward_spec().tile_for(kind, _view(problem)[4]))
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         return [self.default_params(problem, target)] if self._kind(target) else []
@@ -155,20 +187,21 @@ class ConvTritonFmaFewKBwd(Solver):
     # ------------------------------------------------------------------ kernels
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:
-        """The few-filter forward's object of the tile and form."""
+        """The forward kernel's object of the tile and form."""
         config = _config(tuple(params))
-        return _forward_job(FEWK_KERNEL_FILE, FEWK_SPEC, problem.in_type,
+        return _forward_job(self.FORWARD_FILE, self.FORWARD_SPEC, problem.in_type,
                             tuple(sorted(config.items())), _view(problem)[3], target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """The forward kernel's usual tiles in both forms (the few-filter forward's objects)
-        and the flip, per type."""
+        """The forward kernel's usual tiles in both forms (the forward solver's objects) and
+        the flip, per type."""
         kind = self._kind(target)
         if kind is None:
             return []
-        jobs = [_forward_job(FEWK_KERNEL_FILE, FEWK_SPEC, t, tuple(sorted(tile.items())), cl,
-                             target)
-                for t in fewk_bwd_spec().TYPES for tile in fewk_spec().tiles(kind)
+        spec = self.forward_spec()
+        jobs = [_forward_job(self.FORWARD_FILE, self.FORWARD_SPEC, t,
+                             tuple(sorted(tile.items())), cl, target)
+                for t in fewk_bwd_spec().TYPES for tile in spec.tiles(kind)
                 for cl in (True, False)]
         return jobs + [_flip_job(t, target) for t in fewk_bwd_spec().TYPES]
 
@@ -195,8 +228,8 @@ class ConvTritonFmaFewKBwd(Solver):
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
-        """The few-filter forward of dy (its input) on the flipped filters into dx."""
-        spec = fewk_spec()
+        """The forward kernel on dy (its input) and the flipped filters into dx."""
+        spec = self.forward_spec()
         view, _, _, _, fwd, fwd_strides = _view(problem)
         pointers = {"x_ptr": view.out_tensor, "w_ptr": SLOT, "y_ptr": view.in_tensor}
         values = spec.arg_values("F", fwd, fwd_strides)
@@ -213,29 +246,62 @@ class ConvTritonFmaFewKBwd(Solver):
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         config = _config(tuple(params))
-        grid = fewk_spec().grid(_view(problem)[4], config)
+        grid = self.forward_spec().grid(_view(problem)[4], config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
 
     def efficiency(self, view: ConvView, params: Params) -> float:
         sizes, strides = spec_sizes(view), spec_strides(view)
         fwd, _ = fewk_bwd_spec().as_forward(sizes, strides, False)
-        return float(fewk_spec().efficiency(fwd, _config(tuple(params))))
+        return float(self.forward_spec().efficiency(fwd, _config(tuple(params))))
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         return 5.0 + macs(problem) / (1e6 * 8.0)
 
 
+class ConvTritonFmaBwd(ConvTritonFmaFewKBwd):
+    """Backward data at stride 1 as the few-channel (stem) forward of dy on flipped filters
+    (layers of 1-4 filters)."""
+
+    NAME = "ConvTritonFmaBwd"
+    FORWARD_FILE = STEM_KERNEL_FILE
+    FORWARD_SPEC = STEM_SPEC
+
+    def _forward_claims(self, kind: str, fwd: dict[str, int],
+                        fwd_strides: dict[str, tuple[int, int, int, int]], target: Target
+                        ) -> bool:
+        """The few-channel forward's claim: its spec's FIRST_KINDS (both layouts)."""
+        return kind in self.forward_spec().FIRST_KINDS
+
+    def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        kind = self._kind(target)
+        return [] if kind is None else [params_of(t) for t in self.forward_spec().tiles(kind)]
+
+    def _holds(self, problem: ConvProblem, config: dict[str, int]) -> bool:
+        return True  # several programs cover the filters
+
+
+def _claimed(family: type[Solver], problem: ConvProblem, target: Target) -> bool:
+    return any(type(s) is family and s.is_applicable(problem, target) and
+               s.claims_first(problem, target) for s in FMA_BWD_SOLVERS)
+
+
 def fewk_bwd_first(problem: ConvProblem, target: Target) -> bool:
-    """Whether the solver applies and claims the problem (the registry's FIRST_CLAIMS)."""
-    return any(s.is_applicable(problem, target) and s.claims_first(problem, target)
-               for s in FMA_BWD_SOLVERS)
+    """Whether the few-filter forward's solver applies and claims (FIRST_CLAIMS)."""
+    return _claimed(ConvTritonFmaFewKBwd, problem, target)
+
+
+def stem_bwd_first(problem: ConvProblem, target: Target) -> bool:
+    """Whether the few-channel forward's solver applies and claims (FIRST_CLAIMS)."""
+    return _claimed(ConvTritonFmaBwd, problem, target)
 
 
 def _solvers() -> list[Solver]:
     from .triton_common import has_kernels_spec
 
-    return [ConvTritonFmaFewKBwd()] if has_kernels_spec(SPEC) and has_kernels_spec(FEWK_SPEC) \
-        else []
+    if not has_kernels_spec(SPEC):
+        return []
+    return [cls() for cls in (ConvTritonFmaFewKBwd, ConvTritonFmaBwd)
+            if has_kernels_spec(cls.FORWARD_SPEC)]
 
 
 FMA_BWD_SOLVERS: list[Solver] = _solvers()

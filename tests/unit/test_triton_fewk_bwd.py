@@ -125,3 +125,46 @@ def test_lead_in_launch_and_objects() -> None:
             shipped = set(all_dynamic_jobs(target))
         assert len(jobs) == 7 and set(jobs) <= shipped, name
         assert set(launch_jobs(solver, p, solver.default_params(p, target), target)) <= shipped
+
+
+# ----------------------------------------------------------------------------- few filters
+def _conv_out(layout: str = "NHWC", **kw: object) -> ConvProblem:
+    """The SD 1.5 UNet's conv_out (320 -> 4, 3x3 at 64x64) at batch 32, backward data."""
+    return _conv_in(layout, **{"c": 320, "k": 4, **kw})
+
+
+def test_few_filter_backward_data_runs_the_stem_kernel_on_flipped_filters() -> None:
+    solver = get_solver("ConvTritonFmaBwd")
+    stem = get_solver("ConvTritonFmaFwd")
+    handle = Handle(target="sm90-132")
+    vae = _conv_out(c=128, k=3, in_spatial=(512, 512))
+    for layout in ("NCHW", "NHWC"):
+        for p in (_conv_out(layout), replace(vae, in_layout=layout, wei_layout=layout,
+                                             out_layout=layout)):
+            assert solver.is_applicable(p, SM90) and solver.claims_first(p, SM90)
+            assert handle.solutions(p)[0].solver == "ConvTritonFmaBwd", p.key()
+    for kw in ({"k": 5}, {"stride": (2, 2)}, {"groups": 2, "k": 4, "c": 320},
+               {"direction": "W"}):
+        assert not solver.is_applicable(_conv_out(**kw), SM90), kw
+    pointwise = _conv_out(filter=(1, 1), pad=(0, 0))
+    assert solver.is_applicable(pointwise, SM90) and not solver.claims_first(pointwise, SM90)
+    assert not solver.claims_first(_conv_out(), Target("sm80", 108))
+    # The forward problem is the UNet's conv_in (4 -> 320), on the stem kernel's own object.
+    p = _conv_out()
+    params = solver.default_params(p, SM90)
+    forward = ConvProblem(n=32, c=4, k=320, in_spatial=(64, 64), filter=(3, 3), pad=(1, 1),
+                          in_type="FP32", in_layout="NHWC", wei_layout="NHWC",
+                          out_layout="NHWC")
+    assert params == stem.default_params(forward, SM90)
+    assert solver.compile_job(p, params, SM90) == stem.compile_job(forward, params, SM90)
+    launch = solver.launch(p, params)
+    assert launch.kernel_name == "conv2d_direct_fma"
+    assert launch.pointer_args()[:3] == ["dy", "ws_w", "dx"]
+    assert launch.grid == stem.launch(forward, params).grid
+    args = launch.scalars()
+    assert (args["C"], args["K"], args["swk"], args["swc"]) == (4, 320, 3 * 3 * 4, 1)
+    (_, flip), = solver.lead_ins(p, params, SM90)
+    assert flip.kernel_name == "flip_filters"
+    with scoped_env("MIOPENKERNELS_TRITON", "1"):
+        shipped = set(all_dynamic_jobs(SM90))
+    assert set(launch_jobs(solver, p, params, SM90)) <= shipped
