@@ -200,9 +200,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: the 1x1 GEMM's claim leaves out the forward and backward-data problems the library takes
 #: through copies (blas_1x1.misaligned_via), where it gives way to the library either way.
 #: The library gives way to the few-filter direct kernel (triton_fma) where that claims (its
-#: claim leaves out the 1x1 layers of many positions, the library's); the backward weights
-#: kernels on the FP32 units (triton_fma_wrw) give way to the library where it claims (a filter
-#: that covers the input: DCGAN's 4x4 head, 0.41 of cuDNN on it).
+#: claim leaves out the 1x1 layers of many positions, the library's); the backward weights and
+#: backward data kernels on the FP32 units (triton_fma_wrw, triton_fma_bwd) give way to the
+#: library where it claims (a filter that covers the input: DCGAN's 4x4 head, 0.41 and 0.31-0.42
+#: of cuDNN on it).
 #: The 3-D family (triton_3d), which claims every 3-D problem it takes, gives way to its
 #: relaid solvers (triton_3d_relaid: NCDHW through NDHWC, odd channels padded) and its
 #: several-taps backward weights (triton_3d_taps) where they claim one, the relaid backward
@@ -259,6 +260,8 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvBlasGemm1x1: (ConvTritonFmaFewK,),
     ConvTritonFmaFewKWrw: (ConvBlasGemm1x1,),
     ConvTritonFmaFewCWrw: (ConvBlasGemm1x1,),
+    ConvTritonFmaFewKBwd: (ConvBlasGemm1x1,),
+    ConvTritonFmaBwd: (ConvBlasGemm1x1,),
     ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,

@@ -15,6 +15,7 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import (
     YIELDS_TO,
     all_dynamic_jobs,
+    blas_1x1,
     get_solver,
     launch_jobs,
     ranks_first,
@@ -149,6 +150,16 @@ def test_few_filter_backward_data_runs_the_stem_kernel_on_flipped_filters() -> N
     pointwise = _conv_out(filter=(1, 1), pad=(0, 0))
     assert solver.is_applicable(pointwise, SM90) and not solver.claims_first(pointwise, SM90)
     assert not solver.claims_first(_conv_out(), Target("sm80", 108))
+    # Where the GEMM library claims (DCGAN's 4x4 head over its whole 4x4 input), it ranks first.
+    head = _conv_out(c=512, k=1, in_spatial=(4, 4), filter=(4, 4), pad=(0, 0))
+    assert solver.claims_first(head, SM90)
+    saved = blas_1x1._offered[0]
+    blas_1x1._offered[0] = True
+    try:
+        library = next(s for s in blas_1x1.BLAS_SOLVERS if s.name == "ConvBlasGemm1x1Bwd")
+        assert ranks_first(library, head, SM90) and not ranks_first(solver, head, SM90)
+    finally:
+        blas_1x1._offered[0] = saved
     # The forward problem is the UNet's conv_in (4 -> 320), on the stem kernel's own object.
     p = _conv_out()
     params = solver.default_params(p, SM90)
