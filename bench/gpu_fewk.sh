@@ -28,6 +28,10 @@
 #   stems_wrw.*  the same on the zoo's layers of 1-4 channels: the few-channel backward
 #            weights kernel (ConvTritonFmaFewCWrw), the few-channel kernels, the implicit GEMM
 #            (not a default step);  STEMS_WRW_S
+#   bwd.*    bench/solver_alternatives.py on FP32 backward data of the zoo's layers of 1-8
+#            input channels or 1-4 filters: the flipped-filter solvers (solvers/
+#            triton_fma_bwd.py) at their defaults, the three-product and IEEE implicit GEMM,
+#            the few-channel kernels, both layouts (not a default step);  BWD_S
 #   wrw_tiles.*  the same on the backward weights kernel's tiles (its legal space around the
 #            usual tile of each filter block, each at the split that fills the GPU; not a
 #            default step);  WRW_TILES_S
@@ -75,6 +79,8 @@ ConvTritonImplicitGemmViaNchwWrw,ConvTritonImplicitGemmViaNhwcWrw,ConvBlasGemm1x
 stems_wrw_solvers="ConvTritonFmaFewCWrw,ConvTritonSmallCWrw,ConvTritonImplicitGemmTf32x3Wrw,\
 ConvTritonImplicitGemmWrw,ConvTritonFmaFewCWrw@16:16:32:1:4:1:0,ConvTritonFmaFewCWrw@32:32:16:1:4:1:0,\
 ConvTritonFmaFewCWrw@16:32:16:1:4:1:0,ConvTritonFmaFewCWrw@8:64:16:1:8:1:0,ConvTritonFmaFewCWrw@32:16:16:1:4:1:0"
+bwd_solvers="ConvTritonFmaFewKBwd,ConvTritonFmaBwd,ConvTritonImplicitGemmTf32x3Bwd,\
+ConvTritonImplicitGemmBwd,ConvTritonSmallCBwd,ConvTritonSmallCChunksBwd"
 wrw_tile_solvers="$(for t in $wrw_tiles; do printf 'ConvTritonFmaFewKWrw@%s,' "$t"; done)"
 wrw_tile_solvers="${wrw_tile_solvers%,}"
 
@@ -176,6 +182,11 @@ if want stems_wrw; then
   # Backward keys of 1-4 input channels (the fifth field).
   alternatives stems_wrw "${STEMS_WRW_S:-150}" FP32 "$stems_wrw_solvers" W \
     '^[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-4]-'
+fi
+if want bwd; then
+  # Backward keys of 1-4 filters (the first field) or 1-8 input channels (the fifth).
+  alternatives bwd "${BWD_S:-150}" FP32 "$bwd_solvers" B \
+    '^([1-4]-|[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-8]-)'
 fi
 if want wrw_tiles; then
   alternatives wrw_tiles "${WRW_TILES_S:-150}" FP32 "$wrw_tile_solvers" W

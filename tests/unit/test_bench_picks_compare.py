@@ -45,3 +45,23 @@ def test_it_refuses_what_it_cannot_compare(tmp_path: Path,
     assert picks_compare.main([str(good), str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 4 and all(line.startswith("error: ") for line in err)
+
+
+def test_the_committed_comparison_matches_the_results_readme() -> None:
+    """bench/results/picks_sm90-132-c27ed56-2779260.json: the counts its README section
+    quotes."""
+    data = json.loads((ROOT / "bench" / "results" /
+                       "picks_sm90-132-c27ed56-2779260.json").read_text())
+    assert (data["problems"], data["moved"]) == (41526, 112)
+    moved = {(r["before"], r["after"]): (r["problems"], len(r["layers"]))
+             for r in data["changes"]}
+    assert moved[("ConvTritonSmallCWrw", "ConvTritonFmaFewCWrw")] == (51, 17)
+    assert moved[("ConvTritonImplicitGemmTf32x3Wrw", "ConvTritonFmaFewKWrw")] == (13, 5)
+    assert moved[("ConvTritonImplicitGemmTf32x3Bwd", "ConvTritonFmaBwd")][0] == 20
+    assert sum(n for (_, after), (n, _) in moved.items()
+               if after == "ConvTritonFmaFewKBwd") == 16
+    assert sum(n for (_, after), (n, _) in moved.items() if "Chunks" in after) == 12
+    assert all(r["after"].startswith(("ConvTritonFma", "ConvTritonImplicitGemmPaddedChunks"))
+               for r in data["changes"])
+    text = (ROOT / "bench" / "results" / "README.md").read_text()
+    assert "112 of 41,526" in text
