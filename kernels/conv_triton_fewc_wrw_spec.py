@@ -18,6 +18,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# The few-filter backward weights' argument list, per-lane bounds and partials: the same.
+from .conv_triton_fewk_wrw_spec import (
+    AMD_KINDS,
+    AMD_SUMS_PER_LANE,
+    KINDS,
+    STAGES,
+    SUMS_PER_LANE,
+    WARPS,
+    partials_fit,
+    sums_per_lane,
+    workspace_bytes,
+)
 from .conv_triton_fewk_wrw_spec import ARGS as _FEWK_ARGS
 from .conv_triton_fewk_wrw_spec import KERNEL as _FEWK_KERNEL
 from .conv_triton_fma_spec import arg_values as arg_values
@@ -26,10 +38,10 @@ from .conv_triton_fma_spec import offsets_fit
 from .conv_triton_grid_spec import filling_split
 from .conv_triton_spec import cdiv, typed_signature
 
-__all__ = ["arg_values", "channels_last"]
+__all__ = ["AMD_KINDS", "AMD_SUMS_PER_LANE", "KINDS", "STAGES", "SUMS_PER_LANE", "WARPS",
+           "arg_values", "channels_last", "partials_fit", "sums_per_lane", "workspace_bytes"]
 
-#: Target kinds the kernel applies on and where the miss ranking puts it first (`claims`).
-KINDS = ("sm80", "sm90", "sm100", "sm120", "cdna", "cdna4", "rdna")
+#: Where the miss ranking puts it first (`claims`); it applies on the same KINDS.
 FIRST_KINDS = ("sm90",)
 TYPES = ("FP32",)
 #: The most input channels a problem may have: image stems (3), RGBA and latents (4).
@@ -51,12 +63,6 @@ FILTER_BLOCKS = (16, 32, 64)
 #: lane of its warps (AMD kinds: AMD_SUMS_PER_LANE), as the few-filter kernels'.
 BLOCK_M = (4, 8, 16, 32, 64)
 BLOCK_K = (8, 16, 32, 64)
-WARPS = (4, 8)
-STAGES = (1, 2)
-SUMS_PER_LANE = 64
-AMD_SUMS_PER_LANE = 32
-AMD_KINDS = ("cdna", "cdna4", "rdna")
-WAVE = {"cdna": 64, "cdna4": 64}
 #: The usual tile of each filter block: 32 columns (a 3x3 filter's 27 of 3 channels, one
 #: block; a 4x4's 48 or a 7x7's 147 in two or five) and the positions the 64 sums a lane on
 #: four warps leave; 64 filters over 16 columns at 8 positions (at 4 positions a step,
@@ -100,12 +106,6 @@ def holds(sizes: Mapping[str, int], config: Mapping[str, int]) -> bool:
     return True
 
 
-def partials_fit(sizes: Mapping[str, int], split: int) -> bool:
-    """The FP32 partials of `split` parts have 32-bit offsets."""
-    z = sizes
-    return int(split) * z["K"] * z["C"] * z["R"] * z["S"] < 2**31 - 1
-
-
 def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]]
             ) -> bool:
     """One group, 1..MAX_CHANNELS input channels, every offset within 32 bits."""
@@ -133,12 +133,6 @@ def tile_for(kind: str, sizes: Mapping[str, int]) -> dict[str, int]:
     """The kind's usual tile of the problem's filter block."""
     block = filter_block(int(sizes["K"]))
     return dict(next(t for t in tiles(kind) if t["BLOCK_N"] == block))
-
-
-def sums_per_lane(config: Mapping[str, int], kind: str) -> int:
-    lanes = int(config["num_warps"]) * WAVE.get(kind, 32)
-    return cdiv(int(config["BLOCK_M"]) * int(config["BLOCK_N"]) * int(config["BLOCK_K"]),
-                lanes)
 
 
 def legal(kind: str, config: Mapping[str, int]) -> bool:
@@ -175,13 +169,6 @@ def grid(sizes: Mapping[str, int], config: Mapping[str, int]) -> tuple[int, int,
     return (cdiv(z["K"], int(config["BLOCK_N"])) *
             cdiv(z["C"] * z["R"] * z["S"], int(config["BLOCK_K"])),
             max(1, int(config.get("SPLIT_K", 1))), 1)
-
-
-def workspace_bytes(sizes: Mapping[str, int], config: Mapping[str, int]) -> int:
-    """A launch of several parts: an FP32 partial of dw a part."""
-    split = int(config.get("SPLIT_K", 1))
-    z = sizes
-    return 0 if split <= 1 else split * z["K"] * z["C"] * z["R"] * z["S"] * 4
 
 
 def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> int:

@@ -17,18 +17,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .conv_triton_fewk_spec import FILTER_BLOCKS, MAX_FILTERS, filter_block
+# The forward's filter blocks and limits, and its legal space's per-lane bounds: the same.
+from .conv_triton_fewk_spec import (
+    AMD_KINDS,
+    AMD_SUMS_PER_LANE,
+    FILTER_BLOCKS,
+    KINDS,
+    MAX_FILTERS,
+    STAGES,
+    SUMS_PER_LANE,
+    WARPS,
+    filter_block,
+    sums_per_lane,
+)
 from .conv_triton_fma_spec import DIRECT_ARGS, offsets_fit
 from .conv_triton_fma_spec import arg_values as arg_values
 from .conv_triton_fma_spec import channels_last as channels_last
 from .conv_triton_grid_spec import filling_split
 from .conv_triton_spec import cdiv, typed_signature
 
-__all__ = ["FILTER_BLOCKS", "MAX_FILTERS", "arg_values", "channels_last", "filter_block"]
+__all__ = ["AMD_KINDS", "AMD_SUMS_PER_LANE", "FILTER_BLOCKS", "KINDS", "MAX_FILTERS", "STAGES",
+           "SUMS_PER_LANE", "WARPS", "arg_values", "channels_last", "filter_block",
+           "sums_per_lane"]
 
-#: Target kinds the kernel applies on (every kind the Triton families compile for) and where
-#: the miss ranking puts it first (FIRST_KINDS; `claims`).
-KINDS = ("sm80", "sm90", "sm100", "sm120", "cdna", "cdna4", "rdna")
+#: Where the miss ranking puts it first (FIRST_KINDS; `claims`); it applies on the forward's
+#: KINDS (every kind the Triton families compile for).
 FIRST_KINDS = ("sm90",)
 #: FP32, as the few-filter forward (on 16-bit inputs the matrix cores' implicit GEMM pads the
 #: filters at a third of the cost; the forward kernel in 16-bit was slower than it).
@@ -52,12 +65,6 @@ ALIGN16: dict[str, tuple[str, ...]] = {"conv2d_wrw_fma_fewk": ()}
 #: most SUMS_PER_LANE a lane of its warps (AMD kinds: AMD_SUMS_PER_LANE), as the forward's.
 BLOCK_M = (16, 32, 64, 128, 256)
 BLOCK_K = (8, 16, 32, 64, 128)
-WARPS = (4, 8)
-STAGES = (1, 2)
-SUMS_PER_LANE = 64
-AMD_SUMS_PER_LANE = 32
-AMD_KINDS = ("cdna", "cdna4", "rdna")
-WAVE = {"cdna": 64, "cdna4": 64}
 #: The usual tile of each filter block: 64 sums a lane on four warps, the x tile's channels
 #: as wide as the filters leave room for (64, 32, 32 channels of 64, 64, 32 positions).
 #: Chosen from the kernel's shape, not yet timed: bench/gpu_fewk.sh's `wrw` step times the
@@ -115,12 +122,6 @@ def tile_for(kind: str, sizes: Mapping[str, int]) -> dict[str, int]:
     """The kind's usual tile of the problem's filter block."""
     block = filter_block(int(sizes["K"]))
     return dict(next(t for t in tiles(kind) if t["BLOCK_N"] == block))
-
-
-def sums_per_lane(config: Mapping[str, int], kind: str) -> int:
-    lanes = int(config["num_warps"]) * WAVE.get(kind, 32)
-    return cdiv(int(config["BLOCK_M"]) * int(config["BLOCK_N"]) * int(config["BLOCK_K"]),
-                lanes)
 
 
 def legal(kind: str, config: Mapping[str, int]) -> bool:
