@@ -31,7 +31,7 @@ from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target, spec_for
 from ._conv import ConvView, conv_view, macs
-from .base import CompileJob, Launch, Params, Solver
+from .base import CompileJob, Launch, Params, Solver, family_claims
 from .triton_common import (
     config_of,
     kernels_spec,
@@ -235,19 +235,14 @@ class ConvTritonFmaFewK(_DirectFma):
         return int(params[1]) >= _view(problem)[1]["K"]
 
 
-def _claimed(family: type[Solver], problem: ConvProblem, target: Target) -> bool:
-    return any(type(s) is family and s.is_applicable(problem, target) and
-               s.claims_first(problem, target) for s in FMA_SOLVERS)
-
-
 def fma_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the stem solver applies and claims the problem (the registry's FIRST_CLAIMS)."""
-    return _claimed(ConvTritonFma, problem, target)
+    return family_claims(FMA_SOLVERS, ConvTritonFma, problem, target)
 
 
 def fewk_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the few-filter solver applies and claims the problem (FIRST_CLAIMS)."""
-    return _claimed(ConvTritonFmaFewK, problem, target)
+    return family_claims(FMA_SOLVERS, ConvTritonFmaFewK, problem, target)
 
 
 def _fma_solvers() -> list[Solver]:

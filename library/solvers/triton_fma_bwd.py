@@ -39,7 +39,7 @@ from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target, spec_for
 from ._conv import ConvView, conv_view, macs
-from .base import CompileJob, Launch, Params, Solver
+from .base import CompileJob, Launch, Params, Solver, family_claims
 from .triton_common import (
     config_of,
     kernel_arg,
@@ -280,19 +280,14 @@ class ConvTritonFmaBwd(ConvTritonFmaFewKBwd):
         return True  # several programs cover the filters
 
 
-def _claimed(family: type[Solver], problem: ConvProblem, target: Target) -> bool:
-    return any(type(s) is family and s.is_applicable(problem, target) and
-               s.claims_first(problem, target) for s in FMA_BWD_SOLVERS)
-
-
 def fewk_bwd_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the few-filter forward's solver applies and claims (FIRST_CLAIMS)."""
-    return _claimed(ConvTritonFmaFewKBwd, problem, target)
+    return family_claims(FMA_BWD_SOLVERS, ConvTritonFmaFewKBwd, problem, target)
 
 
 def stem_bwd_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the few-channel forward's solver applies and claims (FIRST_CLAIMS)."""
-    return _claimed(ConvTritonFmaBwd, problem, target)
+    return family_claims(FMA_BWD_SOLVERS, ConvTritonFmaBwd, problem, target)
 
 
 def _solvers() -> list[Solver]:

@@ -34,7 +34,7 @@ from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target, spec_for
 from ._conv import ConvView, conv_view, macs
-from .base import CompileJob, Launch, Params, Solver
+from .base import CompileJob, Launch, Params, Solver, family_claims
 from .triton_common import (
     config_of,
     kernels_spec,
@@ -249,19 +249,14 @@ class ConvTritonFmaFewCWrw(ConvTritonFmaFewKWrw):
     SPEC_NAME = FEWC_SPEC
 
 
-def _claimed(family: type[Solver], problem: ConvProblem, target: Target) -> bool:
-    return any(type(s) is family and s.is_applicable(problem, target) and
-               s.claims_first(problem, target) for s in FMA_WRW_SOLVERS)
-
-
 def fewk_wrw_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the few-filter solver applies and claims the problem (FIRST_CLAIMS)."""
-    return _claimed(ConvTritonFmaFewKWrw, problem, target)
+    return family_claims(FMA_WRW_SOLVERS, ConvTritonFmaFewKWrw, problem, target)
 
 
 def fewc_wrw_first(problem: ConvProblem, target: Target) -> bool:
     """Whether the few-channel solver applies and claims the problem (FIRST_CLAIMS)."""
-    return _claimed(ConvTritonFmaFewCWrw, problem, target)
+    return family_claims(FMA_WRW_SOLVERS, ConvTritonFmaFewCWrw, problem, target)
 
 
 def _solvers() -> list[Solver]:

@@ -89,25 +89,8 @@ TILE = (32, 16, 16, 1, 1, 4, 2)
 SCRIPT = HARNESS + textwrap.dedent('''
     from miopenkernels.solvers import SOLVERS
     from miopenkernels.solvers import triton_chunks
-    from miopenkernels.solvers.base import split_offset
 
     SM80 = Target("sm80", 108)
-
-    class Parts(dict):
-        """The run's tensors and the parts its launches name: "x@<bytes>" (a chunk's first
-        image on) and the workspace's slots ("ws_c1": a chunk's partials)."""
-
-        def __init__(self, tensors, slots):
-            super().__init__(tensors)
-            self.slots = slots
-
-        def __missing__(self, name):
-            whole, offset = split_offset(name)
-            if name in self.slots:
-                whole, offset = "workspace", self.slots[name]
-            tensor = dict.__getitem__(self, whole)
-            data = tensor.array.reshape(-1).view(np.uint8)[offset:]
-            return _HostTensor(data.view(tensor.array.dtype), tensor.dtype.name)
 
     direction, cases, tile = json.loads(sys.argv[1])
     rng = np.random.default_rng(0)

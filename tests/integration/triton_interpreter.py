@@ -135,6 +135,24 @@ HARNESS = textwrap.dedent('''
         tensors[output] = to_device(np.full(shapes[output], np.nan), data_type)
         return tensors, exact, output
 
+    class Parts(dict):
+        """The run's tensors and the parts its launches name: "x@<bytes>" (a chunk's first
+        image on) and the workspace's slots ("ws_c1": a chunk's partials)."""
+
+        def __init__(self, tensors, slots):
+            super().__init__(tensors)
+            self.slots = slots
+
+        def __missing__(self, name):
+            from miopenkernels.solvers.base import split_offset
+
+            whole, offset = split_offset(name)
+            if name in self.slots:
+                whole, offset = "workspace", self.slots[name]
+            tensor = dict.__getitem__(self, whole)
+            data = tensor.array.reshape(-1).view(np.uint8)[offset:]
+            return _HostTensor(data.view(tensor.array.dtype), tensor.dtype.name)
+
     def workspace_parts(tensors, solver, p, params, nbytes, element):
         """The workspace as NaN bytes into `tensors` ("workspace", FP32) with a view per part
         of the solver's (`workspace_slots`): the FP32 partials' parts (ws_part; a batch chunk's
