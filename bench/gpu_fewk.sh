@@ -4,7 +4,7 @@
 # few-filter direct kernel (solvers/triton_fma.py, ConvTritonFmaFewKFwd) and on what ran them
 # before, measured in place. The sm90-132 package of the default manifests first
 # (bench/_gpu_env.sh `sm90_package`; NO_PACKAGE=1 skips it), then:
-#   grid/    the GPU grid's cases of the few-filter solver, every type and layout, against
+#   grid/    the GPU grid's cases of the few-filter solvers (GRID_SOLVER, prefixes), against
 #            float64, Triton hidden;  GRID_S
 #   alt.*    bench/solver_alternatives.py: the few-filter kernel, the implicit GEMM (IEEE, three
 #            TF32 products, padded, through NHWC; a 16-wide filter tile too) and the GEMM
@@ -30,8 +30,12 @@
 #            (not a default step);  STEMS_WRW_S
 #   bwd.*    bench/solver_alternatives.py on FP32 backward data of the zoo's layers of 1-8
 #            input channels or 1-4 filters: the flipped-filter solvers (solvers/
-#            triton_fma_bwd.py) at their defaults, the three-product and IEEE implicit GEMM,
+#            triton_fma_bwd.py) at their defaults (by phases at strides over 1; over depth
+#            slices on the video stems), the three-product and IEEE implicit GEMM (2-D, 3-D),
 #            the few-channel kernels, both layouts (not a default step);  BWD_S
+#   video_f.*, video_w.*  the same on the video stems' (3-D, 1-4 channels) FP32 forward and
+#            backward weights: the FP32-unit families over depth slices, the few-channel
+#            3-D kernels, the three-product implicit GEMMs (not a default step);  VIDEO_S
 #   wrw_tiles.*  the same on the backward weights kernel's tiles (its legal space around the
 #            usual tile of each filter block, each at the split that fills the GPU; not a
 #            default step);  WRW_TILES_S
@@ -80,7 +84,16 @@ stems_wrw_solvers="ConvTritonFmaFewCWrw,ConvTritonSmallCWrw,ConvTritonImplicitGe
 ConvTritonImplicitGemmWrw,ConvTritonFmaFewCWrw@16:16:32:1:4:1:0,ConvTritonFmaFewCWrw@32:32:16:1:4:1:0,\
 ConvTritonFmaFewCWrw@16:32:16:1:4:1:0,ConvTritonFmaFewCWrw@8:64:16:1:8:1:0,ConvTritonFmaFewCWrw@32:16:16:1:4:1:0"
 bwd_solvers="ConvTritonFmaFewKBwd,ConvTritonFmaBwd,ConvTritonImplicitGemmTf32x3Bwd,\
-ConvTritonImplicitGemmBwd,ConvTritonSmallCBwd,ConvTritonSmallCChunksBwd"
+ConvTritonImplicitGemmBwd,ConvTritonSmallCBwd,ConvTritonSmallCChunksBwd,\
+ConvTritonFmaFewKSlicesBwd,ConvTritonImplicitGemmSlicesBwd,ConvTriton3dTf32x3Bwd,ConvTriton3dBwd"
+video_solvers="ConvTritonFmaSlicesFwd,ConvTriton3dSmallCFwd,ConvTritonImplicitGemmTf32x3SlicesFwd,\
+ConvTriton3dTf32x3Fwd"
+video_w_solvers="ConvTritonFmaFewCSlicesWrw,ConvTriton3dSmallCWrw,\
+ConvTritonImplicitGemmTf32x3SlicesWrw,ConvTriton3dTf32x3Wrw"
+# 3-D keys of 1-4 channels: forward (the first field), backward (the sixth: output side first).
+keys_3d_f='^[1-4]-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+x[0-9]+-'
+keys_3d_b='^[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+x[0-9]+-[1-4]-'
+
 wrw_tile_solvers="$(for t in $wrw_tiles; do printf 'ConvTritonFmaFewKWrw@%s,' "$t"; done)"
 wrw_tile_solvers="${wrw_tile_solvers%,}"
 
@@ -128,7 +141,7 @@ PY
 }
 
 if want grid; then
-  GRID_SOLVER=ConvTritonFmaFewK TESTS_S="${GRID_S:-100}" \
+  GRID_SOLVER="${GRID_SOLVER:-ConvTritonFmaFewK}" TESTS_S="${GRID_S:-100}" \
     bash "$here/gpu_test_all.sh" "$out/grid" > "$out/grid.log" 2>&1
   stamp "grid: $(grep -E 'passed|failed' "$out/grid/gpu_tests.txt" | tail -1)"
 fi
@@ -184,9 +197,17 @@ if want stems_wrw; then
     '^[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-4]-'
 fi
 if want bwd; then
-  # Backward keys of 1-4 filters (the first field) or 1-8 input channels (the fifth).
+  # Backward keys of 1-4 filters (the first field) or 1-8 input channels (the fifth; any
+  # stride: the flipped-filter solvers' phases), and 3-D ones of 1-4 input channels (the video
+  # stems: their depth slices).
   alternatives bwd "${BWD_S:-150}" FP32 "$bwd_solvers" B \
-    '^([1-4]-|[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-8]-)'
+    "^([1-4]-|[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-8]-)|${keys_3d_b}"
+fi
+if want video; then
+  # The video stems' forward and backward weights on the FP32-unit families over their depth
+  # slices, the few-channel 3-D kernels and the three-product implicit GEMMs.
+  alternatives video_f "${VIDEO_S:-100}" FP32 "$video_solvers" F "$keys_3d_f"
+  alternatives video_w "${VIDEO_S:-100}" FP32 "$video_w_solvers" W "$keys_3d_b"
 fi
 if want wrw_tiles; then
   alternatives wrw_tiles "${WRW_TILES_S:-150}" FP32 "$wrw_tile_solvers" W

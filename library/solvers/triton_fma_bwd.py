@@ -1,8 +1,11 @@
-"""ConvTritonFmaFewKBwd and ConvTritonFmaBwd: backward data of 2-D layers at stride 1 as a
-direct forward on the FP32 units on flipped filters (kernels/conv_triton_flip.py, then
+"""ConvTritonFmaFewKBwd and ConvTritonFmaBwd: backward data of 2-D layers as a direct forward
+on the FP32 units on flipped filters (kernels/conv_triton_flip.py, then
 kernels/conv_triton_fewk.py or kernels/conv_triton_fma.py; launch data in
 kernels/conv_triton_fewk_bwd_spec.py and the forward kernels' specs): layers of 1-8 input
 channels through the few-filter forward, layers of 1-4 filters through the few-channel one.
+At a stride over 1, one launch of the forward object per phase of dx's rows and columns
+(`conv_triton_fewk_bwd_spec.phases`: each phase's taps, a forward at stride 1 into a strided
+view of dx); the first is the main launch, the others its follow-ups.
 
 dx of a layer whose input has 1-8 channels (a UNet's or a VAE decoder's latent input,
 4 -> 320 or 4 -> 512 at 3x3) is a GEMM 1-8 columns wide: the implicit GEMM pads them to a
@@ -23,9 +26,10 @@ stem's problem, which the few-channel forward (ConvTritonFmaFwd) took at 1.05-1.
 UNet's conv_in: bench/results/fewk_h100-6a76905/zoo.json), where the three-product implicit
 GEMM took 2.82-2.98 (NHWC) and 1.56-1.69 (NCHW) of cuDNN's backward data (zoo_fp32_bw.json).
 
-The miss ranking puts them first where the forward kernel would rank first on the forward
-problem (the few-filter spec's `claims`: sm90, channels-last, a grid that fills the GPU or a
-short reduction; the few-channel spec's FIRST_KINDS) and the filters have more than one tap,
+The miss ranking puts them first, at stride 1, where the forward kernel would rank first on
+the forward problem (the few-filter spec's `claims`: sm90, channels-last, a grid that fills
+the GPU or a short reduction; the few-channel spec's FIRST_KINDS) and the filters have more
+than one tap,
 ahead of the implicit GEMM and its Via and padded solvers and the few-channel kernels (the
 registry's FIRST_CLAIMS / YIELDS_TO).
 """
@@ -36,7 +40,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ProblemError
-from ..problem import ConvProblem
+from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target, spec_for
 from ._conv import ConvView, conv_view, macs
 from .base import CompileJob, Launch, Params, Solver, family_claims
@@ -80,6 +84,19 @@ def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
     cl = int(strides["x"][1]) == 1 and int(strides["y"][1]) == 1
     fwd, fwd_strides = fewk_bwd_spec().as_forward(sizes, strides, cl)
     return view, sizes, strides, cl, fwd, fwd_strides
+
+
+@lru_cache(maxsize=4096)
+def _phases(problem: ConvProblem) -> list[Any]:
+    """The phases of dx (`conv_triton_fewk_bwd_spec.phases`): one at stride 1."""
+    _, sizes, strides, cl, _, _ = _view(problem)
+    return list(fewk_bwd_spec().phases(sizes, strides, cl))
+
+
+def _slot(phase: Any, index: int) -> str:
+    """The workspace part a phase's filters start at: the flipped filters, or where its first
+    tap is (an FP32 flipped filter's offset)."""
+    return f"{SLOT}_p{index}" if phase.w_offset else SLOT
 
 
 @lru_cache(maxsize=64)
@@ -145,11 +162,13 @@ class ConvTritonFmaFewKBwd(Solver):
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the forward kernel claims the forward problem, filters of more than one tap
         (a 1x1 layer's backward data is a GEMM, a squeeze layer's of one pixel the
-        library's, which the flip's launch would double)."""
+        library's, which the flip's launch would double), at stride 1 (the phases of a
+        larger stride are offered to find and tuning, which time them, and claim nothing
+        until measured)."""
         kind = self._kind(target)
         _, sizes, _, _, fwd, fwd_strides = _view(problem)
         return kind is not None and sizes["R"] * sizes["S"] > 1 and \
-            self._forward_claims(kind, fwd, fwd_strides, target)
+            len(_phases(problem)) == 1 and self._forward_claims(kind, fwd, fwd_strides, target)
 
     # ------------------------------------------------------------------ parameters
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
@@ -210,7 +229,13 @@ class ConvTritonFmaFewKBwd(Solver):
         return int(fewk_bwd_spec().workspace_bytes(_view(problem)[1]))
 
     def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
-        return {SLOT: 0}
+        """The flipped filters, and where a phase's taps start past their first (a stride over
+        1: `_slot`)."""
+        slots = {SLOT: 0}
+        for i, phase in enumerate(_phases(problem)):
+            if phase.w_offset:
+                slots[_slot(phase, i)] = phase.w_offset * 4
+        return slots
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:
@@ -228,23 +253,45 @@ class ConvTritonFmaFewKBwd(Solver):
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
-        """The forward kernel on dy (its input) and the flipped filters into dx."""
+        """The forward kernel on dy (its input) and the flipped filters into dx (at stride
+        1; otherwise into dx's first phase, `follow_ups` the others)."""
+        return self._phase_launch(problem, params, 0)
+
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """At a stride over 1, the forward kernel into each further phase of dx."""
+        phases = _phases(problem)
+        if len(phases) == 1:
+            return ()
+        job = self.compile_job(problem, params, target)
+        return tuple((job, self._phase_launch(problem, params, i))
+                     for i in range(1, len(phases)))
+
+    def _phase_launch(self, problem: ConvProblem, params: Params, index: int) -> Launch:
         spec = self.forward_spec()
-        view, _, _, _, fwd, fwd_strides = _view(problem)
-        pointers = {"x_ptr": view.out_tensor, "w_ptr": SLOT, "y_ptr": view.in_tensor}
-        values = spec.arg_values("F", fwd, fwd_strides)
+        view = _view(problem)[0]
+        phase = _phases(problem)[index]
+        dx = view.in_tensor
+        if phase.y_offset:
+            dx += f"@{phase.y_offset * TYPE_BYTES[problem.in_type]}"
+        pointers = {"x_ptr": view.out_tensor, "w_ptr": _slot(phase, index), "y_ptr": dx}
+        values = spec.arg_values("F", phase.sizes, phase.strides)
         args = []
         for name, kind in spec.ARGS[spec.KERNEL["F"]]:
             if kind.startswith("ptr"):
                 args.append(kernel_arg(name, "ptr:" + pointers[name], None))
             elif kind == "i32":
                 args.append(kernel_arg(name, "i32", int(values[name])))
-        grid, block = self.launch_geometry(problem, params)
-        return Launch(spec.KERNEL["F"], grid, block, (*args, *scratch_args()),
-                      workspace_bytes=self.workspace_for(problem, params), needs_meta=True)
+        config = _config(tuple(params))
+        grid = spec.grid(phase.sizes, config)
+        return Launch(spec.KERNEL["F"], (int(grid[0]), int(grid[1]), int(grid[2])),
+                      (config["num_warps"] * 32, 1, 1), (*args, *scratch_args()),
+                      workspace_bytes=self.workspace_for(problem, params) if index == 0 else 0,
+                      needs_meta=True)
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """The first phase's launch (at stride 1 the only one)."""
         config = _config(tuple(params))
         grid = self.forward_spec().grid(_view(problem)[4], config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)

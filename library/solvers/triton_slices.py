@@ -15,7 +15,8 @@ channel-padded copies; on the H200 X3D-S's 1x1x1 layers of 24-216 channels took 
 GPU time there (bench/results/zoo_h200-x3d-fa47541). The 2-D implicit GEMM's objects need
 multiples of 8, and its tile rules, split rules and tuned tiles are the 2-D zoo's. These
 solvers run a 2-D solver (`inner`: the implicit GEMM in each math, and its padded solvers for
-channel counts that miss 8) on the 2-D problem: parameters, objects, workspace, lead-ins and
+channel counts that miss 8; the FP32-unit families of solvers/triton_fma*.py, for the video
+stems of 1-4 channels) on the 2-D problem: parameters, objects, workspace, lead-ins and
 follow-ups, the ranking's model are the inner solver's there; nothing is compiled or shipped
 for them.
 
@@ -226,9 +227,13 @@ def slices_first(problem: ConvProblem, target: Target, math: str = "ieee") -> bo
 
 def _slices_solvers() -> list[Solver]:
     from .triton_conv import TRITON_SOLVERS
+    from .triton_fma import FMA_SOLVERS
+    from .triton_fma_bwd import FMA_BWD_SOLVERS
+    from .triton_fma_wrw import FMA_WRW_SOLVERS
     from .triton_padded import PADDED_SOLVERS
 
-    return [ConvTritonSlices(s) for s in (*TRITON_SOLVERS, *PADDED_SOLVERS)]
+    return [ConvTritonSlices(s) for s in (*TRITON_SOLVERS, *PADDED_SOLVERS, *FMA_SOLVERS,
+                                          *FMA_BWD_SOLVERS, *FMA_WRW_SOLVERS)]
 
 
 SLICES_SOLVERS: list[Solver] = _slices_solvers()

@@ -135,17 +135,23 @@ BWD_SCRIPT = HARNESS + textwrap.dedent('''
     rng = np.random.default_rng(3)
     errors = []
     for layout in ("NCHW", "NHWC"):
-        for n, c, h, w, k, f, pad, dil in layers:
-            p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(f, f), pad=(pad, pad),
-                            dilation=(dil, dil), in_type="FP32", in_layout=layout,
-                            wei_layout=layout, out_layout=layout, direction="B")
+        for n, c, h, w, k, f, pad, dil, *stride in layers:
+            st = tuple(stride[0]) if stride else (1, 1)
+            fh, fw = (f, f) if isinstance(f, int) else f
+            p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(fh, fw),
+                            pad=(pad, pad), stride=st, dilation=(dil, dil), in_type="FP32",
+                            in_layout=layout, wei_layout=layout, out_layout=layout,
+                            direction="B")
             assert solver.is_applicable(p, SM90), p.key()
             params = solver.default_params(p, SM90)
             assert solver.params_valid(p, SM90, params), params
             tensors, exact, output = layer_tensors(p, "B", "FP32", rng)
             workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
                             (np.float32, "float32"))
-            errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
+            launches = 1 + len(solver.follow_ups(p, params, SM90))
+            assert launches == st[0] * st[1], (p.key(), launches)  # a launch a phase
+            parts = Parts(tensors, solver.workspace_slots(p, params))
+            errors.append(launches_error(solver, p, params, SM90, parts, exact, output))
     print(json.dumps(errors))
 ''')
 
@@ -154,10 +160,27 @@ BWD_SCRIPT = HARNESS + textwrap.dedent('''
 # padded less than it reaches (the forward's padding 4 - 1 = 3), odd sizes.
 BWD_LAYERS = [(2, 4, 6, 5, 320, 3, 1, 1), (1, 3, 9, 7, 64, 3, 1, 1), (3, 1, 5, 4, 16, 1, 0, 1),
               (2, 8, 11, 10, 40, 3, 2, 2), (2, 5, 6, 7, 37, 5, 1, 1)]
+# (..., stride) at strides over 1, a launch a phase of dx: a 7x7 stem at stride 2 (odd sizes:
+# phases of unequal rows and taps), 3x3 at stride 2, a 4x4 stride-2 filter (even taps), 2x2
+# at stride 2 (a tap a phase), 5x3 at strides 3 and 2 (six phases, unequal), 3x3 at stride 3
+# (a tap a phase, the last phase's forward padding -1).
+STRIDED_BWD_LAYERS = [(2, 3, 13, 11, 20, 7, 3, 1, (2, 2)), (1, 4, 9, 8, 24, 3, 1, 1, (2, 2)),
+                      (2, 3, 10, 9, 16, 4, 1, 1, (2, 2)), (2, 8, 8, 7, 12, 2, 0, 1, (2, 2)),
+                      (1, 5, 13, 11, 9, (5, 3), 1, 1, (3, 2)), (1, 4, 10, 11, 8, 3, 1, 1, (3, 3))]
 
 
 def test_few_channel_backward_data_matches_float64() -> None:
     errors = interpreted(BWD_SCRIPT, ["ConvTritonFmaFewKBwd", BWD_LAYERS], 2 * len(BWD_LAYERS))
+    assert all(e < 1e-6 for e in errors), errors
+
+
+def test_strided_backward_data_by_phases_matches_float64() -> None:
+    layers = STRIDED_BWD_LAYERS
+    errors = interpreted(BWD_SCRIPT, ["ConvTritonFmaFewKBwd", layers], 2 * len(layers))
+    assert all(e < 1e-6 for e in errors), errors
+    # 1-4 filters: the few-channel forward's phases.
+    stems = [(n, 40, h, w, 3, *rest) for n, _, h, w, _, *rest in layers[:3]]
+    errors = interpreted(BWD_SCRIPT, ["ConvTritonFmaBwd", stems], 2 * len(stems))
     assert all(e < 1e-6 for e in errors), errors
 
 

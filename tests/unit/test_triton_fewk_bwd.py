@@ -38,16 +38,23 @@ def _conv_in(layout: str = "NHWC", data_type: str = "FP32", **kw: object) -> Con
     return replace(p, **kw) if kw else p
 
 
-def test_it_takes_fp32_backward_data_of_few_channels_at_stride_1() -> None:
+def test_it_takes_fp32_backward_data_of_few_channels() -> None:
     solver = get_solver(NAME)
     for layout in ("NCHW", "NHWC"):
         assert solver.is_applicable(_conv_in(layout), SM90)
         assert solver.is_applicable(_conv_in(layout, c=8, k=37, filter=(5, 5), pad=(2, 2),
                                              dilation=(1, 2)), SM90)
         assert solver.is_applicable(_conv_in(layout, c=1, filter=(1, 1), pad=(0, 0)), SM90)
-    for kw in ({"c": 9}, {"stride": (2, 2)}, {"stride": (1, 2)}, {"direction": "F"},
+        # Strides of at most the filter's taps, by phases of dx.
+        for kw in ({"stride": (2, 2)}, {"stride": (1, 2)}, {"stride": (3, 3)},
+                   {"filter": (7, 7), "pad": (3, 3), "stride": (2, 2), "c": 3, "k": 64}):
+            assert solver.is_applicable(_conv_in(layout, **kw), SM90), kw
+    for kw in ({"c": 9}, {"direction": "F"},
                {"direction": "W"}, {"groups": 4, "c": 8}, {"mode": "trans"},
                {"pad": (3, 1)},  # beyond the filter's reach: a negative forward padding
+               {"stride": (4, 4)},  # more than the taps: a phase of dx without any
+               {"stride": (2, 2), "dilation": (2, 2)},  # phases of a dilated filter
+               {"filter": (7, 7), "pad": (3, 3), "stride": (5, 5)},  # beyond MAX_STRIDE
                {"in_type": "FP16", "wei_type": "FP16", "out_type": "FP16"}):
         assert not solver.is_applicable(_conv_in(**kw), SM90), kw
     for name in ("gfx900-56", "gfx906-60"):
@@ -128,6 +135,49 @@ def test_lead_in_launch_and_objects() -> None:
         assert set(launch_jobs(solver, p, solver.default_params(p, target), target)) <= shipped
 
 
+def test_strided_layers_run_a_launch_a_phase_of_dx() -> None:
+    """ResNet-50's stem (3 -> 64, 7x7 at stride 2, padding 3, 224 x 224) at batch 32: four
+    phases of dx's rows and columns, each the forward kernel at stride 1 on every second
+    flipped tap, into every second row and column of dx from its own offset."""
+    solver = get_solver(NAME)
+    for layout in ("NCHW", "NHWC"):
+        p = _conv_in(layout, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
+                     stride=(2, 2))
+        assert solver.is_applicable(p, SM90)
+        assert not solver.claims_first(p, SM90)  # offered to find until measured
+        params = solver.default_params(p, SM90)
+        main = solver.launch(p, params)
+        ups = solver.follow_ups(p, params, SM90)
+        launches = [main, *(launch for _, launch in ups)]
+        assert len(launches) == 4
+        assert {job for job, _ in ups} == {solver.compile_job(p, params, SM90)}
+        assert main.workspace_bytes == 64 * 3 * 49 * 4
+        assert all(launch.workspace_bytes == 0 for launch in launches[1:])
+        cl = layout == "NHWC"
+        row, col = (224 * 3, 3) if cl else (224, 1)  # dx's element strides
+        flip_r, flip_s = (7 * 64, 64) if cl else (7, 1)  # the flipped filters'
+        # Phase (a, b): rows a, a+2, ... take taps r = (a + 3) % 2 + 2j: 3 or 4 of them.
+        expect = {(0, 0): (3, 3, 1, 1), (0, 1): (3, 4, 1, 0), (1, 0): (4, 3, 0, 1),
+                  (1, 1): (4, 4, 0, 0)}
+        slots = solver.workspace_slots(p, params)
+        for launch, (a, b) in zip(launches, sorted(expect), strict=True):
+            taps_h, taps_w, first_h, first_w = expect[(a, b)]
+            z = launch.scalars()
+            assert (z["R"], z["S"], z["P"], z["Q"], z["H"], z["W"]) == \
+                (taps_h, taps_w, 112, 112, 112, 112)
+            assert (z["stride_h"], z["stride_w"]) == (1, 1)
+            assert (z["syh"], z["syw"]) == (2 * row, 2 * col)
+            assert (z["swr"], z["sws"]) == (2 * flip_r, 2 * flip_s)
+            dy, filters, dx = launch.pointer_args()[:3]
+            assert dy == "dy"
+            offset = (a * row + b * col) * 4
+            assert dx == (f"dx@{offset}" if offset else "dx")
+            assert slots[filters] == (first_h * flip_r + first_w * flip_s) * 4
+            # Its padding reaches dy's row of the phase's last tap for dx's first row.
+            assert z["pad_h"] == taps_h - 1 - (a + 3 - (a + 3) % 2) // 2
+        assert sum(launch.grid[0] for launch in launches) == 4 * 32 * 112 * 112 // params[0]
+
+
 # ----------------------------------------------------------------------------- few filters
 def _conv_out(layout: str = "NHWC", **kw: object) -> ConvProblem:
     """The SD 1.5 UNet's conv_out (320 -> 4, 3x3 at 64x64) at batch 32, backward data."""
@@ -144,7 +194,7 @@ def test_few_filter_backward_data_runs_the_stem_kernel_on_flipped_filters() -> N
                                              out_layout=layout)):
             assert solver.is_applicable(p, SM90) and solver.claims_first(p, SM90)
             assert handle.solutions(p)[0].solver == "ConvTritonFmaBwd", p.key()
-    for kw in ({"k": 5}, {"stride": (2, 2)}, {"groups": 2, "k": 4, "c": 320},
+    for kw in ({"k": 5}, {"stride": (4, 4)}, {"groups": 2, "k": 4, "c": 320},
                {"direction": "W"}):
         assert not solver.is_applicable(_conv_out(**kw), SM90), kw
     pointwise = _conv_out(filter=(1, 1), pad=(0, 0))
