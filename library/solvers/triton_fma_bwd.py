@@ -29,9 +29,8 @@ GEMM took 2.82-2.98 (NHWC) and 1.56-1.69 (NCHW) of cuDNN's backward data (zoo_fp
 The miss ranking puts them first, at stride 1, where the forward kernel would rank first on
 the forward problem (the few-filter spec's `claims`: sm90, channels-last, a grid that fills
 the GPU or a short reduction; the few-channel spec's FIRST_KINDS) and the filters have more
-than one tap,
-ahead of the implicit GEMM and its Via and padded solvers and the few-channel kernels (the
-registry's FIRST_CLAIMS / YIELDS_TO).
+than one tap, ahead of the implicit GEMM and its Via and padded solvers and the few-channel
+kernels (the registry's FIRST_CLAIMS / YIELDS_TO).
 """
 
 from __future__ import annotations
