@@ -154,6 +154,39 @@ def test_solvers_launch_the_2d_solvers_objects_on_the_sliced_problem() -> None:
     assert not get_solver("ConvTritonImplicitGemmSlicesFwd").is_applicable(_p("B"), SM90)
 
 
+def test_the_fp32_unit_families_take_the_video_stems_over_their_depth_slices() -> None:
+    """R(2+1)D-18's stem (3 -> 45, 1x7x7 at stride (1, 2, 2)) in FP32 NDHWC: the few-channel
+    forward, the few-filter forward on flipped filters (four phases of dx) and the
+    few-channel backward weights over its 32 x 16 images, on their objects; offered to find,
+    first nowhere until measured (FP32 is not among FIRST_TYPES)."""
+    stem = ConvProblem(n=32, c=3, k=45, in_spatial=(16, 112, 112), filter=(1, 7, 7),
+                       pad=(0, 3, 3), stride=(1, 2, 2), in_type="FP32", in_layout="NDHWC",
+                       wei_layout="NDHWC", out_layout="NDHWC")
+    for direction, inner_name in (("F", "ConvTritonFmaFwd"), ("B", "ConvTritonFmaFewKBwd"),
+                                  ("W", "ConvTritonFmaFewCWrw")):
+        p = replace(stem, direction=direction)
+        q = sliced_problem(p)
+        assert q is not None and q.n == 32 * 16 and q.in_spatial == (112, 112)
+        inner = get_solver(inner_name)
+        solver = get_solver(inner_name[:-3] + "Slices" + inner_name[-3:])
+        assert solver.is_applicable(p, SM90) and not solver.claims_first(p, SM90)
+        params = solver.default_params(p, SM90)
+        assert params == inner.default_params(q, SM90)
+        assert solver.launch(p, params) == inner.launch(q, params)
+        assert solver.lead_ins(p, params, SM90) == inner.lead_ins(q, params, SM90)
+        assert solver.follow_ups(p, params, SM90) == inner.follow_ups(q, params, SM90)
+        assert set(launch_jobs(solver, p, params, SM90)) <= set(all_dynamic_jobs(SM90))
+        # NCDHW is not N*D images; the 16-bit types are the matrix cores'.
+        assert not solver.is_applicable(replace(p, in_layout="NCDHW", wei_layout="NCDHW",
+                                                out_layout="NCDHW"), SM90)
+        assert not solver.is_applicable(replace(p, in_type="FP16", wei_type="FP16",
+                                                out_type="FP16"), SM90)
+    phases = get_solver("ConvTritonFmaFewKSlicesBwd").follow_ups(
+        replace(stem, direction="B"), get_solver("ConvTritonFmaFewKSlicesBwd").default_params(
+            replace(stem, direction="B"), SM90), SM90)
+    assert len(phases) == 3  # the three phases after the first
+
+
 def test_they_rank_first_where_the_2d_solver_would_and_the_3d_families_give_way() -> None:
     for direction in "FBW":
         p = _p(direction)
