@@ -35,6 +35,7 @@ kernels (the registry's FIRST_CLAIMS / YIELDS_TO).
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -294,6 +295,16 @@ class ConvTritonFmaFewKBwd(Solver):
         config = _config(tuple(params))
         grid = self.forward_spec().grid(_view(problem)[4], config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)
+
+    def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
+        """(blocks of every phase's launch, threads per block, the first phase's tile
+        efficiency), for the miss ranking's features: the launches run one after another
+        over the whole of dx."""
+        config = _config(tuple(params))
+        spec = self.forward_spec()
+        blocks = sum(math.prod(spec.grid(phase.sizes, config)) for phase in _phases(problem))
+        return int(blocks), config["num_warps"] * 32, \
+            self.efficiency(_view(problem)[0], params)
 
     def efficiency(self, view: ConvView, params: Params) -> float:
         sizes, strides = spec_sizes(view), spec_strides(view)

@@ -176,6 +176,8 @@ def test_strided_layers_run_a_launch_a_phase_of_dx() -> None:
             # Its padding reaches dy's row of the phase's last tap for dx's first row.
             assert z["pad_h"] == taps_h - 1 - (a + 3 - (a + 3) % 2) // 2
         assert sum(launch.grid[0] for launch in launches) == 4 * 32 * 112 * 112 // params[0]
+        # The miss ranking sees every phase's blocks.
+        assert solver.ranking_geometry(p, params)[0] == sum(launch.grid[0] for launch in launches)
 
 
 # ----------------------------------------------------------------------------- few filters
