@@ -4,10 +4,12 @@ For each target the job list is
 - every solver's dynamic (shape-agnostic) jobs and the primitives' jobs: they make the package
   cover ANY problem without a compiler, and
 - for each manifest problem, a specialised job (shape baked in) of the solver the runtime would
-  pick (the first applicable solver of the committed FindDb record in `dbs/<basename>/`, else
-  the best `heuristic_rank`). Parameters come from that solver's PerfDb record when it holds
-  legal ones, else from `default_params`. A record's other solutions are not specialised: they
-  run from the dynamic binaries below, which the package holds for the miss ranking anyway;
+  pick: the first applicable solver of the committed FindDb record in `dbs/<basename>/`, at
+  its PerfDb record's parameters when it holds legal ones, else its `default_params`; without
+  a record, immediate mode's first choice (the miss ranking's candidate under the default
+  math, at its parameters; the best `heuristic_rank` without a ranking model). A record's
+  other solutions are not specialised: they run from the dynamic binaries below, which the
+  package holds for the miss ranking anyway;
 - dynamic jobs at the parameter sets the miss ranking may choose (library/ranking.py): the most
   frequent few of the ranking model's, for each type, direction and layout that a manifest
   problem or a FindDb record needs, and every set the target's PerfDb holds, for the problems of
@@ -25,6 +27,7 @@ import importlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -118,21 +121,61 @@ def _tuned_params(solver: Solver, text: str | None, problem: ConvProblem,
 def specialisations(problem: ConvProblem, target: Target,
                     dbs: TargetDbs | None = None) -> list[Specialisation]:
     """The solver worth a specialised binary for `problem` on `target`: the one the runtime
-    runs (the FindDb record's first applicable solution, else the best `heuristic_rank`), at
-    its PerfDb parameters when legal. A record's other solutions, and the PerfDb's other
-    tuned solvers, run from their dynamic binaries at those parameters (`_ranking_jobs` puts
-    them in the kdb for the problem's case, which keeps the package closed)."""
+    runs. With a FindDb record, its first applicable solution at its PerfDb parameters when
+    legal (a record's other solutions, and the PerfDb's other tuned solvers, run from their
+    dynamic binaries at those parameters: `_ranking_jobs` puts them in the kdb for the
+    problem's case, which keeps the package closed). Without one, immediate mode's first
+    choice (`_ranking_pick`: the miss ranking's under the default math, whose kernel this
+    build then ships); without a ranking model, the best `heuristic_rank`."""
     solvers = applicable_solvers(problem, target)
     if not solvers:
         return []
     tuned = dbs.tuned(problem) if dbs else {}
     by_name = {s.name: s for s in solvers}
     measured = [by_name[name] for name in (dbs.fastest(problem) if dbs else []) if name in by_name]
+    if not measured:
+        ranked = _ranking_pick(problem, target, solvers)
+        if ranked is not None:
+            return [ranked]
     picked = measured[0] if measured else min(solvers, key=lambda s: _rank(s, problem, target))
     params = _tuned_params(picked, tuned.get(picked.name), problem, target)
     if params is None:
         return [Specialisation(picked, tuple(picked.default_params(problem, target)))]
     return [Specialisation(picked, params, tuned=True)]
+
+
+@lru_cache(maxsize=1)
+def _model() -> Any:
+    """The miss ranking's model, once a process; None without one (the heuristic decides)."""
+    from miopenkernels.ranking import load_model
+
+    try:
+        return load_model()
+    except MIOpenKernelsError as exc:
+        log.warning("%s; specialising the solvers' own first choices", exc)
+        return None
+
+
+def _ranking_pick(problem: ConvProblem, target: Target, solvers: list[Solver]
+                  ) -> Specialisation | None:
+    """Immediate mode's first choice without a record (invoke.ranked_solutions): the miss
+    ranking's first candidate, IEEE solvers alone (TF32 ones run only under the TF32 math mode,
+    which a user asks for), every candidate's kernel taken as at hand (the build ships this
+    one: the runtime then finds it, and the candidates ranked behind it do not matter). The
+    runtime's GEMM-library solvers are not the registry's: where the library would come first
+    this specialises the runner-up, which runs where the library is not offered. None
+    without a model or a candidate."""
+    from miopenkernels.ranking import rank_candidates
+
+    model = _model()
+    if model is None:
+        return None
+    ieee = [s for s in solvers if getattr(s, "math", "ieee") != "tf32"]
+    try:
+        ranked = rank_candidates(problem, target, ieee, lambda s, p: True, model=model)
+    except NotImplementedError:  # a solver without launch geometry: the heuristic decides
+        return None
+    return Specialisation(ranked[0].solver, tuple(ranked[0].params)) if ranked else None
 
 
 def primitive_jobs(target: Target) -> list[CompileJob]:

@@ -11,6 +11,7 @@ from miopenkernels.builder.manifest import available_manifests, load_manifest, l
 from miopenkernels.db.finddb import FindDbFile, FindDbRecord, Solution
 from miopenkernels.db.perfdb import PerfDbFile
 from miopenkernels.errors import ProblemError
+from miopenkernels.solvers import applicable_solvers
 from miopenkernels.target import Target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "builder"
@@ -164,3 +165,34 @@ def test_no_applicable_solver_gives_only_dynamic_jobs(registry: None, problems: 
     assert jobs == sorted(
         {j for s in FIXTURE_SOLVERS for j in s.dynamic_jobs(SM90)},
         key=lambda j: (j.kdb_name, j.kdb_args))
+
+
+def test_without_a_record_the_specialisation_is_immediate_mode_s_first_choice() -> None:
+    """On targets nobody measured, the build specialises what the runtime's miss ranking runs
+    first (IEEE math, no package yet: every kernel a candidate), not the solvers' own
+    estimates: stems, a latent input and a bottleneck layer in each direction and layout."""
+    from miopenkernels.handle import Handle
+    from miopenkernels.problem import ConvProblem
+
+    layers = [dict(c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3), stride=(2, 2)),
+              dict(c=4, k=320, in_spatial=(64, 64), filter=(3, 3), pad=(1, 1)),
+              dict(c=256, k=64, in_spatial=(56, 56), filter=(1, 1))]
+    moved = 0
+    for name in ("gfx900-56", "gfx942-304", "gfx1100-48", "sm80-108"):
+        target = Target.parse(name)
+        handle = Handle(target=name)
+        for kw in layers:
+            for direction in "FBW":
+                for layout in ("NCHW", "NHWC"):
+                    p = ConvProblem(n=32, in_type="FP32", wei_type="FP32", out_type="FP32",
+                                    in_layout=layout, wei_layout=layout, out_layout=layout,
+                                    direction=direction, **kw)
+                    first = handle.solutions(p)[0]
+                    (chosen,) = specialisations(p, target)
+                    assert chosen.solver.name == first.solver, (name, p.key())
+                    assert chosen.params == tuple(first.params or ()), (name, p.key())
+                    assert chosen.solver.math != "tf32"
+                    heuristic = min(applicable_solvers(p, target),
+                                    key=lambda s, p=p, t=target: s.heuristic_rank(p, t))
+                    moved += heuristic.name != first.solver
+    assert moved > 0  # the solvers' own estimates pick otherwise somewhere
