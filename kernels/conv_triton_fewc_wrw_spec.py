@@ -68,14 +68,21 @@ BLOCK_K = (8, 16, 32, 64)
 #: four warps leave; 64 filters over 16 columns at 8 positions (at 4 positions a step,
 #: gfx1100's channel-planar object moved 198 SGPRs to VGPR lanes; AMD kinds, on eight warps,
 #: take 8 columns at 16 positions: at 16 columns gfx942's moved 91, gfx1100's 24, at 8 none).
-#: Chosen from the kernel's
-#: shape, not yet timed: bench/gpu_fewk.sh's `wrw` and `wrw_tiles` steps time them against
-#: cuDNN and the legal space's other tiles.
+#: Planar layers on the NVIDIA kinds take 16 columns at twice the positions for 16 and 32
+#: filters: of the tiles bench/gpu_fewk.sh's `stems_wrw` step times, the block's of least GPU
+#: time in all over the zoo's stems of 1-4 channels in the block and form (H200, FP32, batch
+#: 32: bench/results/fewk_h200-035369f/stems_wrw.json; tests/unit/test_bench_fewk_h200.py
+#: recomputes the choice); channels-last, the tiles below.
 _TILE = {"GROUP_M": 1, "SPLIT_K": 1, "num_warps": 4, "num_stages": 1}
 TILES: tuple[dict[str, int], ...] = (
     {**_TILE, "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32},
     {**_TILE, "BLOCK_M": 8, "BLOCK_N": 32, "BLOCK_K": 32},
     {**_TILE, "BLOCK_M": 8, "BLOCK_N": 64, "BLOCK_K": 16},
+)
+PLANAR_TILES: tuple[dict[str, int], ...] = (
+    {**_TILE, "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16},
+    {**_TILE, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16},
+    TILES[2],
 )
 #: The split of the positions (`split_for`): doubled from 1 while the launch stays within
 #: WAVES programs an SM and each part keeps at least LEAST steps, at most MOST parts, and
@@ -91,9 +98,12 @@ AMD_TILES: tuple[dict[str, int], ...] = (
 )
 
 
-def tiles(kind: str) -> tuple[dict[str, int], ...]:
-    """The kind's usual tiles, one a filter block (AMD kinds on eight warps)."""
-    return AMD_TILES if kind in AMD_KINDS else TILES
+def tiles(kind: str, cl: bool) -> tuple[dict[str, int], ...]:
+    """The kind's usual tiles of one form (`cl`: channels-last), one a filter block (AMD
+    kinds on eight warps, both forms)."""
+    if kind in AMD_KINDS:
+        return AMD_TILES
+    return TILES if cl else PLANAR_TILES
 
 
 def filter_block(k: int) -> int:
@@ -114,25 +124,29 @@ def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int,
         partials_fit(z, 1)
 
 
-#: Where the kernel claims first (`claims`): channels-last 3x3 and 4x4 stems (filters of
-#: 2..CLAIM_TAPS taps), where the few-channel kernels took 3.0-3.7x IEEE cuDNN's GPU time
-#: (bench/results/fewk_h100-6a76905/zoo_fp32_bw.json). Not the 6x6 and 7x7 stems, where the
-#: three-product implicit GEMM took 1.25-1.31 and a program's columns span five blocks; not
-#: 1x1 layers (squeeze-and-excitation ones of one pixel: GEMMs, the library's).
+#: Where the kernel claims first (`claims`): stems of at most CLAIM_FILTERS filters of
+#: 2..CLAIM_TAPS taps, both forms. Over the zoo's stems of 1-4 channels (H200, FP32, batch
+#: 32: bench/results/fewk_h200-035369f/stems_wrw.json) the 3x3 stems of 16-32 filters took
+#: 1.12-1.87 of IEEE cuDNN's GPU time channels-last and 0.98-1.87 planar (its planar tiles)
+#: where the three-product implicit GEMM took 2.62-3.01 and 2.17-2.45; at 64 filters and
+#: more it took 1.46-5.47 where that GEMM took 0.80-2.57. Not the 6x6 and 7x7 stems (a
+#: program's columns span five blocks), not 1x1 layers (squeeze-and-excitation ones of one
+#: pixel: GEMMs, the library's). tests/unit/test_bench_fewk_h200.py recomputes the figures.
 CLAIM_TAPS = 16
+CLAIM_FILTERS = 32
 
 
 def claims(kind: str, sizes: Mapping[str, int], strides: Mapping[str, tuple[int, int, int, int]]
            ) -> bool:
     """Whether the kernel ranks first on a problem it applies to (above)."""
-    return kind in FIRST_KINDS and bool(channels_last(strides)) and \
+    return kind in FIRST_KINDS and sizes["K"] <= CLAIM_FILTERS and \
         1 < sizes["R"] * sizes["S"] <= CLAIM_TAPS
 
 
-def tile_for(kind: str, sizes: Mapping[str, int]) -> dict[str, int]:
-    """The kind's usual tile of the problem's filter block."""
+def tile_for(kind: str, sizes: Mapping[str, int], cl: bool) -> dict[str, int]:
+    """The kind's usual tile of the problem's filter block in its form (`cl`)."""
     block = filter_block(int(sizes["K"]))
-    return dict(next(t for t in tiles(kind) if t["BLOCK_N"] == block))
+    return dict(next(t for t in tiles(kind, cl) if t["BLOCK_N"] == block))
 
 
 def legal(kind: str, config: Mapping[str, int]) -> bool:

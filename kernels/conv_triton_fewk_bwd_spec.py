@@ -43,6 +43,13 @@ NO_MATRIX_KERNELS = frozenset({FLIP})
 #: 8 x C*R*S: a few programs).
 FLIP_BLOCK = 256
 FLIP_WARPS = 4
+#: The least channels of dy (the forward problem's) at which the solvers on the few-filter
+#: forward claim first (channels-last, stride 1, more than one tap): over the zoo's such
+#: layers of 3-4 input channels (H200, FP32, batch 32: bench/results/fewk_h200-035369f/
+#: bwd.json) it took 1.71-1.84 of IEEE cuDNN's GPU time from 320 and 512 channels of dy, the
+#: fastest measured, and 1.82-1.90 from 64 and 128, where the few-channel kernels took
+#: 1.36-1.58 (tests/unit/test_bench_fewk_h200.py recomputes the figures).
+CLAIM_LEAST_CHANNELS = 256
 #: The largest stride taken (4 x 4 phases: 16 launches of the forward kernel).
 MAX_STRIDE = 4
 

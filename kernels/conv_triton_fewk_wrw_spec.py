@@ -65,15 +65,31 @@ ALIGN16: dict[str, tuple[str, ...]] = {"conv2d_wrw_fma_fewk": ()}
 #: most SUMS_PER_LANE a lane of its warps (AMD kinds: AMD_SUMS_PER_LANE), as the forward's.
 BLOCK_M = (16, 32, 64, 128, 256)
 BLOCK_K = (8, 16, 32, 64, 128)
-#: The usual tile of each filter block: 64 sums a lane on four warps, the x tile's channels
-#: as wide as the filters leave room for (64, 32, 32 channels of 64, 64, 32 positions).
-#: Chosen from the kernel's shape, not yet timed: bench/gpu_fewk.sh's `wrw` step times the
-#: legal space's tiles against cuDNN (bench/solver_alternatives.py).
+#: The usual tile of each filter block, per form, on the NVIDIA kinds: of the fifteen tiles of
+#: bench/gpu_fewk.sh's `wrw_tiles` step, the block's of least GPU time in all over the zoo's
+#: layers of 1-8 filters in the block and form (H200, FP32, batch 32: bench/results/
+#: fewk_h200-035369f/wrw_tiles.json; tests/unit/test_bench_fewk_h200.py recomputes the
+#: choice). Channels-last: 64 positions over 32 channels for 1-2 filters, 32 over 64 for 3-4,
+#: 16 over 64 for 5-8; planar layers take more positions over fewer channels (128 over 32,
+#: 128 over 16, 64 over 16).
 _TILE = {"GROUP_M": 1, "SPLIT_K": 1, "num_warps": 4, "num_stages": 1}
 TILES: tuple[dict[str, int], ...] = (
-    {**_TILE, "BLOCK_M": 64, "BLOCK_N": 2, "BLOCK_K": 64},
-    {**_TILE, "BLOCK_M": 64, "BLOCK_N": 4, "BLOCK_K": 32},
-    {**_TILE, "BLOCK_M": 32, "BLOCK_N": 8, "BLOCK_K": 32},
+    {**_TILE, "BLOCK_M": 64, "BLOCK_N": 2, "BLOCK_K": 32},
+    {**_TILE, "BLOCK_M": 32, "BLOCK_N": 4, "BLOCK_K": 64},
+    {**_TILE, "BLOCK_M": 16, "BLOCK_N": 8, "BLOCK_K": 64},
+)
+PLANAR_TILES: tuple[dict[str, int], ...] = (
+    {**_TILE, "BLOCK_M": 128, "BLOCK_N": 2, "BLOCK_K": 32},
+    {**_TILE, "BLOCK_M": 128, "BLOCK_N": 4, "BLOCK_K": 16},
+    {**_TILE, "BLOCK_M": 64, "BLOCK_N": 8, "BLOCK_K": 16},
+)
+#: The AMD kinds' usual tiles, both forms, on eight warps: 64 sums a lane, the x tile's
+#: channels as wide as the filters leave room for (chosen from the kernel's shape; no AMD GPU
+#: timed them).
+AMD_TILES: tuple[dict[str, int], ...] = (
+    {**_TILE, "BLOCK_M": 64, "BLOCK_N": 2, "BLOCK_K": 64, "num_warps": 8},
+    {**_TILE, "BLOCK_M": 64, "BLOCK_N": 4, "BLOCK_K": 32, "num_warps": 8},
+    {**_TILE, "BLOCK_M": 32, "BLOCK_N": 8, "BLOCK_K": 32, "num_warps": 8},
 )
 #: The split of the positions (`split_for`): doubled from 1 while the launch stays within
 #: WAVES programs an SM and each part keeps at least LEAST steps of BLOCK_M positions, at most
@@ -82,11 +98,11 @@ TILES: tuple[dict[str, int], ...] = (
 SPLIT_RULE = {"waves": 8, "least": 16, "most": 64}
 
 
-def tiles(kind: str) -> tuple[dict[str, int], ...]:
-    """The kind's usual tiles, one a filter block (AMD kinds on eight warps)."""
+def tiles(kind: str, cl: bool) -> tuple[dict[str, int], ...]:
+    """The kind's usual tiles of one form (`cl`: channels-last), one a filter block."""
     if kind in AMD_KINDS:
-        return tuple({**t, "num_warps": 8} for t in TILES)
-    return TILES
+        return AMD_TILES
+    return TILES if cl else PLANAR_TILES
 
 
 def holds(sizes: Mapping[str, int], config: Mapping[str, int]) -> bool:
@@ -118,10 +134,10 @@ def claims(kind: str, sizes: Mapping[str, int], strides: Mapping[str, tuple[int,
         sizes["R"] * sizes["S"] > 1
 
 
-def tile_for(kind: str, sizes: Mapping[str, int]) -> dict[str, int]:
-    """The kind's usual tile of the problem's filter block."""
+def tile_for(kind: str, sizes: Mapping[str, int], cl: bool) -> dict[str, int]:
+    """The kind's usual tile of the problem's filter block in its form (`cl`)."""
     block = filter_block(int(sizes["K"]))
-    return dict(next(t for t in tiles(kind) if t["BLOCK_N"] == block))
+    return dict(next(t for t in tiles(kind, cl) if t["BLOCK_N"] == block))
 
 
 def legal(kind: str, config: Mapping[str, int]) -> bool:

@@ -177,7 +177,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTriton3dSmallCChunks: lambda p, t, math: math == "ieee" and smallc_chunks_first(p, t),
     ConvTritonSmallC: lambda p, t, math: math == "ieee" and smallc_2d_first(p, t),
     ConvTritonSmallCChunks: lambda p, t, math: math == "ieee" and smallc_2d_chunks_first(p, t),
-    ConvTritonSlices: slices_first,
+    # In FP32 an IEEE family gives way to the three-product slices solvers too (FP32 sums
+    # either way; the video stems': triton_slices.FP32_STEM_CHANNELS).
+    ConvTritonSlices: lambda p, t, math: slices_first(p, t, math) or (
+        math == "ieee" and p.in_type == "FP32" and slices_first(p, t, "tf32x3")),
     ConvTritonFma: lambda p, t, math: math != "tf32" and fma_first(p, t),
     ConvTritonFmaFewK: lambda p, t, math: math != "tf32" and fewk_first(p, t),
     ConvTritonFmaFewKWrw: lambda p, t, math: math != "tf32" and fewk_wrw_first(p, t),
@@ -274,7 +277,7 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTriton3dChunks: (ConvTriton3dRelaidChunks, ConvTriton3dSmallCChunks,
                          ConvTritonDepthwise3d),
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
-    ConvTriton3dSmallC: (ConvTritonDepthwise3d,),
+    ConvTriton3dSmallC: (ConvTritonDepthwise3d, *_SLICES),
     ConvTriton3dSmallCChunks: (ConvTritonDepthwise3d,),
     ConvTritonSmallC: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw),
     ConvTritonSmallCChunks: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw),

@@ -287,6 +287,14 @@ class ConvTriton3dSmallCChunks(BatchChunks, ConvTriton3dSmallC):
         return images, spec.cdiv(problem.n, images), aligned
 
 
+#: Whether the 2-D kernels claim FP32 backward weights: no. Over the zoo's 2-D layers of 1-4
+#: channels (H200, batch 32, both layouts: bench/results/fewk_h200-035369f/stems_wrw.json)
+#: the three-product implicit GEMM took 0.80-3.01 of IEEE cuDNN's GPU time where they took
+#: 1.84-6.39, faster on all 56 (their claims were measured in FP16;
+#: tests/unit/test_bench_fewk_h200.py recomputes the figures).
+FP32_WRW_FIRST = False
+
+
 class ConvTritonSmallC(ConvTriton3dSmallC):
     """One direction of the few-channel kernels on 2-D problems (a depth of one, a filter
     of one tap deep), one group: the 3-D solver's objects, parameters and ranking weights;
@@ -307,8 +315,11 @@ class ConvTritonSmallC(ConvTriton3dSmallC):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where they measured faster than the 2-D implicit GEMM (`spec.first_2d`); `alone`:
-        a 16-bit problem that no other layout's path (the Via solvers) takes."""
+        a 16-bit problem that no other layout's path (the Via solvers) takes. Not FP32
+        backward weights (FP32_WRW_FIRST)."""
         view, sizes, _, channels_last = _view(problem)
+        if view.direction == "W" and problem.in_type == "FP32" and not FP32_WRW_FIRST:
+            return False
         alone = problem.in_type in ("FP16", "BF16") and \
             via_layout(problem, target, "ieee") is None
         return bool(spec_smallc().first_2d(view.direction, sizes, channels_last, alone))

@@ -28,9 +28,9 @@ GEMM took 2.82-2.98 (NHWC) and 1.56-1.69 (NCHW) of cuDNN's backward data (zoo_fp
 
 The miss ranking puts them first, at stride 1, where the forward kernel would rank first on
 the forward problem (the few-filter spec's `claims`: sm90, channels-last, a grid that fills
-the GPU or a short reduction; the few-channel spec's FIRST_KINDS) and the filters have more
-than one tap, ahead of the implicit GEMM and its Via and padded solvers and the few-channel
-kernels (the registry's FIRST_CLAIMS / YIELDS_TO).
+the GPU or a short reduction, from 256 channels of dy; the few-channel spec's FIRST_KINDS)
+and the filters have more than one tap, ahead of the implicit GEMM and its Via and padded
+solvers and the few-channel kernels (the registry's FIRST_CLAIMS / YIELDS_TO).
 """
 
 from __future__ import annotations
@@ -156,15 +156,18 @@ class ConvTritonFmaFewKBwd(Solver):
     def _forward_claims(self, kind: str, fwd: dict[str, int],
                         fwd_strides: dict[str, tuple[int, int, int, int]], target: Target
                         ) -> bool:
-        """The few-filter forward's claim on the forward problem (its spec's `claims`)."""
-        return bool(self.forward_spec().claims(kind, fwd, fwd_strides, target.cu))
+        """The few-filter forward's claim on the forward problem (its spec's `claims`), from
+        the bwd spec's CLAIM_LEAST_CHANNELS channels of dy."""
+        return fwd["C"] >= fewk_bwd_spec().CLAIM_LEAST_CHANNELS and \
+            bool(self.forward_spec().claims(kind, fwd, fwd_strides, target.cu))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the forward kernel claims the forward problem, filters of more than one tap
         (a 1x1 layer's backward data is a GEMM, a squeeze layer's of one pixel the
-        library's, which the flip's launch would double), at stride 1 (the phases of a
-        larger stride are offered to find and tuning, which time them, and claim nothing
-        until measured)."""
+        library's, which the flip's launch would double), at stride 1. The phases of a
+        larger stride are offered to find and tuning alone: on the zoo's 38 strided stems
+        (H200, FP32, batch 32: bench/results/fewk_h200-035369f/bwd.json) they took 1.65-12.87
+        of IEEE cuDNN's GPU time where the three-product implicit GEMM took 0.49-1.57."""
         kind = self._kind(target)
         _, sizes, _, _, fwd, fwd_strides = _view(problem)
         return kind is not None and sizes["R"] * sizes["S"] > 1 and \

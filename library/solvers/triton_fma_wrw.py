@@ -136,8 +136,8 @@ class ConvTritonFmaFewKWrw(Solver):
         if kind is None:
             return []
         spec = self.spec()
-        sizes = _view(problem)[1]
-        usual = spec.tile_for(kind, sizes)
+        _, sizes, strides = _view(problem)
+        usual = spec.tile_for(kind, sizes, bool(spec.channels_last(strides)))
         space = spec.legal_space(kind, spec.filter_block(sizes["K"]))
         out: dict[Params, None] = {}
         for tile in sorted(space, key=lambda t: t != usual):
@@ -166,8 +166,8 @@ class ConvTritonFmaFewKWrw(Solver):
         """The usual tile of the problem's filter block at the split that fills the GPU."""
         spec = self.spec()
         kind = self._kind(target) or target_kind(target.arch) or ""
-        sizes = _view(problem)[1]
-        tile = spec.tile_for(kind, sizes)
+        _, sizes, strides = _view(problem)
+        tile = spec.tile_for(kind, sizes, bool(spec.channels_last(strides)))
         return params_of({**tile, "SPLIT_K": spec.split_for(sizes, tile, target.cu)})
 
     def filling_params(self, problem: ConvProblem, params: Params, target: Target) -> Params:
@@ -194,13 +194,13 @@ class ConvTritonFmaFewKWrw(Solver):
         return _job(self.SPEC_NAME, problem.in_type, tuple(sorted(config.items())), cl, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """Every usual tile in both forms, per type, and the reduce objects."""
+        """Every usual tile of each form, per type, and the reduce objects."""
         kind = self._kind(target)
         if kind is None:
             return []
         spec = self.spec()
         jobs = [_job(self.SPEC_NAME, t, tuple(sorted(tile.items())), cl, target)
-                for t in spec.TYPES for tile in spec.tiles(kind) for cl in (True, False)]
+                for t in spec.TYPES for cl in (True, False) for tile in spec.tiles(kind, cl)]
         for data_type in spec.TYPES:
             jobs += reduce_jobs(data_type, target)
         return jobs

@@ -27,8 +27,9 @@ in NOT_FIRST's directions; the 3-D families give way to them there (the registry
 YIELDS_TO). A 1x1x1 layer at stride 1 is one call of the GEMM library in either form
 (solvers/blas_1x1.py takes 3-D problems as they are), to which the 3-D families give way as
 the 2-D ones do. Temporal layers claim the same way in channels-last backward data and
-weights alone (TEMPORAL_FIRST, measured there); FP32 problems are offered to find and tuning,
-which time them, and claim nothing until measured.
+weights alone (TEMPORAL_FIRST, measured there). In FP32 they claim the same way on the video
+stems over their depth slices (FP32_STEM_CHANNELS, measured there); other FP32 problems are
+offered to find and tuning, which time them.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from ..target import Target
 from ._conv import conv_view
 from .base import CompileJob, InnerParameters, Launch, Params, Solver
 
-__all__ = ["ConvTritonSlices", "FIRST_TYPES", "NOT_FIRST", "SLICES_SOLVERS", "TEMPORAL_FIRST",
-           "sliced_problem", "slices_first", "use_precedence"]
+__all__ = ["ConvTritonSlices", "FIRST_TYPES", "FP32_STEM_CHANNELS", "NOT_FIRST", "SLICES_SOLVERS",
+           "TEMPORAL_FIRST", "sliced_problem", "slices_first", "use_precedence"]
 
 _LAYOUT_2D = {"NDHWC": "NHWC", "NCDHW": "NCHW"}
 #: Inner families whose slices solvers do not claim first place in these directions, where
@@ -59,6 +60,17 @@ NOT_FIRST: dict[str, tuple[str, ...]] = {"ConvTritonImplicitGemmPadded": ("W",)}
 #: runs the same objects); FP32 problems are offered to find and tuning and ranked on the
 #: model's estimate (the FP32 3-D routes' rules stand: solvers/triton_3d_relaid.py).
 FIRST_TYPES = ("FP16", "BF16")
+#: In FP32 they claim the video stems, layers of at most FP32_STEM_CHANNELS input channels over
+#: their depth slices, where the inner solver ranks first on the 2-D problem. Over R(2+1)D-18's
+#: and X3D-S's stems in NDHWC (H200, batch 32: bench/results/fewk_h200-035369f/video_f.json,
+#: video_w.json, bwd.json) the slices took, of IEEE cuDNN's GPU time, forward 0.76 and 0.92
+#: (the few-channel FP32 kernel's) where the few-channel 3-D kernel took 1.63 and 2.94,
+#: backward weights 0.59 (the three-product implicit GEMM's; R(2+1)D-18's 45 filters) and 0.26
+#: (the few-channel FP32 kernel's) where it took 1.80 and 0.40, backward data 3.34 and 1.41
+#: (the implicit GEMM's) where the three-product 3-D kernel took 6.64 and 2.89. Other FP32
+#: layers and temporal ones are offered to find and tuning, which time them.
+#: tests/unit/test_bench_fewk_h200.py recomputes the figures.
+FP32_STEM_CHANNELS = 4
 #: The directions in which they claim temporal layers (D x (H*W) images), channels-last alone:
 #: over R(2+1)D-18's eleven 3x1x1 layers (FP16, batch 32, H100: bench/results/
 #: fewk_h100-6a76905/temporal.json) the best slices solver against the best 3-D one took, in
@@ -153,8 +165,11 @@ class ConvTritonSlices(InnerParameters, Solver):
         """Where the inner solver ranks first on the sliced problem among the 2-D families,
         but for the directions of NOT_FIRST's inner families; in FIRST_TYPES; on layers over
         their depth slices, and on temporal layers channels-last in TEMPORAL_FIRST's
-        directions."""
-        if self.direction in NOT_FIRST.get(type(self.inner).__name__, ()) or \
+        directions; in FP32, on stems (FP32_STEM_CHANNELS) over their depth slices."""
+        if problem.in_type == "FP32":
+            if problem.c > FP32_STEM_CHANNELS or not _depth_slices(problem):
+                return False
+        elif self.direction in NOT_FIRST.get(type(self.inner).__name__, ()) or \
                 problem.in_type not in FIRST_TYPES or sliced_problem(problem) is None:
             return False
         if not _depth_slices(problem) and (self.direction not in TEMPORAL_FIRST or

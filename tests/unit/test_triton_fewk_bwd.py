@@ -84,13 +84,18 @@ def test_the_forward_problem_it_runs() -> None:
 
 def test_immediate_mode_puts_it_first_channels_last_on_sm90() -> None:
     handle = Handle(target="sm90-132")
-    vgg = _conv_in(c=3, k=64, in_spatial=(224, 224))  # a 3-channel stem at stride 1
     vae = _conv_in(k=512)
-    for p in (_conv_in(), vae, vgg):
+    for p in (_conv_in(), vae):
         assert handle.solutions(p)[0].solver == NAME, p.key()
-    # The few-channel kernels give way to it in backward data.
+    # The few-channel kernels give way to it in backward data, from 256 channels of dy: VGG's
+    # and the VAE's 3-channel stems at stride 1 (64 and 128) are theirs.
     assert ConvTritonFmaFewKBwd in YIELDS_TO[ConvTritonSmallC]
     solver = get_solver(NAME)
+    for k in (64, 128, 255):
+        vgg = _conv_in(c=3, k=k, in_spatial=(224, 224))
+        assert solver.is_applicable(vgg, SM90) and not solver.claims_first(vgg, SM90)
+        assert handle.solutions(vgg)[0].solver.startswith("ConvTritonSmallC"), vgg.key()
+    assert solver.claims_first(_conv_in(c=3, k=256, in_spatial=(224, 224)), SM90)
     pointwise = _conv_in(c=4, k=4, filter=(1, 1), pad=(0, 0))  # the GEMM library's
     squeeze = _conv_in(c=8, k=32, in_spatial=(1, 1), filter=(1, 1), pad=(0, 0))  # one pixel
     for p, target in ((_conv_in("NCHW"), SM90), (pointwise, SM90), (squeeze, SM90),

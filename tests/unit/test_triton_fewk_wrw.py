@@ -98,12 +98,15 @@ def test_tiles_and_splits() -> None:
     solver = get_solver(NAME)
     head = _head()
     params = solver.default_params(head, SM90)
-    # The 4-filter tile; 9 taps x 10 channel blocks = 90 programs, doubled to 8 parts while
-    # within 8 programs an SM.
-    assert params == (64, 4, 32, 1, 8, 4, 1)
-    assert solver.default_params(_head(k=2), SM90)[:3] == (64, 2, 64)
-    assert solver.default_params(_head(k=7), SM90)[:3] == (32, 8, 32)
-    assert solver.default_params(_vae(), SM90)[4] == 16  # 36 programs: 16 parts
+    # The 4-filter channels-last tile; 9 taps x 5 channel blocks = 45 programs, doubled to 16
+    # parts while within 8 programs an SM.
+    assert params == (32, 4, 64, 1, 16, 4, 1)
+    assert solver.default_params(_head(k=2), SM90)[:3] == (64, 2, 32)
+    assert solver.default_params(_head(k=7), SM90)[:3] == (16, 8, 64)
+    # Planar layers take more positions over fewer channels.
+    assert solver.default_params(_head("NCHW"), SM90)[:3] == (128, 4, 16)
+    assert solver.default_params(_head("NCHW", k=7), SM90)[:3] == (64, 8, 16)
+    assert solver.default_params(_vae(), SM90)[4] == 32  # 18 programs: 32 parts
     tiny = _head(n=1, in_spatial=(8, 8))  # 64 positions: one step, one part
     assert solver.default_params(tiny, SM90)[4] == 1
     assert solver.defaults_rule(head, SM90)
@@ -112,7 +115,7 @@ def test_tiles_and_splits() -> None:
     assert not solver.params_valid(head, SM90, (128, 8, 64, 1, 8, 4, 1))  # 512 sums a lane
     assert not solver.params_valid(head, SM90, (64, 4, 32, 1, 65, 4, 1))  # past 64 parts
     space = solver.param_space(head, SM90)
-    assert space[0] == params and space[1] == (64, 4, 32, 1, 16, 4, 1)
+    assert space[0] == params and space[1] == (32, 4, 64, 1, 32, 4, 1)
     assert all(q[1] == 4 and solver.params_valid(head, SM90, q) for q in space)
     gfx = Target.parse("gfx942-304")
     assert solver.default_params(head, gfx)[5] == 8
@@ -127,15 +130,15 @@ def test_launch_workspace_and_reduce() -> None:
     head = _head()
     params = solver.default_params(head, SM90)
     launch = solver.launch(head, params)
-    assert launch.grid == (9 * 10, 8, 1) and launch.block == (128, 1, 1)
-    assert launch.workspace_bytes == 8 * 4 * 320 * 9 * 4
+    assert launch.grid == (9 * 5, 16, 1) and launch.block == (128, 1, 1)
+    assert launch.workspace_bytes == 16 * 4 * 320 * 9 * 4
     assert launch.pointer_args()[:4] == ["x", "dw", "dy", "workspace"]
     args = launch.scalars()
     assert (args["sxc"], args["swc"], args["syk"], args["K"], args["C"]) == (1, 1, 1, 4, 320)
     (job, reduce), = solver.follow_ups(head, params, SM90)
     assert reduce.kernel_name == job.kernel_name == "conv2d_bwd_weight_reduce"
     values = reduce.scalars()
-    assert (values["TOTAL"], values["SPLIT_K"], values["C"], values["R"]) == (4 * 320 * 9, 8,
+    assert (values["TOTAL"], values["SPLIT_K"], values["C"], values["R"]) == (4 * 320 * 9, 16,
                                                                             320, 3)
     assert reduce.pointer_args()[:2] == ["workspace", "dw"]
     one = params[:4] + (1,) + params[5:]
@@ -193,16 +196,20 @@ def test_few_channel_backward_weights_take_stems() -> None:
                {"mode": "trans"}, {"in_type": "FP16", "wei_type": "FP16", "out_type": "FP16"}):
         assert not solver.is_applicable(_stem(**kw), SM90), kw
     handle = Handle(target="sm90-132")
-    # 3x3 and 4x4 stems channels-last: first, ahead of the few-channel kernels.
-    for p in (_stem(), _stem(k=96, filter=(4, 4), stride=(4, 4), pad=(0, 0)),
-              _stem(c=4, k=320, in_spatial=(64, 64), stride=(1, 1))):
+    # Stems of 2-16 taps and at most 32 filters, both forms: first, ahead of the few-channel
+    # kernels and the implicit GEMM.
+    for p in (_stem(), _stem("NCHW"), _stem(k=16), _stem("NCHW", k=24),
+              _stem(k=32, filter=(4, 4), stride=(4, 4), pad=(0, 0))):
         assert handle.solutions(p)[0].solver == FEWC, p.key()
-    # Not 7x7 stems, not 1x1 layers (a squeeze layer's 4 -> 96 of one pixel), not
-    # channel-planar, not other kinds.
+    # Not 7x7 stems, not 1x1 layers (a squeeze layer's 4 -> 96 of one pixel), not more than
+    # 32 filters (ConvNeXt's 4x4 stem of 96, the UNet's conv_in of 320), not other kinds.
     squeeze = _stem(c=4, k=96, in_spatial=(1, 1), filter=(1, 1), pad=(0, 0), stride=(1, 1))
-    for p, target in ((_stem(k=64, filter=(7, 7), pad=(3, 3)), SM90), (squeeze, SM90),
-                      (_stem("NCHW"), SM90), (_stem(), Target("sm80", 108))):
+    for p, target in ((_stem(k=32, filter=(7, 7), pad=(3, 3)), SM90), (squeeze, SM90),
+                      (_stem(k=96, filter=(4, 4), stride=(4, 4), pad=(0, 0)), SM90),
+                      (_stem(c=4, k=320, in_spatial=(64, 64), stride=(1, 1)), SM90),
+                      (_stem(k=33), SM90), (_stem(), Target("sm80", 108))):
         assert solver.is_applicable(p, target) and not solver.claims_first(p, target)
+        assert handle.solutions(p)[0].solver != FEWC or target != SM90, p.key()
 
 
 def test_few_channel_tiles_splits_and_launch() -> None:
@@ -213,6 +220,12 @@ def test_few_channel_tiles_splits_and_launch() -> None:
     assert params == (8, 32, 32, 1, 512, 4, 1)
     assert solver.launch(stem, params).grid == (1, 512, 1)
     assert solver.default_params(_stem(k=16), SM90)[:3] == (16, 16, 32)
+    # Planar stems of 16 and 32 filters: 16 columns at twice the positions.
+    assert solver.default_params(_stem("NCHW", k=16), SM90)[:3] == (32, 16, 16)
+    assert solver.default_params(_stem("NCHW"), SM90)[:3] == (16, 32, 16)
+    assert solver.default_params(_stem("NCHW", k=96), SM90)[:3] == (8, 64, 16)
+    assert solver.default_params(_stem("NCHW", k=16), Target.parse("gfx942-304"))[:3] == \
+        solver.default_params(_stem(k=16), Target.parse("gfx942-304"))[:3]
     wide = _stem(k=96, filter=(7, 7), pad=(3, 3))  # two filter blocks x 10 column blocks
     wide_params = solver.default_params(wide, SM90)
     assert wide_params[:3] == (8, 64, 16)

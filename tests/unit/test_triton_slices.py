@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from miopenkernels.handle import Handle
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import (
     SOLVERS,
@@ -24,6 +25,7 @@ from miopenkernels.solvers import (
 from miopenkernels.solvers.reference import conv_inputs, conv_output_name, conv_reference
 from miopenkernels.solvers.triton_3d import ConvTriton3d
 from miopenkernels.solvers.triton_slices import (
+    FP32_STEM_CHANNELS,
     NOT_FIRST,
     SLICES_SOLVERS,
     TEMPORAL_FIRST,
@@ -157,8 +159,10 @@ def test_solvers_launch_the_2d_solvers_objects_on_the_sliced_problem() -> None:
 def test_the_fp32_unit_families_take_the_video_stems_over_their_depth_slices() -> None:
     """R(2+1)D-18's stem (3 -> 45, 1x7x7 at stride (1, 2, 2)) in FP32 NDHWC: the few-channel
     forward, the few-filter forward on flipped filters (four phases of dx) and the
-    few-channel backward weights over its 32 x 16 images, on their objects; offered to find,
-    first nowhere until measured (FP32 is not among FIRST_TYPES)."""
+    few-channel backward weights over its 32 x 16 images, on their objects. In FP32 the slices
+    claim the video stems where the 2-D route ranks first: the few-channel forward, the
+    three-product implicit GEMM's backward data and weights (45 filters: past the few-channel
+    backward weights' 32; 45 channels of dy: short of the flipped forward's 256)."""
     stem = ConvProblem(n=32, c=3, k=45, in_spatial=(16, 112, 112), filter=(1, 7, 7),
                        pad=(0, 3, 3), stride=(1, 2, 2), in_type="FP32", in_layout="NDHWC",
                        wei_layout="NDHWC", out_layout="NDHWC")
@@ -169,7 +173,8 @@ def test_the_fp32_unit_families_take_the_video_stems_over_their_depth_slices() -
         assert q is not None and q.n == 32 * 16 and q.in_spatial == (112, 112)
         inner = get_solver(inner_name)
         solver = get_solver(inner_name[:-3] + "Slices" + inner_name[-3:])
-        assert solver.is_applicable(p, SM90) and not solver.claims_first(p, SM90)
+        assert solver.is_applicable(p, SM90)
+        assert solver.claims_first(p, SM90) == (direction == "F")
         params = solver.default_params(p, SM90)
         assert params == inner.default_params(q, SM90)
         assert solver.launch(p, params) == inner.launch(q, params)
@@ -181,6 +186,20 @@ def test_the_fp32_unit_families_take_the_video_stems_over_their_depth_slices() -
                                                 out_layout="NCDHW"), SM90)
         assert not solver.is_applicable(replace(p, in_type="FP16", wei_type="FP16",
                                                 out_type="FP16"), SM90)
+    handle = Handle(target="sm90-132")
+    firsts = {d: handle.solutions(replace(stem, direction=d))[0].solver for d in "FBW"}
+    assert firsts == {"F": "ConvTritonFmaSlicesFwd", "B": "ConvTritonImplicitGemmTf32x3SlicesBwd",
+                      "W": "ConvTritonImplicitGemmTf32x3SlicesWrw"}
+    # X3D-S's stem (3 -> 24, 1x3x3): its backward weights are the few-channel kernel's.
+    x3d = replace(stem, k=24, in_spatial=(13, 160, 160), filter=(1, 3, 3), pad=(0, 1, 1),
+                  direction="W")
+    assert handle.solutions(x3d)[0].solver == "ConvTritonFmaFewCSlicesWrw"
+    # Not over NCDHW (no depth slices), not past FP32_STEM_CHANNELS.
+    planar = replace(stem, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW")
+    assert not any(handle.solutions(replace(planar, direction=d))[0].solver.startswith(
+        "ConvTritonFma") for d in "FBW")
+    wide = replace(stem, c=FP32_STEM_CHANNELS + 1, direction="F")
+    assert not get_solver("ConvTritonImplicitGemmTf32x3SlicesFwd").claims_first(wide, SM90)
     phases = get_solver("ConvTritonFmaFewKSlicesBwd").follow_ups(
         replace(stem, direction="B"), get_solver("ConvTritonFmaFewKSlicesBwd").default_params(
             replace(stem, direction="B"), SM90), SM90)
