@@ -8,15 +8,24 @@ layers they belong to.
     python bench/zoo.py --picks sm90-132 --types FP32 --out /tmp/before   # at the old tree
     python bench/zoo.py --picks sm90-132 --types FP32 --out /tmp/after    # at the new tree
     python bench/picks_compare.py /tmp/before.json /tmp/after.json [--json]
+        [--measured bench/results/RUN/bwd.json ...]
 
-Exit codes: 0 compared; 2 a file unreadable or without `by_problem`; 3 the files hold
-different problems (different zoos, types or batches).
+`--measured` takes bench/solver_alternatives.py JSON files (GPU timings of several solvers per
+layer against cuDNN): for every moved problem both of whose first choices were timed there at
+their usual parameters (an entry named as the solver, not `NAME@tile`), the GPU-time ratios to
+cuDNN before and after, and per change their geometric means (`measured` in the JSON). The
+first choices are immediate mode's; the timings are of the solvers at their usual parameters,
+which is what immediate mode runs.
+
+Exit codes: 0 compared; 2 a file unreadable or without `by_problem` or `rows`; 3 the files
+hold different problems (different zoos, types or batches).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,16 +49,64 @@ def read_picks(path: Path) -> dict[str, str]:
     return picks
 
 
-def compare(before: dict[str, str], after: dict[str, str]) -> dict[str, Any]:
-    """Per (before, after) pair of first choices that differ: the problems and their layers."""
+def read_measured(paths: list[Path]) -> dict[str, dict[str, float]]:
+    """Per problem key, each timed solver's GPU time over cuDNN's (usual parameters only);
+    ValueError naming what is wrong."""
+    out: dict[str, dict[str, float]] = {}
+    for path in paths:
+        try:
+            if path.stat().st_size > _MAX_BYTES:
+                raise ValueError(f"{path}: larger than {_MAX_BYTES >> 20} MB")
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: cannot read it as JSON ({type(exc).__name__})") from None
+        rows = data.get("rows") if isinstance(data, dict) else None
+        if not isinstance(rows, list):
+            raise ValueError(f"{path}: no `rows`; make it with bench/solver_alternatives.py")
+        for row in rows:
+            try:
+                cudnn = float(row["cudnn_gpu_ms"])
+                timed = {name: float(entry["gpu_ms"]) / cudnn
+                         for name, entry in row["solvers"].items()
+                         if "@" not in name and entry.get("gpu_ms")}
+                key = str(row["key"])
+            except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError):
+                raise ValueError(f"{path}: a row without a key, cuDNN's time or solvers' "
+                                 "times") from None
+            if cudnn > 0 and all(math.isfinite(v) and v > 0 for v in timed.values()):
+                out.setdefault(key, {}).update(timed)
+    return out
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def compare(before: dict[str, str], after: dict[str, str],
+            measured: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    """Per (before, after) pair of first choices that differ: the problems and their layers,
+    and where `measured` timed both choices, their ratios to cuDNN."""
     moved: dict[tuple[str, str], list[str]] = {}
     for problem, solver in after.items():
         old = before[problem]
         if old != solver:
             moved.setdefault((old, solver), []).append(problem)
-    rows = [{"before": old, "after": new, "problems": len(problems),
-             "layers": sorted({p.split(" ", 1)[0] for p in problems})}
-            for (old, new), problems in sorted(moved.items(), key=lambda kv: -len(kv[1]))]
+    rows = []
+    for (old, new), problems in sorted(moved.items(), key=lambda kv: -len(kv[1])):
+        row: dict[str, Any] = {"before": old, "after": new, "problems": len(problems),
+                               "layers": sorted({p.split(" ", 1)[0] for p in problems})}
+        if measured is not None:
+            pairs = [(p, measured[k][old], measured[k][new]) for p in problems
+                     if (k := p.split(" ", 1)[-1]) in measured
+                     and old in measured[k] and new in measured[k]]
+            if pairs:
+                row["measured"] = {
+                    "problems": len(pairs),
+                    "before_geomean": round(_geomean([b for _, b, _ in pairs]), 3),
+                    "after_geomean": round(_geomean([a for _, _, a in pairs]), 3),
+                    "rows": [{"problem": p, "before": round(b, 3), "after": round(a, 3)}
+                             for p, b, a in pairs]}
+        rows.append(row)
     return {"problems": len(after), "moved": sum(r["problems"] for r in rows), "changes": rows}
 
 
@@ -58,9 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    ap.add_argument("--measured", type=Path, nargs="+", default=None, metavar="FILE",
+                    help="bench/solver_alternatives.py JSON files timing the choices")
     args = ap.parse_args(argv)
     try:
         before, after = read_picks(args.before), read_picks(args.after)
+        measured = read_measured(args.measured) if args.measured else None
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -68,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the files hold different problems ({len(set(before) ^ set(after))} "
               "in one alone); make both with the same zoo.py arguments", file=sys.stderr)
         return 3
-    result = compare(before, after)
+    result = compare(before, after, measured)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -76,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     for row in result["changes"]:
         print(f"{row['problems']:5d}  {row['before']} -> {row['after']}: "
               + ", ".join(row["layers"]))
+        if "measured" in row:
+            m = row["measured"]
+            print(f"       timed on {m['problems']}: {m['before_geomean']:.2f} -> "
+                  f"{m['after_geomean']:.2f} of cuDNN's GPU time (geomean)")
     return 0
 
 

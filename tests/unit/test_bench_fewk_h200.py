@@ -240,3 +240,40 @@ def test_the_phases_of_a_larger_stride_lose_to_the_three_product_gemm() -> None:
     assert len(phases) == 38
     assert (round(min(phases), 2), round(max(phases), 2)) == (1.65, 12.87)
     assert (round(min(gemm), 2), round(max(gemm), 2)) == (0.49, 1.57)
+
+
+def test_the_new_backward_weights_tiles_against_the_old_ones() -> None:
+    """The tiles chosen from the kernel's shape before (64:2:64, 64:4:32, 32:8:32, both forms)
+    against the measured fastest: the GPU time in all over the wrw_tiles layers."""
+    old = {2: (64, 2, 64), 4: (64, 4, 32), 8: (32, 8, 32)}
+    totals = {"old": 0.0, "new": 0.0}
+    for row in _rows("wrw_tiles"):
+        k = int(_fields(row)[0])
+        block = next(b for b in fewk_wrw.FILTER_BLOCKS if b >= k)
+        new = _usual(fewk_wrw, _form(row), block)
+        times = {_tile_of(s, e): float(e["gpu_ms"]) for s, e in row["solvers"].items()
+                 if e.get("gpu_ms")}
+        totals["old"] += next(v for t, v in times.items() if t[:3] == old[block] and t[4] == 4)
+        totals["new"] += times[new]
+    assert round(totals["old"], 1) == 114.8 and round(totals["new"], 1) == 97.1
+
+
+def test_the_stem_kernel_on_flipped_filters_and_r3d_stem_figures() -> None:
+    """`ConvTritonFmaBwd` on the layers it claims (1-4 filters, more than one tap, stride 1):
+    the fastest timed; R3D-18's 3x7x7 stem on the 3-D kernels (no slices route)."""
+    claimed = []
+    for row in _rows("bwd"):
+        f = _fields(row)
+        ours = _ratio(row, "ConvTritonFmaBwd")
+        if ours is None or f[3] == "1x1":
+            continue
+        assert ours == min(r for s in row["solvers"] if (r := _ratio(row, s)) is not None)
+        claimed.append(ours)
+    assert len(claimed) == 6 and (round(min(claimed), 2), round(max(claimed), 2)) == (0.47, 1.01)
+    r3d = [_ratio(r, s) for name, s in (("video_f", "ConvTriton3dSmallCFwd"),
+                                        ("video_w", "ConvTriton3dSmallCWrw"))
+           for r in _rows(name) if r["network"] == "r3d_18"]
+    back = [_ratio(r, "ConvTriton3dTf32x3Bwd") for r in _rows("bwd") if r["network"] == "r3d_18"]
+    assert len(r3d) == 4 and len(back) == 2
+    assert (round(min(r3d), 2), round(max(r3d), 2)) == (1.65, 2.34)
+    assert (round(min(back), 2), round(max(back), 2)) == (7.18, 15.09)

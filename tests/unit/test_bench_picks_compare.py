@@ -65,3 +65,52 @@ def test_the_committed_comparison_matches_the_results_readme() -> None:
                for r in data["changes"])
     text = (ROOT / "bench" / "results" / "README.md").read_text()
     assert "112 of 41,526" in text
+
+
+def test_it_puts_the_timings_beside_the_moves(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture) -> None:
+    before = _write(tmp_path / "a.json", {"n/a k1": "A", "n/a k2": "A", "n/b k3": "A"})
+    after = _write(tmp_path / "b.json", {"n/a k1": "X", "n/a k2": "X", "n/b k3": "X"})
+    timed = tmp_path / "t.json"
+    timed.write_text(json.dumps({"rows": [
+        {"key": "k1", "cudnn_gpu_ms": 2.0, "solvers": {"A": {"gpu_ms": 4.0},
+                                                         "X": {"gpu_ms": 1.0},
+                                                         "X@1:2": {"gpu_ms": 0.1}}},
+        {"key": "k2", "cudnn_gpu_ms": 1.0, "solvers": {"A": {"gpu_ms": 8.0},
+                                                         "X": {"gpu_ms": 2.0}}},
+        {"key": "k3", "cudnn_gpu_ms": 1.0, "solvers": {"X": {"gpu_ms": 1.0}}}]}))
+    assert picks_compare.main([str(before), str(after), "--json", "--measured",
+                               str(timed)]) == 0
+    m = json.loads(capsys.readouterr().out)["changes"][0]["measured"]
+    # k3 lacks the before choice's timing; X@1:2 is another tile, not the usual one.
+    assert m["problems"] == 2 and m["before_geomean"] == 4.0 and m["after_geomean"] == 1.0
+    assert picks_compare.main([str(before), str(after), "--measured", str(timed)]) == 0
+    assert "timed on 2: 4.00 -> 1.00" in capsys.readouterr().out
+    broken = tmp_path / "u.json"
+    broken.write_text(json.dumps({"rows": [{"key": "k1"}]}))
+    assert picks_compare.main([str(before), str(after), "--measured", str(broken)]) == 2
+    assert picks_compare.main([str(before), str(after), "--measured", str(before)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+
+
+def test_the_h200_backward_comparison_matches_the_results_readme() -> None:
+    """bench/results/picks_sm90-132-035369f-3d8205b.json: the moves and the timed ratios
+    its README section quotes."""
+    data = json.loads((ROOT / "bench" / "results" /
+                       "picks_sm90-132-035369f-3d8205b.json").read_text())
+    assert (data["problems"], data["moved"]) == (41526, 123)
+    moved = {(r["before"], r["after"]): r for r in data["changes"]}
+    t3 = moved[("ConvTritonSmallCWrw", "ConvTritonImplicitGemmTf32x3Wrw")]
+    assert t3["problems"] == 42 and len(t3["layers"]) == 14
+    assert (t3["measured"]["before_geomean"], t3["measured"]["after_geomean"]) == (2.991, 1.532)
+    fewc = moved[("ConvTritonSmallCWrw", "ConvTritonFmaFewCWrw")]["measured"]
+    assert (fewc["before_geomean"], fewc["after_geomean"]) == (3.101, 1.903)
+    wide = moved[("ConvTritonFmaFewCWrw", "ConvTritonImplicitGemmTf32x3Wrw")]["measured"]
+    assert (wide["before_geomean"], wide["after_geomean"]) == (3.357, 2.027)
+    video = moved[("ConvTriton3dSmallCFwd", "ConvTritonFmaSlicesFwd")]["measured"]
+    assert (video["before_geomean"], video["after_geomean"]) == (2.193, 0.835)
+    assert "measured" not in moved[("ConvTriton3dTf32x3Bwd",
+                                    "ConvTritonImplicitGemmTf32x3SlicesBwd")]
+    text = (ROOT / "bench" / "results" / "README.md").read_text()
+    assert "123 of 41,526" in text
