@@ -57,11 +57,13 @@ _LAYOUT_2D = {"NDHWC": "NHWC", "NCDHW": "NCHW"}
 #: recomputes the figures.
 NOT_FIRST: dict[str, tuple[str, ...]] = {"ConvTritonImplicitGemmPadded": ("W",)}
 #: The element types in which they claim first place: the 16-bit ones, measured in FP16 (BF16
-#: runs the same objects); FP32 problems are offered to find and tuning and ranked on the
-#: model's estimate (the FP32 3-D routes' rules stand: solvers/triton_3d_relaid.py).
+#: runs the same objects); FP32 problems but the stems below are offered to find and tuning
+#: and ranked on the model's estimate (the FP32 3-D routes' rules stand:
+#: solvers/triton_3d_relaid.py).
 FIRST_TYPES = ("FP16", "BF16")
 #: In FP32 they claim the video stems, layers of at most FP32_STEM_CHANNELS input channels over
-#: their depth slices, where the inner solver ranks first on the 2-D problem. Over R(2+1)D-18's
+#: their depth slices, where the inner solver ranks first on the 2-D problem (IEEE and
+#: three-product sums; the TF32 math's were not timed). Over R(2+1)D-18's
 #: and X3D-S's stems in NDHWC (H200, batch 32: bench/results/fewk_h200-035369f/video_f.json,
 #: video_w.json, bwd.json) the slices took, of IEEE cuDNN's GPU time, forward 0.76 and 0.92
 #: (the few-channel FP32 kernel's) where the few-channel 3-D kernel took 1.63 and 2.94,
@@ -165,12 +167,16 @@ class ConvTritonSlices(InnerParameters, Solver):
         """Where the inner solver ranks first on the sliced problem among the 2-D families,
         but for the directions of NOT_FIRST's inner families; in FIRST_TYPES; on layers over
         their depth slices, and on temporal layers channels-last in TEMPORAL_FIRST's
-        directions; in FP32, on stems (FP32_STEM_CHANNELS) over their depth slices."""
+        directions; in FP32 (IEEE sums: not the TF32 math's), on stems (FP32_STEM_CHANNELS)
+        over their depth slices."""
+        if self.direction in NOT_FIRST.get(type(self.inner).__name__, ()) or \
+                sliced_problem(problem) is None:
+            return False
         if problem.in_type == "FP32":
-            if problem.c > FP32_STEM_CHANNELS or not _depth_slices(problem):
+            if self.math == "tf32" or problem.c > FP32_STEM_CHANNELS or \
+                    not _depth_slices(problem):
                 return False
-        elif self.direction in NOT_FIRST.get(type(self.inner).__name__, ()) or \
-                problem.in_type not in FIRST_TYPES or sliced_problem(problem) is None:
+        elif problem.in_type not in FIRST_TYPES:
             return False
         if not _depth_slices(problem) and (self.direction not in TEMPORAL_FIRST or
                                            problem.in_layout != "NDHWC"):
