@@ -277,3 +277,30 @@ def test_the_stem_kernel_on_flipped_filters_and_r3d_stem_figures() -> None:
     assert len(r3d) == 4 and len(back) == 2
     assert (round(min(r3d), 2), round(max(r3d), 2)) == (1.65, 2.34)
     assert (round(min(back), 2), round(max(back), 2)) == (7.18, 15.09)
+
+
+def test_the_h100_run_of_the_choices_against_the_run_before() -> None:
+    """bench/results/fewk_h100-4ee2d41: the comparison table and figures of the README."""
+    here = RESULTS.parent / "fewk_h100-4ee2d41"
+    compared = json.loads((here / "zoo_compare_fp32_bw.json").read_text())["cases"]
+    table = {case: (v["layers"], round(v["before"], 2), round(v["after"], 2))
+             for case, v in compared.items() if v["layers"]}
+    assert {k: v for k, v in table.items() if k.endswith(" zoo")} == {
+        "FP32-B-NCHW zoo": (29, 1.08, 1.03), "FP32-B-NHWC zoo": (29, 1.12, 0.9),
+        "FP32-W-NCHW zoo": (29, 1.61, 1.38), "FP32-W-NHWC zoo": (23, 2.57, 1.46),
+        "FP32-B-NDHWC zoo": (2, 2.56, 1.24), "FP32-W-NDHWC zoo": (1, 1.74, 0.59),
+        "FP32-B-NCDHW zoo": (2, 3.15, 3.12), "FP32-W-NCDHW zoo": (2, 0.94, 0.94)}
+    assert table["FP32-W-NCHW held_out"] == (4, 1.99, 1.24)
+    assert table["FP32-B-NDHWC held_out"] == (2, 5.93, 3.01)
+    assert table["FP32-B-NCDHW held_out"] == (2, 5.05, 5.02)
+    run = json.loads((here / "zoo_fp32_bw.json").read_text())
+    assert run["errors"] == 0 and not run["not_reached"] and run["compiles"] == 26
+    few = run["classes"]["few-channel"]
+    held = run["held_out"]["classes"]["few-channel"]
+    assert (round(few["gpu_geomean"], 2), few["layers"], round(few["max_ratio"], 2)) == \
+        (1.18, 124, 6.7)
+    assert (round(held["gpu_geomean"], 2), held["layers"], round(held["max_ratio"], 2)) == \
+        (1.27, 24, 13.33)
+    over = sorted(round(r["ratio"], 2) for r in run["rows"] if r["ratio"] > 2.5)
+    assert over == [2.56, 2.68, 2.7, 2.78, 2.86, 3.94, 5.07, 5.69, 6.39, 6.7, 13.33]
+    assert "36 passed" in (here / "grid" / "gpu_tests.txt").read_text()
