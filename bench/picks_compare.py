@@ -33,14 +33,20 @@ from typing import Any
 _MAX_BYTES = 64 << 20  # a picks file is a few MB
 
 
-def read_picks(path: Path) -> dict[str, str]:
-    """A picks file's `by_problem`; ValueError naming what is wrong."""
+def _read_json(path: Path, what: str) -> Any:
+    """A JSON file of at most _MAX_BYTES (checked before reading); ValueError naming what is
+    wrong."""
     try:
         if path.stat().st_size > _MAX_BYTES:
-            raise ValueError(f"{path}: larger than {_MAX_BYTES >> 20} MB; not a picks file")
-        data = json.loads(path.read_text())
+            raise ValueError(f"{path}: larger than {_MAX_BYTES >> 20} MB; not {what}")
+        return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it as JSON ({type(exc).__name__})") from None
+
+
+def read_picks(path: Path) -> dict[str, str]:
+    """A picks file's `by_problem`; ValueError naming what is wrong."""
+    data = _read_json(path, "a picks file")
     picks = data.get("by_problem") if isinstance(data, dict) else None
     if not isinstance(picks, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                               for k, v in picks.items()):
@@ -54,12 +60,7 @@ def read_measured(paths: list[Path]) -> dict[str, dict[str, float]]:
     ValueError naming what is wrong."""
     out: dict[str, dict[str, float]] = {}
     for path in paths:
-        try:
-            if path.stat().st_size > _MAX_BYTES:
-                raise ValueError(f"{path}: larger than {_MAX_BYTES >> 20} MB")
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: cannot read it as JSON ({type(exc).__name__})") from None
+        data = _read_json(path, "a timings file")
         rows = data.get("rows") if isinstance(data, dict) else None
         if not isinstance(rows, list):
             raise ValueError(f"{path}: no `rows`; make it with bench/solver_alternatives.py")
