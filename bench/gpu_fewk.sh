@@ -39,6 +39,12 @@
 #   wrw_tiles.*  the same on the backward weights kernel's tiles (its legal space around the
 #            usual tile of each filter block, each at the split that fills the GPU; not a
 #            default step);  WRW_TILES_S
+#   planes_f.*, planes_b.*, planes_small.*, planes_half.*  the same on the zoo's NCDHW layers
+#            of one depth tap at depth stride 1 (video stems, (2+1)-D spatial layers, X3D's
+#            1x1x1 ones): the planes solvers (solvers/triton_planes.py: a 2-D launch per depth
+#            slice) beside the 3-D families and the GEMM library, FP32 forward and backward
+#            data at batch 32 (`planes`), the 1-4 channel stems at batch 8 and 1 and FP16 at
+#            batch 32 (`planes_more`; neither a default step);  PLANES_S
 #   bwd_trial.*  bench/fewk_bwd_trial.py: backward data of layers of 1-8 input channels at
 #            stride 1 as the few-filter forward on flipped filters, against cuDNN (not a
 #            default step);  TRIAL_S
@@ -90,6 +96,16 @@ video_solvers="ConvTritonFmaSlicesFwd,ConvTriton3dSmallCFwd,ConvTritonImplicitGe
 ConvTriton3dTf32x3Fwd"
 video_w_solvers="ConvTritonFmaFewCSlicesWrw,ConvTriton3dSmallCWrw,\
 ConvTritonImplicitGemmTf32x3SlicesWrw,ConvTriton3dTf32x3Wrw"
+planes_f_solvers="ConvTritonFmaPlanesFwd,ConvTritonFmaFewKPlanesFwd,\
+ConvTritonImplicitGemmTf32x3PlanesFwd,ConvTritonImplicitGemmPlanesFwd,ConvTriton3dSmallCFwd,\
+ConvTriton3dTf32x3Fwd,ConvTriton3dFwd,ConvTriton3dViaNdhwcFwd,ConvBlasGemm1x1Fwd"
+planes_b_solvers="ConvTritonImplicitGemmTf32x3PlanesBwd,ConvTritonImplicitGemmPlanesBwd,\
+ConvTritonFmaFewKPlanesBwd,ConvTritonFmaPlanesBwd,ConvTriton3dSmallCBwd,ConvTriton3dTf32x3Bwd,\
+ConvTriton3dBwd,ConvTriton3dViaNdhwcBwd,ConvBlasGemm1x1Bwd"
+# 3-D keys of one depth tap, no depth padding, depth stride 1 (either direction's order).
+keys_planes='^[0-9]+-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-0x[0-9]+x[0-9]+-1x[0-9]+x[0-9]+-'
+keys_planes_stems_f='^[1-4]-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-0x[0-9]+x[0-9]+-1x[0-9]+x[0-9]+-'
+keys_planes_stems_b='^[0-9]+-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-[1-4]-[0-9]+-[0-9]+-[0-9]+-[0-9]+-0x[0-9]+x[0-9]+-1x[0-9]+x[0-9]+-'
 # 3-D keys of 1-4 channels: forward (the first field), backward (the sixth: output side first).
 keys_3d_f='^[1-4]-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+x[0-9]+-'
 keys_3d_b='^[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+x[0-9]+-[1-4]-'
@@ -114,10 +130,12 @@ t = Target("sm90", 132)
 names, types, only = sys.argv[1].split(","), sys.argv[2].split(","), re.compile(sys.argv[3])
 direction = sys.argv[4]
 jobs = set()
+layouts = __import__("os").environ.get("ALT_LAYOUTS", "NCHW,NHWC").split(",")
+batches = [int(b) for b in __import__("os").environ.get("ALT_BATCHES", "32").split(",")]
 for layer in load_layers(held_out=True):
     for ty in types:
-        for lay in ("NCHW", "NHWC"):
-            p = layer_problem(layer, ty, direction, lay, 32)
+        for lay, n in ((lay, n) for lay in layouts for n in batches):
+            p = layer_problem(layer, ty, direction, lay, n)
             if p is None or not only.search(p.key()):
                 continue
             for name in names:
@@ -151,7 +169,8 @@ alternatives() {  # alternatives NAME LIMIT TYPES SOLVER,... [DIRECTION [KEYS]]
   keys="${6:-$keys}"
   stamp "$name precompile: $(precompile "$solvers" "$types" "$direction" "$keys" | tail -1)"
   timeout "$limit" python3 bench/solver_alternatives.py --solvers "$solvers" \
-    --types "$types" --directions "$direction" --layouts NCHW,NHWC --batches 32 --held-out \
+    --types "$types" --directions "$direction" --layouts "${ALT_LAYOUTS:-NCHW,NHWC}" \
+    --batches "${ALT_BATCHES:-32}" --held-out \
     --only "$keys" --budget-s "$(( limit - 15 ))" --out "$out/$name" > "$out/$name.log" 2>&1
   stamp "$name rc=$?"; tail -30 "$out/$name.log"
 }
@@ -208,6 +227,23 @@ if want video; then
   # slices, the few-channel 3-D kernels and the three-product implicit GEMMs.
   alternatives video_f "${VIDEO_S:-100}" FP32 "$video_solvers" F "$keys_3d_f"
   alternatives video_w "${VIDEO_S:-100}" FP32 "$video_w_solvers" W "$keys_3d_b"
+fi
+if want planes; then
+  # NCDHW alone ("NCHW" names the planar layout of 3-D layers too).
+  limit="${PLANES_S:-120}"
+  ALT_LAYOUTS=NCHW alternatives planes_f "$limit" FP32 "$planes_f_solvers" F "$keys_planes"
+  ALT_LAYOUTS=NCHW alternatives planes_b "$limit" FP32 "$planes_b_solvers" B "$keys_planes"
+fi
+if want planes_more; then
+  limit="${PLANES_S:-120}"
+  ALT_LAYOUTS=NCHW ALT_BATCHES=8,1 alternatives planes_small_f "$(( limit / 2 ))" FP32 \
+    "$planes_f_solvers" F "$keys_planes_stems_f"
+  ALT_LAYOUTS=NCHW ALT_BATCHES=8,1 alternatives planes_small_b "$(( limit / 2 ))" FP32 \
+    "$planes_b_solvers" B "$keys_planes_stems_b"
+  ALT_LAYOUTS=NCHW alternatives planes_half_f "$(( limit / 2 ))" FP16 "$planes_f_solvers" F \
+    "$keys_planes"
+  ALT_LAYOUTS=NCHW alternatives planes_half_b "$(( limit / 2 ))" FP16 "$planes_b_solvers" B \
+    "$keys_planes"
 fi
 if want wrw_tiles; then
   alternatives wrw_tiles "${WRW_TILES_S:-150}" FP32 "$wrw_tile_solvers" W

@@ -85,6 +85,7 @@ from .triton_padded_chunks import (
     ConvTritonImplicitGemmPaddedChunks,
     padded_chunks_first,
 )
+from .triton_planes import PLANES_SOLVERS, ConvTritonPlanes, planes_first
 from .triton_relayout_chunks import (
     VIA_CHUNK_SOLVERS,
     ConvTritonImplicitGemmRelayoutChunks,
@@ -134,6 +135,7 @@ SOLVERS: list[Solver] = [
     *DEPTHWISE_SOLVERS,
     *DEPTHWISE_3D_SOLVERS,
     *SLICES_SOLVERS,
+    *PLANES_SOLVERS,
     *RELAID_3D_SOLVERS,
     *TAPS_3D_SOLVERS,
     *TRITON_3D_SOLVERS,
@@ -181,6 +183,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     # either way; the video stems': triton_slices.FP32_STEM_CHANNELS).
     ConvTritonSlices: lambda p, t, math: slices_first(p, t, math) or (
         math == "ieee" and p.in_type == "FP32" and slices_first(p, t, "tf32x3")),
+    # The planes solvers claim in FP32 alone, IEEE or three-product sums: a family of either
+    # gives way to either (the FP32-unit families' claims are IEEE ones).
+    ConvTritonPlanes: lambda p, t, math: math != "tf32" and (
+        planes_first(p, t, "ieee") or planes_first(p, t, "tf32x3")),
     ConvTritonFma: lambda p, t, math: math != "tf32" and fma_first(p, t),
     ConvTritonFmaFewK: lambda p, t, math: math != "tf32" and fewk_first(p, t),
     ConvTritonFmaFewKWrw: lambda p, t, math: math != "tf32" and fewk_wrw_first(p, t),
@@ -216,7 +222,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: backward data problems whose products exceed one launch's workspace); every 3-D family to
 #: the 3-D depthwise solvers (triton_depthwise_3d) on the problems they take. The 3-D implicit
 #: GEMM, its relaid and several-taps solvers give way to the slices solvers (triton_slices: a
-#: 3-D channels-last layer of one depth tap at depth stride 1 as a 2-D one over N*D images)
+#: 3-D channels-last layer of one depth tap at depth stride 1 as a 2-D one over N*D images) and
+#: the planes solvers (triton_planes: such a layer in NCDHW, a 2-D launch per depth slice)
 #: where those claim it, and to the GEMM library where it claims (a 1x1x1 layer at stride 1
 #: is the 2-D layer's call). On 2-D problems of
 #: few channels or few filters the implicit GEMM and its Via solvers (the padded ones: few
@@ -240,7 +247,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
                                   ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvTritonFmaBwd)
-_SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvBlasGemm1x1)
+_SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvTritonPlanes, ConvBlasGemm1x1)
 _FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,

@@ -45,7 +45,8 @@ from ._conv import conv_view
 from .base import CompileJob, InnerParameters, Launch, Params, Solver
 
 __all__ = ["ConvTritonSlices", "FIRST_TYPES", "FP32_STEM_CHANNELS", "NOT_FIRST", "SLICES_SOLVERS",
-           "TEMPORAL_FIRST", "sliced_problem", "slices_first", "use_precedence"]
+           "TEMPORAL_FIRST", "inner_ranks_first", "sliced_problem", "slices_first",
+           "use_precedence"]
 
 _LAYOUT_2D = {"NDHWC": "NHWC", "NCDHW": "NCHW"}
 #: Inner families whose slices solvers do not claim first place in these directions, where
@@ -90,6 +91,12 @@ _PRECEDENCE: list[Callable[[Solver, ConvProblem, Target], bool]] = []
 def use_precedence(ranks_first: Callable[[Solver, ConvProblem, Target], bool]) -> None:
     """Set the registry's precedence the claims ask on the 2-D problem."""
     _PRECEDENCE[:] = [ranks_first]
+
+
+def inner_ranks_first(inner: Solver, problem: ConvProblem, target: Target) -> bool:
+    """Whether the registry ranks a 2-D solver first on a 2-D problem (False before the
+    registry has set its precedence)."""
+    return bool(_PRECEDENCE and _PRECEDENCE[0](inner, problem, target))
 
 
 @lru_cache(maxsize=4096)
@@ -181,7 +188,7 @@ class ConvTritonSlices(InnerParameters, Solver):
         if not _depth_slices(problem) and (self.direction not in TEMPORAL_FIRST or
                                            problem.in_layout != "NDHWC"):
             return False
-        return bool(_PRECEDENCE and _PRECEDENCE[0](self.inner, self._relaid(problem), target))
+        return inner_ranks_first(self.inner, self._relaid(problem), target)
 
     def ahead_of_portable(self, problem: ConvProblem, target: Target) -> bool:
         ahead = getattr(self.inner, "ahead_of_portable", None)
