@@ -45,10 +45,10 @@ from ..target import Target
 from ._conv import kernel_tensors
 from .base import CompileJob, InnerParameters, KernelArg, Launch, Params, Solver, split_offset
 from .triton_common import kernel_arg
-from .triton_slices import inner_ranks_first
+from .triton_slices import FP32_STEM_CHANNELS, inner_ranks_first
 
-__all__ = ["FIRST_TAPS", "FIRST_TYPES", "PLANES_SOLVERS", "PLANE_ALIGN", "ConvTritonPlanes",
-           "planes_first", "planes_problem"]
+__all__ = ["FIRST_TAPS", "FIRST_TYPES", "PLANES_SOLVERS", "PLANE_ALIGN", "STEM_WAVES",
+           "ConvTritonPlanes", "planes_first", "planes_problem"]
 
 #: Bytes every activation plane (H*W and P*Q elements) is a multiple of: the slices' offsets
 #: keep the caller's pointers as aligned as the objects assume (16-byte pointers).
@@ -70,6 +70,15 @@ _STRIDES = {"x_ptr": ("sxn", "sxc"), "y_ptr": ("syn", "syk"), "w_ptr": ("swk", "
 #: library takes them: no claim there. tests/unit/test_triton_planes.py recomputes the figures.
 FIRST_TYPES = ("FP32",)
 FIRST_TAPS = 2
+#: On the stems (at most triton_slices.FP32_STEM_CHANNELS channels) they claim where one
+#: slice's launch has STEM_WAVES waves of blocks or more on the target: at batch 1 (25 and 50
+#: blocks a slice on the H100's 132 SMs) R(2+1)D-18's stem took 9.71 (forward) and 7.01
+#: (backward data) of cuDNN against the few-channel 3-D kernel's 1.91 and the three-product
+#: 3-D kernel's 4.40, X3D-S's forward 7.14 against 2.21 (bench/results/planes_h100/
+#: planes_small_F.json, planes_small_B.json); at batch 8 (196-400 blocks) they won every stem.
+#: Past the stems they claim at every batch: at batch 1 they won 10 of R(2+1)D-18's 14 timed
+#: spatial problems (0.99-2.15 against 1.86-4.71; lost 1.73-3.44 against 1.39-2.21).
+STEM_WAVES = 1
 
 Step = tuple[CompileJob, Launch]
 
@@ -217,11 +226,18 @@ class ConvTritonPlanes(InnerParameters, Solver):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """In FIRST_TYPES (not the TF32 math), on layers of FIRST_TAPS spatial taps or more,
-        where the inner solver ranks first on the 2-D layer of N*D images."""
+        where the inner solver ranks first on the 2-D layer of N*D images; on the stems (at
+        most FP32_STEM_CHANNELS channels) where one slice's launch fills the target's CUs
+        (STEM_WAVES)."""
         q = planes_problem(problem)
         if q is None or problem.in_type not in FIRST_TYPES or self.math == "tf32" or \
                 q.filter[0] * q.filter[1] < FIRST_TAPS:
             return False
+        if problem.c <= FP32_STEM_CHANNELS:
+            one = _slice(problem)
+            grid, _ = self.inner.launch_geometry(one, self.inner.default_params(one, target))
+            if grid[0] * grid[1] * grid[2] < STEM_WAVES * target.cu:
+                return False
         return inner_ranks_first(self.inner, q, target)
 
     def ahead_of_portable(self, problem: ConvProblem, target: Target) -> bool:

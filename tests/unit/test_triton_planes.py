@@ -27,10 +27,12 @@ from miopenkernels.solvers.triton_3d_smallc import ConvTriton3dSmallC
 from miopenkernels.solvers.triton_planes import (
     PLANE_ALIGN,
     PLANES_SOLVERS,
+    STEM_WAVES,
     ConvTritonPlanes,
     planes_first,
     planes_problem,
 )
+from miopenkernels.solvers.triton_slices import FP32_STEM_CHANNELS
 from miopenkernels.target import Target
 
 pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
@@ -276,6 +278,39 @@ def test_the_claims_figures_of_the_h100_run() -> None:
     down = {d: figures[("x3d_s", d, False)] for d in "fb"}
     assert (_span(down["f"][0]), _span(down["f"][1])) == ("1.98-4.11", "2.20-5.09")
     assert (_span(down["b"][0]), _span(down["b"][1])) == ("1.13-2.52", "0.73-0.85")
+    # Batch 8 and 1: the stems where a slice fills the GPU, the spatial layers at every batch.
+    small = {}
+    for name in ("planes_small_F.json", "planes_small_B.json"):
+        for row in _timed(name):
+            p = _problem(row)
+            ratios = _ratios(row)
+            if p.filter[1:] == (1, 1) or not any("Planes" in k for k in ratios):
+                continue
+            solver = specialisations(p, SM90)[0].solver
+            three_d = min(v for k, v in ratios.items() if k.startswith("ConvTriton3d"))
+            stem = p.c <= FP32_STEM_CHANNELS
+            if stem:  # the claiming solver's blocks a slice, against the GPU's SMs
+                first = get_solver("ConvTritonFmaPlanesFwd" if p.direction == "F" else
+                                   "ConvTritonImplicitGemmTf32x3PlanesBwd")
+                grid, _ = first.launch_geometry(p, first.default_params(p, SM90))
+                fills = grid[0] * grid[1] * grid[2] >= STEM_WAVES * SM90.cu
+                assert fills == (p.n == 8), row["key"]
+            assert isinstance(solver, ConvTritonPlanes) == (not stem or p.n == 8), row["key"]
+            if isinstance(solver, ConvTritonPlanes):
+                small.setdefault((stem, p.n), []).append((ratios[solver.name], three_d))
+            else:  # the stems' planes solver that would have claimed, against the pick
+                small.setdefault(("3-D", p.n), []).append((ratios[first.name],
+                                                            ratios[solver.name]))
+    spatial = small[(False, 1)]
+    won = [pair for pair in spatial if pair[0] < pair[1]]
+    lost = [pair for pair in spatial if pair[0] >= pair[1]]
+    assert (len(won), len(spatial)) == (10, 14)
+    assert (_span([a for a, _ in won]), _span([b for _, b in won])) == ("0.99-2.15", "1.86-4.71")
+    assert (_span([a for a, _ in lost]), _span([b for _, b in lost])) == ("1.73-3.44",
+                                                                           "1.39-2.21")
+    assert all(a < b for a, b in small[(True, 8)]) and len(small[(True, 8)]) == 4
+    assert sorted(f"{a:.2f}/{b:.2f}" for a, b in small[("3-D", 1)]) == \
+        ["1.68/1.68", "7.01/4.40", "7.14/2.21", "9.71/1.91"]
     # The stem of R(2+1)D-18 in backward data.
     stem = next(r for r in _timed("planes_b.json") if r["layer"] == "stem.0")
     assert f"{_ratios(stem)['ConvTritonImplicitGemmTf32x3PlanesBwd']:.2f}" == "1.07"
