@@ -26,11 +26,10 @@ aligned objects' pointers stay aligned at every slice) and where every launch th
 makes on a slice reads and writes the activations through `x_ptr` and `y_ptr` with their image
 and channel strides as `sxn`, `sxc`, `syn`, `syk` (a split's reduce writes the output through
 `w_ptr`, `swk`, `swc`; a lead-in that copies an activation is refused: such parameters are not
-theirs). In FP32 (IEEE and three-product sums) they claim layers of more than one spatial
-tap (FIRST_TAPS: the video stems, (2+1)-D networks' spatial layers) where the inner solver
-ranks first on the 2-D layer of N*D images among the 2-D families (the registry's
-`ranks_first`), as the slices solvers do in NDHWC; the 3-D families give way to them
-(YIELDS_TO). Other problems and types are offered to find and tuning, which time them.
+theirs). In FP32 (IEEE and three-product sums) they claim the video stems (STEM_WAVES) where
+the inner solver ranks first on the 2-D layer of N*D images among the 2-D families (the
+registry's `ranks_first`), as the slices solvers do in NDHWC; the 3-D families give way to
+them (YIELDS_TO). Other problems and types are offered to find and tuning, which time them.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from .base import CompileJob, InnerParameters, KernelArg, Launch, Params, Solver
 from .triton_common import kernel_arg
 from .triton_slices import FP32_STEM_CHANNELS, inner_ranks_first
 
-__all__ = ["FIRST_TAPS", "FIRST_TYPES", "PLANES_SOLVERS", "PLANE_ALIGN", "STEM_WAVES",
+__all__ = ["FIRST_SPATIAL", "FIRST_TYPES", "PLANES_SOLVERS", "PLANE_ALIGN", "STEM_WAVES",
            "ConvTritonPlanes", "planes_first", "planes_problem"]
 
 #: Bytes every activation plane (H*W and P*Q elements) is a multiple of: the slices' offsets
@@ -58,27 +57,28 @@ PLANE_ALIGN = 16
 #: and `swc`).
 _STRIDES = {"x_ptr": ("sxn", "sxc"), "y_ptr": ("syn", "syk"), "w_ptr": ("swk", "swc")}
 
-#: They claim first place in these element types (FP32: IEEE and three-product sums) on
-#: layers of at least FIRST_TAPS spatial taps, where the inner solver ranks first on the 2-D
-#: layer of N*D images. Over R(2+1)D-18's NCDHW layers of one depth tap (H100, batch 32,
-#: against IEEE cuDNN: bench/results/planes_h100/planes_f.json, planes_b.json) the planes
-#: solvers' first choices took, of cuDNN's GPU time, forward 0.78-1.24 where the 3-D families'
-#: best took 1.84-2.70, and backward data 0.86-1.79 where they took 1.37-6.64 (the stem: 1.07
-#: against 6.64); on X3D-S's stem (held out) 1.09 and 0.72 against 2.50 and 3.96. On 1x1x1
-#: layers at stride (1, 2, 2) neither won throughout (X3D-S's downsamples: forward 1.98-4.11
-#: against 2.20-5.09, backward data 1.13-2.52 against 0.73-0.85), and at stride 1 the GEMM
-#: library takes them: no claim there. tests/unit/test_triton_planes.py recomputes the figures.
+#: They claim first place in these element types (FP32: IEEE and three-product sums) on the
+#: stems (at most triton_slices.FP32_STEM_CHANNELS channels), where the inner solver ranks
+#: first on the 2-D layer of N*D images and one slice's launch has STEM_WAVES waves of blocks
+#: or more on the target. On the H100 at batch 32 (against IEEE cuDNN: bench/results/
+#: planes_h100/planes_f.json, planes_b.json) R(2+1)D-18's stem took 1.02 (forward) and 1.07
+#: (backward data) of cuDNN's GPU time where the 3-D families' best took 1.84 and 6.64, and
+#: X3D-S's (held out) 1.09 and 0.72 against 2.50 and 3.96; at batch 8 (196-400 blocks a
+#: slice) they won every stem; at batch 1 (25 and 50 blocks a slice on 132 SMs) R(2+1)D-18's
+#: stem took 9.71 and 7.01 against the 3-D kernels' 1.91 and 4.40, X3D-S's forward 7.14
+#: against 2.21 (planes_small_F.json, planes_small_B.json). Past the stems they claim
+#: nothing: on R(2+1)D-18's spatial layers the relaid 3-D solvers (through NDHWC, three TF32
+#: products) that the runtime picks there took FIRST_SPATIAL's figures (zoo_video_before.json
+#: against zoo_video-b308c5c.json, which claimed them), and on X3D-S's 1x1x1 downsamples at
+#: stride (1, 2, 2) the 3-D families won backward data (0.73-0.85 against 1.13-2.52).
+#: tests/unit/test_triton_planes.py recomputes the figures.
 FIRST_TYPES = ("FP32",)
-FIRST_TAPS = 2
-#: On the stems (at most triton_slices.FP32_STEM_CHANNELS channels) they claim where one
-#: slice's launch has STEM_WAVES waves of blocks or more on the target: at batch 1 (25 and 50
-#: blocks a slice on the H100's 132 SMs) R(2+1)D-18's stem took 9.71 (forward) and 7.01
-#: (backward data) of cuDNN against the few-channel 3-D kernel's 1.91 and the three-product
-#: 3-D kernel's 4.40, X3D-S's forward 7.14 against 2.21 (bench/results/planes_h100/
-#: planes_small_F.json, planes_small_B.json); at batch 8 (196-400 blocks) they won every stem.
-#: Past the stems they claim at every batch: at batch 1 they won 10 of R(2+1)D-18's 14 timed
-#: spatial problems (0.99-2.15 against 1.86-4.71; lost 1.73-3.44 against 1.39-2.21).
 STEM_WAVES = 1
+#: Where the planes solvers claimed R(2+1)D-18's spatial layers (tree b308c5c), against the
+#: relaid 3-D solvers the runtime picked before (ddeba35), over the problems of batch 32, 8
+#: and 1 that moved from one to the other: (direction, problems, the planes' GPU-time geomean
+#: against cuDNN, the relaid solvers').
+FIRST_SPATIAL = (("F", 21, 1.19, 0.83), ("B", 9, 1.48, 1.21))
 
 Step = tuple[CompileJob, Launch]
 
@@ -225,19 +225,17 @@ class ConvTritonPlanes(InnerParameters, Solver):
                 if _launchable(self, problem, tuple(s), target)]
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """In FIRST_TYPES (not the TF32 math), on layers of FIRST_TAPS spatial taps or more,
-        where the inner solver ranks first on the 2-D layer of N*D images; on the stems (at
-        most FP32_STEM_CHANNELS channels) where one slice's launch fills the target's CUs
-        (STEM_WAVES)."""
+        """In FIRST_TYPES (not the TF32 math), on the stems (at most FP32_STEM_CHANNELS
+        channels) where one slice's launch fills the target's CUs (STEM_WAVES) and the inner
+        solver ranks first on the 2-D layer of N*D images."""
         q = planes_problem(problem)
         if q is None or problem.in_type not in FIRST_TYPES or self.math == "tf32" or \
-                q.filter[0] * q.filter[1] < FIRST_TAPS:
+                problem.c > FP32_STEM_CHANNELS:
             return False
-        if problem.c <= FP32_STEM_CHANNELS:
-            one = _slice(problem)
-            grid, _ = self.inner.launch_geometry(one, self.inner.default_params(one, target))
-            if grid[0] * grid[1] * grid[2] < STEM_WAVES * target.cu:
-                return False
+        one = _slice(problem)
+        grid, _ = self.inner.launch_geometry(one, self.inner.default_params(one, target))
+        if grid[0] * grid[1] * grid[2] < STEM_WAVES * target.cu:
+            return False
         return inner_ranks_first(self.inner, q, target)
 
     def ahead_of_portable(self, problem: ConvProblem, target: Target) -> bool:

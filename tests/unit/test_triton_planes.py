@@ -6,6 +6,7 @@ rank first."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from miopenkernels.solvers.reference import conv_inputs, conv_output_name, conv_
 from miopenkernels.solvers.triton_3d import ConvTriton3d
 from miopenkernels.solvers.triton_3d_smallc import ConvTriton3dSmallC
 from miopenkernels.solvers.triton_planes import (
+    FIRST_SPATIAL,
     PLANE_ALIGN,
     PLANES_SOLVERS,
     STEM_WAVES,
@@ -212,21 +214,19 @@ def test_they_claim_the_fp32_video_stems_and_the_3d_families_give_way() -> None:
                     assert not ranks_first(s, p, SM90), s.name
     for family in (ConvTriton3d, ConvTriton3dSmallC):
         assert ConvTritonPlanes in YIELDS_TO[family]
-    # A (2+1)-D spatial layer of 64 channels claims too; no claim in 16-bit types, on 1x1x1
-    # layers, or under the TF32 math.
+    # No claim on a (2+1)-D spatial layer (the relaid 3-D solvers'), in 16-bit types, on
+    # 1x1x1 layers, at batch 1 on the stems, or under the TF32 math.
     spatial = _stem(c=64, k=144, in_spatial=(16, 56, 56), filter=(1, 3, 3), pad=(0, 1, 1),
                     stride=(1, 1, 1))
-    for direction in "FB":
-        p = replace(spatial, direction=direction)
-        assert specialisations(p, SM90)[0].solver.name == \
-            f"ConvTritonImplicitGemmTf32x3Planes{'Fwd' if direction == 'F' else 'Bwd'}"
     half = _stem(in_type="FP16", wei_type="FP16", out_type="FP16")
     down = _stem(c=24, k=48, in_spatial=(13, 40, 40), filter=(1, 1, 1), pad=(0, 0, 0))
     for s in PLANES_SOLVERS:
-        for p in (half, down, replace(down, direction="F")):
+        for p in (spatial, replace(spatial, direction="F"), half, down, _stem(n=1),
+                  replace(down, direction="F")):
             assert not (s.is_applicable(p, SM90) and s.claims_first(p, SM90)), (s.name, p)
         if s.math == "tf32":
             assert not s.claims_first(_stem(), SM90)
+    assert "Planes" not in specialisations(spatial, SM90)[0].solver.name
 
 
 def _timed(name: str) -> list[dict]:
@@ -243,78 +243,56 @@ def _span(values: list[float]) -> str:
 
 
 def test_the_claims_figures_of_the_h100_run() -> None:
-    """FIRST_TYPES' and FIRST_TAPS' figures, from bench/results/planes_h100: each row's first
-    choice of the planes solvers (immediate mode's, as now claimed) against the best of the
-    3-D families, every result within the FP32 tolerance."""
+    """The claims' figures (FIRST_TYPES, STEM_WAVES, FIRST_SPATIAL) from bench/results/
+    planes_h100, every result within the FP32 tolerance."""
     from miopenkernels.builder.jobs import specialisations
 
-    figures: dict[tuple[str, str, bool], tuple[list[float], list[float]]] = {}
-    for name in ("planes_f.json", "planes_b.json"):
+    stems: dict[tuple[str, str, int], tuple[float, float]] = {}
+    down: dict[str, tuple[list[float], list[float]]] = {}
+    for name in ("planes_f.json", "planes_b.json", "planes_small_F.json", "planes_small_B.json"):
         for row in _timed(name):
-            ratios = _ratios(row)
             assert all(v["rel_err"] < 1e-5 for v in row["solvers"].values() if "rel_err" in v)
-            fields = row["key"].split("-")  # the filter fifth, the stride twelfth
-            spatial = fields[4] != "1x1x1"
-            if not spatial and fields[11] != "1x2x2":
-                continue  # 1x1x1 at stride 1: the GEMM library's
-            three_d = [v for k, v in ratios.items() if k.startswith("ConvTriton3d")]
-            planes = {k: v for k, v in ratios.items() if "Planes" in k}
-            if not planes:
-                continue  # planes off 16 bytes (7x7 images in FP32)
-            if spatial:
-                first = specialisations(_problem(row), SM90)[0].solver.name
-                mine = planes[first]
-            else:
-                mine = min(planes.values())
-            key = (row["network"], name[7], spatial)
-            got = figures.setdefault(key, ([], []))
-            got[0].append(mine)
-            got[1].append(min(three_d))
-    r2 = {d: figures[("r2plus1d_18", d, True)] for d in "fb"}
-    assert (_span(r2["f"][0]), _span(r2["f"][1])) == ("0.78-1.24", "1.84-2.70")
-    assert (_span(r2["b"][0]), _span(r2["b"][1])) == ("0.86-1.79", "1.37-6.64")
-    x3d = {d: figures[("x3d_s", d, True)] for d in "fb"}
-    assert [f"{v[0][0]:.2f}/{v[1][0]:.2f}" for v in x3d.values()] == ["1.09/2.50", "0.72/3.96"]
-    down = {d: figures[("x3d_s", d, False)] for d in "fb"}
-    assert (_span(down["f"][0]), _span(down["f"][1])) == ("1.98-4.11", "2.20-5.09")
-    assert (_span(down["b"][0]), _span(down["b"][1])) == ("1.13-2.52", "0.73-0.85")
-    # Batch 8 and 1: the stems where a slice fills the GPU, the spatial layers at every batch.
-    small = {}
-    for name in ("planes_small_F.json", "planes_small_B.json"):
-        for row in _timed(name):
             p = _problem(row)
             ratios = _ratios(row)
-            if p.filter[1:] == (1, 1) or not any("Planes" in k for k in ratios):
-                continue
-            solver = specialisations(p, SM90)[0].solver
             three_d = min(v for k, v in ratios.items() if k.startswith("ConvTriton3d"))
-            stem = p.c <= FP32_STEM_CHANNELS
-            if stem:  # the claiming solver's blocks a slice, against the GPU's SMs
+            if p.c <= FP32_STEM_CHANNELS:
                 first = get_solver("ConvTritonFmaPlanesFwd" if p.direction == "F" else
                                    "ConvTritonImplicitGemmTf32x3PlanesBwd")
                 grid, _ = first.launch_geometry(p, first.default_params(p, SM90))
-                fills = grid[0] * grid[1] * grid[2] >= STEM_WAVES * SM90.cu
-                assert fills == (p.n == 8), row["key"]
-            assert isinstance(solver, ConvTritonPlanes) == (not stem or p.n == 8), row["key"]
-            if isinstance(solver, ConvTritonPlanes):
-                small.setdefault((stem, p.n), []).append((ratios[solver.name], three_d))
-            else:  # the stems' planes solver that would have claimed, against the pick
-                small.setdefault(("3-D", p.n), []).append((ratios[first.name],
-                                                            ratios[solver.name]))
-    spatial = small[(False, 1)]
-    won = [pair for pair in spatial if pair[0] < pair[1]]
-    lost = [pair for pair in spatial if pair[0] >= pair[1]]
-    assert (len(won), len(spatial)) == (10, 14)
-    assert (_span([a for a, _ in won]), _span([b for _, b in won])) == ("0.99-2.15", "1.86-4.71")
-    assert (_span([a for a, _ in lost]), _span([b for _, b in lost])) == ("1.73-3.44",
-                                                                           "1.39-2.21")
-    assert all(a < b for a, b in small[(True, 8)]) and len(small[(True, 8)]) == 4
-    assert sorted(f"{a:.2f}/{b:.2f}" for a, b in small[("3-D", 1)]) == \
-        ["1.68/1.68", "7.01/4.40", "7.14/2.21", "9.71/1.91"]
-    # The stem of R(2+1)D-18 in backward data.
-    stem = next(r for r in _timed("planes_b.json") if r["layer"] == "stem.0")
-    assert f"{_ratios(stem)['ConvTritonImplicitGemmTf32x3PlanesBwd']:.2f}" == "1.07"
-    assert f"{_ratios(stem)['ConvTriton3dTf32x3Bwd']:.2f}" == "6.64"
+                blocks = grid[0] * grid[1] * grid[2]
+                assert (blocks >= STEM_WAVES * SM90.cu) == (p.n > 1), row["key"]
+                picked = specialisations(p, SM90)[0].solver
+                assert isinstance(picked, ConvTritonPlanes) == (p.n > 1), row["key"]
+                stems[(row["network"], p.direction, p.n)] = (ratios[first.name], three_d)
+            elif p.filter == (1, 1, 1) and p.stride == (1, 2, 2) and p.n == 32 and \
+                    any("Planes" in k for k in ratios):
+                got = down.setdefault(p.direction, ([], []))
+                got[0].append(min(v for k, v in ratios.items() if "Planes" in k))
+                got[1].append(three_d)
+    fig = {k: f"{a:.2f}/{b:.2f}" for k, (a, b) in stems.items()}
+    assert [fig[("r2plus1d_18", d, 32)] for d in "FB"] == ["1.02/1.84", "1.07/6.64"]
+    assert [fig[("x3d_s", d, 32)] for d in "FB"] == ["1.09/2.50", "0.72/3.96"]
+    assert all(a < b for (_, _, n), (a, b) in stems.items() if n == 8)
+    assert [fig[("r2plus1d_18", d, 1)] for d in "FB"] + [fig[("x3d_s", "F", 1)]] == \
+        ["9.71/1.91", "7.01/4.40", "7.14/2.21"]
+    assert (_span(down["B"][0]), _span(down["B"][1])) == ("1.13-2.52", "0.73-0.85")
+    # The spatial layers' claim of b308c5c against the relaid solvers picked before it.
+    before = {r["key"]: r for r in json.loads(
+        (ROOT / "bench" / "results" / "planes_h100" / "zoo_video_before.json").read_text()
+    )["rows"]}
+    moved: dict[str, list[tuple[float, float]]] = {}
+    for row in json.loads((ROOT / "bench" / "results" / "planes_h100" /
+                           "zoo_video-b308c5c.json").read_text())["rows"]:
+        was = before.get(row["key"])
+        if was and "Planes" in row["solver"] and "ViaNdhwc" in was["solver"]:
+            moved.setdefault(row["case"].split("-")[1], []).append((row["ratio"], was["ratio"]))
+
+    def geomean(values: list[float]) -> float:
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    assert tuple((d, len(v), round(geomean([a for a, _ in v]), 2),
+                  round(geomean([b for _, b in v]), 2)) for d, v in moved.items()) == \
+        FIRST_SPATIAL
 
 
 def _problem(row: dict) -> ConvProblem:
