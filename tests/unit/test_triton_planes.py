@@ -298,3 +298,31 @@ def test_the_claims_figures_of_the_h100_run() -> None:
 def _problem(row: dict) -> ConvProblem:
     """The row's problem, from its key (the FindDb's form)."""
     return ConvProblem.from_key(row["key"])
+
+
+def test_the_readmes_zoo_figures_of_the_h100_run() -> None:
+    """bench/results/README.md's planes_h100 table and geomeans, from the zoo runs before and
+    after (and zoo_compare.json, which bench/zoo_compare.py wrote from them)."""
+    import re
+
+    folder = ROOT / "bench" / "results" / "planes_h100"
+    before = {r["key"]: r for r in json.loads((folder / "zoo_video_before.json").read_text())
+              ["rows"]}
+    after = json.loads((folder / "zoo_video.json").read_text())
+    assert (after["compiles"], after["errors"]) == (0, 0)
+    names = {"r2plus1d_18": "R(2+1)D-18 1x7x7", "x3d_s": "X3D-S 1x3x3 (held out)"}
+    moved = set()
+    for row in after["rows"]:
+        was = before[row["key"]]
+        if was["solver"] != row["solver"]:
+            assert isinstance(get_solver(row["solver"]), ConvTritonPlanes)
+            moved.add(f"| {names[row['network']]} | {row['n']} | {row['case'].split('-')[1]} | "
+                      f"{was['ratio']:.2f} | {row['ratio']:.2f} |")
+    text = (ROOT / "bench" / "results" / "README.md").read_text()
+    section = text[text.index("planes_h100/: the planes solvers"):]
+    table = set(re.findall(r"^\| (?:R\(2\+1\)D-18|X3D-S).*\|$", section, re.M))
+    assert moved == table and len(table) == 8
+    cases = json.loads((folder / "zoo_compare.json").read_text())["cases"]
+    got = [f"{cases[f'FP32-{d}-NCDHW {part}'][k]:.2f}" for part in ("zoo", "held_out")
+           for d in "BF" for k in ("before", "after")]
+    assert got == ["1.47", "1.41", "1.30", "1.29", "0.97", "0.93", "1.38", "1.38"]
