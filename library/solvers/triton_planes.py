@@ -21,7 +21,9 @@ what each launch computes); nothing is compiled or shipped for these solvers. Th
 sees the inner solver's model on the whole layer, with the slices' blocks together.
 
 They apply in forward and backward data (backward weights sums over the slices, which separate
-launches cannot), where each activation's plane is a multiple of PLANE_ALIGN bytes (so that the
+launches cannot), where each activation has fewer than 2**31 elements (the kernels' 32-bit
+offsets at the 3-D image stride; larger layers are the batch-chunk solvers'), where each
+activation's plane is a multiple of PLANE_ALIGN bytes (so that the
 aligned objects' pointers stay aligned at every slice) and where every launch the inner solver
 makes on a slice reads and writes the activations through `x_ptr` and `y_ptr` with their image
 and channel strides as `sxn`, `sxc`, `syn`, `syk` (a split's reduce writes the output through
@@ -34,6 +36,7 @@ them (YIELDS_TO). Other problems and types are offered to find and tuning, which
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -119,6 +122,12 @@ def _aligned_planes(problem: ConvProblem) -> bool:
     return all(plane * elem % PLANE_ALIGN == 0 for _, plane in _planes(problem).values())
 
 
+def _offsets_fit(problem: ConvProblem) -> bool:
+    """Whether the kernels' 32-bit offsets reach every element at the slices' strides: each
+    activation below 2**31 elements as a whole (a slice's image stride is the 3-D image's)."""
+    return max(math.prod(problem.in_shape), math.prod(problem.out_shape)) < 2**31
+
+
 def _activation(arg: KernelArg, planes: dict[str, tuple[int, int]]) -> bool:
     return arg.is_pointer and arg.whole in planes
 
@@ -201,7 +210,8 @@ class ConvTritonPlanes(InnerParameters, Solver):
     # ------------------------------------------------------------------ applicability
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         if problem.key_direction not in self.directions or self.direction not in ("F", "B") \
-                or planes_problem(problem) is None or not _aligned_planes(problem):
+                or planes_problem(problem) is None or not _aligned_planes(problem) or \
+                not _offsets_fit(problem):
             return False
         one = _slice(problem)
         if not self.inner.is_applicable(one, target):

@@ -187,6 +187,14 @@ def test_they_take_forward_and_backward_data_on_aligned_planes() -> None:
     assert fma.is_applicable(few, SM90)
     fp = fma.default_params(few, SM90)
     assert len(fma.lead_ins(few, fp, SM90)) == 1 and len(fma.follow_ups(few, fp, SM90)) == 1
+    # Activations of 2**31 elements or more (3D U-Net's output layer at 128^3, batch 32): the
+    # kernels' 32-bit offsets at the 3-D image stride would wrap; the batch-chunk solvers'.
+    big = _stem(c=64, k=3, in_spatial=(128, 128, 128), filter=(1, 1, 1), pad=(0, 0, 0),
+                stride=(1, 1, 1), in_type="FP16", wei_type="FP16", out_type="FP16")
+    assert 64 * 32 * 128 ** 3 >= 2**31
+    assert not any(s.is_applicable(replace(big, direction=d), SM90) for s in PLANES_SOLVERS
+                   for d in "FB")
+    assert any(s.is_applicable(replace(big, n=8), SM90) for s in PLANES_SOLVERS)
     # Planes that would move the pointers off PLANE_ALIGN bytes: not theirs.
     odd = _stem(in_spatial=(16, 111, 111))
     assert (111 * 111 * 4) % PLANE_ALIGN and not solver.is_applicable(odd, SM90)
