@@ -334,3 +334,15 @@ def test_the_readmes_zoo_figures_of_the_h100_run() -> None:
     got = [f"{cases[f'FP32-{d}-NCDHW {part}'][k]:.2f}" for part in ("zoo", "held_out")
            for d in "BF" for k in ("before", "after")]
     assert got == ["1.47", "1.41", "1.30", "1.29", "0.97", "0.93", "1.38", "1.38"]
+
+
+def test_the_picks_that_moved() -> None:
+    """README: immediate mode's first choices over the zoo moved on the FP32 stems alone."""
+    data = json.loads((ROOT / "bench" / "results" / "planes_h100" /
+                       "picks_sm90-132-ddeba35-aba64b2.json").read_text())
+    assert (data["problems"], data["moved"]) == (41526, 8)
+    got = {(c["before"], c["after"]): (c["problems"], c["measured"]["before_geomean"],
+                                       c["measured"]["after_geomean"]) for c in data["changes"]}
+    assert {k: (n, f"{a:.2f}", f"{b:.2f}") for k, (n, a, b) in got.items()} == {
+        ("ConvTriton3dSmallCFwd", "ConvTritonFmaPlanesFwd"): (4, "2.11", "1.33"),
+        ("ConvTriton3dTf32x3Bwd", "ConvTritonImplicitGemmTf32x3PlanesBwd"): (4, "4.88", "1.04")}
