@@ -45,6 +45,10 @@
 #            slice) beside the 3-D families and the GEMM library, FP32 forward and backward
 #            data at batch 32 (`planes`), the 1-4 channel stems at batch 8 and 1 and FP16 at
 #            batch 32 (`planes_more`; neither a default step);  PLANES_S
+#   depth_taps.*  the same on FP32 backward data of the 3-D layers of 1-4 channels and several
+#            depth taps (R3D-18's 3x7x7 stem, 3D U-Net's first layer), both layouts, batch 32,
+#            8 and 1: the depth-taps solvers (solvers/triton_depth_taps.py) beside the 3-D
+#            families (not a default step);  TAPS_S
 #   bwd_trial.*  bench/fewk_bwd_trial.py: backward data of layers of 1-8 input channels at
 #            stride 1 as the few-filter forward on flipped filters, against cuDNN (not a
 #            default step);  TRIAL_S
@@ -102,6 +106,11 @@ ConvTriton3dTf32x3Fwd,ConvTriton3dFwd,ConvTriton3dViaNdhwcFwd,ConvBlasGemm1x1Fwd
 planes_b_solvers="ConvTritonImplicitGemmTf32x3PlanesBwd,ConvTritonImplicitGemmPlanesBwd,\
 ConvTritonFmaFewKPlanesBwd,ConvTritonFmaPlanesBwd,ConvTriton3dSmallCBwd,ConvTriton3dTf32x3Bwd,\
 ConvTriton3dBwd,ConvTriton3dViaNdhwcBwd,ConvBlasGemm1x1Bwd"
+depth_taps_solvers="ConvTritonImplicitGemmTf32x3DepthTapsBwd,ConvTritonImplicitGemmDepthTapsBwd,\
+ConvTriton3dTf32x3Bwd,ConvTriton3dBwd,ConvTriton3dSmallCBwd,ConvTriton3dSmallCChunksBwd,\
+ConvTriton3dViaNdhwcTf32x3Bwd"
+# 3-D backward keys of 2-9 depth taps and 1-4 input channels (the sixth field).
+keys_depth_taps='^[0-9]+-[0-9]+-[0-9]+-[0-9]+-[2-9]x[0-9]+x[0-9]+-[1-4]-'
 # 3-D keys of one depth tap, no depth padding, depth stride 1 (either direction's order).
 keys_planes='^[0-9]+-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-0x[0-9]+x[0-9]+-1x[0-9]+x[0-9]+-'
 keys_planes_stems_f='^[1-4]-[0-9]+-[0-9]+-[0-9]+-1x[0-9]+x[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-0x[0-9]+x[0-9]+-1x[0-9]+x[0-9]+-'
@@ -244,6 +253,10 @@ if want planes_more; then
     "$keys_planes"
   ALT_LAYOUTS=NCHW alternatives planes_half_b "$(( limit / 2 ))" FP16 "$planes_b_solvers" B \
     "$keys_planes"
+fi
+if want depth_taps; then
+  ALT_BATCHES=32,8,1 alternatives depth_taps "${TAPS_S:-150}" FP32 "$depth_taps_solvers" B \
+    "$keys_depth_taps"
 fi
 if want wrw_tiles; then
   alternatives wrw_tiles "${WRW_TILES_S:-150}" FP32 "$wrw_tile_solvers" W

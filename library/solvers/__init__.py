@@ -55,6 +55,7 @@ from .triton_chunks import CHUNK_SOLVERS, ConvTritonImplicitGemmChunks
 from .triton_common import companion_jobs as _triton_companions
 from .triton_conv import TRITON_SOLVERS, ConvTritonImplicitGemm
 from .triton_conv_relayout import VIA_SOLVERS, ConvTritonImplicitGemmRelayout, via_layout
+from .triton_depth_taps import DEPTH_TAPS_SOLVERS, ConvTritonDepthTaps, depth_taps_first
 from .triton_depthwise import DEPTHWISE_SOLVERS, ConvTritonDepthwise, depthwise_first
 from .triton_depthwise_3d import DEPTHWISE_3D_SOLVERS, ConvTritonDepthwise3d, depthwise_3d_first
 from .triton_fma import FMA_SOLVERS, ConvTritonFma, ConvTritonFmaFewK, fewk_first, fma_first
@@ -136,6 +137,7 @@ SOLVERS: list[Solver] = [
     *DEPTHWISE_3D_SOLVERS,
     *SLICES_SOLVERS,
     *PLANES_SOLVERS,
+    *DEPTH_TAPS_SOLVERS,
     *RELAID_3D_SOLVERS,
     *TAPS_3D_SOLVERS,
     *TRITON_3D_SOLVERS,
@@ -187,6 +189,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     # gives way to either (the FP32-unit families' claims are IEEE ones).
     ConvTritonPlanes: lambda p, t, math: math != "tf32" and (
         planes_first(p, t, "ieee") or planes_first(p, t, "tf32x3")),
+    ConvTritonDepthTaps: lambda p, t, math: math != "tf32" and (
+        depth_taps_first(p, t, "ieee") or depth_taps_first(p, t, "tf32x3")),
     ConvTritonFma: lambda p, t, math: math != "tf32" and fma_first(p, t),
     ConvTritonFmaFewK: lambda p, t, math: math != "tf32" and fewk_first(p, t),
     ConvTritonFmaFewKWrw: lambda p, t, math: math != "tf32" and fewk_wrw_first(p, t),
@@ -223,9 +227,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: the 3-D depthwise solvers (triton_depthwise_3d) on the problems they take. The 3-D implicit
 #: GEMM, its relaid and several-taps solvers give way to the slices solvers (triton_slices: a
 #: 3-D channels-last layer of one depth tap at depth stride 1 as a 2-D one over N*D images) and
-#: the planes solvers (triton_planes: such a layer in NCDHW, a 2-D launch per depth slice)
-#: where those claim it, and to the GEMM library where it claims (a 1x1x1 layer at stride 1
-#: is the 2-D layer's call). On 2-D problems of
+#: the planes solvers (triton_planes: such a layer in NCDHW, a 2-D launch per depth slice),
+#: and in backward data to the depth-taps solvers (triton_depth_taps: a 2-D launch per depth
+#: slice and tap, summed by the split reduce) where those claim it, and to the GEMM library
+#: where it claims (a 1x1x1 layer at stride 1 is the 2-D layer's call). On 2-D problems of
 #: few channels or few filters the implicit GEMM and its Via solvers (the padded ones: few
 #: filters) give way, in forward, backward weights and backward data at stride 1 (but under
 #: the TF32 math), to the direct kernels on the FP32 units (triton_fma, triton_fma_wrw,
@@ -247,7 +252,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
                                   ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvTritonFmaBwd)
-_SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvTritonPlanes, ConvBlasGemm1x1)
+_SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvTritonPlanes, ConvTritonDepthTaps,
+                                     ConvBlasGemm1x1)
 _FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from launch_emulation import run_launches
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import (
     SOLVERS,
@@ -21,7 +22,7 @@ from miopenkernels.solvers import (
     launch_jobs,
     ranks_first,
 )
-from miopenkernels.solvers.base import Launch, split_offset
+from miopenkernels.solvers.base import split_offset
 from miopenkernels.solvers.reference import conv_inputs, conv_output_name, conv_reference
 from miopenkernels.solvers.triton_3d import ConvTriton3d
 from miopenkernels.solvers.triton_3d_smallc import ConvTriton3dSmallC
@@ -66,33 +67,6 @@ def test_planes_problem_is_the_2d_layer_over_n_times_d_images() -> None:
     assert planes_problem(ConvProblem(n=2, c=3, k=8, in_spatial=(8, 8), filter=(3, 3))) is None
 
 
-def _view(flat: np.ndarray, offset: int, shape: tuple[int, ...],
-          strides: tuple[int, ...]) -> np.ndarray:
-    """The elements a kernel addresses from `offset` at element `strides` (writable)."""
-    step = flat.itemsize
-    return np.lib.stride_tricks.as_strided(flat[offset:], shape=shape,
-                                           strides=tuple(s * step for s in strides))
-
-
-def _run_conv(launch: Launch, one: ConvProblem, flats: dict[str, np.ndarray]) -> None:
-    """One conv launch of the 2-D implicit GEMM (SPLIT_K 1), as its arguments say: the 2-D
-    float64 reference on the tensors' views at the launch's pointers and strides."""
-    v = launch.scalars()
-    ptrs = {a.name: split_offset(a.tensor) for a in launch.args if a.is_pointer}
-    g = int(v["G"])
-    shapes = {"x_ptr": ((v["N"], g * v["C"], v["H"], v["W"]), ("sxn", "sxc", "sxh", "sxw")),
-              "w_ptr": ((g * v["K"], v["C"], v["R"], v["S"]), ("swk", "swc", "swr", "sws")),
-              "y_ptr": ((v["N"], g * v["K"], v["P"], v["Q"]), ("syn", "syk", "syh", "syw"))}
-    views = {}
-    for pointer, (shape, names) in shapes.items():
-        tensor, offset = ptrs[pointer]
-        views[tensor] = _view(flats[tensor], offset // 4, tuple(int(s) for s in shape),
-                              tuple(int(v[n]) for n in names))
-    out = conv_output_name(one)
-    got = conv_reference(one, {n: np.array(a) for n, a in views.items() if n != out})
-    views[out][...] = got
-
-
 @pytest.mark.parametrize("direction", ["F", "B"])
 @pytest.mark.parametrize("shape", [
     {"n": 2, "c": 3, "k": 5, "in_spatial": (3, 8, 8), "filter": (1, 3, 3), "pad": (0, 1, 1),
@@ -117,11 +91,9 @@ def test_the_slices_launches_compute_the_3d_layer(direction: str, shape: dict) -
     flats = {n: np.ascontiguousarray(a, dtype=np.float64).ravel().copy()
              for n, a in tensors.items() if n != out}
     flats[out] = np.full(int(np.prod(np.shape(want))), np.nan)
-    one = replace(planes_problem(p), n=p.n)
     steps = [solver.launch(p, params), *(s for _, s in solver.follow_ups(p, params, SM90))]
     assert len(steps) == p.in_spatial[0]
-    for launch in steps:
-        _run_conv(launch, one, flats)
+    run_launches(steps, flats, {})
     np.testing.assert_allclose(flats[out], np.asarray(want).ravel(), rtol=1e-12, atol=1e-12)
 
 

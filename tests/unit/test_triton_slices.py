@@ -194,10 +194,13 @@ def test_the_fp32_unit_families_take_the_video_stems_over_their_depth_slices() -
     x3d = replace(stem, k=24, in_spatial=(13, 160, 160), filter=(1, 3, 3), pad=(0, 1, 1),
                   direction="W")
     assert handle.solutions(x3d)[0].solver == "ConvTritonFmaFewCSlicesWrw"
-    # Not over NCDHW (no depth slices), not past FP32_STEM_CHANNELS.
+    # Not over NCDHW (no depth slices: the planes solvers take its forward and backward
+    # data, solvers/triton_planes.py), not past FP32_STEM_CHANNELS.
     planar = replace(stem, in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW")
-    assert not any(handle.solutions(replace(planar, direction=d))[0].solver.startswith(
-        "ConvTritonFma") for d in "FBW")
+    assert not any("Slices" in handle.solutions(replace(planar, direction=d))[0].solver
+                   for d in "FBW")
+    assert handle.solutions(replace(planar, direction="F"))[0].solver == \
+        "ConvTritonFmaPlanesFwd"
     wide = replace(stem, c=FP32_STEM_CHANNELS + 1, direction="F")
     assert not get_solver("ConvTritonImplicitGemmTf32x3SlicesFwd").claims_first(wide, SM90)
     phases = get_solver("ConvTritonFmaFewKSlicesBwd").follow_ups(
