@@ -229,7 +229,9 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: 3-D channels-last layer of one depth tap at depth stride 1 as a 2-D one over N*D images) and
 #: the planes solvers (triton_planes: such a layer in NCDHW, a 2-D launch per depth slice),
 #: and in backward data to the depth-taps solvers (triton_depth_taps: a 2-D launch per depth
-#: slice and tap, summed by the split reduce) where those claim it, and to the GEMM library
+#: slice and tap, summed by the split reduce; they give way to the few-channel 3-D solvers,
+#: 1.09-1.40 of cuDNN on 3D U-Net's first layer where they took 7.86-15.32) where those claim
+#: it, and to the GEMM library
 #: where it claims (a 1x1x1 layer at stride 1 is the 2-D layer's call). On 2-D problems of
 #: few channels or few filters the implicit GEMM and its Via solvers (the padded ones: few
 #: filters) give way, in forward, backward weights and backward data at stride 1 (but under
@@ -252,8 +254,7 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
                                   ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvTritonFmaBwd)
-_SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvTritonPlanes, ConvTritonDepthTaps,
-                                     ConvBlasGemm1x1)
+_SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvTritonPlanes, ConvBlasGemm1x1)
 _FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
@@ -281,12 +282,14 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,
-                   ConvTriton3dSmallCChunks, ConvTritonDepthwise3d, *_SLICES),
+                   ConvTriton3dSmallCChunks, ConvTritonDepthwise3d, *_SLICES,
+                   ConvTritonDepthTaps),
     ConvTriton3dRelaid: (ConvTriton3dRelaidTaps, ConvTriton3dSmallC, ConvTriton3dSmallCChunks,
-                         ConvTritonDepthwise3d, *_SLICES),
+                         ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps),
     ConvTriton3dRelaidTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks,
-                             ConvTritonDepthwise3d, *_SLICES),
-    ConvTriton3dTaps: (ConvTritonDepthwise3d, *_SLICES),
+                             ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps),
+    ConvTriton3dTaps: (ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps),
+    ConvTritonDepthTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks),
     ConvTriton3dChunks: (ConvTriton3dRelaidChunks, ConvTriton3dSmallCChunks,
                          ConvTritonDepthwise3d),
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),

@@ -16,10 +16,18 @@ sums a slice's parts into dx at its strides: a slice no tap reaches is written z
 Parameters and objects are the inner solver's on one slice (N images), unsplit; the objects
 that assume aligned pointers and strides where every (slice, tap)'s offsets and strides keep
 them, else those that assume nothing (`_aligned`). FP32 alone (the parts are the kernel's
-output type). R3D-18's and MC3's 3x7x7 stem in backward data ran on the three-product 3-D
-implicit GEMM at 6.39 (NCDHW) and 13.33 (NDHWC) of cuDNN's GPU time (bench/results/
-fewk_h100-4ee2d41/zoo_fp32_bw.json, H100, batch 32). They claim where CLAIMS says, from their
-timings; other problems are offered to find and tuning.
+output type).
+
+They claim the stems (at most triton_slices.FP32_STEM_CHANNELS channels) where one (slice,
+tap)'s launch fills the GPU (STEM_WAVES) and the inner solver ranks first on the 2-D layer of
+N*D images, and give way to the few-channel 3-D solvers where those claim (YIELDS_TO). On the
+H100 (bench/results/depth_taps_h100/depth_taps.json, against IEEE cuDNN) R3D-18's 3x7x7 stem
+took, in NCDHW and NDHWC, 1.10 and 1.71 of cuDNN's GPU time at batch 32 and 1.63 and 2.30 at
+batch 8, where the three-product 3-D implicit GEMM took 6.39 and 13.22, 6.31 and 12.99; at
+batch 1 (98 blocks a launch on 132 SMs) 8.78 and 11.01 against 5.35 and 11.37. On 3D U-Net's
+first layer (one channel, 3x3x3 at stride 1) the few-channel 3-D solvers took 0.90-1.40 where
+these took 7.73-15.32. tests/unit/test_triton_depth_taps.py recomputes the figures. Other
+problems are offered to find and tuning.
 """
 
 from __future__ import annotations

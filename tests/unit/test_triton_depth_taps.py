@@ -147,3 +147,47 @@ def test_they_claim_the_fp32_stems_and_the_3d_families_give_way() -> None:
             assert not (s.is_applicable(p, SM90) and s.claims_first(p, SM90)), (s.name, p)
         if s.math == "tf32":
             assert not s.claims_first(_stem(), SM90)
+
+
+def test_the_claims_figures_of_the_h100_run() -> None:
+    """The module's figures from bench/results/depth_taps_h100, every result within the FP32
+    tolerance, and the choices now made on those problems."""
+    import json
+    from pathlib import Path
+
+    from miopenkernels.builder.jobs import specialisations
+
+    folder = Path(__file__).resolve().parents[2] / "bench" / "results" / "depth_taps_h100"
+    rows = json.loads((folder / "depth_taps.json").read_text())["rows"]
+    stem: dict[tuple[str, int], str] = {}
+    unet: list[float] = []
+    smallc: list[float] = []
+    for row in rows:
+        assert all(v["rel_err"] < 1e-5 for v in row["solvers"].values())
+        r = {k: v["gpu_ms"] / row["cudnn_gpu_ms"] for k, v in row["solvers"].items()}
+        p = ConvProblem.from_key(row["key"])
+        picked = specialisations(p, SM90)[0].solver.name
+        if row["network"] == "r3d_18":
+            mine = r["ConvTritonImplicitGemmTf32x3DepthTapsBwd"]
+            stem[(p.in_layout, p.n)] = f"{mine:.2f}/{r['ConvTriton3dTf32x3Bwd']:.2f}"
+            assert picked == ("ConvTritonImplicitGemmTf32x3DepthTapsBwd" if p.n > 1 else
+                              "ConvTriton3dTf32x3Bwd"), row["key"]
+        else:
+            unet += [v for k, v in r.items() if "DepthTaps" in k]
+            smallc += [v for k, v in r.items() if k.startswith("ConvTriton3dSmallC")]
+            assert picked.startswith("ConvTriton3dSmallC"), row["key"]
+    assert stem == {("NCDHW", 32): "1.10/6.39", ("NDHWC", 32): "1.71/13.22",
+                    ("NCDHW", 8): "1.63/6.31", ("NDHWC", 8): "2.30/12.99",
+                    ("NCDHW", 1): "8.78/5.35", ("NDHWC", 1): "11.01/11.37"}
+    assert (f"{min(smallc):.2f}-{max(smallc):.2f}", f"{min(unet):.2f}-{max(unet):.2f}") == \
+        ("0.90-1.40", "7.73-15.32")
+    # The zoo run (immediate mode's choices, R3D-18 held out): the stem at batch 32 and 8.
+    zoo = json.loads((folder / "zoo_r3d.json").read_text())
+    assert zoo["errors"] == 0
+    got = {(row["case"].split("-")[2], row["n"]): f"{row['ratio']:.2f}"
+           for row in zoo["rows"] if row["layer"] == "stem" and "DepthTaps" in row["solver"]}
+    assert got == {("NCDHW", 32): "1.10", ("NDHWC", 32): "1.71", ("NCDHW", 8): "1.65",
+                   ("NDHWC", 8): "2.32"}
+    summary = zoo["held_out"]["summary"]
+    assert {k: (v["layers"], f"{v['gpu_geomean']:.2f}") for k, v in summary.items()} == {
+        "FP32-B-NCDHW": (33, "1.43"), "FP32-B-NDHWC": (33, "1.00")}
