@@ -191,3 +191,18 @@ def test_the_claims_figures_of_the_h100_run() -> None:
     summary = zoo["held_out"]["summary"]
     assert {k: (v["layers"], f"{v['gpu_geomean']:.2f}") for k, v in summary.items()} == {
         "FP32-B-NCDHW": (33, "1.43"), "FP32-B-NDHWC": (33, "1.00")}
+
+
+def test_the_picks_that_moved() -> None:
+    """README: immediate mode's first choices over the zoo moved on the FP32 stems alone."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "bench" / "results" /
+                       "depth_taps_h100" / "picks_sm90-132-ddeba35-f8f8e96.json").read_text())
+    assert (data["problems"], data["moved"]) == (41526, 12)
+    got = {c["after"]: (c["problems"], f"{c['measured']['before_geomean']:.2f}",
+                        f"{c['measured']['after_geomean']:.2f}") for c in data["changes"]}
+    assert got == {"ConvTritonFmaPlanesFwd": (4, "2.11", "1.33"),
+                   "ConvTritonImplicitGemmTf32x3PlanesBwd": (4, "4.88", "1.04"),
+                   "ConvTritonImplicitGemmTf32x3DepthTapsBwd": (4, "9.12", "1.63")}
