@@ -33,7 +33,7 @@ __all__ = [
     "CONV_KERNEL_FILE", "MATH_TYPE", "MMA_PARAM", "PARAM_NAMES", "REDUCE_KERNEL",
     "aligned_object", "companion_jobs", "config_items", "config_of", "config_view",
     "conv_triton_job",
-    "has_kernels_spec", "have_kernels", "job_items", "kernel_arg", "kernels_spec",
+    "has_kernels_spec", "have_kernels", "job_items", "kernel_arg", "kernels_spec", "legal_params",
     "no_matrix_kernels", "padded_problem", "params_of", "problem_view", "reduce_job",
     "reduce_jobs", "reduce_step", "scratch_args", "shape_fits",
     "spec_kind", "spec_module", "spec_sizes", "spec_strides", "splits_reduction",
@@ -151,6 +151,22 @@ def config_of(params: Params, who: str) -> dict[str, int]:
 def params_of(config: dict[str, int]) -> Params:
     """A configuration's seven tunables in PerfDb order (SPLIT_K and the others 1 if absent)."""
     return tuple(int(config.get(k, 1)) for k in PARAM_NAMES)
+
+
+@lru_cache(maxsize=256)
+def legal_params(kind: str, data_type: str, kernel: str, ieee: bool
+                  ) -> tuple[tuple[Params, int], ...]:
+    """(parameters, SPLIT_K) of every legal configuration of a kernel on a target kind for a
+    type (the spec's legal_space, which depends on nothing else: kept), without the MMA
+    choices of the IEEE math."""
+    out = []
+    for config in spec_module().legal_space(kind, data_type, kernel):
+        if ieee and config.get(MMA_PARAM):
+            continue
+        mma = int(config.get(MMA_PARAM, 0))
+        params = tuple(int(config.get(k, 1)) for k in PARAM_NAMES) + ((mma,) if mma else ())
+        out.append((params, int(config.get("SPLIT_K", 1))))
+    return tuple(out)
 
 
 @lru_cache(maxsize=1024)

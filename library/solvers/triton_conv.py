@@ -49,6 +49,7 @@ from .triton_common import (
     conv_triton_job,
     job_items,
     kernel_arg,
+    legal_params,
     packed_kernel,
     problem_view,
     reduce_step,
@@ -198,12 +199,11 @@ class ConvTritonImplicitGemm(Solver):
         if kind is None:
             return []
         view, _, kernel, _ = self._view(problem)
-        spec = spec_module()
-        space = spec.legal_space(kind, problem.in_type, kernel)
-        split_ok = splits_reduction(kernel) and spec.split_applies(kernel, spec_sizes(view))
-        return [self._params(c) for c in space
-                if (int(c.get("SPLIT_K", 1)) == 1 or split_ok)
-                and (self.math != "ieee" or not c.get(MMA_PARAM))]
+        split_ok = splits_reduction(kernel) and \
+            spec_module().split_applies(kernel, spec_sizes(view))
+        return [params for params, split in
+                legal_params(kind, problem.in_type, kernel, self.math == "ieee")
+                if split == 1 or split_ok]
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         # The target's kind alone (not MIOPENKERNELS_TRITON): whether the solvers are on is

@@ -222,17 +222,24 @@ class ConvTritonDepthTaps(InnerParameters, Solver):
         return self.inner.params_valid(_one(problem), target, params) and \
             self._unsplit(problem, tuple(params), target)
 
+    def _unsplit_sets(self, problem: ConvProblem, sets: list[Params], target: Target
+                      ) -> list[Params]:
+        """The unsplit ones of `sets`, where the (slice, tap) rewrite takes their launch
+        (the same launch structure for every unsplit set: one asked)."""
+        unsplit = [tuple(s) for s in sets if len(s) > _SPLIT and int(s[_SPLIT]) == 1]
+        return unsplit if unsplit and self._unsplit(problem, unsplit[0], target) else []
+
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return [s for s in self.inner.param_space(_one(problem), target)
-                if self._unsplit(problem, tuple(s), target)]
+        return self._unsplit_sets(problem, self.inner.param_space(_one(problem), target),
+                                  target)
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return [s for s in self.inner.usual_params(_one(problem), target)
-                if self._unsplit(problem, tuple(s), target)]
+        return self._unsplit_sets(problem, self.inner.usual_params(_one(problem), target),
+                                  target)
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return [s for s in self.inner.seed_params(_one(problem), target)
-                if self._unsplit(problem, tuple(s), target)]
+        return self._unsplit_sets(problem, self.inner.seed_params(_one(problem), target),
+                                  target)
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """On the stems (at most FP32_STEM_CHANNELS channels; not the TF32 math) where one

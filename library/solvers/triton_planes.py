@@ -83,6 +83,8 @@ STEM_WAVES = 1
 #: against cuDNN, the relaid solvers').
 FIRST_SPATIAL = (("F", 21, 1.19, 0.83), ("B", 9, 1.48, 1.21))
 
+_SPLIT = 4  # SPLIT_K's place in the 2-D solvers' parameters
+
 Step = tuple[CompileJob, Launch]
 
 
@@ -222,17 +224,33 @@ class ConvTritonPlanes(InnerParameters, Solver):
         return self.inner.params_valid(_slice(problem), target, params) and \
             _launchable(self, problem, tuple(params), target)
 
+    def _launchable_sets(self, problem: ConvProblem, sets: list[Params], target: Target
+                         ) -> list[Params]:
+        """`sets` whose launches run slice by slice. The launches' pointers and strides
+        differ between an inner solver's sets by their split alone (a split adds the
+        reduce), so one set of each split is asked (a grid's worth of sets, each building
+        its launches, took most of the GPU grid's collection)."""
+        verdict: dict[int, bool] = {}
+        out = []
+        for params in sets:
+            split = int(params[_SPLIT]) if len(params) > _SPLIT else 1
+            if split not in verdict:
+                verdict[split] = _launchable(self, problem, tuple(params), target)
+            if verdict[split]:
+                out.append(tuple(params))
+        return out
+
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return [s for s in self.inner.param_space(_slice(problem), target)
-                if _launchable(self, problem, tuple(s), target)]
+        return self._launchable_sets(
+            problem, self.inner.param_space(_slice(problem), target), target)
 
     def usual_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return [s for s in self.inner.usual_params(_slice(problem), target)
-                if _launchable(self, problem, tuple(s), target)]
+        return self._launchable_sets(
+            problem, self.inner.usual_params(_slice(problem), target), target)
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
-        return [s for s in self.inner.seed_params(_slice(problem), target)
-                if _launchable(self, problem, tuple(s), target)]
+        return self._launchable_sets(
+            problem, self.inner.seed_params(_slice(problem), target), target)
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """In FIRST_TYPES (not the TF32 math), on the stems (at most FP32_STEM_CHANNELS
