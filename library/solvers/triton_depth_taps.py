@@ -266,12 +266,14 @@ class ConvTritonDepthTaps(InnerParameters, Solver):
         one = _one(problem)
         _, args, kernel, cl = problem_view(one)
         spec = spec_module()
-        moves = _rewrites(problem, 1, 1)
-        strides = {k: v for _, _, d in moves.values() for k, v in d.items()}
-        steps = {name: at for name, at, _ in moves.values()}
+        base, deeper, later = (_rewrites(problem, d, t) for d, t in ((0, 0), (1, 0), (1, 1)))
+        strides = {k: v for _, _, d in base.values() for k, v in d.items()}
+        # One slice further on dx and dy, one tap further on the filters: every offset is a
+        # multiple of these steps.
+        steps = (deeper["dx"][1] - base["dx"][1], deeper["dy"][1] - base["dy"][1],
+                 later["w"][1] - deeper["w"][1], _part_bytes(problem))
         return bool(spec.meets_align16({**args, **strides}, cl, problem.in_type, kernel)) and \
-            all(at % _ALIGN == 0 for at in steps.values()) and \
-            _part_bytes(problem) % _ALIGN == 0
+            all(step % _ALIGN == 0 for step in steps)
 
     def compile_job(self, problem: ConvProblem, params: Params, target: Target,
                     specialised: bool = False) -> CompileJob:

@@ -103,6 +103,20 @@ def test_launches_objects_and_workspace() -> None:
     # The 3 channels miss the aligned objects: the object that assumes nothing, shipped.
     assert solver.compile_job(p, params, SM90) == inner.unaligned_job(one, params, SM90)
     assert solver.compile_job(p, params, SM90) in set(all_dynamic_jobs(SM90))
+    # Channels that meet the aligned objects: those where every slice's and tap's offsets
+    # keep 16 bytes, else the ones that assume nothing (planar: dy's 5x5 planes, 100 bytes a
+    # slice; a 3x3 tap's 36 bytes of filters).
+    for layout, filt, pad, aligned in (("NCDHW", (2, 2, 2), (0, 0, 0), True),
+                                       ("NCDHW", (2, 2, 2), (0, 1, 1), False),
+                                       ("NCDHW", (2, 3, 3), (0, 1, 1), False),
+                                       ("NDHWC", (2, 3, 3), (0, 1, 1), True)):
+        q = ConvProblem(n=2, c=16, k=16, in_spatial=(3, 8, 8), filter=filt, pad=pad,
+                        stride=(1, 2, 2), direction="B", **FP32, **_layout(layout))
+        qq = depth_taps_problem(q)
+        qp = solver.default_params(q, SM90)
+        want = inner.compile_job(qq, qp, SM90) if aligned else inner.unaligned_job(qq, qp, SM90)
+        assert solver.compile_job(q, qp, SM90) == want, (layout, filt, pad)
+        assert inner.compile_job(qq, qp, SM90) != inner.unaligned_job(qq, qp, SM90)
     # 16 slices: 14 reach three taps, the first and last two; a reduce after each slice.
     steps = [solver.launch(p, params), *(s for _, s in solver.follow_ups(p, params, SM90))]
     reduces = [s for s in steps if s.kernel_name == "conv2d_bwd_weight_reduce"]
