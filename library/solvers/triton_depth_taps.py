@@ -39,6 +39,7 @@ from .._record import replace
 from ..errors import ProblemError
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
+from ._conv import workspace_round
 from .base import CompileJob, InnerParameters, Launch, Params, Solver
 from .triton_common import kernel_arg, problem_view, reduce_step, spec_module
 from .triton_slices import FP32_STEM_CHANNELS, inner_ranks_first
@@ -87,9 +88,10 @@ def _taps(problem: ConvProblem, depth: int) -> list[int]:
 
 
 def _part_bytes(problem: ConvProblem) -> int:
-    """One (slice, tap)'s part of the workspace: the slice's dx in FP32."""
+    """One (slice, tap)'s part of the workspace: the slice's dx in FP32, rounded to a whole
+    number of WORKSPACE_ALIGN bytes (each part starts aligned)."""
     p = problem
-    return p.n * p.c * p.in_spatial[1] * p.in_spatial[2] * 4
+    return workspace_round(p.n * p.c * p.in_spatial[1] * p.in_spatial[2] * 4)
 
 
 def _rewrites(problem: ConvProblem, depth: int, tap: int) -> dict[str, tuple[str, int, dict[
@@ -271,7 +273,7 @@ class ConvTritonDepthTaps(InnerParameters, Solver):
         # One slice further on dx and dy, one tap further on the filters: every offset is a
         # multiple of these steps.
         steps = (deeper["dx"][1] - base["dx"][1], deeper["dy"][1] - base["dy"][1],
-                 later["w"][1] - deeper["w"][1], _part_bytes(problem))
+                 later["w"][1] - deeper["w"][1])
         return bool(spec.meets_align16({**args, **strides}, cl, problem.in_type, kernel)) and \
             all(step % _ALIGN == 0 for step in steps)
 
