@@ -19,15 +19,16 @@ them, else those that assume nothing (`_aligned`). FP32 alone (the parts are the
 output type).
 
 They claim the stems (at most triton_slices.FP32_STEM_CHANNELS channels) where one (slice,
-tap)'s launch fills the GPU (STEM_WAVES) and the inner solver ranks first on the 2-D layer of
-N*D images, and give way to the few-channel 3-D solvers where those claim (YIELDS_TO). On the
-H100 (bench/results/depth_taps_h100/depth_taps.json, against IEEE cuDNN) R3D-18's 3x7x7 stem
-took, in NCDHW and NDHWC, 1.10 and 1.71 of cuDNN's GPU time at batch 32 and 1.63 and 2.30 at
-batch 8, where the three-product 3-D implicit GEMM took 6.39 and 13.22, 6.31 and 12.99; at
-batch 1 (98 blocks a launch on 132 SMs) 8.78 and 11.01 against 5.35 and 11.37. On 3D U-Net's
-first layer (one channel, 3x3x3 at stride 1) the few-channel 3-D solvers took 0.90-1.40 where
-these took 7.73-15.32. tests/unit/test_triton_depth_taps.py recomputes the figures. Other
-problems are offered to find and tuning.
+tap)'s launch fills the GPU (triton_planes.STEM_WAVES, the planes solvers' rule) and the inner
+solver ranks first on the 2-D layer of N*D images, and give way to the few-channel 3-D solvers
+where those claim (YIELDS_TO). On the H100 (bench/results/depth_taps_h100/depth_taps.json,
+against IEEE cuDNN) R3D-18's 3x7x7 stem took, in NCDHW and NDHWC, 1.10 and 1.71 of cuDNN's GPU
+time at batch 32 and 1.63 and 2.30 at batch 8, where the three-product 3-D implicit GEMM took
+6.39 and 13.22, 6.31 and 12.99; at batch 1 (98 blocks a launch on 132 SMs) 8.78 and 11.01
+against 5.35 and 11.37. On 3D U-Net's first layer (one channel, 3x3x3 at stride 1) the
+few-channel 3-D solvers took 0.90-1.40 where these took 7.73-15.32.
+tests/unit/test_triton_depth_taps.py recomputes the figures. Other problems are offered to find
+and tuning.
 """
 
 from __future__ import annotations
@@ -42,16 +43,14 @@ from ..target import Target
 from ._conv import workspace_round
 from .base import CompileJob, InnerParameters, Launch, Params, Solver
 from .triton_common import kernel_arg, problem_view, reduce_step, spec_module
+from .triton_planes import STEM_WAVES
 from .triton_slices import FP32_STEM_CHANNELS, inner_ranks_first
 
-__all__ = ["DEPTH_TAPS_SOLVERS", "STEM_WAVES", "ConvTritonDepthTaps", "depth_taps_first",
+__all__ = ["DEPTH_TAPS_SOLVERS", "ConvTritonDepthTaps", "depth_taps_first",
            "depth_taps_problem"]
 
 _LAYOUT_2D = {"NCDHW": "NCHW", "NDHWC": "NHWC"}
 _SPLIT = 4  # SPLIT_K's place in the implicit GEMM's parameters
-#: On the stems (at most FP32_STEM_CHANNELS channels) they claim where one (slice, tap)'s
-#: launch has STEM_WAVES waves of blocks or more on the target.
-STEM_WAVES = 1
 _ALIGN = 16  # bytes the aligned objects assume of every pointer
 
 Step = tuple[CompileJob, Launch]
