@@ -396,6 +396,30 @@ class InnerParameters:
         return job if job is not None else self.inner.compile_job(relaid, params, target)
 
 
+class InnerSolver(InnerParameters):
+    """A solver that runs another's launches on a relaid form of the problem under a name of
+    its own (mixed in ahead of Solver): `inner`'s direction, math, kernel file and algorithm
+    names, its name with `word` before the direction suffix (...SlicesFwd), and the ranking's
+    model of `inner`."""
+
+    tunable = True
+    language = "triton"
+
+    def __init__(self, inner: Solver, word: str) -> None:
+        self.inner = inner
+        self.direction = getattr(inner, "direction", "")
+        self.math = inner.math
+        self.rank_first = False
+        self.kernel_file = inner.kernel_file
+        self.directions = inner.directions
+        self.algorithm_names = dict(inner.algorithm_names)
+        self.name = f"{inner.name[:-3]}{word}{inner.name[-3:]}"
+
+    @property
+    def ranking_name(self) -> str:
+        return self.inner.ranking_name
+
+
 def family_claims(solvers: Iterable[Solver], family: type[Solver], problem: ConvProblem,
                   target: Target) -> bool:
     """Whether a solver of exactly `family` among `solvers` applies to the problem and claims

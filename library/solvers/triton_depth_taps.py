@@ -41,7 +41,7 @@ from ..errors import ProblemError
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
 from ._conv import workspace_round
-from .base import CompileJob, InnerParameters, Launch, Params, Solver
+from .base import CompileJob, InnerSolver, Launch, Params, Solver
 from .triton_common import kernel_arg, problem_view, reduce_step, spec_module
 from .triton_planes import STEM_WAVES
 from .triton_slices import FP32_STEM_CHANNELS, inner_ranks_first
@@ -160,26 +160,12 @@ def _reduce(problem: ConvProblem, depth: int, parts: int, target: Target) -> Ste
     return job, _moved(launch, {"ws_ptr": "ptr:ws_p0", "w_ptr": _kind("dx", x_at)}, {})
 
 
-class ConvTritonDepthTaps(InnerParameters, Solver):
+class ConvTritonDepthTaps(InnerSolver, Solver):
     """The 2-D implicit GEMM's backward data (`inner`) per depth slice and tap of a 3-D layer,
     summed by the split reduce."""
 
-    tunable = True
-    language = "triton"
-
     def __init__(self, inner: Solver) -> None:
-        self.inner = inner
-        self.direction = "B"
-        self.math = inner.math
-        self.rank_first = False
-        self.kernel_file = inner.kernel_file
-        self.directions = inner.directions
-        self.algorithm_names = dict(inner.algorithm_names)
-        self.name = f"{inner.name[:-3]}DepthTaps{inner.name[-3:]}"  # ...DepthTapsBwd
-
-    @property
-    def ranking_name(self) -> str:
-        return self.inner.ranking_name
+        super().__init__(inner, "DepthTaps")
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         return _one(problem)

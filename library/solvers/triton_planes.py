@@ -45,7 +45,7 @@ from ..errors import ProblemError
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
 from ._conv import kernel_tensors
-from .base import CompileJob, InnerParameters, KernelArg, Launch, Params, Solver, split_offset
+from .base import CompileJob, InnerSolver, KernelArg, Launch, Params, Solver, split_offset
 from .triton_common import kernel_arg
 from .triton_slices import FP32_STEM_CHANNELS, inner_ranks_first
 
@@ -186,25 +186,11 @@ def _launchable(solver: ConvTritonPlanes, problem: ConvProblem, params: Params,
     return True
 
 
-class ConvTritonPlanes(InnerParameters, Solver):
+class ConvTritonPlanes(InnerSolver, Solver):
     """A 2-D solver (`inner`) on each depth slice of an NCDHW layer of one depth tap."""
 
-    tunable = True
-    language = "triton"
-
     def __init__(self, inner: Solver) -> None:
-        self.inner = inner
-        self.direction = getattr(inner, "direction", "")
-        self.math = inner.math
-        self.rank_first = False
-        self.kernel_file = inner.kernel_file
-        self.directions = inner.directions
-        self.algorithm_names = dict(inner.algorithm_names)
-        self.name = f"{inner.name[:-3]}Planes{inner.name[-3:]}"  # ...PlanesFwd
-
-    @property
-    def ranking_name(self) -> str:
-        return self.inner.ranking_name
+        super().__init__(inner, "Planes")
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         return _slice(problem)

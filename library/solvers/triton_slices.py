@@ -42,7 +42,7 @@ from .._record import replace
 from ..problem import ConvProblem
 from ..target import Target
 from ._conv import conv_view
-from .base import CompileJob, InnerParameters, Launch, Params, Solver
+from .base import CompileJob, InnerSolver, Launch, Params, Solver
 
 __all__ = ["ConvTritonSlices", "FIRST_TYPES", "FP32_STEM_CHANNELS", "NOT_FIRST", "SLICES_SOLVERS",
            "TEMPORAL_FIRST", "inner_ranks_first", "sliced_problem", "slices_first",
@@ -138,25 +138,11 @@ def _depth_slices(problem: ConvProblem) -> bool:
     return sliced_problem(problem) is not None and _one_depth_tap(problem)
 
 
-class ConvTritonSlices(InnerParameters, Solver):
+class ConvTritonSlices(InnerSolver, Solver):
     """A 2-D solver (`inner`) on the 2-D problem a 3-D one is (`sliced_problem`)."""
 
-    tunable = True
-    language = "triton"
-
     def __init__(self, inner: Solver) -> None:
-        self.inner = inner
-        self.direction = getattr(inner, "direction", "")
-        self.math = inner.math
-        self.rank_first = False
-        self.kernel_file = inner.kernel_file
-        self.directions = inner.directions
-        self.algorithm_names = dict(inner.algorithm_names)
-        self.name = f"{inner.name[:-3]}Slices{inner.name[-3:]}"  # ...SlicesFwd
-
-    @property
-    def ranking_name(self) -> str:
-        return self.inner.ranking_name
+        super().__init__(inner, "Slices")
 
     def _relaid(self, problem: ConvProblem) -> ConvProblem:
         q = sliced_problem(problem)
