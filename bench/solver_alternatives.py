@@ -15,7 +15,8 @@ solvers apply is skipped.
 filters). A name may carry a tile, NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:num_stages
 [:SPLIT_K] (the solver's defaults with that tile, and that split where given, 0 for the one
 `conv_triton_spec.split_for` gives the tile; its object compiled on first use), to compare
-tiles of one solver.
+tiles of one solver; or a split, NAME@split=S, NAME@split*F, NAME@split/F (the defaults at
+that split, timed only where it changes theirs), to compare splits of one solver.
 
     python bench/solver_alternatives.py --solvers ConvTritonGemm1x1Wrw,ConvTritonImplicitGemmWrw \
         --types FP16 --directions W --layouts NCHW --batches 32 --only -1x1- \
@@ -66,7 +67,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 #: A tile override in a --solvers entry: NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:
 #: num_stages[:SPLIT_K] (a tunable Triton solver's first four and last two parameters, then
-#: optionally its split; without it SPLIT_K stays the defaults').
+#: optionally its split; without it SPLIT_K stays the defaults'). NAME@split=S, NAME@split*F,
+#: NAME@split/F: the defaults at split S, or F times (a F-th of) the defaults' split; such an
+#: entry applies only where that changes the defaults' split (@split*F and @split/F only where
+#: the defaults split).
 TILE_FIELDS = (0, 1, 2, 3, 5, 6)
 SPLIT_FIELD = 4
 
@@ -83,6 +87,19 @@ def tiled_params(params: tuple[int, ...], tile: str) -> tuple[int, ...]:
     for i, v in zip(fields, values, strict=True):
         out[i] = v
     return tuple(out)
+
+
+def split_params(params: tuple[int, ...], spec: str) -> tuple[int, ...]:
+    """`params` at the split a NAME@split=S, @split*F or @split/F entry names (at least 1);
+    ValueError for anything else."""
+    for op in ("=", "*", "/"):
+        head, sep, value = spec.partition(op)
+        if head == "split" and sep and value.isdigit() and int(value) > 0:
+            split = params[SPLIT_FIELD]
+            new = int(value) if op == "=" else split * int(value) if op == "*" else \
+                max(1, split // int(value))
+            return params[:SPLIT_FIELD] + (new,) + params[SPLIT_FIELD + 1:]
+    raise ValueError(f"a split entry is split=S, split*F or split/F, not {spec!r}")
 
 
 def _filling_split(p: Any, params: tuple[int, ...], target: Any) -> tuple[int, ...]:
@@ -135,8 +152,14 @@ def _solution(handle: Any, p: Any, name: str) -> Any:
         solver = _named(base)
         if not solver.is_applicable(p, handle.target):
             return None
-        params = filling_split(solver, p, tiled_params(
-            tuple(solver.default_params(p, handle.target)), tile), handle.target)
+        defaults = tuple(solver.default_params(p, handle.target))
+        if tile.startswith("split"):
+            params = split_params(defaults, tile)
+            if params == defaults or (not tile.startswith("split=") and
+                                      defaults[SPLIT_FIELD] <= 1):
+                return None
+        else:
+            params = filling_split(solver, p, tiled_params(defaults, tile), handle.target)
         if not solver.params_valid(p, handle.target, params):
             return None
         return ConvSolution(base, "", 0.0, 0, "tile", params)
@@ -290,7 +313,11 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             _named(n.split("@")[0])
             if "@" in n:
-                tiled_params((0,) * 7, n.split("@", 1)[1])
+                tile = n.split("@", 1)[1]
+                if tile.startswith("split"):
+                    split_params((1,) * 7, tile)
+                else:
+                    tiled_params((0,) * 7, tile)
         batches = [int(b) for b in args.batches.split(",") if b]
         only = re.compile(args.only) if args.only else None
     except (ValueError, re.error) as exc:

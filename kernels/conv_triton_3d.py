@@ -10,7 +10,13 @@ share their index helpers:
 - forward: rows are the output positions (n, o, p, q), columns the filters, the reduction the
   taps (outside) by BLOCK_K channels (inside);
 - backward data: one stride phase (d % stride_d, h % stride_h, w % stride_w) per program
-  (axis 2), so that only the taps that reach the phase are visited, as in the 2-D kernel;
+  (axis 2, phase-major), so that only the taps that reach the phase are visited, as in the
+  2-D kernel;
+- forward and backward data on a small grid: the reduction's steps cut into as many parts as
+  the grid's axis 2 has (backward data: its programs over the phases), each part's FP32 sums
+  to ws as [parts][N][G*K][Z][P][Q] (dx's [parts][N][G*C][D][H][W]) in every object, summed
+  by the 2-D family's reduce kernel. One object serves every split: with one part the sums
+  go to the output, as before;
 - backward weights: one tap per program row (axis 1 is g*T*R*S + tap), the reduction over
   every output position cut into as many parts as the grid's axis 2 has (the split is the
   grid's, not the object's): with several parts, FP32 partials go to ws and the 2-D family's
@@ -74,6 +80,39 @@ def _inside_shifted(d, h, w, D, H, W):
 
 
 @triton.jit
+def _part_steps(total, part, parts):
+    """[first, last) of the steps 0..total that part `part` of `parts` runs (all of them
+    with one part)."""
+    per_part = tl.cdiv(total, parts)
+    first = part * per_part
+    return first, tl.minimum(first + per_part, total)
+
+
+@triton.jit
+def _step_at(step, inner, middle, outer):
+    """The loop counters (block, then three tap indices, innermost first) at a flat step of
+    a loop over outer x middle x `inner` blocks."""
+    rest = step // inner
+    block = step - rest * inner
+    second = rest // middle
+    first = rest - second * middle
+    third = second // outer
+    return block, first, second - third * outer, third
+
+
+@triton.jit
+def _partial_offsets(part, img, pos, chan, N, CH, SPATIAL):
+    """Offsets in ws of a tile's FP32 partial sums: rows (image `img`, flat position `pos`
+    of SPATIAL), columns the channels `chan` of CH, as [parts][N][CH][SPATIAL] in every object
+    (the generic and the aligned one of a launch write the same order). Neither axis is
+    contiguous to the compiler, so the sums are stored from the accumulator's own layout: an
+    order contiguous along the channels had an FP32 256x256 tile's accumulator converted
+    through 262,144 bytes of shared memory, over sm90's 232,448 (the GPU grid refused the
+    16-bit 256x256 objects at launch)."""
+    return ((part * N + img) * (CH * SPATIAL) + pos)[:, None] + (chan * SPATIAL)[None, :]
+
+
+@triton.jit
 def conv3d_fwd(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -98,12 +137,13 @@ def conv3d_fwd(
     w_col = (g * K + offs_n) * swk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     c_blocks = tl.cdiv(C, BLOCK_K)
-    # The step's block and tap move on by counting (conv_triton_common.carry), not dividing.
-    cb = 0
-    t = 0
-    r = 0
-    s = 0
-    for _ in range(0, T * R * S * c_blocks):
+    part = tl.program_id(2)
+    parts = tl.num_programs(2)
+    first, last = _part_steps(T * R * S * c_blocks, part, parts)
+    # The step's block and tap move on by counting (conv_triton_common.carry), not dividing:
+    # one division before the loop.
+    cb, s, r, t = _step_at(first, c_blocks, S, R)
+    for _ in range(first, last):
         dd = t * dil_d
         dh = r * dil_h
         dw = s * dil_w
@@ -118,10 +158,15 @@ def conv3d_fwd(
         cb, s = _carry(cb + 1, s, c_blocks)
         s, r = _carry(s, r, S)
         r, t = _carry(r, t, R)
-    y_off = (img * syn + od * syd + op * syh + oq * syw)[:, None] + \
-        ((g * K + offs_n) * syk)[None, :]
-    tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty),
-             mask=m_ok[:, None] & n_ok[None, :])
+    mask = m_ok[:, None] & n_ok[None, :]
+    if parts == 1:
+        y_off = (img * syn + od * syd + op * syh + oq * syw)[:, None] + \
+            ((g * K + offs_n) * syk)[None, :]
+        tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        zpq = Z * P * Q
+        ws_off = _partial_offsets(part, img, offs_m - img * zpq, g * K + offs_n, N, G * K, zpq)
+        tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
 @triton.jit
@@ -132,14 +177,18 @@ def conv3d_bwd_data(
 ):
     """dx[n, g*C+c, d, h, w] = sum over the taps reaching (d, h, w), then K, of dy * w.
 
-    Program axis 2 is the stride phase; within a phase every tap that contributes does so at
-    every position, so the loop visits only those (a phase no tap reaches is written 0)."""
+    Program axis 2 is the stride phase (phase-major over the split's parts); within a phase
+    every tap that contributes does so at every position, so the loop visits only those (a
+    phase no tap reaches is written 0)."""
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w = conv
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
         strides, CHANNELS_LAST)
     g = tl.program_id(1)
-    phase = tl.program_id(2)
+    phases = stride_d * stride_h * stride_w
+    phase = tl.program_id(2) % phases
+    part = tl.program_id(2) // phases
+    parts = tl.cdiv(tl.num_programs(2), phases)  # 1 in a one-phase launch (grid z = 1)
     plane = stride_h * stride_w
     pd = phase // plane
     ph = (phase - pd * plane) // stride_w
@@ -172,11 +221,9 @@ def conv3d_bwd_data(
     e_step = t_step * dil_d // stride_d
     f_step = r_step * dil_h // stride_h
     g_step = s_step * dil_w // stride_w
-    kb = 0
-    ti = 0
-    ri = 0
-    si = 0
-    for _ in range(0, n_t * n_r * n_s * k_blocks):
+    first, last = _part_steps(n_t * n_r * n_s * k_blocks, part, parts)
+    kb, si, ri, ti = _step_at(first, k_blocks, tl.maximum(n_s, 1), tl.maximum(n_r, 1))
+    for _ in range(first, last):
         de = e0 - ti * e_step
         df = f0 - ri * f_step
         dg = g0 - si * g_step
@@ -194,10 +241,15 @@ def conv3d_bwd_data(
         kb, si = _carry(kb + 1, si, k_blocks)
         si, ri = _carry(si, ri, n_s)
         ri, ti = _carry(ri, ti, n_r)
-    x_off = (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None] + \
-        ((g * C + offs_n) * sxc)[None, :]
-    tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty),
-             mask=m_ok[:, None] & n_ok[None, :])
+    mask = m_ok[:, None] & n_ok[None, :]
+    if parts == 1:
+        x_off = (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None] + \
+            ((g * C + offs_n) * sxc)[None, :]
+        tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=mask)
+    else:
+        ws_off = _partial_offsets(part, img, (idd * H + ih) * W + iw, g * C + offs_n, N, G * C,
+                                  D * H * W)
+        tl.store(ws_ptr + ws_off, acc, mask=mask)
 
 
 @triton.jit

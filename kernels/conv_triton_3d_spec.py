@@ -9,10 +9,11 @@ vectors.
 
 The three kernels take one argument list (ARGS), its i32 arguments as three tuple parameters
 (TUPLES: sizes, geometry, strides). Tunables are the implicit GEMM's seven, in
-PerfDb order; SPLIT_K is backward weights' alone and is the grid's third axis, not part of the
-object, so one object serves every split (the reduce kernel, the 2-D family's, is compiled per
-split). Each object is shape-agnostic; an "aligned" channels-last object assumes 16-byte
-aligned pointers and every ALIGN16 argument a multiple of 16.
+PerfDb order; SPLIT_K is the grid's third axis, not part of the object, so one object serves
+every split (the reduce kernel is the 2-D family's): backward weights' always, forward's and
+backward data's on a small grid (`small_split`). Each object is shape-agnostic; an "aligned"
+channels-last object assumes 16-byte aligned pointers and every ALIGN16 argument a multiple
+of 16.
 
 Tiles: one per (precision, direction), TILES, started from the 2-D family's usual NHWC tiles on
 the H100 (kernels/conv_triton_tuned_sm90.json) and fitted to each target kind's legal space
@@ -164,6 +165,14 @@ MAX_SPLIT = 64
 #: 1.6M output positions (21-130x cuDNN on the H200: zoo_h200-nhwc-57b2c95).
 MIN_PART_STEPS = 16
 WAVES = 16
+#: Forward and backward data split their reduction where the unsplit launch has fewer programs
+#: than SMALL_GRID_FRACTION of the target's CUs (a deep layer at batch 1: R3D-18's layer4 at
+#: 2x7x7 runs 16 programs of a 64x64 tile on 132 SMs, each looping over 13,824 products): the
+#: parts fill at most SMALL_WAVES waves and each keeps SMALL_PART_STEPS BLOCK_K steps, the 2-D
+#: family's small-grid rule's reach (conv_triton_spec.split_for).
+SMALL_GRID_FRACTION = 2
+SMALL_WAVES = 2
+SMALL_PART_STEPS = 8
 #: The narrow block: 16-bit problems of at most this many input channels C (an image or
 #: video stem's 3, or 16 padded) run a tile this wide along C instead of the usual 64-128
 #: (`narrow_tile`; NARROW_BLOCK: forward's reduction block, backward data's and backward
@@ -248,17 +257,19 @@ def lone_phase(sizes: Mapping[str, int]) -> bool:
 
 def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
          ) -> tuple[int, int, int]:
-    """(tiles, G, stride phases) forward and backward data, phase 0 alone where `config`
-    says ONE_PHASE (`lone_phase`: the caller clears dx first); (tiles, G*T*R*S/TAPS,
-    SPLIT_K) backward weights (`config`'s TAPS, 1 where it has none)."""
+    """(tiles, G, SPLIT_K) forward, (tiles, G, stride phases x SPLIT_K) backward data
+    (phase-major), phase 0 alone where `config` says ONE_PHASE (`lone_phase`: the caller clears
+    dx first; never split); (tiles, G*T*R*S/TAPS, SPLIT_K) backward weights (`config`'s TAPS, 1
+    where it has none)."""
     z = sizes
     m, n, _ = gemm_dims(direction, z)
     tiles = cdiv(m, int(config["BLOCK_M"])) * cdiv(n, int(config["BLOCK_N"]))
+    split = int(config.get("SPLIT_K", 1))
     if direction == "F":
-        return tiles, z["G"], 1
+        return tiles, z["G"], split
     if direction == "B":
         phases = 1 if config.get("ONE_PHASE") else z["stride_d"] * z["stride_h"] * z["stride_w"]
-        return tiles, z["G"], phases
+        return tiles, z["G"], phases * split
     rows = z["G"] * z["T"] * z["R"] * z["S"] // int(config.get("TAPS", 1))
     return tiles, rows, int(config.get("SPLIT_K", 1))
 
@@ -266,12 +277,13 @@ def grid(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
 def legal(direction: str, config: Mapping[str, int], dtype: str, kind: str,
           splits: tuple[int, ...] = SPLITS) -> bool:
     """The 2-D family's legal space of the kind (shared memory included) without its MMA
-    choice; SPLIT_K above 1 (of `splits`) in backward weights alone. Backward weights
+    choice; SPLIT_K of `splits` in every direction (tuning searches it in backward weights
+    alone: `legal_space`; forward and backward data split by `small_split`). Backward weights
     store their FP32 sums along the tile's columns (contiguous in C), which converts the
     accumulator through shared memory: its BLOCK_M x BLOCK_N x 4 bytes must fit the kind's
     (sm90's 256x256 tile asked 262,144 bytes of 232,448 at launch)."""
     split = config.get("SPLIT_K")
-    if split not in splits or (split != 1 and direction != "W") or "MMA" in config:
+    if split not in splits or "MMA" in config:
         return False
     if direction == "W" and not accumulator_fits(config, kind):
         return False
@@ -402,14 +414,78 @@ def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> 
     return filling_split(gx * gy, steps, sms, MIN_PART_STEPS, MAX_SPLIT, WAVES)
 
 
+def small_split(direction: str, sizes: Mapping[str, int],
+                strides: Mapping[str, tuple[int, ...]], config: Mapping[str, int],
+                sms: int) -> int:
+    """Forward's or backward data's SPLIT_K: 1 unless the unsplit launch has fewer programs
+    than 1/SMALL_GRID_FRACTION of `sms`; then doubled from 1 while the launch stays within
+    SMALL_WAVES waves and each part keeps SMALL_PART_STEPS steps (backward data: of its
+    phases' mean), up to MAX_SPLIT, the partials' offsets 32-bit, and only where the reduce
+    can walk the output (`out_reduce_values`); never for backward data of a lone phase
+    (`lone_phase`), whose split would launch every phase."""
+    if direction not in ("F", "B") or direction == "B" and lone_phase(sizes):
+        return 1  # a lone phase's unsplit launch runs that phase alone: no small grid to fill
+    z = sizes
+    gx, gy, gz = grid(direction, z, {**config, "SPLIT_K": 1})
+    programs = gx * gy * gz
+    if programs * SMALL_GRID_FRACTION >= sms or out_reduce_values(direction, z, strides) is None:
+        return 1
+    inner = gemm_dims(direction, z)[2]
+    taps = z["T"] * z["R"] * z["S"]
+    if direction == "B":
+        taps = max(1, taps // (z["stride_d"] * z["stride_h"] * z["stride_w"]))
+    steps = taps * cdiv(inner, int(config["BLOCK_K"]))
+    split = filling_split(programs, steps, sms, SMALL_PART_STEPS, MAX_SPLIT, SMALL_WAVES)
+    while split > 1 and split * _out_elements(direction, z) >= 2**31:
+        split //= 2
+    return split
+
+
+def _out_elements(direction: str, sizes: Mapping[str, int]) -> int:
+    """Elements of forward's y or backward data's dx."""
+    z = sizes
+    if direction == "F":
+        return z["N"] * z["G"] * z["K"] * z["Z"] * z["P"] * z["Q"]
+    return z["N"] * z["G"] * z["C"] * z["D"] * z["H"] * z["W"]
+
+
+def out_reduce_values(direction: str, sizes: Mapping[str, int],
+                      strides: Mapping[str, tuple[int, ...]]) -> dict[str, int] | None:
+    """The reduce kernel's i32 arguments (conv_triton_spec.REDUCE_ARGS, the split left out)
+    after a split forward (into y) or backward data (into dx), or None where it cannot walk
+    that tensor. The partials are (n, c, d, h, w) in every object (the kernels'
+    `_partial_offsets`: the generic and the aligned object of a launch write the same), and
+    the reduce walks four axes, so two adjacent spatial axes go as one: h and w where h's
+    stride is W times w's, else d and h where d's is H times h's."""
+    z = sizes
+    if direction == "F":
+        tensor, ch, dims = strides["y"], z["G"] * z["K"], (z["Z"], z["P"], z["Q"])
+    else:
+        tensor, ch, dims = strides["x"], z["G"] * z["C"], (z["D"], z["H"], z["W"])
+    sn, sc, sd, sh, sw = (int(v) for v in tensor)
+    a, b, c = dims
+    if sh == c * sw:
+        outer, inner = (a, sd), (b * c, sw)
+    elif sd == b * sh:
+        outer, inner = (a * b, sh), (c, sw)
+    else:
+        return None
+    # (n, channel, spatial outer, spatial inner): the partials' order.
+    return {"TOTAL": z["N"] * ch * a * b * c, "C": ch, "R": outer[0], "S": inner[0],
+            "swk": sn, "swc": sc, "swr": outer[1], "sws": inner[1]}
+
+
 def workspace_bytes(direction: str, sizes: Mapping[str, int], config: Mapping[str, int]
                     ) -> int:
-    """Backward weights split in parts: an FP32 partial of dw per part."""
+    """A split launch's FP32 partials: of dw per part (backward weights), of y or dx per
+    part (forward, backward data)."""
     split = int(config.get("SPLIT_K", 1))
-    if direction != "W" or split <= 1:
+    if split <= 1:
         return 0
     z = sizes
-    return split * z["G"] * z["K"] * z["C"] * z["T"] * z["R"] * z["S"] * 4
+    if direction == "W":
+        return split * z["G"] * z["K"] * z["C"] * z["T"] * z["R"] * z["S"] * 4
+    return split * _out_elements(direction, z) * 4
 
 
 def reduce_values(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]

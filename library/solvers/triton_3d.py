@@ -12,7 +12,10 @@ plain convolution's opposite direction (`conv_view`).
 Parameters are the implicit GEMM's seven. Backward weights cut their reduction (every output
 position) in SPLIT_K parts on the grid's third axis (`spec.split_for`: two waves of the
 target's CUs), the parts' FP32 partials in the workspace summed into dw by the 2-D family's
-reduce kernel as a follow-up; the split is not part of the object. One tile per precision and
+reduce kernel as a follow-up; the split is not part of the object. Forward and backward data
+split the same way where their unsplit launch would leave most of the GPU idle
+(`spec.small_split`: a deep layer at batch 1), their partials summed into y or dx; there the
+defaults rank alone, as backward weights' do. One tile per precision and
 direction (`spec.usual_tile`) serves both layouts, so a package ships per precision and
 direction two objects: the generic one (any strides: NCDHW, and NDHWC problems or pointers that
 miss the alignment assumption) and the aligned channels-last one, and the reduce kernel at
@@ -137,11 +140,17 @@ class ConvTriton3d(Solver):
         return str(spec_3d().PRECISION_NAME.get(self.math, data_type))
 
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
+        """The kind's legal space (splits in backward weights alone) and, where forward or
+        backward data split on a small grid, the split defaults."""
         kind = self._kind(target)
         if kind is None:
             return []
-        return [params_of(c) for c in
-                spec_3d().legal_space(conv_view(problem).direction, problem.in_type, kind)]
+        space = [params_of(c) for c in
+                 spec_3d().legal_space(conv_view(problem).direction, problem.in_type, kind)]
+        default = tuple(self.default_params(problem, target))
+        if default[_SPLIT] > 1 and default not in space:
+            space.append(default)
+        return space
 
     def params_valid(self, problem: ConvProblem, target: Target, params: Params) -> bool:
         # The target alone (not MIOPENKERNELS_TRITON), as the other Triton families.
@@ -152,8 +161,12 @@ class ConvTriton3d(Solver):
             config = self._config(tuple(int(v) for v in params))
         except (TypeError, ValueError, ProblemError):
             return False
-        return bool(spec_3d().legal(conv_view(problem).direction, config, problem.in_type,
-                                    kind))
+        view, sizes, strides, _ = _view(problem)
+        if config["SPLIT_K"] > 1 and view.direction != "W" and (
+                spec_3d().out_reduce_values(view.direction, sizes, strides) is None or
+                spec_3d().workspace_bytes(view.direction, sizes, config) // 4 >= 2**31):
+            return False  # the reduce cannot walk the output, or 32-bit partial offsets
+        return bool(spec_3d().legal(view.direction, config, problem.in_type, kind))
 
     def _usual(self, problem: ConvProblem, kind: str) -> dict[str, int]:
         return dict(spec_3d().usual_tile(self._precision(problem.in_type),
@@ -168,7 +181,7 @@ class ConvTriton3d(Solver):
         kind = target_kind(target.arch)
         if kind is None or kind not in spec_3d().KINDS:
             kind = "sm90"
-        view, sizes, _, _ = _view(problem)
+        view, sizes, strides, _ = _view(problem)
         tile = self._usual(problem, kind)
         narrow = spec_3d().narrow_tile(view.direction, tile, problem.in_type, sizes)
         if self.math == "ieee" and spec_3d().legal(view.direction, narrow, problem.in_type, kind):
@@ -180,12 +193,16 @@ class ConvTriton3d(Solver):
             wide = spec_3d().wide_of(view.direction, tile)
             if spec_3d().legal(view.direction, wide, problem.in_type, kind):
                 tile = wide  # the split stays the usual tile's, as measured
+        if view.direction != "W":
+            tile["SPLIT_K"] = spec_3d().small_split(view.direction, sizes, strides, tile,
+                                                    target.cu)
         return params_of(tile)
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
-        """Backward weights' split is shaped to fill the GPU; the ranking's model cannot
-        weigh it against other sets."""
-        return conv_view(problem).direction == "W"
+        """Backward weights' split is shaped to fill the GPU, as forward's and backward
+        data's on a small grid; the ranking's model cannot weigh it against other sets."""
+        return conv_view(problem).direction == "W" or \
+            self.default_params(problem, target)[_SPLIT] > 1
 
     def seed_params(self, problem: ConvProblem, target: Target) -> list[Params]:
         """Backward weights at half and twice the default split."""
@@ -235,9 +252,10 @@ class ConvTriton3d(Solver):
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type the usual tile's generic and aligned channels-last objects (16-bit: also
-        its narrow variant's; FP16 on WIDE_KINDS its wide one's) and, in backward weights, the
-        reduce kernel at every split. A transposed problem's key direction is its plain
-        convolution's (`conv_view`), so the solver's kernel is its direction's either way."""
+        its narrow variant's; FP16 on WIDE_KINDS its wide one's) and the reduce kernel (every
+        split; forward and backward data split on a small grid). A transposed problem's key
+        direction is its plain convolution's (`conv_view`), so the solver's kernel is its
+        direction's either way."""
         kind = self._kind(target)
         if kind is None:
             return []
@@ -248,8 +266,7 @@ class ConvTriton3d(Solver):
             jobs += [_job(self.direction, data_type, self.math, tuple(sorted(t.items())), last,
                           last, target) for t in self._tiles(data_type, kind)
                      for last in (False, True)]
-            if self.direction == "W":
-                jobs += reduce_jobs(data_type, target)  # every split: these objects
+            jobs += reduce_jobs(data_type, target)  # every split: these objects
         return jobs
 
     def _tiles(self, data_type: str, kind: str) -> list[dict[str, int]]:
@@ -283,10 +300,12 @@ class ConvTriton3d(Solver):
     #: kernel writes a copy of dx (the relaid ones) or that has kernels of its own does not.
     clears_phases = True
 
-    def _one_phase(self, problem: ConvProblem) -> bool:
+    def _one_phase(self, problem: ConvProblem, params: Params) -> bool:
+        """Backward data on phase 0 alone (`clears_phases`), unsplit (a split launch's parts
+        each write every position of their partial)."""
         view, sizes, _, _ = _view(problem)
         return self.clears_phases and view.direction == "B" and \
-            bool(spec_3d().lone_phase(sizes))
+            self._config(tuple(params))["SPLIT_K"] == 1 and bool(spec_3d().lone_phase(sizes))
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
@@ -296,24 +315,32 @@ class ConvTriton3d(Solver):
         launch = spec_launch(self._spec(), view.direction, view, sizes, strides,
                              self.launch_geometry(problem, params),
                              self.workspace_for(problem, params))
-        if self._one_phase(problem):  # the layer's output: dx, or a transposed layer's y
+        if self._one_phase(problem, params):  # the layer's output: dx, or a transposed y
             launch = replace(launch, zero_first=("dx" if problem.direction == "B" else "y",))
         return launch
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target
                    ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """Backward weights split in parts: the reduce kernel sums the partials into dw."""
+        """A launch split in parts: the reduce kernel sums the partials into dw (backward
+        weights), y (forward) or dx (backward data)."""
         split = self._config(tuple(params))["SPLIT_K"]
         view, sizes, strides, _ = _view(problem)
-        if view.direction != "W" or split <= 1:
+        if split <= 1:
             return ()
-        return (reduce_step(problem.in_type, split, target, view.wei_tensor,
-                            self._spec().reduce_values(sizes, strides)),)
+        if view.direction == "W":
+            return (reduce_step(problem.in_type, split, target, view.wei_tensor,
+                                self._spec().reduce_values(sizes, strides)),)
+        values = spec_3d().out_reduce_values(view.direction, sizes, strides)
+        if values is None:
+            raise ProblemError(f"{self.name}: no split of {problem.key()}: its output's "
+                               "strides do not let the reduce walk it")
+        out = view.out_tensor if view.direction == "F" else view.in_tensor
+        return (reduce_step(problem.in_type, split, target, out, values),)
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         config = {**self._config(tuple(params)), **self._tap_group(problem),
-                  "ONE_PHASE": int(self._one_phase(problem))}
+                  "ONE_PHASE": int(self._one_phase(problem, params))}
         view, sizes, _, _ = _view(problem)
         grid = self._spec().grid(view.direction, sizes, config)
         return (int(grid[0]), int(grid[1]), int(grid[2])), (config["num_warps"] * 32, 1, 1)

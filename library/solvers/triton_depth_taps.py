@@ -40,7 +40,6 @@ from .._record import replace
 from ..errors import ProblemError
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
-from ._conv import workspace_round
 from .base import CompileJob, InnerSolver, Launch, Params, Solver
 from .triton_common import kernel_arg, problem_view, reduce_step, spec_module
 from .triton_planes import STEM_WAVES
@@ -87,10 +86,12 @@ def _taps(problem: ConvProblem, depth: int) -> list[int]:
 
 
 def _part_bytes(problem: ConvProblem) -> int:
-    """One (slice, tap)'s part of the workspace: the slice's dx in FP32, rounded to a whole
-    number of WORKSPACE_ALIGN bytes (each part starts aligned)."""
+    """One (slice, tap)'s part of the workspace: the slice's dx in FP32. The parts follow
+    each other unpadded: the reduce reads part i at i times the slice's elements (a part
+    rounded up to WORKSPACE_ALIGN left the reduce reading the padding: NaN in dx on the GPU
+    grid wherever a slice was not a multiple of 256 bytes)."""
     p = problem
-    return workspace_round(p.n * p.c * p.in_spatial[1] * p.in_spatial[2] * 4)
+    return p.n * p.c * p.in_spatial[1] * p.in_spatial[2] * 4
 
 
 def _rewrites(problem: ConvProblem, depth: int, tap: int) -> dict[str, tuple[str, int, dict[
@@ -249,7 +250,8 @@ class ConvTritonDepthTaps(InnerSolver, Solver):
     # ------------------------------------------------------------------ kernels
     def _aligned(self, problem: ConvProblem, params: Params) -> bool:
         """Whether every (slice, tap)'s launch keeps the aligned object's assumptions: its
-        arguments (spec.meets_align16) and every pointer's offset a multiple of 16 bytes."""
+        arguments (spec.meets_align16) and every pointer's offset a multiple of 16 bytes (the
+        workspace parts' too)."""
         one = _one(problem)
         _, args, kernel, cl = problem_view(one)
         spec = spec_module()
@@ -258,7 +260,7 @@ class ConvTritonDepthTaps(InnerSolver, Solver):
         # One slice further on dx and dy, one tap further on the filters: every offset is a
         # multiple of these steps.
         steps = (deeper["dx"][1] - base["dx"][1], deeper["dy"][1] - base["dy"][1],
-                 later["w"][1] - deeper["w"][1])
+                 later["w"][1] - deeper["w"][1], _part_bytes(problem))  # parts: dx's copies
         return bool(spec.meets_align16({**args, **strides}, cl, problem.in_type, kernel)) and \
             all(step % _ALIGN == 0 for step in steps)
 

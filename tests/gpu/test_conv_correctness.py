@@ -131,6 +131,13 @@ BASE = [
                 stride=(1, 2, 2), in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     ConvProblem(n=2, c=16, k=3, in_spatial=(2, 8, 8), filter=(1, 3, 3), pad=(0, 1, 1),
                 in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    # Deep layers at batch 1 on a few positions (R3D-18's layer4, small): the 3-D family's
+    # forward and backward data split on a small grid (`conv_triton_3d_spec.small_split`),
+    # at stride 1 and at stride 2 (backward data's phases times parts).
+    ConvProblem(n=1, c=128, k=128, in_spatial=(2, 5, 6), filter=(3, 3, 3), pad=(1, 1, 1),
+                in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    ConvProblem(n=1, c=64, k=128, in_spatial=(4, 9, 8), filter=(3, 3, 3), pad=(1, 1, 1),
+                stride=(2, 2, 2), in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     # 128 channels and filters over 65,536 input positions: 16-bit backward data and weights
     # on their wide tiles (spec WIDE_RULE).
     ConvProblem(n=16, c=128, k=128, in_spatial=(4, 32, 32), filter=(1, 1, 1),

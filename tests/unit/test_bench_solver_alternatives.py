@@ -99,3 +99,15 @@ def test_a_tile_of_split_zero_takes_the_split_that_fills_the_gpu() -> None:
     view = problem_view(p)[0]
     expected = spec.split_for("conv2d_bwd_weight", spec_sizes(view), tile, 132)
     assert filled == (128, 128, 64, 8, expected, 8, 3) and expected > 1
+
+
+def test_a_split_entry_sets_or_scales_the_defaults_split() -> None:
+    module = _module()
+    defaults = (64, 64, 32, 8, 16, 4, 1)
+    assert module.split_params(defaults, "split=1") == (64, 64, 32, 8, 1, 4, 1)
+    assert module.split_params(defaults, "split*2") == (64, 64, 32, 8, 32, 4, 1)
+    assert module.split_params(defaults, "split/4") == (64, 64, 32, 8, 4, 4, 1)
+    assert module.split_params((64, 64, 32, 8, 1, 4, 1), "split/2")[4] == 1
+    for bad in ("split", "split=0", "split+2", "split*x"):
+        with pytest.raises(ValueError):
+            module.split_params(defaults, bad)

@@ -138,16 +138,99 @@ def test_backward_weights_tiles_keep_their_accumulator_in_shared_memory() -> Non
     assert (256, 256, 64, 8, 1, 8, 3) not in solver.param_space(_p("W"), SM90)
 
 
-def test_split_only_in_backward_weights() -> None:
+def test_tuning_searches_splits_in_backward_weights_alone() -> None:
+    """Every direction may run split (forward and backward data on a small grid), but only
+    backward weights' search space holds splits."""
     tile = spec.usual_tile("FP16", "W", "FP16", "sm90")
     for split in (2, 64):
-        assert spec.legal("W", {**tile, "SPLIT_K": split}, "FP16", "sm90")
-        assert not spec.legal("F", {**tile, "SPLIT_K": split}, "FP16", "sm90")
+        for d in "FBW":
+            assert spec.legal(d, {**tile, "SPLIT_K": split}, "FP16", "sm90")
     assert not spec.legal("W", {**tile, "SPLIT_K": 128}, "FP16", "sm90")
+    assert not spec.legal("F", {**tile, "SPLIT_K": 3}, "FP16", "sm90")
     assert not spec.legal("W", {**tile, "MMA": 2}, "FP32", "sm90")
     fwd = get_solver("ConvTriton3dFwd")
     assert all(q[4] == 1 for q in fwd.param_space(_p(), SM90))
     assert any(q[4] == 8 for q in get_solver("ConvTriton3dWrw").param_space(_p("W"), SM90))
+
+
+def _deep(direction: str, layout: str = "NCDHW", n: int = 1, **kw: object) -> ConvProblem:
+    """R3D-18's layer4.0.conv2 (512 -> 512, 3x3x3 at 2x7x7) at batch `n`, FP32."""
+    return _p(direction, "FP32", layout, **{"n": n, "c": 512, "k": 512, "in_spatial": (2, 7, 7),
+                                            **kw})
+
+
+@pytest.mark.parametrize("direction", ["F", "B"])
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+def test_small_grids_split_forward_and_backward_data(direction: str, layout: str) -> None:
+    """At batch 1 a deep layer's unsplit launch is 16 programs of 432 steps each on 132 SMs:
+    its defaults split the reduction (within SMALL_WAVES waves, SMALL_PART_STEPS steps a part,
+    one doubling more breaking one of them), rank alone, and a reduce into the output
+    follows; at batch 32 the grid fills the GPU and nothing splits."""
+    for name in ("ConvTriton3d", "ConvTriton3dTf32x3"):
+        solver = get_solver(name + SUFFIX[direction])
+        p = _deep(direction, layout)
+        params = solver.default_params(p, SM90)
+        split = params[4]
+        (gx, gy, gz), _ = solver.launch_geometry(p, params)
+        unsplit = gx * gy
+        assert split > 1 and gz == split and unsplit * spec.SMALL_GRID_FRACTION < SM90.cu
+        steps = 27 * spec.cdiv(512, params[2])
+        assert unsplit * split <= spec.SMALL_WAVES * SM90.cu
+        assert steps // split >= spec.SMALL_PART_STEPS
+        assert unsplit * split * 2 > spec.SMALL_WAVES * SM90.cu or \
+            steps // (split * 2) < spec.SMALL_PART_STEPS
+        assert solver.defaults_rule(p, SM90)
+        assert solver.workspace_for(p, params) == split * 512 * 98 * 4
+        (job, step), = solver.follow_ups(p, params, SM90)
+        values = step.scalars()
+        assert job.kernel_name == "conv2d_bwd_weight_reduce" and values["SPLIT_K"] == split
+        out = "y" if direction == "F" else "dx"
+        assert ("w_ptr", "ptr:" + out) in [(a.name, a.kind) for a in step.args]
+        # The partials (n, c, d, h*w) walked into the output's strides.
+        strides = {"NCDHW": (512 * 98, 98, 49, 1), "NDHWC": (98 * 512, 1, 49 * 512, 512)}
+        assert (values["TOTAL"], values["C"], values["R"], values["S"]) == (512 * 98, 512, 2, 49)
+        assert tuple(values[k] for k in ("swk", "swc", "swr", "sws")) == strides[layout]
+        # One object serves every split.
+        unsplit_params = params[:4] + (1,) + params[5:]
+        assert solver.compile_job(p, unsplit_params, SM90) == solver.compile_job(p, params, SM90)
+        assert solver.follow_ups(p, unsplit_params, SM90) == ()
+        full = _deep(direction, layout, n=32)
+        assert solver.default_params(full, SM90)[4] == 1
+        assert not solver.defaults_rule(full, SM90)
+
+
+def test_split_backward_data_launches_every_phase() -> None:
+    """Strided backward data split: phases x parts programs on axis 2 (R3D-18's layer4.0.conv1
+    at batch 1: 8 programs a phase). A 1x1x1 stride-2 layer's unsplit backward data runs
+    phase 0 alone with dx cleared first, and its default stays so; split, every phase's
+    parts write their partials, nothing cleared."""
+    solver = get_solver("ConvTriton3dBwd")
+    p = _deep("B", c=256, stride=(2, 2, 2), in_spatial=(4, 14, 14))
+    params = solver.default_params(p, SM90)
+    split = params[4]
+    assert split > 1 and solver.launch_geometry(p, params)[0][2] == 8 * split
+    down = _deep("B", c=256, filter=(1, 1, 1), pad=(0, 0, 0), stride=(2, 2, 2),
+                 in_spatial=(4, 14, 14))
+    params = solver.default_params(down, SM90)
+    assert params[4] == 1 and solver.launch_geometry(down, params)[0][2] == 1
+    assert solver.launch(down, params).zero_first == ("dx",)
+    split = params[:4] + (4,) + params[5:]
+    assert solver.params_valid(down, SM90, split)
+    assert solver.launch_geometry(down, split)[0][2] == 8 * 4
+    assert solver.launch(down, split).zero_first == ()
+
+
+def test_no_split_where_the_reduce_cannot_walk_the_output() -> None:
+    sizes = _view(_deep("F"))[1]
+    packed = {"y": (512 * 98, 98, 49, 7, 1)}
+    assert spec.out_reduce_values("F", sizes, packed) is not None
+    # d and h mergeable, h and w not: the reduce walks (n, c, d*h, w).
+    rows = spec.out_reduce_values("F", sizes, {"y": (512 * 2 * 7 * 9, 2 * 7 * 9, 7 * 9, 9, 1)})
+    assert (rows["R"], rows["S"], rows["swr"], rows["sws"]) == (14, 7, 9, 1)
+    apart = {"y": (10**6, 10**4, 1000, 9, 1)}
+    assert spec.out_reduce_values("F", sizes, apart) is None
+    assert spec.small_split("F", sizes, apart, spec.usual_tile("FP32", "F", "FP32", "sm90"),
+                            132) == 1
 
 
 def test_backward_weights_split_fills_the_gpu_and_reduces_into_dw() -> None:

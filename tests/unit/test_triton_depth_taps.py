@@ -70,6 +70,9 @@ def test_the_problems_they_take() -> None:
     # Groups of 16 channels (the filters' per-group channels in their strides).
     {"n": 2, "c": 32, "k": 32, "in_spatial": (3, 4, 4), "filter": (3, 3, 3),
      "pad": (1, 1, 1), "groups": 2},
+    # A slice of 1,400 bytes, not a multiple of the workspace's 256: the parts must follow
+    # each other unpadded, as the reduce reads them (the GPU grid caught NaN there).
+    {"n": 2, "c": 5, "k": 6, "in_spatial": (3, 5, 7), "filter": (3, 1, 1), "pad": (1, 0, 0)},
     # Depth padding past the taps (the outer slices reach none: written zero), dilated in h.
     {"n": 2, "c": 4, "k": 8, "in_spatial": (3, 6, 4), "filter": (2, 3, 3), "pad": (2, 2, 1),
      "dilation": (1, 2, 1)},
