@@ -15,7 +15,10 @@ layer against cuDNN): for every moved problem both of whose first choices were t
 their usual parameters (an entry named as the solver, not `NAME@tile`), the GPU-time ratios to
 cuDNN before and after, and per change their geometric means (`measured` in the JSON). The
 first choices are immediate mode's; the timings are of the solvers at their usual parameters,
-which is what immediate mode runs.
+which is what immediate mode runs. `--before-as @VARIANT` times the before choices as their
+`NAME@VARIANT` entry where the files hold one (e.g. `@split=1`: the tree before a split rule
+ran those parameters), and adds `timed`: over every problem, moved or not, whose two choices'
+timings differ, the geometric means before and after per case and batch.
 
 Exit codes: 0 compared; 2 a file unreadable or without `by_problem` or `rows`; 3 the files
 hold different problems (different zoos, types or batches).
@@ -68,8 +71,7 @@ def read_measured(paths: list[Path]) -> dict[str, dict[str, float]]:
             try:
                 cudnn = float(row["cudnn_gpu_ms"])
                 timed = {name: float(entry["gpu_ms"]) / cudnn
-                         for name, entry in row["solvers"].items()
-                         if "@" not in name and entry.get("gpu_ms")}
+                         for name, entry in row["solvers"].items() if entry.get("gpu_ms")}
                 key = str(row["key"])
             except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError):
                 raise ValueError(f"{path}: a row without a key, cuDNN's time or solvers' "
@@ -83,10 +85,37 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def _case(problem: str) -> str:
+    """`<type>-<direction>-<layout>@<batch>` of a picks entry ("network/layer key")."""
+    from miopenkernels.problem import ConvProblem
+
+    p = ConvProblem.from_key(problem.split(" ", 1)[-1])
+    return f"{p.in_type}-{p.direction}-{p.in_layout}@{p.n}"
+
+
+def _timed(before: dict[str, str], after: dict[str, str],
+           measured: dict[str, dict[str, float]], before_as: str) -> dict[str, Any]:
+    """Per case and batch, over the problems whose before choice (as NAME+before_as where
+    timed so) and after choice were both timed and differ: their geometric means."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for problem, new in after.items():
+        times = measured.get(problem.split(" ", 1)[-1], {})
+        old = before[problem]
+        old_name = old + before_as if old + before_as in times else old
+        if old_name in times and new in times and old_name != new:
+            groups.setdefault(_case(problem), []).append((times[old_name], times[new]))
+    return {case: {"problems": len(pairs),
+                   "before_geomean": round(_geomean([b for b, _ in pairs]), 3),
+                   "after_geomean": round(_geomean([a for _, a in pairs]), 3)}
+            for case, pairs in sorted(groups.items())}
+
+
 def compare(before: dict[str, str], after: dict[str, str],
-            measured: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+            measured: dict[str, dict[str, float]] | None = None, before_as: str = ""
+            ) -> dict[str, Any]:
     """Per (before, after) pair of first choices that differ: the problems and their layers,
-    and where `measured` timed both choices, their ratios to cuDNN."""
+    and where `measured` timed both choices, their ratios to cuDNN (the before choice as its
+    NAME+`before_as` entry where timed so; then also `timed`, per case and batch)."""
     moved: dict[tuple[str, str], list[str]] = {}
     for problem, solver in after.items():
         old = before[problem]
@@ -97,8 +126,8 @@ def compare(before: dict[str, str], after: dict[str, str],
         row: dict[str, Any] = {"before": old, "after": new, "problems": len(problems),
                                "layers": sorted({p.split(" ", 1)[0] for p in problems})}
         if measured is not None:
-            pairs = [(p, measured[k][old], measured[k][new]) for p in problems
-                     if (k := p.split(" ", 1)[-1]) in measured
+            pairs = [(p, measured[k].get(old + before_as, measured[k][old]), measured[k][new])
+                     for p in problems if (k := p.split(" ", 1)[-1]) in measured
                      and old in measured[k] and new in measured[k]]
             if pairs:
                 row["measured"] = {
@@ -108,7 +137,10 @@ def compare(before: dict[str, str], after: dict[str, str],
                     "rows": [{"problem": p, "before": round(b, 3), "after": round(a, 3)}
                              for p, b, a in pairs]}
         rows.append(row)
-    return {"problems": len(after), "moved": sum(r["problems"] for r in rows), "changes": rows}
+    out = {"problems": len(after), "moved": sum(r["problems"] for r in rows), "changes": rows}
+    if measured is not None and before_as:
+        out["timed"] = _timed(before, after, measured, before_as)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the comparison as JSON")
     ap.add_argument("--measured", type=Path, nargs="+", default=None, metavar="FILE",
                     help="bench/solver_alternatives.py JSON files timing the choices")
+    ap.add_argument("--before-as", default="", metavar="@VARIANT",
+                    help="time the before choices as their NAME@VARIANT entry where the "
+                         "files hold one (e.g. @split=1)")
     args = ap.parse_args(argv)
     try:
         before, after = read_picks(args.before), read_picks(args.after)
@@ -129,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the files hold different problems ({len(set(before) ^ set(after))} "
               "in one alone); make both with the same zoo.py arguments", file=sys.stderr)
         return 3
-    result = compare(before, after, measured)
+    if args.before_as and not args.before_as.startswith("@"):
+        print(f"error: --before-as takes @VARIANT (e.g. @split=1), not {args.before_as!r}",
+              file=sys.stderr)
+        return 2
+    result = compare(before, after, measured, args.before_as)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -141,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             m = row["measured"]
             print(f"       timed on {m['problems']}: {m['before_geomean']:.2f} -> "
                   f"{m['after_geomean']:.2f} of cuDNN's GPU time (geomean)")
+    for case, m in result.get("timed", {}).items():
+        print(f"timed {case}: {m['problems']} problems, {m['before_geomean']:.2f} -> "
+              f"{m['after_geomean']:.2f} of cuDNN's GPU time (geomean)")
     return 0
 
 

@@ -166,13 +166,20 @@ MAX_SPLIT = 64
 MIN_PART_STEPS = 16
 WAVES = 16
 #: Forward and backward data split their reduction where the unsplit launch has fewer programs
-#: than SMALL_GRID_FRACTION of the target's CUs (a deep layer at batch 1: R3D-18's layer4 at
+#: than 1/SMALL_GRID_FRACTION of the target's CUs (a deep layer at batch 1: R3D-18's layer4 at
 #: 2x7x7 runs 16 programs of a 64x64 tile on 132 SMs, each looping over 13,824 products): the
-#: parts fill at most SMALL_WAVES waves and each keeps SMALL_PART_STEPS BLOCK_K steps, the 2-D
-#: family's small-grid rule's reach (conv_triton_spec.split_for).
+#: parts fill at most SMALL_WAVES waves and each keeps SMALL_PART_STEPS BLOCK_K steps, as the
+#: 2-D family's small-grid rule does (conv_triton_tuned_spec.small_grid_split). Set on the H100
+#: from the zoo's 3-D layers at batch 1 and 8 (bench/results/split3d_h100/, read by
+#: bench/split_rule_3d.py), the waves are what bind: with parts of 8 steps or more one part took
+#: 2.8-3.9x the split's GPU time (per implicit GEMM solver), and twice the split 0.82 within
+#: the two waves (4-7 steps a part, 110 rows); with parts of 4, twice it within the waves (2-3
+#: steps) 0.86 (95 rows); with parts of 2, as here, one part took 2.6-3.5x, half the split
+#: 1.06-1.23x and twice it 0.88-0.97x (within the waves, parts of one step: 0.82 over 63 rows,
+#: not adopted untimed as a rule).
 SMALL_GRID_FRACTION = 2
 SMALL_WAVES = 2
-SMALL_PART_STEPS = 8
+SMALL_PART_STEPS = 2
 #: The narrow block: 16-bit problems of at most this many input channels C (an image or
 #: video stem's 3, or 16 padded) run a tile this wide along C instead of the usual 64-128
 #: (`narrow_tile`; NARROW_BLOCK: forward's reduction block, backward data's and backward

@@ -129,8 +129,21 @@ class ConvTriton3d(Solver):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Every problem the family takes: the portable kernels, the only others for 3-D
-        problems, measured 5-210x cuDNN's GPU time on them (issue 28)."""
-        return True
+        problems, measured 5-210x cuDNN's GPU time on them (issue 28). Except an FP32
+        forward or backward data on a small grid (its own defaults or the three-TF32-product
+        solver's split), in IEEE math on a target with the three-product kernels: there the
+        FP32 units' products took 1.08-1.70x the three-product kernel's GPU time (H100,
+        bench/results/split3d_h100/rule_2steps), and the ranking's model, fitted on unsplit
+        launches, put them ahead, also unsplit where only the three-product kernel's wider
+        tile splits (bench/results/split3d_h100/picks_*.json)."""
+        if self.math != "ieee" or problem.in_type != "FP32" or not tf32x3_capable(target) or \
+                conv_view(problem).direction == "W":
+            return True
+        three = _THREE_PRODUCTS[self.direction]
+        small = self.default_params(problem, target)[_SPLIT] > 1 or (
+            three.is_applicable(problem, target) and
+            three.default_params(problem, target)[_SPLIT] > 1)
+        return not small
 
     # ------------------------------------------------------------------ parameters
     def _config(self, params: Params) -> dict[str, int]:
@@ -360,3 +373,5 @@ class ConvTriton3d(Solver):
 
 TRITON_3D_SOLVERS: list[Solver] = [ConvTriton3d(d, m) for m in ("ieee", "tf32", "tf32x3")
                                    for d in ("F", "B", "W")]
+#: The three-TF32-product solver of each direction (whose small grid the IEEE FP32 one asks).
+_THREE_PRODUCTS = {d: ConvTriton3d(d, "tf32x3") for d in ("F", "B", "W")}

@@ -114,3 +114,29 @@ def test_the_h200_backward_comparison_matches_the_results_readme() -> None:
                                     "ConvTritonImplicitGemmTf32x3SlicesBwd")]
     text = (ROOT / "bench" / "results" / "README.md").read_text()
     assert "123 of 41,526" in text
+
+
+def test_before_as_times_the_old_choices_at_their_variant(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    """--before-as @split=1: the before tree ran the same solver unsplit; `timed` compares
+    every problem whose two timings differ, moved or not, per case and batch."""
+    k1 = "512-2-7-7-3x3x3-512-2-7-7-1-1x1x1-1x1x1-1x1x1-0-NCDHW-FP32-B"
+    k2 = "512-2-7-7-3x3x3-512-2-7-7-1-1x1x1-1x1x1-1x1x1-0-NCDHW-FP32-F"
+    before = _write(tmp_path / "a.json", {f"r/a {k1}": "S", f"r/a {k2}": "A"})
+    after = _write(tmp_path / "b.json", {f"r/a {k1}": "S", f"r/a {k2}": "X"})
+    timed = tmp_path / "t.json"
+    timed.write_text(json.dumps({"rows": [
+        {"key": k1, "cudnn_gpu_ms": 1.0, "solvers": {"S": {"gpu_ms": 2.0},
+                                                       "S@split=1": {"gpu_ms": 8.0}}},
+        {"key": k2, "cudnn_gpu_ms": 1.0, "solvers": {"A": {"gpu_ms": 3.0},
+                                                       "X": {"gpu_ms": 1.0}}}]}))
+    assert picks_compare.main([str(before), str(after), "--json", "--measured", str(timed),
+                               "--before-as", "@split=1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["moved"] == 1 and out["changes"][0]["measured"]["before_geomean"] == 3.0
+    assert out["timed"] == {
+        "FP32-B-NCDHW@1": {"problems": 1, "before_geomean": 8.0, "after_geomean": 2.0},
+        "FP32-F-NCDHW@1": {"problems": 1, "before_geomean": 3.0, "after_geomean": 1.0}}
+    assert picks_compare.main([str(before), str(after), "--measured", str(timed),
+                               "--before-as", "split=1"]) == 2
+    assert "error: --before-as" in capsys.readouterr().err

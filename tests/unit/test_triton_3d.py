@@ -429,8 +429,9 @@ def test_backward_data_with_every_tap_on_phase_zero_runs_that_phase_alone() -> N
         launch = s.launch(p(layout), s.default_params(p(layout), t))
         assert launch.grid[2] == 1 and launch.zero_first == ("dx",)
         full = p(layout, pad=1, filt=3)
-        launch = s.launch(full, s.default_params(full, t))
-        assert launch.grid[2] == 8 and launch.zero_first == ()
+        params = s.default_params(full, t)
+        launch = s.launch(full, params)  # every phase, split on this small grid
+        assert launch.grid[2] == 8 * params[4] and launch.zero_first == ()
     # Padding 2 and dilation 2 on a 3x3x3 filter: every tap lands on phase 0 too.
     assert spec.lone_phase({"stride_d": 2, "stride_h": 2, "stride_w": 2, "pad_d": 2,
                             "pad_h": 2, "pad_w": 2, "dil_d": 2, "dil_h": 2, "dil_w": 2,
@@ -440,8 +441,9 @@ def test_backward_data_with_every_tap_on_phase_zero_runs_that_phase_alone() -> N
     assert s.is_applicable(trans, t)
     assert s.launch(trans, s.default_params(trans, t)).zero_first == ("y",)
     via = get_solver("ConvTriton3dViaNdhwcBwd")
-    launch = via.launch(p("NCDHW"), via.default_params(p("NCDHW"), t))
-    assert launch.grid[2] == 8 and launch.zero_first == ()
+    params = via.default_params(p("NCDHW"), t)
+    launch = via.launch(p("NCDHW"), params)
+    assert launch.grid[2] == 8 * params[4] and launch.zero_first == ()
 
 
 def test_a_chunked_one_phase_backward_data_clears_dx_once_before_its_first_chunk(
@@ -463,3 +465,20 @@ def test_a_chunked_one_phase_backward_data_clears_dx_once_before_its_first_chunk
     inv = make_invoker(h, p, solver, params=params)
     assert inv.zero_first == (("x", 256 * 64 * 16 * 112 * 112 * 2),)
     assert len(inv.then) == len(chunks) - 1
+
+
+def test_fp32_on_a_small_grid_ranks_the_three_product_kernels_first() -> None:
+    """Split on a small grid, the IEEE FP32 kernel took 1.08-1.70x the three-product one's
+    GPU time (bench/results/split3d_h100/rule_2steps): it gives up first place there, and
+    only there; 16-bit types and unsplit problems keep it."""
+    for d in "FB":
+        small, full = _deep(d), _deep(d, n=32)
+        ieee = get_solver("ConvTriton3d" + SUFFIX[d])
+        x3 = get_solver("ConvTriton3dTf32x3" + SUFFIX[d])
+        assert ieee.default_params(small, SM90)[4] > 1
+        assert not ieee.claims_first(small, SM90) and x3.claims_first(small, SM90)
+        assert ieee.claims_first(full, SM90)
+        half = _p(d, "FP16", "NCDHW", n=1, c=512, k=512, in_spatial=(2, 7, 7))
+        assert ieee.default_params(half, SM90)[4] > 1 and ieee.claims_first(half, SM90)
+        picked = Handle(target="sm90-132").solutions(small)[0].solver
+        assert picked != ieee.name, picked
