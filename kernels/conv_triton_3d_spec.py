@@ -443,7 +443,7 @@ def small_split(direction: str, sizes: Mapping[str, int],
         taps = max(1, taps // (z["stride_d"] * z["stride_h"] * z["stride_w"]))
     steps = taps * cdiv(inner, int(config["BLOCK_K"]))
     split = filling_split(programs, steps, sms, SMALL_PART_STEPS, MAX_SPLIT, SMALL_WAVES)
-    while split > 1 and split * _out_elements(direction, z) >= 2**31:
+    while split > 1 and (split * _out_elements(direction, z) >= 2**31 or gz * split > GRID_YZ_MAX):
         split //= 2
     return split
 

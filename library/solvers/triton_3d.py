@@ -177,8 +177,9 @@ class ConvTriton3d(Solver):
         view, sizes, strides, _ = _view(problem)
         if config["SPLIT_K"] > 1 and view.direction != "W" and (
                 spec_3d().out_reduce_values(view.direction, sizes, strides) is None or
-                spec_3d().workspace_bytes(view.direction, sizes, config) // 4 >= 2**31):
-            return False  # the reduce cannot walk the output, or 32-bit partial offsets
+                spec_3d().workspace_bytes(view.direction, sizes, config) // 4 >= 2**31 or
+                spec_3d().grid(view.direction, sizes, config)[2] > spec_3d().GRID_YZ_MAX):
+            return False  # the reduce cannot walk the output, 32-bit partial offsets, grid z
         return bool(spec_3d().legal(view.direction, config, problem.in_type, kind))
 
     def _usual(self, problem: ConvProblem, kind: str) -> dict[str, int]:

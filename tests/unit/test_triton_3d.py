@@ -229,6 +229,12 @@ def test_no_split_where_the_reduce_cannot_walk_the_output() -> None:
     assert (rows["R"], rows["S"], rows["swr"], rows["sws"]) == (14, 7, 9, 1)
     apart = {"y": (10**6, 10**4, 1000, 9, 1)}
     assert spec.out_reduce_values("F", sizes, apart) is None
+    # A split whose phases x parts pass the grid's z limit is no valid set.
+    solver = get_solver("ConvTriton3dBwd")
+    wide = _deep("B", c=16, k=16, in_spatial=(8, 32, 32), stride=(8, 32, 32))
+    params = solver.default_params(wide, SM90)
+    assert solver.params_valid(wide, SM90, params[:4] + (4,) + params[5:])
+    assert not solver.params_valid(wide, SM90, params[:4] + (16,) + params[5:])
     assert spec.small_split("F", sizes, apart, spec.usual_tile("FP32", "F", "FP32", "sm90"),
                             132) == 1
 
