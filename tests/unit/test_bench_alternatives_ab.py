@@ -71,7 +71,7 @@ def test_the_committed_kernel_comparison() -> None:
     assert (regs[key]["blocks_per_sm"], now[key]["blocks_per_sm"]) == (2, 1)
     capped = {r["case"] + " " + r["solver"]: r for r in
               json.loads((RESULTS / "regs_after_maxnreg128.json").read_text())["rows"]}
-    for key, blocks in ((key, 2), ("FP32-B-NCDHW ConvTriton3dBwd", 4)):
-        assert (capped[key]["registers"], capped[key]["spills"]) == (128, False)
-        assert capped[key]["blocks_per_sm"] == blocks
+    for case, blocks in ((key, 2), ("FP32-B-NCDHW ConvTriton3dBwd", 4)):
+        assert (capped[case]["registers"], capped[case]["spills"]) == (128, False)
+        assert capped[case]["blocks_per_sm"] == blocks
     assert capped["FP16-F-NCDHW ConvTriton3dFwd"]["spills"]
