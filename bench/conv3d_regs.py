@@ -6,9 +6,10 @@ and the registers per thread that cuobjdump reports, with the blocks an SM then 
 registers an SM; the other limits left out). Compare two folders to see what a kernel change did
 to the objects before timing them. `--maxnreg N` compiles them under ptxas's register cap N
 (Triton's `maxnreg`) and reports whether they then spill (local-memory loads or stores in
-the SASS).
+the SASS). `--split` compiles the split objects instead (forward's and backward data's SPLIT 1,
+what a launch split on a small grid runs).
 
-    python bench/conv3d_regs.py [--kernels DIR] [--maxnreg N] [--json]
+    python bench/conv3d_regs.py [--kernels DIR] [--maxnreg N] [--split] [--json]
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _key(layout: str, data_type: str, direction: str) -> str:
     return LAYER.format(layout=lay, type=data_type, direction=direction)
 
 
-def report(kernels: Path, maxnreg: int = 0) -> list[dict]:
+def report(kernels: Path, maxnreg: int = 0, split: bool = False) -> list[dict]:
     from miopenkernels.compiler.triton import TritonCompiler
     from miopenkernels.problem import ConvProblem
     from miopenkernels.solvers import get_solver
@@ -51,6 +52,8 @@ def report(kernels: Path, maxnreg: int = 0) -> list[dict]:
         solver = get_solver(name)
         p = ConvProblem.from_key(_key(layout, data_type, direction))
         params = solver.default_params(p, target)
+        if split:  # SPLIT_K, the fifth parameter: any split above one takes the split object
+            params = (*params[:4], 2, *params[5:])
         job = solver.compile_job(p, params, target)
         options = [*job.options, *([f"--maxnreg={maxnreg}"] if maxnreg else [])]
         blob = TritonCompiler().compile_kernel(kernels / job.kernel_file, job.kernel_name,
@@ -72,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the kernels folder to compile from (default: this tree's)")
     ap.add_argument("--maxnreg", type=int, default=0, metavar="N",
                     help="compile under a register cap of N a thread (0: none)")
+    ap.add_argument("--split", action="store_true",
+                    help="the split objects (forward and backward data split on a small grid)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = ap.parse_args(argv)
     if args.maxnreg and not 24 <= args.maxnreg <= 255:
@@ -82,9 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"conv3d_regs: no conv_triton_3d.py in {args.kernels}: name a kernels folder",
               file=sys.stderr)
         return 2
-    rows = report(args.kernels, args.maxnreg)
+    rows = report(args.kernels, args.maxnreg, args.split)
     if args.json:
-        print(json.dumps({"kernels": str(args.kernels), "maxnreg": args.maxnreg, "rows": rows},
+        print(json.dumps({"kernels": str(args.kernels), "maxnreg": args.maxnreg,
+                          "split": args.split, "rows": rows},
                          indent=1))
     else:
         for r in rows:

@@ -11,13 +11,17 @@
 #            (@split=1), at twice and half the split (objects compiled outside the timings,
 #            no package);  SPLIT_S
 #   ab       the same tool at batch 32 (no split) on every third 3-D layer, forward and
-#            backward data, FP32 and FP16, both layouts: this tree's kernels and, in a copy of
-#            the tree whose kernels/conv_triton_3d.py is AB_KERNEL's (the kernel before a
-#            change), the other's (ab_before.json, ab_after.json);  AB_S
+#            backward data, both layouts, types AB_TYPES (default FP32,FP16), solvers
+#            AB_SOLVERS (default every 3-D solver of the two directions): this tree and a copy
+#            of it with files replaced, the state before a change: AB_KERNEL (the copy's
+#            kernels/conv_triton_3d.py) and AB_FILES ("PATH=FILE ...", each the copy's PATH)
+#            (ab_before.json, ab_after.json);  AB_S
 # Output under OUTDIR; a summary line per step.
 #
 #   bash bench/gpu_conv3d.sh OUTDIR
-#   STEPS=split_f,split_b AB_KERNEL=old/conv_triton_3d.py STEPS=ab bash bench/gpu_conv3d.sh OUTDIR
+#   STEPS=split_f,split_b bash bench/gpu_conv3d.sh OUTDIR
+#   AB_KERNEL=old/conv_triton_3d.py STEPS=ab bash bench/gpu_conv3d.sh OUTDIR
+#   AB_FILES="kernels/conv_triton_3d_spec.py=old/spec.py" AB_TYPES=FP32 STEPS=ab bash ...
 set -uo pipefail
 out="${1:?usage: [STEPS=...] bash bench/gpu_conv3d.sh OUTDIR}"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -38,7 +42,8 @@ split_solvers() {  # split_solvers SUFFIX: each 3-D solver of a direction and it
   echo "${list%,}"
 }
 alternatives() {  # alternatives NAME LIMIT DIRECTION BATCHES SOLVERS [EVERY]
-  timeout "$2" python3 bench/solver_alternatives.py --solvers "$5" --types FP32,FP16 \
+  timeout "$2" python3 bench/solver_alternatives.py --solvers "$5" --types "${alt_types:-FP32,FP16}" \
+    --min-solvers "${alt_min:-2}" \
     --directions "$3" --layouts NCHW,NHWC --batches "$4" --held-out --every "${6:-1}" \
     --only "$keys_3d" --budget-s "$(( $2 - 15 ))" --out "$out/$1" > "$out/$1.log" 2>&1
   stamp "$1 rc=$?"; tail -30 "$out/$1.log"
@@ -67,16 +72,21 @@ if want split_b; then
 fi
 if want ab; then
   ab_solvers="ConvTriton3dTf32x3Fwd,ConvTriton3dFwd,ConvTriton3dViaNdhwcFwd,ConvTriton3dPaddedFwd"
-  ab_solvers+=",${ab_solvers//Fwd/Bwd}"
+  ab_solvers="${AB_SOLVERS:-$ab_solvers,${ab_solvers//Fwd/Bwd}}"
+  ab_files="${AB_FILES:-}${AB_KERNEL:+ kernels/conv_triton_3d.py=$AB_KERNEL}"
+  [[ -n "${ab_files// /}" ]] || { echo "ab: AB_KERNEL or AB_FILES names the state before" >&2; exit 2; }
   before=/tmp/ab_before_tree
-  rm -rf "$before" && cp -r . "$before" && cp "${AB_KERNEL:?AB_KERNEL names the old kernel}" \
-    "$before/kernels/conv_triton_3d.py"
+  rm -rf "$before" && cp -r . "$before"
+  for pair in $ab_files; do
+    cp "${pair#*=}" "$before/${pair%%=*}" || { echo "ab: cannot place $pair" >&2; exit 2; }
+  done
   (cd "$before" && source bench/_gpu_env.sh && MIOPEN_CUSTOM_CACHE_DIR=/tmp/mkcache_before \
     timeout "${AB_S:-200}" python3 bench/solver_alternatives.py --solvers "$ab_solvers" \
-    --types FP32,FP16 --directions F,B --layouts NCHW,NHWC --batches 32 --held-out --every 3 \
+    --types "${AB_TYPES:-FP32,FP16}" --directions F,B --layouts NCHW,NHWC --batches 32 \
+    --held-out --every 3 --min-solvers 1 \
     --only "$keys_3d" --budget-s "$(( ${AB_S:-200} - 15 ))" --out "$out/ab_before" \
     > "$out/ab_before.log" 2>&1)
   stamp "ab before rc=$?"; tail -12 "$out/ab_before.log"
   source "$here/_gpu_env.sh"  # this tree again
-  alternatives ab_after "${AB_S:-200}" F,B 32 "$ab_solvers" 3
+  alt_types="${AB_TYPES:-FP32,FP16}" alt_min=1 alternatives ab_after "${AB_S:-200}" F,B 32 "$ab_solvers" 3
 fi

@@ -10,7 +10,8 @@ with cuDNN's (relative L2 error). FP32 runs IEEE on both sides (cuDNN's TF32 off
 the handle's TF32 math mode against cuDNN with TF32 on, as in bench/zoo.py (runs before
 2026-12-04 left cuDNN's default, TF32 on, for FP32 too: alternatives_blas_fp32_h200 and
 alternatives_smallc2d_fp32_h200 compare against that). A layer where fewer than two of the
-solvers apply is skipped.
+solvers apply is skipped (`--min-solvers`: one, to time one solver against the same run of
+another tree, as bench/gpu_conv3d.sh's ab step does).
 `--only` keeps the layers whose FindDb key matches a regular expression (e.g. `-1x1-` for 1x1
 filters). A name may carry a tile, NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:num_stages
 [:SPLIT_K] (the solver's defaults with that tile, and that split where given, 0 for the one
@@ -56,6 +57,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--held-out", action="store_true", help="also the held-out networks")
     ap.add_argument("--every", type=int, default=1, metavar="K", help="every K-th layer")
     ap.add_argument("--only", default="", metavar="REGEX", help="keys matching REGEX alone")
+    ap.add_argument("--min-solvers", type=int, default=2, choices=(1, 2),
+                    help="skip a layer where fewer of the solvers apply (1: one solver, timed "
+                         "against another tree's run)")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--budget-s", type=float, default=300.0, help="stop between problems after")
@@ -266,7 +270,7 @@ def _measure_all(args: argparse.Namespace, handles: dict, layers: list, names: l
                         try:
                             sols = {n: _solution(handle, p, n) for n in names}
                             sols = {n: s for n, s in sols.items() if s is not None}
-                            if len(sols) < 2:
+                            if len(sols) < args.min_solvers:
                                 continue
                             tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(
                                 p.in_type, torch.float32)
@@ -326,8 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the library's own error names the solvers
         print(f"solver_alternatives: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 3
-    if len(names) < 2:
-        print("solver_alternatives: name at least two solvers (--solvers A,B)", file=sys.stderr)
+    if len(names) < args.min_solvers:
+        print(f"solver_alternatives: name at least {'one' if args.min_solvers == 1 else 'two'}"
+              " solvers (--solvers A,B)",
+              file=sys.stderr)
         return 3
     try:
         import torch

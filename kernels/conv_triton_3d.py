@@ -15,8 +15,9 @@ share their index helpers:
 - forward and backward data on a small grid: the reduction's steps cut into as many parts as
   the grid's axis 2 has (backward data: its programs over the phases), each part's FP32 sums
   to ws as [parts][N][G*K][Z][P][Q] (dx's [parts][N][G*C][D][H][W]) in every object, summed
-  by the 2-D family's reduce kernel. One object serves every split: with one part the sums
-  go to the output, as before;
+  by the 2-D family's reduce kernel. The SPLIT constexpr makes the split object, one for
+  every split above one; an unsplit object keeps the plain loop and store (the split path in
+  the same object had cost the unsplit launches registers and time);
 - backward weights: one tap per program row (axis 1 is g*T*R*S + tap), the reduction over
   every output position cut into as many parts as the grid's axis 2 has (the split is the
   grid's, not the object's): with several parts, FP32 partials go to ws and the 2-D family's
@@ -116,7 +117,7 @@ def _partial_offsets(part, img, pos, chan, N, CH, SPATIAL):
 def conv3d_fwd(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr,
 ):
     """y[n, g*K+k, o, p, q] = sum over (t, r, s) taps, then C channels, of x * w."""
     N, C, D, H, W, K, Z, P, Q, T, R, S, G = dims
@@ -137,12 +138,19 @@ def conv3d_fwd(
     w_col = (g * K + offs_n) * swk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     c_blocks = tl.cdiv(C, BLOCK_K)
-    part = tl.program_id(2)
-    parts = tl.num_programs(2)
-    first, last = _part_steps(T * R * S * c_blocks, part, parts)
     # The step's block and tap move on by counting (conv_triton_common.carry), not dividing:
-    # one division before the loop.
-    cb, s, r, t = _step_at(first, c_blocks, S, R)
+    # in a split object one division before the loop.
+    part = tl.program_id(2)
+    if SPLIT:
+        first, last = _part_steps(T * R * S * c_blocks, part, tl.num_programs(2))
+        cb, s, r, t = _step_at(first, c_blocks, S, R)
+    else:
+        first = 0
+        last = T * R * S * c_blocks
+        cb = 0
+        t = 0
+        r = 0
+        s = 0
     for _ in range(first, last):
         dd = t * dil_d
         dh = r * dil_h
@@ -158,22 +166,22 @@ def conv3d_fwd(
         cb, s = _carry(cb + 1, s, c_blocks)
         s, r = _carry(s, r, S)
         r, t = _carry(r, t, R)
-    mask = m_ok[:, None] & n_ok[None, :]
-    if parts == 1:
-        y_off = (img * syn + od * syd + op * syh + oq * syw)[:, None] + \
-            ((g * K + offs_n) * syk)[None, :]
-        tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=mask)
-    else:
+    if SPLIT:
         zpq = Z * P * Q
         ws_off = _partial_offsets(part, img, offs_m - img * zpq, g * K + offs_n, N, G * K, zpq)
-        tl.store(ws_ptr + ws_off, acc, mask=mask)
+        tl.store(ws_ptr + ws_off, acc, mask=m_ok[:, None] & n_ok[None, :])
+    else:
+        y_off = (img * syn + od * syd + op * syh + oq * syw)[:, None] + \
+            ((g * K + offs_n) * syk)[None, :]
+        tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty),
+                 mask=m_ok[:, None] & n_ok[None, :])
 
 
 @triton.jit
 def conv3d_bwd_data(
     x_ptr, w_ptr, y_ptr, ws_ptr, dims, conv, strides, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr,
 ):
     """dx[n, g*C+c, d, h, w] = sum over the taps reaching (d, h, w), then K, of dy * w.
 
@@ -185,10 +193,13 @@ def conv3d_bwd_data(
     sxn, sxc, sxd, sxh, sxw, swk, swc, swt, swr, sws, syn, syk, syd, syh, syw = channel_strides(
         strides, CHANNELS_LAST)
     g = tl.program_id(1)
-    phases = stride_d * stride_h * stride_w
-    phase = tl.program_id(2) % phases
-    part = tl.program_id(2) // phases
-    parts = tl.cdiv(tl.num_programs(2), phases)  # 1 in a one-phase launch (grid z = 1)
+    if SPLIT:
+        phases = stride_d * stride_h * stride_w
+        phase = tl.program_id(2) % phases
+        part = tl.program_id(2) // phases
+        parts = tl.cdiv(tl.num_programs(2), phases)
+    else:
+        phase = tl.program_id(2)
     plane = stride_h * stride_w
     pd = phase // plane
     ph = (phase - pd * plane) // stride_w
@@ -221,8 +232,16 @@ def conv3d_bwd_data(
     e_step = t_step * dil_d // stride_d
     f_step = r_step * dil_h // stride_h
     g_step = s_step * dil_w // stride_w
-    first, last = _part_steps(n_t * n_r * n_s * k_blocks, part, parts)
-    kb, si, ri, ti = _step_at(first, k_blocks, tl.maximum(n_s, 1), tl.maximum(n_r, 1))
+    if SPLIT:
+        first, last = _part_steps(n_t * n_r * n_s * k_blocks, part, parts)
+        kb, si, ri, ti = _step_at(first, k_blocks, tl.maximum(n_s, 1), tl.maximum(n_r, 1))
+    else:
+        first = 0
+        last = n_t * n_r * n_s * k_blocks
+        kb = 0
+        ti = 0
+        ri = 0
+        si = 0
     for _ in range(first, last):
         de = e0 - ti * e_step
         df = f0 - ri * f_step
@@ -241,15 +260,15 @@ def conv3d_bwd_data(
         kb, si = _carry(kb + 1, si, k_blocks)
         si, ri = _carry(si, ri, n_s)
         ri, ti = _carry(ri, ti, n_r)
-    mask = m_ok[:, None] & n_ok[None, :]
-    if parts == 1:
-        x_off = (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None] + \
-            ((g * C + offs_n) * sxc)[None, :]
-        tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty), mask=mask)
-    else:
+    if SPLIT:
         ws_off = _partial_offsets(part, img, (idd * H + ih) * W + iw, g * C + offs_n, N, G * C,
                                   D * H * W)
-        tl.store(ws_ptr + ws_off, acc, mask=mask)
+        tl.store(ws_ptr + ws_off, acc, mask=m_ok[:, None] & n_ok[None, :])
+    else:
+        x_off = (img * sxn + idd * sxd + ih * sxh + iw * sxw)[:, None] + \
+            ((g * C + offs_n) * sxc)[None, :]
+        tl.store(x_ptr + x_off, acc.to(x_ptr.dtype.element_ty),
+                 mask=m_ok[:, None] & n_ok[None, :])
 
 
 @triton.jit

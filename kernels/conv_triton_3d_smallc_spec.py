@@ -2,7 +2,7 @@
 plain data.
 
 Standard library only (and the 3-D and 2-D specs), so the runtime reads it without Triton.
-The kernels take the 3-D kernels' argument list (`conv_triton_3d_spec.ARGS`: sizes, geometry
+The kernels take the 3-D kernels' argument list (`conv_triton_3d_spec.BASE_ARGS`: sizes, geometry
 and strides as three tuple arguments) and the implicit GEMM's seven tunables; SPLIT_K is
 backward weights' alone and is the grid's third axis, not part of the object. Problems of at
 most MAX_C input channels a group (a volume's 1, a video's 3), every direction: backward data
@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .conv_triton_3d_spec import ARGS as _ARGS_3D
+from .conv_triton_3d_spec import BASE_ARGS as _ARGS_3D
 from .conv_triton_3d_spec import (
     KINDS,
     SIZES,
@@ -74,7 +74,7 @@ KERNEL = {"F": "conv3d_fwd_smallc", "B": "conv3d_bwd_data_smallc_taps",
 GATHER = "conv3d_bwd_data_smallc_gather"
 #: One argument list, the 3-D kernels'; no argument is assumed a multiple of anything.
 ARGS: dict[str, tuple[tuple[str, str], ...]] = {
-    k: _ARGS_3D["conv3d_fwd"] for k in (*KERNEL.values(), GATHER)}
+    k: _ARGS_3D for k in (*KERNEL.values(), GATHER)}
 #: The i32 arguments an aligned object assumes multiples of `align_divisor`, by its layout
 #: (CHANNELS_LAST): channels-last y's strides (K the innermost; x's are multiples of its few
 #: channels), channel-planar the row lengths and x's and y's strides but the unit ones.

@@ -9,9 +9,10 @@ vectors.
 
 The three kernels take one argument list (ARGS), its i32 arguments as three tuple parameters
 (TUPLES: sizes, geometry, strides). Tunables are the implicit GEMM's seven, in
-PerfDb order; SPLIT_K is the grid's third axis, not part of the object, so one object serves
-every split (the reduce kernel is the 2-D family's): backward weights' always, forward's and
-backward data's on a small grid (`small_split`). Each object is shape-agnostic; an "aligned"
+PerfDb order; SPLIT_K is the grid's third axis (the reduce kernel is the 2-D family's):
+backward weights' always, one object serving every split; forward's and backward data's on
+a small grid (`small_split`), on their split object (SPLIT 1, every split above one;
+`split_object`). Each object is shape-agnostic; an "aligned"
 channels-last object assumes 16-byte aligned pointers and every ALIGN16 argument a multiple
 of 16.
 
@@ -55,14 +56,17 @@ TUPLES: dict[str, tuple[str, ...]] = {
 }
 #: The sizes, as the solvers name them, in argument order.
 SIZES = (*TUPLES["dims"], *TUPLES["conv"])
-_KERNEL_ARGS: tuple[tuple[str, str], ...] = (
+#: The argument list the three kernels share (and the few-channel 3-D kernels take).
+BASE_ARGS: tuple[tuple[str, str], ...] = (
     ("x_ptr", "ptr"), ("w_ptr", "ptr"), ("y_ptr", "ptr"), ("ws_ptr", "ptr_fp32"),
     *((n, "i32") for names in TUPLES.values() for n in names),
     ("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_K", "constexpr"),
     ("GROUP_M", "constexpr"), ("CHANNELS_LAST", "constexpr"), ("PRECISION", "constexpr"),
 )
-#: One argument list for the three kernels (pointers always x, w, y, ws).
-ARGS: dict[str, tuple[tuple[str, str], ...]] = {k: _KERNEL_ARGS for k in KERNEL.values()}
+#: One argument list for the three kernels (pointers always x, w, y, ws); forward and
+#: backward data add SPLIT (their split object: `split_object`).
+ARGS: dict[str, tuple[tuple[str, str], ...]] = {
+    k: BASE_ARGS + ((("SPLIT", "constexpr"),) if d != "W" else ()) for d, k in KERNEL.items()}
 _POINTERS = {"x_ptr": "x", "w_ptr": "w", "y_ptr": "y", "ws_ptr": "ws"}
 TENSORS: dict[str, dict[str, str]] = {d: _POINTERS for d in KERNEL}
 #: i32 arguments a channels-last aligned object assumes multiples of 16: the channel counts
@@ -524,13 +528,21 @@ def tile_efficiency(dims: tuple[int, int, int], config: Mapping[str, int]) -> fl
     return out
 
 
+def split_object(direction: str, split: int) -> int:
+    """The SPLIT constexpr of the forward or backward-data object a launch of `split` parts
+    runs: 0 unsplit, 1 for every split above one (backward weights: no such constexpr, 0)."""
+    return int(direction != "W" and split > 1)
+
+
 def signature(direction: str, dtype: str, config: Mapping[str, int], last: bool,
               precision: str) -> tuple[dict[str, str], dict[str, Any]]:
     """(signature, constexprs) of one object for `triton.compiler.ASTSource` (`config`'s
-    TAPS and TAP_AXIS where it groups taps)."""
+    TAPS and TAP_AXIS where it groups taps; forward's and backward data's SPLIT from its
+    SPLIT_K)."""
     values = {"BLOCK_M": int(config["BLOCK_M"]), "BLOCK_N": int(config["BLOCK_N"]),
               "BLOCK_K": int(config["BLOCK_K"]), "GROUP_M": int(config["GROUP_M"]),
-              "CHANNELS_LAST": int(last), "PRECISION": precision}
+              "CHANNELS_LAST": int(last), "PRECISION": precision,
+              "SPLIT": split_object(direction, int(config.get("SPLIT_K", 1)))}
     sig, constexprs = typed_signature(ARGS[KERNEL[direction]], dtype, values)
     if int(config.get("TAPS", 1)) > 1:  # backward weights' tap group (one tap: the defaults)
         for name in ("TAPS", "TAP_AXIS"):

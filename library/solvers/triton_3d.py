@@ -249,8 +249,12 @@ class ConvTriton3d(Solver):
 
     def _job(self, problem: ConvProblem, params: Params, aligned: bool, target: Target
              ) -> CompileJob:
-        # The split is the grid's third axis, not part of the object: one serves every split.
-        config = {**self._config(tuple(params)), "SPLIT_K": 1, **self._tap_group(problem)}
+        # The split is the grid's third axis: one object serves every split above one
+        # (forward and backward data: their SPLIT object; backward weights: the only one).
+        split = self._config(tuple(params))["SPLIT_K"]
+        config = {**self._config(tuple(params)),
+                  "SPLIT_K": 1 + spec_3d().split_object(self.direction, split),
+                  **self._tap_group(problem)}
         return _job(conv_view(problem).direction, problem.in_type, self.math,
                     tuple(sorted(config.items())), aligned or self.generic_channels_last,
                     aligned, target)
@@ -266,20 +270,22 @@ class ConvTriton3d(Solver):
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type the usual tile's generic and aligned channels-last objects (16-bit: also
-        its narrow variant's; FP16 on WIDE_KINDS its wide one's) and the reduce kernel (every
-        split; forward and backward data split on a small grid). A transposed problem's key
-        direction is its plain convolution's (`conv_view`), so the solver's kernel is its
-        direction's either way."""
+        its narrow variant's; FP16 on WIDE_KINDS its wide one's), forward's and backward
+        data's also as split objects (a small grid's split), and the reduce kernel (every
+        split). A transposed problem's key direction is its plain convolution's
+        (`conv_view`), so the solver's kernel is its direction's either way."""
         kind = self._kind(target)
         if kind is None:
             return []
         jobs: list[CompileJob] = []
+        splits = (1,) if self.direction == "W" else (1, 2)
         for data_type in spec_3d().TYPES:
             if not self._type_applicable(data_type, target):
                 continue
-            jobs += [_job(self.direction, data_type, self.math, tuple(sorted(t.items())), last,
-                          last, target) for t in self._tiles(data_type, kind)
-                     for last in (False, True)]
+            jobs += [_job(self.direction, data_type, self.math,
+                          tuple(sorted({**t, "SPLIT_K": split}.items())), last, last, target)
+                     for t in self._tiles(data_type, kind) for last in (False, True)
+                     for split in splits]
             jobs += reduce_jobs(data_type, target)  # every split: these objects
         return jobs
 

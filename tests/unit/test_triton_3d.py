@@ -190,9 +190,14 @@ def test_small_grids_split_forward_and_backward_data(direction: str, layout: str
         strides = {"NCDHW": (512 * 98, 98, 49, 1), "NDHWC": (98 * 512, 1, 49 * 512, 512)}
         assert (values["TOTAL"], values["C"], values["R"], values["S"]) == (512 * 98, 512, 2, 49)
         assert tuple(values[k] for k in ("swk", "swc", "swr", "sws")) == strides[layout]
-        # One object serves every split.
+        # One split object serves every split; the unsplit launch runs its own (SPLIT 0).
         unsplit_params = params[:4] + (1,) + params[5:]
-        assert solver.compile_job(p, unsplit_params, SM90) == solver.compile_job(p, params, SM90)
+        other_params = params[:4] + (2 if split != 2 else 4,) + params[5:]
+        job = solver.compile_job(p, params, SM90)
+        assert job == solver.compile_job(p, other_params, SM90)
+        unsplit_job = solver.compile_job(p, unsplit_params, SM90)
+        assert "-DSPLIT=1" in job.options and "-DSPLIT=0" in unsplit_job.options
+        assert set(job.options) ^ set(unsplit_job.options) == {"-DSPLIT=1", "-DSPLIT=0"}
         assert solver.follow_ups(p, unsplit_params, SM90) == ()
         full = _deep(direction, layout, n=32)
         assert solver.default_params(full, SM90)[4] == 1
@@ -315,11 +320,13 @@ def test_shipped_objects_cover_the_defaults_of_every_case() -> None:
         per_target[target.arch] = len([j for j in jobs if j.kernel_file == "conv_triton_3d.py"])
     # Per precision: 3 directions x (the generic object + the aligned channels-last one); the
     # two 16-bit types add their narrow tiles' (3 directions x 2 objects each) and FP16 on
-    # sm90 its wide ones (backward data and weights x 2 objects each); on sm90 the 16-bit
-    # channels-last backward-weights tiles (FP16: usual, narrow, wide; BF16: usual, narrow)
-    # again per tap group (ConvTriton3dTapsWrw: 3 groups x 2 objects).
-    assert per_target == {"sm90": 30 + 12 + 4 + 5 * 3 * 2, "gfx90a": 18 + 12,
-                          "gfx942": 24 + 12}
+    # sm90 its wide ones (backward data and weights x 2 objects each); forward and backward
+    # data again as split objects (per precision 2 x 2, the narrow tiles' 2 x 2 x 2, sm90's
+    # wide backward-data 2); on sm90 the 16-bit channels-last backward-weights tiles (FP16:
+    # usual, narrow, wide; BF16: usual, narrow) again per tap group (ConvTriton3dTapsWrw: 3
+    # groups x 2 objects).
+    assert per_target == {"sm90": 30 + 12 + 4 + 5 * 3 * 2 + 5 * 4 + 8 + 2,
+                          "gfx90a": 18 + 12 + 3 * 4 + 8, "gfx942": 24 + 12 + 4 * 4 + 8}
 
 
 def test_few_channel_problems_take_the_narrow_tile() -> None:
