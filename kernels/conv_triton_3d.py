@@ -43,6 +43,7 @@ from .conv_triton_common import channel_strides, tile_offsets
 from .conv_triton_common import first_taps as _first_taps
 from .conv_triton_common import load_tile as _load_tile
 from .conv_triton_common import mma as _mma
+from .conv_triton_common import part_range as _part_range
 from .conv_triton_common import within as _within
 
 #: The tuple arguments of the kernels by the flat names of their members (compiler.triton).
@@ -78,15 +79,6 @@ def _inside(d, h, w, D, H, W):
 def _inside_shifted(d, h, w, D, H, W):
     """Whether positions are inside D x H x W: one unsigned compare per axis."""
     return _within(d, D) & _within(h, H) & _within(w, W)
-
-
-@triton.jit
-def _part_steps(total, part, parts):
-    """[first, last) of the steps 0..total that part `part` of `parts` runs (all of them
-    with one part)."""
-    per_part = tl.cdiv(total, parts)
-    first = part * per_part
-    return first, tl.minimum(first + per_part, total)
 
 
 @triton.jit
@@ -142,7 +134,7 @@ def conv3d_fwd(
     # in a split object one division before the loop.
     part = tl.program_id(2)
     if SPLIT:
-        first, last = _part_steps(T * R * S * c_blocks, part, tl.num_programs(2))
+        first, last = _part_range(T * R * S * c_blocks, 2, part, tl.num_programs(2))
         cb, s, r, t = _step_at(first, c_blocks, S, R)
     else:
         first = 0
@@ -233,7 +225,7 @@ def conv3d_bwd_data(
     f_step = r_step * dil_h // stride_h
     g_step = s_step * dil_w // stride_w
     if SPLIT:
-        first, last = _part_steps(n_t * n_r * n_s * k_blocks, part, parts)
+        first, last = _part_range(n_t * n_r * n_s * k_blocks, 2, part, parts)
         kb, si, ri, ti = _step_at(first, k_blocks, tl.maximum(n_s, 1), tl.maximum(n_r, 1))
     else:
         first = 0
