@@ -184,6 +184,11 @@ WAVES = 16
 SMALL_GRID_FRACTION = 2
 SMALL_WAVES = 2
 SMALL_PART_STEPS = 2
+#: The kinds that split on a small grid: measured there. Each ships its split objects (the
+#: usual tiles', `split_object`), and a cold build of them on every kind cost the default
+#: build 278 objects: 30 min 49 s on 2 cores where it had taken 26 min 49 s
+#: (bench/results/main_job-2cpu-*.txt).
+SMALL_SPLIT_KINDS = ("sm90",)
 #: The narrow block: 16-bit problems of at most this many input channels C (an image or
 #: video stem's 3, or 16 padded) run a tile this wide along C instead of the usual 64-128
 #: (`narrow_tile`; NARROW_BLOCK: forward's reduction block, backward data's and backward
@@ -427,14 +432,16 @@ def split_for(sizes: Mapping[str, int], config: Mapping[str, int], sms: int) -> 
 
 def small_split(direction: str, sizes: Mapping[str, int],
                 strides: Mapping[str, tuple[int, ...]], config: Mapping[str, int],
-                sms: int) -> int:
-    """Forward's or backward data's SPLIT_K: 1 unless the unsplit launch has fewer programs
-    than 1/SMALL_GRID_FRACTION of `sms`; then doubled from 1 while the launch stays within
+                sms: int, kind: str) -> int:
+    """Forward's or backward data's SPLIT_K on `kind`: 1 off SMALL_SPLIT_KINDS, and unless
+    the unsplit launch has fewer programs than 1/SMALL_GRID_FRACTION of `sms`; then doubled
+    from 1 while the launch stays within
     SMALL_WAVES waves and each part keeps SMALL_PART_STEPS steps (backward data: of its
     phases' mean), up to MAX_SPLIT, the partials' offsets 32-bit, and only where the reduce
     can walk the output (`out_reduce_values`); never for backward data of a lone phase
     (`lone_phase`), whose split would launch every phase."""
-    if direction not in ("F", "B") or direction == "B" and lone_phase(sizes):
+    if direction not in ("F", "B") or kind not in SMALL_SPLIT_KINDS or \
+            direction == "B" and lone_phase(sizes):
         return 1  # a lone phase's unsplit launch runs that phase alone: no small grid to fill
     z = sizes
     gx, gy, gz = grid(direction, z, {**config, "SPLIT_K": 1})

@@ -209,7 +209,7 @@ class ConvTriton3d(Solver):
                 tile = wide  # the split stays the usual tile's, as measured
         if view.direction != "W":
             tile["SPLIT_K"] = spec_3d().small_split(view.direction, sizes, strides, tile,
-                                                    target.cu)
+                                                    target.cu, kind)
         return params_of(tile)
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
@@ -270,22 +270,25 @@ class ConvTriton3d(Solver):
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """Per type the usual tile's generic and aligned channels-last objects (16-bit: also
-        its narrow variant's; FP16 on WIDE_KINDS its wide one's), forward's and backward
-        data's also as split objects (a small grid's split), and the reduce kernel (every
-        split). A transposed problem's key direction is its plain convolution's
-        (`conv_view`), so the solver's kernel is its direction's either way."""
+        its narrow variant's; FP16 on WIDE_KINDS its wide one's), on SMALL_SPLIT_KINDS
+        forward's and backward data's usual tile also as split objects (a small grid's
+        split; the narrow and wide tiles take problems of many positions, never a small
+        grid), and the reduce kernel (every split). A transposed problem's key direction is
+        its plain convolution's (`conv_view`), so the solver's kernel is its direction's
+        either way."""
         kind = self._kind(target)
         if kind is None:
             return []
+        spec = spec_3d()
         jobs: list[CompileJob] = []
-        splits = (1,) if self.direction == "W" else (1, 2)
-        for data_type in spec_3d().TYPES:
+        split = self.direction != "W" and kind in spec.SMALL_SPLIT_KINDS
+        for data_type in spec.TYPES:
             if not self._type_applicable(data_type, target):
                 continue
-            jobs += [_job(self.direction, data_type, self.math,
-                          tuple(sorted({**t, "SPLIT_K": split}.items())), last, last, target)
-                     for t in self._tiles(data_type, kind) for last in (False, True)
-                     for split in splits]
+            tiles = self._tiles(data_type, kind)
+            configs = [*tiles, *([{**tiles[0], "SPLIT_K": 2}] if split else [])]
+            jobs += [_job(self.direction, data_type, self.math, tuple(sorted(t.items())), last,
+                          last, target) for t in configs for last in (False, True)]
             jobs += reduce_jobs(data_type, target)  # every split: these objects
         return jobs
 

@@ -241,7 +241,7 @@ def test_no_split_where_the_reduce_cannot_walk_the_output() -> None:
     assert solver.params_valid(wide, SM90, params[:4] + (4,) + params[5:])
     assert not solver.params_valid(wide, SM90, params[:4] + (16,) + params[5:])
     assert spec.small_split("F", sizes, apart, spec.usual_tile("FP32", "F", "FP32", "sm90"),
-                            132) == 1
+                            132, "sm90") == 1
 
 
 def test_backward_weights_split_fills_the_gpu_and_reduces_into_dw() -> None:
@@ -320,13 +320,12 @@ def test_shipped_objects_cover_the_defaults_of_every_case() -> None:
         per_target[target.arch] = len([j for j in jobs if j.kernel_file == "conv_triton_3d.py"])
     # Per precision: 3 directions x (the generic object + the aligned channels-last one); the
     # two 16-bit types add their narrow tiles' (3 directions x 2 objects each) and FP16 on
-    # sm90 its wide ones (backward data and weights x 2 objects each); forward and backward
-    # data again as split objects (per precision 2 x 2, the narrow tiles' 2 x 2 x 2, sm90's
-    # wide backward-data 2); on sm90 the 16-bit channels-last backward-weights tiles (FP16:
-    # usual, narrow, wide; BF16: usual, narrow) again per tap group (ConvTriton3dTapsWrw: 3
-    # groups x 2 objects).
-    assert per_target == {"sm90": 30 + 12 + 4 + 5 * 3 * 2 + 5 * 4 + 8 + 2,
-                          "gfx90a": 18 + 12 + 3 * 4 + 8, "gfx942": 24 + 12 + 4 * 4 + 8}
+    # sm90 its wide ones (backward data and weights x 2 objects each); on sm90 forward and
+    # backward data again as the usual tile's split objects (per precision 2 x 2), and the
+    # 16-bit channels-last backward-weights tiles (FP16: usual, narrow, wide; BF16: usual,
+    # narrow) again per tap group (ConvTriton3dTapsWrw: 3 groups x 2 objects).
+    assert per_target == {"sm90": 30 + 12 + 4 + 5 * 3 * 2 + 5 * 4, "gfx90a": 18 + 12,
+                          "gfx942": 24 + 12}
 
 
 def test_few_channel_problems_take_the_narrow_tile() -> None:
