@@ -30,7 +30,8 @@ CASES = [("ConvTriton3dFwd", "NCDHW", "FP32", "F"), ("ConvTriton3dBwd", "NCDHW",
          ("ConvTriton3dFwd", "NCDHW", "FP16", "F"), ("ConvTriton3dBwd", "NCDHW", "FP16", "B"),
          ("ConvTriton3dTf32x3Fwd", "NCDHW", "FP32", "F"),
          ("ConvTriton3dTf32x3Bwd", "NCDHW", "FP32", "B"),
-         ("ConvTriton3dFwd", "NDHWC", "FP32", "F"), ("ConvTriton3dBwd", "NDHWC", "FP16", "B")]
+         ("ConvTriton3dFwd", "NDHWC", "FP32", "F"), ("ConvTriton3dBwd", "NDHWC", "FP16", "B"),
+         ("ConvTriton3dFwd", "NDHWC", "FP16", "F")]
 REGISTERS_PER_SM = 65536
 
 
