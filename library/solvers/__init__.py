@@ -80,6 +80,7 @@ from .triton_fma_wrw import (
     fewk_wrw_first,
 )
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
+from .triton_kn2row import KN2ROW_BLAS_SOLVERS, KN2ROW_SOLVERS
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
 from .triton_padded_chunks import (
     PADDED_CHUNK_SOLVERS,
@@ -100,6 +101,7 @@ __all__ = [
     "SOLVERS",
     "BLAS_SOLVERS",
     "VIA_BLAS_SOLVERS",
+    "KN2ROW_BLAS_SOLVERS",
     "library_solvers",
     "get_solver",
     "applicable_solvers",
@@ -133,6 +135,7 @@ SOLVERS: list[Solver] = [
     *FMA_WRW_SOLVERS,
     *FMA_BWD_SOLVERS,
     *FMA_CHUNK_SOLVERS,
+    *KN2ROW_SOLVERS,
     *DEPTHWISE_SOLVERS,
     *DEPTHWISE_3D_SOLVERS,
     *SLICES_SOLVERS,
@@ -352,8 +355,10 @@ def get_solver(name: str) -> Solver:
 
 def library_solvers(backend: object) -> list[Solver]:
     """The GEMM-library solvers a runtime on `backend` offers (blas_1x1.offered): the 1x1
-    calls and the channel-planar backward weights through copies; none where it offers none."""
-    return [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS] if offered(backend) else []
+    calls, the channel-planar backward weights through copies and kn2row's GEMM (layers of
+    few output channels); none where it offers none."""
+    return [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS] if offered(backend) \
+        else []
 
 
 def applicable_solvers(problem: ConvProblem, target: Target) -> list[Solver]:

@@ -1,0 +1,169 @@
+"""The kn2row solvers (solvers/triton_kn2row.py): the algebra of kernels/
+conv_triton_kn2row_spec.py (the flip's GEMM filters, the GEMM, the tap sum) against a direct
+convolution in float64, which layers they take, and how their launches name the layer's tensors
+and the workspace. Their real kernels under Triton's interpreter are in
+tests/integration/test_kn2row_interpret.py; on the GPU in the GPU grid."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import (
+    KN2ROW_BLAS_SOLVERS,
+    SOLVERS,
+    all_dynamic_jobs,
+    get_solver,
+    launch_jobs,
+)
+from miopenkernels.solvers.blas_1x1 import gemm_call
+from miopenkernels.solvers.triton_kn2row import gemm_problem
+from miopenkernels.target import Target
+
+spec = pytest.importorskip("miopenkernels.kernels.conv_triton_kn2row_spec")
+
+SM90 = Target("sm90", 132)
+TF32X3 = "ConvTritonImplicitGemmTf32x3Kn2Row"
+
+
+def _layer(direction: str = "B", layout: str = "NCHW", **kw: object) -> ConvProblem:
+    """The SD 1.5 UNet's conv_in (4 -> 320, 3x3 at 64x64) at batch 32; its conv_out
+    (320 -> 4) in forward."""
+    c, k = (4, 320) if direction == "B" else (320, 4)
+    p = ConvProblem(n=32, c=c, k=k, in_spatial=(64, 64), filter=(3, 3), pad=(1, 1),
+                    direction=direction, in_layout=layout, wei_layout=layout,
+                    out_layout=layout)
+    return replace(p, **kw) if kw else p
+
+
+def _direct(x: np.ndarray, w: np.ndarray, st: tuple[int, int], pad: tuple[int, int],
+            dil: tuple[int, int]) -> np.ndarray:
+    n, _, h, wd = x.shape
+    k, _, r_, s_ = w.shape
+    p_ = (h + 2 * pad[0] - dil[0] * (r_ - 1) - 1) // st[0] + 1
+    q_ = (wd + 2 * pad[1] - dil[1] * (s_ - 1) - 1) // st[1] + 1
+    y = np.zeros((n, k, p_, q_))
+    for p, q, r, s in itertools.product(range(p_), range(q_), range(r_), range(s_)):
+        ih, iw = p * st[0] - pad[0] + r * dil[0], q * st[1] - pad[1] + s * dil[1]
+        if 0 <= ih < h and 0 <= iw < wd:
+            y[:, :, p, q] += x[:, :, ih, iw] @ w[:, :, r, s].T
+    return y
+
+
+def _kn2row(direction: str, src: np.ndarray, w: np.ndarray, sizes: dict[str, int]
+            ) -> np.ndarray:
+    """flip (`gemm_filter_values`), GEMM (`gemm_sizes`), tap sum (`tap_values`), in numpy."""
+    k, c, r_, s_ = w.shape
+    v = spec.gemm_filter_values(direction, sizes, (c * r_ * s_, r_ * s_, s_, 1))
+    g = spec.gemm_sizes(direction, sizes)
+    dst = np.full(g["K"] * g["C"], np.nan)
+    for kk, cc, r, s in itertools.product(range(k), range(c), range(r_), range(s_)):
+        dst[cc * v["sdc"] + kk * v["sdk"] + (r_ - 1 - r) * v["sdr"] + (s_ - 1 - s) * v["sds"]] \
+            = w[kk, cc, r, s]
+    z = np.einsum("jc,nchw->njhw", dst.reshape(g["K"], g["C"]), src)
+    t = spec.tap_values(direction, sizes, {"x": (0,) * 4, "y": (0,) * 4}, False)
+    out = np.zeros((sizes["N"], t["KO"], t["P"], t["Q"]))
+    for o, a, b, r, s in itertools.product(range(t["KO"]), range(t["P"]), range(t["Q"]),
+                                           range(r_), range(s_)):
+        hn = a * t["mul_h"] + t["off_h"] + r * t["step_h"]
+        wn = b * t["mul_w"] + t["off_w"] + s * t["step_w"]
+        if hn < 0 or wn < 0 or hn % t["div_h"] or wn % t["div_w"]:
+            continue
+        ih, iw = hn // t["div_h"], wn // t["div_w"]
+        if ih < t["HZ"] and iw < t["WZ"]:
+            out[:, o, a, b] += z[:, ((r_ - 1 - r) * s_ + (s_ - 1 - s)) * t["KO"] + o, ih, iw]
+    return out
+
+
+@pytest.mark.parametrize("geometry", [
+    (2, 5, 7, 6, 3, 3, 3, (1, 1), (1, 1), (1, 1)),
+    (1, 4, 9, 8, 2, 3, 2, (2, 1), (1, 0), (1, 2)),
+    (2, 3, 8, 7, 4, 5, 3, (2, 3), (2, 1), (1, 1)),
+    (1, 3, 10, 9, 2, 3, 3, (1, 2), (2, 2), (2, 1)),
+])
+def test_the_algebra_is_the_convolution_both_ways(geometry: tuple) -> None:
+    n, c, h, wd, k, r, s, st, pad, dil = geometry
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((n, c, h, wd)), rng.standard_normal((k, c, r, s))
+    y = _direct(x, w, st, pad, dil)
+    sizes = {"N": n, "C": c, "H": h, "W": wd, "K": k, "P": y.shape[2], "Q": y.shape[3],
+             "R": r, "S": s, "G": 1, "stride_h": st[0], "stride_w": st[1], "pad_h": pad[0],
+             "pad_w": pad[1], "dil_h": dil[0], "dil_w": dil[1]}
+    assert np.abs(y).max() > 1.0
+    np.testing.assert_allclose(_kn2row("F", x, w, sizes), y, atol=1e-12)
+    dy = rng.standard_normal(y.shape)
+    dx = _kn2row("B", dy, w, sizes)  # the adjoint: <dy, conv(x)> = <dx, x>
+    assert dx.shape == x.shape
+    assert abs(float((dy * y).sum() - (dx * x).sum())) < 1e-9 * float(np.abs(dy * y).sum())
+
+
+def test_which_layers_it_takes() -> None:
+    solver = get_solver(TF32X3 + "Bwd")
+    fwd = get_solver(TF32X3 + "Fwd")
+    for layout in ("NCHW", "NHWC"):
+        assert solver.is_applicable(_layer("B", layout), SM90)
+        assert fwd.is_applicable(_layer("F", layout), SM90)
+        assert solver.is_applicable(_layer("B", layout, c=8, filter=(7, 7), pad=(3, 3),
+                                           stride=(2, 2)), SM90)
+    for kw in ({"c": 9},  # more output channels than MAX_OUTPUT_CHANNELS
+               {"k": 15},  # a reduction shorter than MIN_REDUCTION
+               {"filter": (1, 1), "pad": (0, 0)},  # one tap: a plain GEMM
+               {"groups": 2, "c": 4, "k": 320},
+               {"in_type": "FP16", "wei_type": "FP16", "out_type": "FP16"},
+               {"mode": "trans"},
+               {"in_spatial": (512, 512), "k": 128, "c": 3},  # Z of 906 MB
+               {"stride": (1, 1), "direction": "W"}):
+        assert not solver.is_applicable(replace(_layer("B"), **kw), SM90), kw
+    assert not solver.is_applicable(_layer("B"), Target("gfx906", 60))  # no matrix cores
+    assert spec.z_bytes("B", {"N": 32, "C": 3, "K": 128, "R": 3, "S": 3, "P": 512,
+                              "Q": 512, "H": 512, "W": 512}) == 905_969_664
+
+
+def test_launches_name_the_layer_and_the_workspace() -> None:
+    for direction, source, out in (("B", "dy", "dx"), ("F", "x", "y")):
+        solver = get_solver(TF32X3 + ("Bwd" if direction == "B" else "Fwd"))
+        for layout in ("NCHW", "NHWC"):
+            p = _layer(direction, layout)
+            params = solver.default_params(p, SM90)
+            assert solver.params_valid(p, SM90, params) and params[4] == 1
+            split = params[:4] + (4,) + params[5:]
+            assert not solver.params_valid(p, SM90, split)  # a split needs its own workspace
+            slots = solver.workspace_slots(p, params)
+            assert slots == {"ws_w": 0, "ws_z": 46080}  # 36 x 320 FP32 filters, rounded
+            assert solver.workspace_for(p, params) == 46080 + 32 * 64 * 64 * 36 * 4
+            (flip_job, flip), = solver.lead_ins(p, params, SM90)
+            assert flip.pointer_args()[:2] == ["w", "ws_w"]
+            main = solver.launch(p, params)
+            assert main.pointer_args()[:3] == [source, "ws_w", "ws_z"]
+            assert main.workspace_bytes == solver.workspace_for(p, params)
+            (tap_job, tap), = solver.follow_ups(p, params, SM90)
+            assert tap.pointer_args()[:2] == ["ws_z", out]
+            assert tap.grid[0] * 512 >= 32 * 4 * 64 * 64
+            assert ("-DCHANNELS_LAST=1" in tap_job.options) == (layout == "NHWC")
+            jobs = launch_jobs(solver, p, params, SM90)
+            assert jobs[0] == get_solver("ConvTritonImplicitGemmTf32x3Fwd").compile_job(
+                gemm_problem(p), params, SM90)
+            assert {flip_job, tap_job} <= set(jobs)
+
+
+def test_the_gemm_problem_and_the_library_call() -> None:
+    q = gemm_problem(_layer("B", "NCHW"))
+    assert (q.n, q.c, q.k, q.in_spatial, q.filter, q.direction) == \
+        (32, 320, 36, (64, 64), (1, 1), "F")
+    call = gemm_call(q)
+    assert call is not None and call.batch == 32  # a per-image product in NCHW
+    blas = next(s for s in KN2ROW_BLAS_SOLVERS if s.name == "ConvBlasKn2RowBwd")
+    assert blas.is_applicable(_layer("B", "NHWC"), SM90)
+    assert not blas.claims_first(_layer("B", "NHWC"), SM90)
+    assert not blas.is_applicable(_layer("B", "NHWC"), Target("gfx942", 304))
+
+
+def test_objects_the_package_ships() -> None:
+    names = [s.name for s in SOLVERS if "Kn2Row" in s.name]
+    assert len(names) == 6  # three GEMM maths, forward and backward data
+    taps = [j for j in all_dynamic_jobs(SM90) if j.kernel_file == "conv_triton_tapsum.py"]
+    assert len(taps) == 2  # FP32, each layout
+    assert not get_solver(TF32X3 + "Fwd").dynamic_jobs(Target("gfx906", 60))
