@@ -10,9 +10,9 @@
 #            networks' 2-D layers of 1-8 input channels (at least two taps): kn2row on the
 #            three-product implicit GEMM, the IEEE one and the GEMM library, beside the
 #            flipped few-filter forward, the few-channel kernels and the three-product implicit
-#            GEMM, both layouts, against IEEE cuDNN, batches BATCHES (default 32);  ALT_S
+#            GEMM, both layouts, against IEEE cuDNN, batches BATCHES (default 32);  BWD_S
 #   fwd      the same on forward layers of 1-8 filters: kn2row beside the few-filter direct
-#            kernel, the three-product implicit GEMM and its padded solver;  ALT_S
+#            kernel, the three-product implicit GEMM and its padded solver;  FWD_S
 # Output under OUTDIR; a summary line per step.
 #
 #   bash bench/gpu_kn2row.sh OUTDIR
@@ -38,16 +38,16 @@ if want grid; then
 fi
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
-alternatives() {  # alternatives NAME DIRECTION SOLVERS
-  timeout "${ALT_S:-200}" python3 bench/solver_alternatives.py --solvers "$3" --types FP32 \
+alternatives() {  # alternatives NAME DIRECTION SOLVERS LIMIT
+  timeout "$4" python3 bench/solver_alternatives.py --solvers "$3" --types FP32 \
     --directions "$2" --layouts NCHW,NHWC --batches "${BATCHES:-32}" --held-out \
-    --only "$few_out" --budget-s "$(( ${ALT_S:-200} - 15 ))" --out "$out/$1" \
+    --only "$few_out" --budget-s "$(( $4 - 15 ))" --out "$out/$1" \
     > "$out/$1.log" 2>&1
   stamp "$1 rc=$?"; tail -24 "$out/$1.log"
 }
 if want bwd; then
-  alternatives bwd B "ConvTritonImplicitGemmTf32x3Kn2RowBwd,ConvTritonImplicitGemmKn2RowBwd,ConvBlasKn2RowBwd,ConvTritonFmaFewKBwd,ConvTritonSmallCBwd,ConvTritonImplicitGemmTf32x3Bwd"
+  alternatives bwd B "ConvTritonImplicitGemmTf32x3Kn2RowBwd,ConvTritonImplicitGemmKn2RowBwd,ConvBlasKn2RowBwd,ConvTritonFmaFewKBwd,ConvTritonSmallCBwd,ConvTritonImplicitGemmTf32x3Bwd" "${BWD_S:-200}"
 fi
 if want fwd; then
-  alternatives fwd F "ConvTritonImplicitGemmTf32x3Kn2RowFwd,ConvTritonImplicitGemmKn2RowFwd,ConvBlasKn2RowFwd,ConvTritonFmaFewKFwd,ConvTritonImplicitGemmTf32x3Fwd,ConvTritonImplicitGemmPaddedFwd"
+  alternatives fwd F "ConvTritonImplicitGemmTf32x3Kn2RowFwd,ConvTritonImplicitGemmKn2RowFwd,ConvBlasKn2RowFwd,ConvTritonFmaFewKFwd,ConvTritonImplicitGemmTf32x3Fwd,ConvTritonImplicitGemmPaddedFwd" "${FWD_S:-200}"
 fi

@@ -45,6 +45,17 @@ def test_the_one_object_regression_and_its_undoing() -> None:
         extremes += [row["min"], row["max"]]
     assert (round(min(extremes), 2), round(max(extremes), 2)) == (0.64, 1.06)
     assert after["ConvTriton3dBwd FP16-B-NCHW"]["after_over_before"] == 0.937
+    fp32 = _compare("ab_fp32")
+    rows = [fp32[f"{solver} FP32-{case}"] for solver, case in (
+        ("ConvTriton3dFwd", "F-NCHW"), ("ConvTriton3dFwd", "F-NHWC"),
+        ("ConvTriton3dBwd", "B-NCHW"), ("ConvTriton3dBwd", "B-NHWC"))]
+    assert [(r["rows"], r["after_over_before"]) for r in rows] == \
+        [(27, 0.909), (27, 0.982), (24, 0.946), (24, 0.975)]
+    assert (round(min(r["min"] for r in rows[:2]), 2), round(max(r["max"] for r in rows[:2]), 2),
+            round(min(r["min"] for r in rows[2:]), 2), round(max(r["max"] for r in rows[2:]), 2)) \
+        == (0.83, 1.19, 0.79, 1.01)
+    cudnn = [r["cudnn_after_over_before"] for r in rows]
+    assert (min(cudnn), max(cudnn)) == (0.974, 0.996)
     cap = _compare("cap_not_adopted")
     assert (cap["ConvTriton3dFwd FP32-F-NCHW"]["rows"],
             cap["ConvTriton3dFwd FP32-F-NCHW"]["after_over_before"]) == (27, 0.926)
