@@ -167,3 +167,26 @@ def test_objects_the_package_ships() -> None:
     taps = [j for j in all_dynamic_jobs(SM90) if j.kernel_file == "conv_triton_tapsum.py"]
     assert len(taps) == 2  # FP32, each layout
     assert not get_solver(TF32X3 + "Fwd").dynamic_jobs(Target("gfx906", 60))
+
+
+def test_the_main_job_with_the_tap_sum_objects() -> None:
+    """The README's main-job figures at cbca774 (the tap sum's objects added), from the run's
+    file."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "bench" / "results" / "main_job-2cpu-cbca774.txt").read_text()
+    found = re.search(r"setup ([\d.]+) s, build ([\d.]+) s, rebuild ([\d.]+) s", text)
+    assert found is not None
+    setup, build, rebuild = (float(v) for v in found.groups())
+
+    def minutes(seconds: float) -> str:
+        return f"{int(seconds // 60)} min {round(seconds % 60)} s"
+
+    assert (minutes(build), minutes(setup + build), round(rebuild, 1)) == \
+        ("26 min 16 s", "27 min 3 s", 7.8)
+    assert "│ distinct   │ 10175 │    10175 │      0 │      0 │" in text
+    readme = " ".join((root / "README.md").read_text().split())
+    assert "10,175 distinct code objects at tree cbca774" in readme
+    assert "26 min 16 s cold on the 2-core development box, 27 min 3 s with the set-up" in readme
