@@ -5,12 +5,13 @@
 # timings. Steps (STEPS, default grid,bwd,fwd):
 #   grid     the GPU grid's cases of the kn2row solvers (three GEMM maths, forward and
 #            backward data, both layouts, strided and dilated) against float64, Triton
-#            hidden;  GRID_S
+#            hidden (KN2ROW_GRID: the solvers' name prefixes, default all six);  GRID_S
 #   bwd      bench/solver_alternatives.py on FP32 backward data of the zoo's and the held-out
 #            networks' 2-D layers of 1-8 input channels (at least two taps): kn2row on the
 #            three-product implicit GEMM, the IEEE one and the GEMM library, beside the
 #            flipped few-filter forward, the few-channel kernels and the three-product implicit
-#            GEMM, both layouts, against IEEE cuDNN, batches BATCHES (default 32);  BWD_S
+#            GEMM (BWD_SOLVERS: another list), both layouts, against IEEE cuDNN, batches
+#            BATCHES (default 32);  BWD_S
 #   fwd      the same on forward layers of 1-8 filters: kn2row beside the few-filter direct
 #            kernel, the three-product implicit GEMM and its padded solver;  FWD_S
 # Output under OUTDIR; a summary line per step.
@@ -31,7 +32,7 @@ want() { [[ ",$steps," == *",$1,"* ]]; }
 few_out='^[0-9]+-[0-9]+-[0-9]+-([2-9]|[1-9][0-9]+)x[0-9]+-[1-8]-|^[0-9]+-[0-9]+-[0-9]+-1x([2-9]|[1-9][0-9]+)-[1-8]-'
 
 if want grid; then
-  GRID_SOLVER=ConvTritonImplicitGemmKn2Row,ConvTritonImplicitGemmTf32Kn2Row,ConvTritonImplicitGemmTf32x3Kn2Row \
+  GRID_SOLVER="${KN2ROW_GRID:-ConvTritonImplicitGemmKn2Row,ConvTritonImplicitGemmTf32Kn2Row,ConvTritonImplicitGemmTf32x3Kn2Row}" \
     TESTS_S="${GRID_S:-200}" timeout 420 bash "$here/gpu_test_all.sh" "$out/grid" \
     > "$out/grid.txt" 2>&1
   stamp "grid rc=$?"; tail -4 "$out/grid/gpu_tests.txt"
@@ -46,7 +47,7 @@ alternatives() {  # alternatives NAME DIRECTION SOLVERS LIMIT
   stamp "$1 rc=$?"; tail -24 "$out/$1.log"
 }
 if want bwd; then
-  alternatives bwd B "ConvTritonImplicitGemmTf32x3Kn2RowBwd,ConvTritonImplicitGemmKn2RowBwd,ConvBlasKn2RowBwd,ConvTritonFmaFewKBwd,ConvTritonSmallCBwd,ConvTritonImplicitGemmTf32x3Bwd" "${BWD_S:-200}"
+  alternatives bwd B "${BWD_SOLVERS:-ConvTritonImplicitGemmTf32x3Kn2RowBwd,ConvTritonImplicitGemmKn2RowBwd,ConvBlasKn2RowBwd,ConvTritonFmaFewKBwd,ConvTritonSmallCBwd,ConvTritonImplicitGemmTf32x3Bwd}" "${BWD_S:-200}"
 fi
 if want fwd; then
   alternatives fwd F "ConvTritonImplicitGemmTf32x3Kn2RowFwd,ConvTritonImplicitGemmKn2RowFwd,ConvBlasKn2RowFwd,ConvTritonFmaFewKFwd,ConvTritonImplicitGemmTf32x3Fwd,ConvTritonImplicitGemmPaddedFwd" "${FWD_S:-200}"

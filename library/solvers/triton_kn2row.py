@@ -13,12 +13,15 @@ read once, by a GEMM of R*S*KO columns:
 2. the main launch is the GEMM as a 1x1 forward problem (`gemm_problem`) on the implicit
    GEMM's objects of that math (its parameters are this solver's: the inner solver's unsplit
    ones), reading the layer's input (x, or dy) and writing Z into the workspace;
-   the library solvers make it one call of the GEMM library instead (solvers/blas_1x1.py),
-   offered where the library loads;
+   the library solvers make it one call of the GEMM library instead (solvers/blas_1x1.py;
+   not offered by a runtime until a GPU run has checked and timed them: the bench tools name
+   them);
 3. a follow-up sums each output element's taps of Z into y (dx) (kernels/conv_triton_tapsum.py,
    two objects a type: the layouts).
 Any stride, padding and dilation; FP32 (Z and the sums FP32); Z at most
-`MAX_Z_BYTES`. They are offered to find and tuning, which time them beside the rest.
+`MAX_Z_BYTES`. The implicit-GEMM forms are offered to find and tuning, which time them beside
+the rest; none claims first place (no GPU run has timed them yet), and immediate mode's first
+choices are unchanged (`bench/zoo.py --picks`: 0 of 41,526 moved).
 """
 
 from __future__ import annotations

@@ -190,3 +190,35 @@ def test_the_main_job_with_the_tap_sum_objects() -> None:
     readme = " ".join((root / "README.md").read_text().split())
     assert "10,175 distinct code objects at tree cbca774" in readme
     assert "26 min 16 s cold on the 2-core development box, 27 min 3 s with the set-up" in readme
+
+
+@pytest.mark.parametrize("direction", ["B", "F"])
+def test_an_invoker_runs_flip_gemm_and_tap_sum_on_the_workspace(
+        direction: str, monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    """make_invoker on the null backend: the flip from the caller's filters into the
+    workspace's first part, the GEMM from the layer's input into Z, the tap sum from Z into
+    the caller's output, each pointer where its name says."""
+    from find_doubles import db_env, run_recorded, triton_compiler
+    from miopenkernels.backends import NullBackend
+    from miopenkernels.handle import Handle
+    from miopenkernels.plan import make_invoker
+
+    db_env(monkeypatch, tmp_path)  # type: ignore[arg-type]
+    solver = get_solver(TF32X3 + ("Bwd" if direction == "B" else "Fwd"))
+    backend = NullBackend(SM90)
+    h = Handle(backend=backend, compiler=triton_compiler(), solvers=[solver])
+    p = _layer(direction, n=1, in_spatial=(6, 6), **({"c": 3, "k": 16} if direction == "B"
+                                                       else {"c": 16, "k": 3}))
+    params = solver.default_params(p, SM90)
+    inv = make_invoker(h, p, solver, params=params)
+    assert inv.workspace_bytes == solver.workspace_for(p, params)
+    launches, ptrs = run_recorded(backend, inv)
+    assert [r.kernel for r in launches] == ["flip_filters", "conv2d_fwd", "tap_sum"]
+    flip, gemm, tap = (dict(r.args) for r in launches)
+    ws, slots = ptrs["workspace"], solver.workspace_slots(p, params)
+    source, out = ("dy", "dx") if direction == "B" else ("x", "y")
+    role = {"dy": "y", "dx": "x", "x": "x", "y": "y"}
+    assert flip["ptr:w"] == ptrs["w"] and flip["ptr:ws_w"] == ws + slots["ws_w"]
+    assert gemm[f"ptr:{source}"] == ptrs[role[source]]
+    assert (gemm["ptr:ws_w"], gemm["ptr:ws_z"]) == (ws + slots["ws_w"], ws + slots["ws_z"])
+    assert tap["ptr:ws_z"] == ws + slots["ws_z"] and tap[f"ptr:{out}"] == ptrs[role[out]]
