@@ -6,7 +6,7 @@
 #            and 3-D U-Net) at batch 8 against cuDNN;  ZOO_S
 #   split_f, split_b  bench/solver_alternatives.py on forward / backward data of every 3-D
 #            layer of the zoo and the held-out networks whose defaults split on a small grid
-#            (`conv_triton_3d_spec.small_split`), batch 1 and 8, FP32 (IEEE against IEEE
+#            (`conv_triton_3d_split_spec.small_split`), batch 1 and 8, FP32 (IEEE against IEEE
 #            cuDNN) and FP16, both layouts: each 3-D solver at its defaults, unsplit
 #            (@split=1), at twice and half the split (objects compiled outside the timings,
 #            no package);  SPLIT_S

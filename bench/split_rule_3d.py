@@ -39,6 +39,7 @@ def _doubling(name: str, key: str, params: list[int], target: Any) -> tuple[bool
     """(within SMALL_WAVES waves, steps a part) of twice the split the run's defaults had
     (`params`, as the run recorded them), or None where they did not split."""
     from miopenkernels.kernels import conv_triton_3d_spec as spec
+    from miopenkernels.kernels import conv_triton_3d_split_spec as split_spec
     from miopenkernels.problem import ConvProblem
     from miopenkernels.solvers import get_solver
     from miopenkernels.solvers.triton_3d import _view
@@ -53,7 +54,7 @@ def _doubling(name: str, key: str, params: list[int], target: Any) -> tuple[bool
     if view.direction == "B":
         taps = max(1, taps // (sizes["stride_d"] * sizes["stride_h"] * sizes["stride_w"]))
     steps = taps * spec.cdiv(spec.gemm_dims(view.direction, sizes)[2], config["BLOCK_K"])
-    within = gx * gy * gz * split * 2 <= spec.SMALL_WAVES * target.cu
+    within = gx * gy * gz * split * 2 <= split_spec.SMALL_WAVES * target.cu
     return within, _steps_class(steps // (split * 2))
 
 

@@ -14,8 +14,8 @@ position) in SPLIT_K parts on the grid's third axis (`spec.split_for`: two waves
 target's CUs), the parts' FP32 partials in the workspace summed into dw by the 2-D family's
 reduce kernel as a follow-up; the split is not part of the object. Forward and backward data
 split the same way where their unsplit launch would leave most of the GPU idle
-(`spec.small_split`: a deep layer at batch 1), their partials summed into y or dx; there the
-defaults rank alone, as backward weights' do. One tile per precision and
+(`conv_triton_3d_split_spec.small_split`: a deep layer at batch 1), their partials summed
+into y or dx; there the defaults rank alone, as backward weights' do. One tile per precision and
 direction (`spec.usual_tile`) serves both layouts, so a package ships per precision and
 direction two objects: the generic one (any strides: NCDHW, and NDHWC problems or pointers that
 miss the alignment assumption) and the aligned channels-last one, and the reduce kernel at
@@ -62,6 +62,12 @@ Strides = dict[str, tuple[int, ...]]
 def spec_3d() -> Any:
     """`kernels/conv_triton_3d_spec.py`: stdlib-only launch data of the kernels."""
     return kernels_spec(_SPEC)
+
+
+def split_3d() -> Any:
+    """`kernels/conv_triton_3d_split_spec.py`: the small-grid split rule and the reduce's
+    walk of the output."""
+    return kernels_spec("conv_triton_3d_split_spec")
 
 
 @lru_cache(maxsize=4096)
@@ -176,7 +182,7 @@ class ConvTriton3d(Solver):
             return False
         view, sizes, strides, _ = _view(problem)
         if config["SPLIT_K"] > 1 and view.direction != "W" and (
-                spec_3d().out_reduce_values(view.direction, sizes, strides) is None or
+                split_3d().out_reduce_values(view.direction, sizes, strides) is None or
                 spec_3d().workspace_bytes(view.direction, sizes, config) // 4 >= 2**31 or
                 spec_3d().grid(view.direction, sizes, config)[2] > spec_3d().GRID_YZ_MAX):
             return False  # the reduce cannot walk the output, 32-bit partial offsets, grid z
@@ -208,8 +214,8 @@ class ConvTriton3d(Solver):
             if spec_3d().legal(view.direction, wide, problem.in_type, kind):
                 tile = wide  # the split stays the usual tile's, as measured
         if view.direction != "W":
-            tile["SPLIT_K"] = spec_3d().small_split(view.direction, sizes, strides, tile,
-                                                    target.cu, kind)
+            tile["SPLIT_K"] = split_3d().small_split(view.direction, sizes, strides, tile,
+                                                     target.cu, kind)
         return params_of(tile)
 
     def defaults_rule(self, problem: ConvProblem, target: Target) -> bool:
@@ -281,7 +287,7 @@ class ConvTriton3d(Solver):
             return []
         spec = spec_3d()
         jobs: list[CompileJob] = []
-        split = self.direction != "W" and kind in spec.SMALL_SPLIT_KINDS
+        split = self.direction != "W" and kind in split_3d().SMALL_SPLIT_KINDS
         for data_type in spec.TYPES:
             if not self._type_applicable(data_type, target):
                 continue
@@ -353,7 +359,7 @@ class ConvTriton3d(Solver):
         if view.direction == "W":
             return (reduce_step(problem.in_type, split, target, view.wei_tensor,
                                 self._spec().reduce_values(sizes, strides)),)
-        values = spec_3d().out_reduce_values(view.direction, sizes, strides)
+        values = split_3d().out_reduce_values(view.direction, sizes, strides)
         if values is None:
             raise ProblemError(f"{self.name}: no split of {problem.key()}: its output's "
                                "strides do not let the reduce walk it")

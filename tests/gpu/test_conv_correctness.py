@@ -132,7 +132,7 @@ BASE = [
     ConvProblem(n=2, c=16, k=3, in_spatial=(2, 8, 8), filter=(1, 3, 3), pad=(0, 1, 1),
                 in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     # Deep layers at batch 1 on a few positions (R3D-18's layer4, small): the 3-D family's
-    # forward and backward data split on a small grid (`conv_triton_3d_spec.small_split`),
+    # forward and backward data split on a small grid (`conv_triton_3d_split_spec.small_split`),
     # at stride 1 and at stride 2 (backward data's phases times parts).
     ConvProblem(n=1, c=128, k=128, in_spatial=(2, 5, 6), filter=(3, 3, 3), pad=(1, 1, 1),
                 in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),

@@ -1,10 +1,10 @@
 """Forward and backward data of the 3-D implicit GEMM split in parts (solvers/triton_3d.py,
-`conv_triton_3d_spec.small_split`), run by Triton's interpreter on the CPU (TRITON_INTERPRET=1)
-through the solvers' own launches: the split kernel writing FP32 partials, the 2-D family's
-reduce summing them into y or dx, against the float64 reference. Both layouts, the relaid
-NCDHW route, strides 1-2 (backward data's phases times parts on the grid's axis 2, a phase no
-tap reaches, the 1x1x1 stride-2 layer whose unsplit launch runs phase 0 alone), groups,
-padding and dilation, splits that leave a part without steps. The harness is
+`conv_triton_3d_split_spec.small_split`), run by Triton's interpreter on the CPU
+(TRITON_INTERPRET=1) through the solvers' own launches: the split kernel writing FP32 partials,
+the 2-D family's reduce summing them into y or dx, against the float64 reference. Both layouts,
+the relaid NCDHW route, strides 1-2 (backward data's phases times parts on the grid's axis 2, a
+phase no tap reaches, the 1x1x1 stride-2 layer whose unsplit launch runs phase 0 alone),
+groups, padding and dilation, splits that leave a part without steps. The harness is
 tests/integration/triton_interpreter.py."""
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from miopenkernels.solvers.triton_3d import _view
 from miopenkernels.target import Target
 
 spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_spec")
+split_spec = pytest.importorskip("miopenkernels.kernels.conv_triton_3d_split_spec")
 base_spec = pytest.importorskip("miopenkernels.kernels.conv_triton_spec")
 
 SM90 = Target("sm90", 132)
@@ -173,12 +174,12 @@ def test_small_grids_split_forward_and_backward_data(direction: str, layout: str
         split = params[4]
         (gx, gy, gz), _ = solver.launch_geometry(p, params)
         unsplit = gx * gy
-        assert split > 1 and gz == split and unsplit * spec.SMALL_GRID_FRACTION < SM90.cu
+        assert split > 1 and gz == split and unsplit * split_spec.SMALL_GRID_FRACTION < SM90.cu
         steps = 27 * spec.cdiv(512, params[2])
-        assert unsplit * split <= spec.SMALL_WAVES * SM90.cu
-        assert steps // split >= spec.SMALL_PART_STEPS
-        assert unsplit * split * 2 > spec.SMALL_WAVES * SM90.cu or \
-            steps // (split * 2) < spec.SMALL_PART_STEPS
+        assert unsplit * split <= split_spec.SMALL_WAVES * SM90.cu
+        assert steps // split >= split_spec.SMALL_PART_STEPS
+        assert unsplit * split * 2 > split_spec.SMALL_WAVES * SM90.cu or \
+            steps // (split * 2) < split_spec.SMALL_PART_STEPS
         assert solver.defaults_rule(p, SM90)
         assert solver.workspace_for(p, params) == split * 512 * 98 * 4
         (job, step), = solver.follow_ups(p, params, SM90)
@@ -228,19 +229,20 @@ def test_split_backward_data_launches_every_phase() -> None:
 def test_no_split_where_the_reduce_cannot_walk_the_output() -> None:
     sizes = _view(_deep("F"))[1]
     packed = {"y": (512 * 98, 98, 49, 7, 1)}
-    assert spec.out_reduce_values("F", sizes, packed) is not None
+    assert split_spec.out_reduce_values("F", sizes, packed) is not None
     # d and h mergeable, h and w not: the reduce walks (n, c, d*h, w).
-    rows = spec.out_reduce_values("F", sizes, {"y": (512 * 2 * 7 * 9, 2 * 7 * 9, 7 * 9, 9, 1)})
+    rows = split_spec.out_reduce_values("F", sizes,
+                                        {"y": (512 * 2 * 7 * 9, 2 * 7 * 9, 7 * 9, 9, 1)})
     assert (rows["R"], rows["S"], rows["swr"], rows["sws"]) == (14, 7, 9, 1)
     apart = {"y": (10**6, 10**4, 1000, 9, 1)}
-    assert spec.out_reduce_values("F", sizes, apart) is None
+    assert split_spec.out_reduce_values("F", sizes, apart) is None
     # A split whose phases x parts pass the grid's z limit is no valid set.
     solver = get_solver("ConvTriton3dBwd")
     wide = _deep("B", c=16, k=16, in_spatial=(8, 32, 32), stride=(8, 32, 32))
     params = solver.default_params(wide, SM90)
     assert solver.params_valid(wide, SM90, params[:4] + (4,) + params[5:])
     assert not solver.params_valid(wide, SM90, params[:4] + (16,) + params[5:])
-    assert spec.small_split("F", sizes, apart, spec.usual_tile("FP32", "F", "FP32", "sm90"),
+    assert split_spec.small_split("F", sizes, apart, spec.usual_tile("FP32", "F", "FP32", "sm90"),
                             132, "sm90") == 1
 
 
