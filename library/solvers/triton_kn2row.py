@@ -255,11 +255,15 @@ class ConvTritonKn2Row(_Kn2Row, Solver):
         return job if job is not None else self.inner.compile_job(q, params, target)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """The tap sum's objects (both layouts, each type); the GEMM's are the implicit
-        GEMM's, the flip the few-filter backward data's."""
+        """The tap sum's objects (both layouts, each type) and the flip's (the few-filter
+        backward data ships the same); the GEMM's are the implicit GEMM's."""
+        from .triton_fma_bwd import _flip_job
+
         if self._kind(target) is None:
             return []
-        return [tap_job(t, cl, target) for t in kn2row_spec().TYPES for cl in (True, False)]
+        types = kn2row_spec().TYPES
+        return [*(tap_job(t, cl, target) for t in types for cl in (True, False)),
+                *(_flip_job(t, target) for t in types)]
 
     # ------------------------------------------------------------------ launches
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False

@@ -166,6 +166,9 @@ def test_objects_the_package_ships() -> None:
     assert len(names) == 6  # three GEMM maths, forward and backward data
     taps = [j for j in all_dynamic_jobs(SM90) if j.kernel_file == "conv_triton_tapsum.py"]
     assert len(taps) == 2  # FP32, each layout
+    flips = [j for j in get_solver(TF32X3 + "Bwd").dynamic_jobs(SM90)
+             if j.kernel_file == "conv_triton_flip.py"]
+    assert len(flips) == 1 and flips[0] in get_solver("ConvTritonFmaFewKBwd").dynamic_jobs(SM90)
     assert not get_solver(TF32X3 + "Fwd").dynamic_jobs(Target("gfx906", 60))
 
 
