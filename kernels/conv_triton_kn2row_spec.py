@@ -97,8 +97,8 @@ def filter_bytes(direction: str, sizes: Mapping[str, int]) -> int:
 
 def applies(direction: str, sizes: Mapping[str, int]) -> bool:
     """One group; forward or backward data of 1..MAX_OUTPUT_CHANNELS output channels from at
-    least MIN_REDUCTION, 2..MAX_TAPS filter taps, a Z of at most MAX_Z_BYTES whose offsets
-    fit 32 bits."""
+    least MIN_REDUCTION, 2..MAX_TAPS filter taps, a Z of at most MAX_Z_BYTES, Z's and the
+    output's offsets within 32 bits (the tap sum's)."""
     z = sizes
     if direction not in ("F", "B") or z["G"] != 1:
         return False
@@ -109,7 +109,9 @@ def applies(direction: str, sizes: Mapping[str, int]) -> bool:
             not 2 <= taps <= MAX_TAPS:
         return False
     nbytes = z_bytes(direction, z)
-    return nbytes <= MAX_Z_BYTES and nbytes // 4 <= _INT32_MAX
+    pixels = z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"]
+    return nbytes <= MAX_Z_BYTES and nbytes // 4 <= _INT32_MAX and \
+        z["N"] * ko * pixels <= _INT32_MAX
 
 
 def workspace_parts(direction: str, sizes: Mapping[str, int], align: int

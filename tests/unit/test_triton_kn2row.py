@@ -118,6 +118,14 @@ def test_which_layers_it_takes() -> None:
                {"stride": (1, 1), "direction": "W"}):
         assert not solver.is_applicable(replace(_layer("B"), **kw), SM90), kw
     assert not solver.is_applicable(_layer("B"), Target("gfx906", 60))  # no matrix cores
+    # dx of 2.2G elements at stride 8 from a Z of 272 MB: past the tap sum's 32-bit offsets.
+    huge = _layer("B", n=1, c=8, k=16, in_spatial=(16504, 16504), filter=(1, 2), pad=(0, 0),
+                  stride=(8, 8))
+    sizes = {"N": 1, "C": 8, "K": 16, "R": 1, "S": 2, "H": 16504, "W": 16504, "P": 2063,
+             "Q": 2063, "G": 1}
+    assert spec.z_bytes("B", sizes) < spec.MAX_Z_BYTES and not spec.applies("B", sizes)
+    assert not solver.is_applicable(huge, SM90)
+    assert spec.applies("B", {**sizes, "H": 4096, "W": 4096, "P": 512, "Q": 512})
     assert spec.z_bytes("B", {"N": 32, "C": 3, "K": 128, "R": 3, "S": 3, "P": 512,
                               "Q": 512, "H": 512, "W": 512}) == 905_969_664
 
@@ -225,3 +233,22 @@ def test_an_invoker_runs_flip_gemm_and_tap_sum_on_the_workspace(
     assert gemm[f"ptr:{source}"] == ptrs[role[source]]
     assert (gemm["ptr:ws_w"], gemm["ptr:ws_z"]) == (ws + slots["ws_w"], ws + slots["ws_z"])
     assert tap["ptr:ws_z"] == ws + slots["ws_z"] and tap[f"ptr:{out}"] == ptrs[role[out]]
+
+
+def test_the_tap_sums_amd_resources() -> None:
+    """bench/results/amd_resources_tapsum-cbca774.json: two objects an AMD matrix-core arch,
+    none spilling, no LDS or scratch, the VGPRs the results README quotes."""
+    import json
+    from pathlib import Path
+
+    report = json.loads((Path(__file__).resolve().parents[2] / "bench" / "results" /
+                         "amd_resources_tapsum-cbca774.json").read_text())
+    rows = {arch: v["families"]["conv_triton_tapsum"] for arch, v in report["archs"].items()
+            if "conv_triton_tapsum" in v["families"]}
+    assert sorted(rows) == ["gfx1100", "gfx1151", "gfx1200", "gfx1201", "gfx90a", "gfx942",
+                            "gfx950"]
+    assert all(r["objects"] == 2 and r["spilling"] == r["sgpr_spilling"] == 0 and
+               r["max_lds_bytes"] == r["max_scratch_bytes"] == 0 for r in rows.values())
+    assert {rows[a]["max_vgprs"] for a in ("gfx90a", "gfx942", "gfx950")} == {37}
+    assert {r["max_vgprs"] for a, r in rows.items() if a.startswith("gfx1")} == {69, 71}
+    assert report["refused"] == []
