@@ -8,8 +8,6 @@ tests/integration/triton_interpreter.py."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 from triton_interpreter import HARNESS, interpreted
 
@@ -38,22 +36,7 @@ CASES = [
      "3-4-8-8-1x3x3-3-4-4-4-2-0x1x1-1x2x2-1x1x1-0-NCDHW-FP32-F"),
 ]
 
-SCRIPT = HARNESS + textwrap.dedent('''
-    cases = json.loads(sys.argv[1])
-    rng = np.random.default_rng(0)
-    errors = []
-    for name, key in cases:
-        solver = get_solver(name)
-        p = ConvProblem.from_key(key)
-        assert solver.is_applicable(p, SM90), (name, key)
-        params = solver.default_params(p, SM90)
-        tensors, exact, output = layer_tensors(p, p.direction, "FP32", rng)
-        workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
-                        (np.float32, "float32"))
-        tensors = Parts(tensors, solver.workspace_slots(p, params))
-        errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
-    print(json.dumps(errors))
-''')
+SCRIPT = HARNESS + "print(json.dumps(fp32_defaults_errors(json.loads(sys.argv[1]))))\n"
 
 
 def test_interpreted_planes_launches_match_float64() -> None:

@@ -187,6 +187,24 @@ HARNESS = textwrap.dedent('''
         got = to_host(tensors[output])
         return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
 
+    def fp32_defaults_errors(cases):
+        """`launches_error` of each (solver name, FindDb key) at the solver's default
+        parameters on its FP32 problem, output and workspace NaN first, the workspace's parts
+        FP32 (`Parts`): the list of errors."""
+        rng = np.random.default_rng(0)
+        errors = []
+        for name, key in cases:
+            solver = get_solver(name)
+            p = ConvProblem.from_key(key)
+            assert solver.is_applicable(p, SM90), (name, key)
+            params = solver.default_params(p, SM90)
+            tensors, exact, output = layer_tensors(p, p.direction, "FP32", rng)
+            workspace_parts(tensors, solver, p, params, solver.workspace_for(p, params),
+                            (np.float32, "float32"))
+            tensors = Parts(tensors, solver.workspace_slots(p, params))
+            errors.append(launches_error(solver, p, params, SM90, tensors, exact, output))
+        return errors
+
     def default_launches_error(solver, p, split, rng):
         """`launches_error` of `solver`'s default parameters (SPLIT_K `split` where not 0) on
         the FP16 problem `p`, its output and workspace parts NaN first: (params, error)."""
