@@ -34,7 +34,7 @@ from ..config import triton_solvers_enabled
 from ..problem import ConvProblem
 from ..target import Target, spec_for
 from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView, conv_view
-from .base import CompileJob, KernelArg, Launch, Params, Solver, split_offset
+from .base import CompileJob, KernelArg, Launch, Params, Solver, WorkspaceParts
 from .blas_1x1 import ConvBlasGemm1x1, gemm_call
 from .triton_common import (
     kernel_arg,
@@ -94,18 +94,14 @@ def _renames(problem: ConvProblem) -> dict[str, str]:
 
 
 def _renamed(args: tuple[KernelArg, ...], names: dict[str, str]) -> tuple[KernelArg, ...]:
-    out = []
-    for a in args:
-        if a.is_pointer and a.kind != "ptr:workspace":
-            tensor, offset = split_offset(a.kind[4:])
-            name = names.get(tensor, tensor) + (f"@{offset}" if offset else "")
-            a = kernel_arg(a.name, "ptr:" + name, None)
-        out.append(a)
-    return tuple(out)
+    """The GEMM problem's launch arguments with its tensors' pointers named as `names` says."""
+    kinds = {"ptr:" + k: "ptr:" + v for k, v in names.items()}
+    return tuple(kernel_arg(a.name, kinds[a.kind], None) if a.kind in kinds else a
+                 for a in args)
 
 
-class _Kn2Row:
-    """What the GEMM's two forms share: applicability, the workspace, the lead-in (the
+class _Kn2Row(WorkspaceParts):
+    """What the GEMM's two forms share: applicability, the workspace's parts, the lead-in (the
     filters) and the follow-up (the tap sum). Mixed in ahead of their Solver base."""
 
     name: str
@@ -121,16 +117,14 @@ class _Kn2Row:
             return False
         return bool(kn2row_spec().applies(_solved(p), _view(p)[1]))
 
-    def workspace_slots(self, problem: ConvProblem, params: Params) -> dict[str, int]:
-        return dict(kn2row_spec().workspace_parts(_solved(problem), _view(problem)[1],
-                                                  WORKSPACE_ALIGN)[0])
+    def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
+        """The GEMM's filters, then Z (`conv_triton_kn2row_spec.workspace_parts`)."""
+        slots, total = kn2row_spec().workspace_parts(_solved(problem), _view(problem)[1],
+                                                     WORKSPACE_ALIGN)
+        return dict(slots), int(total)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        return int(kn2row_spec().workspace_parts(_solved(problem), _view(problem)[1],
-                                                 WORKSPACE_ALIGN)[1])
-
-    def workspace_for(self, problem: ConvProblem, params: Params) -> int:
-        return self.workspace_bytes(problem)
+        return self._layout(problem, ())[1]
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:
@@ -164,10 +158,6 @@ class _Kn2Row:
         launch = Launch(spec.TAP_SUM, (int(grid[0]), 1, 1), (spec.TAP_WARPS * 32, 1, 1),
                         (*args, *scratch_args()), needs_meta=True)
         return ((tap_job(problem.in_type, cl, target), launch),)
-
-    def unaligned_follow_ups(self, problem: ConvProblem, params: Params, target: Target
-                             ) -> tuple[tuple[CompileJob, Launch], ...]:
-        return self.follow_ups(problem, params, target)
 
 
 @lru_cache(maxsize=64)

@@ -242,8 +242,9 @@ def test_no_split_where_the_reduce_cannot_walk_the_output() -> None:
     params = solver.default_params(wide, SM90)
     assert solver.params_valid(wide, SM90, params[:4] + (4,) + params[5:])
     assert not solver.params_valid(wide, SM90, params[:4] + (16,) + params[5:])
-    assert split_spec.small_split("F", sizes, apart, spec.usual_tile("FP32", "F", "FP32", "sm90"),
-                            132, "sm90") == 1
+    assert split_spec.small_split("F", sizes, apart,
+                                  spec.usual_tile("FP32", "F", "FP32", "sm90"), 132,
+                                  "sm90") == 1
 
 
 def test_backward_weights_split_fills_the_gpu_and_reduces_into_dw() -> None:

@@ -252,3 +252,17 @@ def test_the_tap_sums_amd_resources() -> None:
     assert {rows[a]["max_vgprs"] for a in ("gfx90a", "gfx942", "gfx950")} == {37}
     assert {r["max_vgprs"] for a, r in rows.items() if a.startswith("gfx1")} == {69, 71}
     assert report["refused"] == []
+
+
+def test_no_first_choice_moved() -> None:
+    """bench/results/picks_sm90-132-152c0f8-2186e59.json: immediate mode's first choices before
+    and after the kn2row solvers, as the results README quotes them."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    moved = json.loads((root / "bench" / "results" /
+                        "picks_sm90-132-152c0f8-2186e59.json").read_text())
+    assert (moved["problems"], moved["moved"], moved["changes"]) == (41526, 0, [])
+    readme = " ".join((root / "bench" / "results" / "README.md").read_text().split())
+    assert "picks_sm90-132-152c0f8-2186e59.json): 0 of 41,526 moved" in readme
