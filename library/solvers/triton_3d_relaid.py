@@ -47,7 +47,7 @@ from .base import (
 )
 from .triton_3d import ConvTriton3d, spec_3d
 from .triton_3d import _view as _view_3d
-from .triton_common import PAD_SPEC, has_kernels_spec, kernel_arg, kernels_spec, spec_module
+from .triton_common import PAD_SPEC, has_kernels_spec, kernels_spec, moved, spec_module
 from .triton_conv_relayout import _SLOTS, transpose_job, transpose_step
 from .triton_padded import pad_job, pad_step
 
@@ -225,18 +225,11 @@ class ConvTriton3dRelaid(WorkspaceParts, InnerParameters, ConvTriton3d):
     def _moved(self, launch: Launch, problem: ConvProblem, params: Params) -> Launch:
         """`launch` with the copied tensors' pointers on their workspace parts and the 3-D
         solver's partials on its own part."""
-        from .._record import replace
-
         names = self._names(problem)
         slots = self._layout(problem, params)[0]
         to_slot = {"ptr:" + names[t]: "ptr:" + _SLOTS[t] for t in ("x", "w", "y")
                    if _SLOTS[t] in slots}
-        args = tuple(a if a.name in ("global_scratch", "profile_scratch") else
-                     kernel_arg(a.name, "ptr:" + _SLOTS["part"], None)
-                     if a.kind == "ptr:workspace" else
-                     kernel_arg(a.name, to_slot.get(a.kind, a.kind), a.value)
-                     for a in launch.args)
-        return replace(launch, args=args)
+        return moved(launch, {**to_slot, "ptr:workspace": "ptr:" + _SLOTS["part"]})
 
     def _copy_in(self, problem: ConvProblem, target: Target, tensor: str
                  ) -> tuple[CompileJob, Launch]:

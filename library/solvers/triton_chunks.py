@@ -41,7 +41,7 @@ from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
 from ._conv import conv_view, kernel_tensors
 from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
-from .triton_common import have_kernels, kernel_arg, spec_module
+from .triton_common import have_kernels, moved, spec_module
 from .triton_conv import ConvTritonImplicitGemm
 
 __all__ = ["BatchChunks", "CHUNK_SOLVERS", "ConvTritonImplicitGemmChunks", "chunking", "per_image"]
@@ -254,15 +254,14 @@ class BatchChunks(WorkspaceParts, Solver):
         return {"ptr:" + names[t]: f"ptr:{names[t]}@{first_image * per[t] * elem}"
                 for t in ("x", "y") if first_image}
 
-    def _chunk_launch(self, launch: Launch, moved: dict[str, str], part: str | None) -> Launch:
-        from .._record import replace
-
-        args = tuple(kernel_arg(a.name, "ptr:" + part, None)
-                     if part is not None and a.name == "ws_ptr" and
-                     a.kind in ("ptr:workspace", "ptr:" + _PART)
-                     else kernel_arg(a.name, moved.get(a.kind, a.kind), a.value)
-                     for a in launch.args)
-        return replace(launch, args=args)
+    def _chunk_launch(self, launch: Launch, images: dict[str, str], part: str | None
+                      ) -> Launch:
+        """`launch` on a chunk: the activations' pointers moved as `images` says, and the
+        inner solver's workspace pointer on `part` where one is named."""
+        onto = {} if part is None else {
+            a.name: "ptr:" + part for a in launch.args
+            if a.name == "ws_ptr" and a.kind in ("ptr:workspace", "ptr:" + _PART)}
+        return moved(launch, images, names=onto)
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
@@ -295,31 +294,28 @@ class BatchChunks(WorkspaceParts, Solver):
 
     def _follow_ups(self, problem: ConvProblem, params: Params, target: Target,
                     unaligned: bool) -> tuple[tuple[CompileJob, Launch], ...]:
-        from .._record import replace
 
         inner = self._inner_params(params)
         chunks = self._chunks(problem)
         steps: list[tuple[CompileJob, Launch]] = []
         for index, (chunk, first_image) in enumerate(chunks):
-            moved = self._shifted(problem, first_image)
+            images = self._shifted(problem, first_image)
             part = f"ws_c{index}" if self.direction == "W" else None
             if index:  # lead-ins of the chunk's own images (the weights' copy stands)
-                steps += [(job, self._chunk_launch(step, moved, None))
+                steps += [(job, self._chunk_launch(step, images, None))
                           for job, step in self.inner.lead_ins(chunk, inner, target)
-                          if any(a.kind in moved for a in step.args)]
+                          if any(a.kind in images for a in step.args)]
                 job = self._object(chunk, problem, inner, target, unaligned)
                 steps.append((job, self._chunk_launch(self.inner.launch(chunk, inner, False),
-                                                      moved, part)))
+                                                      images, part)))
             if self.direction != "W":
-                steps += [(job, self._chunk_launch(step, moved, None))
+                steps += [(job, self._chunk_launch(step, images, None))
                           for job, step in self.inner.follow_ups(chunk, inner, target)]
         if self.direction == "W":
             (job, reduce), *after = self.inner.follow_ups(chunks[0][0], inner, target)
             total = int(inner[_SPLIT]) * len(chunks)
-            args = tuple(kernel_arg(a.name, "ptr:ws_c0", None) if a.name == "ws_ptr" else
-                         kernel_arg(a.name, a.kind, total) if a.name == "SPLIT_K" else a
-                         for a in reduce.args)
-            steps += [(job, replace(reduce, args=args)), *after]
+            steps += [(job, moved(reduce, names={"ws_ptr": "ptr:ws_c0"},
+                                  values={"SPLIT_K": total})), *after]
         return tuple(steps)
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:

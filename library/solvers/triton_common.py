@@ -132,6 +132,31 @@ def scratch_args() -> list[KernelArg]:
             kernel_arg("profile_scratch", "ptr:workspace", None)]
 
 
+SCRATCH_ARGS = frozenset({"global_scratch", "profile_scratch"})
+
+
+def moved(launch: Launch, kinds: Mapping[str, str] | None = None,
+          names: Mapping[str, str] | None = None,
+          values: Mapping[str, int] | None = None) -> Launch:
+    """`launch` with its pointers moved (a composite solver running an inner solver's launch
+    on other memory): an argument named in `names` points at that kind, one whose kind is in
+    `kinds` at the kind it maps to, and an i32 argument named in `values` takes that value.
+    Triton's scratch pointers stay null. ProblemError where `names` or `values` names an
+    argument the kernel does not have."""
+    from .._record import replace
+
+    names, values, kinds = names or {}, values or {}, kinds or {}
+    missing = (set(names) | set(values)) - {a.name for a in launch.args}
+    if missing:
+        raise ProblemError(f"{launch.kernel_name} has no argument {sorted(missing)}")
+    args = tuple(a if a.name in SCRATCH_ARGS else
+                 kernel_arg(a.name, names[a.name], None) if a.name in names else
+                 kernel_arg(a.name, a.kind, values[a.name]) if a.name in values else
+                 kernel_arg(a.name, kinds[a.kind], a.value) if a.kind in kinds else a
+                 for a in launch.args)
+    return replace(launch, args=args)
+
+
 @lru_cache(maxsize=1024)
 def config_items(params: Params) -> tuple[tuple[str, int], ...]:
     """The (name, value) pairs of a parameter set; MMA only where it is not 0."""

@@ -42,6 +42,7 @@ from .triton_common import (
     have_kernels,
     kernel_arg,
     kernels_spec,
+    moved,
     padded_problem,
     problem_view,
     scratch_args,
@@ -304,13 +305,7 @@ class ConvTritonImplicitGemmRelayout(WorkspaceParts, InnerParameters,
         to_slot = {"ptr:" + names[t]: "ptr:" + _SLOTS[t] for t in ("x", "w", "y")
                    if _SLOTS[t] in slots}
         to_slot["ptr:workspace"] = "ptr:" + _SLOTS["part"]
-        args = []
-        for a in inner.args:
-            if a.name in ("global_scratch", "profile_scratch"):
-                args.append(a)
-            else:
-                args.append(kernel_arg(a.name, to_slot.get(a.kind, a.kind), a.value))
-        return replace(inner, args=tuple(args), workspace_bytes=total)
+        return replace(moved(inner, to_slot), workspace_bytes=total)
 
     def follow_ups(self, problem: ConvProblem, params: Params, target: Target,
                    partials_channels_last: bool | None = None

@@ -41,7 +41,7 @@ from ..errors import ProblemError
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
 from .base import CompileJob, InnerSolver, Launch, Params, Solver
-from .triton_common import kernel_arg, problem_view, reduce_step, spec_module
+from .triton_common import moved, problem_view, reduce_step, spec_module
 from .triton_planes import STEM_WAVES
 from .triton_slices import FP32_STEM_CHANNELS, inner_ranks_first
 
@@ -122,19 +122,6 @@ def _rewrites(problem: ConvProblem, depth: int, tap: int) -> dict[str, tuple[str
             "w": ("w", offsets[2] * elem, wei)}
 
 
-def _moved(launch: Launch, pointers: dict[str, str], strides: dict[str, int]) -> Launch:
-    """`launch` with the named pointer arguments and i32 arguments replaced; ProblemError
-    where one of them is missing."""
-    names = {a.name for a in launch.args}
-    missing = (set(pointers) | set(strides)) - names
-    if missing:
-        raise ProblemError(f"{launch.kernel_name} has no argument {sorted(missing)}")
-    args = tuple(kernel_arg(a.name, pointers[a.name], None) if a.name in pointers else
-                 kernel_arg(a.name, a.kind, strides[a.name]) if a.name in strides else a
-                 for a in launch.args)
-    return replace(launch, args=args)
-
-
 def _kind(name: str, offset: int) -> str:
     return f"ptr:{name}@{offset}" if offset else f"ptr:{name}"
 
@@ -146,8 +133,8 @@ def _tap_launch(problem: ConvProblem, main: Launch, depth: int, tap: int, part: 
     moves = _rewrites(problem, depth, tap)
     _, y_at, y = moves["dy"]
     _, w_at, wei = moves["w"]
-    return _moved(main, {"x_ptr": f"ptr:ws_p{part}", "y_ptr": _kind("dy", y_at),
-                         "w_ptr": _kind("w", w_at)}, {**y, **wei})
+    return moved(main, names={"x_ptr": f"ptr:ws_p{part}", "y_ptr": _kind("dy", y_at),
+                              "w_ptr": _kind("w", w_at)}, values={**y, **wei})
 
 
 def _reduce(problem: ConvProblem, depth: int, parts: int, target: Target) -> Step:
@@ -158,7 +145,7 @@ def _reduce(problem: ConvProblem, depth: int, parts: int, target: Target) -> Ste
     # The parts are dx's slice in its packed 2-D order (any backward data kernel's output).
     values = spec_module().reduce_args("conv2d_bwd_data", {**args, **x}, cl)
     job, launch = reduce_step(problem.in_type, parts, target, "dx", values)
-    return job, _moved(launch, {"ws_ptr": "ptr:ws_p0", "w_ptr": _kind("dx", x_at)}, {})
+    return job, moved(launch, names={"ws_ptr": "ptr:ws_p0", "w_ptr": _kind("dx", x_at)})
 
 
 class ConvTritonDepthTaps(InnerSolver, Solver):

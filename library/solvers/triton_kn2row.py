@@ -34,11 +34,12 @@ from ..config import triton_solvers_enabled
 from ..problem import ConvProblem
 from ..target import Target, spec_for
 from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView, conv_view
-from .base import CompileJob, KernelArg, Launch, Params, Solver, WorkspaceParts
+from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
 from .blas_1x1 import ConvBlasGemm1x1, gemm_call
 from .triton_common import (
     kernel_arg,
     kernels_spec,
+    moved,
     scratch_args,
     spec_compile_job,
     spec_sizes,
@@ -91,13 +92,6 @@ def _renames(problem: ConvProblem) -> dict[str, str]:
     view = _view(problem)[0]
     source = view.in_tensor if _solved(problem) == "F" else view.out_tensor
     return {"x": source, "w": "ws_w", "y": "ws_z"}
-
-
-def _renamed(args: tuple[KernelArg, ...], names: dict[str, str]) -> tuple[KernelArg, ...]:
-    """The GEMM problem's launch arguments with its tensors' pointers named as `names` says."""
-    kinds = {"ptr:" + k: "ptr:" + v for k, v in names.items()}
-    return tuple(kernel_arg(a.name, kinds[a.kind], None) if a.kind in kinds else a
-                 for a in args)
 
 
 class _Kn2Row(WorkspaceParts):
@@ -261,8 +255,8 @@ class ConvTritonKn2Row(_Kn2Row, Solver):
         """The GEMM: the inner solver's launch on the GEMM problem, reading the layer's input
         and writing Z (workspace 0 of its own: this solver's parts)."""
         launch = self.inner.launch(gemm_problem(problem), params, specialised)
-        return replace(launch, args=_renamed(launch.args, _renames(problem)),
-                       workspace_bytes=self.workspace_bytes(problem))
+        kinds = {"ptr:" + k: "ptr:" + v for k, v in _renames(problem).items()}
+        return replace(moved(launch, kinds), workspace_bytes=self.workspace_bytes(problem))
 
     def launch_geometry(self, problem: ConvProblem, params: Params
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
