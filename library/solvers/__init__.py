@@ -80,7 +80,7 @@ from .triton_fma_wrw import (
     fewk_wrw_first,
 )
 from .triton_grouped import GROUPED_SOLVERS, ConvTritonGrouped, grouped_first
-from .triton_kn2row import KN2ROW_BLAS_SOLVERS, KN2ROW_SOLVERS
+from .triton_kn2row import KN2ROW_BLAS_SOLVERS, KN2ROW_SOLVERS, ConvBlasKn2Row, blas_kn2row_first
 from .triton_padded import PADDED_SOLVERS, ConvTritonImplicitGemmPadded, padded_first
 from .triton_padded_chunks import (
     PADDED_CHUNK_SOLVERS,
@@ -202,6 +202,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonFmaFewCWrw: lambda p, t, math: math != "tf32" and fewc_wrw_first(p, t),
     ConvTritonFmaFewKChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
     ConvTritonFmaFewKWrwChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
+    # kn2row's library form claims in FP32 at IEEE accuracy: IEEE and three-product families
+    # give way to it.
+    ConvBlasKn2Row: lambda p, t, math: math != "tf32" and blas_kn2row_first(p, t) and any(
+        s.is_applicable(p, t) for s in KN2ROW_BLAS_SOLVERS if s.math == "ieee"),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -262,15 +266,16 @@ _FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaF
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
-                             ConvTritonGrouped, ConvBlasGemm1x1, *_SMALLC_2D, *_FMA),
+                             ConvTritonGrouped, ConvBlasGemm1x1, *_SMALLC_2D, *_FMA,
+                             ConvBlasKn2Row),
     ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
                                    ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
                                    ConvBlasGemm1x1, *_SMALLC_2D, ConvTritonFmaFewK,
                                    ConvTritonFmaFewKWrw, ConvTritonFmaFewKBwd,
-                                   ConvTritonFmaFewCWrw, ConvTritonFmaBwd),
+                                   ConvTritonFmaFewCWrw, ConvTritonFmaBwd, ConvBlasKn2Row),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
-                                     *_SMALLC_2D, *_FMA),
+                                     *_SMALLC_2D, *_FMA, ConvBlasKn2Row),
     ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks,
                                    ConvTritonImplicitGemmPaddedChunks, *_SMALLC_2D,
                                    *_FMA_CHUNKS),
@@ -280,8 +285,10 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvBlasGemm1x1: (ConvTritonFmaFewK,),
     ConvTritonFmaFewKWrw: (ConvBlasGemm1x1,),
     ConvTritonFmaFewCWrw: (ConvBlasGemm1x1,),
-    ConvTritonFmaFewKBwd: (ConvBlasGemm1x1,),
-    ConvTritonFmaBwd: (ConvBlasGemm1x1,),
+    ConvTritonFmaFewKBwd: (ConvBlasGemm1x1, ConvBlasKn2Row),
+    ConvTritonFmaBwd: (ConvBlasGemm1x1, ConvBlasKn2Row),
+    ConvTritonFma: (ConvBlasKn2Row,),
+    ConvTritonFmaFewK: (ConvBlasKn2Row,),
     ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),
     ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,
@@ -298,7 +305,7 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
     ConvTriton3dSmallC: (ConvTritonDepthwise3d, *_SLICES),
     ConvTriton3dSmallCChunks: (ConvTritonDepthwise3d,),
-    ConvTritonSmallC: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw),
+    ConvTritonSmallC: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvBlasKn2Row),
     ConvTritonSmallCChunks: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw),
 }
 
@@ -355,10 +362,9 @@ def get_solver(name: str) -> Solver:
 
 def library_solvers(backend: object) -> list[Solver]:
     """The GEMM-library solvers a runtime on `backend` offers (blas_1x1.offered): the 1x1
-    calls and the channel-planar backward weights through copies; none where it offers none.
-    kn2row's library form (KN2ROW_BLAS_SOLVERS) is not offered until a GPU run has checked and
-    timed it: bench/solver_alternatives.py names it."""
-    return [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS] if offered(backend) else []
+    calls, the channel-planar backward weights through copies and kn2row's GEMM
+    (KN2ROW_BLAS_SOLVERS); none where it offers none."""
+    return [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS] if offered(backend) else []
 
 
 def applicable_solvers(problem: ConvProblem, target: Target) -> list[Solver]:

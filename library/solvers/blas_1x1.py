@@ -403,6 +403,11 @@ def _case(problem: ConvProblem, math_mode: str = "ieee") -> str:
 _offered = [False]
 
 
+def library_offered() -> bool:
+    """Whether a runtime in this process offers the GEMM-library solvers (`offered`)."""
+    return _offered[0]
+
+
 def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether the GEMM library ranks first on `problem` where it is offered: in one call
     (BLAS_FIRST, or BLAS_FIRST_ESTIMATED where it has no entry; below its pixels, BLAS_FEW; up

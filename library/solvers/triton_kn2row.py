@@ -35,7 +35,7 @@ from ..problem import ConvProblem
 from ..target import Target, spec_for
 from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView, conv_view
 from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
-from .blas_1x1 import ConvBlasGemm1x1, gemm_call
+from .blas_1x1 import ConvBlasGemm1x1, gemm_call, library_offered
 from .triton_common import (
     kernel_arg,
     kernels_spec,
@@ -48,6 +48,7 @@ from .triton_common import (
 )
 
 __all__ = ["ConvBlasKn2Row", "ConvTritonKn2Row", "KN2ROW_BLAS_SOLVERS", "KN2ROW_SOLVERS",
+           "blas_kn2row_first",
            "gemm_problem", "kn2row_spec"]
 
 SPEC = "conv_triton_kn2row_spec"
@@ -291,7 +292,7 @@ class ConvBlasKn2Row(_Kn2Row, ConvBlasGemm1x1):
         return gemm_call(gemm_problem(problem)) is not None
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        return False
+        return blas_kn2row_first(problem, target, self.math)
 
     def library_launch(self, backend: Any, problem: ConvProblem) -> Any:
         """The GEMM problem's call, reading the layer's input and the workspace's filters,
@@ -314,6 +315,29 @@ class ConvBlasKn2Row(_Kn2Row, ConvBlasGemm1x1):
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         return super().heuristic_rank(problem, target) + 1.0
+
+
+#: The archs whose GPU timings set the library form's claim (`blas_kn2row_first`).
+BLAS_FIRST_ARCHS = frozenset({"sm90"})
+
+
+def blas_kn2row_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
+    """Whether kn2row's library form claims first place where the library is offered: IEEE
+    FP32 on BLAS_FIRST_ARCHS, every forward layer it takes, and backward data at stride 1 or,
+    channels-last, at a stride that does not divide the filter. Measured on one H100 over the
+    zoo's and the held-out networks' layers of 1-8 output channels, batches 32, 8 and 1
+    (bench/results/kn2row_h100/): forward 0.27-0.40 of IEEE cuDNN's GPU time, backward data
+    at stride 1 0.43-1.14 where the rest took 1.0-4.9; at a stride, channels-last, 0.51-1.36
+    where the implicit GEMM's phases took 0.57-1.46, but not where each phase is a whole
+    filter's share (ConvNeXt's 4x4 patches, YOLOv5's 6x6 stem: 0.8-1.0 against 0.43-0.66);
+    channel-planar strided stems stay on the implicit GEMM (0.51-1.05 against its 0.89-1.83)."""
+    p = problem
+    if not library_offered() or math_mode != "ieee" or target.arch not in BLAS_FIRST_ARCHS or \
+            gemm_call(p) is not None:
+        return False  # (a filter over the whole input: the layer is one call itself)
+    if p.key_direction == "F" or all(s == 1 for s in p.stride):
+        return True
+    return p.in_layout == "NHWC" and any(f % s for f, s in zip(p.filter, p.stride, strict=True))
 
 
 def _solvers() -> list[Solver]:

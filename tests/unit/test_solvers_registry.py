@@ -12,6 +12,7 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import (
     BLAS_SOLVERS,
     FIRST_CLAIMS,
+    KN2ROW_BLAS_SOLVERS,
     SOLVERS,
     VIA_BLAS_SOLVERS,
     YIELDS_TO,
@@ -278,7 +279,8 @@ def test_primitives_registry():
 def test_the_ranks_first_precedence_is_an_order_over_registered_families() -> None:
     """Every family given way to has a claim and a solver in the registry, and no family gives
     way to itself, directly or through others (else two could each wait for the other)."""
-    registered = {type(s) for s in (*SOLVERS, *BLAS_SOLVERS, *VIA_BLAS_SOLVERS)}  # the library
+    registered = {type(s) for s in (*SOLVERS, *BLAS_SOLVERS, *VIA_BLAS_SOLVERS,
+                                    *KN2ROW_BLAS_SOLVERS)}  # the library's too
     assert set(FIRST_CLAIMS) <= registered and set(YIELDS_TO) <= registered
     for winners in YIELDS_TO.values():
         assert set(winners) <= set(FIRST_CLAIMS)
