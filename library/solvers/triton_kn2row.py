@@ -13,15 +13,15 @@ read once, by a GEMM of R*S*KO columns:
 2. the main launch is the GEMM as a 1x1 forward problem (`gemm_problem`) on the implicit
    GEMM's objects of that math (its parameters are this solver's: the inner solver's unsplit
    ones), reading the layer's input (x, or dy) and writing Z into the workspace;
-   the library solvers make it one call of the GEMM library instead (solvers/blas_1x1.py;
-   not offered by a runtime until a GPU run has checked and timed them: the bench tools name
-   them);
+   the library solvers make it one call of the GEMM library instead (solvers/blas_1x1.py:
+   offered where the library is);
 3. a follow-up sums each output element's taps of Z into y (dx) (kernels/conv_triton_tapsum.py,
    two objects a type: the layouts).
 Any stride, padding and dilation; FP32 (Z and the sums FP32); Z at most
 `MAX_Z_BYTES`. The implicit-GEMM forms are offered to find and tuning, which time them beside
-the rest; none claims first place (no GPU run has timed them yet), and immediate mode's first
-choices are unchanged (`bench/zoo.py --picks`: 0 of 41,526 moved).
+the rest, and claim nothing: on one H100 (bench/results/kn2row_h100/) the library form took
+0.25-0.96 of the three-product form's GPU time (geometric means per case and batch group), and
+it claims first place where it was faster than the rest (`blas_kn2row_first`).
 """
 
 from __future__ import annotations
@@ -324,13 +324,16 @@ BLAS_FIRST_ARCHS = frozenset({"sm90"})
 def blas_kn2row_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether kn2row's library form claims first place where the library is offered: IEEE
     FP32 on BLAS_FIRST_ARCHS, every forward layer it takes, and backward data at stride 1 or,
-    channels-last, at a stride that does not divide the filter. Measured on one H100 over the
-    zoo's and the held-out networks' layers of 1-8 output channels, batches 32, 8 and 1
-    (bench/results/kn2row_h100/): forward 0.27-0.40 of IEEE cuDNN's GPU time, backward data
-    at stride 1 0.43-1.14 where the rest took 1.0-4.9; at a stride, channels-last, 0.51-1.36
-    where the implicit GEMM's phases took 0.57-1.46, but not where each phase is a whole
-    filter's share (ConvNeXt's 4x4 patches, YOLOv5's 6x6 stem: 0.8-1.0 against 0.43-0.66);
-    channel-planar strided stems stay on the implicit GEMM (0.51-1.05 against its 0.89-1.83)."""
+    channels-last, at a stride that does not divide the filter; never a layer that is one call
+    of the library itself (a filter over the whole input: DCGAN's head). Measured on one H100
+    over the zoo's and the held-out networks' layers of 1-8 output channels at batches 32, 8
+    and 1 (bench/results/kn2row_h100/), as GPU time over IEEE cuDNN's, against the best of the
+    other solvers timed beside it: forward 0.12-0.34 (geomean 0.22) against 0.51-1.86 (0.76);
+    backward data at stride 1 0.38-1.14 (0.62) against 1.02-4.88 (1.73); at a stride,
+    channels-last, 0.51-1.36 (0.79) against 0.49-1.46 (0.83; up to 1.20x the implicit GEMM's
+    time on 3x3 stems at batches 8 and 1, 0.64x on SqueezeNet's), but where the stride divides the
+    filter (ConvNeXt's 4x4 patches, YOLOv5's 6x6 stem, DCGAN's 4x4) 0.84 against 0.72, and
+    channel-planar 1.19 against 0.77 (the implicit GEMM's stride phases)."""
     p = problem
     if not library_offered() or math_mode != "ieee" or target.arch not in BLAS_FIRST_ARCHS or \
             gemm_call(p) is not None:

@@ -56,6 +56,12 @@ def test_the_one_object_regression_and_its_undoing() -> None:
         == (0.83, 1.19, 0.79, 1.01)
     cudnn = [r["cudnn_after_over_before"] for r in rows]
     assert (min(cudnn), max(cudnn)) == (0.974, 0.996)
+    fp16 = _compare("ab_fp16_bwd")
+    rows = [fp16[f"ConvTriton3dBwd FP16-B-{layout}"] for layout in ("NCHW", "NHWC")]
+    assert [(r["rows"], r["after_over_before"]) for r in rows] == [(25, 0.967), (25, 0.979)]
+    assert (round(min(r["min"] for r in rows), 2), round(max(r["max"] for r in rows), 2)) == \
+        (0.90, 1.07)
+    assert [r["cudnn_after_over_before"] for r in rows] == [1.003, 1.002]
     cap = _compare("cap_not_adopted")
     assert (cap["ConvTriton3dFwd FP32-F-NCHW"]["rows"],
             cap["ConvTriton3dFwd FP32-F-NCHW"]["after_over_before"]) == (27, 0.926)
