@@ -59,8 +59,9 @@ MAX_OUTPUT_CHANNELS = 8
 MAX_TAPS = 49
 #: The least channels of the reduction (below it the direct kernels read little anyway).
 MIN_REDUCTION = 16
-#: The largest Z the workspace holds (a VAE encoder's 3-channel input at 512x512 and batch 32
-#: would need 906 MB): larger problems are not taken.
+#: The largest Z the workspace holds, but for a Z no larger than the GEMM's input (R*S*KO
+#: columns at most its channels: a VAE encoder's 3-channel input at 512x512 and batch 32 needs
+#: 906 MB beside dy's 4.3 GB); larger problems are not taken.
 MAX_Z_BYTES = 512 << 20
 _INT32_MAX = 2**31 - 1
 
@@ -97,8 +98,9 @@ def filter_bytes(direction: str, sizes: Mapping[str, int]) -> int:
 
 def applies(direction: str, sizes: Mapping[str, int]) -> bool:
     """One group; forward or backward data of 1..MAX_OUTPUT_CHANNELS output channels from at
-    least MIN_REDUCTION, 2..MAX_TAPS filter taps, a Z of at most MAX_Z_BYTES, Z's and the
-    output's offsets within 32 bits (the tap sum's)."""
+    least MIN_REDUCTION, 2..MAX_TAPS filter taps, a Z of at most MAX_Z_BYTES or no larger than
+    the GEMM's input (whose offsets are then within 32 bits too), Z's and the output's offsets
+    within 32 bits (the tap sum's)."""
     z = sizes
     if direction not in ("F", "B") or z["G"] != 1:
         return False
@@ -109,9 +111,11 @@ def applies(direction: str, sizes: Mapping[str, int]) -> bool:
             not 2 <= taps <= MAX_TAPS:
         return False
     nbytes = z_bytes(direction, z)
+    g = gemm_sizes(direction, z)
+    source = g["N"] * g["C"] * g["H"] * g["W"]
     pixels = z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"]
-    return nbytes <= MAX_Z_BYTES and nbytes // 4 <= _INT32_MAX and \
-        z["N"] * ko * pixels <= _INT32_MAX
+    within = nbytes <= MAX_Z_BYTES or (g["K"] <= g["C"] and source <= _INT32_MAX)
+    return within and nbytes // 4 <= _INT32_MAX and z["N"] * ko * pixels <= _INT32_MAX
 
 
 def workspace_parts(direction: str, sizes: Mapping[str, int], align: int

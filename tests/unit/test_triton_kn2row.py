@@ -114,10 +114,16 @@ def test_which_layers_it_takes() -> None:
                {"groups": 2, "c": 4, "k": 320},
                {"in_type": "FP16", "wei_type": "FP16", "out_type": "FP16"},
                {"mode": "trans"},
-               {"in_spatial": (512, 512), "k": 128, "c": 3},  # Z of 906 MB
+               # Z of 4.9 GB, larger than MAX_Z_BYTES and than dy (147 columns from 64)
+               {"in_spatial": (512, 512), "k": 64, "c": 3, "filter": (7, 7), "pad": (3, 3)},
                {"stride": (1, 1), "direction": "W"}):
         assert not solver.is_applicable(replace(_layer("B"), **kw), SM90), kw
     assert not solver.is_applicable(_layer("B"), Target("gfx906", 60))  # no matrix cores
+    # The VAE encoder's 3-channel input at 512x512: a Z of 906 MB, past MAX_Z_BYTES but no
+    # larger than dy (27 columns from 128); at batch 64 dy passes 32-bit offsets.
+    vae = replace(_layer("B"), in_spatial=(512, 512), k=128, c=3)
+    assert solver.is_applicable(vae, SM90) and not solver.is_applicable(
+        replace(vae, n=64), SM90)
     # dx of 2.2G elements at stride 8 from a Z of 272 MB: past the tap sum's 32-bit offsets.
     huge = _layer("B", n=1, c=8, k=16, in_spatial=(16504, 16504), filter=(1, 2), pad=(0, 0),
                   stride=(8, 8))
