@@ -93,6 +93,10 @@ def test_a_plan_in_a_cuda_graph(handle) -> None:  # noqa: ANN001
     plan = handle.plan(p, "ConvBlasKn2RowBwd")
     assert plan.workspace_bytes > 0
     dx = torch.full_like(x, float("nan"))
+    plan(dx, w, y)  # once outside the capture (the library's handle made), as torch asks
+    torch.cuda.synchronize()
+    torch.testing.assert_close(dx, want, rtol=1e-5, atol=1e-4)
+    dx.fill_(float("nan"))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         plan(dx, w, y)

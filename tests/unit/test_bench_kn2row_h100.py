@@ -121,3 +121,38 @@ def test_the_layers_the_readme_names() -> None:
             for row in json.loads((RUN / "fwd_small.json").read_text())["rows"]
             if row["key"].startswith("128-512-512-3x3-3-512-512-")]
     assert span(rest) == (0.53, 0.81)
+
+
+def test_immediate_mode_chooses_it() -> None:
+    run = RUN / "immediate"
+    assert re.search(r"\b26 passed\b", (run / "gpu_tests.txt").read_text())
+    rows = []
+    for name in ("zoo_kn2row_b32", "zoo_kn2row_b8_b1"):
+        saved = json.loads((run / f"{name}.json").read_text())
+        assert saved["errors"] == 0 and saved["device"].startswith("NVIDIA H100")
+        rows += saved["rows"]
+    mine = [r for r in rows if r["solver"].startswith("ConvBlasKn2Row")]
+    assert all(r["solver"] == "ConvBlasKn2Row" + ("Fwd" if r["case"][5] == "F" else "Bwd")
+               for r in mine)
+
+    def span(pick: list[dict], key: str = "ratio") -> tuple[float, float]:
+        return round(min(r[key] for r in pick), 2), round(max(r[key] for r in pick), 2)
+
+    at32 = [r for r in mine if r["n"] == 32]
+    stems = [r for r in at32 if r["layer"] in ("conv_first", "encoder.conv_in")]
+    assert span([r for r in stems if r["case"] == "FP32-B-NCHW"]) == (0.65, 0.65)
+    assert span([r for r in at32 if r["case"] == "FP32-B-NCHW" and r not in stems]) == \
+        (0.89, 0.92)
+    assert span([r for r in at32 if r["case"] == "FP32-B-NHWC"]) == (0.38, 0.55)
+    assert span([r for r in at32 if r["case"][5] == "F"]) == (0.12, 0.20)
+    assert span(mine) == (0.12, 1.14) and span(mine, "wall_ratio") == (0.12, 1.18)
+    others = sorted({(r["network"], r["layer"]) for r in rows
+                     if r["ratio"] > 1.5 and r not in mine})
+    assert others == [("esrgan", "conv_last"), ("sd15_vae", "post_quant_conv")]
+    last = [r for r in rows if r["layer"] == "conv_last" and r["n"] == 8 and r["ratio"] > 1.5]
+    assert len(last) == 3 and span(last) == (2.84, 5.28)
+    assert span([r for r in mine if r["layer"] == "conv_last"]) == (0.17, 0.20)
+    small = [r for r in rows if r["layer"] == "post_quant_conv" and r["ratio"] > 1.5]
+    assert span(small) == (1.56, 2.95)
+    assert (round(min(r["cudnn_gpu_ms"] for r in small), 3),
+            round(max(r["cudnn_gpu_ms"] for r in small), 3)) == (0.004, 0.008)
