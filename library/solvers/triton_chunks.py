@@ -294,7 +294,6 @@ class BatchChunks(WorkspaceParts, Solver):
 
     def _follow_ups(self, problem: ConvProblem, params: Params, target: Target,
                     unaligned: bool) -> tuple[tuple[CompileJob, Launch], ...]:
-
         inner = self._inner_params(params)
         chunks = self._chunks(problem)
         steps: list[tuple[CompileJob, Launch]] = []

@@ -17,11 +17,12 @@ read once, by a GEMM of R*S*KO columns:
    offered where the library is);
 3. a follow-up sums each output element's taps of Z into y (dx) (kernels/conv_triton_tapsum.py,
    two objects a type: the layouts).
-Any stride, padding and dilation; FP32 (Z and the sums FP32); Z at most
-`MAX_Z_BYTES`. The implicit-GEMM forms are offered to find and tuning, which time them beside
-the rest, and claim nothing: on one H100 (bench/results/kn2row_h100/) the library form took
-0.25-0.96 of the three-product form's GPU time (geometric means per case and batch group), and
-it claims first place where it was faster than the rest (`blas_kn2row_first`).
+Any stride, padding and dilation; FP32 (Z and the sums FP32); Z at most `MAX_Z_BYTES`, or no
+larger than the GEMM's input. The implicit-GEMM forms are offered to find and tuning, which
+time them beside the rest, and claim nothing: on one H100 (bench/results/kn2row_h100/) the
+library form took 0.25-0.96 of the three-product form's GPU time (geometric means per case and
+batch group), and it claims first place where it was faster than the rest
+(`blas_kn2row_first`).
 """
 
 from __future__ import annotations
