@@ -96,10 +96,11 @@ def filter_bytes(direction: str, sizes: Mapping[str, int]) -> int:
     return g["K"] * g["C"] * 4
 
 
-def applies(direction: str, sizes: Mapping[str, int]) -> bool:
+def applies(direction: str, sizes: Mapping[str, int], wide_input: bool = False) -> bool:
     """One group; forward or backward data of 1..MAX_OUTPUT_CHANNELS output channels from at
     least MIN_REDUCTION, 2..MAX_TAPS filter taps, a Z of at most MAX_Z_BYTES or no larger than
-    the GEMM's input (whose offsets are then within 32 bits too), Z's and the output's offsets
+    the GEMM's input (whose offsets are then within 32 bits too, but for a GEMM that reads its
+    input with 64-bit offsets: `wide_input`, the GEMM library's), Z's and the output's offsets
     within 32 bits (the tap sum's)."""
     z = sizes
     if direction not in ("F", "B") or z["G"] != 1:
@@ -114,7 +115,8 @@ def applies(direction: str, sizes: Mapping[str, int]) -> bool:
     g = gemm_sizes(direction, z)
     source = g["N"] * g["C"] * g["H"] * g["W"]
     pixels = z["P"] * z["Q"] if direction == "F" else z["H"] * z["W"]
-    within = nbytes <= MAX_Z_BYTES or (g["K"] <= g["C"] and source <= _INT32_MAX)
+    within = nbytes <= MAX_Z_BYTES or (g["K"] <= g["C"] and (wide_input or
+                                                             source <= _INT32_MAX))
     return within and nbytes // 4 <= _INT32_MAX and z["N"] * ko * pixels <= _INT32_MAX
 
 

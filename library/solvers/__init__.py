@@ -68,6 +68,8 @@ from .triton_fma_bwd import (
 )
 from .triton_fma_chunks import (
     FMA_CHUNK_SOLVERS,
+    ConvTritonFmaChunksBwd,
+    ConvTritonFmaFewKBwdChunks,
     ConvTritonFmaFewKChunks,
     ConvTritonFmaFewKWrwChunks,
     fma_chunks_first,
@@ -202,6 +204,8 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     ConvTritonFmaFewCWrw: lambda p, t, math: math != "tf32" and fewc_wrw_first(p, t),
     ConvTritonFmaFewKChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
     ConvTritonFmaFewKWrwChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
+    ConvTritonFmaFewKBwdChunks: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
+    ConvTritonFmaChunksBwd: lambda p, t, math: math != "tf32" and fma_chunks_first(p, t),
     # kn2row's library form claims in FP32 at IEEE accuracy: IEEE and three-product families
     # give way to it.
     ConvBlasKn2Row: lambda p, t, math: math != "tf32" and blas_kn2row_first(p, t) and any(
@@ -262,7 +266,8 @@ _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
                                   ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvTritonFmaBwd)
 _SLICES: tuple[type[Solver], ...] = (ConvTritonSlices, ConvTritonPlanes, ConvBlasGemm1x1)
-_FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks)
+_FMA_CHUNKS: tuple[type[Solver], ...] = (ConvTritonFmaFewKChunks, ConvTritonFmaFewKWrwChunks,
+                                         ConvTritonFmaFewKBwdChunks, ConvTritonFmaChunksBwd)
 YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,

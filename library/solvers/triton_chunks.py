@@ -40,7 +40,7 @@ from functools import lru_cache
 from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target
 from ._conv import conv_view, kernel_tensors
-from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
+from .base import CompileJob, Launch, Params, Solver, WorkspaceParts, split_offset
 from .triton_common import have_kernels, moved, spec_module
 from .triton_conv import ConvTritonImplicitGemm
 
@@ -89,6 +89,14 @@ def chunking(problem: ConvProblem, copies: tuple[int, ...] = ()
     count = _cdiv(p.n, most)
     images = min(most, _cdiv(_cdiv(p.n, count), step) * step)
     return images, _cdiv(p.n, images), aligned
+
+
+def _into(kind: str) -> tuple[str | None, int]:
+    """(tensor, byte offset) a pointer argument's kind names ("ptr:x@4096"); (None, 0) for
+    any other argument."""
+    if not kind.startswith("ptr:"):
+        return None, 0
+    return split_offset(kind[4:])
 
 
 class BatchChunks(WorkspaceParts, Solver):
@@ -246,22 +254,28 @@ class BatchChunks(WorkspaceParts, Solver):
         """The kernel's tensors (x, w, y) -> the caller's names for them."""
         return kernel_tensors(problem)
 
-    def _shifted(self, problem: ConvProblem, first_image: int) -> dict[str, str]:
-        """The caller's activations' names -> their parts from `first_image` on."""
+    def _shifted(self, problem: ConvProblem, first_image: int) -> dict[str, int]:
+        """The caller's activations' names -> the bytes their parts from `first_image` on
+        start at."""
         names = self._names(problem)
         elem = TYPE_BYTES[problem.in_type]
         per = dict(zip(("x", "y"), per_image(problem), strict=True))
-        return {"ptr:" + names[t]: f"ptr:{names[t]}@{first_image * per[t] * elem}"
-                for t in ("x", "y") if first_image}
+        return {names[t]: first_image * per[t] * elem for t in ("x", "y") if first_image}
 
-    def _chunk_launch(self, launch: Launch, images: dict[str, str], part: str | None
+    def _chunk_launch(self, launch: Launch, images: dict[str, int], part: str | None
                       ) -> Launch:
-        """`launch` on a chunk: the activations' pointers moved as `images` says, and the
+        """`launch` on a chunk: each pointer into an activation moved `images`' bytes further
+        (a part of it already, "x@offset", too: a strided backward data's phase), and the
         inner solver's workspace pointer on `part` where one is named."""
         onto = {} if part is None else {
             a.name: "ptr:" + part for a in launch.args
             if a.name == "ws_ptr" and a.kind in ("ptr:workspace", "ptr:" + _PART)}
-        return moved(launch, images, names=onto)
+        kinds = {}
+        for a in launch.args:
+            tensor, offset = _into(a.kind)
+            if tensor in images:
+                kinds[a.kind] = f"ptr:{tensor}@{offset + images[tensor]}"
+        return moved(launch, kinds, names=onto)
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
                ) -> Launch:
@@ -303,7 +317,7 @@ class BatchChunks(WorkspaceParts, Solver):
             if index:  # lead-ins of the chunk's own images (the weights' copy stands)
                 steps += [(job, self._chunk_launch(step, images, None))
                           for job, step in self.inner.lead_ins(chunk, inner, target)
-                          if any(a.kind in images for a in step.args)]
+                          if any(_into(a.kind)[0] in images for a in step.args)]
                 job = self._object(chunk, problem, inner, target, unaligned)
                 steps.append((job, self._chunk_launch(self.inner.launch(chunk, inner, False),
                                                       images, part)))

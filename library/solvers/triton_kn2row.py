@@ -18,11 +18,13 @@ read once, by a GEMM of R*S*KO columns:
 3. a follow-up sums each output element's taps of Z into y (dx) (kernels/conv_triton_tapsum.py,
    two objects a type: the layouts).
 Any stride, padding and dilation; FP32 (Z and the sums FP32); Z at most `MAX_Z_BYTES`, or no
-larger than the GEMM's input. The implicit-GEMM forms are offered to find and tuning, which
-time them beside the rest, and claim nothing: on one H100 (bench/results/kn2row_h100/) the
-library form took 0.25-0.96 of the three-product form's GPU time (geometric means per case and
-batch group), and it claims first place where it was faster than the rest
-(`blas_kn2row_first`).
+larger than the GEMM's input. The library addresses that input with 64-bit offsets, so its
+form takes an input past 2**31 elements too (ESRGAN's 64 -> 3 output layer at 2048x2048 from
+batch 8 on, whose Z and output stay within 32 bits). The implicit-GEMM forms are offered to
+find and tuning, which time them beside the rest, and claim nothing: on one H100
+(bench/results/kn2row_h100/) the library form took 0.25-0.96 of the three-product form's GPU
+time (geometric means per case and batch group), and it claims first place where it was
+faster than the rest (`blas_kn2row_first`).
 """
 
 from __future__ import annotations
@@ -102,7 +104,10 @@ class _Kn2Row(WorkspaceParts):
 
     name: str
 
-    def _layer_applies(self, problem: ConvProblem, direction: str) -> bool:
+    def _layer_applies(self, problem: ConvProblem, direction: str,
+                       wide_input: bool = False) -> bool:
+        """The layer's test (`conv_triton_kn2row_spec.applies`); `wide_input`: the GEMM reads
+        its input with 64-bit offsets (the library's)."""
         p = problem
         if p.key_direction != direction or p.mode != "conv" or len(p.in_spatial) != 2:
             return False
@@ -111,7 +116,7 @@ class _Kn2Row(WorkspaceParts):
             return False
         if p.in_layout != p.out_layout or p.in_layout not in _LAYOUTS:
             return False
-        return bool(kn2row_spec().applies(_solved(p), _view(p)[1]))
+        return bool(kn2row_spec().applies(_solved(p), _view(p)[1], wide_input))
 
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
         """The GEMM's filters, then Z (`conv_triton_kn2row_spec.workspace_parts`)."""
@@ -288,7 +293,7 @@ class ConvBlasKn2Row(_Kn2Row, ConvBlasGemm1x1):
 
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         if target.vendor != "nvidia" or target_kind(target.arch) is None or \
-                not self._layer_applies(problem, self.direction):
+                not self._layer_applies(problem, self.direction, wide_input=True):
             return False
         return gemm_call(gemm_problem(problem)) is not None
 

@@ -204,12 +204,13 @@ CHUNKS_SCRIPT = HARNESS + textwrap.dedent('''
     cases = json.loads(sys.argv[1])
     rng = np.random.default_rng(4)
     errors = []
-    for name, layout, n, c, h, w, k, f, pad, limit, chunks in cases:
+    for name, layout, n, c, h, w, k, f, pad, limit, chunks, *stride in cases:
         triton_chunks.LIMIT = limit
         triton_chunks.chunking.cache_clear()
-        direction = "W" if name.endswith("Wrw") else "F"
+        direction = {"Wrw": "W", "Bwd": "B"}.get(name[-3:], "F")
+        st = (stride[0], stride[0]) if stride else (1, 1)
         p = ConvProblem(n=n, c=c, k=k, in_spatial=(h, w), filter=(f, f), pad=(pad, pad),
-                        in_type="FP32", in_layout=layout, wei_layout=layout,
+                        stride=st, in_type="FP32", in_layout=layout, wei_layout=layout,
                         out_layout=layout, direction=direction)
         solver = get_solver(name)
         assert solver.is_applicable(p, SM90) and solver._chunking(p)[1] == chunks, p.key()
@@ -223,7 +224,8 @@ CHUNKS_SCRIPT = HARNESS + textwrap.dedent('''
         steps = [*solver.lead_ins(p, params, SM90), (solver.compile_job(p, params, SM90), main),
                  *solver.follow_ups(p, params, SM90)]
         kernels = [s.kernel_name for _, s in steps]
-        assert sum("fewk" in kn for kn in kernels) == chunks, kernels
+        # A launch of the inner solver's object a chunk, a phase (backward data's strides).
+        assert kernels.count(main.kernel_name) == chunks * st[0] * st[1], kernels
         assert kernels.count("conv2d_bwd_weight_reduce") == (direction == "W"), kernels
         for job, step in steps:
             run(job_module(job), step, job, parts)
@@ -232,15 +234,22 @@ CHUNKS_SCRIPT = HARNESS + textwrap.dedent('''
     print(json.dumps(errors))
 ''')
 
-# (solver, layout, N, C, H, W, K, filter, pad, the chunking's limit in elements, chunks): 5
-# images of 16 channels at 12x12 (2,304 elements an image of x) to 4 filters in chunks of two
-# (a limit of 5,000: three chunks, the last of one image), and 3 to 8 filters in chunks of
-# two. The limit stays above every chunk's partials together (3 x 2 x 576 and 2 x 2 x 1,152
-# elements), each chunk's a multiple of 256 bytes, as backward weights' chunks need them.
+# (solver, layout, N, C, H, W, K, filter, pad, the chunking's limit in elements, chunks[,
+# stride]): 5 images of 16 channels at 12x12 (2,304 elements an image of x) to 4 filters in
+# chunks of two (a limit of 5,000: three chunks, the last of one image), and 3 to 8 filters in
+# chunks of two. The limit stays above every chunk's partials together (3 x 2 x 576 and 2 x 2
+# x 1,152 elements), each chunk's a multiple of 256 bytes, as backward weights' chunks need
+# them. Backward data: of 3 filters (the few-channel forward on dy) and of 4 input channels
+# (the few-filter forward), the first also at stride 2, whose phases write dx from an offset.
 CHUNK_CASES = [(name, layout, *case) for name in ("ConvTritonFmaFewKChunksFwd",
                                                   "ConvTritonFmaFewKChunksWrw")
                for layout in ("NCHW", "NHWC")
                for case in ((5, 16, 12, 12, 4, 3, 1, 5000, 3), (3, 16, 12, 12, 8, 3, 1, 5000, 2))]
+CHUNK_CASES += [(name, layout, *case) for name, cases in (
+    ("ConvTritonFmaChunksBwd", ((5, 16, 12, 12, 3, 3, 1, 5000, 3),
+                                (5, 16, 12, 12, 3, 3, 1, 5000, 3, 2))),
+    ("ConvTritonFmaFewKChunksBwd", ((5, 4, 12, 12, 16, 3, 1, 5000, 3),)))
+    for layout in ("NCHW", "NHWC") for case in cases]
 
 
 def test_few_filter_batch_chunks_match_float64() -> None:

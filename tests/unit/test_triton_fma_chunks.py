@@ -1,4 +1,4 @@
-"""The few-filter kernels' batch-chunk solvers (solvers/triton_fma_chunks.py): they take the
+"""The FP32-unit kernels' batch-chunk solvers (solvers/triton_fma_chunks.py): they take the
 layers past the kernels' 32-bit offsets (ESRGAN's 64 -> 3 output at 2048x2048 from batch 8
 on), rank first where the inner solver claims the first chunk, and run only the inner
 solvers' shipped objects. Their launches against float64 are in
@@ -14,6 +14,8 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import YIELDS_TO, all_dynamic_jobs, get_solver, launch_jobs
 from miopenkernels.solvers.triton_chunks import ConvTritonImplicitGemmChunks
 from miopenkernels.solvers.triton_fma_chunks import (
+    ConvTritonFmaChunksBwd,
+    ConvTritonFmaFewKBwdChunks,
     ConvTritonFmaFewKChunks,
     ConvTritonFmaFewKWrwChunks,
 )
@@ -45,6 +47,54 @@ def test_they_take_the_layers_past_32_bit_offsets_channels_last() -> None:
         set(YIELDS_TO[ConvTritonImplicitGemmChunks])
 
 
+def test_backward_data_chunks_take_it_in_both_layouts() -> None:
+    """dx of 2**31 elements from batch 8 on: the few-channel forward's backward data
+    (ConvTritonFmaBwd, 3 filters) a chunk at a time, first in both layouts as its inner
+    solver is at batch 1; the flipped filters written once, every chunk's launch reading dy
+    and writing dx from its first image on."""
+    handle = Handle(target="sm90-132")
+    solver = get_solver("ConvTritonFmaChunksBwd")
+    for layout in ("NCHW", "NHWC"):
+        assert handle.solutions(_conv_last(1, "B", layout))[0].solver == "ConvTritonFmaBwd"
+        assert not solver.is_applicable(_conv_last(1, "B", layout), SM90)
+        for n, chunks in ((8, (4, 2, True)), (32, (7, 5, True))):
+            p = _conv_last(n, "B", layout)
+            assert solver._chunking(p) == chunks
+            assert handle.solutions(p)[0].solver == "ConvTritonFmaChunksBwd", p.key()
+    p = _conv_last(8, "B")
+    params = solver.default_params(p, SM90)
+    (_, flip), = solver.lead_ins(p, params, SM90)
+    assert flip.pointer_args()[:2] == ["w", "ws_w"]
+    main = solver.launch(p, params)
+    (_, second), = solver.follow_ups(p, params, SM90)
+    assert main.pointer_args()[:3] == ["dy", "ws_w", "dx"]
+    assert second.pointer_args()[:3] == ["dy@" + str(4 * 3 * 2048 * 2048 * 4), "ws_w",
+                                         "dx@" + str(4 * 64 * 2048 * 2048 * 4)]
+    assert {ConvTritonFmaChunksBwd, ConvTritonFmaFewKBwdChunks} <= \
+        set(YIELDS_TO[ConvTritonImplicitGemmChunks])
+
+
+def test_strided_phases_move_with_their_chunk() -> None:
+    """At stride 2 a backward data's phases write dx from offsets of their own ("dx@4"); a
+    later chunk's launch of each phase moves on from there."""
+    from miopenkernels.solvers.base import split_offset
+
+    solver = get_solver("ConvTritonFmaChunksBwd")
+    p = replace(_conv_last(8, "B"), stride=(2, 2))
+    params = solver.default_params(p, SM90)
+    inner = get_solver("ConvTritonFmaBwd")
+    first = solver._relaid(p)
+    phases = [inner.launch(first, params), *(s for _, s in inner.follow_ups(first, params,
+                                                                            SM90))]
+    assert len(phases) == 4 and split_offset(phases[3].pointer_args()[2])[1] > 0
+    steps = [solver.launch(p, params), *(s for _, s in solver.follow_ups(p, params, SM90))]
+    assert len(steps) == 2 * 4
+    image = 64 * 2048 * 2048 * 4 * solver._chunking(p)[0]
+    for phase, later in zip(phases, steps[4:], strict=True):
+        tensor, at = split_offset(phase.pointer_args()[2])
+        assert tensor == "dx" and later.pointer_args()[2] == f"dx@{at + image}"
+
+
 def test_backward_weights_chunks_reduce_once_over_every_part() -> None:
     solver = get_solver("ConvTritonFmaFewKChunksWrw")
     p = _conv_last(8, "W")
@@ -69,7 +119,7 @@ def test_they_run_only_shipped_objects() -> None:
     with scoped_env("MIOPENKERNELS_TRITON", "1"):
         shipped = set(all_dynamic_jobs(SM90))
     for name, direction in (("ConvTritonFmaFewKChunksFwd", "F"),
-                            ("ConvTritonFmaFewKChunksWrw", "W")):
+                            ("ConvTritonFmaFewKChunksWrw", "W"), ("ConvTritonFmaChunksBwd", "B")):
         solver = get_solver(name)
         assert solver.dynamic_jobs(SM90) == []
         for n in (8, 32):

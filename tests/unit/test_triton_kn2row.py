@@ -136,6 +136,24 @@ def test_which_layers_it_takes() -> None:
                               "Q": 512, "H": 512, "W": 512}) == 905_969_664
 
 
+def test_the_library_form_takes_an_input_past_32_bits() -> None:
+    """ESRGAN's 64 -> 3 output at 2048x2048 in forward: from batch 8 on x passes 2**31
+    elements, which the library reads with 64-bit offsets (its GEMM's sizes within 32 bits,
+    Z's 906M elements and y's within the tap sum's); the implicit GEMM's forms refuse it, and
+    at batch 32 Z (3.6G elements) is past the tap sum's offsets for both."""
+    blas = next(s for s in KN2ROW_BLAS_SOLVERS if s.name == "ConvBlasKn2RowFwd")
+    triton = get_solver(TF32X3 + "Fwd")
+    for layout in ("NCHW", "NHWC"):
+        esrgan = _layer("F", layout, n=8, c=64, k=3, in_spatial=(2048, 2048))
+        assert blas.is_applicable(esrgan, SM90) and not triton.is_applicable(esrgan, SM90)
+        call = gemm_call(gemm_problem(esrgan))
+        assert call is not None and max(call.m, call.n, call.k) < 2**31
+        assert not blas.is_applicable(replace(esrgan, n=32), SM90)
+    sizes = {"N": 8, "C": 64, "K": 3, "R": 3, "S": 3, "H": 2048, "W": 2048, "P": 2048,
+             "Q": 2048, "G": 1}
+    assert spec.applies("F", sizes, wide_input=True) and not spec.applies("F", sizes)
+
+
 def test_launches_name_the_layer_and_the_workspace() -> None:
     for direction, source, out in (("B", "dy", "dx"), ("F", "x", "y")):
         solver = get_solver(TF32X3 + ("Bwd" if direction == "B" else "Fwd"))
