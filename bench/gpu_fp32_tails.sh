@@ -15,6 +15,9 @@
 #   zoo        bench/zoo.py (immediate mode's choice, as a user meets it) on the few-channel
 #              layers of ESRGAN and the SD VAE, FP32 forward and backward data, batches 8 and
 #              1;  ZOO_S
+#   vae        the same on the SD VAE's 1x1 layers, batches 32, 8 and 1;  VAE_S
+#   sample     the same on every fourth layer of the zoo and the held-out networks, FP32,
+#              every direction and layout, batch 32 (what the budget reaches);  SAMPLE_S
 # Output under OUTDIR; a summary line per step.
 #
 #   bash bench/gpu_fp32_tails.sh OUTDIR
@@ -26,7 +29,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-steps="${STEPS:-tests,big,pointwise,zoo}"
+steps="${STEPS:-tests,big,pointwise,zoo,vae}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
@@ -39,7 +42,7 @@ fi
 alternatives() {  # alternatives NAME DIRECTIONS SOLVERS BATCHES ONLY LIMIT
   timeout "$6" python3 bench/solver_alternatives.py --solvers "$3" --types FP32 \
     --directions "$2" --layouts NCHW,NHWC --batches "$4" --networks esrgan,sd15_vae \
-    --only "$5" --budget-s "$(( $6 - 15 ))" --out "$out/$1" > "$out/$1.log" 2>&1
+    --only "$5" --max-gb 16 --budget-s "$(( $6 - 15 ))" --out "$out/$1" > "$out/$1.log" 2>&1
   stamp "$1 rc=$?"; tail -16 "$out/$1.log"
 }
 if want big; then
@@ -59,7 +62,19 @@ if want pointwise; then
 fi
 if want zoo; then
   timeout "${ZOO_S:-150}" python3 bench/zoo.py --networks esrgan,sd15_vae --types FP32 \
-    --directions F,B --batches 8,1 --classes few-channel --budget-s "$(( ${ZOO_S:-150} - 15 ))" \
+    --directions F,B --batches 8,1 --classes few-channel --max-gb 16 --budget-s "$(( ${ZOO_S:-150} - 15 ))" \
     --out "$out/zoo_b8_b1" > "$out/zoo_b8_b1.log" 2>&1
   stamp "zoo rc=$?"; tail -12 "$out/zoo_b8_b1.log"
+fi
+if want vae; then
+  timeout "${VAE_S:-120}" python3 bench/zoo.py --networks sd15_vae --pointwise --types FP32 \
+    --directions F,B --batches 32,8,1 --budget-s "$(( ${VAE_S:-120} - 15 ))" \
+    --out "$out/zoo_vae_pointwise" > "$out/zoo_vae_pointwise.log" 2>&1
+  stamp "vae rc=$?"; tail -12 "$out/zoo_vae_pointwise.log"
+fi
+if want sample; then
+  timeout "${SAMPLE_S:-400}" python3 bench/zoo.py --every 4 --held-out --types FP32 \
+    --batches 32 --budget-s "$(( ${SAMPLE_S:-400} - 45 ))" --out "$out/zoo_fp32_every4" \
+    > "$out/zoo_fp32_every4.log" 2>&1
+  stamp "sample rc=$?"; tail -30 "$out/zoo_fp32_every4.log"
 fi

@@ -63,6 +63,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--budget-s", type=float, default=300.0, help="stop between problems after")
+    ap.add_argument("--max-gb", type=float, default=6.0,
+                    help="skip problems whose x, w and y exceed this many GB")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--from-json", type=Path, metavar="FILE",
                     help="print the summary of a saved run (no GPU) and exit")
@@ -270,7 +272,8 @@ def _measure_all(args: argparse.Namespace, handles: dict, layers: list, names: l
                         if time.perf_counter() - start > args.budget_s:
                             break
                         p = zoo.layer_problem(layer, t, d, lay, batch)
-                        if (only and not only.search(p.key())) or zoo.tensor_gb(p) > 6:
+                        if (only and not only.search(p.key())) or \
+                                zoo.tensor_gb(p) > args.max_gb:
                             continue
                         try:
                             sols = {n: _solution(handle, p, n) for n in names}

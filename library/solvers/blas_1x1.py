@@ -41,7 +41,8 @@ from .base import CompileJob, Launch, Params, Solver
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
            "blas_first", "misaligned_via", "BLAS_FIRST", "BLAS_FIRST_ESTIMATED", "BLAS_FEW",
-           "BLAS_MOST_MACS", "UNCAPPED_FILTERS", "VIA_FIRST", "VIA_MISALIGNED"]
+           "BLAS_MOST_MACS", "NARROW_POINTWISE", "UNCAPPED_FILTERS", "VIA_FIRST",
+           "VIA_MISALIGNED", "narrow_pointwise"]
 
 _INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
@@ -112,6 +113,28 @@ BLAS_MOST_MACS: dict[str, dict[str, int]] = {"sm90": {"FP32-F-NHWC": 1335885824}
 #: at batch 8, over it, the three-product 3-D kernel took 3.56: bench/results/
 #: fewk_h100-6a76905/zoo_b8_b1.json). The cap was fitted on wider layers.
 UNCAPPED_FILTERS = 8
+
+#: Per arch, FP32 1x1 layers of few channels a side at IEEE accuracy, forward and backward
+#: data (`narrow_pointwise`): up to the first count the library leaves them to the FP32-unit
+#: kernels (triton_fma's few-channel forward, triton_fma_bwd's on flipped filters), up to the
+#: second it claims them in either layout. The SD VAE's 4 -> 4 and 8 -> 8 layers at 64x64,
+#: batches 32, 8 and 1, on one H100 (bench/results/fp32_tails_h100/pointwise_*.json, GPU time
+#: over IEEE cuDNN's): 4 -> 4 on the FP32 units 0.76-1.06 forward and 0.91-1.54 backward
+#: data, where the library took 0.97-1.53 and 0.86-3.12 (channels-last backward data at
+#: batch 8); 8 -> 8 channel-planar on the library 0.70-0.92 forward and 0.44-0.66 backward
+#: data, where the three-product implicit GEMM took 2.10-2.51 and 0.91-1.02.
+NARROW_POINTWISE: dict[str, tuple[int, int]] = {"sm90": (4, 8)}
+
+
+def narrow_pointwise(problem: ConvProblem, target: Target, library: bool = False) -> bool:
+    """An FP32 forward or backward data of a 1x1 filter at stride 1 of at most
+    NARROW_POINTWISE[arch][0] channels a side; with `library`, of more, up to [1]."""
+    p = problem
+    units, most = NARROW_POINTWISE.get(target.arch, (0, 0))
+    return p.in_type == "FP32" and p.key_direction in ("F", "B") and p.groups == 1 and \
+        set(p.filter) == {1} == set(p.stride) and \
+        (units < max(p.c, p.k) <= most if library else max(p.c, p.k) <= units)
+
 
 #: Per arch, the channel-planar backward-weights cases where the library through channels-last
 #: copies (solvers/blas_relayout.py) ranks first, each with the least C*K/(C+K) it claims from
@@ -421,6 +444,9 @@ def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") ->
     p = problem
     call = gemm_call(p)
     if call is not None:
+        if math_mode == "ieee" and (narrow_pointwise(p, target) or
+                                    narrow_pointwise(p, target, library=True)):
+            return not narrow_pointwise(p, target)  # the FP32-unit kernels', or the library's
         if misaligned_via(p, target, math_mode):
             return True  # through the copies (solvers/blas_relayout.py)
         case = _case(p, math_mode)

@@ -44,6 +44,7 @@ from ..problem import TYPE_BYTES, ConvProblem
 from ..target import Target, spec_for
 from ._conv import ConvView, conv_view, macs
 from .base import CompileJob, Launch, Params, Solver, family_claims
+from .blas_1x1 import narrow_pointwise
 from .triton_common import (
     config_of,
     kernel_arg,
@@ -119,6 +120,11 @@ class ConvTritonFmaFewKBwd(Solver):
     NAME = "ConvTritonFmaFewKBwd"
     FORWARD_FILE = FEWK_KERNEL_FILE
     FORWARD_SPEC = FEWK_SPEC
+    #: Whether it claims the 1x1 layers the library leaves to the FP32 units
+    #: (blas_1x1.narrow_pointwise): the few-channel forward's does (ConvTritonFmaBwd: 1.23-1.51
+    #: of IEEE cuDNN on the SD VAE's 4 -> 4 post_quant_conv, channels-last, where the
+    #: few-filter forward took 1.40-4.10).
+    POINTWISE = False
     tunable = True
     language = "triton"
     kernel_file = FEWK_KERNEL_FILE
@@ -164,14 +170,17 @@ class ConvTritonFmaFewKBwd(Solver):
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the forward kernel claims the forward problem, filters of more than one tap
         (a 1x1 layer's backward data is a GEMM, a squeeze layer's of one pixel the
-        library's, which the flip's launch would double), at stride 1. The phases of a
-        larger stride are offered to find and tuning alone: on the zoo's 38 strided stems
-        (H200, FP32, batch 32: bench/results/fewk_h200-035369f/bwd.json) they took 1.65-12.87
-        of IEEE cuDNN's GPU time where the three-product implicit GEMM took 0.49-1.57."""
+        library's, which the flip's launch would double; but for the narrow ones of
+        `POINTWISE`), at stride 1. The phases of a larger stride are offered to find and
+        tuning alone: on the zoo's 38 strided stems (H200, FP32, batch 32:
+        bench/results/fewk_h200-035369f/bwd.json) they took 1.65-12.87 of IEEE cuDNN's GPU
+        time where the three-product implicit GEMM took 0.49-1.57."""
         kind = self._kind(target)
         _, sizes, _, _, fwd, fwd_strides = _view(problem)
-        return kind is not None and sizes["R"] * sizes["S"] > 1 and \
-            len(_phases(problem)) == 1 and self._forward_claims(kind, fwd, fwd_strides, target)
+        taps = sizes["R"] * sizes["S"] > 1 or (self.POINTWISE and
+                                                narrow_pointwise(problem, target))
+        return kind is not None and taps and len(_phases(problem)) == 1 and \
+            self._forward_claims(kind, fwd, fwd_strides, target)
 
     # ------------------------------------------------------------------ parameters
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:
@@ -325,6 +334,7 @@ class ConvTritonFmaBwd(ConvTritonFmaFewKBwd):
     NAME = "ConvTritonFmaBwd"
     FORWARD_FILE = STEM_KERNEL_FILE
     FORWARD_SPEC = STEM_SPEC
+    POINTWISE = True
 
     def _forward_claims(self, kind: str, fwd: dict[str, int],
                         fwd_strides: dict[str, tuple[int, int, int, int]], target: Target

@@ -459,3 +459,39 @@ def test_fp32_backward_weights_channels_last_on_the_estimate(monkeypatch: pytest
     assert blas_1x1.blas_first(densenet, SM90, "tf32") is False
     monkeypatch.setattr(blas_1x1, "BLAS_FIRST", {"sm90": {"FP32-W-NHWC": 10**6}})
     assert not ranks_first(lib, densenet, SM90)  # the measured table speaks first
+
+
+def test_narrow_fp32_pointwise_layers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NARROW_POINTWISE: where offered, the library leaves the IEEE forward and backward data
+    of 1x1 FP32 layers of at most 4 channels a side (the SD VAE's post_quant_conv) to the
+    FP32-unit kernels, which rank first in both layouts, and claims those of 5-8 channels
+    (its quant_conv) in both layouts; wider layers, the TF32 math, backward weights and other
+    arches keep the library's usual claims."""
+    from miopenkernels.handle import Handle
+    from miopenkernels.solvers import KN2ROW_BLAS_SOLVERS, VIA_BLAS_SOLVERS
+
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    handle = Handle(target="sm90-132", solvers=[*SOLVERS, *BLAS_SOLVERS, *VIA_BLAS_SOLVERS,
+                                                *KN2ROW_BLAS_SOLVERS])
+    for layout in ("NCHW", "NHWC"):
+        for n in (32, 8, 1):
+            post = _problem("F", layout, n=n, c=4, k=4, in_spatial=(64, 64), in_type="FP32")
+            quant = replace(post, c=8, k=8)
+            for direction, first in (("F", "ConvTritonFmaFwd"), ("B", "ConvTritonFmaBwd")):
+                p, q = replace(post, direction=direction), replace(quant, direction=direction)
+                assert blas_1x1.narrow_pointwise(p, SM90)
+                assert not blas_1x1.blas_first(p, SM90), p.key()
+                assert handle.solutions(p)[0].solver == first, p.key()
+                assert blas_1x1.narrow_pointwise(q, SM90, library=True)
+                assert not blas_1x1.narrow_pointwise(q, SM90)
+                assert handle.solutions(q)[0].solver.startswith("ConvBlasGemm1x1"), q.key()
+                for r in (p, q):
+                    assert blas_1x1.blas_first(r, SM90, "tf32") == (
+                        blas_1x1._case(r, "tf32") in blas_1x1.BLAS_FIRST["sm90"])
+            for r in (post, quant):
+                assert not blas_1x1.narrow_pointwise(replace(r, direction="W"), SM90, True)
+                assert not blas_1x1.narrow_pointwise(r, Target("sm80", 108), True)
+                assert not blas_1x1.narrow_pointwise(r, Target("sm80", 108))
+            wide = replace(quant, c=9)
+            assert not blas_1x1.narrow_pointwise(wide, SM90, library=True)
+            assert blas_1x1.blas_first(wide, SM90) == (layout == "NHWC")  # BLAS_FIRST's
