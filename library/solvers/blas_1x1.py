@@ -119,10 +119,10 @@ UNCAPPED_FILTERS = 8
 #: kernels (triton_fma's few-channel forward, triton_fma_bwd's on flipped filters), up to the
 #: second it claims them in either layout. The SD VAE's 4 -> 4 and 8 -> 8 layers at 64x64,
 #: batches 32, 8 and 1, on one H100 (bench/results/fp32_tails_h100/pointwise_*.json, GPU time
-#: over IEEE cuDNN's): 4 -> 4 on the FP32 units 0.76-1.06 forward and 0.91-1.54 backward
-#: data, where the library took 0.97-1.53 and 0.86-3.12 (channels-last backward data at
-#: batch 8); 8 -> 8 channel-planar on the library 0.70-0.92 forward and 0.44-0.66 backward
-#: data, where the three-product implicit GEMM took 2.10-2.51 and 0.91-1.02.
+#: over IEEE cuDNN's): 4 -> 4 on the FP32 units 0.65-1.04 forward and 0.91-1.54 backward
+#: data, where the library took 0.67-1.78 and 0.88-3.10; 8 -> 8 channel-planar on the
+#: library 0.70-0.93 forward and 0.44-0.65 backward data, where the three-product implicit
+#: GEMM took 2.11-2.50 and 0.91-1.02.
 NARROW_POINTWISE: dict[str, tuple[int, int]] = {"sm90": (4, 8)}
 
 

@@ -121,9 +121,9 @@ class ConvTritonFmaFewKBwd(Solver):
     FORWARD_FILE = FEWK_KERNEL_FILE
     FORWARD_SPEC = FEWK_SPEC
     #: Whether it claims the 1x1 layers the library leaves to the FP32 units
-    #: (blas_1x1.narrow_pointwise): the few-channel forward's does (ConvTritonFmaBwd: 1.23-1.51
-    #: of IEEE cuDNN on the SD VAE's 4 -> 4 post_quant_conv, channels-last, where the
-    #: few-filter forward took 1.40-4.10).
+    #: (blas_1x1.narrow_pointwise): the few-channel forward's does (ConvTritonFmaBwd: 0.91-1.54
+    #: of IEEE cuDNN on the SD VAE's 4 -> 4 post_quant_conv, where the few-filter forward took
+    #: 1.56-4.08: bench/results/fp32_tails_h100/pointwise_b.json).
     POINTWISE = False
     tunable = True
     language = "triton"
