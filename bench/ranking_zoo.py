@@ -81,11 +81,9 @@ def _commit_time(path: Path) -> float:
 def runtime_solvers() -> dict[str, Any]:
     """{name: solver} of a CUDA runtime where cuBLAS loads: the registry and the GEMM-library
     solvers it offers there (solvers.library_solvers), which then claim first place."""
-    from miopenkernels.solvers import SOLVERS, blas_1x1
-    from miopenkernels.solvers.blas_relayout import VIA_BLAS_SOLVERS
+    from miopenkernels.solvers import offer_library
 
-    blas_1x1._offered[0] = True  # noqa: SLF001 - as `offered` sets it on a CUDA backend
-    return {s.name: s for s in (*SOLVERS, *blas_1x1.BLAS_SOLVERS, *VIA_BLAS_SOLVERS)}
+    return {s.name: s for s in offer_library()}
 
 
 def _row_timings(row: dict[str, Any]) -> dict[str, tuple[float, Any]]:

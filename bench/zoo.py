@@ -224,18 +224,22 @@ def measure(handle: Any, layer: Layer, p: Any, type_name: str, repeats: int,
 
 # ----------------------------------------------------------------------------- picks (no GPU)
 def picks(layers: list[Layer], target: str, types: list[str], directions: list[str],
-          layouts: list[str], batches: list[int]) -> dict:
+          layouts: list[str], batches: list[int], library: bool = False) -> dict:
     """Immediate mode's first choice for every problem on `target`, without a GPU: per layer
     class (and `all`) the problems, those no solver applies to, and those whose first choice
     runs on matrix cores (a Triton solver); the problems without a solver named; how many
     problems each solver comes first on; and `by_problem`, each problem's first choice
-    ("network/layer key": solver; bench/picks_compare.py compares two trees' files)."""
+    ("network/layer key": solver; bench/picks_compare.py compares two trees' files).
+    `library`: as a CUDA runtime where the GEMM library loads chooses (its solvers offered)."""
     from miopenkernels.errors import MIOpenKernelsError
     from miopenkernels.handle import Handle
-    from miopenkernels.solvers import get_solver
+    from miopenkernels.solvers import get_solver, offer_library
 
-    handles = {"ieee": Handle(target=target),
-               "tf32": Handle(target=target, math_mode="tf32") if "TF32" in types else None}
+    solvers = offer_library() if library else None
+    handles = {"ieee": Handle(target=target, solvers=solvers),
+               "tf32": Handle(target=target, math_mode="tf32", solvers=solvers)
+               if "TF32" in types else None}
+    kinds = {s.name: s.language for s in solvers or ()}
     classes: dict[str, dict[str, int]] = {}
     unsolved: list[str] = []
     firsts: dict[str, int] = {}
@@ -249,7 +253,8 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
                         p = layer_problem(layer, type_name, direction, layout, batch)
                         try:
                             first = handle.solutions(p)[0].solver
-                            on_cores = get_solver(first).language == "triton"
+                            on_cores = kinds.get(first) == "triton" if first in kinds \
+                                else get_solver(first).language == "triton"
                         except MIOpenKernelsError:
                             first, on_cores = "", False
                             unsolved.append(f"{layer.network}/{layer.name} {p.key()}")
@@ -296,6 +301,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--picks", metavar="TARGET",
                     help="print immediate mode's first choices on TARGET (e.g. sm90-132) per "
                     "layer class as JSON and exit (no GPU); with --out, also write OUT.json")
+    ap.add_argument("--library", action="store_true",
+                    help="with --picks: as a CUDA runtime where the GEMM library (cuBLAS) "
+                    "loads chooses, its solvers offered")
     return ap.parse_args(argv)
 
 
@@ -344,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         from miopenkernels.errors import MIOpenKernelsError
 
         try:
-            out = picks(layers, args.picks, types, directions, layouts, batches)
+            out = picks(layers, args.picks, types, directions, layouts, batches,
+                        args.library)
         except MIOpenKernelsError as exc:
             return _fail(str(exc).splitlines()[0], exc.exit_code)
         out["networks"] = sorted({la.network for la in layers})

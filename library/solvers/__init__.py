@@ -104,7 +104,9 @@ __all__ = [
     "BLAS_SOLVERS",
     "VIA_BLAS_SOLVERS",
     "KN2ROW_BLAS_SOLVERS",
+    "LIBRARY_SOLVERS",
     "library_solvers",
+    "offer_library",
     "get_solver",
     "applicable_solvers",
     "ranked_solvers",
@@ -365,11 +367,26 @@ def get_solver(name: str) -> Solver:
     raise ProblemError(f"unknown solver {name!r}; known solvers: {known}")
 
 
+#: The GEMM-library solvers: the 1x1 calls, the channel-planar backward weights through
+#: copies and kn2row's GEMM.
+LIBRARY_SOLVERS: list[Solver] = [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS]
+
+
 def library_solvers(backend: object) -> list[Solver]:
-    """The GEMM-library solvers a runtime on `backend` offers (blas_1x1.offered): the 1x1
-    calls, the channel-planar backward weights through copies and kn2row's GEMM
-    (KN2ROW_BLAS_SOLVERS); none where it offers none."""
-    return [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS] if offered(backend) else []
+    """The GEMM-library solvers a runtime on `backend` offers (blas_1x1.offered); none where
+    it offers none."""
+    return list(LIBRARY_SOLVERS) if offered(backend) else []
+
+
+def offer_library() -> list[Solver]:
+    """The registry's solvers and the GEMM library's, ranked from here on in this process as
+    a CUDA runtime where the library loads ranks them (they claim first place): immediate
+    mode's choices on such a machine, worked out on one without a GPU (bench/zoo.py --picks
+    --library, bench/ranking_zoo.py)."""
+    from . import blas_1x1
+
+    blas_1x1._offered[0] = True
+    return [*SOLVERS, *LIBRARY_SOLVERS]
 
 
 def applicable_solvers(problem: ConvProblem, target: Target) -> list[Solver]:
