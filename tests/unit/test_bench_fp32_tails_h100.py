@@ -76,3 +76,16 @@ def test_the_few_channel_zoo_rows() -> None:
     last = {(r["case"], r["n"]): r["solver"] for r in run["rows"] if r["layer"] == "conv_last"}
     assert last[("FP32-F-NCHW", 8)] == last[("FP32-F-NHWC", 8)] == "ConvBlasKn2RowFwd"
     assert last[("FP32-B-NCHW", 8)] == last[("FP32-B-NHWC", 8)] == "ConvTritonFmaChunksBwd"
+
+
+def test_the_first_choices_that_moved() -> None:
+    """bench/zoo.py --picks at 97a02db and afa000c compared: 10 problems moved without the
+    library, 21 with it, all on the three layers the runs timed."""
+    root = RESULTS.parent
+    for name, moved in (("picks_sm90-132-97a02db-afa000c.json", 10),
+                        ("picks_library_sm90-132-97a02db-afa000c.json", 21)):
+        got = json.loads((root / name).read_text())
+        assert (got["problems"], got["moved"]) == (41526, moved)
+        layers = {la for change in got["changes"] for la in change["layers"]}
+        assert layers <= {"esrgan/conv_last", "sd15_vae/post_quant_conv",
+                          "sd15_vae/quant_conv"}, layers
