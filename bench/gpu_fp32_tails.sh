@@ -16,8 +16,9 @@
 #              layers of ESRGAN and the SD VAE, FP32 forward and backward data, batches 8 and
 #              1;  ZOO_S
 #   vae        the same on the SD VAE's 1x1 layers, batches 32, 8 and 1;  VAE_S
-#   sample     the same on every fourth layer of the zoo and the held-out networks, FP32,
-#              every direction and layout, batch 32 (what the budget reaches);  SAMPLE_S
+#   sample     the same on every SAMPLE_EVERY-th layer (default 4) of the zoo and the
+#              held-out networks, SAMPLE_TYPES (default FP32), every direction and layout,
+#              batch 32 (what the budget reaches);  SAMPLE_S
 # Output under OUTDIR; a summary line per step.
 #
 #   bash bench/gpu_fp32_tails.sh OUTDIR
@@ -73,8 +74,10 @@ if want vae; then
   stamp "vae rc=$?"; tail -12 "$out/zoo_vae_pointwise.log"
 fi
 if want sample; then
-  timeout "${SAMPLE_S:-400}" python3 bench/zoo.py --every 4 --held-out --types FP32 \
-    --batches 32 --budget-s "$(( ${SAMPLE_S:-400} - 45 ))" --out "$out/zoo_fp32_every4" \
-    > "$out/zoo_fp32_every4.log" 2>&1
-  stamp "sample rc=$?"; tail -30 "$out/zoo_fp32_every4.log"
+  types="${SAMPLE_TYPES:-FP32}" every="${SAMPLE_EVERY:-4}"
+  name="zoo_${types//,/_}_every$every"
+  timeout "${SAMPLE_S:-400}" python3 bench/zoo.py --every "$every" --held-out \
+    --types "$types" --batches 32 --budget-s "$(( ${SAMPLE_S:-400} - 45 ))" \
+    --out "$out/$name" > "$out/$name.log" 2>&1
+  stamp "sample rc=$?"; tail -30 "$out/$name.log"
 fi
