@@ -16,6 +16,10 @@
 #              layers of ESRGAN and the SD VAE, FP32 forward and backward data, batches 8 and
 #              1;  ZOO_S
 #   vae        the same on the SD VAE's 1x1 layers, batches 32, 8 and 1;  VAE_S
+#   tf32       bench/solver_alternatives.py at the TF32 math (cuDNN's TF32 on) on the
+#              forward layers of 1-8 filters and the backward data of 1-8 input channels of
+#              the SD UNet and VAE and ESRGAN, batch 32: kn2row's library form in both maths
+#              beside the TF32 implicit GEMM and the FP32-unit kernels;  TF32_S
 #   sample     the same on every SAMPLE_EVERY-th layer (default 4) of the zoo and the
 #              held-out networks, SAMPLE_TYPES (default FP32), every direction and layout,
 #              batch 32 (what the budget reaches);  SAMPLE_S
@@ -72,6 +76,18 @@ if want vae; then
     --directions F,B --batches 32,8,1 --budget-s "$(( ${VAE_S:-120} - 15 ))" \
     --out "$out/zoo_vae_pointwise" > "$out/zoo_vae_pointwise.log" 2>&1
   stamp "vae rc=$?"; tail -12 "$out/zoo_vae_pointwise.log"
+fi
+if want tf32; then
+  few_out='^[0-9]+-[0-9]+-[0-9]+-([2-9]|[1-9][0-9]+)x[0-9]+-[1-8]-'
+  for d in F B; do
+    if [ "$d" = F ]; then solvers=ConvBlasKn2RowTf32Fwd,ConvBlasKn2RowFwd,ConvTritonImplicitGemmTf32Fwd,ConvTritonFmaFewKFwd
+    else solvers=ConvBlasKn2RowTf32Bwd,ConvBlasKn2RowBwd,ConvTritonImplicitGemmTf32Bwd,ConvTritonFmaFewKBwd; fi
+    timeout "$(( ${TF32_S:-100} / 2 + 5 ))" python3 bench/solver_alternatives.py --solvers "$solvers" \
+      --types TF32 --directions "$d" --layouts NCHW,NHWC --batches 32 \
+      --networks sd15_unet,sd15_vae,esrgan --only "$few_out" \
+      --budget-s "$(( ${TF32_S:-100} / 2 - 10 ))" --out "$out/tf32_$d" > "$out/tf32_$d.log" 2>&1
+    stamp "tf32 $d rc=$?"; tail -12 "$out/tf32_$d.log"
+  done
 fi
 if want sample; then
   types="${SAMPLE_TYPES:-FP32}" every="${SAMPLE_EVERY:-4}"
