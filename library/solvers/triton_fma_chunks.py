@@ -33,63 +33,51 @@ __all__ = ["FMA_CHUNK_SOLVERS", "ConvTritonFmaChunksBwd", "ConvTritonFmaFewKBwdC
            "ConvTritonFmaFewKChunks", "ConvTritonFmaFewKWrwChunks", "fma_chunks_first"]
 
 
-class ConvTritonFmaFewKChunks(BatchChunks, ConvTritonFmaFewK):
-    """The few-filter forward a chunk of the batch at a time."""
+class _FmaChunks(BatchChunks):
+    """BatchChunks over one FP32-unit solver (`INNER`), first where it claims the first
+    chunk. A solver class lists it first among its bases, ahead of INNER."""
 
-    NAME = "ConvTritonFmaFewKChunksFwd"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.inner = ConvTritonFmaFewK()
-
-    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """Where the inner solver claims the first chunk."""
-        return self.inner.claims_first(self._relaid(problem), target)
-
-
-class ConvTritonFmaFewKWrwChunks(BatchChunks, ConvTritonFmaFewKWrw):
-    """The few-filter backward weights a chunk of the batch at a time."""
-
-    NAME = "ConvTritonFmaFewKChunksWrw"
+    NAME: str
+    INNER: type[Solver]
 
     def __init__(self) -> None:
         super().__init__()
         self.name = self.NAME
-        self.inner = ConvTritonFmaFewKWrw()
+        self.inner = self.INNER()
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where the inner solver claims the first chunk."""
         return self.inner.claims_first(self._relaid(problem), target)
 
 
-class ConvTritonFmaFewKBwdChunks(BatchChunks, ConvTritonFmaFewKBwd):
+class ConvTritonFmaFewKChunks(_FmaChunks, ConvTritonFmaFewK):
+    """The few-filter forward a chunk of the batch at a time."""
+
+    NAME = "ConvTritonFmaFewKChunksFwd"
+    INNER = ConvTritonFmaFewK
+
+
+class ConvTritonFmaFewKWrwChunks(_FmaChunks, ConvTritonFmaFewKWrw):
+    """The few-filter backward weights a chunk of the batch at a time."""
+
+    NAME = "ConvTritonFmaFewKChunksWrw"
+    INNER = ConvTritonFmaFewKWrw
+
+
+class ConvTritonFmaFewKBwdChunks(_FmaChunks, ConvTritonFmaFewKBwd):
     """The few-filter forward's backward data (layers of 1-8 input channels) a chunk of the
     batch at a time."""
 
     NAME = "ConvTritonFmaFewKChunksBwd"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.inner = ConvTritonFmaFewKBwd()
-
-    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """Where the inner solver claims the first chunk."""
-        return self.inner.claims_first(self._relaid(problem), target)
+    INNER = ConvTritonFmaFewKBwd
 
 
-class ConvTritonFmaChunksBwd(BatchChunks, ConvTritonFmaBwd):
+class ConvTritonFmaChunksBwd(_FmaChunks, ConvTritonFmaBwd):
     """The few-channel forward's backward data (layers of 1-4 filters) a chunk of the batch at
     a time."""
 
     NAME = "ConvTritonFmaChunksBwd"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.inner = ConvTritonFmaBwd()
-
-    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """Where the inner solver claims the first chunk."""
-        return self.inner.claims_first(self._relaid(problem), target)
+    INNER = ConvTritonFmaBwd
 
 
 def fma_chunks_first(problem: ConvProblem, target: Target) -> bool:
@@ -99,19 +87,15 @@ def fma_chunks_first(problem: ConvProblem, target: Target) -> bool:
 
 
 def _solvers() -> list[Solver]:
+    """One over each FP32-unit solver the registry holds."""
     from .triton_fma import FMA_SOLVERS
     from .triton_fma_bwd import FMA_BWD_SOLVERS
     from .triton_fma_wrw import FMA_WRW_SOLVERS
 
-    out: list[Solver] = []
-    if any(type(s) is ConvTritonFmaFewK for s in FMA_SOLVERS):
-        out.append(ConvTritonFmaFewKChunks())
-    out += [chunks() for inner, chunks in ((ConvTritonFmaFewKBwd, ConvTritonFmaFewKBwdChunks),
-                                          (ConvTritonFmaBwd, ConvTritonFmaChunksBwd))
-            if any(type(s) is inner for s in FMA_BWD_SOLVERS)]
-    if any(type(s) is ConvTritonFmaFewKWrw for s in FMA_WRW_SOLVERS):
-        out.append(ConvTritonFmaFewKWrwChunks())
-    return out
+    held = {type(s) for s in (*FMA_SOLVERS, *FMA_BWD_SOLVERS, *FMA_WRW_SOLVERS)}
+    return [cls() for cls in (ConvTritonFmaFewKChunks, ConvTritonFmaFewKBwdChunks,
+                              ConvTritonFmaChunksBwd, ConvTritonFmaFewKWrwChunks)
+            if cls.INNER in held]
 
 
 FMA_CHUNK_SOLVERS: list[Solver] = _solvers()
