@@ -350,3 +350,23 @@ def test_picks_count_first_choices_per_class_without_a_gpu() -> None:
     assert out["classes"]["all"] == {"problems": 1, "no_solver": 1, "tensor_cores": 0}
     assert out["no_solver"][0].startswith(f"unet3d/{big[0].name} ")
     assert out["first_choices"] == {"": 1}
+
+
+def test_picks_with_the_library_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--library`: the choices of a runtime where cuBLAS loads (solvers.offer_library): the
+    SD VAE's 8 -> 8 1x1 layer comes to the library, its 4 -> 4 one to the FP32-unit kernels,
+    in both layouts (blas_1x1.NARROW_POINTWISE); without it neither is the library's."""
+    from miopenkernels.solvers import blas_1x1
+
+    monkeypatch.setattr(blas_1x1, "_offered", [False])  # offer_library sets it: undone after
+    layers = [la for la in ZOO_BENCH.load_layers(["sd15_vae"])
+              if la.name in ("quant_conv", "post_quant_conv")]
+    assert len(layers) == 2
+    plain = ZOO_BENCH.picks(layers, "sm90-132", ["FP32"], ["F", "B"], ["NCHW", "NHWC"], [8])
+    assert not any(s.startswith("ConvBlas") for s in plain["first_choices"])
+    out = ZOO_BENCH.picks(layers, "sm90-132", ["FP32"], ["F", "B"], ["NCHW", "NHWC"], [8],
+                          library=True)
+    for name, first in out["by_problem"].items():
+        want = "ConvBlasGemm1x1" if name.startswith("sd15_vae/quant_conv ") else "ConvTritonFma"
+        assert first.startswith(want), (name, first)
+    assert out["classes"]["all"]["tensor_cores"] == 4  # the Triton kernels', not the library's
