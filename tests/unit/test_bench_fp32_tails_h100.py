@@ -73,6 +73,10 @@ def test_the_few_channel_zoo_rows() -> None:
     few = run["classes"]["few-channel"]
     assert (run["compiles"], run["errors"], few["layers"]) == (0, 0, 48)
     assert (round(few["gpu_geomean"], 2), round(few["max_ratio"], 2)) == (0.61, 1.62)
+    post = [r["ratio"] for r in run["rows"] if r["layer"] == "post_quant_conv"]
+    assert f"{min(post):.2f}-{max(post):.2f}" == "0.84-1.62" and len(post) == 8
+    assert {r["solver"] for r in run["rows"] if r["layer"] == "post_quant_conv"} == {
+        "ConvTritonFmaFwd", "ConvTritonFmaBwd"}
     last = {(r["case"], r["n"]): r["solver"] for r in run["rows"] if r["layer"] == "conv_last"}
     assert last[("FP32-F-NCHW", 8)] == last[("FP32-F-NHWC", 8)] == "ConvBlasKn2RowFwd"
     assert last[("FP32-B-NCHW", 8)] == last[("FP32-B-NHWC", 8)] == "ConvTritonFmaChunksBwd"
