@@ -233,13 +233,13 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
     `library`: as a CUDA runtime where the GEMM library loads chooses (its solvers offered)."""
     from miopenkernels.errors import MIOpenKernelsError
     from miopenkernels.handle import Handle
-    from miopenkernels.solvers import get_solver, offer_library
+    from miopenkernels.solvers import SOLVERS, offer_library
 
     solvers = offer_library() if library else None
     handles = {"ieee": Handle(target=target, solvers=solvers),
                "tf32": Handle(target=target, math_mode="tf32", solvers=solvers)
                if "TF32" in types else None}
-    kinds = {s.name: s.language for s in solvers or ()}
+    languages = {s.name: s.language for s in solvers or SOLVERS}
     classes: dict[str, dict[str, int]] = {}
     unsolved: list[str] = []
     firsts: dict[str, int] = {}
@@ -253,8 +253,7 @@ def picks(layers: list[Layer], target: str, types: list[str], directions: list[s
                         p = layer_problem(layer, type_name, direction, layout, batch)
                         try:
                             first = handle.solutions(p)[0].solver
-                            on_cores = kinds.get(first) == "triton" if first in kinds \
-                                else get_solver(first).language == "triton"
+                            on_cores = languages[first] == "triton"
                         except MIOpenKernelsError:
                             first, on_cores = "", False
                             unsolved.append(f"{layer.network}/{layer.name} {p.key()}")

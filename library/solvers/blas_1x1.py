@@ -444,9 +444,10 @@ def blas_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") ->
     p = problem
     call = gemm_call(p)
     if call is not None:
-        if math_mode == "ieee" and (narrow_pointwise(p, target) or
-                                    narrow_pointwise(p, target, library=True)):
-            return not narrow_pointwise(p, target)  # the FP32-unit kernels', or the library's
+        if math_mode == "ieee" and narrow_pointwise(p, target):
+            return False  # the FP32-unit kernels'
+        if math_mode == "ieee" and narrow_pointwise(p, target, library=True):
+            return True
         if misaligned_via(p, target, math_mode):
             return True  # through the copies (solvers/blas_relayout.py)
         case = _case(p, math_mode)

@@ -91,14 +91,6 @@ def chunking(problem: ConvProblem, copies: tuple[int, ...] = ()
     return images, _cdiv(p.n, images), aligned
 
 
-def _into(kind: str) -> tuple[str | None, int]:
-    """(tensor, byte offset) a pointer argument's kind names ("ptr:x@4096"); (None, 0) for
-    any other argument."""
-    if not kind.startswith("ptr:"):
-        return None, 0
-    return split_offset(kind[4:])
-
-
 class BatchChunks(WorkspaceParts, Solver):
     """One direction of an implicit GEMM (`inner`, on problems of `dims` spatial axes) for a
     problem too large for 32-bit offsets, a chunk of images at a time. A solver class lists
@@ -270,11 +262,8 @@ class BatchChunks(WorkspaceParts, Solver):
         onto = {} if part is None else {
             a.name: "ptr:" + part for a in launch.args
             if a.name == "ws_ptr" and a.kind in ("ptr:workspace", "ptr:" + _PART)}
-        kinds = {}
-        for a in launch.args:
-            tensor, offset = _into(a.kind)
-            if tensor in images:
-                kinds[a.kind] = f"ptr:{tensor}@{offset + images[tensor]}"
+        kinds = {a.kind: f"ptr:{a.whole}@{split_offset(a.tensor)[1] + images[a.whole]}"
+                 for a in launch.args if a.is_pointer and a.whole in images}
         return moved(launch, kinds, names=onto)
 
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False
@@ -317,7 +306,7 @@ class BatchChunks(WorkspaceParts, Solver):
             if index:  # lead-ins of the chunk's own images (the weights' copy stands)
                 steps += [(job, self._chunk_launch(step, images, None))
                           for job, step in self.inner.lead_ins(chunk, inner, target)
-                          if any(_into(a.kind)[0] in images for a in step.args)]
+                          if any(a.whole in images for a in step.args)]
                 job = self._object(chunk, problem, inner, target, unaligned)
                 steps.append((job, self._chunk_launch(self.inner.launch(chunk, inner, False),
                                                       images, part)))
