@@ -20,6 +20,7 @@ from .blas_1x1 import (
     misaligned_via,
     offered,
 )
+from .blas_im2col import IM2COL_SOLVERS, ConvBlasIm2col
 from .blas_relayout import VIA_BLAS_SOLVERS, ConvBlasGemm1x1ViaNhwc
 from .direct import ConvDirect
 from .gemm1x1 import Conv1x1Gemm
@@ -104,6 +105,8 @@ __all__ = [
     "BLAS_SOLVERS",
     "VIA_BLAS_SOLVERS",
     "KN2ROW_BLAS_SOLVERS",
+    "IM2COL_SOLVERS",
+    "ConvBlasIm2col",
     "LIBRARY_SOLVERS",
     "library_solvers",
     "offer_library",
@@ -369,7 +372,8 @@ def get_solver(name: str) -> Solver:
 
 #: The GEMM-library solvers: the 1x1 calls, the channel-planar backward weights through
 #: copies and kn2row's GEMM.
-LIBRARY_SOLVERS: list[Solver] = [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS]
+LIBRARY_SOLVERS: list[Solver] = [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS,
+                                  *IM2COL_SOLVERS]
 
 
 def library_solvers(backend: object) -> list[Solver]:
@@ -401,9 +405,10 @@ def ranked_solvers(problem: ConvProblem, target: Target) -> list[Solver]:
 
 
 def all_dynamic_jobs(target: Target) -> list[CompileJob]:
-    """Every solver's shape-agnostic jobs for `target`, without duplicates, in registry order."""
+    """Every solver's shape-agnostic jobs for `target`, without duplicates, in registry order,
+    then the GEMM library's solvers' (objects of ours they launch beside the library)."""
     seen: dict[CompileJob, None] = {}
-    for solver in SOLVERS:
+    for solver in (*SOLVERS, *LIBRARY_SOLVERS):
         for job in solver.dynamic_jobs(target):
             seen.setdefault(job, None)
     return list(seen)

@@ -26,7 +26,6 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from .._record import dataclass
 from ..problem import ConvProblem
 from ..target import Target
 from ._conv import (
@@ -38,13 +37,13 @@ from ._conv import (
     macs,
 )
 from .base import CompileJob, Launch, Params, Solver
+from .blas_call import GemmCall, _Matrix, product_call
 
 __all__ = ["ConvBlasGemm1x1", "BLAS_SOLVERS", "GemmCall", "gemm_call", "offered",
            "blas_first", "misaligned_via", "BLAS_FIRST", "BLAS_FIRST_ESTIMATED", "BLAS_FEW",
            "BLAS_MOST_MACS", "NARROW_POINTWISE", "UNCAPPED_FILTERS", "VIA_FIRST",
            "VIA_MISALIGNED", "narrow_pointwise"]
 
-_INT32_MAX = 2**31 - 1
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout family>`) where the miss ranking
 #: puts the GEMM library first (`claims_first`), each with the fewest pixels per image it
 #: claims from; elsewhere the model weighs it with the rest. sm90: what `python
@@ -170,50 +169,6 @@ VIA_MISALIGNED: dict[str, dict[str, int]] = {
     "sm90": {"FP16-F-NCHW": 150, "FP16-B-NCHW": 150, "BF16-F-NCHW": 150, "BF16-B-NCHW": 150}}
 
 
-@dataclass(frozen=True)
-class GemmCall:
-    """A strided-batched GEMM in cuBLAS's column-major terms: C (m x n) = op(A) op(B) per
-    batch entry, each operand a pointer name of the problem's direction (x, dy, w...) with
-    its leading dimension and its stride between batch entries, in elements."""
-
-    transa: bool
-    transb: bool
-    m: int
-    n: int
-    k: int
-    a: str
-    lda: int
-    stride_a: int
-    b: str
-    ldb: int
-    stride_b: int
-    c: str
-    ldc: int
-    stride_c: int
-    batch: int
-
-    def astuple(self) -> tuple[Any, ...]:
-        return (self.transa, self.transb, self.m, self.n, self.k, self.a, self.lda,
-                self.stride_a, self.b, self.ldb, self.stride_b, self.c, self.ldc, self.stride_c,
-                self.batch)
-
-
-@dataclass(frozen=True)
-class _Matrix:
-    """A row-major operand of the product: `rows` x `cols` as the equation reads it, stored
-    as itself or (`stored_t`) as its transpose, `ld` elements between stored rows."""
-
-    name: str
-    rows: int
-    cols: int
-    stored_t: bool
-    ld: int
-    stride: int
-
-    def t(self) -> _Matrix:
-        return _Matrix(self.name, self.cols, self.rows, not self.stored_t, self.ld, self.stride)
-
-
 def _pixels(v: ConvView, side: str) -> int:
     f = v.field
     return f(f"{side}_d") * f(f"{side}_h") * f(f"{side}_w")
@@ -325,16 +280,7 @@ def gemm_call(problem: ConvProblem) -> GemmCall | None:
         out, left, right = x, y, w
     else:
         out, left, right = w, y.t(), x
-    if out.stored_t:  # out^T = right^T left^T, stored as it is
-        out, left, right = out.t(), right.t(), left.t()
-    # Row-major out (M x N) is column-major out^T = right^T left^T: cuBLAS's A is `right`.
-    call = GemmCall(transa=right.stored_t, transb=left.stored_t, m=out.cols, n=out.rows,
-                    k=left.cols, a=right.name, lda=right.ld, stride_a=right.stride,
-                    b=left.name, ldb=left.ld, stride_b=left.stride, c=out.name, ldc=out.ld,
-                    stride_c=out.stride, batch=batch)
-    if max(call.m, call.n, call.k, call.lda, call.ldb, call.ldc) > _INT32_MAX:
-        return None
-    return call
+    return product_call(out, left, right, batch)
 
 
 class ConvBlasGemm1x1(Solver):

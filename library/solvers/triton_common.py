@@ -387,7 +387,7 @@ _KERNEL_SPECS = ("conv_triton_spec", "conv_triton_1x1_spec", "conv_triton_winogr
                  "conv_triton_3d_spec", "conv_triton_pad_spec", "conv_triton_fma_spec",
                  "conv_triton_fewk_spec", "conv_triton_fewk_wrw_spec",
                  "conv_triton_fewc_wrw_spec", "conv_triton_fewk_bwd_spec",
-                 "conv_triton_kn2row_spec")
+                 "conv_triton_kn2row_spec", "conv_triton_im2col_spec")
 
 
 @lru_cache(maxsize=1)

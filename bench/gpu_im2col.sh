@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# On the GPU machine, one call of under 600 s: the im2col backward weights
+# (solvers/blas_im2col.py) of the layers with 1-4 channels on one side. No package: the
+# gather's objects are compiled outside the timings.
+# Steps (STEPS, default tests,fp32,tf32,probe):
+#   tests  tests/gpu/test_im2col_blas_gpu.py (against float64, and in a CUDA graph);  TESTS_S
+#   fp32   bench/solver_alternatives.py, FP32 (IEEE cuDNN) backward weights NHWC of the zoo's
+#          and the held-out networks' layers of 1-4 channels on a side, batches 32, 8 and 1:
+#          the library's im2col form beside the implicit GEMMs and the FP32-unit kernels;
+#          FP32_S
+#   tf32   the same at the TF32 math (cuDNN's TF32 on);  TF32_S
+#   probe  bench/wrw_im2col_probe.py (the product's parts on PyTorch, both layouts);  PROBE_S
+# Output under OUTDIR; a summary line per step.
+#
+#   bash bench/gpu_im2col.sh OUTDIR
+set -uo pipefail
+out="${1:?usage: [STEPS=...] bash bench/gpu_im2col.sh OUTDIR}"
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+steps="${STEPS:-tests,fp32,tf32,probe}"
+want() { [[ ",$steps," == *",$1,"* ]]; }
+source "$here/_gpu_env.sh"
+device_stamp "$out/device.txt" > /dev/null
+narrow='^([1-4]-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[0-9]+|[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[1-4])-'
+if want tests; then
+  timeout "${TESTS_S:-90}" python3 -m pytest -q -p no:cacheprovider \
+    tests/gpu/test_im2col_blas_gpu.py > "$out/gpu_tests.txt" 2>&1
+  stamp "tests rc=$?"; tail -4 "$out/gpu_tests.txt"
+fi
+alternatives() {  # alternatives NAME TYPE SOLVERS LIMIT
+  timeout "$4" python3 bench/solver_alternatives.py --solvers "$3" --types "$2" \
+    --directions W --layouts NHWC --batches 32,8,1 --held-out --only "$narrow" \
+    --max-gb 16 --budget-s "$(( $4 - 15 ))" --out "$out/$1" > "$out/$1.log" 2>&1
+  stamp "$1 rc=$?"; tail -16 "$out/$1.log"
+}
+if want fp32; then
+  alternatives fp32_w FP32 "ConvBlasIm2colWrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw,ConvTritonFmaFewCWrw,ConvTritonFmaFewKWrw,ConvTritonSmallCWrw" \
+    "${FP32_S:-200}"
+fi
+if want tf32; then
+  alternatives tf32_w TF32 "ConvBlasIm2colTf32Wrw,ConvTritonImplicitGemmTf32Wrw,ConvTritonSmallCWrw" \
+    "${TF32_S:-90}"
+fi
+if want probe; then
+  timeout "${PROBE_S:-80}" python3 bench/wrw_im2col_probe.py --out "$out/probe" \
+    > "$out/probe.log" 2>&1
+  stamp "probe rc=$?"; tail -8 "$out/probe.log"
+fi

@@ -1,0 +1,202 @@
+"""ConvBlasIm2col{,Tf32}Wrw: the backward weights of a 2-D layer with few channels on one side
+(an image stem's 3 input channels, a latent output's 4 filters), channels-last, as a column
+matrix of that narrow side and one call of the GEMM library (the algebra:
+kernels/conv_triton_im2col_spec.py).
+
+On the implicit GEMM such a layer reads its narrow side once per filter tap and pads its few
+channels to a matrix-core block, and in FP32 at IEEE accuracy runs three TF32 products: the
+stems' backward weights took 2.2-2.9x IEEE cuDNN's GPU time
+(bench/results/fewk_h100-4ee2d41/zoo_fp32_bw.json). Here:
+1. a lead-in gathers the narrow side into the workspace as a column matrix, one row a pixel
+   of the batch, one column a (channel, tap) pair (kernels/conv_triton_im2col.py, an object a
+   type, shipped for NVIDIA targets);
+2. the main launch is one call of the library: dw[K, R*S*C] = dy^T col where the input has
+   few channels, dw[(k, r, s), C] = col^T x where the output has few filters, each reading
+   the wide side once and writing dw in place (its channels-last packed layout).
+
+Nothing else is compiled. The solvers are the library's (`solvers.LIBRARY_SOLVERS`): a runtime
+offers them where cuBLAS loads on an NVIDIA device, find times them beside the kernels, and
+they claim first place where `im2col_first` says.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from ..problem import ConvProblem
+from ..target import Target
+from ._conv import DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView, conv_view
+from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
+from .blas_1x1 import ConvBlasGemm1x1, _activation, gemm_call, library_offered
+from .blas_call import GemmCall, _Matrix, product_call
+from .triton_common import (
+    has_kernels_spec,
+    kernel_arg,
+    kernels_spec,
+    scratch_args,
+    spec_compile_job,
+    spec_sizes,
+    spec_strides,
+    target_kind,
+)
+
+__all__ = ["ConvBlasIm2col", "IM2COL_SOLVERS", "IM2COL_FIRST", "im2col_call", "im2col_first",
+           "im2col_spec"]
+
+SPEC = "conv_triton_im2col_spec"
+GATHER_FILE = "conv_triton_im2col.py"
+
+#: Per arch, the cases (`<type>-<layout>`, the TF32 math's FP32 as TF32) where the library's
+#: im2col form claims first place where it is offered. Empty until a GPU run times it against
+#: the kernels (bench/wrw_im2col_probe.py, then bench/solver_alternatives.py).
+IM2COL_FIRST: dict[str, frozenset[str]] = {}
+
+
+def im2col_spec() -> Any:
+    """`kernels/conv_triton_im2col_spec.py`: stdlib-only data of the transformation."""
+    return kernels_spec(SPEC)
+
+
+@lru_cache(maxsize=4096)
+def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
+                                         dict[str, tuple[int, int, int, int]]]:
+    view = conv_view(problem)
+    return view, spec_sizes(view), spec_strides(view)
+
+
+def _packed_filters_last(v: ConvView) -> bool:
+    """dw channels-last and packed (KRSC): the product's output is its memory."""
+    f = v.field
+    c, r, s = f("c"), f("fil_h"), f("fil_w")
+    return (f("ws_c"), f("ws_w"), f("ws_h"), f("ws_k")) == (1, c, s * c, r * s * c)
+
+
+@lru_cache(maxsize=4096)
+def im2col_call(problem: ConvProblem) -> GemmCall | None:
+    """The library call of the layer's product over the column matrix (`ws_col`), or None
+    where the layer is not one: not a 2-D backward weights of one group with a narrow side
+    (`conv_triton_im2col_spec.applies`), activations not channels-last over the whole batch,
+    filters not packed channels-last, or a layer that is one call of the library as it is."""
+    if problem.key_direction != "W" or len(problem.in_spatial) != 2 or \
+            not has_kernels_spec(SPEC):
+        return None
+    v, sizes, _ = _view(problem)
+    spec = im2col_spec()
+    if v.direction != "W" or not spec.applies(sizes) or not _packed_filters_last(v) or \
+            gemm_call(problem) is not None:  # (one call as it is: a filter over the input)
+        return None
+    rows, cols = spec.col_shape(sizes)
+    col = _Matrix("ws_col", rows, cols, False, cols, 0)
+    if spec.narrow_side(sizes) == "C":  # dw[K, RSC] = dy^T col
+        dy = _activation(v, "out", v.out_tensor, sizes["K"], True)
+        if dy is None or dy.rows != rows:
+            return None
+        out = _Matrix(v.wei_tensor, sizes["K"], cols, False, cols, 0)
+        return product_call(out, dy.t(), col, 1)
+    x = _activation(v, "in", v.in_tensor, sizes["C"], True)  # dw[(k, r, s), C] = col^T x
+    if x is None or x.rows != rows:
+        return None
+    out = _Matrix(v.wei_tensor, cols, sizes["C"], False, sizes["C"], 0)
+    return product_call(out, col.t(), x, 1)
+
+
+def _case(problem: ConvProblem, math_mode: str) -> str:
+    data_type = "TF32" if math_mode == "tf32" else problem.in_type
+    return f"{data_type}-{problem.in_layout}"
+
+
+def im2col_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
+    """Whether the im2col form claims first place where the library is offered
+    (IM2COL_FIRST)."""
+    return library_offered() and \
+        _case(problem, math_mode) in IM2COL_FIRST.get(target.arch, frozenset())
+
+
+@lru_cache(maxsize=64)
+def gather_job(data_type: str, target: Target) -> CompileJob:
+    """The gather's object of a type."""
+    spec = im2col_spec()
+    sig, constexprs = spec.gather_signature(data_type)
+    return spec_compile_job(GATHER_FILE, spec, spec.GATHER, sig, constexprs,
+                            {"num_warps": spec.GATHER_WARPS, "num_stages": 1}, target, False)
+
+
+class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
+    """Backward weights over a column matrix of the narrow side, the product one call of the
+    GEMM library at one FP32 math."""
+
+    def __init__(self, math: str = "ieee") -> None:
+        super().__init__("W", math)
+        infix = "Tf32" if math == "tf32" else ""
+        self.name = f"ConvBlasIm2col{infix}{DIRECTION_SUFFIX['W']}"
+
+    def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
+        p = problem
+        if p.key_direction != "W" or target.vendor != "nvidia" or \
+                target_kind(target.arch) is None:
+            return False
+        if not p.in_type == p.wei_type == p.out_type or \
+                p.in_type not in im2col_spec().TYPES:
+            return False
+        return im2col_call(p) is not None
+
+    def claims_first(self, problem: ConvProblem, target: Target) -> bool:
+        return im2col_first(problem, target, self.math)
+
+    def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
+        slots, total = im2col_spec().workspace_parts(_view(problem)[1], WORKSPACE_ALIGN)
+        return dict(slots), int(total)
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        return self._layout(problem, ())[1]
+
+    def lead_ins(self, problem: ConvProblem, params: Params, target: Target
+                 ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """The narrow side's column matrix into the workspace."""
+        spec = im2col_spec()
+        view, sizes, strides = _view(problem)
+        values = spec.gather_values(sizes, strides)
+        narrow = view.in_tensor if spec.narrow_side(sizes) == "C" else view.out_tensor
+        args = [kernel_arg("src_ptr", "ptr:" + narrow, None),
+                kernel_arg("col_ptr", "ptr:ws_col", None)]
+        args += [kernel_arg(name, "i32", int(values[name])) for name, kind in
+                 spec.ARGS[spec.GATHER] if kind == "i32"]
+        grid = spec.gather_grid(sizes)
+        launch = Launch(spec.GATHER, (int(grid[0]), 1, 1), (spec.GATHER_WARPS * 32, 1, 1),
+                        (*args, *scratch_args()), needs_meta=True)
+        return ((gather_job(problem.in_type, target), launch),)
+
+    def dynamic_jobs(self, target: Target) -> list[CompileJob]:
+        """The gather's objects (one a type) on NVIDIA targets with the kernels: the build
+        ships them though the solver itself is the library's."""
+        if target.vendor != "nvidia" or target_kind(target.arch) is None or \
+                not has_kernels_spec(SPEC):
+            return []
+        return [gather_job(t, target) for t in im2col_spec().TYPES]
+
+    def library_launch(self, backend: Any, problem: ConvProblem) -> Any:
+        """The product, reading the wide side and the column matrix, writing dw."""
+        from ..backends.cublas import GemmLaunch, load
+        from ..errors import BackendError
+
+        blas = load()
+        call = im2col_call(problem)
+        if blas is None or call is None:
+            raise BackendError(f"{self.name} needs cuBLAS (pip install 'miopenkernels[blas]') "
+                               f"and a channels-last layer with a narrow side; "
+                               f"{problem.key()} has "
+                               f"{'no cuBLAS' if blas is None else 'another shape'}")
+        return GemmLaunch(backend, blas, call.astuple(), problem.in_type, self.math)
+
+    def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
+        call = im2col_call(problem)
+        assert call is not None
+        return (math.ceil(call.m / 128) * math.ceil(call.n / 128), 256, 1.0)
+
+    def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
+        return super().heuristic_rank(problem, target) + 1.0
+
+
+IM2COL_SOLVERS: list[Solver] = [ConvBlasIm2col(m) for m in ("ieee", "tf32")]

@@ -1,0 +1,94 @@
+"""The im2col backward weights (solvers/blas_im2col.py: ConvBlasIm2col{,Tf32}Wrw) on the GPU:
+the narrow side's column matrix gathered into the workspace, then one call of the GEMM library
+writing dw, channels-last, at strides, paddings and dilations, against a float64 reference on
+the same tensors; and through a plan inside a CUDA graph."""
+
+from __future__ import annotations
+
+import pytest
+from miopenkernels.problem import ConvProblem
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():  # pragma: no cover - the GPU tests are skipped without one
+    pytest.skip("torch has no CUDA here", allow_module_level=True)
+
+from miopenkernels.backends.cublas import load  # noqa: E402
+
+if load() is None:  # pragma: no cover
+    pytest.skip("no cuBLAS here", allow_module_level=True)
+
+TOLERANCE = {"ieee": 1e-5, "tf32": 3e-3}
+#: (n, C, K, size, filter, pad, stride, dilation): few input channels, then few filters.
+LAYERS = [
+    (3, 3, 32, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 3, 48, (30, 26), (6, 6), (2, 2), (2, 2), (1, 1)),
+    (2, 4, 24, (16, 16), (4, 4), (0, 0), (4, 4), (1, 1)),
+    (2, 3, 16, (19, 16), (3, 3), (2, 2), (1, 1), (2, 2)),
+    (3, 40, 4, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 32, 3, (21, 20), (5, 5), (2, 2), (2, 2), (1, 1)),
+]
+
+
+def _problem(n: int, c: int, k: int, size: tuple, filt: tuple, pad: tuple, stride: tuple,
+             dilation: tuple) -> ConvProblem:
+    return ConvProblem(n=n, c=c, k=k, in_spatial=size, filter=filt, pad=pad, stride=stride,
+                       dilation=dilation, direction="W", in_type="FP32", in_layout="NHWC",
+                       wei_layout="NHWC", out_layout="NHWC")
+
+
+def _last(t: torch.Tensor) -> torch.Tensor:
+    return t.permute(0, 2, 3, 1).contiguous()
+
+
+def _tensors(p: ConvProblem) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    return tuple(torch.randn(shape, device="cuda", generator=gen)
+                 for shape in ((p.n, p.c, *p.in_spatial), (p.k, p.c, *p.filter),
+                               (p.n, p.k, *p.out_spatial)))
+
+
+def _want(p: ConvProblem, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.nn.grad.conv2d_weight(x.double(), w.shape, y.double(), stride=p.stride,
+                                       padding=p.pad, dilation=p.dilation)
+
+
+@pytest.mark.parametrize("math", ["ieee", "tf32"])
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda c: "-".join(map(str, c[:3])))
+def test_matches_float64(handle, layer: tuple, math: str) -> None:  # noqa: ANN001
+    from miopenkernels.config import MathMode
+
+    handle.math_mode = MathMode.TF32 if math == "tf32" else MathMode.IEEE
+    p = _problem(*layer)
+    name = f"ConvBlasIm2col{'Tf32' if math == 'tf32' else ''}Wrw"
+    assert name in [s.name for s in handle.applicable_solvers(p)]
+    x, w, y = _tensors(p)
+    want = _want(p, x, w, y)
+    dw = torch.full_like(_last(w), float("nan"))
+    handle.run(p, name, _last(x), dw, _last(y))
+    torch.cuda.synchronize()
+    got = dw.permute(0, 3, 1, 2).double()
+    assert torch.isfinite(got).all()
+    err = float((got - want).norm() / want.norm())
+    assert err < TOLERANCE[math], err
+
+
+def test_a_plan_in_a_cuda_graph(handle) -> None:  # noqa: ANN001
+    """The gather and the call (its scratch the library's pool) captured and replayed, the
+    workspace the plan's."""
+    p = _problem(*LAYERS[1])
+    x, w, y = _tensors(p)
+    want = _want(p, x, w, y).float().permute(0, 2, 3, 1)
+    plan = handle.plan(p, "ConvBlasIm2colWrw")
+    assert plan.workspace_bytes > 0
+    xl, yl = _last(x), _last(y)
+    dw = torch.full_like(_last(w), float("nan"))
+    plan(xl, dw, yl)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(dw, want, rtol=1e-5, atol=1e-4)
+    dw.fill_(float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan(xl, dw, yl)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(dw, want, rtol=1e-5, atol=1e-4)

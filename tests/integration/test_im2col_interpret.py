@@ -1,0 +1,92 @@
+"""The im2col backward-weights solvers (solvers/blas_im2col.py) with their gather run by
+Triton's interpreter on the CPU (TRITON_INTERPRET=1) through their own lead-in, and the GEMM
+library's call emulated on numpy (cuBLAS's column-major strided product), against the float64
+reference. The filters' gradient and the workspace are NaN first, so a column the gather
+leaves unwritten or a filter element the call does not write fails. Few input channels and
+few filters, strides, padding and dilation, channels-last. The harness is
+tests/integration/triton_interpreter.py."""
+
+from __future__ import annotations
+
+import pytest
+from triton_interpreter import HARNESS, interpreted
+
+pytestmark = pytest.mark.integration
+
+pytest.importorskip("triton")
+pytest.importorskip("miopenkernels.kernels.conv_triton_im2col_spec")
+
+from miopenkernels.problem import ConvProblem  # noqa: E402
+
+
+def _key(c: int, k: int, hw: tuple[int, int], rs: tuple[int, int], pad: tuple[int, int] = (1, 1),
+         stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1)) -> str:
+    return ConvProblem(n=2, c=c, k=k, in_spatial=hw, filter=rs, pad=pad, stride=stride,
+                       dilation=dilation, direction="W", in_layout="NHWC", wei_layout="NHWC",
+                       out_layout="NHWC").key()
+
+
+CASES = [
+    _key(3, 16, (7, 6), (3, 3)),  # an image stem
+    _key(3, 24, (9, 8), (6, 6), pad=(2, 2), stride=(2, 2)),  # YOLOv5's 6x6 stem
+    _key(4, 16, (8, 8), (4, 4), pad=(0, 0), stride=(4, 4)),  # ConvNeXt's patches
+    _key(2, 16, (9, 7), (3, 2), pad=(2, 0), stride=(2, 1), dilation=(1, 2)),
+    _key(20, 4, (6, 5), (3, 3)),  # a latent output
+    _key(16, 3, (9, 8), (3, 3), pad=(1, 2), stride=(2, 3), dilation=(1, 2)),
+]
+
+SCRIPT = HARNESS + '''
+def emulate(call, buffers):
+    def matrix(buf, offset, rows, cols, ld):
+        return buf[offset + np.arange(rows)[:, None] + np.arange(cols)[None, :] * ld]
+    for i in range(call.batch):
+        a = matrix(buffers[call.a], i * call.stride_a,
+                   *((call.k, call.m) if call.transa else (call.m, call.k)), call.lda)
+        b = matrix(buffers[call.b], i * call.stride_b,
+                   *((call.n, call.k) if call.transb else (call.k, call.n)), call.ldb)
+        c = (a.T if call.transa else a) @ (b.T if call.transb else b)
+        rows, cols = np.arange(call.m)[:, None], np.arange(call.n)[None, :]
+        buffers[call.c][i * call.stride_c + rows + cols * call.ldc] = c
+
+def im2col_errors(keys):
+    from miopenkernels.solvers import LIBRARY_SOLVERS
+    from miopenkernels.solvers.blas_im2col import im2col_call
+    rng = np.random.default_rng(0)
+    errors = []
+    for key in keys:
+        solver = next(s for s in LIBRARY_SOLVERS if s.name == "ConvBlasIm2colWrw")
+        p = ConvProblem.from_key(key)
+        assert solver.is_applicable(p, SM90), key
+        tensors, exact, output = layer_tensors(p, "W", "FP32", rng)
+        nbytes = solver.workspace_for(p, ())
+        workspace_parts(tensors, solver, p, (), nbytes, (np.float32, "float32"))
+        tensors = Parts(tensors, solver.workspace_slots(p, ()))
+        (job, gather), = solver.lead_ins(p, (), SM90)
+        run(job_module(job), gather, job, tensors)
+        rows, cols = im2col_spec_shape(p)
+        col = tensors["ws_col"].array[:rows * cols].astype(np.float64)
+        if np.isnan(col).any():
+            errors.append(float("nan"))
+            continue
+        buffers = {name: tensors[name].array.reshape(-1).astype(np.float64)
+                   for name in ("x", "dy", "dw")}
+        buffers["ws_col"] = col
+        emulate(im2col_call(p), buffers)
+        got = buffers["dw"].reshape(tensors["dw"].array.shape)
+        ref = conv_reference(p, exact)
+        errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+    return errors
+
+def im2col_spec_shape(p):
+    from miopenkernels.solvers.blas_im2col import _view, im2col_spec
+    return im2col_spec().col_shape(_view(p)[1])
+
+print(json.dumps(im2col_errors(json.loads(sys.argv[1]))))
+'''
+
+
+def test_interpreted_gather_and_emulated_call_match_float64() -> None:
+    errors = interpreted(SCRIPT, CASES, len(CASES))
+    bad = [(case, e) for case, e in zip(CASES, errors, strict=True)
+           if not e < 1e-12]  # a NaN left anywhere fails too
+    assert not bad, bad

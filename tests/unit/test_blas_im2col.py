@@ -1,0 +1,148 @@
+"""The im2col backward weights (solvers/blas_im2col.py, kernels/conv_triton_im2col_spec.py)
+without a GPU: the gather's arguments applied on numpy and the library's call emulated with
+cuBLAS's column-major semantics give the float64 reference's filter gradient for few input
+channels and few filters at strides, paddings and dilations, transposed layers included; what
+it refuses; its launches, workspace and objects; where it claims."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+from blas_doubles import emulate
+from miopenkernels.problem import ConvProblem
+from miopenkernels.solvers import LIBRARY_SOLVERS, SOLVERS, all_dynamic_jobs, blas_1x1
+from miopenkernels.solvers.blas_im2col import (
+    IM2COL_FIRST,
+    _view,
+    im2col_call,
+    im2col_first,
+    im2col_spec,
+)
+from miopenkernels.solvers.reference import (
+    conv_inputs,
+    conv_reference,
+    conv_tensor_shapes,
+)
+from miopenkernels.target import Target
+
+SM90 = Target("sm90", 132)
+SOLVER = next(s for s in LIBRARY_SOLVERS if s.name == "ConvBlasIm2colWrw")
+
+
+def _layer(c: int = 3, k: int = 16, **kw: Any) -> ConvProblem:
+    args: dict[str, Any] = dict(n=2, c=c, k=k, in_spatial=(7, 6), filter=(3, 3), pad=(1, 1),
+                                direction="W", in_type="FP32", in_layout="NHWC",
+                                wei_layout="NHWC", out_layout="NHWC")
+    args.update(kw)
+    return ConvProblem(**args)
+
+
+def _gather(p: ConvProblem, buffers: dict[str, np.ndarray]) -> np.ndarray:
+    """The gather's element formula (kernels/conv_triton_im2col.py) on numpy, element by
+    element from its launch arguments."""
+    (_, launch), = SOLVER.lead_ins(p, (), SM90)
+    v = {a.name: a.value for a in launch.args if a.kind == "i32"}
+    src = buffers[launch.pointer_args()[0]]
+    spec = im2col_spec()
+    rows, cols = spec.col_shape(_view(p)[1])
+    col = np.full(rows * cols, np.nan)
+    first = v["taps_first"]
+    for i in range(rows * cols):
+        j, row = i % cols, i // cols
+        b, a, n = row % v["B"], (row // v["B"]) % v["A"], row // (v["A"] * v["B"])
+        if first:
+            u, s, r = j % v["U"], (j // v["U"]) % v["S"], j // (v["U"] * v["S"])
+        else:
+            s, r, u = j % v["S"], (j // v["S"]) % v["R"], j // (v["S"] * v["R"])
+        hn = a * v["mul_h"] + v["off_h"] + r * v["step_h"]
+        wn = b * v["mul_w"] + v["off_w"] + s * v["step_w"]
+        ih, iw = hn // v["div_h"], wn // v["div_w"]
+        inside = hn >= 0 and hn % v["div_h"] == 0 and ih < v["HS"] and \
+            wn >= 0 and wn % v["div_w"] == 0 and iw < v["WS"]
+        col[i] = src[n * v["ssn"] + u * v["ssu"] + ih * v["ssh"] + iw * v["ssw"]] \
+            if inside else 0.0
+    return col
+
+
+GEOMETRIES = [
+    {},
+    dict(k=24, in_spatial=(9, 8), filter=(6, 6), pad=(2, 2), stride=(2, 2)),
+    dict(c=4, in_spatial=(8, 8), filter=(4, 4), pad=(0, 0), stride=(4, 4)),
+    dict(c=2, in_spatial=(9, 7), filter=(3, 2), pad=(2, 0), stride=(2, 1), dilation=(1, 2)),
+    dict(c=20, k=4),
+    dict(c=16, k=3, in_spatial=(9, 8), pad=(1, 2), stride=(2, 3), dilation=(1, 2)),
+    dict(c=16, k=3, mode="trans", stride=(2, 2)),
+    dict(c=3, k=16, mode="trans", in_spatial=(5, 4), filter=(4, 4), stride=(2, 2)),
+]
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=lambda g: "-".join(map(str, g.values())))
+def test_gather_and_call_compute_the_filter_gradient(geometry: dict[str, Any]) -> None:
+    p = _layer(**geometry)
+    assert SOLVER.is_applicable(p, SM90)
+    tensors = conv_inputs(p, np.random.default_rng(5))
+    buffers = {name: np.asarray(t, dtype=np.float64).ravel().copy()
+               for name, t in tensors.items()}
+    buffers["dw"] = np.full(int(np.prod(conv_tensor_shapes(p)["dw"])), np.nan)
+    buffers["ws_col"] = _gather(p, buffers)
+    call = im2col_call(p)
+    assert call is not None and call.batch == 1 and "ws_col" in (call.a, call.b)
+    emulate(call, buffers)
+    assert not np.isnan(buffers["dw"]).any()
+    np.testing.assert_allclose(buffers["dw"], conv_reference(p, tensors).ravel(),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("change", [
+    dict(in_layout="NCHW", wei_layout="NCHW", out_layout="NCHW"),  # a product per image
+    dict(wei_layout="NCHW"),  # dw not channels-last packed
+    dict(c=6, k=16),  # no narrow side
+    dict(c=3, k=12),  # the wide side too narrow
+    dict(filter=(1, 1), pad=(0, 0)),  # one library call as it is
+    dict(c=512, k=1, in_spatial=(4, 4), filter=(4, 4), pad=(0, 0)),  # a filter over the input
+    dict(in_type="FP16"),
+    dict(direction="F"),
+    dict(c=6, k=18, groups=2),
+])
+def test_refused(change: dict[str, Any]) -> None:
+    assert not SOLVER.is_applicable(replace(_layer(), **change), SM90)
+
+
+def test_refused_off_nvidia_and_past_the_column_limit() -> None:
+    assert not SOLVER.is_applicable(_layer(), Target("gfx942", 304))
+    stem = _layer(n=32, k=32, in_spatial=(640, 640), filter=(6, 6), pad=(2, 2), stride=(2, 2))
+    assert SOLVER.is_applicable(stem, SM90)  # YOLOv5's stem at batch 32: a 1.4 GB matrix
+    assert SOLVER.workspace_bytes(stem) == 32 * 320 * 320 * 108 * 4
+    assert not SOLVER.is_applicable(replace(stem, n=64), SM90)  # 2.8 GB
+
+
+def test_launches_name_the_narrow_side_and_the_workspace() -> None:
+    for p, narrow in ((_layer(), "x"), (_layer(c=20, k=4), "dy")):
+        (job, gather), = SOLVER.lead_ins(p, (), SM90)
+        assert gather.pointer_args()[:2] == [narrow, "ws_col"]
+        assert SOLVER.workspace_slots(p, ()) == {"ws_col": 0}
+        rows, cols = im2col_spec().col_shape(_view(p)[1])
+        assert gather.grid[0] * 1024 >= rows * cols > (gather.grid[0] - 1) * 1024
+        assert dict((a.name, a.value) for a in gather.args)["taps_first"] == (narrow == "x")
+        call = im2col_call(p)
+        assert call is not None and call.c == "dw"
+
+
+def test_objects_the_package_ships() -> None:
+    """The gather's object for NVIDIA targets, though the solver is not the build's."""
+    assert "ConvBlasIm2colWrw" not in {s.name for s in SOLVERS}
+    gathers = [j for j in all_dynamic_jobs(SM90) if j.kernel_file == "conv_triton_im2col.py"]
+    assert len(gathers) == 1
+    assert not [j for j in all_dynamic_jobs(Target("gfx942", 304))
+                if j.kernel_file == "conv_triton_im2col.py"]
+
+
+def test_claims_only_where_listed_and_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = _layer()
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    assert im2col_first(p, SM90) == ("FP32-NHWC" in IM2COL_FIRST.get("sm90", ()))
+    monkeypatch.setattr(blas_1x1, "_offered", [False])
+    assert not im2col_first(p, SM90) and not SOLVER.claims_first(p, SM90)
