@@ -25,6 +25,7 @@ import math
 from functools import lru_cache
 from typing import Any
 
+from ..config import triton_solvers_enabled
 from ..problem import ConvProblem
 from ..target import Target
 from ._conv import DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView, conv_view
@@ -114,6 +115,13 @@ def im2col_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") 
         _case(problem, math_mode) in IM2COL_FIRST.get(target.arch, frozenset())
 
 
+def _gathers(target: Target) -> bool:
+    """Whether the gather's objects exist for `target`: an NVIDIA target of the Triton kernels,
+    the Triton solvers on (MIOPENKERNELS_TRITON)."""
+    return target.vendor == "nvidia" and triton_solvers_enabled() and \
+        target_kind(target.arch) is not None and has_kernels_spec(SPEC)
+
+
 @lru_cache(maxsize=64)
 def gather_job(data_type: str, target: Target) -> CompileJob:
     """The gather's object of a type."""
@@ -134,8 +142,7 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
 
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
-        if p.key_direction != "W" or target.vendor != "nvidia" or \
-                target_kind(target.arch) is None:
+        if p.key_direction != "W" or not _gathers(target):
             return False
         if not p.in_type == p.wei_type == p.out_type or \
                 p.in_type not in im2col_spec().TYPES:
@@ -171,8 +178,7 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The gather's objects (one a type) on NVIDIA targets with the kernels: the build
         ships them though the solver itself is the library's."""
-        if target.vendor != "nvidia" or target_kind(target.arch) is None or \
-                not has_kernels_spec(SPEC):
+        if not _gathers(target):
             return []
         return [gather_job(t, target) for t in im2col_spec().TYPES]
 

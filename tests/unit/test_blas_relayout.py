@@ -16,6 +16,7 @@ from miopenkernels.backends import cublas
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import (
     BLAS_SOLVERS,
+    IM2COL_SOLVERS,
     KN2ROW_BLAS_SOLVERS,
     SOLVERS,
     VIA_BLAS_SOLVERS,
@@ -174,7 +175,8 @@ def test_offered_with_the_library_and_first_where_the_table_says(
     claimed = {(i, s.name) for i, p in enumerate(layers) for s in SOLVERS
                if s.is_applicable(p, SM90) and ranks_first(s, p, SM90)}
     assert not any(ranks_first(VIA, p, SM90) for p in layers)  # not offered in this process
-    assert library_solvers(_Backend()) == [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS]
+    assert library_solvers(_Backend()) == [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS,
+                                           *IM2COL_SOLVERS]
     assert all(ranks_first(VIA, p, SM90) for p in layers)
     for i, name in claimed:  # the kernels' families give way
         assert not ranks_first(next(s for s in SOLVERS if s.name == name), layers[i], SM90)

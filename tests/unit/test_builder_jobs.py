@@ -28,6 +28,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     import miopenkernels.solvers as solvers
 
     monkeypatch.setattr(solvers, "SOLVERS", list(FIXTURE_SOLVERS))
+    monkeypatch.setattr(solvers, "LIBRARY_SOLVERS", [])
     monkeypatch.setattr(jobs_mod, "primitive_jobs", lambda target: [])
 
 
