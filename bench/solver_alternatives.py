@@ -137,16 +137,11 @@ def filling_split(solver: Any, p: Any, params: tuple[int, ...], target: Any
 
 
 def _named(name: str) -> Any:
-    """The solver called `name`: the registry's, or a GEMM-library one (solvers/blas_1x1.py,
-    offered by a runtime where the library loads)."""
-    from miopenkernels.solvers import (
-        BLAS_SOLVERS,
-        KN2ROW_BLAS_SOLVERS,
-        VIA_BLAS_SOLVERS,
-        get_solver,
-    )
+    """The solver called `name`: the registry's, or a GEMM-library one
+    (`solvers.LIBRARY_SOLVERS`, offered by a runtime where the library loads)."""
+    from miopenkernels.solvers import LIBRARY_SOLVERS, get_solver
 
-    for solver in (*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS):
+    for solver in LIBRARY_SOLVERS:
         if solver.name == name:
             return solver
     return get_solver(name)
