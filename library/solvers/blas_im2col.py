@@ -1,18 +1,20 @@
-"""ConvBlasIm2col{,Tf32}Wrw: the backward weights of a 2-D layer with few channels on one side
-(an image stem's 3 input channels, a latent output's 4 filters), channels-last, as a column
-matrix of that narrow side and one call of the GEMM library (the algebra:
-kernels/conv_triton_im2col_spec.py).
+"""ConvBlasIm2col{,Tf32}{Fwd,Wrw}: a 2-D layer's forward, or its backward weights where one side
+has few channels (an image stem's 3 input channels, a latent output's 4 filters),
+channels-last, as a column matrix of the gathered side and one call of the GEMM library (the
+algebra: kernels/conv_triton_im2col_spec.py).
 
-On the implicit GEMM such a layer reads its narrow side once per filter tap and pads its few
-channels to a matrix-core block, and in FP32 at IEEE accuracy runs three TF32 products: the
-stems' backward weights took 2.2-2.9x IEEE cuDNN's GPU time
-(bench/results/fewk_h100-4ee2d41/zoo_fp32_bw.json). Here:
-1. a lead-in gathers the narrow side into the workspace as a column matrix, one row a pixel
-   of the batch, one column a (channel, tap) pair (kernels/conv_triton_im2col.py, an object a
-   type, shipped for NVIDIA targets);
-2. the main launch is one call of the library: dw[K, R*S*C] = dy^T col where the input has
-   few channels, dw[(k, r, s), C] = col^T x where the output has few filters, each reading
-   the wide side once and writing dw in place (its channels-last packed layout).
+On the implicit GEMM a few-channel side is read once per filter tap and padded to a
+matrix-core block, and in FP32 at IEEE accuracy the GEMM runs three TF32 products: the stems'
+backward weights took 2.2-2.9x IEEE cuDNN's GPU time
+(bench/results/fewk_h100-4ee2d41/zoo_fp32_bw.json); on sm90 the forward's gather feeds a
+Triton GEMM that no configuration brought within 1.5x of cuBLAS on the zoo's shapes
+(bench/results/README, "Warp specialisation from 2-D boxes timed"). Here:
+1. a lead-in gathers x (or, for backward weights of few filters, dy) into the workspace as a
+   column matrix, one row a pixel of the batch, one column a (channel, tap) pair
+   (kernels/conv_triton_im2col.py, an object a type, shipped for NVIDIA targets);
+2. the main launch is one call of the library, writing the layer's output in place:
+   y = col w^T (forward), dw[K, R*S*C] = dy^T col (few input channels), dw[(k, r, s), C] =
+   col^T x (few filters).
 
 Nothing else is compiled. The solvers are the library's (`solvers.LIBRARY_SOLVERS`): a runtime
 offers them where cuBLAS loads on an NVIDIA device, find times them beside the kernels, and
@@ -49,9 +51,9 @@ __all__ = ["ConvBlasIm2col", "IM2COL_SOLVERS", "IM2COL_FIRST", "im2col_call", "i
 SPEC = "conv_triton_im2col_spec"
 GATHER_FILE = "conv_triton_im2col.py"
 
-#: Per arch, the cases (`<type>-<layout>`, the TF32 math's FP32 as TF32) where the library's
-#: im2col form claims first place where it is offered. Empty until a GPU run times it against
-#: the kernels (bench/wrw_im2col_probe.py, then bench/solver_alternatives.py).
+#: Per arch, the cases (`<type>-<direction>-<layout>`, the TF32 math's FP32 as TF32) where the
+#: library's im2col form claims first place where it is offered. Empty until a GPU run times
+#: it against the kernels (bench/gpu_im2col.sh).
 IM2COL_FIRST: dict[str, frozenset[str]] = {}
 
 
@@ -77,35 +79,39 @@ def _packed_filters_last(v: ConvView) -> bool:
 @lru_cache(maxsize=4096)
 def im2col_call(problem: ConvProblem) -> GemmCall | None:
     """The library call of the layer's product over the column matrix (`ws_col`), or None
-    where the layer is not one: not a 2-D backward weights of one group with a narrow side
-    (`conv_triton_im2col_spec.applies`), activations not channels-last over the whole batch,
-    filters not packed channels-last, or a layer that is one call of the library as it is."""
-    if problem.key_direction != "W" or len(problem.in_spatial) != 2 or \
+    where the layer is not one: not a 2-D forward or backward weights of one group with a
+    side to gather (`conv_triton_im2col_spec.applies`), activations not channels-last over
+    the whole batch, filters not packed channels-last, or a layer that is one call of the
+    library as it is (a 1x1 filter, a filter over the whole input)."""
+    if problem.key_direction not in ("F", "W") or len(problem.in_spatial) != 2 or \
             not has_kernels_spec(SPEC):
         return None
     v, sizes, _ = _view(problem)
     spec = im2col_spec()
-    if v.direction != "W" or not spec.applies(sizes) or not _packed_filters_last(v) or \
-            gemm_call(problem) is not None:  # (one call as it is: a filter over the input)
+    if v.direction != problem.key_direction or \
+            not spec.applies(v.direction, sizes, problem.in_type) or \
+            not _packed_filters_last(v) or gemm_call(problem) is not None:
         return None
-    rows, cols = spec.col_shape(sizes)
+    rows, cols = spec.col_shape(v.direction, sizes)
     col = _Matrix("ws_col", rows, cols, False, cols, 0)
-    if spec.narrow_side(sizes) == "C":  # dw[K, RSC] = dy^T col
-        dy = _activation(v, "out", v.out_tensor, sizes["K"], True)
-        if dy is None or dy.rows != rows:
+    k, c = sizes["K"], sizes["C"]
+    if spec.gathered(v.direction, sizes) == "dy":  # dw[(k, r, s), C] = col^T x
+        x = _activation(v, "in", v.in_tensor, c, True)
+        if x is None or x.rows != rows:
             return None
-        out = _Matrix(v.wei_tensor, sizes["K"], cols, False, cols, 0)
-        return product_call(out, dy.t(), col, 1)
-    x = _activation(v, "in", v.in_tensor, sizes["C"], True)  # dw[(k, r, s), C] = col^T x
-    if x is None or x.rows != rows:
+        return product_call(_Matrix(v.wei_tensor, cols, c, False, c, 0), col.t(), x, 1)
+    y = _activation(v, "out", v.out_tensor, k, True)
+    if y is None or y.rows != rows:
         return None
-    out = _Matrix(v.wei_tensor, cols, sizes["C"], False, sizes["C"], 0)
-    return product_call(out, col.t(), x, 1)
+    w = _Matrix(v.wei_tensor, k, cols, False, cols, 0)
+    if v.direction == "F":  # y = col w^T
+        return product_call(y, col, w.t(), 1)
+    return product_call(w, y.t(), col, 1)  # dw[K, RSC] = dy^T col
 
 
 def _case(problem: ConvProblem, math_mode: str) -> str:
-    data_type = "TF32" if math_mode == "tf32" else problem.in_type
-    return f"{data_type}-{problem.in_layout}"
+    data_type = "TF32" if math_mode == "tf32" and problem.in_type == "FP32" else problem.in_type
+    return f"{data_type}-{problem.key_direction}-{problem.in_layout}"
 
 
 def im2col_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
@@ -132,20 +138,20 @@ def gather_job(data_type: str, target: Target) -> CompileJob:
 
 
 class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
-    """Backward weights over a column matrix of the narrow side, the product one call of the
-    GEMM library at one FP32 math."""
+    """One direction (forward, backward weights) over a column matrix of the gathered side,
+    the product one call of the GEMM library at one FP32 math."""
 
-    def __init__(self, math: str = "ieee") -> None:
-        super().__init__("W", math)
+    def __init__(self, direction: str, math: str = "ieee") -> None:
+        super().__init__(direction, math)
         infix = "Tf32" if math == "tf32" else ""
-        self.name = f"ConvBlasIm2col{infix}{DIRECTION_SUFFIX['W']}"
+        self.name = f"ConvBlasIm2col{infix}{DIRECTION_SUFFIX[direction]}"
 
     def is_applicable(self, problem: ConvProblem, target: Target) -> bool:
         p = problem
-        if p.key_direction != "W" or not _gathers(target):
+        if p.key_direction != self.direction or not _gathers(target):
             return False
         if not p.in_type == p.wei_type == p.out_type or \
-                p.in_type not in im2col_spec().TYPES:
+                (self.math == "tf32" and p.in_type != "FP32"):
             return False
         return im2col_call(p) is not None
 
@@ -153,7 +159,8 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
         return im2col_first(problem, target, self.math)
 
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
-        slots, total = im2col_spec().workspace_parts(_view(problem)[1], WORKSPACE_ALIGN)
+        slots, total = im2col_spec().workspace_parts(problem.key_direction, _view(problem)[1],
+                                                     problem.in_type, WORKSPACE_ALIGN)
         return dict(slots), int(total)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
@@ -161,16 +168,17 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """The narrow side's column matrix into the workspace."""
+        """The gathered side's column matrix into the workspace."""
         spec = im2col_spec()
         view, sizes, strides = _view(problem)
-        values = spec.gather_values(sizes, strides)
-        narrow = view.in_tensor if spec.narrow_side(sizes) == "C" else view.out_tensor
-        args = [kernel_arg("src_ptr", "ptr:" + narrow, None),
+        direction = problem.key_direction
+        values = spec.gather_values(direction, sizes, strides)
+        source = view.in_tensor if spec.gathered(direction, sizes) == "x" else view.out_tensor
+        args = [kernel_arg("src_ptr", "ptr:" + source, None),
                 kernel_arg("col_ptr", "ptr:ws_col", None)]
         args += [kernel_arg(name, "i32", int(values[name])) for name, kind in
                  spec.ARGS[spec.GATHER] if kind == "i32"]
-        grid = spec.gather_grid(sizes)
+        grid = spec.gather_grid(direction, sizes)
         launch = Launch(spec.GATHER, (int(grid[0]), 1, 1), (spec.GATHER_WARPS * 32, 1, 1),
                         (*args, *scratch_args()), needs_meta=True)
         return ((gather_job(problem.in_type, target), launch),)
@@ -183,7 +191,8 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
         return [gather_job(t, target) for t in im2col_spec().TYPES]
 
     def library_launch(self, backend: Any, problem: ConvProblem) -> Any:
-        """The product, reading the wide side and the column matrix, writing dw."""
+        """The product, reading the column matrix and the layer's other input, writing its
+        output."""
         from ..backends.cublas import GemmLaunch, load
         from ..errors import BackendError
 
@@ -191,7 +200,7 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
         call = im2col_call(problem)
         if blas is None or call is None:
             raise BackendError(f"{self.name} needs cuBLAS (pip install 'miopenkernels[blas]') "
-                               f"and a channels-last layer with a narrow side; "
+                               f"and a channels-last layer it gathers; "
                                f"{problem.key()} has "
                                f"{'no cuBLAS' if blas is None else 'another shape'}")
         return GemmLaunch(backend, blas, call.astuple(), problem.in_type, self.math)
@@ -205,4 +214,5 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
         return super().heuristic_rank(problem, target) + 1.0
 
 
-IM2COL_SOLVERS: list[Solver] = [ConvBlasIm2col(m) for m in ("ieee", "tf32")]
+IM2COL_SOLVERS: list[Solver] = [ConvBlasIm2col(d, m) for m in ("ieee", "tf32")
+                                 for d in ("F", "W")]

@@ -1,7 +1,8 @@
-"""The im2col backward weights (solvers/blas_im2col.py: ConvBlasIm2col{,Tf32}Wrw) on the GPU:
-the narrow side's column matrix gathered into the workspace, then one call of the GEMM library
-writing dw, channels-last, at strides, paddings and dilations, against a float64 reference on
-the same tensors; and through a plan inside a CUDA graph."""
+"""The im2col solvers (solvers/blas_im2col.py: ConvBlasIm2col{,Tf32}{Fwd,Wrw}) on the GPU: the
+gathered side's column matrix written into the workspace, then one call of the GEMM library
+writing the layer's output, channels-last, at strides, paddings and dilations, against a
+float64 reference on the same tensors (16-bit forward too); and through a plan inside a CUDA
+graph."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from miopenkernels.backends.cublas import load  # noqa: E402
 if load() is None:  # pragma: no cover
     pytest.skip("no cuBLAS here", allow_module_level=True)
 
-TOLERANCE = {"ieee": 1e-5, "tf32": 3e-3}
+TOLERANCE = {"ieee": 1e-5, "tf32": 3e-3, "FP16": 2e-3, "BF16": 1.6e-2}
 #: (n, C, K, size, filter, pad, stride, dilation): few input channels, then few filters.
 LAYERS = [
     (3, 3, 32, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
@@ -30,10 +31,10 @@ LAYERS = [
 
 
 def _problem(n: int, c: int, k: int, size: tuple, filt: tuple, pad: tuple, stride: tuple,
-             dilation: tuple) -> ConvProblem:
+             dilation: tuple, direction: str = "W", data_type: str = "FP32") -> ConvProblem:
     return ConvProblem(n=n, c=c, k=k, in_spatial=size, filter=filt, pad=pad, stride=stride,
-                       dilation=dilation, direction="W", in_type="FP32", in_layout="NHWC",
-                       wei_layout="NHWC", out_layout="NHWC")
+                       dilation=dilation, direction=direction, in_type=data_type,
+                       in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
 
 
 def _last(t: torch.Tensor) -> torch.Tensor:
@@ -70,6 +71,39 @@ def test_matches_float64(handle, layer: tuple, math: str) -> None:  # noqa: ANN0
     assert torch.isfinite(got).all()
     err = float((got - want).norm() / want.norm())
     assert err < TOLERANCE[math], err
+
+
+#: Forward layers: (n, C, K, size, filter, pad, stride, dilation).
+FORWARD = [
+    (3, 32, 48, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 3, 32, (30, 26), (6, 6), (2, 2), (2, 2), (1, 1)),
+    (2, 24, 16, (19, 16), (5, 3), (2, 0), (2, 1), (1, 2)),
+]
+
+
+@pytest.mark.parametrize("data_type", ["FP32", "TF32", "FP16", "BF16"])
+@pytest.mark.parametrize("layer", FORWARD, ids=lambda c: "-".join(map(str, c[:3])))
+def test_forward_matches_float64(handle, layer: tuple, data_type: str) -> None:  # noqa: ANN001
+    from miopenkernels.config import MathMode
+
+    handle.math_mode = MathMode.TF32 if data_type == "TF32" else MathMode.IEEE
+    stored = "FP32" if data_type == "TF32" else data_type
+    p = _problem(*layer, direction="F", data_type=stored)
+    name = f"ConvBlasIm2col{'Tf32' if data_type == 'TF32' else ''}Fwd"
+    assert name in [s.name for s in handle.applicable_solvers(p)]
+    dtype = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[stored]
+    x, w, _ = (t.to(dtype) for t in _tensors(p))
+    want = torch.nn.functional.conv2d(x.double(), w.double(), stride=p.stride, padding=p.pad,
+                                      dilation=p.dilation)
+    y = torch.full_like(_last(want.to(dtype)), float("nan"))
+    handle.run(p, name, _last(x), _last(w), y)
+    torch.cuda.synchronize()
+    got = y.permute(0, 3, 1, 2).double()
+    assert torch.isfinite(got).all()
+    err = float((got - want).norm() / want.norm())
+    tolerance = TOLERANCE["tf32" if data_type == "TF32" else
+                          "ieee" if data_type == "FP32" else data_type]
+    assert err < tolerance, err
 
 
 def test_a_plan_in_a_cuda_graph(handle) -> None:  # noqa: ANN001

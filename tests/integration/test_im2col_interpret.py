@@ -1,9 +1,9 @@
-"""The im2col backward-weights solvers (solvers/blas_im2col.py) with their gather run by
+"""The im2col solvers (solvers/blas_im2col.py) with their gather run by
 Triton's interpreter on the CPU (TRITON_INTERPRET=1) through their own lead-in, and the GEMM
 library's call emulated on numpy (cuBLAS's column-major strided product), against the float64
-reference. The filters' gradient and the workspace are NaN first, so a column the gather
-leaves unwritten or a filter element the call does not write fails. Few input channels and
-few filters, strides, padding and dilation, channels-last. The harness is
+reference. The output and the workspace are NaN first, so a column the gather leaves
+unwritten or an element the call does not write fails. Forward; backward weights of few
+input channels and of few filters; strides, padding and dilation, channels-last. The harness is
 tests/integration/triton_interpreter.py."""
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from miopenkernels.problem import ConvProblem  # noqa: E402
 
 
 def _key(c: int, k: int, hw: tuple[int, int], rs: tuple[int, int], pad: tuple[int, int] = (1, 1),
-         stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1)) -> str:
+         stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
+         direction: str = "W") -> str:
     return ConvProblem(n=2, c=c, k=k, in_spatial=hw, filter=rs, pad=pad, stride=stride,
-                       dilation=dilation, direction="W", in_layout="NHWC", wei_layout="NHWC",
-                       out_layout="NHWC").key()
+                       dilation=dilation, direction=direction, in_layout="NHWC",
+                       wei_layout="NHWC", out_layout="NHWC").key()
 
 
 CASES = [
@@ -33,6 +34,8 @@ CASES = [
     _key(2, 16, (9, 7), (3, 2), pad=(2, 0), stride=(2, 1), dilation=(1, 2)),
     _key(20, 4, (6, 5), (3, 3)),  # a latent output
     _key(16, 3, (9, 8), (3, 3), pad=(1, 2), stride=(2, 3), dilation=(1, 2)),
+    _key(6, 5, (7, 6), (3, 3), direction="F"),
+    _key(8, 12, (9, 8), (5, 3), pad=(2, 0), stride=(2, 1), dilation=(1, 2), direction="F"),
 ]
 
 SCRIPT = HARNESS + '''
@@ -54,10 +57,11 @@ def im2col_errors(keys):
     rng = np.random.default_rng(0)
     errors = []
     for key in keys:
-        solver = next(s for s in LIBRARY_SOLVERS if s.name == "ConvBlasIm2colWrw")
         p = ConvProblem.from_key(key)
+        name = "ConvBlasIm2colFwd" if p.direction == "F" else "ConvBlasIm2colWrw"
+        solver = next(s for s in LIBRARY_SOLVERS if s.name == name)
         assert solver.is_applicable(p, SM90), key
-        tensors, exact, output = layer_tensors(p, "W", "FP32", rng)
+        tensors, exact, output = layer_tensors(p, p.direction, "FP32", rng)
         nbytes = solver.workspace_for(p, ())
         workspace_parts(tensors, solver, p, (), nbytes, (np.float32, "float32"))
         tensors = Parts(tensors, solver.workspace_slots(p, ()))
@@ -68,18 +72,18 @@ def im2col_errors(keys):
         if np.isnan(col).any():
             errors.append(float("nan"))
             continue
-        buffers = {name: tensors[name].array.reshape(-1).astype(np.float64)
-                   for name in ("x", "dy", "dw")}
+        names = ("x", "w", "y") if p.direction == "F" else ("x", "dy", "dw")
+        buffers = {name: tensors[name].array.reshape(-1).astype(np.float64) for name in names}
         buffers["ws_col"] = col
         emulate(im2col_call(p), buffers)
-        got = buffers["dw"].reshape(tensors["dw"].array.shape)
+        got = buffers[output].reshape(tensors[output].array.shape)
         ref = conv_reference(p, exact)
         errors.append(float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
     return errors
 
 def im2col_spec_shape(p):
     from miopenkernels.solvers.blas_im2col import _view, im2col_spec
-    return im2col_spec().col_shape(_view(p)[1])
+    return im2col_spec().col_shape(p.direction, _view(p)[1])
 
 print(json.dumps(im2col_errors(json.loads(sys.argv[1]))))
 '''

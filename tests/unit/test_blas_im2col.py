@@ -1,8 +1,8 @@
-"""The im2col backward weights (solvers/blas_im2col.py, kernels/conv_triton_im2col_spec.py)
-without a GPU: the gather's arguments applied on numpy and the library's call emulated with
-cuBLAS's column-major semantics give the float64 reference's filter gradient for few input
-channels and few filters at strides, paddings and dilations, transposed layers included; what
-it refuses; its launches, workspace and objects; where it claims."""
+"""The im2col solvers (solvers/blas_im2col.py, kernels/conv_triton_im2col_spec.py) without a
+GPU: the gather's arguments applied on numpy and the library's call emulated with cuBLAS's
+column-major semantics give the float64 reference's output (forward) and filter gradient (few
+input channels, few filters) at strides, paddings and dilations, transposed layers included;
+what they refuse; their launches, workspace and objects; where they claim."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from miopenkernels.solvers.blas_im2col import (
 )
 from miopenkernels.solvers.reference import (
     conv_inputs,
+    conv_output_name,
     conv_reference,
     conv_tensor_shapes,
 )
@@ -30,6 +31,7 @@ from miopenkernels.target import Target
 
 SM90 = Target("sm90", 132)
 SOLVER = next(s for s in LIBRARY_SOLVERS if s.name == "ConvBlasIm2colWrw")
+FORWARD = next(s for s in LIBRARY_SOLVERS if s.name == "ConvBlasIm2colFwd")
 
 
 def _layer(c: int = 3, k: int = 16, **kw: Any) -> ConvProblem:
@@ -40,14 +42,18 @@ def _layer(c: int = 3, k: int = 16, **kw: Any) -> ConvProblem:
     return ConvProblem(**args)
 
 
+def _solver(p: ConvProblem) -> Any:
+    return FORWARD if p.direction == "F" else SOLVER
+
+
 def _gather(p: ConvProblem, buffers: dict[str, np.ndarray]) -> np.ndarray:
     """The gather's element formula (kernels/conv_triton_im2col.py) on numpy, element by
     element from its launch arguments."""
-    (_, launch), = SOLVER.lead_ins(p, (), SM90)
+    (_, launch), = _solver(p).lead_ins(p, (), SM90)
     v = {a.name: a.value for a in launch.args if a.kind == "i32"}
     src = buffers[launch.pointer_args()[0]]
     spec = im2col_spec()
-    rows, cols = spec.col_shape(_view(p)[1])
+    rows, cols = spec.col_shape(p.direction, _view(p)[1])
     col = np.full(rows * cols, np.nan)
     first = v["taps_first"]
     for i in range(rows * cols):
@@ -76,23 +82,29 @@ GEOMETRIES = [
     dict(c=16, k=3, in_spatial=(9, 8), pad=(1, 2), stride=(2, 3), dilation=(1, 2)),
     dict(c=16, k=3, mode="trans", stride=(2, 2)),
     dict(c=3, k=16, mode="trans", in_spatial=(5, 4), filter=(4, 4), stride=(2, 2)),
+    dict(direction="F", c=6, k=5),
+    dict(direction="F", c=8, k=12, in_spatial=(9, 8), filter=(5, 3), pad=(2, 0),
+         stride=(2, 1), dilation=(1, 2)),
+    dict(direction="F", c=3, k=16, in_spatial=(9, 8), filter=(6, 6), pad=(2, 2),
+         stride=(2, 2)),
 ]
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=lambda g: "-".join(map(str, g.values())))
-def test_gather_and_call_compute_the_filter_gradient(geometry: dict[str, Any]) -> None:
+def test_gather_and_call_compute_the_layer(geometry: dict[str, Any]) -> None:
     p = _layer(**geometry)
-    assert SOLVER.is_applicable(p, SM90)
+    assert _solver(p).is_applicable(p, SM90)
     tensors = conv_inputs(p, np.random.default_rng(5))
     buffers = {name: np.asarray(t, dtype=np.float64).ravel().copy()
                for name, t in tensors.items()}
-    buffers["dw"] = np.full(int(np.prod(conv_tensor_shapes(p)["dw"])), np.nan)
+    out = conv_output_name(p)
+    buffers[out] = np.full(int(np.prod(conv_tensor_shapes(p)[out])), np.nan)
     buffers["ws_col"] = _gather(p, buffers)
     call = im2col_call(p)
     assert call is not None and call.batch == 1 and "ws_col" in (call.a, call.b)
     emulate(call, buffers)
-    assert not np.isnan(buffers["dw"]).any()
-    np.testing.assert_allclose(buffers["dw"], conv_reference(p, tensors).ravel(),
+    assert not np.isnan(buffers[out]).any()
+    np.testing.assert_allclose(buffers[out], conv_reference(p, tensors).ravel(),
                                rtol=1e-12, atol=1e-12)
 
 
@@ -103,12 +115,24 @@ def test_gather_and_call_compute_the_filter_gradient(geometry: dict[str, Any]) -
     dict(c=3, k=12),  # the wide side too narrow
     dict(filter=(1, 1), pad=(0, 0)),  # one library call as it is
     dict(c=512, k=1, in_spatial=(4, 4), filter=(4, 4), pad=(0, 0)),  # a filter over the input
-    dict(in_type="FP16"),
-    dict(direction="F"),
+    dict(in_type="FP16"),  # mixed types
+    dict(direction="B"),
+    dict(direction="F", mode="trans", stride=(2, 2)),  # a backward data as the kernels see it
     dict(c=6, k=18, groups=2),
 ])
 def test_refused(change: dict[str, Any]) -> None:
-    assert not SOLVER.is_applicable(replace(_layer(), **change), SM90)
+    p = replace(_layer(), **change)
+    assert not any(s.is_applicable(p, SM90) for s in LIBRARY_SOLVERS if "Im2col" in s.name)
+
+
+def test_forward_of_any_channels_and_sixteen_bit_types() -> None:
+    p = _layer(c=64, k=64, in_type="FP16", wei_type="FP16", out_type="FP16")
+    assert FORWARD.is_applicable(replace(p, direction="F"), SM90)
+    assert not FORWARD.is_applicable(replace(p, direction="F", filter=(1, 1), pad=(0, 0)), SM90)
+    assert not SOLVER.is_applicable(p, SM90)  # no narrow side
+    tf32 = next(s for s in LIBRARY_SOLVERS if s.name == "ConvBlasIm2colTf32Fwd")
+    assert not tf32.is_applicable(replace(p, direction="F"), SM90)
+    assert tf32.is_applicable(_layer(direction="F", c=64, k=64), SM90)
 
 
 def test_refused_off_nvidia_and_past_the_column_limit() -> None:
@@ -116,6 +140,9 @@ def test_refused_off_nvidia_and_past_the_column_limit() -> None:
     stem = _layer(n=32, k=32, in_spatial=(640, 640), filter=(6, 6), pad=(2, 2), stride=(2, 2))
     assert SOLVER.is_applicable(stem, SM90)  # YOLOv5's stem at batch 32: a 1.4 GB matrix
     assert SOLVER.workspace_bytes(stem) == 32 * 320 * 320 * 108 * 4
+    big = _layer(n=32, c=512, k=512, in_spatial=(256, 256), direction="F", in_type="FP16",
+                 wei_type="FP16", out_type="FP16")  # the SD VAE decoder's: a 19 GB matrix
+    assert not FORWARD.is_applicable(big, SM90) and FORWARD.is_applicable(replace(big, n=1), SM90)
     assert not SOLVER.is_applicable(replace(stem, n=64), SM90)  # 2.8 GB
 
 
@@ -124,7 +151,7 @@ def test_launches_name_the_narrow_side_and_the_workspace() -> None:
         (job, gather), = SOLVER.lead_ins(p, (), SM90)
         assert gather.pointer_args()[:2] == [narrow, "ws_col"]
         assert SOLVER.workspace_slots(p, ()) == {"ws_col": 0}
-        rows, cols = im2col_spec().col_shape(_view(p)[1])
+        rows, cols = im2col_spec().col_shape("W", _view(p)[1])
         assert gather.grid[0] * 1024 >= rows * cols > (gather.grid[0] - 1) * 1024
         assert dict((a.name, a.value) for a in gather.args)["taps_first"] == (narrow == "x")
         call = im2col_call(p)
@@ -132,10 +159,11 @@ def test_launches_name_the_narrow_side_and_the_workspace() -> None:
 
 
 def test_objects_the_package_ships() -> None:
-    """The gather's object for NVIDIA targets, though the solver is not the build's."""
+    """The gather's objects (a type each) for NVIDIA targets, though the solvers are not the
+    build's."""
     assert "ConvBlasIm2colWrw" not in {s.name for s in SOLVERS}
     gathers = [j for j in all_dynamic_jobs(SM90) if j.kernel_file == "conv_triton_im2col.py"]
-    assert len(gathers) == 1
+    assert len(gathers) == 3
     assert not [j for j in all_dynamic_jobs(Target("gfx942", 304))
                 if j.kernel_file == "conv_triton_im2col.py"]
 
