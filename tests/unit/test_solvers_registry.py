@@ -135,8 +135,9 @@ def test_dynamic_jobs_deterministic_and_moderate():
         # solvers' (64), the small-grid forward tiles (60) and the few-filter forward tiles (14);
         # the direct families' (depthwise 63: the forward's unrolled 3x3, 5x5 and 7x7 objects
         # among them; grouped 24; the FP32 direct stems' and few-filter kernels' 6 each)
-        # everywhere; on sm90 the 3-D forward and backward-data split objects (20).
-        assert len(triton) <= (900 if target.arch == "sm90" else 520)
+        # everywhere; on sm90 the 3-D forward and backward-data split objects (20); on NVIDIA
+        # targets the im2col gather (3: solvers/blas_im2col.py).
+        assert len(triton) <= (905 if target.arch == "sm90" else 520)
         for job in jobs:
             assert list(job.options) == sorted(job.options)
             assert job.kdb_args.endswith(f" -mcpu={target.arch}")
