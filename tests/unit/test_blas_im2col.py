@@ -174,3 +174,29 @@ def test_claims_only_where_listed_and_offered(monkeypatch: pytest.MonkeyPatch) -
     assert im2col_first(p, SM90) == ("FP32-NHWC" in IM2COL_FIRST.get("sm90", ()))
     monkeypatch.setattr(blas_1x1, "_offered", [False])
     assert not im2col_first(p, SM90) and not SOLVER.claims_first(p, SM90)
+
+
+def test_the_main_job_with_the_gather_objects() -> None:
+    """The README's main-job figures at 1d2880e and the incremental build of 9c485a0, from the
+    run's file."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "bench" / "results" / "main_job-2cpu-1d2880e.txt").read_text()
+    found = re.search(r"setup ([\d.]+) s, build ([\d.]+) s, rebuild ([\d.]+) s", text)
+    inc = re.search(r"incremental ([\d.]+) s, (\d+) objects compiled", text)
+    assert found is not None and inc is not None
+    setup, build, rebuild = (float(v) for v in found.groups())
+
+    def minutes(seconds: float) -> str:
+        return f"{int(seconds // 60)} min {round(seconds % 60)} s"
+
+    assert (minutes(build), minutes(setup + build), round(rebuild, 1)) == \
+        ("26 min 55 s", "27 min 47 s", 8.7)
+    assert (round(float(inc.group(1)), 1), int(inc.group(2))) == (22.8, 8)
+    assert "│ distinct   │ 10179 │    10179 │      0 │      0 │" in text
+    assert "│ distinct   │ 10187 │        8 │  10179 │      0 │" in text
+    readme = " ".join((root / "README.md").read_text().split())
+    assert "10,187 distinct code objects at tree 9c485a0" in readme
+    assert "26 min 55 s cold at tree 1d2880e (10,179 objects" in readme
