@@ -30,7 +30,7 @@ from typing import Any
 from ..config import triton_solvers_enabled
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView, conv_view
+from ._conv import DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView
 from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
 from .blas_1x1 import ConvBlasGemm1x1, _activation, gemm_call, library_offered
 from .blas_call import GemmCall, _Matrix, product_call
@@ -40,8 +40,7 @@ from .triton_common import (
     kernels_spec,
     scratch_args,
     spec_compile_job,
-    spec_sizes,
-    spec_strides,
+    spec_view,
     target_kind,
 )
 
@@ -62,11 +61,7 @@ def im2col_spec() -> Any:
     return kernels_spec(SPEC)
 
 
-@lru_cache(maxsize=4096)
-def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
-                                         dict[str, tuple[int, int, int, int]]]:
-    view = conv_view(problem)
-    return view, spec_sizes(view), spec_strides(view)
+_view = spec_view
 
 
 def _packed_filters_last(v: ConvView) -> bool:

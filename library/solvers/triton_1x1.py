@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, conv_view, macs
+from ._conv import ALGO_PREFIX, DIRECTION_SUFFIX, ConvView, macs
 from .base import CompileJob, Launch, Params, Solver
 from .triton_common import (
     PARAM_NAMES,
@@ -35,7 +35,7 @@ from .triton_common import (
     spec_kind,
     spec_module,
     spec_sizes,
-    spec_strides,
+    spec_view,
     target_kind,
 )
 from .triton_small_grid import small_grid_config
@@ -48,11 +48,7 @@ def gemm1x1_spec() -> Any:
     return kernels_spec("conv_triton_1x1_spec")
 
 
-@lru_cache(maxsize=4096)
-def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
-                                         dict[str, tuple[int, int, int, int]]]:
-    view = conv_view(problem)
-    return view, spec_sizes(view), spec_strides(view)
+_view = spec_view
 
 
 @lru_cache(maxsize=1024)

@@ -441,6 +441,14 @@ def spec_strides(view: ConvView) -> dict[str, tuple[int, int, int, int]]:
             "y": (f("ys_n"), f("ys_k"), f("ys_h"), f("ys_w"))}
 
 
+@lru_cache(maxsize=4096)
+def spec_view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
+                                             dict[str, tuple[int, int, int, int]]]:
+    """(view, spec sizes, spec strides) of a 2-D problem, kept per problem: the direct and
+    library families' launch data reads them (read them, never change them)."""
+    view = conv_view(problem)
+    return view, spec_sizes(view), spec_strides(view)
+
 def spec_sizes_3d(view: ConvView) -> dict[str, int]:
     """The 3-D families' sizes of a view (C and K per group; Z, P, Q the output's depth,
     height and width, D, H, W the input's, T, R, S the filter's)."""

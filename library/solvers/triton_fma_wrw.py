@@ -33,7 +33,7 @@ from typing import Any
 from ..errors import ProblemError
 from ..problem import ConvProblem
 from ..target import Target, spec_for
-from ._conv import ConvView, conv_view, macs
+from ._conv import ConvView, macs
 from .base import CompileJob, Launch, Params, Solver, family_claims
 from .triton_common import (
     config_of,
@@ -45,7 +45,7 @@ from .triton_common import (
     spec_kind,
     spec_launch,
     spec_sizes,
-    spec_strides,
+    spec_view,
     target_kind,
 )
 
@@ -62,11 +62,7 @@ def fewk_wrw_spec() -> Any:
     return kernels_spec(SPEC)
 
 
-@lru_cache(maxsize=4096)
-def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int],
-                                         dict[str, tuple[int, int, int, int]]]:
-    view = conv_view(problem)
-    return view, spec_sizes(view), spec_strides(view)
+_view = spec_view
 
 
 @lru_cache(maxsize=256)

@@ -8,6 +8,8 @@ tests/integration/triton_interpreter.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from triton_interpreter import HARNESS, interpreted
 
@@ -38,19 +40,9 @@ CASES = [
     _key(8, 12, (9, 8), (5, 3), pad=(2, 0), stride=(2, 1), dilation=(1, 2), direction="F"),
 ]
 
-SCRIPT = HARNESS + '''
-def emulate(call, buffers):
-    def matrix(buf, offset, rows, cols, ld):
-        return buf[offset + np.arange(rows)[:, None] + np.arange(cols)[None, :] * ld]
-    for i in range(call.batch):
-        a = matrix(buffers[call.a], i * call.stride_a,
-                   *((call.k, call.m) if call.transa else (call.m, call.k)), call.lda)
-        b = matrix(buffers[call.b], i * call.stride_b,
-                   *((call.n, call.k) if call.transb else (call.k, call.n)), call.ldb)
-        c = (a.T if call.transa else a) @ (b.T if call.transb else b)
-        rows, cols = np.arange(call.m)[:, None], np.arange(call.n)[None, :]
-        buffers[call.c][i * call.stride_c + rows + cols * call.ldc] = c
-
+#: cuBLAS's strided-batched product on numpy: the unit tests' double (tests/unit/blas_doubles.py).
+UNIT = str(Path(__file__).resolve().parents[1] / "unit")
+SCRIPT = HARNESS + f"sys.path.insert(0, {UNIT!r})\nfrom blas_doubles import emulate\n" + '''
 def im2col_errors(keys):
     from miopenkernels.solvers import LIBRARY_SOLVERS
     from miopenkernels.solvers.blas_im2col import im2col_call
