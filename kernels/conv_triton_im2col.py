@@ -8,8 +8,8 @@ library then takes the layer's backward weights as one product of it with the wi
 - `im2col_gather`: col[(n, a, b), j] = src[n, u, ih, iw], ih = (a*mul_h + off_h +
   r*step_h) / div_h where that is whole and inside the source (iw likewise), zero elsewhere;
   j = (r*S + s)*U + u (taps_first 1) or (u*R + r)*S + s; the source's strides in elements in
-  (n, u, h, w) order; the column matrix dense, row-major. A program writes BLOCK consecutive
-  elements of it.
+  (n, u, h, w) order; the column matrix dense, row-major. A program writes a tile of
+  BLOCK_ROWS rows by BLOCK_J columns of it.
 
 Importing this module needs Triton but no GPU.
 """
@@ -24,14 +24,16 @@ import triton.language as tl
 def im2col_gather(
     src_ptr, col_ptr, N, U, A, B, HS, WS, R, S, mul_h, mul_w, off_h, off_w, step_h, step_w,
     div_h, div_w, ssn, ssu, ssh, ssw, taps_first,
-    BLOCK: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr, BLOCK_J: tl.constexpr,
 ):
-    """BLOCK elements of the column matrix a program, in its memory order."""
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    """A [BLOCK_ROWS, BLOCK_J] tile of the column matrix a program (axis 0 the rows, axis 1
+    the columns): each row's pixel and each column's channel and tap are worked out once, an
+    element costs a few multiply-adds (a division only where the source pixel divides by a
+    stride: dy's)."""
+    row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    j = tl.program_id(1) * BLOCK_J + tl.arange(0, BLOCK_J)
     cols = U * R * S
-    ok = i < N * A * B * cols
-    j = i % cols
-    row = i // cols
+    ok = (row < N * A * B)[:, None] & (j < cols)[None, :]
     b = row % B
     t = row // B
     a = t % A
@@ -41,11 +43,17 @@ def im2col_gather(
     t = tl.where(taps_first != 0, j // U, j % (R * S))
     s = t % S
     r = t // S
-    hn = a * mul_h + off_h + r * step_h
-    ih = hn // div_h
-    wn = b * mul_w + off_w + s * step_w
-    iw = wn // div_w
-    inside = ok & (hn >= 0) & (hn - ih * div_h == 0) & (ih < HS) & \
-        (wn >= 0) & (wn - iw * div_w == 0) & (iw < WS)
-    v = tl.load(src_ptr + n * ssn + u * ssu + ih * ssh + iw * ssw, mask=inside, other=0.0)
-    tl.store(col_ptr + i, v, mask=ok)
+    hn = (a * mul_h + off_h)[:, None] + (r * step_h)[None, :]
+    wn = (b * mul_w + off_w)[:, None] + (s * step_w)[None, :]
+    if div_h * div_w == 1:
+        ih = hn
+        iw = wn
+        inside = (hn >= 0) & (hn < HS) & (wn >= 0) & (wn < WS)
+    else:
+        ih = hn // div_h
+        iw = wn // div_w
+        inside = (hn >= 0) & (hn - ih * div_h == 0) & (ih < HS) & \
+            (wn >= 0) & (wn - iw * div_w == 0) & (iw < WS)
+    src = src_ptr + (n * ssn)[:, None] + (u * ssu)[None, :] + ih * ssh + iw * ssw
+    v = tl.load(src, mask=ok & inside, other=0.0)
+    tl.store(col_ptr + row[:, None] * cols + j[None, :], v, mask=ok)

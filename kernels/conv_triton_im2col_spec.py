@@ -43,14 +43,16 @@ ARGS: dict[str, tuple[tuple[str, str], ...]] = {
                  "N", "U", "A", "B", "HS", "WS", "R", "S", "mul_h", "mul_w", "off_h", "off_w",
                  "step_h", "step_w", "div_h", "div_w", "ssn", "ssu", "ssh", "ssw",
                  "taps_first")),
-             ("BLOCK", "constexpr")),
+             ("BLOCK_ROWS", "constexpr"), ("BLOCK_J", "constexpr")),
 }
 #: i32 arguments an aligned object would assume multiples of 16: none (no aligned objects).
 ALIGN16: dict[str, tuple[str, ...]] = {GATHER: ()}
 #: Kernels that run no matrix instruction by design (the code-object check asks none of them).
 NO_MATRIX_KERNELS = frozenset({GATHER})
-#: The gather's tile: a column-matrix element a lane, 1024 a program on four warps.
-GATHER_BLOCK = 1024
+#: The gather's tile: 64 rows by 32 columns of the column matrix a program on four warps (a
+#: stem's 27 or 36 columns in one tile, a forward's R*S*C in tiles of 32).
+GATHER_ROWS = 64
+GATHER_COLS = 32
 GATHER_WARPS = 4
 #: Backward weights: the most channels of the narrow side (image stems: 3; latents: 4).
 MAX_NARROW = 4
@@ -144,9 +146,10 @@ def gather_values(direction: str, sizes: Mapping[str, int],
 
 def gather_grid(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     rows, cols = col_shape(direction, sizes)
-    return cdiv(rows * cols, GATHER_BLOCK), 1, 1
+    return cdiv(rows, GATHER_ROWS), cdiv(cols, GATHER_COLS), 1
 
 
 def gather_signature(dtype: str) -> tuple[dict[str, str], dict[str, Any]]:
     """(signature, constexprs) of the gather's object for `triton.compiler.ASTSource`."""
-    return typed_signature(ARGS[GATHER], dtype, {"BLOCK": GATHER_BLOCK})
+    return typed_signature(ARGS[GATHER], dtype, {"BLOCK_ROWS": GATHER_ROWS,
+                                                  "BLOCK_J": GATHER_COLS})

@@ -174,7 +174,8 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
         args += [kernel_arg(name, "i32", int(values[name])) for name, kind in
                  spec.ARGS[spec.GATHER] if kind == "i32"]
         grid = spec.gather_grid(direction, sizes)
-        launch = Launch(spec.GATHER, (int(grid[0]), 1, 1), (spec.GATHER_WARPS * 32, 1, 1),
+        launch = Launch(spec.GATHER, (int(grid[0]), int(grid[1]), 1),
+                        (spec.GATHER_WARPS * 32, 1, 1),
                         (*args, *scratch_args()), needs_meta=True)
         return ((gather_job(problem.in_type, target), launch),)
 
