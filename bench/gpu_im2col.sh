@@ -6,8 +6,8 @@
 #   tests  tests/gpu/test_im2col_blas_gpu.py (against float64, and in a CUDA graph);  TESTS_S
 #   fp32   bench/solver_alternatives.py, FP32 (IEEE cuDNN) backward weights NHWC of the zoo's
 #          and the held-out networks' layers of 1-4 channels on a side, batches 32, 8 and 1:
-#          the library's im2col form beside the implicit GEMMs and the FP32-unit kernels;
-#          FP32_S
+#          the library's im2col form beside the implicit GEMMs and the FP32-unit kernels
+#          (BATCHES: others);  FP32_S
 #   fwd    bench/solver_alternatives.py, FP16 forward NHWC, every FWD_EVERY-th (default 3)
 #          layer of the zoo and the held-out networks but the 1x1 ones, batch 32: the
 #          library's im2col form beside the implicit GEMM;  FWD_S
@@ -35,7 +35,7 @@ if want tests; then
 fi
 alternatives() {  # alternatives NAME TYPE SOLVERS LIMIT
   timeout "$4" python3 bench/solver_alternatives.py --solvers "$3" --types "$2" \
-    --directions W --layouts NHWC --batches 32,8,1 --held-out --only "$narrow" \
+    --directions W --layouts NHWC --batches "${BATCHES:-32,8,1}" --held-out --only "$narrow" \
     --max-gb 16 --budget-s "$(( $4 - 15 ))" --out "$out/$1" > "$out/$1.log" 2>&1
   stamp "$1 rc=$?"; tail -16 "$out/$1.log"
 }
