@@ -371,7 +371,8 @@ def get_solver(name: str) -> Solver:
 
 
 #: The GEMM-library solvers: the 1x1 calls, the channel-planar backward weights through
-#: copies and kn2row's GEMM.
+#: copies, kn2row's GEMM and the products over an im2col (forward, few-channel backward
+#: weights).
 LIBRARY_SOLVERS: list[Solver] = [*BLAS_SOLVERS, *VIA_BLAS_SOLVERS, *KN2ROW_BLAS_SOLVERS,
                                   *IM2COL_SOLVERS]
 
