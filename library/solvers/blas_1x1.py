@@ -323,23 +323,30 @@ class ConvBlasGemm1x1(Solver):
     def launch(self, problem: ConvProblem, params: Params, specialised: bool = False) -> Launch:
         raise NotImplementedError(f"{self.name} calls a library: it launches no kernel of ours")
 
+    #: The shapes the solver's call computes, as its error names them.
+    shapes = "a 1x1 stride-1 problem"
+
+    def call(self, problem: ConvProblem) -> GemmCall | None:
+        """The library call that computes `problem` (`gemm_call`), or None."""
+        return gemm_call(problem)
+
     def library_launch(self, backend: Any, problem: ConvProblem) -> Any:
         """The call, shaped as a prepared launch (backends/cublas.py `GemmLaunch`)."""
         from ..backends.cublas import GemmLaunch, load
         from ..errors import BackendError
 
         blas = load()
-        call = gemm_call(problem)
+        call = self.call(problem)
         if blas is None or call is None:
             raise BackendError(f"{self.name} needs cuBLAS (pip install 'miopenkernels[blas]') "
-                               f"and a 1x1 stride-1 problem; {problem.key()} has "
+                               f"and {self.shapes}; {problem.key()} has "
                                f"{'no cuBLAS' if blas is None else 'another shape'}")
         return GemmLaunch(backend, blas, call.astuple(), problem.in_type, self.math)
 
     def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
         """(blocks, threads, efficiency) of a 128x128-tile GEMM over the call, for the miss
         ranking's features (the library picks its own kernel)."""
-        call = gemm_call(problem)
+        call = self.call(problem)
         assert call is not None
         return (math.ceil(call.m / 128) * math.ceil(call.n / 128) * call.batch, 256, 1.0)
 

@@ -23,7 +23,6 @@ they claim first place where `im2col_first` says.
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Any
 
@@ -153,6 +152,13 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         return im2col_first(problem, target, self.math)
 
+    shapes = "a channels-last layer it gathers"
+
+    def call(self, problem: ConvProblem) -> GemmCall | None:
+        """The product over the column matrix (`im2col_call`): what `library_launch` runs
+        after the gather and the ranking's features read."""
+        return im2col_call(problem)
+
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
         slots, total = im2col_spec().workspace_parts(problem.key_direction, _view(problem)[1],
                                                      problem.in_type, WORKSPACE_ALIGN)
@@ -185,26 +191,6 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
         if not _gathers(target):
             return []
         return [gather_job(t, target) for t in im2col_spec().TYPES]
-
-    def library_launch(self, backend: Any, problem: ConvProblem) -> Any:
-        """The product, reading the column matrix and the layer's other input, writing its
-        output."""
-        from ..backends.cublas import GemmLaunch, load
-        from ..errors import BackendError
-
-        blas = load()
-        call = im2col_call(problem)
-        if blas is None or call is None:
-            raise BackendError(f"{self.name} needs cuBLAS (pip install 'miopenkernels[blas]') "
-                               f"and a channels-last layer it gathers; "
-                               f"{problem.key()} has "
-                               f"{'no cuBLAS' if blas is None else 'another shape'}")
-        return GemmLaunch(backend, blas, call.astuple(), problem.in_type, self.math)
-
-    def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
-        call = im2col_call(problem)
-        assert call is not None
-        return (math.ceil(call.m / 128) * math.ceil(call.n / 128), 256, 1.0)
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         return super().heuristic_rank(problem, target) + 1.0

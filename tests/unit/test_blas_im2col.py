@@ -169,9 +169,17 @@ def test_objects_the_package_ships() -> None:
 
 
 def test_claims_only_where_listed_and_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from miopenkernels.solvers import blas_im2col
+
     p = _layer()
     monkeypatch.setattr(blas_1x1, "_offered", [True])
-    assert im2col_first(p, SM90) == ("FP32-NHWC" in IM2COL_FIRST.get("sm90", ()))
+    assert not IM2COL_FIRST  # nothing claimed until a GPU run times the solvers
+    assert not im2col_first(p, SM90)
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": frozenset({"FP32-W-NHWC"})})
+    assert im2col_first(p, SM90) and SOLVER.claims_first(p, SM90)
+    assert not im2col_first(p, SM90, "tf32")  # the TF32 math's case is TF32-W-NHWC
+    assert not im2col_first(replace(p, direction="F"), SM90)
+    assert not im2col_first(p, Target("sm80", 108))
     monkeypatch.setattr(blas_1x1, "_offered", [False])
     assert not im2col_first(p, SM90) and not SOLVER.claims_first(p, SM90)
 
