@@ -2,12 +2,15 @@
 # On the GPU machine, one call of under 600 s: the im2col solvers (solvers/blas_im2col.py),
 # backward weights of the layers with 1-4 channels on one side and the forward. No package:
 # the gather's objects are compiled outside the timings.
-# Steps (STEPS, default tests,fp32,fwd,tf32,probe):
+# Steps (STEPS, default tests,fp32,wplain,fwd,tf32,probe):
 #   tests  tests/gpu/test_im2col_blas_gpu.py (against float64, and in a CUDA graph);  TESTS_S
 #   fp32   bench/solver_alternatives.py, FP32 (IEEE cuDNN) backward weights NHWC of the zoo's
 #          and the held-out networks' layers of 1-4 channels on a side, batches 32, 8 and 1:
 #          the library's im2col form beside the implicit GEMMs and the FP32-unit kernels
 #          (BATCHES: others);  FP32_S
+#   wplain bench/solver_alternatives.py, FP32 (IEEE) then FP16 backward weights NHWC of every
+#          WPLAIN_EVERY-th (default 4) layer of the zoo and the held-out networks but the 1x1
+#          ones, batch 32: the library's im2col form beside the implicit GEMMs;  WPLAIN_S (each)
 #   fwd    bench/solver_alternatives.py, FP16 forward NHWC, every FWD_EVERY-th (default 3)
 #          layer of the zoo and the held-out networks but the 1x1 ones, batch 32: the
 #          library's im2col form beside the implicit GEMM;  FWD_S
@@ -23,7 +26,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-steps="${STEPS:-tests,fp32,fwd,tf32,probe}"
+steps="${STEPS:-tests,fp32,wplain,fwd,tf32,probe}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
@@ -42,6 +45,16 @@ alternatives() {  # alternatives NAME TYPE SOLVERS LIMIT
 if want fp32; then
   alternatives fp32_w FP32 "ConvBlasIm2colWrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw,ConvTritonFmaFewCWrw,ConvTritonFmaFewKWrw,ConvTritonSmallCWrw" \
     "${FP32_S:-200}"
+fi
+if want wplain; then
+  for t in FP32 FP16; do
+    timeout "${WPLAIN_S:-80}" python3 bench/solver_alternatives.py \
+      --solvers "ConvBlasIm2colWrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw" \
+      --types "$t" --directions W --layouts NHWC --batches 32 --held-out \
+      --every "${WPLAIN_EVERY:-4}" --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 \
+      --budget-s "$(( ${WPLAIN_S:-80} - 15 ))" --out "$out/wplain_$t" > "$out/wplain_$t.log" 2>&1
+    stamp "wplain $t rc=$?"; tail -12 "$out/wplain_$t.log"
+  done
 fi
 if want fwd; then
   timeout "${FWD_S:-150}" python3 bench/solver_alternatives.py \

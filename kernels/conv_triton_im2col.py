@@ -1,9 +1,9 @@
-"""The im2col backward weights' first step: the column matrix of a layer's narrow side.
+"""The im2col solvers' first step: the column matrix of a layer's gathered side.
 
 The im2col solvers (solvers/blas_im2col.py) write, into the workspace, one row per pixel of
-the rows' grid (N x A x B) and one column per (channel, tap) of the narrow side; the GEMM
-library then takes the layer's backward weights as one product of it with the wide side
-(launch data and the algebra in `conv_triton_im2col_spec`).
+the rows' grid (N x A x B) and one column per (channel, tap) of the gathered side (x, or dy);
+the GEMM library then takes the layer's forward or backward weights as one product of it
+with the other operand (launch data and the algebra in `conv_triton_im2col_spec`).
 
 - `im2col_gather`: col[(n, a, b), j] = src[n, u, ih, iw], ih = (a*mul_h + off_h +
   r*step_h) / div_h where that is whole and inside the source (iw likewise), zero elsewhere;

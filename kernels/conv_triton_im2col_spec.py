@@ -1,5 +1,5 @@
-"""What the im2col solvers (solvers/blas_im2col.py) need, as plain data: a 2-D layer's forward,
-or its backward weights where one side has few channels, as one GEMM over a column matrix.
+"""What the im2col solvers (solvers/blas_im2col.py) need, as plain data: a 2-D layer's forward
+or backward weights as one GEMM over a column matrix.
 
 Standard library only (and the other specs), so the runtime reads it without Triton. Sizes and
 strides are those of `conv_triton_spec` (the layer's forward geometry: x, w, y).
@@ -9,9 +9,10 @@ values a filter tap reads ("im2col"); the layer is then one product with it, whi
 library runs:
 - the gathered side x: rows over y's pixels (n, p, q), columns (r, s, c) in the filters'
   channels-last order, col[(n, p, q), (r, s, c)] = x[n, c, p*st - pad + r*dil, ...] (zero
-  outside x). Forward: y[N*P*Q, K] = col w^T; backward weights of few input channels (an
-  image stem's 3): dw[K, R*S*C] = dy^T col.
-- the gathered side dy (backward weights of few filters: a latent output's 4): rows over x's
+  outside x). Forward: y[N*P*Q, K] = col w^T; backward weights where the input has no more
+  channels than dy (an image stem's 3, most layers): dw[K, R*S*C] = dy^T col.
+- the gathered side dy (backward weights where dy has fewer channels: a latent output's 4,
+  a layer narrowing its channels at unit stride): rows over x's
   pixels (n, h, w), columns (k, r, s), col[(n, h, w), (k, r, s)] = dy[n, k, (h + pad -
   r*dil) / st, ...] where that divides and falls inside dy (zero elsewhere), and
   dw[(k, r, s), C] = col^T x[N*H*W, C].
@@ -54,10 +55,10 @@ NO_MATRIX_KERNELS = frozenset({GATHER})
 GATHER_ROWS = 64
 GATHER_COLS = 32
 GATHER_WARPS = 4
-#: Backward weights: the most channels of the narrow side (image stems: 3; latents: 4).
+#: Backward weights: dy is gathered where it has fewer channels than x, at unit stride (a
+#: stride would leave most of its column matrix zero), or at any stride where it has at most
+#: this many (a latent output's 4).
 MAX_NARROW = 4
-#: Backward weights: the least channels of the wide side.
-MIN_WIDE = 16
 #: The most filter taps (7x7), and at least two (a 1x1 layer is one library call as it is).
 MAX_TAPS = 49
 #: The largest column matrix taken (YOLOv5's 6x6 stem's backward weights at 640x640 and batch
@@ -67,19 +68,17 @@ _INT32_MAX = 2**31 - 1
 
 
 def gathered(direction: str, sizes: Mapping[str, int]) -> str | None:
-    """The side written as a column matrix: "x" (forward; backward weights of
-    1..MAX_NARROW input channels against at least MIN_WIDE filters), "dy" (backward weights
-    of 1..MAX_NARROW filters against at least MIN_WIDE channels), or None."""
+    """The side written as a column matrix: "x" (forward; backward weights but where dy is
+    taken), "dy" (backward weights where dy has fewer channels than x, at unit stride or with
+    at most MAX_NARROW channels: the smaller column matrix), or None (backward data)."""
     z = sizes
     if direction == "F":
         return "x"
     if direction != "W":
         return None
-    if z["C"] <= MAX_NARROW and z["K"] >= MIN_WIDE:
-        return "x"
-    if z["K"] <= MAX_NARROW and z["C"] >= MIN_WIDE:
+    if z["K"] < z["C"] and (z["K"] <= MAX_NARROW or z["stride_h"] == z["stride_w"] == 1):
         return "dy"
-    return None
+    return "x"
 
 
 def col_shape(direction: str, sizes: Mapping[str, int]) -> tuple[int, int]:

@@ -1,7 +1,6 @@
-"""ConvBlasIm2col{,Tf32}{Fwd,Wrw}: a 2-D layer's forward, or its backward weights where one side
-has few channels (an image stem's 3 input channels, a latent output's 4 filters),
-channels-last, as a column matrix of the gathered side and one call of the GEMM library (the
-algebra: kernels/conv_triton_im2col_spec.py).
+"""ConvBlasIm2col{,Tf32}{Fwd,Wrw}: a 2-D layer's forward or backward weights, channels-last, as
+a column matrix of the gathered side and one call of the GEMM library (the algebra:
+kernels/conv_triton_im2col_spec.py).
 
 On the implicit GEMM a few-channel side is read once per filter tap and padded to a
 matrix-core block, and in FP32 at IEEE accuracy the GEMM runs three TF32 products: the stems'
@@ -9,12 +8,15 @@ backward weights took 2.2-2.9x IEEE cuDNN's GPU time
 (bench/results/fewk_h100-4ee2d41/zoo_fp32_bw.json); on sm90 the forward's gather feeds a
 Triton GEMM that no configuration brought within 1.5x of cuBLAS on the zoo's shapes
 (bench/results/README, "Warp specialisation from 2-D boxes timed"). Here:
-1. a lead-in gathers x (or, for backward weights of few filters, dy) into the workspace as a
-   column matrix, one row a pixel of the batch, one column a (channel, tap) pair
-   (kernels/conv_triton_im2col.py, an object a type, shipped for NVIDIA targets);
+1. a lead-in gathers x (or, for backward weights where dy has fewer channels, dy) into the
+   workspace as a column matrix, one row a pixel of the batch, one column a (channel, tap)
+   pair (kernels/conv_triton_im2col.py, an object a type, shipped for NVIDIA targets);
 2. the main launch is one call of the library, writing the layer's output in place:
-   y = col w^T (forward), dw[K, R*S*C] = dy^T col (few input channels), dw[(k, r, s), C] =
-   col^T x (few filters).
+   y = col w^T (forward), dw[K, R*S*C] = dy^T col (x gathered), dw[(k, r, s), C] = col^T x
+   (dy gathered).
+The column matrix costs a write and a read of R*S times the gathered side: the form pays
+where the product is slow beside that (FP32 at IEEE accuracy) or the implicit GEMM far from
+the library.
 
 Nothing else is compiled. The solvers are the library's (`solvers.LIBRARY_SOLVERS`): a runtime
 offers them where cuBLAS loads on an NVIDIA device, find times them beside the kernels, and
@@ -73,8 +75,8 @@ def _packed_filters_last(v: ConvView) -> bool:
 @lru_cache(maxsize=4096)
 def im2col_call(problem: ConvProblem) -> GemmCall | None:
     """The library call of the layer's product over the column matrix (`ws_col`), or None
-    where the layer is not one: not a 2-D forward or backward weights of one group with a
-    side to gather (`conv_triton_im2col_spec.applies`), activations not channels-last over
+    where the layer is not one: not a 2-D forward or backward weights of one group
+    (`conv_triton_im2col_spec.applies`), activations not channels-last over
     the whole batch, filters not packed channels-last, or a layer that is one call of the
     library as it is (a 1x1 filter, a filter over the whole input)."""
     if problem.key_direction not in ("F", "W") or len(problem.in_spatial) != 2 or \

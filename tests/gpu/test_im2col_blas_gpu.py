@@ -19,7 +19,8 @@ if load() is None:  # pragma: no cover
     pytest.skip("no cuBLAS here", allow_module_level=True)
 
 TOLERANCE = {"ieee": 1e-5, "tf32": 3e-3, "FP16": 2e-3, "BF16": 1.6e-2}
-#: (n, C, K, size, filter, pad, stride, dilation): few input channels, then few filters.
+#: (n, C, K, size, filter, pad, stride, dilation): few input channels, few filters, then
+#: plain layers (x gathered; dy gathered where it has fewer channels at unit stride).
 LAYERS = [
     (3, 3, 32, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 3, 48, (30, 26), (6, 6), (2, 2), (2, 2), (1, 1)),
@@ -27,6 +28,9 @@ LAYERS = [
     (2, 3, 16, (19, 16), (3, 3), (2, 2), (1, 1), (2, 2)),
     (3, 40, 4, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 32, 3, (21, 20), (5, 5), (2, 2), (2, 2), (1, 1)),
+    (3, 48, 48, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 64, 24, (21, 20), (3, 3), (2, 1), (1, 1), (2, 1)),
+    (2, 24, 40, (21, 20), (3, 3), (1, 1), (2, 2), (1, 1)),
 ]
 
 
@@ -71,6 +75,24 @@ def test_matches_float64(handle, layer: tuple, math: str) -> None:  # noqa: ANN0
     assert torch.isfinite(got).all()
     err = float((got - want).norm() / want.norm())
     assert err < TOLERANCE[math], err
+
+
+@pytest.mark.parametrize("data_type", ["FP16", "BF16"])
+@pytest.mark.parametrize("layer", [LAYERS[0], LAYERS[4], LAYERS[6], LAYERS[7]],
+                         ids=lambda c: "-".join(map(str, c[:3])))
+def test_sixteen_bit_backward_weights(handle, layer: tuple, data_type: str) -> None:  # noqa: ANN001
+    p = _problem(*layer, data_type=data_type)
+    assert "ConvBlasIm2colWrw" in [s.name for s in handle.applicable_solvers(p)]
+    dtype = {"FP16": torch.float16, "BF16": torch.bfloat16}[data_type]
+    x, w, y = (t.to(dtype) for t in _tensors(p))
+    want = _want(p, x, w, y)
+    dw = torch.full_like(_last(w), float("nan"))
+    handle.run(p, "ConvBlasIm2colWrw", _last(x), dw, _last(y))
+    torch.cuda.synchronize()
+    got = dw.permute(0, 3, 1, 2).double()
+    assert torch.isfinite(got).all()
+    err = float((got - want).norm() / want.norm())
+    assert err < TOLERANCE[data_type], err
 
 
 #: Forward layers: (n, C, K, size, filter, pad, stride, dilation).

@@ -82,6 +82,10 @@ GEOMETRIES = [
     dict(c=16, k=3, in_spatial=(9, 8), pad=(1, 2), stride=(2, 3), dilation=(1, 2)),
     dict(c=16, k=3, mode="trans", stride=(2, 2)),
     dict(c=3, k=16, mode="trans", in_spatial=(5, 4), filter=(4, 4), stride=(2, 2)),
+    dict(c=6, k=16),  # x gathered: no more channels than dy
+    dict(c=24, k=24, in_spatial=(9, 8), stride=(2, 2)),
+    dict(c=24, k=8, dilation=(2, 1), pad=(2, 1)),  # dy gathered: fewer channels, unit stride
+    dict(c=24, k=8, in_spatial=(9, 8), stride=(2, 2)),  # x gathered: a stride
     dict(direction="F", c=6, k=5),
     dict(direction="F", c=8, k=12, in_spatial=(9, 8), filter=(5, 3), pad=(2, 0),
          stride=(2, 1), dilation=(1, 2)),
@@ -111,8 +115,6 @@ def test_gather_and_call_compute_the_layer(geometry: dict[str, Any]) -> None:
 @pytest.mark.parametrize("change", [
     dict(in_layout="NCHW", wei_layout="NCHW", out_layout="NCHW"),  # a product per image
     dict(wei_layout="NCHW"),  # dw not channels-last packed
-    dict(c=6, k=16),  # no narrow side
-    dict(c=3, k=12),  # the wide side too narrow
     dict(filter=(1, 1), pad=(0, 0)),  # one library call as it is
     dict(c=512, k=1, in_spatial=(4, 4), filter=(4, 4), pad=(0, 0)),  # a filter over the input
     dict(in_type="FP16"),  # mixed types
@@ -129,7 +131,8 @@ def test_forward_of_any_channels_and_sixteen_bit_types() -> None:
     p = _layer(c=64, k=64, in_type="FP16", wei_type="FP16", out_type="FP16")
     assert FORWARD.is_applicable(replace(p, direction="F"), SM90)
     assert not FORWARD.is_applicable(replace(p, direction="F", filter=(1, 1), pad=(0, 0)), SM90)
-    assert not SOLVER.is_applicable(p, SM90)  # no narrow side
+    assert SOLVER.is_applicable(p, SM90)  # and the backward weights of any channels
+    assert not SOLVER.is_applicable(replace(p, out_type="FP32"), SM90)  # mixed types
     tf32 = next(s for s in LIBRARY_SOLVERS if s.name == "ConvBlasIm2colTf32Fwd")
     assert not tf32.is_applicable(replace(p, direction="F"), SM90)
     assert tf32.is_applicable(_layer(direction="F", c=64, k=64), SM90)
@@ -146,8 +149,10 @@ def test_refused_off_nvidia_and_past_the_column_limit() -> None:
     assert not SOLVER.is_applicable(replace(stem, n=64), SM90)  # 2.8 GB
 
 
-def test_launches_name_the_narrow_side_and_the_workspace() -> None:
-    for p, narrow in ((_layer(), "x"), (_layer(c=20, k=4), "dy")):
+def test_launches_name_the_gathered_side_and_the_workspace() -> None:
+    for p, narrow in ((_layer(), "x"), (_layer(c=20, k=4), "dy"), (_layer(c=16, k=16), "x"),
+                      (_layer(c=32, k=16), "dy"), (_layer(c=32, k=16, stride=(2, 1)), "x"),
+                      (_layer(c=32, k=4, stride=(2, 2)), "dy")):
         (job, gather), = SOLVER.lead_ins(p, (), SM90)
         assert gather.pointer_args()[:2] == [narrow, "ws_col"]
         assert SOLVER.workspace_slots(p, ()) == {"ws_col": 0}
