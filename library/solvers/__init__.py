@@ -215,6 +215,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
     # give way to it.
     ConvBlasKn2Row: lambda p, t, math: math != "tf32" and blas_kn2row_first(p, t) and any(
         s.is_applicable(p, t) for s in KN2ROW_BLAS_SOLVERS if s.math == "ieee"),
+    # The im2col form's solver of the same math (three-product families' is the IEEE one).
+    ConvBlasIm2col: lambda p, t, math: any(
+        s.math == ("tf32" if math == "tf32" else "ieee") and s.claims_first(p, t) and
+        s.is_applicable(p, t) for s in IM2COL_SOLVERS),
 }
 #: Which families give way to which where both claim a problem (measured on the H100:
 #: bench/results/README.md): the implicit GEMM to its Via and padded solvers (the padded ones
@@ -266,7 +270,12 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: ones; the batch-chunk solvers to the padded solvers' chunk solvers (triton_padded_chunks:
 #: 16-bit channels-last odd channel counts) where they claim the first chunk, which give way
 #: to the few-channel ones; all of them to the few-filter kernels' chunk solvers
-#: (triton_fma_chunks) where those claim the first chunk. A family not listed gives way to none.
+#: (triton_fma_chunks) where those claim the first chunk. The implicit GEMM, its padded and Via
+#: solvers, the few-channel kernels' 2-D solvers, the Winograd backward weights and the
+#: few-channel backward weights on the FP32 units give way to the im2col form (blas_im2col)
+#: where `IM2COL_FIRST` lists the case, which gives way to the few-filter forward kernels
+#: (triton_fma) and kn2row's library form where those claim. A family not listed gives way to
+#: none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
                                   ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvTritonFmaBwd)
@@ -277,15 +286,16 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemm: (ConvTritonImplicitGemmRelayout, ConvTritonImplicitGemmPadded,
                              ConvTritonWinogradWrw, ConvTritonGemm1x1, ConvTritonDepthwise,
                              ConvTritonGrouped, ConvBlasGemm1x1, *_SMALLC_2D, *_FMA,
-                             ConvBlasKn2Row),
+                             ConvBlasKn2Row, ConvBlasIm2col),
     ConvTritonImplicitGemmPadded: (ConvTritonImplicitGemmRelayout, ConvTritonWinogradWrw,
                                    ConvTritonGemm1x1, ConvTritonDepthwise, ConvTritonGrouped,
                                    ConvBlasGemm1x1, *_SMALLC_2D, ConvTritonFmaFewK,
                                    ConvTritonFmaFewKWrw, ConvTritonFmaFewKBwd,
-                                   ConvTritonFmaFewCWrw, ConvTritonFmaBwd, ConvBlasKn2Row),
+                                   ConvTritonFmaFewCWrw, ConvTritonFmaBwd, ConvBlasKn2Row,
+                                   ConvBlasIm2col),
     ConvTritonImplicitGemmRelayout: (ConvTritonWinogradWrw, ConvTritonGemm1x1,
                                      ConvTritonDepthwise, ConvTritonGrouped, ConvBlasGemm1x1,
-                                     *_SMALLC_2D, *_FMA, ConvBlasKn2Row),
+                                     *_SMALLC_2D, *_FMA, ConvBlasKn2Row, ConvBlasIm2col),
     ConvTritonImplicitGemmChunks: (ConvTritonImplicitGemmRelayoutChunks,
                                    ConvTritonImplicitGemmPaddedChunks, *_SMALLC_2D,
                                    *_FMA_CHUNKS),
@@ -293,14 +303,15 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTritonImplicitGemmRelayoutChunks: (*_SMALLC_2D, *_FMA_CHUNKS),
     ConvTritonGemm1x1: (ConvBlasGemm1x1,),
     ConvBlasGemm1x1: (ConvTritonFmaFewK,),
-    ConvTritonFmaFewKWrw: (ConvBlasGemm1x1,),
-    ConvTritonFmaFewCWrw: (ConvBlasGemm1x1,),
+    ConvTritonFmaFewKWrw: (ConvBlasGemm1x1, ConvBlasIm2col),
+    ConvTritonFmaFewCWrw: (ConvBlasGemm1x1, ConvBlasIm2col),
     ConvTritonFmaFewKBwd: (ConvBlasGemm1x1, ConvBlasKn2Row),
     ConvTritonFmaBwd: (ConvBlasGemm1x1, ConvBlasKn2Row),
     ConvTritonFma: (ConvBlasKn2Row,),
     ConvTritonFmaFewK: (ConvBlasKn2Row,),
     ConvBlasGemm1x1ViaNhwc: (ConvTritonGemm1x1,),
-    ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped),
+    ConvTritonWinogradWrw: (ConvTritonDepthwise, ConvTritonGrouped, ConvBlasIm2col),
+    ConvBlasIm2col: (ConvTritonFma, ConvTritonFmaFewK, ConvBlasKn2Row),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,
                    ConvTriton3dSmallCChunks, ConvTritonDepthwise3d, *_SLICES,
                    ConvTritonDepthTaps),
@@ -315,7 +326,8 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
     ConvTriton3dSmallC: (ConvTritonDepthwise3d, *_SLICES),
     ConvTriton3dSmallCChunks: (ConvTritonDepthwise3d,),
-    ConvTritonSmallC: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvBlasKn2Row),
+    ConvTritonSmallC: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvBlasKn2Row,
+                       ConvBlasIm2col),
     ConvTritonSmallCChunks: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw),
 }
 

@@ -213,3 +213,20 @@ def test_the_main_job_with_the_gather_objects() -> None:
     readme = " ".join((root / "README.md").read_text().split())
     assert "10,187 distinct code objects at tree 9c485a0" in readme
     assert "26 min 55 s cold at tree 1d2880e (10,179 objects" in readme
+
+
+def test_the_kernels_give_way_where_it_claims(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry's precedence (FIRST_CLAIMS, YIELDS_TO): a 3x3 FP32 layer's Winograd
+    backward weights ranks first until the im2col form claims the case, at the same math."""
+    from miopenkernels.solvers import blas_im2col, get_solver, ranks_first
+
+    p = _layer(n=32, c=64, k=64, in_spatial=(56, 56))
+    winograd = get_solver("ConvTritonWinogradTf32x3Wrw")
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    assert ranks_first(winograd, p, SM90)
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": frozenset({"TF32-W-NHWC"})})
+    assert ranks_first(winograd, p, SM90)  # the TF32 math's case: not the three products'
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": frozenset({"FP32-W-NHWC"})})
+    assert not ranks_first(winograd, p, SM90)
+    monkeypatch.setattr(blas_1x1, "_offered", [False])  # no library: nothing to give way to
+    assert ranks_first(winograd, p, SM90)

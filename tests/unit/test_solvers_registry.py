@@ -12,6 +12,7 @@ from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import (
     BLAS_SOLVERS,
     FIRST_CLAIMS,
+    IM2COL_SOLVERS,
     KN2ROW_BLAS_SOLVERS,
     SOLVERS,
     VIA_BLAS_SOLVERS,
@@ -281,7 +282,7 @@ def test_the_ranks_first_precedence_is_an_order_over_registered_families() -> No
     """Every family given way to has a claim and a solver in the registry, and no family gives
     way to itself, directly or through others (else two could each wait for the other)."""
     registered = {type(s) for s in (*SOLVERS, *BLAS_SOLVERS, *VIA_BLAS_SOLVERS,
-                                    *KN2ROW_BLAS_SOLVERS)}  # the library's too
+                                    *KN2ROW_BLAS_SOLVERS, *IM2COL_SOLVERS)}  # the library's
     assert set(FIRST_CLAIMS) <= registered and set(YIELDS_TO) <= registered
     for winners in YIELDS_TO.values():
         assert set(winners) <= set(FIRST_CLAIMS)
