@@ -2,7 +2,7 @@
 # On the GPU machine, one call of under 600 s: the im2col solvers (solvers/blas_im2col.py),
 # backward weights of the layers with 1-4 channels on one side and the forward. No package:
 # the gather's objects are compiled outside the timings.
-# Steps (STEPS, default tests,fp32,wplain,fwd,tf32,probe):
+# Steps (STEPS, default tests,fp32,wplain,fwd,bwd,tf32,probe):
 #   tests  tests/gpu/test_im2col_blas_gpu.py (against float64, and in a CUDA graph);  TESTS_S
 #   fp32   bench/solver_alternatives.py, FP32 (IEEE cuDNN) backward weights NHWC of the zoo's
 #          and the held-out networks' layers of 1-4 channels on a side, batches 32, 8 and 1:
@@ -14,6 +14,9 @@
 #   fwd    bench/solver_alternatives.py, FP16 forward NHWC, every FWD_EVERY-th (default 3)
 #          layer of the zoo and the held-out networks but the 1x1 ones, batch 32: the
 #          library's im2col form beside the implicit GEMM;  FWD_S
+#   bwd    bench/solver_alternatives.py, FP16 backward data NHWC at unit stride, every
+#          BWD_EVERY-th (default 3) layer but the 1x1 ones, batch 32: the library's im2col
+#          form beside the implicit GEMM;  BWD_S
 #   tf32   the fp32 step at the TF32 math (cuDNN's TF32 on);  TF32_S
 #   probe  bench/wrw_im2col_probe.py (the product's parts on PyTorch, both layouts);  PROBE_S
 # Output under OUTDIR; a summary line per step.
@@ -26,7 +29,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-steps="${STEPS:-tests,fp32,wplain,fwd,tf32,probe}"
+steps="${STEPS:-tests,fp32,wplain,fwd,bwd,tf32,probe}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
@@ -63,6 +66,15 @@ if want fwd; then
     --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 --budget-s "$(( ${FWD_S:-150} - 15 ))" \
     --out "$out/fp16_f" > "$out/fp16_f.log" 2>&1
   stamp "fwd rc=$?"; tail -16 "$out/fp16_f.log"
+fi
+if want bwd; then
+  timeout "${BWD_S:-120}" python3 bench/solver_alternatives.py \
+    --solvers ConvBlasIm2colBwd,ConvTritonImplicitGemmBwd --types FP16 --directions B \
+    --layouts NHWC --batches 32 --held-out --every "${BWD_EVERY:-3}" \
+    --only '^[0-9]+-[0-9]+-[0-9]+-(?!1x1-)[0-9]+x[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-1x1-' \
+    --max-gb 16 --budget-s "$(( ${BWD_S:-120} - 15 ))" \
+    --out "$out/fp16_b" > "$out/fp16_b.log" 2>&1
+  stamp "bwd rc=$?"; tail -16 "$out/fp16_b.log"
 fi
 if want tf32; then
   alternatives tf32_w TF32 "ConvBlasIm2colTf32Wrw,ConvTritonImplicitGemmTf32Wrw,ConvTritonSmallCWrw" \

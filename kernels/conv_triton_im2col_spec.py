@@ -1,5 +1,5 @@
-"""What the im2col solvers (solvers/blas_im2col.py) need, as plain data: a 2-D layer's forward
-or backward weights as one GEMM over a column matrix.
+"""What the im2col solvers (solvers/blas_im2col.py) need, as plain data: a 2-D layer's forward,
+backward data (unit stride) or backward weights as one GEMM over a column matrix.
 
 Standard library only (and the other specs), so the runtime reads it without Triton. Sizes and
 strides are those of `conv_triton_spec` (the layer's forward geometry: x, w, y).
@@ -11,11 +11,12 @@ library runs:
   channels-last order, col[(n, p, q), (r, s, c)] = x[n, c, p*st - pad + r*dil, ...] (zero
   outside x). Forward: y[N*P*Q, K] = col w^T; backward weights where the input has no more
   channels than dy (an image stem's 3, most layers): dw[K, R*S*C] = dy^T col.
-- the gathered side dy (backward weights where dy has fewer channels: a latent output's 4,
-  a layer narrowing its channels at unit stride): rows over x's
-  pixels (n, h, w), columns (k, r, s), col[(n, h, w), (k, r, s)] = dy[n, k, (h + pad -
-  r*dil) / st, ...] where that divides and falls inside dy (zero elsewhere), and
-  dw[(k, r, s), C] = col^T x[N*H*W, C].
+- the gathered side dy (backward data; backward weights where dy has fewer channels: a
+  latent output's 4, a layer narrowing its channels at unit stride): rows over x's pixels
+  (n, h, w), columns (k, r, s), col[(n, h, w), (k, r, s)] = dy[n, k, (h + pad - r*dil) /
+  st, ...] where that divides and falls inside dy (zero elsewhere). Backward data: dx[N*H*W,
+  C] = col w[K*R*S, C] (at unit stride: a stride would leave most of the matrix zero);
+  backward weights: dw[(k, r, s), C] = col^T x[N*H*W, C].
 Each product's output is the layer's own memory where the activations are channels-last and
 the filters channels-last and packed (KRSC): one call over the whole batch. On the implicit
 GEMM a few-channel side is read once per filter tap and padded to a matrix-core block, and
@@ -69,11 +70,11 @@ _INT32_MAX = 2**31 - 1
 
 def gathered(direction: str, sizes: Mapping[str, int]) -> str | None:
     """The side written as a column matrix: "x" (forward; backward weights but where dy is
-    taken), "dy" (backward weights where dy has fewer channels than x, at unit stride or with
-    at most MAX_NARROW channels: the smaller column matrix), or None (backward data)."""
+    taken), "dy" (backward data; backward weights where dy has fewer channels than x, at unit
+    stride or with at most MAX_NARROW channels: the smaller column matrix), or None."""
     z = sizes
-    if direction == "F":
-        return "x"
+    if direction in ("F", "B"):
+        return "x" if direction == "F" else "dy"
     if direction != "W":
         return None
     if z["K"] < z["C"] and (z["K"] <= MAX_NARROW or z["stride_h"] == z["stride_w"] == 1):
@@ -97,13 +98,14 @@ def col_bytes(direction: str, sizes: Mapping[str, int], data_type: str) -> int:
 
 
 def applies(direction: str, sizes: Mapping[str, int], data_type: str) -> bool:
-    """One group, a type of TYPES, a side to gather (`gathered`), 2..MAX_TAPS taps, a column
-    matrix of at most MAX_COL_BYTES whose offsets and the gathered side's are within 32 bits
-    (the gather's)."""
+    """One group, a type of TYPES, a side to gather (`gathered`), 2..MAX_TAPS taps, backward
+    data at unit stride, a column matrix of at most MAX_COL_BYTES whose offsets and the
+    gathered side's are within 32 bits (the gather's)."""
     z = sizes
     side = gathered(direction, z)
     if z["G"] != 1 or side is None or data_type not in TYPES or \
-            not 2 <= z["R"] * z["S"] <= MAX_TAPS:
+            not 2 <= z["R"] * z["S"] <= MAX_TAPS or \
+            (direction == "B" and z["stride_h"] * z["stride_w"] != 1):
         return False
     rows, cols = col_shape(direction, z)
     source = z["N"] * z["C"] * z["H"] * z["W"] if side == "x" else \

@@ -1,6 +1,6 @@
-"""ConvBlasIm2col{,Tf32}{Fwd,Wrw}: a 2-D layer's forward or backward weights, channels-last, as
-a column matrix of the gathered side and one call of the GEMM library (the algebra:
-kernels/conv_triton_im2col_spec.py).
+"""ConvBlasIm2col{,Tf32}{Fwd,Bwd,Wrw}: a 2-D layer's forward, backward data (unit stride) or
+backward weights, channels-last, as a column matrix of the gathered side and one call of the
+GEMM library (the algebra: kernels/conv_triton_im2col_spec.py).
 
 On the implicit GEMM a few-channel side is read once per filter tap and padded to a
 matrix-core block, and in FP32 at IEEE accuracy the GEMM runs three TF32 products: the stems'
@@ -8,12 +8,13 @@ backward weights took 2.2-2.9x IEEE cuDNN's GPU time
 (bench/results/fewk_h100-4ee2d41/zoo_fp32_bw.json); on sm90 the forward's gather feeds a
 Triton GEMM that no configuration brought within 1.5x of cuBLAS on the zoo's shapes
 (bench/results/README, "Warp specialisation from 2-D boxes timed"). Here:
-1. a lead-in gathers x (or, for backward weights where dy has fewer channels, dy) into the
-   workspace as a column matrix, one row a pixel of the batch, one column a (channel, tap)
-   pair (kernels/conv_triton_im2col.py, an object a type, shipped for NVIDIA targets);
+1. a lead-in gathers x (or dy: backward data, and backward weights where dy has fewer
+   channels) into the workspace as a column matrix, one row a pixel of the batch, one column
+   a (channel, tap) pair (kernels/conv_triton_im2col.py, an object a type, shipped for NVIDIA
+   targets);
 2. the main launch is one call of the library, writing the layer's output in place:
-   y = col w^T (forward), dw[K, R*S*C] = dy^T col (x gathered), dw[(k, r, s), C] = col^T x
-   (dy gathered).
+   y = col w^T (forward), dx = col w[K*R*S, C] (backward data), dw[K, R*S*C] = dy^T col (x
+   gathered), dw[(k, r, s), C] = col^T x (dy gathered).
 The column matrix costs a write and a read of R*S times the gathered side: the form pays
 where the product is slow beside that (FP32 at IEEE accuracy) or the implicit GEMM far from
 the library.
@@ -75,12 +76,11 @@ def _packed_filters_last(v: ConvView) -> bool:
 @lru_cache(maxsize=4096)
 def im2col_call(problem: ConvProblem) -> GemmCall | None:
     """The library call of the layer's product over the column matrix (`ws_col`), or None
-    where the layer is not one: not a 2-D forward or backward weights of one group
+    where the layer is not one: not a 2-D layer of one group that the spec takes
     (`conv_triton_im2col_spec.applies`), activations not channels-last over
     the whole batch, filters not packed channels-last, or a layer that is one call of the
     library as it is (a 1x1 filter, a filter over the whole input)."""
-    if problem.key_direction not in ("F", "W") or len(problem.in_spatial) != 2 or \
-            not has_kernels_spec(SPEC):
+    if len(problem.in_spatial) != 2 or not has_kernels_spec(SPEC):
         return None
     v, sizes, _ = _view(problem)
     spec = im2col_spec()
@@ -91,11 +91,14 @@ def im2col_call(problem: ConvProblem) -> GemmCall | None:
     rows, cols = spec.col_shape(v.direction, sizes)
     col = _Matrix("ws_col", rows, cols, False, cols, 0)
     k, c = sizes["K"], sizes["C"]
-    if spec.gathered(v.direction, sizes) == "dy":  # dw[(k, r, s), C] = col^T x
+    if spec.gathered(v.direction, sizes) == "dy":
         x = _activation(v, "in", v.in_tensor, c, True)
         if x is None or x.rows != rows:
             return None
-        return product_call(_Matrix(v.wei_tensor, cols, c, False, c, 0), col.t(), x, 1)
+        w = _Matrix(v.wei_tensor, cols, c, False, c, 0)  # [(k, r, s), C]
+        if v.direction == "B":  # dx = col w
+            return product_call(x, col, w, 1)
+        return product_call(w, col.t(), x, 1)  # dw[(k, r, s), C] = col^T x
     y = _activation(v, "out", v.out_tensor, k, True)
     if y is None or y.rows != rows:
         return None
@@ -134,8 +137,8 @@ def gather_job(data_type: str, target: Target) -> CompileJob:
 
 
 class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
-    """One direction (forward, backward weights) over a column matrix of the gathered side,
-    the product one call of the GEMM library at one FP32 math."""
+    """One direction (forward, backward data, backward weights) over a column matrix of the
+    gathered side, the product one call of the GEMM library at one FP32 math."""
 
     def __init__(self, direction: str, math: str = "ieee") -> None:
         super().__init__(direction, math)
@@ -199,4 +202,4 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
 
 
 IM2COL_SOLVERS: list[Solver] = [ConvBlasIm2col(d, m) for m in ("ieee", "tf32")
-                                 for d in ("F", "W")]
+                                 for d in ("F", "B", "W")]

@@ -1,4 +1,4 @@
-"""The im2col solvers (solvers/blas_im2col.py: ConvBlasIm2col{,Tf32}{Fwd,Wrw}) on the GPU: the
+"""The im2col solvers (solvers/blas_im2col.py: ConvBlasIm2col{,Tf32}{Fwd,Bwd,Wrw}) on the GPU: the
 gathered side's column matrix written into the workspace, then one call of the GEMM library
 writing the layer's output, channels-last, at strides, paddings and dilations, against a
 float64 reference on the same tensors (16-bit forward too); and through a plan inside a CUDA
@@ -121,6 +121,39 @@ def test_forward_matches_float64(handle, layer: tuple, data_type: str) -> None: 
     handle.run(p, name, _last(x), _last(w), y)
     torch.cuda.synchronize()
     got = y.permute(0, 3, 1, 2).double()
+    assert torch.isfinite(got).all()
+    err = float((got - want).norm() / want.norm())
+    tolerance = TOLERANCE["tf32" if data_type == "TF32" else
+                          "ieee" if data_type == "FP32" else data_type]
+    assert err < tolerance, err
+
+
+#: Backward data layers (unit stride): (n, C, K, size, filter, pad, stride, dilation).
+BACKWARD = [
+    (3, 32, 48, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 24, 16, (19, 16), (5, 3), (2, 0), (1, 1), (1, 2)),
+    (2, 3, 64, (20, 21), (3, 3), (1, 1), (1, 1), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("data_type", ["FP32", "TF32", "FP16", "BF16"])
+@pytest.mark.parametrize("layer", BACKWARD, ids=lambda c: "-".join(map(str, c[:3])))
+def test_backward_data_matches_float64(handle, layer: tuple, data_type: str) -> None:  # noqa: ANN001
+    from miopenkernels.config import MathMode
+
+    handle.math_mode = MathMode.TF32 if data_type == "TF32" else MathMode.IEEE
+    stored = "FP32" if data_type == "TF32" else data_type
+    p = _problem(*layer, direction="B", data_type=stored)
+    name = f"ConvBlasIm2col{'Tf32' if data_type == 'TF32' else ''}Bwd"
+    assert name in [s.name for s in handle.applicable_solvers(p)]
+    dtype = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[stored]
+    x, w, dy = (t.to(dtype) for t in _tensors(p))
+    want = torch.nn.grad.conv2d_input(x.shape, w.double(), dy.double(), stride=p.stride,
+                                      padding=p.pad, dilation=p.dilation)
+    dx = torch.full_like(_last(x), float("nan"))
+    handle.run(p, name, dx, _last(w), _last(dy))
+    torch.cuda.synchronize()
+    got = dx.permute(0, 3, 1, 2).double()
     assert torch.isfinite(got).all()
     err = float((got - want).norm() / want.norm())
     tolerance = TOLERANCE["tf32" if data_type == "TF32" else

@@ -39,6 +39,7 @@ CASES = [
     _key(24, 8, (7, 6), (3, 3), dilation=(2, 1), pad=(2, 1)),  # dy gathered: fewer channels
     _key(12, 12, (9, 8), (3, 3), stride=(2, 2)),  # a plain layer's
     _key(6, 5, (7, 6), (3, 3), direction="F"),
+    _key(24, 40, (9, 8), (5, 3), pad=(2, 0), dilation=(1, 2), direction="B"),
     _key(8, 12, (9, 8), (5, 3), pad=(2, 0), stride=(2, 1), dilation=(1, 2), direction="F"),
 ]
 
@@ -52,7 +53,7 @@ def im2col_errors(keys):
     errors = []
     for key in keys:
         p = ConvProblem.from_key(key)
-        name = "ConvBlasIm2colFwd" if p.direction == "F" else "ConvBlasIm2colWrw"
+        name = "ConvBlasIm2col" + {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[p.direction]
         solver = next(s for s in LIBRARY_SOLVERS if s.name == name)
         assert solver.is_applicable(p, SM90), key
         tensors, exact, output = layer_tensors(p, p.direction, "FP32", rng)
@@ -66,7 +67,8 @@ def im2col_errors(keys):
         if np.isnan(col).any():
             errors.append(float("nan"))
             continue
-        names = ("x", "w", "y") if p.direction == "F" else ("x", "dy", "dw")
+        names = {"F": ("x", "w", "y"), "B": ("dx", "w", "dy"), "W": ("x", "dy", "dw")}[
+            p.direction]
         buffers = {name: tensors[name].array.reshape(-1).astype(np.float64) for name in names}
         buffers["ws_col"] = col
         emulate(im2col_call(p), buffers)

@@ -43,7 +43,8 @@ def _layer(c: int = 3, k: int = 16, **kw: Any) -> ConvProblem:
 
 
 def _solver(p: ConvProblem) -> Any:
-    return FORWARD if p.direction == "F" else SOLVER
+    return next(s for s in LIBRARY_SOLVERS if s.name.startswith("ConvBlasIm2col") and
+                s.math == "ieee" and s.direction == p.key_direction)
 
 
 def _gather(p: ConvProblem, buffers: dict[str, np.ndarray]) -> np.ndarray:
@@ -53,7 +54,7 @@ def _gather(p: ConvProblem, buffers: dict[str, np.ndarray]) -> np.ndarray:
     v = {a.name: a.value for a in launch.args if a.kind == "i32"}
     src = buffers[launch.pointer_args()[0]]
     spec = im2col_spec()
-    rows, cols = spec.col_shape(p.direction, _view(p)[1])
+    rows, cols = spec.col_shape(p.key_direction, _view(p)[1])
     col = np.full(rows * cols, np.nan)
     first = v["taps_first"]
     for i in range(rows * cols):
@@ -86,6 +87,10 @@ GEOMETRIES = [
     dict(c=24, k=24, in_spatial=(9, 8), stride=(2, 2)),
     dict(c=24, k=8, dilation=(2, 1), pad=(2, 1)),  # dy gathered: fewer channels, unit stride
     dict(c=24, k=8, in_spatial=(9, 8), stride=(2, 2)),  # x gathered: a stride
+    dict(direction="B", c=6, k=5),
+    dict(direction="B", c=24, k=40, in_spatial=(9, 8), filter=(5, 3), pad=(2, 0),
+         dilation=(1, 2)),
+    dict(direction="F", c=16, k=8, mode="trans", filter=(4, 4), pad=(2, 1)),  # kernels' B
     dict(direction="F", c=6, k=5),
     dict(direction="F", c=8, k=12, in_spatial=(9, 8), filter=(5, 3), pad=(2, 0),
          stride=(2, 1), dilation=(1, 2)),
@@ -118,8 +123,8 @@ def test_gather_and_call_compute_the_layer(geometry: dict[str, Any]) -> None:
     dict(filter=(1, 1), pad=(0, 0)),  # one library call as it is
     dict(c=512, k=1, in_spatial=(4, 4), filter=(4, 4), pad=(0, 0)),  # a filter over the input
     dict(in_type="FP16"),  # mixed types
-    dict(direction="B"),
-    dict(direction="F", mode="trans", stride=(2, 2)),  # a backward data as the kernels see it
+    dict(direction="B", stride=(2, 1)),  # backward data at a stride: mostly zeros
+    dict(direction="F", mode="trans", stride=(2, 2)),  # the same as the kernels see it
     dict(c=6, k=18, groups=2),
 ])
 def test_refused(change: dict[str, Any]) -> None:
