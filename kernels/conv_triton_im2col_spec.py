@@ -92,6 +92,13 @@ def col_shape(direction: str, sizes: Mapping[str, int]) -> tuple[int, int]:
     return z["N"] * z["H"] * z["W"], taps * z["K"]
 
 
+def other_width(direction: str, sizes: Mapping[str, int]) -> int:
+    """The product's dimension the column matrix does not hold: the channels of the side not
+    gathered (K where x is, C where dy is). The column matrix's traffic against the product's
+    work goes as its inverse, so the form pays on wide layers first."""
+    return sizes["K"] if gathered(direction, sizes) == "x" else sizes["C"]
+
+
 def col_bytes(direction: str, sizes: Mapping[str, int], data_type: str) -> int:
     rows, cols = col_shape(direction, sizes)
     return rows * cols * ELEMENT_BYTES[data_type]

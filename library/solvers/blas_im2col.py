@@ -52,10 +52,11 @@ __all__ = ["ConvBlasIm2col", "IM2COL_SOLVERS", "IM2COL_FIRST", "im2col_call", "i
 SPEC = "conv_triton_im2col_spec"
 GATHER_FILE = "conv_triton_im2col.py"
 
-#: Per arch, the cases (`<type>-<direction>-<layout>`, the TF32 math's FP32 as TF32) where the
+#: Per arch and case (`<type>-<direction>-<layout>`, the TF32 math's FP32 as TF32), the least
+#: channels on the side not gathered (`conv_triton_im2col_spec.other_width`) from which the
 #: library's im2col form claims first place where it is offered. Empty until a GPU run times
 #: it against the kernels (bench/gpu_im2col.sh).
-IM2COL_FIRST: dict[str, frozenset[str]] = {}
+IM2COL_FIRST: dict[str, dict[str, int]] = {}
 
 
 def im2col_spec() -> Any:
@@ -115,9 +116,12 @@ def _case(problem: ConvProblem, math_mode: str) -> str:
 
 def im2col_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether the im2col form claims first place where the library is offered
-    (IM2COL_FIRST)."""
-    return library_offered() and \
-        _case(problem, math_mode) in IM2COL_FIRST.get(target.arch, frozenset())
+    (IM2COL_FIRST): the case is listed and the side not gathered is as wide as it says."""
+    least = IM2COL_FIRST.get(target.arch, {}).get(_case(problem, math_mode))
+    if least is None or not library_offered():
+        return False
+    v, sizes, _ = _view(problem)
+    return im2col_spec().other_width(v.direction, sizes) >= least
 
 
 def _gathers(target: Target) -> bool:

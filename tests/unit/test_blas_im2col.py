@@ -185,8 +185,13 @@ def test_claims_only_where_listed_and_offered(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(blas_1x1, "_offered", [True])
     assert not IM2COL_FIRST  # nothing claimed until a GPU run times the solvers
     assert not im2col_first(p, SM90)
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": frozenset({"FP32-W-NHWC"})})
-    assert im2col_first(p, SM90) and SOLVER.claims_first(p, SM90)
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 16}})
+    assert im2col_first(p, SM90) and SOLVER.claims_first(p, SM90)  # K = 16
+    assert not im2col_first(_layer(k=15), SM90)
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 24}})
+    assert not im2col_first(p, SM90) and im2col_first(_layer(k=24), SM90)  # x gathered: K
+    assert not im2col_first(_layer(c=20, k=4), SM90)  # dy gathered: C
+    assert im2col_first(_layer(c=24, k=4), SM90)
     assert not im2col_first(p, SM90, "tf32")  # the TF32 math's case is TF32-W-NHWC
     assert not im2col_first(replace(p, direction="F"), SM90)
     assert not im2col_first(p, Target("sm80", 108))
@@ -229,9 +234,11 @@ def test_the_kernels_give_way_where_it_claims(monkeypatch: pytest.MonkeyPatch) -
     winograd = get_solver("ConvTritonWinogradTf32x3Wrw")
     monkeypatch.setattr(blas_1x1, "_offered", [True])
     assert ranks_first(winograd, p, SM90)
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": frozenset({"TF32-W-NHWC"})})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"TF32-W-NHWC": 1}})
     assert ranks_first(winograd, p, SM90)  # the TF32 math's case: not the three products'
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": frozenset({"FP32-W-NHWC"})})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 128}})
+    assert ranks_first(winograd, p, SM90)  # 64 filters: narrower than the claim
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 64}})
     assert not ranks_first(winograd, p, SM90)
     monkeypatch.setattr(blas_1x1, "_offered", [False])  # no library: nothing to give way to
     assert ranks_first(winograd, p, SM90)
