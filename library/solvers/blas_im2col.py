@@ -121,7 +121,7 @@ def im2col_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") 
     if least is None or not library_offered():
         return False
     v, sizes, _ = _view(problem)
-    return im2col_spec().other_width(v.direction, sizes) >= least
+    return bool(im2col_spec().other_width(v.direction, sizes) >= least)
 
 
 def _gathers(target: Target) -> bool:

@@ -1,0 +1,145 @@
+"""Where the im2col form should claim first place, from timed runs of it beside the kernels
+(bench/solver_alternatives.py's JSON, as bench/gpu_im2col.sh writes them; no GPU needed).
+
+Per layer: the im2col solver's GPU time over the fastest other solver timed on the same layer
+(what immediate mode would run at best without it) and over cuDNN's, and the channels of the
+side the column matrix does not hold (`conv_triton_im2col_spec.other_width`: K where x is
+gathered, C where dy is), the width its traffic against the product's work goes with.
+Per case (`<type>-<direction>-<layout>`): the least width from which, over the layers of the
+zoo at least that wide, the form beat the best other solver by `--margin` in geomean and on
+at least `--share` of them, over `--least` layers at least: solvers/blas_im2col.py's
+`IM2COL_FIRST` entry (none where no width does). The held-out networks' layers are left out
+of that choice and reported apart, the rule applied to them as it stands.
+
+    python bench/im2col_claims.py bench/results/im2col_h100/fp32_w.json ... \\
+        --out bench/results/im2col_claims_h100
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _results import emit, read_json  # noqa: E402
+
+PREFIX = "ConvBlasIm2col"
+
+
+def _width(key: str) -> int:
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers.blas_im2col import _view, im2col_spec
+
+    p = ConvProblem.from_key(key)
+    view, sizes, _ = _view(p)
+    return int(im2col_spec().other_width(view.direction, sizes))
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def layer_rows(runs: list[dict]) -> list[dict[str, Any]]:
+    """Per timed layer where the im2col form and another solver ran: case, key, held_out,
+    width, its time over the best other's and over cuDNN's, the best other's over cuDNN's."""
+    out = []
+    for run in runs:
+        for r in run.get("rows", []):
+            solvers = r.get("solvers", {})
+            mine = [n for n in solvers if n.startswith(PREFIX)]
+            others = [s["gpu_ms"] for n, s in solvers.items() if not n.startswith(PREFIX)]
+            if len(mine) != 1 or not others or not r.get("cudnn_gpu_ms"):
+                continue
+            ms, best = solvers[mine[0]]["gpu_ms"], min(others)
+            out.append({"case": r["case"], "key": r["key"], "n": r["n"],
+                        "held_out": bool(r.get("held_out")), "width": _width(r["key"]),
+                        "vs_best": ms / best, "vs_cudnn": ms / r["cudnn_gpu_ms"],
+                        "best_vs_cudnn": best / r["cudnn_gpu_ms"]})
+    return out
+
+
+def _stats(rows: list[dict], claimed: list[dict]) -> dict[str, Any]:
+    """The case's layers with the rule applied: the form where claimed, else the best other."""
+    chosen = [r["vs_cudnn"] if r in claimed else r["best_vs_cudnn"] for r in rows]
+    return {"layers": len(rows), "claimed": len(claimed),
+            "before_vs_cudnn": round(_geomean([r["best_vs_cudnn"] for r in rows]), 4),
+            "after_vs_cudnn": round(_geomean(chosen), 4),
+            "claimed_vs_best": round(_geomean([r["vs_best"] for r in claimed]), 4)
+            if claimed else None}
+
+
+def choose(rows: list[dict], margin: float, share: float, least: int) -> dict[str, Any]:
+    """Per case: the least width that meets the rule over the fitted (not held-out) layers,
+    and the figures before and after on both sets."""
+    result: dict[str, Any] = {}
+    for case in sorted({r["case"] for r in rows}):
+        mine = [r for r in rows if r["case"] == case]
+        fit = [r for r in mine if not r["held_out"]]
+        width = None
+        for w in sorted({r["width"] for r in fit}):
+            wide = [r for r in fit if r["width"] >= w]
+            if len(wide) < least:
+                break
+            wins = sum(r["vs_best"] < 1.0 for r in wide)
+            if _geomean([r["vs_best"] for r in wide]) <= margin and wins >= share * len(wide):
+                width = w
+                break
+        entry: dict[str, Any] = {"width": width}
+        for name, part in (("fit", fit), ("held_out", [r for r in mine if r["held_out"]])):
+            claimed = [r for r in part if width is not None and r["width"] >= width]
+            entry[name] = _stats(part, claimed) if part else None
+        result[case] = entry
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = ["| case | width from | set | layers | claimed | best other / cuDNN | "
+             "with the rule | claimed: im2col / best other |", "|---|---|---|---|---|---|---|---|"]
+    for case, e in result.items():
+        for name in ("fit", "held_out"):
+            s = e[name]
+            if not s:
+                continue
+            lines.append(f"| {case} | {e['width'] if e['width'] is not None else '-'} | "
+                         f"{name} | {s['layers']} | {s['claimed']} | {s['before_vs_cudnn']:.3f}"
+                         f" | {s['after_vs_cudnn']:.3f} | {s['claimed_vs_best'] or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="solver_alternatives JSON files")
+    ap.add_argument("--margin", type=float, default=0.95,
+                    help="geomean of im2col over the best other at most this (0.95)")
+    ap.add_argument("--share", type=float, default=2 / 3,
+                    help="share of the claimed layers it must win (2/3)")
+    ap.add_argument("--least", type=int, default=3, help="fewest layers a claim rests on (3)")
+    ap.add_argument("--out", type=Path, help="write OUT.json and OUT.md")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args(argv)
+    runs = []
+    for path in args.runs:
+        try:
+            runs.append(read_json(path))
+        except (OSError, ValueError) as exc:
+            print(f"im2col_claims: {path}: {exc}; give solver_alternatives JSON files",
+                  file=sys.stderr)
+            return 2
+    rows = layer_rows(runs)
+    if not rows:
+        print("im2col_claims: no layer with the im2col form and another solver timed",
+              file=sys.stderr)
+        return 3
+    result = {"runs": [str(p) for p in args.runs], "margin": args.margin, "share": args.share,
+              "least": args.least, "cases": choose(rows, args.margin, args.share, args.least)}
+    emit(result, table(result["cases"]), args.out, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""bench/im2col_claims.py without a GPU: the widths it chooses from a run of the im2col form
+beside the kernels (a run made up here, its keys real problems), the held-out layers left out
+of the choice, and its refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from miopenkernels.problem import ConvProblem
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _row(k: int, mine: float, other: float, held_out: bool = False, c: int = 64,
+         direction: str = "F") -> dict[str, Any]:
+    p = ConvProblem(n=32, c=c, k=k, in_spatial=(28, 28), filter=(3, 3), pad=(1, 1),
+                    direction=direction, in_type="FP16", in_layout="NHWC", wei_layout="NHWC",
+                    out_layout="NHWC")
+    return {"case": f"FP16-{direction}-NHWC", "key": p.key(), "n": 32, "held_out": held_out,
+            "cudnn_gpu_ms": 1.0, "solvers": {
+                f"ConvBlasIm2col{'Fwd' if direction == 'F' else 'Bwd'}": {"gpu_ms": mine},
+                "ConvTritonImplicitGemmFwd": {"gpu_ms": other},
+                "ConvTritonImplicitGemmPaddedFwd": {"gpu_ms": other * 1.5}}}
+
+
+def _run(tmp_path: Path, rows: list[dict], *extra: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": rows}))
+    return subprocess.run([sys.executable, "bench/im2col_claims.py", str(path), "--json",
+                           *extra], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_the_least_width_where_the_form_wins(tmp_path: Path) -> None:
+    rows = [_row(64, 2.0, 1.0), _row(128, 1.2, 1.0), _row(256, 0.8, 1.0), _row(384, 0.9, 1.0),
+            _row(512, 0.6, 1.0), _row(640, 1.01, 1.0), _row(512, 0.5, 1.0, held_out=True),
+            _row(64, 3.0, 1.0, held_out=True),
+            # backward data: never faster, so no claim
+            _row(64, 1.5, 1.0, direction="B", c=256), _row(64, 1.1, 1.0, direction="B", c=512),
+            _row(64, 1.3, 1.0, direction="B", c=640)]
+    run = _run(tmp_path, rows)
+    assert run.returncode == 0, run.stderr
+    cases = json.loads(run.stdout)["cases"]
+    forward = cases["FP16-F-NHWC"]
+    assert forward["width"] == 256  # 0.8, 0.9, 0.6, 1.01: 3 of 4 won, geomean 0.81
+    assert forward["fit"]["layers"] == 6 and forward["fit"]["claimed"] == 4
+    assert forward["held_out"]["layers"] == 2 and forward["held_out"]["claimed"] == 1
+    assert abs(forward["held_out"]["after_vs_cudnn"] - (0.5 * 1.0) ** 0.5) < 1e-3
+    assert cases["FP16-B-NHWC"]["width"] is None
+    assert cases["FP16-B-NHWC"]["fit"]["after_vs_cudnn"] == 1.0
+    strict = json.loads(_run(tmp_path, rows, "--margin", "0.8").stdout)["cases"]
+    assert strict["FP16-F-NHWC"]["width"] is None  # 0.81, 0.82, then 0.78 on two layers...
+    assert json.loads(_run(tmp_path, rows, "--margin", "0.8", "--least", "2", "--share",
+                           "0.5").stdout)["cases"]["FP16-F-NHWC"]["width"] == 512  # ... won once
+
+
+def test_refusals(tmp_path: Path) -> None:
+    run = _run(tmp_path, [])
+    assert run.returncode == 3 and "no layer" in run.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    run = subprocess.run([sys.executable, "bench/im2col_claims.py", str(bad)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 2 and "bad.json" in run.stderr and "Traceback" not in run.stderr
