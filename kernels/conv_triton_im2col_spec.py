@@ -14,9 +14,11 @@ library runs:
 - the gathered side dy (backward data; backward weights where dy has fewer channels: a
   latent output's 4, a layer narrowing its channels at unit stride): rows over x's pixels
   (n, h, w), columns (k, r, s), col[(n, h, w), (k, r, s)] = dy[n, k, (h + pad - r*dil) /
-  st, ...] where that divides and falls inside dy (zero elsewhere). Backward data: dx[N*H*W,
-  C] = col w[K*R*S, C] (at unit stride: a stride would leave most of the matrix zero);
-  backward weights: dw[(k, r, s), C] = col^T x[N*H*W, C].
+  st, ...] where that divides and falls inside dy (zero elsewhere); backward weights:
+  dw[(k, r, s), C] = col^T x[N*H*W, C]. Backward data (at unit stride: a stride would leave
+  most of the matrix zero) takes the columns taps first, (r, s, k), so that a tile's loads
+  run along dy's channels, and the filters as w'[(r, s, k), C] = w[k, c, r, s], which the
+  same gather writes first (`filter_values`): dx[N*H*W, C] = col w'.
 Each product's output is the layer's own memory where the activations are channels-last and
 the filters channels-last and packed (KRSC): one call over the whole batch. On the implicit
 GEMM a few-channel side is read once per filter tap and padded to a matrix-core block, and
@@ -123,8 +125,16 @@ def applies(direction: str, sizes: Mapping[str, int], data_type: str) -> bool:
 
 def workspace_parts(direction: str, sizes: Mapping[str, int], data_type: str, align: int
                     ) -> tuple[dict[str, int], int]:
-    """({"ws_col": 0}, bytes): the column matrix, rounded up to `align` bytes."""
-    return {"ws_col": 0}, -(-col_bytes(direction, sizes, data_type) // align) * align
+    """(offsets, bytes): the column matrix ("ws_col"), after backward data's filters taps
+    first ("ws_w"), each rounded up to `align` bytes."""
+    def up(n: int) -> int:
+        return -(-n // align) * align
+    col = up(col_bytes(direction, sizes, data_type))
+    if direction != "B":
+        return {"ws_col": 0}, col
+    z = sizes
+    w = up(z["K"] * z["C"] * z["R"] * z["S"] * ELEMENT_BYTES[data_type])
+    return {"ws_w": 0, "ws_col": w}, w + col
 
 
 def gather_values(direction: str, sizes: Mapping[str, int],
@@ -132,7 +142,7 @@ def gather_values(direction: str, sizes: Mapping[str, int],
     """The gather's i32 arguments: the gathered side (x's or dy's strides in (n, c, h, w)
     order) and its channels U, the rows' pixel grid (A x B), the source's (HS x WS), per axis
     the source pixel (o*mul + off + r*step) / div of row pixel o and tap r, and the column
-    order (taps_first: (r, s, c) for x, (k, r, s) for dy)."""
+    order (taps_first: (r, s, c) for x and backward data's dy, else (k, r, s))."""
     z = sizes
     if gathered(direction, z) == "x":
         u, (a, b), (hs, ws), src = z["C"], (z["P"], z["Q"]), (z["H"], z["W"]), strides["x"]
@@ -141,7 +151,7 @@ def gather_values(direction: str, sizes: Mapping[str, int],
     else:
         u, (a, b), (hs, ws), src = z["K"], (z["H"], z["W"]), (z["P"], z["Q"]), strides["y"]
         axes = {ax: (1, z[f"pad_{ax}"], -z[f"dil_{ax}"], z[f"stride_{ax}"]) for ax in "hw"}
-        first = 0
+        first = int(direction == "B")
     values = {"N": z["N"], "U": u, "A": a, "B": b, "HS": hs, "WS": ws, "R": z["R"],
               "S": z["S"], "taps_first": first}
     for ax in "hw":
@@ -155,6 +165,24 @@ def gather_values(direction: str, sizes: Mapping[str, int],
 def gather_grid(direction: str, sizes: Mapping[str, int]) -> tuple[int, int, int]:
     rows, cols = col_shape(direction, sizes)
     return cdiv(rows, GATHER_ROWS), cdiv(cols, GATHER_COLS), 1
+
+
+def filter_values(sizes: Mapping[str, int], w_strides: tuple[int, int, int, int]
+                  ) -> dict[str, int]:
+    """The gather's i32 arguments that write backward data's filters taps first,
+    w'[(r, s, k), c] = w[k, c, r, s] (w's strides in (k, c, r, s) order): the rows' grid
+    (R x S x K) read as the gather's (N x A x B) one-tap pixels, the columns its C channels."""
+    z = sizes
+    ssk, ssc, ssr, sss = (int(v) for v in w_strides)
+    return {"N": z["R"], "U": z["C"], "A": z["S"], "B": z["K"], "HS": z["S"], "WS": z["K"],
+            "R": 1, "S": 1, "mul_h": 1, "mul_w": 1, "off_h": 0, "off_w": 0, "step_h": 0,
+            "step_w": 0, "div_h": 1, "div_w": 1, "ssn": ssr, "ssu": ssc, "ssh": sss,
+            "ssw": ssk, "taps_first": 1}
+
+
+def filter_grid(sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    z = sizes
+    return cdiv(z["R"] * z["S"] * z["K"], GATHER_ROWS), cdiv(z["C"], GATHER_COLS), 1
 
 
 def gather_signature(dtype: str) -> tuple[dict[str, str], dict[str, Any]]:

@@ -96,9 +96,9 @@ def im2col_call(problem: ConvProblem) -> GemmCall | None:
         x = _activation(v, "in", v.in_tensor, c, True)
         if x is None or x.rows != rows:
             return None
+        if v.direction == "B":  # dx = col w', the filters taps first in the workspace
+            return product_call(x, col, _Matrix("ws_w", cols, c, False, c, 0), 1)
         w = _Matrix(v.wei_tensor, cols, c, False, c, 0)  # [(k, r, s), C]
-        if v.direction == "B":  # dx = col w
-            return product_call(x, col, w, 1)
         return product_call(w, col.t(), x, 1)  # dw[(k, r, s), C] = col^T x
     y = _activation(v, "out", v.out_tensor, k, True)
     if y is None or y.rows != rows:
@@ -140,6 +140,15 @@ def gather_job(data_type: str, target: Target) -> CompileJob:
                             {"num_warps": spec.GATHER_WARPS, "num_stages": 1}, target, False)
 
 
+def _gather_launch(spec: Any, src: str, dst: str, values: dict[str, int],
+                   grid: tuple[int, int, int]) -> Launch:
+    args = [kernel_arg("src_ptr", "ptr:" + src, None), kernel_arg("col_ptr", "ptr:" + dst, None)]
+    args += [kernel_arg(name, "i32", int(values[name])) for name, kind in
+             spec.ARGS[spec.GATHER] if kind == "i32"]
+    return Launch(spec.GATHER, (int(grid[0]), int(grid[1]), 1), (spec.GATHER_WARPS * 32, 1, 1),
+                  (*args, *scratch_args()), needs_meta=True)
+
+
 class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
     """One direction (forward, backward data, backward weights) over a column matrix of the
     gathered side, the product one call of the GEMM library at one FP32 math."""
@@ -178,21 +187,20 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
 
     def lead_ins(self, problem: ConvProblem, params: Params, target: Target
                  ) -> tuple[tuple[CompileJob, Launch], ...]:
-        """The gathered side's column matrix into the workspace."""
+        """The gathered side's column matrix into the workspace; for backward data the
+        filters taps first before it (the same object)."""
         spec = im2col_spec()
         view, sizes, strides = _view(problem)
         direction = problem.key_direction
-        values = spec.gather_values(direction, sizes, strides)
+        job = gather_job(problem.in_type, target)
         source = view.in_tensor if spec.gathered(direction, sizes) == "x" else view.out_tensor
-        args = [kernel_arg("src_ptr", "ptr:" + source, None),
-                kernel_arg("col_ptr", "ptr:ws_col", None)]
-        args += [kernel_arg(name, "i32", int(values[name])) for name, kind in
-                 spec.ARGS[spec.GATHER] if kind == "i32"]
-        grid = spec.gather_grid(direction, sizes)
-        launch = Launch(spec.GATHER, (int(grid[0]), int(grid[1]), 1),
-                        (spec.GATHER_WARPS * 32, 1, 1),
-                        (*args, *scratch_args()), needs_meta=True)
-        return ((gather_job(problem.in_type, target), launch),)
+        launches = [(source, "ws_col", spec.gather_values(direction, sizes, strides),
+                     spec.gather_grid(direction, sizes))]
+        if direction == "B":
+            launches.insert(0, (view.wei_tensor, "ws_w",
+                                spec.filter_values(sizes, strides["w"]),
+                                spec.filter_grid(sizes)))
+        return tuple((job, _gather_launch(spec, *launch)) for launch in launches)
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         """The gather's objects (one a type) on NVIDIA targets with the kernels: the build

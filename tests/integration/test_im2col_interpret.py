@@ -60,8 +60,8 @@ def im2col_errors(keys):
         nbytes = solver.workspace_for(p, ())
         workspace_parts(tensors, solver, p, (), nbytes, (np.float32, "float32"))
         tensors = Parts(tensors, solver.workspace_slots(p, ()))
-        (job, gather), = solver.lead_ins(p, (), SM90)
-        run(job_module(job), gather, job, tensors)
+        for job, gather in solver.lead_ins(p, (), SM90):
+            run(job_module(job), gather, job, tensors)
         rows, cols = im2col_spec_shape(p)
         col = tensors["ws_col"].array[:rows * cols].astype(np.float64)
         if np.isnan(col).any():
@@ -71,6 +71,8 @@ def im2col_errors(keys):
             p.direction]
         buffers = {name: tensors[name].array.reshape(-1).astype(np.float64) for name in names}
         buffers["ws_col"] = col
+        if p.direction == "B":  # the filters taps first
+            buffers["ws_w"] = tensors["ws_w"].array.reshape(-1).astype(np.float64)
         emulate(im2col_call(p), buffers)
         got = buffers[output].reshape(tensors[output].array.shape)
         ref = conv_reference(p, exact)

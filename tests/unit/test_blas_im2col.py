@@ -47,14 +47,13 @@ def _solver(p: ConvProblem) -> Any:
                 s.math == "ieee" and s.direction == p.key_direction)
 
 
-def _gather(p: ConvProblem, buffers: dict[str, np.ndarray]) -> np.ndarray:
+def _gather(launch: Any, buffers: dict[str, np.ndarray]) -> None:
     """The gather's element formula (kernels/conv_triton_im2col.py) on numpy, element by
-    element from its launch arguments."""
-    (_, launch), = _solver(p).lead_ins(p, (), SM90)
+    element from its launch arguments, into its destination buffer."""
     v = {a.name: a.value for a in launch.args if a.kind == "i32"}
-    src = buffers[launch.pointer_args()[0]]
-    spec = im2col_spec()
-    rows, cols = spec.col_shape(p.key_direction, _view(p)[1])
+    src_name, dst_name = launch.pointer_args()[:2]
+    src = buffers[src_name]
+    rows, cols = v["N"] * v["A"] * v["B"], v["U"] * v["R"] * v["S"]
     col = np.full(rows * cols, np.nan)
     first = v["taps_first"]
     for i in range(rows * cols):
@@ -71,7 +70,7 @@ def _gather(p: ConvProblem, buffers: dict[str, np.ndarray]) -> np.ndarray:
             wn >= 0 and wn % v["div_w"] == 0 and iw < v["WS"]
         col[i] = src[n * v["ssn"] + u * v["ssu"] + ih * v["ssh"] + iw * v["ssw"]] \
             if inside else 0.0
-    return col
+    buffers[dst_name] = col
 
 
 GEOMETRIES = [
@@ -108,7 +107,10 @@ def test_gather_and_call_compute_the_layer(geometry: dict[str, Any]) -> None:
                for name, t in tensors.items()}
     out = conv_output_name(p)
     buffers[out] = np.full(int(np.prod(conv_tensor_shapes(p)[out])), np.nan)
-    buffers["ws_col"] = _gather(p, buffers)
+    for _, launch in _solver(p).lead_ins(p, (), SM90):
+        _gather(launch, buffers)
+    rows, cols = im2col_spec().col_shape(p.key_direction, _view(p)[1])
+    assert buffers["ws_col"].size == rows * cols
     call = im2col_call(p)
     assert call is not None and call.batch == 1 and "ws_col" in (call.a, call.b)
     emulate(call, buffers)
@@ -166,6 +168,21 @@ def test_launches_name_the_gathered_side_and_the_workspace() -> None:
         assert dict((a.name, a.value) for a in gather.args)["taps_first"] == (narrow == "x")
         call = im2col_call(p)
         assert call is not None and call.c == "dw"
+
+
+def test_backward_data_writes_the_filters_taps_first_then_dy() -> None:
+    p = _layer(c=24, k=40, direction="B")
+    solver = _solver(p)
+    (job_w, filters), (job_col, gather) = solver.lead_ins(p, (), SM90)
+    assert job_w == job_col  # one object
+    assert filters.pointer_args()[:2] == ["w", "ws_w"]
+    assert gather.pointer_args()[:2] == ["dy", "ws_col"]
+    assert dict((a.name, a.value) for a in gather.args)["taps_first"] == 1
+    slots = solver.workspace_slots(p, ())
+    assert slots["ws_w"] == 0 and slots["ws_col"] >= 24 * 40 * 9 * 4
+    assert solver.workspace_bytes(p) >= slots["ws_col"] + 2 * 7 * 6 * 40 * 9 * 4
+    call = im2col_call(p)
+    assert call is not None and call.c == "dx" and {call.a, call.b} == {"ws_w", "ws_col"}
 
 
 def test_objects_the_package_ships() -> None:
