@@ -11,8 +11,8 @@ library runs:
   channels-last order, col[(n, p, q), (r, s, c)] = x[n, c, p*st - pad + r*dil, ...] (zero
   outside x). Forward: y[N*P*Q, K] = col w^T; backward weights where the input has no more
   channels than dy (an image stem's 3, most layers): dw[K, R*S*C] = dy^T col.
-- the gathered side dy (backward data; backward weights where dy has fewer channels: a
-  latent output's 4, a layer narrowing its channels at unit stride): rows over x's pixels
+- the gathered side dy (backward data; backward weights where dy has fewer channels and at
+  most MAX_NARROW: a latent output's 4): rows over x's pixels
   (n, h, w), columns (k, r, s), col[(n, h, w), (k, r, s)] = dy[n, k, (h + pad - r*dil) /
   st, ...] where that divides and falls inside dy (zero elsewhere); backward weights:
   dw[(k, r, s), C] = col^T x[N*H*W, C]. Backward data (at unit stride: a stride would leave
@@ -58,9 +58,9 @@ NO_MATRIX_KERNELS = frozenset({GATHER})
 GATHER_ROWS = 64
 GATHER_COLS = 32
 GATHER_WARPS = 4
-#: Backward weights: dy is gathered where it has fewer channels than x, at unit stride (a
-#: stride would leave most of its column matrix zero), or at any stride where it has at most
-#: this many (a latent output's 4).
+#: Backward weights: dy is gathered where it has fewer channels than x and at most this many
+#: (a latent output's 4); its columns are then (k, r, s), dw's own order, whose loads run
+#: across taps, not along channels (x's are taps first).
 MAX_NARROW = 4
 #: The most filter taps (7x7), and at least two (a 1x1 layer is one library call as it is).
 MAX_TAPS = 49
@@ -72,14 +72,14 @@ _INT32_MAX = 2**31 - 1
 
 def gathered(direction: str, sizes: Mapping[str, int]) -> str | None:
     """The side written as a column matrix: "x" (forward; backward weights but where dy is
-    taken), "dy" (backward data; backward weights where dy has fewer channels than x, at unit
-    stride or with at most MAX_NARROW channels: the smaller column matrix), or None."""
+    taken), "dy" (backward data; backward weights where dy has fewer channels than x and at
+    most MAX_NARROW), or None."""
     z = sizes
     if direction in ("F", "B"):
         return "x" if direction == "F" else "dy"
     if direction != "W":
         return None
-    if z["K"] < z["C"] and (z["K"] <= MAX_NARROW or z["stride_h"] == z["stride_w"] == 1):
+    if z["K"] < z["C"] and z["K"] <= MAX_NARROW:
         return "dy"
     return "x"
 

@@ -20,7 +20,7 @@ if load() is None:  # pragma: no cover
 
 TOLERANCE = {"ieee": 1e-5, "tf32": 3e-3, "FP16": 2e-3, "BF16": 1.6e-2}
 #: (n, C, K, size, filter, pad, stride, dilation): few input channels, few filters, then
-#: plain layers (x gathered; dy gathered where it has fewer channels at unit stride).
+#: plain layers (x gathered).
 LAYERS = [
     (3, 3, 32, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 3, 48, (30, 26), (6, 6), (2, 2), (2, 2), (1, 1)),

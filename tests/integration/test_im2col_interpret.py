@@ -36,7 +36,7 @@ CASES = [
     _key(2, 16, (9, 7), (3, 2), pad=(2, 0), stride=(2, 1), dilation=(1, 2)),
     _key(20, 4, (6, 5), (3, 3)),  # a latent output
     _key(16, 3, (9, 8), (3, 3), pad=(1, 2), stride=(2, 3), dilation=(1, 2)),
-    _key(24, 8, (7, 6), (3, 3), dilation=(2, 1), pad=(2, 1)),  # dy gathered: fewer channels
+    _key(24, 8, (7, 6), (3, 3), dilation=(2, 1), pad=(2, 1)),  # x gathered, the wider side
     _key(12, 12, (9, 8), (3, 3), stride=(2, 2)),  # a plain layer's
     _key(6, 5, (7, 6), (3, 3), direction="F"),
     _key(24, 40, (9, 8), (5, 3), pad=(2, 0), dilation=(1, 2), direction="B"),

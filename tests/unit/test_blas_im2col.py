@@ -84,7 +84,7 @@ GEOMETRIES = [
     dict(c=3, k=16, mode="trans", in_spatial=(5, 4), filter=(4, 4), stride=(2, 2)),
     dict(c=6, k=16),  # x gathered: no more channels than dy
     dict(c=24, k=24, in_spatial=(9, 8), stride=(2, 2)),
-    dict(c=24, k=8, dilation=(2, 1), pad=(2, 1)),  # dy gathered: fewer channels, unit stride
+    dict(c=24, k=8, dilation=(2, 1), pad=(2, 1)),  # x gathered: dy has more than 4 channels
     dict(c=24, k=8, in_spatial=(9, 8), stride=(2, 2)),  # x gathered: a stride
     dict(direction="B", c=6, k=5),
     dict(direction="B", c=24, k=40, in_spatial=(9, 8), filter=(5, 3), pad=(2, 0),
@@ -158,7 +158,7 @@ def test_refused_off_nvidia_and_past_the_column_limit() -> None:
 
 def test_launches_name_the_gathered_side_and_the_workspace() -> None:
     for p, narrow in ((_layer(), "x"), (_layer(c=20, k=4), "dy"), (_layer(c=16, k=16), "x"),
-                      (_layer(c=32, k=16), "dy"), (_layer(c=32, k=16, stride=(2, 1)), "x"),
+                      (_layer(c=32, k=16), "x"), (_layer(c=32, k=3, stride=(2, 1)), "dy"),
                       (_layer(c=32, k=4, stride=(2, 2)), "dy")):
         (job, gather), = SOLVER.lead_ins(p, (), SM90)
         assert gather.pointer_args()[:2] == [narrow, "ws_col"]
