@@ -95,65 +95,44 @@ def test_sixteen_bit_backward_weights(handle, layer: tuple, data_type: str) -> N
     assert err < TOLERANCE[data_type], err
 
 
-#: Forward layers: (n, C, K, size, filter, pad, stride, dilation).
-FORWARD = [
-    (3, 32, 48, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
-    (2, 3, 32, (30, 26), (6, 6), (2, 2), (2, 2), (1, 1)),
-    (2, 24, 16, (19, 16), (5, 3), (2, 0), (2, 1), (1, 2)),
+#: Forward and backward data (unit stride) layers: (direction, (n, C, K, size, filter, pad,
+#: stride, dilation)).
+DATA = [
+    ("F", (3, 32, 48, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1))),
+    ("F", (2, 3, 32, (30, 26), (6, 6), (2, 2), (2, 2), (1, 1))),
+    ("F", (2, 24, 16, (19, 16), (5, 3), (2, 0), (2, 1), (1, 2))),
+    ("B", (3, 32, 48, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1))),
+    ("B", (2, 24, 16, (19, 16), (5, 3), (2, 0), (1, 1), (1, 2))),
+    ("B", (2, 3, 64, (20, 21), (3, 3), (1, 1), (1, 1), (1, 1))),
 ]
 
 
 @pytest.mark.parametrize("data_type", ["FP32", "TF32", "FP16", "BF16"])
-@pytest.mark.parametrize("layer", FORWARD, ids=lambda c: "-".join(map(str, c[:3])))
-def test_forward_matches_float64(handle, layer: tuple, data_type: str) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("case", DATA, ids=lambda c: c[0] + "-".join(map(str, c[1][:3])))
+def test_data_directions_match_float64(handle, case: tuple, data_type: str) -> None:  # noqa: ANN001
     from miopenkernels.config import MathMode
 
+    direction, layer = case
     handle.math_mode = MathMode.TF32 if data_type == "TF32" else MathMode.IEEE
     stored = "FP32" if data_type == "TF32" else data_type
-    p = _problem(*layer, direction="F", data_type=stored)
-    name = f"ConvBlasIm2col{'Tf32' if data_type == 'TF32' else ''}Fwd"
+    p = _problem(*layer, direction=direction, data_type=stored)
+    name = f"ConvBlasIm2col{'Tf32' if data_type == 'TF32' else ''}" + \
+        {"F": "Fwd", "B": "Bwd"}[direction]
     assert name in [s.name for s in handle.applicable_solvers(p)]
     dtype = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[stored]
-    x, w, _ = (t.to(dtype) for t in _tensors(p))
-    want = torch.nn.functional.conv2d(x.double(), w.double(), stride=p.stride, padding=p.pad,
-                                      dilation=p.dilation)
-    y = torch.full_like(_last(want.to(dtype)), float("nan"))
-    handle.run(p, name, _last(x), _last(w), y)
+    x, w, y = (t.to(dtype) for t in _tensors(p))
+    if direction == "F":
+        want = torch.nn.functional.conv2d(x.double(), w.double(), stride=p.stride,
+                                          padding=p.pad, dilation=p.dilation)
+        out = torch.full_like(_last(want.to(dtype)), float("nan"))
+        handle.run(p, name, _last(x), _last(w), out)
+    else:
+        want = torch.nn.grad.conv2d_input(x.shape, w.double(), y.double(), stride=p.stride,
+                                          padding=p.pad, dilation=p.dilation)
+        out = torch.full_like(_last(x), float("nan"))
+        handle.run(p, name, out, _last(w), _last(y))
     torch.cuda.synchronize()
-    got = y.permute(0, 3, 1, 2).double()
-    assert torch.isfinite(got).all()
-    err = float((got - want).norm() / want.norm())
-    tolerance = TOLERANCE["tf32" if data_type == "TF32" else
-                          "ieee" if data_type == "FP32" else data_type]
-    assert err < tolerance, err
-
-
-#: Backward data layers (unit stride): (n, C, K, size, filter, pad, stride, dilation).
-BACKWARD = [
-    (3, 32, 48, (17, 23), (3, 3), (1, 1), (1, 1), (1, 1)),
-    (2, 24, 16, (19, 16), (5, 3), (2, 0), (1, 1), (1, 2)),
-    (2, 3, 64, (20, 21), (3, 3), (1, 1), (1, 1), (1, 1)),
-]
-
-
-@pytest.mark.parametrize("data_type", ["FP32", "TF32", "FP16", "BF16"])
-@pytest.mark.parametrize("layer", BACKWARD, ids=lambda c: "-".join(map(str, c[:3])))
-def test_backward_data_matches_float64(handle, layer: tuple, data_type: str) -> None:  # noqa: ANN001
-    from miopenkernels.config import MathMode
-
-    handle.math_mode = MathMode.TF32 if data_type == "TF32" else MathMode.IEEE
-    stored = "FP32" if data_type == "TF32" else data_type
-    p = _problem(*layer, direction="B", data_type=stored)
-    name = f"ConvBlasIm2col{'Tf32' if data_type == 'TF32' else ''}Bwd"
-    assert name in [s.name for s in handle.applicable_solvers(p)]
-    dtype = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[stored]
-    x, w, dy = (t.to(dtype) for t in _tensors(p))
-    want = torch.nn.grad.conv2d_input(x.shape, w.double(), dy.double(), stride=p.stride,
-                                      padding=p.pad, dilation=p.dilation)
-    dx = torch.full_like(_last(x), float("nan"))
-    handle.run(p, name, dx, _last(w), _last(dy))
-    torch.cuda.synchronize()
-    got = dx.permute(0, 3, 1, 2).double()
+    got = out.permute(0, 3, 1, 2).double()
     assert torch.isfinite(got).all()
     err = float((got - want).norm() / want.norm())
     tolerance = TOLERANCE["tf32" if data_type == "TF32" else
