@@ -2,7 +2,7 @@
 # On the GPU machine, one call of under 600 s: the im2col solvers (solvers/blas_im2col.py),
 # backward weights of the layers with 1-4 channels on one side and the forward. No package:
 # the gather's objects are compiled outside the timings.
-# Steps (STEPS, default tests,fp32,wplain,fwd,bwd,tf32,probe):
+# Steps (STEPS, default tests,fp32,wplain,fwd,bwd,planar,tf32,probe):
 #   tests  tests/gpu/test_im2col_blas_gpu.py (against float64, and in a CUDA graph);  TESTS_S
 #   fp32   bench/solver_alternatives.py, FP32 (IEEE cuDNN) backward weights NHWC of the zoo's
 #          and the held-out networks' layers of 1-4 channels on a side, batches 32, 8 and 1:
@@ -17,6 +17,10 @@
 #   bwd    bench/solver_alternatives.py, FP16 backward data NHWC at unit stride, every
 #          BWD_EVERY-th (default 3) layer but the 1x1 ones, batch 32: the library's im2col
 #          form beside the implicit GEMM;  BWD_S
+#   planar bench/solver_alternatives.py, FP16 NCHW forward, backward data (unit stride) and
+#          backward weights, every PLANAR_EVERY-th (default 6) layer but the 1x1 ones, batch
+#          32: the library's im2col form (a product per image) beside the implicit GEMM
+#          through channels-last copies and on the planes;  PLANAR_S
 #   tf32   the fp32 step at the TF32 math (cuDNN's TF32 on);  TF32_S
 #   probe  bench/wrw_im2col_probe.py (the product's parts on PyTorch, both layouts);  PROBE_S
 # Output under OUTDIR; a summary line per step.
@@ -29,7 +33,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-steps="${STEPS:-tests,fp32,wplain,fwd,bwd,tf32,probe}"
+steps="${STEPS:-tests,fp32,wplain,fwd,bwd,planar,tf32,probe}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
@@ -75,6 +79,16 @@ if want bwd; then
     --max-gb 16 --budget-s "$(( ${BWD_S:-120} - 15 ))" \
     --out "$out/fp16_b" > "$out/fp16_b.log" 2>&1
   stamp "bwd rc=$?"; tail -16 "$out/fp16_b.log"
+fi
+if want planar; then
+  ig=ConvTritonImplicitGemm
+  timeout "${PLANAR_S:-120}" python3 bench/solver_alternatives.py \
+    --solvers "ConvBlasIm2colFwd,ConvBlasIm2colBwd,ConvBlasIm2colWrw,${ig}ViaNhwcFwd,\
+${ig}ViaNhwcBwd,${ig}ViaNhwcWrw,${ig}Fwd,${ig}Bwd,${ig}Wrw" --types FP16 --directions F,B,W \
+    --layouts NCHW --batches 32 --held-out --every "${PLANAR_EVERY:-6}" \
+    --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 \
+    --budget-s "$(( ${PLANAR_S:-120} - 15 ))" --out "$out/fp16_nchw" > "$out/fp16_nchw.log" 2>&1
+  stamp "planar rc=$?"; tail -20 "$out/fp16_nchw.log"
 fi
 if want tf32; then
   alternatives tf32_w TF32 "ConvBlasIm2colTf32Wrw,ConvTritonImplicitGemmTf32Wrw,ConvTritonSmallCWrw" \

@@ -7,8 +7,8 @@ strides are those of `conv_triton_spec` (the layer's forward geometry: x, w, y).
 A column matrix holds, one row a pixel of the batch, one column a (channel, tap) pair, the
 values a filter tap reads ("im2col"); the layer is then one product with it, which the GEMM
 library runs:
-- the gathered side x: rows over y's pixels (n, p, q), columns (r, s, c) in the filters'
-  channels-last order, col[(n, p, q), (r, s, c)] = x[n, c, p*st - pad + r*dil, ...] (zero
+- the gathered side x: rows over y's pixels (n, p, q), columns (r, s, c) (or (c, r, s): the
+  filters' order), col[(n, p, q), (r, s, c)] = x[n, c, p*st - pad + r*dil, ...] (zero
   outside x). Forward: y[N*P*Q, K] = col w^T; backward weights where the input has no more
   channels than dy (an image stem's 3, most layers): dw[K, R*S*C] = dy^T col.
 - the gathered side dy (backward data; backward weights where dy has fewer channels and at
@@ -19,8 +19,11 @@ library runs:
   most of the matrix zero) takes the columns taps first, (r, s, k), so that a tile's loads
   run along dy's channels, and the filters as w'[(r, s, k), C] = w[k, c, r, s], which the
   same gather writes first (`filter_values`): dx[N*H*W, C] = col w'.
-Each product's output is the layer's own memory where the activations are channels-last and
-the filters channels-last and packed (KRSC): one call over the whole batch. On the implicit
+x's columns follow the filters' packed order: (r, s, c) for KRSC, (c, r, s) for KCRS. Each
+product's output is the layer's own memory: one call over the whole batch where the
+activations are channels-last, a strided batch of a call per image where they are in channel
+planes (backward weights then write each image's FP32 product into the workspace, which the
+implicit GEMM's reduce kernel sums into dw). On the implicit
 GEMM a few-channel side is read once per filter tap and padded to a matrix-core block, and
 the forward's gather feeds a GEMM slower than the library's on sm90
 (bench/results/conv_ceiling_h200-b055ca9.json); the column matrix costs a write of R*S times
@@ -123,31 +126,39 @@ def applies(direction: str, sizes: Mapping[str, int], data_type: str) -> bool:
         rows * cols <= _INT32_MAX and source <= _INT32_MAX
 
 
-def workspace_parts(direction: str, sizes: Mapping[str, int], data_type: str, align: int
-                    ) -> tuple[dict[str, int], int]:
-    """(offsets, bytes): the column matrix ("ws_col"), after backward data's filters taps
-    first ("ws_w"), each rounded up to `align` bytes."""
+def workspace_parts(direction: str, sizes: Mapping[str, int], data_type: str, align: int,
+                    partials: bool = False) -> tuple[dict[str, int], int]:
+    """(offsets, bytes): the column matrix ("ws_col") after, first, backward data's filters
+    taps first ("ws_w") or, for channel-planar backward weights (`partials`), each image's
+    FP32 product ("ws_part", N x K*C*R*S, which the reduce sums from the workspace's start);
+    each rounded up to `align` bytes."""
     def up(n: int) -> int:
         return -(-n // align) * align
-    col = up(col_bytes(direction, sizes, data_type))
-    if direction != "B":
-        return {"ws_col": 0}, col
     z = sizes
-    w = up(z["K"] * z["C"] * z["R"] * z["S"] * ELEMENT_BYTES[data_type])
-    return {"ws_w": 0, "ws_col": w}, w + col
+    col = up(col_bytes(direction, z, data_type))
+    weights = z["K"] * z["C"] * z["R"] * z["S"]
+    if direction == "B":
+        head, name = up(weights * ELEMENT_BYTES[data_type]), "ws_w"
+    elif partials:
+        head, name = up(z["N"] * weights * 4), "ws_part"
+    else:
+        return {"ws_col": 0}, col
+    return {name: 0, "ws_col": head}, head + col
 
 
 def gather_values(direction: str, sizes: Mapping[str, int],
-                  strides: Mapping[str, tuple[int, int, int, int]]) -> dict[str, int]:
+                  strides: Mapping[str, tuple[int, int, int, int]], filters_last: bool = True
+                  ) -> dict[str, int]:
     """The gather's i32 arguments: the gathered side (x's or dy's strides in (n, c, h, w)
     order) and its channels U, the rows' pixel grid (A x B), the source's (HS x WS), per axis
     the source pixel (o*mul + off + r*step) / div of row pixel o and tap r, and the column
-    order (taps_first: (r, s, c) for x and backward data's dy, else (k, r, s))."""
+    order (taps_first): x's in the filters' own, (r, s, c) where they are channels-last
+    (`filters_last`), else (c, r, s); backward data's dy (r, s, k); else (k, r, s)."""
     z = sizes
     if gathered(direction, z) == "x":
         u, (a, b), (hs, ws), src = z["C"], (z["P"], z["Q"]), (z["H"], z["W"]), strides["x"]
         axes = {ax: (z[f"stride_{ax}"], -z[f"pad_{ax}"], z[f"dil_{ax}"], 1) for ax in "hw"}
-        first = 1
+        first = int(filters_last)
     else:
         u, (a, b), (hs, ws), src = z["K"], (z["H"], z["W"]), (z["P"], z["Q"]), strides["y"]
         axes = {ax: (1, z[f"pad_{ax}"], -z[f"dil_{ax}"], z[f"stride_{ax}"]) for ax in "hw"}

@@ -145,12 +145,13 @@ class GemmLaunch:
     """One strided-batched GEMM call with its pointer slots, shaped as a PreparedLaunch
     (`values`, `slots`, `set`, a call per stream) so that invokers and plans run it as they
     run a kernel. `gemm` is (transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c,
-    ldc, stride_c, batch) in cuBLAS's column-major terms, a, b and c naming slots."""
+    ldc, stride_c, batch) in cuBLAS's column-major terms, a, b and c naming slots; C of
+    `c_type` where given (FP32 sums of 16-bit operands), else of `data_type`."""
 
     library = True  # plans call it directly (no kernel launcher of the backend's)
 
     def __init__(self, backend: Any, blas: Cublas, gemm: tuple[Any, ...], data_type: str,
-                 math: str) -> None:
+                 math: str, c_type: str = "") -> None:
         (transa, transb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch) = gemm
         self.backend = backend
         self.blas = blas
@@ -164,7 +165,8 @@ class GemmLaunch:
         self._head = (int(transa), int(transb), m, n, k, ctypes.addressof(blas.one))
         self._mid = (dt, lda, sa)
         self._b = (dt, ldb, sb, ctypes.addressof(blas.zero))
-        self._tail = (dt, ldc, sc, batch, COMPUTE_TYPES[math], -1)  # -1: CUBLAS_GEMM_DEFAULT
+        self._tail = (DATA_TYPES[c_type or data_type], ldc, sc, batch, COMPUTE_TYPES[math],
+                      -1)  # -1: CUBLAS_GEMM_DEFAULT
 
     def set(self, name: str, value: int) -> None:
         self.values[self.slots[name]].value = value

@@ -341,7 +341,8 @@ class ConvBlasGemm1x1(Solver):
             raise BackendError(f"{self.name} needs cuBLAS (pip install 'miopenkernels[blas]') "
                                f"and {self.shapes}; {problem.key()} has "
                                f"{'no cuBLAS' if blas is None else 'another shape'}")
-        return GemmLaunch(backend, blas, call.astuple(), problem.in_type, self.math)
+        return GemmLaunch(backend, blas, call.astuple(), problem.in_type, self.math,
+                          call.c_type)
 
     def ranking_geometry(self, problem: ConvProblem, params: Params) -> tuple[int, int, float]:
         """(blocks, threads, efficiency) of a 128x128-tile GEMM over the call, for the miss

@@ -17,7 +17,8 @@ _INT32_MAX = 2**31 - 1
 class GemmCall:
     """A strided-batched GEMM in cuBLAS's column-major terms: C (m x n) = op(A) op(B) per
     batch entry, each operand a pointer name of the problem's direction (x, dy, w...) with
-    its leading dimension and its stride between batch entries, in elements."""
+    its leading dimension and its stride between batch entries, in elements. C is of the
+    operands' type unless `c_type` names another (FP32 partial sums of 16-bit operands)."""
 
     transa: bool
     transb: bool
@@ -34,6 +35,7 @@ class GemmCall:
     ldc: int
     stride_c: int
     batch: int
+    c_type: str = ""
 
     def astuple(self) -> tuple[Any, ...]:
         return (self.transa, self.transb, self.m, self.n, self.k, self.a, self.lda,
@@ -57,16 +59,18 @@ class _Matrix:
         return _Matrix(self.name, self.cols, self.rows, not self.stored_t, self.ld, self.stride)
 
 
-def product_call(out: _Matrix, left: _Matrix, right: _Matrix, batch: int) -> GemmCall | None:
-    """out = left @ right (row-major, as the equation reads them) as one call, or None where a
-    size or a leading dimension passes cuBLAS's 32 bits."""
+def product_call(out: _Matrix, left: _Matrix, right: _Matrix, batch: int, c_type: str = ""
+                 ) -> GemmCall | None:
+    """out = left @ right (row-major, as the equation reads them) as one call (`out` of
+    `c_type` where given), or None where a size or a leading dimension passes cuBLAS's 32
+    bits."""
     if out.stored_t:  # out^T = right^T left^T, stored as it is
         out, left, right = out.t(), right.t(), left.t()
     # Row-major out (M x N) is column-major out^T = right^T left^T: cuBLAS's A is `right`.
     call = GemmCall(transa=right.stored_t, transb=left.stored_t, m=out.cols, n=out.rows,
                     k=left.cols, a=right.name, lda=right.ld, stride_a=right.stride,
                     b=left.name, ldb=left.ld, stride_b=left.stride, c=out.name, ldc=out.ld,
-                    stride_c=out.stride, batch=batch)
+                    stride_c=out.stride, batch=batch, c_type=c_type)
     if max(call.m, call.n, call.k, call.lda, call.ldb, call.ldc) > _INT32_MAX:
         return None
     return call

@@ -1,6 +1,8 @@
 """ConvBlasIm2col{,Tf32}{Fwd,Bwd,Wrw}: a 2-D layer's forward, backward data (unit stride) or
-backward weights, channels-last, as a column matrix of the gathered side and one call of the
-GEMM library (the algebra: kernels/conv_triton_im2col_spec.py).
+backward weights as a column matrix of the gathered side and one call of the GEMM library
+(the algebra: kernels/conv_triton_im2col_spec.py): over the batch where the activations are
+channels-last, a strided batch of a product per image where they are in channel planes
+(backward weights' FP32 products then summed into dw by the reduce kernel).
 
 On the implicit GEMM a few-channel side is read once per filter tap and padded to a
 matrix-core block, and in FP32 at IEEE accuracy the GEMM runs three TF32 products: the stems'
@@ -29,6 +31,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from .._record import dataclass
 from ..config import triton_solvers_enabled
 from ..problem import ConvProblem
 from ..target import Target
@@ -40,14 +43,16 @@ from .triton_common import (
     has_kernels_spec,
     kernel_arg,
     kernels_spec,
+    reduce_jobs,
+    reduce_step,
     scratch_args,
     spec_compile_job,
     spec_view,
     target_kind,
 )
 
-__all__ = ["ConvBlasIm2col", "IM2COL_SOLVERS", "IM2COL_FIRST", "im2col_call", "im2col_first",
-           "im2col_spec"]
+__all__ = ["ConvBlasIm2col", "IM2COL_SOLVERS", "IM2COL_FIRST", "Im2colPlan", "im2col_call",
+           "im2col_first", "im2col_plan", "im2col_spec"]
 
 SPEC = "conv_triton_im2col_spec"
 GATHER_FILE = "conv_triton_im2col.py"
@@ -67,46 +72,107 @@ def im2col_spec() -> Any:
 _view = spec_view
 
 
-def _packed_filters_last(v: ConvView) -> bool:
-    """dw channels-last and packed (KRSC): the product's output is its memory."""
+def _filter_order(v: ConvView) -> str | None:
+    """"last" (packed KRSC), "planar" (packed KCRS) or None: the filters' memory, which is the
+    column matrix's order of x's columns (and dw's, the product's output, in place)."""
     f = v.field
     c, r, s = f("c"), f("fil_h"), f("fil_w")
-    return (f("ws_c"), f("ws_w"), f("ws_h"), f("ws_k")) == (1, c, s * c, r * s * c)
+    strides = (f("ws_k"), f("ws_c"), f("ws_h"), f("ws_w"))
+    if strides == (r * s * c, 1, s * c, c):
+        return "last"
+    return "planar" if strides == (c * r * s, r * s, s, 1) else None
+
+
+@dataclass(frozen=True)
+class Im2colPlan:
+    """How a layer runs: the library's call, x's columns taps first (`filters_last`), and
+    for channel-planar backward weights (`reduce`: the reduce kernel's TOTAL, C, R, S, swk,
+    swc, swr, sws) each image's FP32 product summed into dw after."""
+
+    call: GemmCall
+    filters_last: bool
+    reduce: tuple[tuple[str, int], ...] = ()
+
+
+def _operand(v: ConvView, side: str, name: str, channels: int, n: int
+             ) -> tuple[_Matrix, int] | None:
+    """The pixels x channels matrix of x ("in") or y ("out") over the whole batch (a batch of
+    one call) where it is channels-last, else per image (a batch of `n`), or None."""
+    whole = _activation(v, side, name, channels, True)
+    if whole is not None:
+        return whole, 1
+    each = _activation(v, side, name, channels, False)
+    return (each, n) if each is not None else None
+
+
+def _reduce_values(order: tuple[str, str, str, str], dims: dict[str, int],
+                   strides: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """The reduce's arguments for partials in dw's axes `order` (of "k", "c", "r", "s")."""
+    d = [dims[a] for a in order]
+    return (("TOTAL", d[0] * d[1] * d[2] * d[3]), ("C", d[1]), ("R", d[2]), ("S", d[3]),
+            *zip(("swk", "swc", "swr", "sws"), (strides[a] for a in order), strict=True))
 
 
 @lru_cache(maxsize=4096)
-def im2col_call(problem: ConvProblem) -> GemmCall | None:
-    """The library call of the layer's product over the column matrix (`ws_col`), or None
-    where the layer is not one: not a 2-D layer of one group that the spec takes
-    (`conv_triton_im2col_spec.applies`), activations not channels-last over
-    the whole batch, filters not packed channels-last, or a layer that is one call of the
-    library as it is (a 1x1 filter, a filter over the whole input)."""
+def im2col_plan(problem: ConvProblem) -> Im2colPlan | None:
+    """The layer as a product over the column matrix (`ws_col`), or None where it is not one:
+    not a 2-D layer of one group that the spec takes (`conv_triton_im2col_spec.applies`),
+    filters not packed (KRSC, KCRS), activations neither channels-last nor in channel planes,
+    or a layer that is one call of the library as it is (a 1x1 filter, a filter over the
+    whole input). Channels-last activations make it one call over the batch; channel planes a
+    batch of a call per image, and for backward weights FP32 products summed after."""
     if len(problem.in_spatial) != 2 or not has_kernels_spec(SPEC):
         return None
     v, sizes, _ = _view(problem)
     spec = im2col_spec()
-    if v.direction != problem.key_direction or \
+    order = _filter_order(v)
+    if v.direction != problem.key_direction or order is None or \
             not spec.applies(v.direction, sizes, problem.in_type) or \
-            not _packed_filters_last(v) or gemm_call(problem) is not None:
+            gemm_call(problem) is not None:
         return None
+    last = order == "last"
+    n, k, c = sizes["N"], sizes["K"], sizes["C"]
     rows, cols = spec.col_shape(v.direction, sizes)
-    col = _Matrix("ws_col", rows, cols, False, cols, 0)
-    k, c = sizes["K"], sizes["C"]
-    if spec.gathered(v.direction, sizes) == "dy":
-        x = _activation(v, "in", v.in_tensor, c, True)
-        if x is None or x.rows != rows:
-            return None
-        if v.direction == "B":  # dx = col w', the filters taps first in the workspace
-            return product_call(x, col, _Matrix("ws_w", cols, c, False, c, 0), 1)
-        w = _Matrix(v.wei_tensor, cols, c, False, c, 0)  # [(k, r, s), C]
-        return product_call(w, col.t(), x, 1)  # dw[(k, r, s), C] = col^T x
-    y = _activation(v, "out", v.out_tensor, k, True)
-    if y is None or y.rows != rows:
+    side, other = ("out", (v.out_tensor, k)) if spec.gathered(v.direction, sizes) == "x" \
+        else ("in", (v.in_tensor, c))
+    found = _operand(v, side, *other, n)
+    if found is None or found[0].rows * found[1] != rows:
         return None
-    w = _Matrix(v.wei_tensor, k, cols, False, cols, 0)
+    mat, batch = found
+    col = _Matrix("ws_col", rows // batch, cols, False, cols, (rows // batch) * cols)
     if v.direction == "F":  # y = col w^T
-        return product_call(y, col, w.t(), 1)
-    return product_call(w, y.t(), col, 1)  # dw[K, RSC] = dy^T col
+        call = product_call(mat, col, _Matrix(v.wei_tensor, k, cols, False, cols, 0).t(), batch)
+        return Im2colPlan(call, last) if call is not None else None
+    if v.direction == "B":  # dx = col w', the filters taps first in the workspace
+        call = product_call(mat, col, _Matrix("ws_w", cols, c, False, c, 0), batch)
+        return Im2colPlan(call, last) if call is not None else None
+    f = v.field
+    dims = {"k": k, "c": c, "r": sizes["R"], "s": sizes["S"]}
+    strides = {"k": f("ws_k"), "c": f("ws_c"), "r": f("ws_h"), "s": f("ws_w")}
+    if side == "in":  # dy gathered: dw[(k, r, s), C] = col^T x
+        axes: tuple[str, str, str, str] = ("k", "r", "s", "c")
+        out_rows, out_cols, left, right = cols, c, col.t(), mat
+    else:  # x gathered: dw[K, cols] = dy^T col
+        axes = ("k", "r", "s", "c") if last else ("k", "c", "r", "s")
+        out_rows, out_cols, left, right = k, cols, mat.t(), col
+    if batch == 1:
+        if side == "in" and not last:
+            return None  # dw[(k, r, s), C] is dw's memory in KRSC alone
+        call = product_call(_Matrix(v.wei_tensor, out_rows, out_cols, False, out_cols, 0),
+                            left, right, 1)
+        return Im2colPlan(call, last) if call is not None else None
+    if n * k * c * dims["r"] * dims["s"] * 4 > spec.MAX_COL_BYTES:
+        return None
+    part = _Matrix("ws_part", out_rows, out_cols, False, out_cols, out_rows * out_cols)
+    call = product_call(part, left, right, batch, "FP32")
+    return Im2colPlan(call, last, _reduce_values(axes, dims, strides)) \
+        if call is not None else None
+
+
+def im2col_call(problem: ConvProblem) -> GemmCall | None:
+    """The library call of the layer's product (`im2col_plan`), or None."""
+    plan = im2col_plan(problem)
+    return plan.call if plan is not None else None
 
 
 def _case(problem: ConvProblem, math_mode: str) -> str:
@@ -170,7 +236,7 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         return im2col_first(problem, target, self.math)
 
-    shapes = "a channels-last layer it gathers"
+    shapes = "a layer it gathers (packed filters, channels-last or channel-planar activations)"
 
     def call(self, problem: ConvProblem) -> GemmCall | None:
         """The product over the column matrix (`im2col_call`): what `library_launch` runs
@@ -178,8 +244,10 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
         return im2col_call(problem)
 
     def _layout(self, problem: ConvProblem, params: Params) -> tuple[dict[str, int], int]:
-        slots, total = im2col_spec().workspace_parts(problem.key_direction, _view(problem)[1],
-                                                     problem.in_type, WORKSPACE_ALIGN)
+        plan = im2col_plan(problem)
+        slots, total = im2col_spec().workspace_parts(
+            problem.key_direction, _view(problem)[1], problem.in_type, WORKSPACE_ALIGN,
+            bool(plan is not None and plan.reduce))
         return dict(slots), int(total)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
@@ -192,9 +260,12 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
         spec = im2col_spec()
         view, sizes, strides = _view(problem)
         direction = problem.key_direction
+        plan = im2col_plan(problem)
+        assert plan is not None, problem.key()
         job = gather_job(problem.in_type, target)
         source = view.in_tensor if spec.gathered(direction, sizes) == "x" else view.out_tensor
-        launches = [(source, "ws_col", spec.gather_values(direction, sizes, strides),
+        launches = [(source, "ws_col",
+                     spec.gather_values(direction, sizes, strides, plan.filters_last),
                      spec.gather_grid(direction, sizes))]
         if direction == "B":
             launches.insert(0, (view.wei_tensor, "ws_w",
@@ -202,12 +273,25 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
                                 spec.filter_grid(sizes)))
         return tuple((job, _gather_launch(spec, *launch)) for launch in launches)
 
+    def follow_ups(self, problem: ConvProblem, params: Params, target: Target
+                   ) -> tuple[tuple[CompileJob, Launch], ...]:
+        """Channel-planar backward weights: the images' FP32 products summed into dw (the
+        reduce kernel of the implicit GEMM's split launches)."""
+        plan = im2col_plan(problem)
+        if plan is None or not plan.reduce:
+            return ()
+        return (reduce_step(problem.in_type, problem.n, target, _view(problem)[0].wei_tensor,
+                            dict(plan.reduce)),)
+
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
-        """The gather's objects (one a type) on NVIDIA targets with the kernels: the build
-        ships them though the solver itself is the library's."""
+        """The gather's objects (one a type) on NVIDIA targets with the kernels, and the
+        reduce's (the implicit GEMM's, which the package holds anyway): the build ships them
+        though the solver itself is the library's."""
         if not _gathers(target):
             return []
-        return [gather_job(t, target) for t in im2col_spec().TYPES]
+        types = im2col_spec().TYPES
+        return [*(gather_job(t, target) for t in types),
+                *(job for t in types for job in reduce_jobs(t, target))]
 
     def heuristic_rank(self, problem: ConvProblem, target: Target) -> float:
         return super().heuristic_rank(problem, target) + 1.0

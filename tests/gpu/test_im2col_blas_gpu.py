@@ -35,10 +35,11 @@ LAYERS = [
 
 
 def _problem(n: int, c: int, k: int, size: tuple, filt: tuple, pad: tuple, stride: tuple,
-             dilation: tuple, direction: str = "W", data_type: str = "FP32") -> ConvProblem:
+             dilation: tuple, direction: str = "W", data_type: str = "FP32",
+             layout: str = "NHWC") -> ConvProblem:
     return ConvProblem(n=n, c=c, k=k, in_spatial=size, filter=filt, pad=pad, stride=stride,
                        dilation=dilation, direction=direction, in_type=data_type,
-                       in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
+                       in_layout=layout, wei_layout=layout, out_layout=layout)
 
 
 def _last(t: torch.Tensor) -> torch.Tensor:
@@ -138,6 +139,44 @@ def test_data_directions_match_float64(handle, case: tuple, data_type: str) -> N
     tolerance = TOLERANCE["tf32" if data_type == "TF32" else
                           "ieee" if data_type == "FP32" else data_type]
     assert err < tolerance, err
+
+
+#: Channel planes (a call per image; backward weights' FP32 products summed after):
+#: (direction, layer).
+PLANAR = [("F", DATA[0][1]), ("F", DATA[2][1]), ("B", DATA[4][1]), ("W", LAYERS[0]),
+          ("W", LAYERS[4]), ("W", LAYERS[6]), ("W", LAYERS[8])]
+
+
+@pytest.mark.parametrize("data_type", ["FP32", "FP16", "BF16"])
+@pytest.mark.parametrize("case", PLANAR, ids=lambda c: c[0] + "-".join(map(str, c[1][:3])))
+def test_channel_planes_match_float64(handle, case: tuple, data_type: str) -> None:  # noqa: ANN001
+    from miopenkernels.config import MathMode
+
+    direction, layer = case
+    handle.math_mode = MathMode.IEEE
+    p = _problem(*layer, direction=direction, data_type=data_type, layout="NCHW")
+    name = "ConvBlasIm2col" + {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
+    assert name in [s.name for s in handle.applicable_solvers(p)]
+    dtype = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[data_type]
+    x, w, y = (t.to(dtype) for t in _tensors(p))
+    geometry = dict(stride=p.stride, padding=p.pad, dilation=p.dilation)
+    if direction == "F":
+        want = torch.nn.functional.conv2d(x.double(), w.double(), **geometry)
+        out = torch.full_like(y, float("nan"))
+        handle.run(p, name, x, w, out)
+    elif direction == "B":
+        want = torch.nn.grad.conv2d_input(x.shape, w.double(), y.double(), **geometry)
+        out = torch.full_like(x, float("nan"))
+        handle.run(p, name, out, w, y)
+    else:
+        want = torch.nn.grad.conv2d_weight(x.double(), w.shape, y.double(), **geometry)
+        out = torch.full_like(w, float("nan"))
+        handle.run(p, name, x, out, y)
+    torch.cuda.synchronize()
+    got = out.double()
+    assert torch.isfinite(got).all()
+    err = float((got - want).norm() / want.norm())
+    assert err < TOLERANCE["ieee" if data_type == "FP32" else data_type], err
 
 
 def test_a_plan_in_a_cuda_graph(handle) -> None:  # noqa: ANN001

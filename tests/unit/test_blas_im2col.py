@@ -19,6 +19,7 @@ from miopenkernels.solvers.blas_im2col import (
     _view,
     im2col_call,
     im2col_first,
+    im2col_plan,
     im2col_spec,
 )
 from miopenkernels.solvers.reference import (
@@ -73,6 +74,17 @@ def _gather(launch: Any, buffers: dict[str, np.ndarray]) -> None:
     buffers[dst_name] = col
 
 
+def _reduce(v: dict[str, int], parts: int, partials: np.ndarray, out: np.ndarray) -> None:
+    """The reduce kernel (conv2d_bwd_weight_reduce) on numpy: the parts summed, element i in
+    (i0, i1, i2, i3) order of sizes (., C, R, S) stored at the strides given."""
+    total = v["TOTAL"]
+    sums = partials.reshape(parts, total).sum(axis=0)
+    for i in range(total):
+        i3, i2 = i % v["S"], (i // v["S"]) % v["R"]
+        i1, i0 = (i // (v["S"] * v["R"])) % v["C"], i // (v["S"] * v["R"] * v["C"])
+        out[i0 * v["swk"] + i1 * v["swc"] + i2 * v["swr"] + i3 * v["sws"]] = sums[i]
+
+
 GEOMETRIES = [
     {},
     dict(k=24, in_spatial=(9, 8), filter=(6, 6), pad=(2, 2), stride=(2, 2)),
@@ -95,6 +107,14 @@ GEOMETRIES = [
          stride=(2, 1), dilation=(1, 2)),
     dict(direction="F", c=3, k=16, in_spatial=(9, 8), filter=(6, 6), pad=(2, 2),
          stride=(2, 2)),
+    # channel planes: a call per image (backward weights: FP32 products summed after), and
+    # filters in either packed order
+    *(dict(direction=d, c=c, k=k, in_layout=a, out_layout=a, wei_layout=w, in_spatial=(9, 8),
+           stride=st)
+      for d, c, k, st in (("F", 6, 5, (2, 1)), ("B", 6, 5, (1, 1)), ("W", 3, 16, (2, 2)),
+                          ("W", 20, 4, (1, 2)), ("W", 12, 12, (1, 1)))
+      for a, w in (("NCHW", "NCHW"), ("NCHW", "NHWC"), ("NHWC", "NCHW"))
+      if not (d == "W" and k == 4 and a == "NHWC")),  # dy gathered: dw KRSC over the batch
 ]
 
 
@@ -111,17 +131,21 @@ def test_gather_and_call_compute_the_layer(geometry: dict[str, Any]) -> None:
         _gather(launch, buffers)
     rows, cols = im2col_spec().col_shape(p.key_direction, _view(p)[1])
     assert buffers["ws_col"].size == rows * cols
-    call = im2col_call(p)
-    assert call is not None and call.batch == 1 and "ws_col" in (call.a, call.b)
-    emulate(call, buffers)
+    plan = im2col_plan(p)
+    assert plan is not None and "ws_col" in (plan.call.a, plan.call.b)
+    assert (plan.call.batch == 1) == (p.in_layout == "NHWC" == p.out_layout)
+    if plan.reduce:
+        buffers["ws_part"] = np.full(plan.call.batch * dict(plan.reduce)["TOTAL"], np.nan)
+    emulate(plan.call, buffers)
+    if plan.reduce:
+        _reduce(dict(plan.reduce), plan.call.batch, buffers["ws_part"], buffers[out])
     assert not np.isnan(buffers[out]).any()
     np.testing.assert_allclose(buffers[out], conv_reference(p, tensors).ravel(),
                                rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("change", [
-    dict(in_layout="NCHW", wei_layout="NCHW", out_layout="NCHW"),  # a product per image
-    dict(wei_layout="NCHW"),  # dw not channels-last packed
+    dict(c=20, k=4, wei_layout="NCHW"),  # dy gathered over the batch: dw[(k, r, s), C]
     dict(filter=(1, 1), pad=(0, 0)),  # one library call as it is
     dict(c=512, k=1, in_spatial=(4, 4), filter=(4, 4), pad=(0, 0)),  # a filter over the input
     dict(in_type="FP16"),  # mixed types
