@@ -44,7 +44,7 @@ if want tests; then
   stamp "tests rc=$?"; tail -4 "$out/gpu_tests.txt"
 fi
 alternatives() {  # alternatives NAME TYPE SOLVERS LIMIT
-  timeout "$4" python3 bench/solver_alternatives.py --solvers "$3" --types "$2" \
+  timeout "$4" python3 bench/solver_alternatives.py --require ConvBlasIm2col --solvers "$3" --types "$2" \
     --directions W --layouts NHWC --batches "${BATCHES:-32,8,1}" --held-out --only "$narrow" \
     --max-gb 16 --budget-s "$(( $4 - 15 ))" --out "$out/$1" > "$out/$1.log" 2>&1
   stamp "$1 rc=$?"; tail -16 "$out/$1.log"
@@ -55,7 +55,7 @@ if want fp32; then
 fi
 if want wplain; then
   for t in FP32 FP16; do
-    timeout "${WPLAIN_S:-80}" python3 bench/solver_alternatives.py \
+    timeout "${WPLAIN_S:-80}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
       --solvers "ConvBlasIm2colWrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw" \
       --types "$t" --directions W --layouts NHWC --batches 32 --held-out \
       --every "${WPLAIN_EVERY:-4}" --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 \
@@ -64,7 +64,7 @@ if want wplain; then
   done
 fi
 if want fwd; then
-  timeout "${FWD_S:-150}" python3 bench/solver_alternatives.py \
+  timeout "${FWD_S:-150}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
     --solvers ConvBlasIm2colFwd,ConvTritonImplicitGemmFwd --types FP16 --directions F \
     --layouts NHWC --batches 32 --held-out --every "${FWD_EVERY:-3}" \
     --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 --budget-s "$(( ${FWD_S:-150} - 15 ))" \
@@ -72,7 +72,7 @@ if want fwd; then
   stamp "fwd rc=$?"; tail -16 "$out/fp16_f.log"
 fi
 if want bwd; then
-  timeout "${BWD_S:-120}" python3 bench/solver_alternatives.py \
+  timeout "${BWD_S:-120}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
     --solvers ConvBlasIm2colBwd,ConvTritonImplicitGemmBwd --types FP16 --directions B \
     --layouts NHWC --batches 32 --held-out --every "${BWD_EVERY:-3}" \
     --only '^[0-9]+-[0-9]+-[0-9]+-(?!1x1-)[0-9]+x[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-1x1-' \
@@ -82,7 +82,7 @@ if want bwd; then
 fi
 if want planar; then
   ig=ConvTritonImplicitGemm
-  timeout "${PLANAR_S:-120}" python3 bench/solver_alternatives.py \
+  timeout "${PLANAR_S:-120}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
     --solvers "ConvBlasIm2colFwd,ConvBlasIm2colBwd,ConvBlasIm2colWrw,${ig}ViaNhwcFwd,\
 ${ig}ViaNhwcBwd,${ig}ViaNhwcWrw,${ig}Fwd,${ig}Bwd,${ig}Wrw" --types FP16 --directions F,B,W \
     --layouts NCHW --batches 32 --held-out --every "${PLANAR_EVERY:-6}" \

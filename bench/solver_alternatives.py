@@ -11,7 +11,8 @@ the handle's TF32 math mode against cuDNN with TF32 on, as in bench/zoo.py (runs
 2026-12-04 left cuDNN's default, TF32 on, for FP32 too: alternatives_blas_fp32_h200 and
 alternatives_smallc2d_fp32_h200 compare against that). A layer where fewer than two of the
 solvers apply is skipped (`--min-solvers`: one, to time one solver against the same run of
-another tree, as bench/gpu_conv3d.sh's ab step does).
+another tree, as bench/gpu_conv3d.sh's ab step does), and one where no solver whose name
+starts with `--require` applies.
 `--only` keeps the layers whose FindDb key matches a regular expression (e.g. `-1x1-` for 1x1
 filters). A name may carry a tile, NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warps:num_stages
 [:SPLIT_K] (the solver's defaults with that tile, and that split where given, 0 for the one
@@ -57,6 +58,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--held-out", action="store_true", help="also the held-out networks")
     ap.add_argument("--every", type=int, default=1, metavar="K", help="every K-th layer")
     ap.add_argument("--only", default="", metavar="REGEX", help="keys matching REGEX alone")
+    ap.add_argument("--require", default="", metavar="PREFIX",
+                    help="skip a layer where no named solver starting with PREFIX applies")
     ap.add_argument("--min-solvers", type=int, default=2, choices=(1, 2),
                     help="skip a layer where fewer of the solvers apply (1: one solver, timed "
                          "against another tree's run)")
@@ -273,7 +276,8 @@ def _measure_all(args: argparse.Namespace, handles: dict, layers: list, names: l
                         try:
                             sols = {n: _solution(handle, p, n) for n in names}
                             sols = {n: s for n, s in sols.items() if s is not None}
-                            if len(sols) < args.min_solvers:
+                            if len(sols) < args.min_solvers or (args.require and not any(
+                                    n.startswith(args.require) for n in sols)):
                                 continue
                             tdt = {"FP16": torch.float16, "BF16": torch.bfloat16}.get(
                                 p.in_type, torch.float32)
