@@ -2,7 +2,7 @@
 # On the GPU machine, one call of under 600 s: the im2col solvers (solvers/blas_im2col.py),
 # backward weights of the layers with 1-4 channels on one side and the forward. No package:
 # the gather's objects are compiled outside the timings.
-# Steps (STEPS, default tests,fp32,wplain,fwd,bwd,planar,tf32,probe):
+# Steps (STEPS, default tests,fp32,wplain,fwd,bwd,planar,d3,tf32,probe):
 #   tests  tests/gpu/test_im2col_blas_gpu.py (against float64, and in a CUDA graph);  TESTS_S
 #   fp32   bench/solver_alternatives.py, FP32 (IEEE cuDNN) backward weights NHWC of the zoo's
 #          and the held-out networks' layers of 1-4 channels on a side, batches 32, 8 and 1:
@@ -21,6 +21,9 @@
 #          backward weights, every PLANAR_EVERY-th (default 6) layer but the 1x1 ones, batch
 #          32: the library's im2col form (a product per image) beside the implicit GEMM
 #          through channels-last copies and on the planes;  PLANAR_S
+#   d3     bench/solver_alternatives.py, FP32 (IEEE) 3-D layers but the 1x1x1 ones, forward,
+#          backward data (unit stride) and weights, both layouts, batch 32: the library's
+#          im2col form beside the 3-D implicit GEMM's three products;  D3_S
 #   tf32   the fp32 step at the TF32 math (cuDNN's TF32 on);  TF32_S
 #   probe  bench/wrw_im2col_probe.py (the product's parts on PyTorch, both layouts);  PROBE_S
 # Output under OUTDIR; a summary line per step.
@@ -33,7 +36,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-steps="${STEPS:-tests,fp32,wplain,fwd,bwd,planar,tf32,probe}"
+steps="${STEPS:-tests,fp32,wplain,fwd,bwd,planar,d3,tf32,probe}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
@@ -89,6 +92,15 @@ ${ig}ViaNhwcBwd,${ig}ViaNhwcWrw,${ig}Fwd,${ig}Bwd,${ig}Wrw" --types FP16 --direc
     --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 \
     --budget-s "$(( ${PLANAR_S:-120} - 15 ))" --out "$out/fp16_nchw" > "$out/fp16_nchw.log" 2>&1
   stamp "planar rc=$?"; tail -20 "$out/fp16_nchw.log"
+fi
+if want d3; then
+  timeout "${D3_S:-90}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
+    --solvers "ConvBlasIm2colFwd,ConvBlasIm2colBwd,ConvBlasIm2colWrw,ConvTriton3dTf32x3Fwd,\
+ConvTriton3dTf32x3Bwd,ConvTriton3dTf32x3Wrw" --types FP32 --directions F,B,W \
+    --layouts NCHW,NHWC --batches 32 --held-out \
+    --only '^[0-9]+-[0-9]+-[0-9]+-[0-9]+-(?!1x1x1-)[0-9]+x[0-9]+x[0-9]+-' --max-gb 16 \
+    --budget-s "$(( ${D3_S:-90} - 15 ))" --out "$out/fp32_3d" > "$out/fp32_3d.log" 2>&1
+  stamp "d3 rc=$?"; tail -20 "$out/fp32_3d.log"
 fi
 if want tf32; then
   alternatives tf32_w TF32 "ConvBlasIm2colTf32Wrw,ConvTritonImplicitGemmTf32Wrw,ConvTritonSmallCWrw" \

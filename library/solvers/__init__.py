@@ -274,8 +274,10 @@ FIRST_CLAIMS: dict[type[Solver], Callable[[ConvProblem, Target, str], bool]] = {
 #: solvers, the few-channel kernels' 2-D solvers, the Winograd backward weights and the
 #: few-channel backward weights on the FP32 units give way to the im2col form (blas_im2col)
 #: where `IM2COL_FIRST` lists the case, which gives way to the few-filter forward kernels
-#: (triton_fma) and kn2row's library form where those claim. A family not listed gives way to
-#: none.
+#: (triton_fma) and kn2row's library form where those claim; in 3-D layers (cases NCDHW,
+#: NDHWC) the 3-D implicit GEMM, its relaid, several-taps and few-channel solvers, the
+#: depth-taps, slices and planes solvers give way to it likewise. A family not listed gives way
+#: to none.
 _SMALLC_2D: tuple[type[Solver], ...] = (ConvTritonSmallC, ConvTritonSmallCChunks)
 _FMA: tuple[type[Solver], ...] = (ConvTritonFma, ConvTritonFmaFewK, ConvTritonFmaFewKWrw,
                                   ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvTritonFmaBwd)
@@ -314,17 +316,20 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
     ConvBlasIm2col: (ConvTritonFma, ConvTritonFmaFewK, ConvBlasKn2Row),
     ConvTriton3d: (ConvTriton3dRelaid, ConvTriton3dTaps, ConvTriton3dSmallC,
                    ConvTriton3dSmallCChunks, ConvTritonDepthwise3d, *_SLICES,
-                   ConvTritonDepthTaps),
+                   ConvTritonDepthTaps, ConvBlasIm2col),
     ConvTriton3dRelaid: (ConvTriton3dRelaidTaps, ConvTriton3dSmallC, ConvTriton3dSmallCChunks,
-                         ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps),
+                         ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps, ConvBlasIm2col),
     ConvTriton3dRelaidTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks,
-                             ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps),
-    ConvTriton3dTaps: (ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps),
-    ConvTritonDepthTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks),
+                             ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps,
+                             ConvBlasIm2col),
+    ConvTriton3dTaps: (ConvTritonDepthwise3d, *_SLICES, ConvTritonDepthTaps, ConvBlasIm2col),
+    ConvTritonDepthTaps: (ConvTriton3dSmallC, ConvTriton3dSmallCChunks, ConvBlasIm2col),
     ConvTriton3dChunks: (ConvTriton3dRelaidChunks, ConvTriton3dSmallCChunks,
                          ConvTritonDepthwise3d),
     ConvTriton3dRelaidChunks: (ConvTriton3dSmallCChunks, ConvTritonDepthwise3d),
-    ConvTriton3dSmallC: (ConvTritonDepthwise3d, *_SLICES),
+    ConvTriton3dSmallC: (ConvTritonDepthwise3d, *_SLICES, ConvBlasIm2col),
+    ConvTritonSlices: (ConvBlasIm2col,),
+    ConvTritonPlanes: (ConvBlasIm2col,),
     ConvTriton3dSmallCChunks: (ConvTritonDepthwise3d,),
     ConvTritonSmallC: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw, ConvBlasKn2Row,
                        ConvBlasIm2col),

@@ -1,5 +1,6 @@
-"""ConvBlasIm2col{,Tf32}{Fwd,Bwd,Wrw}: a 2-D layer's forward, backward data (unit stride) or
-backward weights as a column matrix of the gathered side and one call of the GEMM library
+"""ConvBlasIm2col{,Tf32}{Fwd,Bwd,Wrw}: a 2-D or 3-D layer's forward, backward data (unit
+stride) or backward weights as a column matrix of the gathered side and one call of the GEMM
+library
 (the algebra: kernels/conv_triton_im2col_spec.py): over the batch where the activations are
 channels-last, a strided batch of a product per image where they are in channel planes
 (backward weights' FP32 products then summed into dw by the reduce kernel).
@@ -15,9 +16,9 @@ Triton GEMM that no configuration brought within 1.5x of cuBLAS on the zoo's sha
    a (channel, tap) pair (kernels/conv_triton_im2col.py, an object a type, shipped for NVIDIA
    targets);
 2. the main launch is one call of the library, writing the layer's output in place:
-   y = col w^T (forward), dx = col w[K*R*S, C] (backward data), dw[K, R*S*C] = dy^T col (x
-   gathered), dw[(k, r, s), C] = col^T x (dy gathered).
-The column matrix costs a write and a read of R*S times the gathered side: the form pays
+   y = col w^T (forward), dx = col w[K*T*R*S, C] (backward data), dw[K, T*R*S*C] = dy^T col
+   (x gathered), dw[(k, t, r, s), C] = col^T x (dy gathered); a 2-D layer is one of depth 1.
+The column matrix costs a write and a read of T*R*S times the gathered side: the form pays
 where the product is slow beside that (FP32 at IEEE accuracy) or the implicit GEMM far from
 the library.
 
@@ -35,7 +36,7 @@ from .._record import dataclass
 from ..config import triton_solvers_enabled
 from ..problem import ConvProblem
 from ..target import Target
-from ._conv import DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView
+from ._conv import DIRECTION_SUFFIX, WORKSPACE_ALIGN, ConvView, conv_view
 from .base import CompileJob, Launch, Params, Solver, WorkspaceParts
 from .blas_1x1 import ConvBlasGemm1x1, _activation, gemm_call, library_offered
 from .blas_call import GemmCall, _Matrix, product_call
@@ -47,6 +48,8 @@ from .triton_common import (
     reduce_step,
     scratch_args,
     spec_compile_job,
+    spec_sizes_3d,
+    spec_strides_3d,
     spec_view,
     target_kind,
 )
@@ -69,18 +72,25 @@ def im2col_spec() -> Any:
     return kernels_spec(SPEC)
 
 
-_view = spec_view
+@lru_cache(maxsize=4096)
+def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], dict[str, tuple[int, ...]]]:
+    """(view, spec sizes, spec strides): the 2-D spec's, or the 3-D families' (depth axes Z,
+    D, T; strides in (n, c, d, h, w) order) for a 3-D layer."""
+    if len(problem.in_spatial) == 2:
+        return spec_view(problem)
+    view = conv_view(problem)
+    return view, spec_sizes_3d(view), spec_strides_3d(view)
 
 
 def _filter_order(v: ConvView) -> str | None:
-    """"last" (packed KRSC), "planar" (packed KCRS) or None: the filters' memory, which is the
-    column matrix's order of x's columns (and dw's, the product's output, in place)."""
+    """"last" (packed K[T]RSC), "planar" (packed KC[T]RS) or None: the filters' memory, which
+    is the column matrix's order of x's columns (and dw's, the product's output, in place)."""
     f = v.field
-    c, r, s = f("c"), f("fil_h"), f("fil_w")
-    strides = (f("ws_k"), f("ws_c"), f("ws_h"), f("ws_w"))
-    if strides == (r * s * c, 1, s * c, c):
+    c, t, r, s = f("c"), f("fil_d"), f("fil_h"), f("fil_w")
+    strides = (f("ws_k"), f("ws_c"), f("ws_d"), f("ws_h"), f("ws_w"))
+    if strides == (t * r * s * c, 1, r * s * c, s * c, c):
         return "last"
-    return "planar" if strides == (c * r * s, r * s, s, 1) else None
+    return "planar" if strides == (c * t * r * s, t * r * s, r * s, s, 1) else None
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,8 @@ def _operand(v: ConvView, side: str, name: str, channels: int, n: int
 
 def _reduce_values(order: tuple[str, str, str, str], dims: dict[str, int],
                    strides: dict[str, int]) -> tuple[tuple[str, int], ...]:
-    """The reduce's arguments for partials in dw's axes `order` (of "k", "c", "r", "s")."""
+    """The reduce's arguments for partials in dw's axes `order` (of "k", "c", "r", "s"; a
+    3-D layer's depth taps folded into "r", which packed filters allow)."""
     d = [dims[a] for a in order]
     return (("TOTAL", d[0] * d[1] * d[2] * d[3]), ("C", d[1]), ("R", d[2]), ("S", d[3]),
             *zip(("swk", "swc", "swr", "sws"), (strides[a] for a in order), strict=True))
@@ -116,12 +127,12 @@ def _reduce_values(order: tuple[str, str, str, str], dims: dict[str, int],
 @lru_cache(maxsize=4096)
 def im2col_plan(problem: ConvProblem) -> Im2colPlan | None:
     """The layer as a product over the column matrix (`ws_col`), or None where it is not one:
-    not a 2-D layer of one group that the spec takes (`conv_triton_im2col_spec.applies`),
-    filters not packed (KRSC, KCRS), activations neither channels-last nor in channel planes,
+    not a 2-D or 3-D layer of one group that the spec takes (`conv_triton_im2col_spec.applies`),
+    filters not packed (K[T]RSC, KC[T]RS), activations neither channels-last nor in channel planes,
     or a layer that is one call of the library as it is (a 1x1 filter, a filter over the
     whole input). Channels-last activations make it one call over the batch; channel planes a
     batch of a call per image, and for backward weights FP32 products summed after."""
-    if len(problem.in_spatial) != 2 or not has_kernels_spec(SPEC):
+    if len(problem.in_spatial) not in (2, 3) or not has_kernels_spec(SPEC):
         return None
     v, sizes, _ = _view(problem)
     spec = im2col_spec()
@@ -147,9 +158,9 @@ def im2col_plan(problem: ConvProblem) -> Im2colPlan | None:
         call = product_call(mat, col, _Matrix("ws_w", cols, c, False, c, 0), batch)
         return Im2colPlan(call, last) if call is not None else None
     f = v.field
-    dims = {"k": k, "c": c, "r": sizes["R"], "s": sizes["S"]}
+    dims = {"k": k, "c": c, "r": sizes.get("T", 1) * sizes["R"], "s": sizes["S"]}
     strides = {"k": f("ws_k"), "c": f("ws_c"), "r": f("ws_h"), "s": f("ws_w")}
-    if side == "in":  # dy gathered: dw[(k, r, s), C] = col^T x
+    if side == "in":  # dy gathered: dw[(k, t, r, s), C] = col^T x
         axes: tuple[str, str, str, str] = ("k", "r", "s", "c")
         out_rows, out_cols, left, right = cols, c, col.t(), mat
     else:  # x gathered: dw[K, cols] = dy^T col
@@ -157,7 +168,7 @@ def im2col_plan(problem: ConvProblem) -> Im2colPlan | None:
         out_rows, out_cols, left, right = k, cols, mat.t(), col
     if batch == 1:
         if side == "in" and not last:
-            return None  # dw[(k, r, s), C] is dw's memory in KRSC alone
+            return None  # dw[(k, t, r, s), C] is dw's memory in K[T]RSC alone
         call = product_call(_Matrix(v.wei_tensor, out_rows, out_cols, False, out_cols, 0),
                             left, right, 1)
         return Im2colPlan(call, last) if call is not None else None
@@ -236,7 +247,8 @@ class ConvBlasIm2col(WorkspaceParts, ConvBlasGemm1x1):
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         return im2col_first(problem, target, self.math)
 
-    shapes = "a layer it gathers (packed filters, channels-last or channel-planar activations)"
+    shapes = "a 2-D or 3-D layer it gathers (packed filters, channels-last or channel-planar " \
+        "activations)"
 
     def call(self, problem: ConvProblem) -> GemmCall | None:
         """The product over the column matrix (`im2col_call`): what `library_launch` runs

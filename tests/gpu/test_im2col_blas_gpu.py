@@ -1,6 +1,6 @@
 """The im2col solvers (solvers/blas_im2col.py: ConvBlasIm2col{,Tf32}{Fwd,Bwd,Wrw}) on the GPU: the
 gathered side's column matrix written into the workspace, then one call of the GEMM library
-writing the layer's output, channels-last, at strides, paddings and dilations, against a
+writing the layer's output, 2-D and 3-D, both layouts, at strides, paddings and dilations, against a
 float64 reference on the same tensors (16-bit forward too); and through a plan inside a CUDA
 graph."""
 
@@ -199,3 +199,55 @@ def test_a_plan_in_a_cuda_graph(handle) -> None:  # noqa: ANN001
     graph.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(dw, want, rtol=1e-5, atol=1e-4)
+
+
+#: 3-D layers, both layouts: (direction, (n, C, K, size, filter, pad, stride, dilation)): a
+#: video stem, a spatial and a temporal layer of a (2+1)-D network, a full 3x3x3 filter.
+LAYERS_3D = [
+    ("F", (2, 3, 32, (6, 20, 18), (3, 7, 7), (1, 3, 3), (1, 2, 2), (1, 1, 1))),
+    ("F", (2, 24, 40, (6, 12, 10), (3, 1, 1), (1, 0, 0), (2, 1, 1), (1, 1, 1))),
+    ("B", (2, 32, 48, (5, 12, 10), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1))),
+    ("B", (2, 16, 24, (5, 12, 10), (1, 3, 3), (0, 1, 1), (1, 1, 1), (1, 1, 1))),
+    ("W", (2, 3, 32, (6, 20, 18), (3, 7, 7), (1, 3, 3), (1, 2, 2), (1, 1, 1))),
+    ("W", (2, 32, 48, (5, 12, 10), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1))),
+    ("W", (2, 40, 4, (5, 12, 10), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1))),
+]
+
+
+def _last3(t: torch.Tensor) -> torch.Tensor:
+    return t.permute(0, 2, 3, 4, 1).contiguous()
+
+
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+@pytest.mark.parametrize("data_type", ["FP32", "FP16"])
+@pytest.mark.parametrize("case", LAYERS_3D, ids=lambda c: c[0] + "-".join(map(str, c[1][:3])))
+def test_three_d_layers_match_float64(handle, case: tuple, data_type: str,  # noqa: ANN001
+                                      layout: str) -> None:
+    from miopenkernels.config import MathMode
+
+    direction, layer = case
+    handle.math_mode = MathMode.IEEE
+    p = _problem(*layer, direction=direction, data_type=data_type, layout=layout)
+    name = "ConvBlasIm2col" + {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction]
+    assert name in [s.name for s in handle.applicable_solvers(p)]
+    dtype = {"FP32": torch.float32, "FP16": torch.float16}[data_type]
+    x, w, y = (t.to(dtype) for t in _tensors(p))
+    geometry = dict(stride=p.stride, padding=p.pad, dilation=p.dilation)
+    mine = _last3 if layout == "NDHWC" else (lambda t: t.contiguous())
+    if direction == "F":
+        want = torch.nn.functional.conv3d(x.double(), w.double(), **geometry)
+        out = torch.full_like(mine(want.to(dtype)), float("nan"))
+        handle.run(p, name, mine(x), mine(w), out)
+    elif direction == "B":
+        want = torch.nn.grad.conv3d_input(x.shape, w.double(), y.double(), **geometry)
+        out = torch.full_like(mine(x), float("nan"))
+        handle.run(p, name, out, mine(w), mine(y))
+    else:
+        want = torch.nn.grad.conv3d_weight(x.double(), w.shape, y.double(), **geometry)
+        out = torch.full_like(mine(w), float("nan"))
+        handle.run(p, name, mine(x), out, mine(y))
+    torch.cuda.synchronize()
+    got = (out.permute(0, 4, 1, 2, 3) if layout == "NDHWC" else out).double()
+    assert torch.isfinite(got).all()
+    err = float((got - want).norm() / want.norm())
+    assert err < TOLERANCE["ieee" if data_type == "FP32" else data_type], err

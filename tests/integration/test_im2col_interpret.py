@@ -2,8 +2,9 @@
 Triton's interpreter on the CPU (TRITON_INTERPRET=1) through their own lead-in, and the GEMM
 library's call emulated on numpy (cuBLAS's column-major strided product), against the float64
 reference. The output and the workspace are NaN first, so a column the gather leaves
-unwritten or an element the call does not write fails. Forward; backward weights of few
-input channels and of few filters; strides, padding and dilation, channels-last. The harness is
+unwritten or an element the call does not write fails. Forward, backward data, backward
+weights of few input channels and of few filters; strides, padding and dilation; 2-D and 3-D;
+channels-last and channel planes. The harness is
 tests/integration/triton_interpreter.py."""
 
 from __future__ import annotations
@@ -21,12 +22,17 @@ pytest.importorskip("miopenkernels.kernels.conv_triton_im2col_spec")
 from miopenkernels.problem import ConvProblem  # noqa: E402
 
 
-def _key(c: int, k: int, hw: tuple[int, int], rs: tuple[int, int], pad: tuple[int, int] = (1, 1),
-         stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
-         direction: str = "W", layout: str = "NHWC") -> str:
+def _key(c: int, k: int, hw: tuple[int, ...], rs: tuple[int, ...],
+         pad: tuple[int, ...] = (1, 1), stride: tuple[int, ...] = (1, 1),
+         dilation: tuple[int, ...] = (1, 1), direction: str = "W", layout: str = "NHWC") -> str:
     return ConvProblem(n=2, c=c, k=k, in_spatial=hw, filter=rs, pad=pad, stride=stride,
                        dilation=dilation, direction=direction, in_layout=layout,
                        wei_layout=layout, out_layout=layout).key()
+
+
+def _key3(c: int, k: int, trs: tuple[int, int, int], pad: tuple[int, int, int],
+          stride: tuple[int, int, int], direction: str, layout: str) -> str:
+    return _key(c, k, (4, 6, 5), trs, pad, stride, (1, 1, 1), direction, layout)
 
 
 CASES = [
@@ -46,6 +52,14 @@ CASES = [
     _key(3, 16, (9, 8), (3, 3), stride=(2, 2), layout="NCHW"),
     _key(20, 4, (7, 6), (3, 3), layout="NCHW"),
     _key(8, 12, (9, 8), (5, 3), pad=(2, 0), stride=(2, 1), dilation=(1, 2), direction="F"),
+    # 3-D layers: a video stem, a temporal layer, a full filter's backward data and weights
+    _key3(3, 8, (3, 3, 3), (1, 1, 1), (1, 2, 2), "F", "NCDHW"),
+    _key3(6, 5, (3, 1, 1), (1, 0, 0), (2, 1, 1), "F", "NDHWC"),
+    _key3(6, 5, (3, 3, 3), (1, 1, 1), (1, 1, 1), "B", "NDHWC"),
+    _key3(8, 3, (1, 3, 3), (0, 1, 1), (1, 1, 1), "B", "NCDHW"),
+    _key3(3, 16, (1, 3, 3), (0, 1, 1), (1, 2, 2), "W", "NDHWC"),
+    _key3(12, 12, (3, 3, 3), (1, 1, 1), (1, 1, 1), "W", "NCDHW"),
+    _key3(20, 4, (3, 3, 3), (1, 1, 1), (2, 1, 1), "W", "NCDHW"),
 ]
 
 #: cuBLAS's strided-batched product on numpy: the unit tests' double (tests/unit/blas_doubles.py).
@@ -105,6 +119,7 @@ print(json.dumps(im2col_errors(json.loads(sys.argv[1]))))
 def test_interpreted_gather_and_emulated_call_match_float64() -> None:
     errors = interpreted(SCRIPT, CASES, len(CASES))
     # channel-planar backward weights: the products' FP32 partial sums (float64 elsewhere)
+    planar_w = ("-NCHW-FP32-W", "-NCDHW-FP32-W")
     bad = [(case, e) for case, e in zip(CASES, errors, strict=True)
-           if not e < (1e-6 if case.endswith("-NCHW-FP32-W") else 1e-12)]  # NaN fails too
+           if not e < (1e-6 if case.endswith(planar_w) else 1e-12)]  # NaN fails too
     assert not bad, bad

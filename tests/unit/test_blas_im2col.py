@@ -54,23 +54,23 @@ def _gather(launch: Any, buffers: dict[str, np.ndarray]) -> None:
     v = {a.name: a.value for a in launch.args if a.kind == "i32"}
     src_name, dst_name = launch.pointer_args()[:2]
     src = buffers[src_name]
-    rows, cols = v["N"] * v["A"] * v["B"], v["U"] * v["R"] * v["S"]
+    taps = v["T"] * v["R"] * v["S"]
+    rows, cols = v["N"] * v["E"] * v["A"] * v["B"], v["U"] * taps
     col = np.full(rows * cols, np.nan)
-    first = v["taps_first"]
     for i in range(rows * cols):
         j, row = i % cols, i // cols
-        b, a, n = row % v["B"], (row // v["B"]) % v["A"], row // (v["A"] * v["B"])
-        if first:
-            u, s, r = j % v["U"], (j // v["U"]) % v["S"], j // (v["U"] * v["S"])
-        else:
-            s, r, u = j % v["S"], (j // v["S"]) % v["R"], j // (v["S"] * v["R"])
-        hn = a * v["mul_h"] + v["off_h"] + r * v["step_h"]
-        wn = b * v["mul_w"] + v["off_w"] + s * v["step_w"]
-        ih, iw = hn // v["div_h"], wn // v["div_w"]
-        inside = hn >= 0 and hn % v["div_h"] == 0 and ih < v["HS"] and \
-            wn >= 0 and wn % v["div_w"] == 0 and iw < v["WS"]
-        col[i] = src[n * v["ssn"] + u * v["ssu"] + ih * v["ssh"] + iw * v["ssw"]] \
-            if inside else 0.0
+        b, a = row % v["B"], (row // v["B"]) % v["A"]
+        e, n = (row // (v["A"] * v["B"])) % v["E"], row // (v["E"] * v["A"] * v["B"])
+        u, tap = (j % v["U"], j // v["U"]) if v["taps_first"] else (j // taps, j % taps)
+        s, r, q = tap % v["S"], (tap // v["S"]) % v["R"], tap // (v["S"] * v["R"])
+        at = {}
+        for ax, o, k in (("d", e, q), ("h", a, r), ("w", b, s)):
+            pos = o * v[f"mul_{ax}"] + v[f"off_{ax}"] + k * v[f"step_{ax}"]
+            at[ax] = (pos // v[f"div_{ax}"], pos >= 0 and pos % v[f"div_{ax}"] == 0 and
+                      pos // v[f"div_{ax}"] < v[f"{ax.upper()}S"])
+        inside = all(ok for _, ok in at.values())
+        col[i] = src[n * v["ssn"] + u * v["ssu"] + at["d"][0] * v["ssd"] +
+                     at["h"][0] * v["ssh"] + at["w"][0] * v["ssw"]] if inside else 0.0
     buffers[dst_name] = col
 
 
@@ -115,6 +115,23 @@ GEOMETRIES = [
                           ("W", 20, 4, (1, 2)), ("W", 12, 12, (1, 1)))
       for a, w in (("NCHW", "NCHW"), ("NCHW", "NHWC"), ("NHWC", "NCHW"))
       if not (d == "W" and k == 4 and a == "NHWC")),  # dy gathered: dw KRSC over the batch
+    # 3-D layers (a video network's spatial, temporal and full filters), both layouts and
+    # both filter orders
+    *(dict(direction=d, c=c, k=k, in_layout=a, out_layout=a, wei_layout=w, in_spatial=(4, 6, 5),
+           filter=f, pad=pad, stride=st, dilation=dil)
+      for d, c, k, f, pad, st, dil in (
+          ("F", 3, 8, (3, 3, 3), (1, 1, 1), (1, 2, 2), (1, 1, 1)),
+          ("F", 6, 5, (3, 1, 1), (1, 0, 0), (2, 1, 1), (1, 1, 1)),
+          ("B", 6, 5, (3, 3, 3), (2, 1, 1), (1, 1, 1), (2, 1, 1)),
+          ("B", 8, 3, (1, 3, 3), (0, 1, 1), (1, 1, 1), (1, 1, 1)),
+          ("W", 3, 16, (1, 3, 3), (0, 1, 1), (1, 2, 2), (1, 1, 1)),
+          ("W", 12, 12, (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
+          ("W", 20, 4, (3, 3, 3), (1, 1, 1), (2, 1, 1), (1, 1, 1)))
+      for a, w in (("NCDHW", "NCDHW"), ("NDHWC", "NDHWC"), ("NCDHW", "NDHWC"))
+      if not (d == "W" and k == 4 and a == "NDHWC" and w == "NCDHW")),
+    dict(direction="F", c=8, k=6, mode="trans", in_spatial=(3, 4, 4), filter=(2, 3, 3),
+         pad=(1, 1, 0), stride=(1, 1, 1), dilation=(1, 1, 1), in_layout="NDHWC",
+         out_layout="NDHWC", wei_layout="NDHWC"),
 ]
 
 
@@ -133,7 +150,8 @@ def test_gather_and_call_compute_the_layer(geometry: dict[str, Any]) -> None:
     assert buffers["ws_col"].size == rows * cols
     plan = im2col_plan(p)
     assert plan is not None and "ws_col" in (plan.call.a, plan.call.b)
-    assert (plan.call.batch == 1) == (p.in_layout == "NHWC" == p.out_layout)
+    assert (plan.call.batch == 1) == (p.in_layout in ("NHWC", "NDHWC") and
+                                      p.out_layout == p.in_layout)
     if plan.reduce:
         buffers["ws_part"] = np.full(plan.call.batch * dict(plan.reduce)["TOTAL"], np.nan)
     emulate(plan.call, buffers)
@@ -283,3 +301,59 @@ def test_the_kernels_give_way_where_it_claims(monkeypatch: pytest.MonkeyPatch) -
     assert not ranks_first(winograd, p, SM90)
     monkeypatch.setattr(blas_1x1, "_offered", [False])  # no library: nothing to give way to
     assert ranks_first(winograd, p, SM90)
+
+
+def _layer3(**kw: Any) -> ConvProblem:
+    args: dict[str, Any] = dict(in_spatial=(4, 6, 5), filter=(3, 3, 3), pad=(1, 1, 1),
+                                stride=(1, 1, 1), dilation=(1, 1, 1), in_layout="NDHWC",
+                                wei_layout="NDHWC", out_layout="NDHWC")
+    args.update(kw)
+    return _layer(**args)
+
+
+@pytest.mark.parametrize("change", [
+    dict(c=6, k=18, groups=2),
+    dict(direction="B", stride=(2, 1, 1)),  # backward data at a depth stride
+    dict(filter=(5, 7, 7), pad=(2, 3, 3)),  # 245 taps: past MAX_TAPS
+    dict(filter=(1, 1, 1), pad=(0, 0, 0)),  # one library call as it is
+    dict(c=20, k=4, wei_layout="NCDHW"),  # dy gathered over the batch: dw[(k, t, r, s), C]
+])
+def test_three_d_refused(change: dict[str, Any]) -> None:
+    assert _solver(_layer3()).is_applicable(_layer3(), SM90)
+    p = _layer3(**change)
+    assert not any(s.is_applicable(p, SM90) for s in LIBRARY_SOLVERS if "Im2col" in s.name)
+
+
+def test_three_d_columns_and_workspace() -> None:
+    """A video stem's backward weights (x gathered: T*R*S*C columns) and a 3x3x3 layer's
+    backward data (the filters taps first, then dy's K*T*R*S columns)."""
+    stem = _layer3(n=2, c=3, k=64, in_spatial=(8, 32, 32), filter=(3, 7, 7), pad=(1, 3, 3),
+                   stride=(1, 2, 2))
+    assert im2col_spec().col_shape("W", _view(stem)[1]) == (2 * 8 * 16 * 16, 3 * 49 * 3)
+    assert SOLVER.workspace_bytes(stem) == 2 * 8 * 16 * 16 * 441 * 4
+    p = _layer3(c=24, k=40, direction="B")
+    (_, filters), (_, gather) = _solver(p).lead_ins(p, (), SM90)
+    values = {a.name: a.value for a in filters.args if a.kind == "i32"}
+    assert (values["N"], values["E"], values["A"], values["B"], values["U"]) == (3, 3, 3, 40, 24)
+    values = {a.name: a.value for a in gather.args if a.kind == "i32"}
+    assert (values["E"], values["A"], values["B"], values["T"], values["U"]) == (4, 6, 5, 3, 40)
+    slots = _solver(p).workspace_slots(p, ())
+    assert slots["ws_col"] >= 40 * 24 * 27 * 4
+
+
+def test_three_d_families_give_way_where_it_claims(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A (2+1)-D network's spatial layer: the 3-D implicit GEMM ranks first until the im2col
+    form claims the case (NDHWC here)."""
+    from miopenkernels.solvers import blas_im2col, get_solver, ranks_first
+
+    p = _layer3(n=8, c=64, k=64, in_spatial=(8, 28, 28), filter=(1, 3, 3), pad=(0, 1, 1))
+    monkeypatch.setattr(blas_1x1, "_offered", [True])
+    im2col = _solver(p)
+    first = [s for s in SOLVERS if s.math == "ieee" and s.is_applicable(p, SM90) and
+             ranks_first(s, p, SM90)]
+    assert first and im2col not in first and not ranks_first(im2col, p, SM90)
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 1}})
+    assert all(ranks_first(s, p, SM90) for s in first)  # a 2-D case: not this one
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NDHWC": 64}})
+    assert not any(ranks_first(s, p, SM90) for s in first) and ranks_first(im2col, p, SM90)
+    assert ranks_first(get_solver("ConvTriton3dTf32Wrw"), p, SM90)  # the TF32 math: not listed
