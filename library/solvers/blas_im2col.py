@@ -77,7 +77,8 @@ def _view(problem: ConvProblem) -> tuple[ConvView, dict[str, int], dict[str, tup
     """(view, spec sizes, spec strides): the 2-D spec's, or the 3-D families' (depth axes Z,
     D, T; strides in (n, c, d, h, w) order) for a 3-D layer."""
     if len(problem.in_spatial) == 2:
-        return spec_view(problem)
+        view, sizes, strides = spec_view(problem)
+        return view, sizes, dict(strides)
     view = conv_view(problem)
     return view, spec_sizes_3d(view), spec_strides_3d(view)
 
