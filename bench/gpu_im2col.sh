@@ -23,9 +23,10 @@
 #          through channels-last copies and on the planes;  PLANAR_S
 #   d3     bench/solver_alternatives.py, FP32 (IEEE) 3-D layers but the 1x1x1 ones, forward,
 #          backward data (unit stride) and weights, both layouts, batch 32: the library's
-#          im2col form beside the 3-D implicit GEMM's three products;  D3_S
+#          im2col form beside immediate mode's first choice;  D3_S
 #   tf32   the fp32 step at the TF32 math (cuDNN's TF32 on);  TF32_S
 #   probe  bench/wrw_im2col_probe.py (the product's parts on PyTorch, both layouts);  PROBE_S
+# Every step also times immediate mode's first choice (`pick`: what a first call gets now).
 # Output under OUTDIR; a summary line per step.
 #
 #   bash bench/gpu_im2col.sh OUTDIR
@@ -47,7 +48,8 @@ if want tests; then
   stamp "tests rc=$?"; tail -4 "$out/gpu_tests.txt"
 fi
 alternatives() {  # alternatives NAME TYPE SOLVERS LIMIT
-  timeout "$4" python3 bench/solver_alternatives.py --require ConvBlasIm2col --solvers "$3" --types "$2" \
+  timeout "$4" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
+    --solvers "pick,$3" --types "$2" \
     --directions W --layouts NHWC --batches "${BATCHES:-32,8,1}" --held-out --only "$narrow" \
     --max-gb 16 --budget-s "$(( $4 - 15 ))" --out "$out/$1" > "$out/$1.log" 2>&1
   stamp "$1 rc=$?"; tail -16 "$out/$1.log"
@@ -59,7 +61,7 @@ fi
 if want wplain; then
   for t in FP32 FP16; do
     timeout "${WPLAIN_S:-80}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
-      --solvers "ConvBlasIm2colWrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw" \
+      --solvers "pick,ConvBlasIm2colWrw,ConvTritonImplicitGemmTf32x3Wrw,ConvTritonImplicitGemmWrw" \
       --types "$t" --directions W --layouts NHWC --batches 32 --held-out \
       --every "${WPLAIN_EVERY:-4}" --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 \
       --budget-s "$(( ${WPLAIN_S:-80} - 15 ))" --out "$out/wplain_$t" > "$out/wplain_$t.log" 2>&1
@@ -68,7 +70,7 @@ if want wplain; then
 fi
 if want fwd; then
   timeout "${FWD_S:-150}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
-    --solvers ConvBlasIm2colFwd,ConvTritonImplicitGemmFwd --types FP16 --directions F \
+    --solvers pick,ConvBlasIm2colFwd,ConvTritonImplicitGemmFwd --types FP16 --directions F \
     --layouts NHWC --batches 32 --held-out --every "${FWD_EVERY:-3}" \
     --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 --budget-s "$(( ${FWD_S:-150} - 15 ))" \
     --out "$out/fp16_f" > "$out/fp16_f.log" 2>&1
@@ -76,7 +78,7 @@ if want fwd; then
 fi
 if want bwd; then
   timeout "${BWD_S:-120}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
-    --solvers ConvBlasIm2colBwd,ConvTritonImplicitGemmBwd --types FP16 --directions B \
+    --solvers pick,ConvBlasIm2colBwd,ConvTritonImplicitGemmBwd --types FP16 --directions B \
     --layouts NHWC --batches 32 --held-out --every "${BWD_EVERY:-3}" \
     --only '^[0-9]+-[0-9]+-[0-9]+-(?!1x1-)[0-9]+x[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-1x1-' \
     --max-gb 16 --budget-s "$(( ${BWD_S:-120} - 15 ))" \
@@ -86,7 +88,7 @@ fi
 if want planar; then
   ig=ConvTritonImplicitGemm
   timeout "${PLANAR_S:-120}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
-    --solvers "ConvBlasIm2colFwd,ConvBlasIm2colBwd,ConvBlasIm2colWrw,${ig}ViaNhwcFwd,\
+    --solvers "pick,ConvBlasIm2colFwd,ConvBlasIm2colBwd,ConvBlasIm2colWrw,${ig}ViaNhwcFwd,\
 ${ig}ViaNhwcBwd,${ig}ViaNhwcWrw,${ig}Fwd,${ig}Bwd,${ig}Wrw" --types FP16 --directions F,B,W \
     --layouts NCHW --batches 32 --held-out --every "${PLANAR_EVERY:-6}" \
     --only '^(?![0-9]+-[0-9]+-[0-9]+-1x1-)' --max-gb 16 \
@@ -95,8 +97,8 @@ ${ig}ViaNhwcBwd,${ig}ViaNhwcWrw,${ig}Fwd,${ig}Bwd,${ig}Wrw" --types FP16 --direc
 fi
 if want d3; then
   timeout "${D3_S:-90}" python3 bench/solver_alternatives.py --require ConvBlasIm2col \
-    --solvers "ConvBlasIm2colFwd,ConvBlasIm2colBwd,ConvBlasIm2colWrw,ConvTriton3dTf32x3Fwd,\
-ConvTriton3dTf32x3Bwd,ConvTriton3dTf32x3Wrw" --types FP32 --directions F,B,W \
+    --solvers "pick,ConvBlasIm2colFwd,ConvBlasIm2colBwd,ConvBlasIm2colWrw" --types FP32 \
+    --directions F,B,W \
     --layouts NCHW,NHWC --batches 32 --held-out \
     --only '^[0-9]+-[0-9]+-[0-9]+-[0-9]+-(?!1x1x1-)[0-9]+x[0-9]+x[0-9]+-' --max-gb 16 \
     --budget-s "$(( ${D3_S:-90} - 15 ))" --out "$out/fp32_3d" > "$out/fp32_3d.log" 2>&1

@@ -2,7 +2,9 @@
 (bench/solver_alternatives.py's JSON, as bench/gpu_im2col.sh writes them; no GPU needed).
 
 Per layer: the im2col solver's GPU time over the fastest other solver timed on the same layer
-(what immediate mode would run at best without it) and over cuDNN's, and the channels of the
+(what immediate mode would run at best without it) and over cuDNN's, and where the run timed
+it (`pick`), immediate mode's first choice over cuDNN's (what a first call gets); the
+channels of the
 side the column matrix does not hold (`conv_triton_im2col_spec.other_width`: K where x is
 gathered, C where dy is), the width its traffic against the product's work goes with.
 Per case (`<type>-<direction>-<layout>`): the least width from which, over the layers of the
@@ -29,6 +31,8 @@ sys.path.insert(0, str(HERE))
 from _results import emit, read_json  # noqa: E402
 
 PREFIX = "ConvBlasIm2col"
+#: bench/solver_alternatives.py's name for immediate mode's first choice.
+PICK = "pick"
 
 
 def _width(key: str) -> int:
@@ -56,21 +60,31 @@ def layer_rows(runs: list[dict]) -> list[dict[str, Any]]:
             if len(mine) != 1 or not others or not r.get("cudnn_gpu_ms"):
                 continue
             ms, best = solvers[mine[0]]["gpu_ms"], min(others)
+            pick = solvers.get(PICK)
             out.append({"case": r["case"], "key": r["key"], "n": r["n"],
                         "held_out": bool(r.get("held_out")), "width": _width(r["key"]),
                         "vs_best": ms / best, "vs_cudnn": ms / r["cudnn_gpu_ms"],
-                        "best_vs_cudnn": best / r["cudnn_gpu_ms"]})
+                        "best_vs_cudnn": best / r["cudnn_gpu_ms"],
+                        "pick_vs_cudnn": pick["gpu_ms"] / r["cudnn_gpu_ms"] if pick else None})
     return out
 
 
 def _stats(rows: list[dict], claimed: list[dict]) -> dict[str, Any]:
-    """The case's layers with the rule applied: the form where claimed, else the best other."""
+    """The case's layers with the rule applied: the form where claimed, else the best other;
+    where every layer timed immediate mode's first choice (`pick`), also what a first call
+    got before and gets with the rule (the form where claimed, else that choice)."""
     chosen = [r["vs_cudnn"] if r in claimed else r["best_vs_cudnn"] for r in rows]
+    picked = all(r["pick_vs_cudnn"] is not None for r in rows)
     return {"layers": len(rows), "claimed": len(claimed),
             "before_vs_cudnn": round(_geomean([r["best_vs_cudnn"] for r in rows]), 4),
             "after_vs_cudnn": round(_geomean(chosen), 4),
             "claimed_vs_best": round(_geomean([r["vs_best"] for r in claimed]), 4)
-            if claimed else None}
+            if claimed else None,
+            "pick_before_vs_cudnn": round(_geomean([r["pick_vs_cudnn"] for r in rows]), 4)
+            if picked else None,
+            "pick_after_vs_cudnn": round(_geomean([r["vs_cudnn"] if r in claimed else
+                                                   r["pick_vs_cudnn"] for r in rows]), 4)
+            if picked else None}
 
 
 def choose(rows: list[dict], margin: float, share: float, least: int) -> dict[str, Any]:
@@ -99,7 +113,8 @@ def choose(rows: list[dict], margin: float, share: float, least: int) -> dict[st
 
 def table(result: dict[str, Any]) -> str:
     lines = ["| case | width from | set | layers | claimed | best other / cuDNN | "
-             "with the rule | claimed: im2col / best other |", "|---|---|---|---|---|---|---|---|"]
+             "with the rule | claimed: im2col / best other | first choice / cuDNN | "
+             "with the rule |", "|---|---|---|---|---|---|---|---|---|---|"]
     for case, e in result.items():
         for name in ("fit", "held_out"):
             s = e[name]
@@ -107,7 +122,9 @@ def table(result: dict[str, Any]) -> str:
                 continue
             lines.append(f"| {case} | {e['width'] if e['width'] is not None else '-'} | "
                          f"{name} | {s['layers']} | {s['claimed']} | {s['before_vs_cudnn']:.3f}"
-                         f" | {s['after_vs_cudnn']:.3f} | {s['claimed_vs_best'] or '-'} |")
+                         f" | {s['after_vs_cudnn']:.3f} | {s['claimed_vs_best'] or '-'} | "
+                         f"{s['pick_before_vs_cudnn'] or '-'} | "
+                         f"{s['pick_after_vs_cudnn'] or '-'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,10 @@ filters). A name may carry a tile, NAME@BLOCK_M:BLOCK_N:BLOCK_K:GROUP_M:num_warp
 [:SPLIT_K] (the solver's defaults with that tile, and that split where given, 0 for the one
 `conv_triton_spec.split_for` gives the tile; its object compiled on first use), to compare
 tiles of one solver; or a split, NAME@split=S, NAME@split*F, NAME@split/F (the defaults at
-that split, timed only where it changes theirs), to compare splits of one solver.
+that split, timed only where it changes theirs), to compare splits of one solver. The name
+`pick` is immediate mode's first choice on the layer (what a first call gets: find's pick in
+the default find mode without a record), whichever solver that is; its row names it
+(`solver`), and where it is a named solver at the same parameters that one's time serves both.
 
     python bench/solver_alternatives.py --solvers ConvTritonGemm1x1Wrw,ConvTritonImplicitGemmWrw \
         --types FP16 --directions W --layouts NCHW --batches 32 --only -1x1- \
@@ -81,6 +84,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 #: entry applies only where that changes the defaults' split (@split*F and @split/F only where
 #: the defaults split).
 TILE_FIELDS = (0, 1, 2, 3, 5, 6)
+#: The --solvers name of immediate mode's first choice.
+PICK = "pick"
 SPLIT_FIELD = 4
 
 
@@ -156,6 +161,9 @@ def _solution(handle: Any, p: Any, name: str) -> Any:
     does not apply (or the tile is not legal for it)."""
     from miopenkernels.plan import ConvSolution
 
+    if name == PICK:
+        ranked = handle.solutions(p)
+        return ranked[0] if ranked else None
     if "@" in name:
         base, tile = name.split("@", 1)
         solver = _named(base)
@@ -211,7 +219,22 @@ def _time(handle: Any, p: Any, sol: Any, tensors: dict, ref: Any, repeats: int,
             inv.workspace.free()
             inv.workspace = None
     return {"gpu_ms": ms, "rel_err": err, "params": list(sol.params or ()),
-            "source": sol.source, "compiled": handle.compilations - jit}
+            "source": sol.source, "solver": sol.solver, "compiled": handle.compilations - jit}
+
+
+def _time_all(handle: Any, p: Any, sols: dict[str, Any], tensors: dict, ref: Any,
+              repeats: int, warmup: int) -> dict[str, dict]:
+    """Each solution timed (`_time`); `pick` (PICK) takes the time of the named solver it is
+    at the same parameters."""
+    out = {n: _time(handle, p, s, tensors, ref, repeats, warmup)
+           for n, s in sols.items() if n != PICK}
+    pick = sols.get(PICK)
+    if pick is not None:
+        same = out.get(pick.solver)
+        out[PICK] = dict(same, compiled=0) if same is not None and \
+            same["params"] == list(pick.params or ()) else \
+            _time(handle, p, pick, tensors, ref, repeats, warmup)
+    return out
 
 
 def summarise(rows: list[dict], names: list[str]) -> dict:
@@ -291,9 +314,8 @@ def _measure_all(args: argparse.Namespace, handles: dict, layers: list, names: l
                                    "case": zoo.case_name(t, d, lay), "n": batch, "key": p.key(),
                                    "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, args.repeats,
                                                                      args.warmup),
-                                   "solvers": {n: _time(handle, p, s, tensors, ref,
-                                                        args.repeats, args.warmup)
-                                               for n, s in sols.items()}}
+                                   "solvers": _time_all(handle, p, sols, tensors, ref,
+                                                        args.repeats, args.warmup)}
                             del ref, tensors
                         except Exception as exc:  # noqa: BLE001 - reported, the run goes on
                             failures.append({"key": p.key(), "error": str(exc)[:300]})
@@ -322,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
              for k in ("types", "directions", "layouts", "networks")}
     try:
         for n in names:
+            if n == PICK:
+                continue
             _named(n.split("@")[0])
             if "@" in n:
                 tile = n.split("@", 1)[1]

@@ -66,3 +66,26 @@ def test_refusals(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "bench/im2col_claims.py", str(bad)], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 2 and "bad.json" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_first_choice_before_and_with_the_rule(tmp_path: Path) -> None:
+    """Where the run timed immediate mode's first choice (`pick`), the case reports it over
+    cuDNN before and with the rule (the form where claimed); a 3-D layer's width too."""
+    rows = [_row(k, mine, 1.0) for k, mine in ((64, 8.0), (256, 0.5), (384, 0.5), (512, 0.5))]
+    for r, pick in zip(rows, (1.0, 2.0, 2.0, 2.0), strict=True):
+        r["solvers"]["pick"] = {"gpu_ms": pick}
+    p3 = ConvProblem(n=8, c=3, k=64, in_spatial=(8, 28, 28), filter=(3, 7, 7), pad=(1, 3, 3),
+                     stride=(1, 2, 2), direction="W", in_type="FP32", in_layout="NCDHW",
+                     wei_layout="NCDHW", out_layout="NCDHW")
+    rows.append({"case": "FP32-W-NCDHW", "key": p3.key(), "n": 8, "held_out": False,
+                 "cudnn_gpu_ms": 2.0, "solvers": {"ConvBlasIm2colWrw": {"gpu_ms": 1.0},
+                                                  "ConvTriton3dTf32x3Wrw": {"gpu_ms": 4.0}}})
+    run = _run(tmp_path, rows, "--least", "1")
+    assert run.returncode == 0, run.stderr
+    cases = json.loads(run.stdout)["cases"]
+    fit = cases["FP16-F-NHWC"]["fit"]
+    assert cases["FP16-F-NHWC"]["width"] == 256 and fit["claimed"] == 3
+    assert abs(fit["pick_before_vs_cudnn"] - 8 ** 0.25) < 1e-3  # 1, 2, 2, 2
+    assert abs(fit["pick_after_vs_cudnn"] - 0.125 ** 0.25) < 1e-3  # 1, 0.5, 0.5, 0.5
+    three_d = cases["FP32-W-NCDHW"]
+    assert three_d["width"] == 64 and three_d["fit"]["pick_before_vs_cudnn"] is None

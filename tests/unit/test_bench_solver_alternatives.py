@@ -111,3 +111,31 @@ def test_a_split_entry_sets_or_scales_the_defaults_split() -> None:
     for bad in ("split", "split=0", "split+2", "split*x"):
         with pytest.raises(ValueError):
             module.split_params(defaults, bad)
+
+
+def test_pick_is_immediate_modes_first_choice_timed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pick` is the handle's first ranked solution; where it is a named solver at the same
+    parameters that one's time serves both, else it is timed itself."""
+    from types import SimpleNamespace
+
+    mod = _module()
+    ranked = [SimpleNamespace(solver="B", params=(1, 2)), SimpleNamespace(solver="A", params=())]
+    handle = SimpleNamespace(solutions=lambda p: ranked)
+    assert mod._solution(handle, None, mod.PICK) is ranked[0]
+    assert mod._solution(SimpleNamespace(solutions=lambda p: []), None, mod.PICK) is None
+    timed: list[str] = []
+
+    def fake_time(handle, p, sol, tensors, ref, repeats, warmup):  # noqa: ANN001, ANN202
+        timed.append(sol.solver)
+        return {"gpu_ms": float(len(timed)), "params": list(sol.params or ()),
+                "solver": sol.solver, "compiled": 1}
+
+    monkeypatch.setattr(mod, "_time", fake_time)
+    named = {"A": ranked[1], "B": SimpleNamespace(solver="B", params=(1, 2)), "pick": ranked[0]}
+    out = mod._time_all(handle, None, named, {}, None, 1, 0)
+    assert timed == ["A", "B"] and out["pick"]["gpu_ms"] == out["B"]["gpu_ms"]
+    assert out["pick"]["compiled"] == 0 and out["pick"]["solver"] == "B"
+    timed.clear()
+    named["B"] = SimpleNamespace(solver="B", params=(3, 4))  # another tile: timed apart
+    out = mod._time_all(handle, None, named, {}, None, 1, 0)
+    assert timed == ["A", "B", "B"] and out["pick"]["params"] == [1, 2]
