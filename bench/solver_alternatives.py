@@ -311,7 +311,8 @@ def _measure_all(args: argparse.Namespace, handles: dict, layers: list, names: l
                             ref = peer().float()
                             row = {"network": layer.network, "layer": layer.name,
                                    "held_out": layer.held_out,
-                                   "case": zoo.case_name(t, d, lay), "n": batch, "key": p.key(),
+                                   "case": zoo.case_name(t, d, p.in_layout), "n": batch,
+                                   "key": p.key(),
                                    "cudnn_gpu_ms": zoo.queued_gpu_ms(peer, args.repeats,
                                                                      args.warmup),
                                    "solvers": _time_all(handle, p, sols, tensors, ref,

@@ -89,3 +89,24 @@ def test_first_choice_before_and_with_the_rule(tmp_path: Path) -> None:
     assert abs(fit["pick_after_vs_cudnn"] - 0.125 ** 0.25) < 1e-3  # 1, 0.5, 0.5, 0.5
     three_d = cases["FP32-W-NCDHW"]
     assert three_d["width"] == 64 and three_d["fit"]["pick_before_vs_cudnn"] is None
+
+
+def test_a_column_cap_where_wide_matrices_lose(tmp_path: Path) -> None:
+    """3x3 stems (27 columns) won, 7x7 ones (147) lost at the same widths: the claim takes the
+    least cap that holds the winners; a layer two runs timed counts once."""
+    def stem(rs: int, mine: float, network: str) -> dict[str, Any]:
+        p = ConvProblem(n=32, c=3, k=64, in_spatial=(112, 112), filter=(rs, rs),
+                        pad=(rs // 2, rs // 2), direction="W", in_type="FP32",
+                        in_layout="NHWC", wei_layout="NHWC", out_layout="NHWC")
+        return {"network": network, "layer": "stem", "case": "FP32-W-NHWC", "key": p.key(),
+                "n": 32, "held_out": False, "cudnn_gpu_ms": 1.0,
+                "solvers": {"ConvBlasIm2colWrw": {"gpu_ms": mine},
+                            "ConvTritonImplicitGemmTf32x3Wrw": {"gpu_ms": 1.0}}}
+
+    rows = [stem(3, 0.5, f"a{i}") for i in range(3)] + [stem(7, 1.5, f"b{i}") for i in range(3)]
+    run = _run(tmp_path, rows + rows[:1])
+    assert run.returncode == 0, run.stderr
+    case = json.loads(run.stdout)["cases"]["FP32-W-NHWC"]
+    assert (case["width"], case["columns"]) == (64, 32)
+    assert case["fit"]["layers"] == 6 and case["fit"]["claimed"] == 3
+    assert abs(case["fit"]["after_vs_cudnn"] - 0.5 ** 0.5) < 1e-3
