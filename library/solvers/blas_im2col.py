@@ -60,11 +60,25 @@ __all__ = ["ConvBlasIm2col", "IM2COL_SOLVERS", "IM2COL_FIRST", "Im2colPlan", "im
 SPEC = "conv_triton_im2col_spec"
 GATHER_FILE = "conv_triton_im2col.py"
 
-#: Per arch and case (`<type>-<direction>-<layout>`, the TF32 math's FP32 as TF32), the least
-#: channels on the side not gathered (`conv_triton_im2col_spec.other_width`) from which the
-#: library's im2col form claims first place where it is offered. Empty until a GPU run times
-#: it against the kernels (bench/gpu_im2col.sh).
-IM2COL_FIRST: dict[str, dict[str, int]] = {}
+#: Per arch and case (`<type>-<direction>-<layout>`, the TF32 math's FP32 as TF32), where the
+#: library's im2col form claims first place where it is offered: (the least channels on the
+#: side not gathered, `conv_triton_im2col_spec.other_width`; the most columns of the column
+#: matrix, `col_shape`, or None). Chosen by bench/im2col_claims.py from one H100 run of the
+#: form beside immediate mode's first choice and the kernels (bench/gpu_im2col.sh:
+#: bench/results/im2col_claims_h100-5f39bda.md), on the zoo's layers, the held-out networks'
+#: apart; it claimed no case in FP16, where the gather cost more than the kernels' whole layer:
+#: - FP32-W-NHWC: the stems' and latent layers' backward weights, 3x3 and 4x4 filters over 3-4
+#:   channels to 64 or more (and dy's 3-4 to 64 or more), a matrix of at most 64 columns;
+#:   the zoo's 72 timed layers 1.33 -> 1.04 of IEEE cuDNN's GPU time (29 claimed, 0.58 of
+#:   the best other solver's time), the held-out networks' 8 none claimed;
+#: - FP32-W-NDHWC: 3-D backward weights of 230 or more filters: 21 layers 1.23 -> 0.86 (16
+#:   claimed), the held-out 6 0.77 -> 0.77 (4 claimed);
+#: - FP32-B-NDHWC: 3-D backward data of 576 or more input channels: 15 layers 1.07 -> 1.03 (3
+#:   claimed), the held-out 2 none claimed.
+IM2COL_FIRST: dict[str, dict[str, tuple[int, int | None]]] = {
+    "sm90": {"FP32-W-NHWC": (64, 64), "FP32-W-NDHWC": (230, None),
+             "FP32-B-NDHWC": (576, None)},
+}
 
 
 def im2col_spec() -> Any:
@@ -194,12 +208,16 @@ def _case(problem: ConvProblem, math_mode: str) -> str:
 
 def im2col_first(problem: ConvProblem, target: Target, math_mode: str = "ieee") -> bool:
     """Whether the im2col form claims first place where the library is offered
-    (IM2COL_FIRST): the case is listed and the side not gathered is as wide as it says."""
-    least = IM2COL_FIRST.get(target.arch, {}).get(_case(problem, math_mode))
-    if least is None or not library_offered():
+    (IM2COL_FIRST): the case is listed, the side not gathered is as wide as it says and the
+    column matrix no wider."""
+    claim = IM2COL_FIRST.get(target.arch, {}).get(_case(problem, math_mode))
+    if claim is None or not library_offered():
         return False
+    least, columns = claim
     v, sizes, _ = _view(problem)
-    return bool(im2col_spec().other_width(v.direction, sizes) >= least)
+    spec = im2col_spec()
+    return bool(spec.other_width(v.direction, sizes) >= least and
+                (columns is None or spec.col_shape(v.direction, sizes)[1] <= columns))
 
 
 def _gathers(target: Target) -> bool:

@@ -110,3 +110,37 @@ def test_a_column_cap_where_wide_matrices_lose(tmp_path: Path) -> None:
     assert (case["width"], case["columns"]) == (64, 32)
     assert case["fit"]["layers"] == 6 and case["fit"]["claimed"] == 3
     assert abs(case["fit"]["after_vs_cudnn"] - 0.5 ** 0.5) < 1e-3
+
+
+def test_the_claims_on_sm90_are_the_committed_runs() -> None:
+    """solvers/blas_im2col.py's IM2COL_FIRST for sm90 is what bench/im2col_claims.py chooses
+    from the committed H100 run at its defaults, and the figures its comment and
+    bench/results/README.md quote are that run's."""
+    import importlib.util
+
+    from miopenkernels.solvers.blas_im2col import IM2COL_FIRST
+
+    spec = importlib.util.spec_from_file_location("im2col_claims",
+                                                  ROOT / "bench" / "im2col_claims.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    run = ROOT / "bench" / "results" / "im2col_h100-5f39bda"
+    names = ("fp32_w", "wplain_FP32", "wplain_FP16", "fp16_f", "fp16_b", "fp16_nchw", "fp32_3d")
+    rows = mod.layer_rows([json.loads((run / f"{n}.json").read_text()) for n in names])
+    cases = mod.choose(rows, 0.95, 2 / 3, 3)
+    chosen = {c: (e["width"], e["columns"]) for c, e in cases.items() if e["width"] is not None}
+    assert IM2COL_FIRST["sm90"] == chosen
+    assert not [c for c in chosen if not c.startswith("FP32-")]  # no 16-bit case
+    fit = {c: (e["fit"]["layers"], e["fit"]["claimed"], round(e["fit"]["pick_before_vs_cudnn"], 2),
+               round(e["fit"]["pick_after_vs_cudnn"], 2)) for c, e in cases.items()}
+    assert fit["FP32-W-NHWC"] == (72, 29, 1.33, 1.04)
+    assert fit["FP32-W-NDHWC"] == (21, 16, 1.23, 0.86)
+    assert fit["FP32-B-NDHWC"] == (15, 3, 1.07, 1.03)
+    held = cases["FP32-W-NDHWC"]["held_out"]
+    assert (held["layers"], held["claimed"], round(held["pick_before_vs_cudnn"], 2),
+            round(held["pick_after_vs_cudnn"], 2)) == (6, 4, 0.77, 0.77)
+    saved = json.loads((ROOT / "bench" / "results" /
+                        "im2col_claims_h100-5f39bda.json").read_text())
+    assert {c: (e["width"], e["columns"]) for c, e in saved["cases"].items()
+            if e["width"] is not None} == chosen

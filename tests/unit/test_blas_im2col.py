@@ -15,7 +15,6 @@ from blas_doubles import emulate
 from miopenkernels.problem import ConvProblem
 from miopenkernels.solvers import LIBRARY_SOLVERS, SOLVERS, all_dynamic_jobs, blas_1x1
 from miopenkernels.solvers.blas_im2col import (
-    IM2COL_FIRST,
     _view,
     im2col_call,
     im2col_first,
@@ -242,18 +241,21 @@ def test_claims_only_where_listed_and_offered(monkeypatch: pytest.MonkeyPatch) -
 
     p = _layer()
     monkeypatch.setattr(blas_1x1, "_offered", [True])
-    assert not IM2COL_FIRST  # nothing claimed until a GPU run times the solvers
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {})
     assert not im2col_first(p, SM90)
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 16}})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": (16, None)}})
     assert im2col_first(p, SM90) and SOLVER.claims_first(p, SM90)  # K = 16
     assert not im2col_first(_layer(k=15), SM90)
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 24}})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": (24, None)}})
     assert not im2col_first(p, SM90) and im2col_first(_layer(k=24), SM90)  # x gathered: K
     assert not im2col_first(_layer(c=20, k=4), SM90)  # dy gathered: C
     assert im2col_first(_layer(c=24, k=4), SM90)
     assert not im2col_first(p, SM90, "tf32")  # the TF32 math's case is TF32-W-NHWC
     assert not im2col_first(replace(p, direction="F"), SM90)
     assert not im2col_first(p, Target("sm80", 108))
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": (16, 27)}})
+    assert im2col_first(p, SM90)  # 27 columns: 3x3 taps of 3 channels
+    assert not im2col_first(_layer(filter=(4, 4)), SM90)  # 48
     monkeypatch.setattr(blas_1x1, "_offered", [False])
     assert not im2col_first(p, SM90) and not SOLVER.claims_first(p, SM90)
 
@@ -293,11 +295,11 @@ def test_the_kernels_give_way_where_it_claims(monkeypatch: pytest.MonkeyPatch) -
     winograd = get_solver("ConvTritonWinogradTf32x3Wrw")
     monkeypatch.setattr(blas_1x1, "_offered", [True])
     assert ranks_first(winograd, p, SM90)
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"TF32-W-NHWC": 1}})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"TF32-W-NHWC": (1, None)}})
     assert ranks_first(winograd, p, SM90)  # the TF32 math's case: not the three products'
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 128}})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": (128, None)}})
     assert ranks_first(winograd, p, SM90)  # 64 filters: narrower than the claim
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 64}})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": (64, None)}})
     assert not ranks_first(winograd, p, SM90)
     monkeypatch.setattr(blas_1x1, "_offered", [False])  # no library: nothing to give way to
     assert ranks_first(winograd, p, SM90)
@@ -352,8 +354,8 @@ def test_three_d_families_give_way_where_it_claims(monkeypatch: pytest.MonkeyPat
     first = [s for s in SOLVERS if s.math == "ieee" and s.is_applicable(p, SM90) and
              ranks_first(s, p, SM90)]
     assert first and im2col not in first and not ranks_first(im2col, p, SM90)
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": 1}})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NHWC": (1, None)}})
     assert all(ranks_first(s, p, SM90) for s in first)  # a 2-D case: not this one
-    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NDHWC": 64}})
+    monkeypatch.setattr(blas_im2col, "IM2COL_FIRST", {"sm90": {"FP32-W-NDHWC": (64, None)}})
     assert not any(ranks_first(s, p, SM90) for s in first) and ranks_first(im2col, p, SM90)
     assert ranks_first(get_solver("ConvTriton3dTf32Wrw"), p, SM90)  # the TF32 math: not listed
