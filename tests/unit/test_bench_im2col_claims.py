@@ -144,3 +144,28 @@ def test_the_claims_on_sm90_are_the_committed_runs() -> None:
                         "im2col_claims_h100-5f39bda.json").read_text())
     assert {c: (e["width"], e["columns"]) for c, e in saved["cases"].items()
             if e["width"] is not None} == chosen
+
+
+def test_the_moves_and_the_find_run_the_readme_quotes() -> None:
+    """picks_sm90-132-baf6f22-a09c949.json (immediate mode's moves) and
+    zoo_h100-fp32-w-fewc-a09c949.json (find's picks on the few-channel FP32 backward weights):
+    the figures bench/results/README.md quotes."""
+    results = ROOT / "bench" / "results"
+    picks = json.loads((results / "picks_sm90-132-baf6f22-a09c949.json").read_text())
+    assert (picks["problems"], picks["moved"]) == (41526, 115)
+    moved = {(c["before"], c["after"]): c for c in picks["changes"]}
+    assert {after for _, after in moved} == {"ConvBlasIm2colWrw", "ConvBlasIm2colBwd"}
+    igemm = moved[("ConvTritonImplicitGemmTf32x3Wrw", "ConvBlasIm2colWrw")]["measured"]
+    assert (igemm["problems"], igemm["before_geomean"], igemm["after_geomean"]) == \
+        (24, 1.685, 1.176)
+    fewk = moved[("ConvTritonFmaFewKWrw", "ConvBlasIm2colWrw")]["measured"]
+    assert (fewk["problems"], fewk["before_geomean"], fewk["after_geomean"]) == (5, 1.634, 0.275)
+    zoo = json.loads((results / "zoo_h100-fp32-w-fewc-a09c949.json").read_text())
+    case = zoo["summary"]["FP32-W-NHWC"]
+    assert (case["layers"], round(case["gpu_geomean"], 2), round(case["max_ratio"], 2)) == \
+        (29, 1.22, 2.75)
+    held = zoo["held_out"]["summary"]["FP32-W-NHWC"]
+    assert (held["layers"], round(held["gpu_geomean"], 2)) == (4, 1.35)
+    assert (zoo["compiles"], zoo["errors"]) == (6, 0)
+    text = " ".join((results / "README.md").read_text().split())
+    assert "115 of 41,526 moved" in text and "FP32-W-NHWC 1.22 of IEEE cuDNN" in text

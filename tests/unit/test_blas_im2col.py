@@ -261,8 +261,8 @@ def test_claims_only_where_listed_and_offered(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_the_main_job_with_the_gather_objects() -> None:
-    """The README's main-job figures at 1d2880e and the incremental build of 9c485a0, from the
-    run's file."""
+    """The README's main-job figures at 1d2880e, the incremental build of 9c485a0 and the cold
+    build of 4354ba2, from the runs' files."""
     import re
     from pathlib import Path
 
@@ -282,8 +282,20 @@ def test_the_main_job_with_the_gather_objects() -> None:
     assert "│ distinct   │ 10179 │    10179 │      0 │      0 │" in text
     assert "│ distinct   │ 10187 │        8 │  10179 │      0 │" in text
     readme = " ".join((root / "README.md").read_text().split())
-    assert "10,187 distinct code objects at tree 9c485a0" in readme
+    assert "10,187 at tree 9c485a0" in readme
     assert "26 min 55 s cold at tree 1d2880e (10,179 objects" in readme
+    # the gather with a depth axis (its objects new), cold at 4354ba2
+    text = (root / "bench" / "results" / "main_job-2cpu-4354ba2.txt").read_text()
+    found = re.search(r"setup ([\d.]+) s, build ([\d.]+) s, rebuild ([\d.]+) s", text)
+    assert found is not None
+    setup, build, rebuild = (float(v) for v in found.groups())
+    assert (minutes(build), minutes(setup + build), round(rebuild, 1)) == \
+        ("28 min 31 s", "29 min 14 s", 8.1)
+    assert "│ distinct   │ 10187 │    10187 │      0 │      0 │" in text
+    assert "│ distinct   │ 10187 │        0 │  10187 │      0 │" in text
+    assert ("10,187 distinct code objects at tree 4354ba2 (2026-12-07, the im2col gather with a "
+            "depth axis, its objects new): 28 min 31 s cold") in readme
+    assert "29 min 14 s with the set-up" in readme
 
 
 def test_the_kernels_give_way_where_it_claims(monkeypatch: pytest.MonkeyPatch) -> None:
