@@ -2,7 +2,7 @@
 # On the GPU machine, one call of under 600 s: the im2col solvers (solvers/blas_im2col.py),
 # backward weights of the layers with 1-4 channels on one side and the forward. No package:
 # the gather's objects are compiled outside the timings.
-# Steps (STEPS, default tests,fp32,wplain,fwd,bwd,planar,d3,tf32,probe):
+# Steps (STEPS, default tests,fp32,wplain,fwd,bwd,planar,d3,tf32,probe,gather):
 #   tests  tests/gpu/test_im2col_blas_gpu.py (against float64, and in a CUDA graph);  TESTS_S
 #   fp32   bench/solver_alternatives.py, FP32 (IEEE cuDNN) backward weights NHWC of the zoo's
 #          and the held-out networks' layers of 1-4 channels on a side, batches 32, 8 and 1:
@@ -26,6 +26,8 @@
 #          im2col form beside immediate mode's first choice;  D3_S
 #   tf32   the fp32 step at the TF32 math (cuDNN's TF32 on);  TF32_S
 #   probe  bench/wrw_im2col_probe.py (the product's parts on PyTorch, both layouts);  PROBE_S
+#   gather bench/im2col_gather_probe.py (the form's gather alone, the whole form, a copy of the
+#          column matrix's bytes, cuDNN: where the time goes);  GATHER_S
 # Every step also times immediate mode's first choice (`pick`: what a first call gets now).
 # Output under OUTDIR; a summary line per step.
 #
@@ -37,7 +39,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-steps="${STEPS:-tests,fp32,wplain,fwd,bwd,planar,d3,tf32,probe}"
+steps="${STEPS:-tests,fp32,wplain,fwd,bwd,planar,d3,tf32,probe,gather}"
 want() { [[ ",$steps," == *",$1,"* ]]; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt" > /dev/null
@@ -112,4 +114,9 @@ if want probe; then
   timeout "${PROBE_S:-80}" python3 bench/wrw_im2col_probe.py --out "$out/probe" \
     > "$out/probe.log" 2>&1
   stamp "probe rc=$?"; tail -8 "$out/probe.log"
+fi
+if want gather; then
+  timeout "${GATHER_S:-90}" python3 bench/im2col_gather_probe.py --out "$out/gather" \
+    > "$out/gather.log" 2>&1
+  stamp "gather rc=$?"; tail -12 "$out/gather.log"
 fi
