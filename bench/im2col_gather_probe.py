@@ -11,6 +11,12 @@ write rate (the column matrix's bytes over that time), the same bytes copied dev
 
     python bench/im2col_gather_probe.py --out bench/results/im2col_gather_probe_h100
         [--layers NAME,...] [--repeats 20] [--json]
+
+`--bound RUN.json...` (no GPU) asks the other question, from bench/solver_alternatives.py runs
+that timed the form and immediate mode's first choice (`pick`): per case, the geomean over
+the layers of the column matrix written and read once at `--gb-s` (a memory's rate: a copy's
+measured here, or a datasheet's) over cuDNN's whole layer, beside the first choice's time
+over cuDNN's. Where that bound alone is near the first choice, no gather makes the form win.
 """
 
 from __future__ import annotations
@@ -50,7 +56,38 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--layers", default="", help="comma-separated names of LAYERS (default all)")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--bound", nargs="+", type=Path, metavar="RUN",
+                    help="no GPU: the column matrix's traffic bound from these runs")
+    ap.add_argument("--gb-s", type=float, default=3350.0,
+                    help="the memory's rate for --bound, GB/s (3350: an H100 SXM's datasheet)")
     return ap.parse_args(argv)
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+def bound(runs: list[dict[str, Any]], gb_s: float) -> dict[str, dict[str, Any]]:
+    """Per case: the layers where the form and `pick` ran, the geomean of the column matrix's
+    bytes written and read once at `gb_s` over cuDNN's time, and of the first choice's over
+    cuDNN's; the layers where that traffic alone took longer than the first choice."""
+    from miopenkernels.problem import ConvProblem
+
+    cases: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        for r in run.get("rows", []):
+            mine = [n for n in r.get("solvers", {}) if n.startswith("ConvBlasIm2col")]
+            if not mine or "pick" not in r["solvers"] or not r.get("cudnn_gpu_ms"):
+                continue
+            p = ConvProblem.from_key(r["key"])
+            case = f"{p.in_type}-{p.direction}-{p.in_layout}"
+            traffic_ms = 2 * column_bytes(p) / (gb_s * 1e9) * 1e3
+            cases.setdefault(case, []).append((traffic_ms / r["cudnn_gpu_ms"],
+                                               r["solvers"]["pick"]["gpu_ms"] / r["cudnn_gpu_ms"]))
+    return {case: {"layers": len(v), "traffic_vs_cudnn": round(_geomean([t for t, _ in v]), 3),
+                   "pick_vs_cudnn": round(_geomean([q for _, q in v]), 3),
+                   "traffic_above_pick": sum(t > q for t, q in v)}
+            for case, v in sorted(cases.items())}
 
 
 def problem(spec: tuple[Any, ...]) -> Any:
@@ -130,6 +167,24 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    if args.bound:
+        from _results import read_json
+
+        try:
+            runs = [read_json(path) for path in args.bound]
+        except (OSError, ValueError) as exc:
+            print(f"im2col_gather_probe: {exc}; give bench/solver_alternatives.py JSON files",
+                  file=sys.stderr)
+            return 2
+        result = bound(runs, args.gb_s)
+        if not result:
+            print("im2col_gather_probe: no layer where the form and `pick` ran", file=sys.stderr)
+            return 3
+        print(json.dumps(result, indent=1) if args.json else "\n".join(
+            f"{c}: {e['layers']} layers, column traffic at {args.gb_s:.0f} GB/s "
+            f"{e['traffic_vs_cudnn']:.2f} of cuDNN, first choice {e['pick_vs_cudnn']:.2f}, "
+            f"traffic above it on {e['traffic_above_pick']}" for c, e in result.items()))
+        return 0
     names = [n for n in args.layers.split(",") if n]
     unknown = [n for n in names if n not in {s[0] for s in LAYERS}]
     if unknown:
