@@ -63,15 +63,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
-
-
 def bound(runs: list[dict[str, Any]], gb_s: float) -> dict[str, dict[str, Any]]:
     """Per case: the layers where the form and `pick` ran, the geomean of the column matrix's
     bytes written and read once at `gb_s` over cuDNN's time, and of the first choice's over
     cuDNN's; the layers where that traffic alone took longer than the first choice."""
     from miopenkernels.problem import ConvProblem
+    from zoo import geomean
 
     cases: dict[str, list[tuple[float, float]]] = {}
     for run in runs:
@@ -84,8 +81,8 @@ def bound(runs: list[dict[str, Any]], gb_s: float) -> dict[str, dict[str, Any]]:
             traffic_ms = 2 * column_bytes(p) / (gb_s * 1e9) * 1e3
             cases.setdefault(case, []).append((traffic_ms / r["cudnn_gpu_ms"],
                                                r["solvers"]["pick"]["gpu_ms"] / r["cudnn_gpu_ms"]))
-    return {case: {"layers": len(v), "traffic_vs_cudnn": round(_geomean([t for t, _ in v]), 3),
-                   "pick_vs_cudnn": round(_geomean([q for _, q in v]), 3),
+    return {case: {"layers": len(v), "traffic_vs_cudnn": round(geomean(t for t, _ in v), 3),
+                   "pick_vs_cudnn": round(geomean(q for _, q in v), 3),
                    "traffic_above_pick": sum(t > q for t, q in v)}
             for case, v in sorted(cases.items())}
 

@@ -84,9 +84,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 #: entry applies only where that changes the defaults' split (@split*F and @split/F only where
 #: the defaults split).
 TILE_FIELDS = (0, 1, 2, 3, 5, 6)
+SPLIT_FIELD = 4
 #: The --solvers name of immediate mode's first choice.
 PICK = "pick"
-SPLIT_FIELD = 4
 
 
 def tiled_params(params: tuple[int, ...], tile: str) -> tuple[int, ...]:

@@ -64,3 +64,4 @@ def test_the_traffic_bound_the_readme_quotes() -> None:
     assert "comes alone to 0.77 of cuDNN's whole layer in FP16 forward NHWC (71 layers" in text
     assert "1.09 in backward data, 0.42 in backward weights, where the first choices took 1.48, " \
         "1.45 and 1.23" in text
+
