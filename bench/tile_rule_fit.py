@@ -21,7 +21,8 @@ defaults that single layers had; and stays where the rule picks it for at least
     python bench/tile_rule_fit.py bench/results/tile_survey_small_f_h200.json ... \\
         --write kernels/conv_triton_tuned_sm90.json --out bench/results/tile_rule_fit
 
-`--write` puts the rules into the tuned table's `tile_rule` (keyed `<type>-<direction>-<layout>`
+`--fresh FILE...` names newer surveys (another object, another device): their rule cases' rows
+replace those of the other files. `--write` puts the rules into the tuned table's `tile_rule` (keyed `<type>-<direction>-<layout>`
 with `-few` for the few-channel kernel; BF16 takes FP16's), which
 `conv_triton_spec.tile_rule` reads; `conv_triton_spec.rule_tile` applies one.
 """
@@ -177,20 +178,25 @@ def pick(tiles: list[dict], sample: dict, cus: int) -> tuple[int, ...] | None:
     return None if config is None else tuple(config[k] for k in PARAMS)
 
 
-def samples_of(files: list[Path]) -> list[dict]:
+def samples_of(files: list[Path], fresh: list[Path] | tuple[Path, ...] = ()) -> list[dict]:
     """One sample per (network, layer, case, batch) of the alternatives' results, the files'
     rows of one layer merged (each file's time against its own cuDNN time, scaled to the
     first file's cuDNN time): its timings by params (the best of equal params), cuDNN's, and
     the default's params (the first file's). Rows whose first solver ran a FindDb record's
-    parameters-free pick are left out."""
+    parameters-free pick are left out. The `fresh` files (a newer survey of a case's objects)
+    replace every other file's rows of the rule cases they hold."""
     merged: dict[tuple, dict] = {}
-    for f in files:
+    fresh_cases = {problem_of(row["key"])[2] for f in fresh
+                   for row in json.loads(f.read_text())["rows"]}
+    for f in [*files, *fresh]:
         data = json.loads(f.read_text())
         names = data["solvers"]
         for row in data["rows"]:
             solvers = row.get("solvers") or {}
             if names[0] not in solvers or len(solvers[names[0]]["params"]) != len(PARAMS):
                 continue  # a FindDb record's pick (no parameters): a layer tuned already
+            if f not in fresh and problem_of(row["key"])[2] in fresh_cases:
+                continue  # timed again in a fresh file
             ident = (row["network"], row["layer"], row["case"], row.get("n"))
             sample = merged.get(ident)
             if sample is None:
@@ -245,17 +251,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--least", type=int, default=20, help="layers a tile must be timed on")
     ap.add_argument("--least-picks", type=int, default=3,
                     help="fit layers a tile must be picked for to stay in its rule")
+    ap.add_argument("--fresh", type=Path, nargs="+", default=[], metavar="FILE",
+                    help="newer surveys: their rule cases' rows replace the other files'")
     ap.add_argument("--write", type=Path, help="a tuned table to put the rules into")
     ap.add_argument("--out", type=Path, help="path stem of a .json result")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args(argv)
     try:
-        samples = samples_of(args.files)
+        samples = samples_of(args.files, args.fresh)
+        devices = sorted({json.loads(f.read_text()).get("device", "") for f in
+                          [*args.files, *args.fresh]} - {""})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"tile_rule_fit: not solver_alternatives results: {str(exc).splitlines()[0]}",
               file=sys.stderr)
         return 2
-    result: dict[str, Any] = {"sources": [f.name for f in args.files], "cus": args.cus,
+    result: dict[str, Any] = {"sources": [f.name for f in [*args.files, *args.fresh]],
+                              "fresh": [f.name for f in args.fresh], "cus": args.cus,
                               "cases": {}}
     rules: dict[str, Any] = {}
     for case in sorted({s["case"] for s in samples}):
@@ -288,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.with_suffix(".json").write_text(text + "\n")
     if args.write:
         table = json.loads(args.write.read_text())
-        table["tile_rule"] = {"sources": result["sources"], "devices": ["NVIDIA H200"],
+        table["tile_rule"] = {"sources": result["sources"], "devices": devices,
                               "rules": {k: {"largest_m": v["largest_m"],
                                             "tiles": [_entry(t) for t in v["tiles"]]}
                                         for k, v in rules.items()}}

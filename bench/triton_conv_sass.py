@@ -10,6 +10,8 @@ reduction; its run-time divisions counted by their MUFU.RCP). A 16-bit operand r
 16-byte LDGSTS is vectorised; a count of 2- or 4-byte loads marks the scalar gathers.
 
     python bench/triton_conv_sass.py [--first] [--json]
+    python bench/triton_conv_sass.py --first --cases FP16-F-NHWC,BF16-F-NHWC \\
+        --tiles 256x64x16w4s3,128x32x16w4s3 --both --json   (few-channel objects, both kinds)
     PYTHONPATH=DIR python bench/triton_conv_sass.py --kernels kernels_before.conv_triton
         (DIR/kernels_before: another tree's kernels folder)
 """
@@ -72,7 +74,33 @@ def opcodes(sass: str) -> Counter:
                                                    r"([A-Z][A-Z0-9_.]+)", sass, re.M))
 
 
-def report(case: str, sizes: dict[str, int], module: str = "") -> dict:
+def _packed_strides(sizes: dict[str, int], channels_last: bool) -> dict[str, tuple[int, ...]]:
+    """Element strides of packed x (n,c,h,w), w (k,c,r,s) and y (n,k,p,q) in a layout."""
+    def strides(a: int, b: int, h: int, w: int) -> tuple[int, ...]:
+        return (b * h * w, 1, w * b, b) if channels_last else (b * h * w, h * w, w, 1)
+
+    z = sizes
+    return {"x": strides(z["N"], z["C"], z["H"], z["W"]),
+            "w": strides(z["K"], z["C"], z["R"], z["S"]),
+            "y": strides(z["N"], z["K"], z["P"], z["Q"])}
+
+
+def _tile(text: str) -> dict[str, int]:
+    """A BMxBNxBKwWARPSsSTAGES tile as a configuration (GROUP_M 8, SPLIT_K 1)."""
+    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", text)
+    if m is None:
+        raise SystemExit(f"triton_conv_sass: tile {text!r} is not BMxBNxBKwWsS "
+                         "(e.g. 256x64x16w4s3)")
+    bm, bn, bk, w, st = (int(v) for v in m.groups())
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "SPLIT_K": 1,
+            "num_warps": w, "num_stages": st}
+
+
+def report(case: str, sizes: dict[str, int], module: str = "", tile: str = "",
+           generic: bool = False) -> dict:
+    """What the compiler made of the object the runtime takes for a packed problem of `sizes`
+    in `case` (aligned where the problem meets its assumption; the generic one with
+    `generic`), at the case's tuned tile or `tile`."""
     import importlib
 
     import triton
@@ -85,14 +113,18 @@ def report(case: str, sizes: dict[str, int], module: str = "") -> dict:
     t, d, lay = case.split("-")
     dtype = "FP32" if t == "TF32" else t
     kernel = ct.kernel_for(d, sizes)
-    cfg = ct.tuned_config("sm90", case, sizes) or ct.default_config(kernel, dtype)
+    cfg = _tile(tile) if tile else \
+        ct.tuned_config("sm90", case, sizes) or ct.default_config(kernel, dtype)
     cl = lay == "NHWC"
-    aligned = sizes["C"] % 16 == 0
+    spec = importlib.import_module("miopenkernels.kernels.conv_triton_spec")
+    args = ct.conv_args(sizes, _packed_strides(sizes, cl))
+    aligned = not generic and True in ct.align16_variants(kernel, cl) and \
+        bool(ct.meets_align16(args, cl, dtype, kernel))
     fn = ct.JIT[kernel]
     sig, cx = ct.triton_signature(kernel, dtype, cfg, cl, "tf32" if t == "TF32" else "ieee")
-    aligned_args = ct.align16_args(kernel, cl) if aligned else ()
+    assume = list(spec.align_assumptions(kernel, dtype, cl)) if aligned else []
     sig, cx, attrs = source_arguments(fn, [(n, t) for n, t in sig.items() if t != "constexpr"],
-                                      cx, [(a, 16) for a in aligned_args])
+                                      cx, assume)
     k = triton.compile(ASTSource(fn, sig, cx, attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
     sass, res = disassemble(k.asm["cubin"])
@@ -103,13 +135,16 @@ def report(case: str, sizes: dict[str, int], module: str = "") -> dict:
         return sum(n for op, n in ops.items() if op.startswith(prefix))
 
     loads = {op: n for op, n in sorted(ops.items()) if op.startswith(("LDG", "LDGSTS"))}
+    stores = {op: n for op, n in sorted(ops.items()) if op.startswith("STG")}
     loop = loop_body(sass)
     return {"case": case, "kernel": kernel, "config": cfg, "aligned": aligned,
             "loop_instructions": sum(loop.values()), "loop_divisions": loop["MUFU"],
             "registers": int(regs.group(1)) if regs else None,
-            "spills": "STL" in ops or "LDL" in ops, "shared": k.metadata.shared,
+            "spills": "STL" in ops or "LDL" in ops,
+            "spill_stores": sum(n for op, n in ops.items() if op.startswith("STL")),
+            "shared": k.metadata.shared,
             "hgmma": count("HGMMA"), "hmma": count("HMMA"), "ffma": count("FFMA"),
-            "loads": loads}
+            "loads": loads, "stores": stores}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,26 +154,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels", default="", metavar="MODULE",
                     help="the conv_triton module to compile (default the package's; e.g. a "
                          "copy of another tree's kernels folder on PYTHONPATH)")
+    ap.add_argument("--tiles", default="", help="comma-separated tiles BMxBNxBKwWsS to "
+                    "compile each case at (default: the case's tuned tile)")
+    ap.add_argument("--both", action="store_true",
+                    help="also each case's generic object where the runtime takes an aligned one")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     sizes = FIRST if args.first else LAYER
     cases = [c for c in args.cases.split(",") if c] or [
         f"{t}-{d}-{lay}" for t in ("FP16", "BF16", "FP32", "TF32") for d in "FBW"
         for lay in ("NHWC", "NCHW")]
-    rows = [report(c, sizes, args.kernels) for c in cases]
+    tiles = [t for t in args.tiles.split(",") if t] or [""]
+    rows = [report(c, sizes, args.kernels, tile) for c in cases for tile in tiles]
+    if args.both:
+        rows += [report(r["case"], sizes, args.kernels, tile, generic=True)
+                 for r, tile in zip(rows, [t for _ in cases for t in tiles], strict=True)
+                 if r["aligned"]]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print("| case | kernel | tile | regs | spills | shared | HGMMA | HMMA | FFMA | global loads "
-          "| loop instructions (divisions) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| case | kernel | aligned | tile | regs | spills | shared | HGMMA | HMMA | FFMA | "
+          "global loads | global stores | loop instructions (divisions) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         c = r["config"]
         tile = f"{c['BLOCK_M']}x{c['BLOCK_N']}x{c['BLOCK_K']} w{c['num_warps']}s{c['num_stages']}"
         loads = " ".join(f"{op}:{n}" for op, n in r["loads"].items())
-        print(f"| {r['case']} | {r['kernel']} | {tile} | {r['registers']} | "
-              f"{'yes' if r['spills'] else 'no'} | {r['shared']} | {r['hgmma']} | {r['hmma']} | "
-              f"{r['ffma']} | {loads} | {r['loop_instructions']} ({r['loop_divisions']}) |")
+        stores = " ".join(f"{op}:{n}" for op, n in r["stores"].items())
+        spills = f"yes ({r['spill_stores']} STL)" if r["spills"] else "no"
+        print(f"| {r['case']} | {r['kernel']} | {'yes' if r['aligned'] else 'no'} | {tile} | "
+              f"{r['registers']} | {spills} | {r['shared']} | {r['hgmma']} | {r['hmma']} | "
+              f"{r['ffma']} | {loads} | {stores} | {r['loop_instructions']} "
+              f"({r['loop_divisions']}) |")
     return 0
 
 

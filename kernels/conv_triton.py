@@ -48,6 +48,7 @@ from .conv_triton_spec import (  # noqa: F401  (re-exported for the builder and 
     CONV_TUPLES,
     ELEMENT_BYTES,
     ELEMENT_TYPES,
+    FEW_ALIGN_ARGS,
     KERNELS,
     OUTPUT_OF,
     REDUCE_ARGS,

@@ -96,6 +96,15 @@ ALIGN16_ARGS: dict[bool, tuple[str, ...]] = {
     False: ("C", "K"),
 }
 
+#: The few-channel kernels whose channels-last objects also ship aligned (`align16_variants`),
+#: and what those assume: y's side alone (K and y's strides multiples of `align_divisor`; x's
+#: strides are multiples of its few channels, which meet nothing). Without it the compiler
+#: stores the accumulator an element at a time, each with its own 64-bit address: compiled for
+#: sm90 (FP16, ResNet-50's 7x7 stem, 256x64x16 at four warps) the generic object holds 255
+#: registers and spills (939 STL) around 128 two-byte stores, the aligned one 249 registers,
+#: no spill, 16 sixteen-byte stores (bench/results/fewc_aligned_sass-sm90.json).
+FEW_ALIGN_ARGS: dict[str, tuple[str, ...]] = {"conv2d_fwd_smallc": ("K", "syn", "syh", "syw")}
+
 #: What the packed kernels' aligned objects assume instead, as a fraction of `align_divisor`
 #: (channels-last 16-bit: 8): the activations' strides whole multiples of it, a group's channel
 #: and filter counts and the weights' strides multiples of half of it (4 a group meets that).
@@ -114,7 +123,7 @@ ELEMENT_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4}
 #: Per kernel: function name in conv_triton.py, direction it computes, tensors it reads/writes,
 #: which tunables matter, how its grid is computed (see `grid`), and when it applies.
 #: "few_channels": `kernel_for` picks it for C < 16 alone, which never meets align16 (C is one
-#: of ALIGN16_ARGS), so no align16 object of it is ever launched (`align16_variants`).
+#: of ALIGN16_ARGS): its aligned objects, where FEW_ALIGN_ARGS names it, assume y's side alone.
 KERNELS: dict[str, dict[str, Any]] = {
     "conv2d_fwd": {
         "direction": "F", "reads": ("x", "w"), "writes": ("y",), "args": "CONV_ARGS",

@@ -85,6 +85,7 @@ from .conv_triton_kernels_spec import (
     CONV_TUPLES,
     ELEMENT_BYTES,
     ELEMENT_TYPES,
+    FEW_ALIGN_ARGS,
     KERNEL_SPLITS,
     KERNELS,
     NO_MATRIX_KERNELS,
@@ -154,7 +155,8 @@ __all__ = [
     "CONV_TUPLES", "CONV_ARGS", "REDUCE_ARGS", "REDUCE_BLOCK", "REDUCE_WARPS", "NO_MATRIX_KERNELS",
     "REDUCE_WIDE", "REDUCE_WIDE_MIN_SPLIT", "wide_reduce",
     "TRANSPOSE_ARGS", "TRANSPOSE_TILES", "TRANSPOSE_THIN", "TRANSPOSE_NARROW", "TRANSPOSE_WARPS",
-    "ALIGN16_ARGS", "PACKED_ALIGN_ARGS", "ELEMENT_TYPES", "ELEMENT_BYTES", "KERNELS",
+    "ALIGN16_ARGS", "FEW_ALIGN_ARGS", "PACKED_ALIGN_ARGS", "ELEMENT_TYPES", "ELEMENT_BYTES",
+    "KERNELS",
     "TF32X3_KINDS", "TARGET_KINDS", "target_kind", "shared_bytes", "is_legal", "KERNEL_SPLITS",
     "splits_of",
     "accumulators_per_lane", "legal_space", "cdiv", "OUTPUT_OF",
@@ -192,7 +194,10 @@ def align_divisor(dtype: str | None, channels_last: bool, kernel: str = "conv2d_
     data) and 0.24 (backward weights) of the generic objects' time over the zoo's 72 layers of
     8k channels in FP16 NHWC (bench/results/align8_backward_h200.json).
     The packed kernels' 16-bit channels-last objects assume 8 too: a group of 8 channels
-    meets it, and their loads along a tile's groups' channels are then 16-byte vectors."""
+    meets it, and their loads along a tile's groups' channels are then 16-byte vectors. The
+    few-channel kernels' (FEW_ALIGN_ARGS) assume 16 bytes of the type (8 or 4 elements)."""
+    if channels_last and kernel in FEW_ALIGN_ARGS and dtype is not None:
+        return 16 // ELEMENT_BYTES.get(dtype, 1)  # 16 bytes: y's stores
     if channels_last and (kernel in ALIGN8_KERNELS or KERNELS[kernel].get("packed")) and \
             dtype is not None and ELEMENT_BYTES.get(dtype) == 2:
         return 8
@@ -219,6 +224,9 @@ def meets_align16(args: Mapping[str, int], channels_last: bool, dtype: str | Non
     if channels_last and not (args["sxc"] == 1 and args["swc"] == 1 and args["syk"] == 1):
         return False
     divisor = align_divisor(dtype, channels_last, kernel)
+    if KERNELS[kernel].get("few_channels"):
+        return kernel in FEW_ALIGN_ARGS and all(int(args[a]) % divisor == 0
+                                                for a in FEW_ALIGN_ARGS[kernel])
     if KERNELS[kernel].get("packed"):
         return all(int(args[a]) % (divisor // part) == 0
                    for a, part in PACKED_ALIGN_ARGS[channels_last].items())
@@ -346,10 +354,12 @@ def typed_signature(args: tuple[tuple[str, str], ...], dtype: str, values: Mappi
 
 def align16_variants(kernel: str, channels_last: bool | None = None) -> tuple[bool, ...]:
     """The align16 settings a kernel's objects are built with: both, or only the generic one
-    for a few-channel kernel and for a packed one in NCHW (`channels_last` False): their
-    problems never meet the assumption (fewer than 16 channels a group)."""
-    if KERNELS[kernel].get("few_channels") or (
-            KERNELS[kernel].get("packed") and channels_last is False):
+    for a packed kernel in NCHW (`channels_last` False) and a few-channel one but the
+    channels-last objects of FEW_ALIGN_ARGS: their problems never meet the assumption (fewer
+    than 16 channels a group)."""
+    if KERNELS[kernel].get("few_channels"):
+        return (True, False) if channels_last and kernel in FEW_ALIGN_ARGS else (False,)
+    if KERNELS[kernel].get("packed") and channels_last is False:
         return (False,)
     return (True, False)
 
@@ -357,7 +367,9 @@ def align16_variants(kernel: str, channels_last: bool | None = None) -> tuple[bo
 def align16_args(kernel: str, channels_last: bool) -> tuple[str, ...]:
     """Arguments an align16 object assumes multiples of 16 (pointers: 16-byte aligned)."""
     names = [n for n, k in arg_list(kernel) if k.startswith("ptr")]
-    if KERNELS[kernel].get("packed"):
+    if KERNELS[kernel].get("few_channels"):
+        names += list(FEW_ALIGN_ARGS.get(kernel, ()) if channels_last else ())
+    elif KERNELS[kernel].get("packed"):
         names += list(PACKED_ALIGN_ARGS[channels_last])
     elif KERNELS[kernel]["args"] == "CONV_ARGS":
         names += list(ALIGN16_ARGS[channels_last])

@@ -69,3 +69,39 @@ def test_16k_channels_keep_taking_an_aligned_object_at_either_divisor() -> None:
     assert not spec.meets_align16(args, True, "FP32", "conv2d_bwd_data")
     assert not spec.meets_align16({**args, "sxw": 20}, True, "FP16", "conv2d_bwd_weight")
     assert not spec.meets_align16({**args, "K": 36}, True, "FP16")
+
+
+# A 7x7 stride-2 image stem (ResNet-50's: 3 -> 64) at the zoo's stems' filter counts: 64, 24
+# (ShuffleNet's), and 12, which meets the assumption in FP32 alone.
+@pytest.mark.parametrize(("type_name", "k", "divisor"), [
+    ("FP16", 64, 8), ("BF16", 24, 8), ("FP32", 64, 4), ("FP32", 12, 4)])
+def test_a_channels_last_stem_takes_the_few_channel_object_aligned_on_its_output(
+        type_name: str, k: int, divisor: int) -> None:
+    p = _as(type_name, "NHWC", c=3, k=k, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
+            stride=(2, 2))
+    assert spec.kernel_for("F", {"C": 3, "G": 1, "K": k, "R": 7, "S": 7, "stride_h": 2,
+                                 "stride_w": 2, "dil_h": 1, "dil_w": 1}) == "conv2d_fwd_smallc"
+    assumed = _assumed(p)
+    # y's side alone: x's strides are multiples of 3, which no vector load meets.
+    assert {a: assumed[a] for a in ("K", "syn", "syh", "syw")} == dict.fromkeys(
+        ("K", "syn", "syh", "syw"), divisor)
+    assert not {"C", "sxn", "sxh", "sxw", "swk", "swr", "sws"} & set(assumed)
+    assert assumed["y_ptr"] == 16
+
+
+@pytest.mark.parametrize(("layout", "k", "direction"), [
+    ("NHWC", 12, "F"),     # 12 filters of 2 bytes: rows of 24 bytes, not 16-byte vectors
+    ("NCHW", 64, "F"),     # y's pixels innermost: no stride of it meets a vector
+    ("NHWC", 64, "B"),     # the few-channel backward kernels ship the generic object alone
+    ("NHWC", 64, "W"),
+])
+def test_other_few_channel_problems_take_the_generic_object(layout: str, k: int,
+                                                           direction: str) -> None:
+    p = _as("FP16", layout, c=3, k=k, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
+            stride=(2, 2), direction=direction)
+    assert _assumed(p) == {}
+    kernel = spec.kernel_for(direction, {"C": 3, "G": 1, "K": k, "R": 7, "S": 7, "stride_h": 2,
+                                         "stride_w": 2, "dil_h": 1, "dil_w": 1})
+    assert spec.KERNELS[kernel].get("few_channels")
+    assert spec.align16_variants(kernel, layout == "NHWC") == (
+        (True, False) if kernel in spec.FEW_ALIGN_ARGS and layout == "NHWC" else (False,))

@@ -43,10 +43,18 @@ def test_tuples_flatten_to_the_spec_argument_list(kernel: str) -> None:
         else:
             flat.append(name)
     assert flat == [n for n, _ in ct.CONV_ARGS]
-    dims, strides = fn.arg_names.index("dims"), fn.arg_names.index("strides")
-    assert attrs[(dims, 1)] == [["tt.divisibility", 16]]  # C
-    assert attrs[(strides, 0)] == [["tt.divisibility", 16]]  # sxn
-    assert (strides, 1) not in attrs  # sxc: the unit channel stride in NHWC
+    # Each assumed argument's attribute sits at its place in its tuple, and nothing else has
+    # one: the unit channel stride sxc never, and a few-channel kernel's C or x's strides not.
+    where = {n: (fn.arg_names.index(t), i) for t in ("dims", "conv", "strides")
+             for i, n in enumerate(ct.TUPLE_ARGS[t])}
+    assumed = set(ct.align16_args(kernel, True))
+    for name, place in where.items():
+        if name in assumed:
+            assert attrs[place] == [["tt.divisibility", 16]], name
+        else:
+            assert place not in attrs, name
+    assert "sxc" not in assumed and ("C" in assumed) != bool(ct.KERNELS[kernel].get(
+        "few_channels"))
     assert attrs[(0,)] == [["tt.divisibility", 16]]  # x_ptr
     assert cx[(fn.arg_names.index("BLOCK_M"),)] == ct.default_config(kernel, "FP16")["BLOCK_M"]
 
