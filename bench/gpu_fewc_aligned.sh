@@ -68,3 +68,4 @@ if want after; then
     --budget-s "$(( ${ZOO_S:-130} - 15 ))" --out "$out/zoo_after" > "$out/zoo_after.log" 2>&1
   stamp "after rc=$?"; tail -12 "$out/zoo_after.log"
 fi
+tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")" && stamp "results: $out.tar.gz"

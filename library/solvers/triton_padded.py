@@ -144,10 +144,13 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
         q = padded_problem(p)
         if not self.inner.is_applicable(q, target):
             return False
-        # The padded problem must take an aligned object (a few-channel kernel has none).
+        # The padded problem must take an aligned object of a kernel that reads channels in
+        # vectors: a few-channel kernel's assumes y's side alone, and its own problem takes it
+        # without the copies (padding a stem's 3 channels to 8 cost 3-4x the kernel's time).
         spec = spec_module()
         _, args, kernel, channels_last = problem_view(q)
-        return channels_last and True in spec.align16_variants(kernel, channels_last) and \
+        return channels_last and not spec.KERNELS[kernel].get("few_channels") and \
+            True in spec.align16_variants(kernel, channels_last) and \
             bool(spec.meets_align16(args, channels_last, q.in_type, kernel))
 
     # ------------------------------------------------------------------ kernels

@@ -55,10 +55,14 @@ def test_odd_channels_in_16_bit_channels_last_take_the_padded_solver(direction: 
 
 def test_a_padded_problem_that_still_takes_a_few_channel_kernel_is_not_taken() -> None:
     # 6 input channels pad to 8, below the 16 where the forward leaves its few-channel kernel,
-    # which has no aligned object: nothing would be gained.
+    # whose aligned object assumes y's side alone: nothing would be gained.
     p = _as(ConvProblem(n=8, c=6, k=36, in_spatial=(32, 32), filter=(3, 3), pad=(1, 1)), "F")
     assert spec.kernel_for("F", {"C": 8}) == "conv2d_fwd_smallc"
     assert not _solver("F").is_applicable(p, SM90)
+    # Nor an image stem, whose own problem takes that aligned object without the copies.
+    stem = _as(ConvProblem(n=32, c=3, k=64, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
+                           stride=(2, 2)), "F")
+    assert not _solver("F").is_applicable(stem, SM90)
 
 
 def test_forward_pads_the_weights_and_copies_the_real_filters_back() -> None:
