@@ -22,8 +22,9 @@ defaults that single layers had; and stays where the rule picks it for at least
         --write kernels/conv_triton_tuned_sm90.json --out bench/results/tile_rule_fit
 
 `--fresh FILE...` names newer surveys (another object, another device): their rule cases' rows
-replace those of the other files. `--write` puts the rules into the tuned table's `tile_rule` (keyed `<type>-<direction>-<layout>`
-with `-few` for the few-channel kernel; BF16 takes FP16's), which
+replace those of the other files. `--write` puts the rules into the tuned table's `tile_rule`
+(keyed `<type>-<direction>-<layout>` with `-few` for the few-channel kernel; BF16 takes
+FP16's), which
 `conv_triton_spec.tile_rule` reads; `conv_triton_spec.rule_tile` applies one.
 """
 

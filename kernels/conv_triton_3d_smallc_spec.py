@@ -123,7 +123,7 @@ ONE_BLOCK = 32
 
 
 def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool,
-             alone: bool = False) -> bool:
+             alone: bool = False, aligned_2d: bool = False) -> bool:
     """Whether the kernels go ahead of the 2-D implicit GEMM on a 2-D problem (a depth of
     one) of few channels, more than one tap, one group. Measured on the H200 over the zoo's
     2-D few-channel layers, FP16, batch 32 (bench/results/alternatives_smallc2d_h200.json):
@@ -139,8 +139,11 @@ def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool,
     1.4-4.9 -> 0.4-3.1 (DCGAN's 64x64 layers 0.64 -> 0.71); channel-planar where a
     position's columns fit ONE_BLOCK (3x3 on 3 channels: 0.45-1.13 -> 0.37-0.74; the 7x7
     and 4-channel stems' are slower). Forward channels-last at stride 1 within ONE_BLOCK
-    (the 3x3 stems at full resolution, about 10%); elsewhere forward is the 2-D few-channel
-    kernel's (conv2d_fwd_smallc)."""
+    (the 3x3 stems at full resolution, about 10%) where the 2-D few-channel kernel
+    (conv2d_fwd_smallc) runs its generic object; not where it runs the object aligned on y's
+    side (`aligned_2d`: 16-bit, filters a multiple of 8), which took 0.83-0.91 of cuDNN's GPU
+    time on the four such zoo stems at its rule's tile where these kernels took 1.52-1.62
+    (H100, bench/results/fewc_aligned_h100-6dc4da4); elsewhere forward is the 2-D kernel's."""
     taps = int(sizes["R"]) * int(sizes["S"])
     if int(sizes["T"]) != 1 or taps == 1 or int(sizes["G"]) != 1 or not few_channels(sizes):
         return False
@@ -151,7 +154,7 @@ def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool,
         return stride_1 or (alone and channels_last and stride_2)
     if direction == "W":
         return channels_last or one_block
-    return channels_last and stride_1 and one_block
+    return channels_last and stride_1 and one_block and not aligned_2d
 
 
 def layout_of(strides: Mapping[str, tuple[int, ...]]) -> int:

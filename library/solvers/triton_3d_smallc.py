@@ -50,6 +50,7 @@ from .base import CompileJob, Launch, Params, Solver, family_claims
 from .triton_3d import ConvTriton3d, _view
 from .triton_chunks import BatchChunks, chunking, per_image
 from .triton_common import (
+    aligned_object,
     has_kernels_spec,
     have_kernels,
     kernels_spec,
@@ -315,14 +316,17 @@ class ConvTritonSmallC(ConvTriton3dSmallC):
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where they measured faster than the 2-D implicit GEMM (`spec.first_2d`); `alone`:
-        a 16-bit problem that no other layout's path (the Via solvers) takes. Not FP32
-        backward weights (FP32_WRW_FIRST)."""
+        a 16-bit problem that no other layout's path (the Via solvers) takes; `aligned_2d`: a
+        16-bit forward problem that the 2-D kernel's aligned object takes. Not FP32 backward
+        weights (FP32_WRW_FIRST)."""
         view, sizes, _, channels_last = _view(problem)
         if view.direction == "W" and problem.in_type == "FP32" and not FP32_WRW_FIRST:
             return False
-        alone = problem.in_type in ("FP16", "BF16") and \
-            via_layout(problem, target, "ieee") is None
-        return bool(spec_smallc().first_2d(view.direction, sizes, channels_last, alone))
+        sixteen = problem.in_type in ("FP16", "BF16")
+        alone = sixteen and via_layout(problem, target, "ieee") is None
+        aligned_2d = sixteen and view.direction == "F" and aligned_object(problem)
+        return bool(spec_smallc().first_2d(view.direction, sizes, channels_last, alone,
+                                           aligned_2d))
 
     def dynamic_jobs(self, target: Target) -> list[CompileJob]:
         return []  # the 3-D solvers'

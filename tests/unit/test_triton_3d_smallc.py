@@ -275,8 +275,9 @@ def test_2d_solvers_take_2d_few_channel_layers_of_one_group() -> None:
     # where a position's columns fit one block (not a 7x7 stem's 147).
     ("NHWC", "W", (7, 7), 2, True), ("NCHW", "W", (3, 3), 2, True),
     ("NCHW", "W", (7, 7), 2, False), ("NHWC", "W", (1, 1), 1, False),
-    # Forward: channels-last 3x3 at stride 1 alone.
-    ("NHWC", "F", (3, 3), 1, True), ("NHWC", "F", (3, 3), 2, False),
+    # Forward: channels-last 3x3 at stride 1 alone, and not where the 2-D kernel takes its
+    # object aligned on y's side (64 filters in FP16; see the next test).
+    ("NHWC", "F", (3, 3), 1, False), ("NHWC", "F", (3, 3), 2, False),
     ("NCHW", "F", (3, 3), 1, False), ("NHWC", "F", (7, 7), 1, False)])
 def test_2d_solvers_rank_first_where_they_measured_faster(
         layout: str, direction: str, filt: tuple[int, int], stride: int, first: bool) -> None:
@@ -286,6 +287,15 @@ def test_2d_solvers_rank_first_where_they_measured_faster(
     assert (f"ConvTritonSmallC{suffix}" in firsts) == first, firsts
     if first:  # the implicit GEMM and its padded and Via solvers give way
         assert firsts == [f"ConvTritonSmallC{suffix}"]
+
+
+@pytest.mark.parametrize(("data_type", "k", "first"), [
+    ("FP16", 12, True), ("BF16", 36, True),     # filters not a multiple of 8: generic 2-D
+    ("FP16", 64, False), ("BF16", 24, False)])  # the 2-D kernel's aligned object goes first
+def test_2d_forward_at_stride_1_ranks_first_where_the_2d_object_is_generic(
+        data_type: str, k: int, first: bool) -> None:
+    p = _p2(layout="NHWC", direction="F", filt=(3, 3), stride=1, n=8, k=k, data_type=data_type)
+    assert ("ConvTritonSmallCFwd" in _first(p)) == first, _first(p)
 
 
 @pytest.mark.parametrize(("data_type", "layout", "stride", "first"), [
