@@ -3,7 +3,8 @@
 # few-channel forward's channels-last objects that assume y's side aligned
 # (conv_triton_kernels_spec.FEW_ALIGN_ARGS), against the generic ones. Steps (STEPS, default
 # all, in this order):
-#   tests   the GPU grid's few-channel 2-D forward problems in NHWC against float64
+#   tests   the GPU grid's few-channel 2-D forward problems in NHWC against float64 (TESTS_K:
+#           another selection of solvers, e.g. "(ImplicitGemmBwd or ImplicitGemmWrw)")
 #   survey  bench/solver_alternatives.py: the zoo's few-channel FP16 forward layers in NHWC at
 #           the few-channel survey's nine tiles (the aligned objects where they apply)
 #   before  bench/zoo.py, find's pick against cuDNN over the few-channel class, FP16 and BF16
@@ -12,6 +13,10 @@
 #   fit     bench/tile_rule_fit.py over the committed surveys with this survey --fresh, written
 #           into the checkout's tuned table (copied to OUTDIR) and installed again
 #   after   the zoo step again: the aligned objects and the refitted rule
+#   bw      bench/solver_alternatives.py over the zoo's few-channel FP16 backward data and
+#           weights layers in NHWC: immediate mode's first choice (`pick`), the few-channel
+#           3-D kernels' 2-D solvers and the implicit GEMM (its objects aligned on dy's side
+#           where the kernels' FEW_ALIGN_ARGS name them)
 #
 #   bash bench/gpu_fewc_aligned.sh OUTDIR
 set -uo pipefail
@@ -22,14 +27,14 @@ t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt"
-steps=" ${STEPS:-tests survey before fit after} "
+steps=" ${STEPS:-tests survey before fit after bw} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 zoo_args=(--types FP16,BF16 --directions F --layouts NHWC --classes few-channel --batches 32
           --held-out)
 if want tests; then
   timeout "${TESTS_S:-110}" python3 -m pytest -q -p no:cacheprovider \
     tests/gpu/test_conv_correctness.py \
-    -k "(ImplicitGemmFwd or SmallCFwd) and NHWC and (3-20-20-7x7 or 3-17-16-3x3)" \
+    -k "${TESTS_K:-(ImplicitGemmFwd or SmallCFwd)} and NHWC and (3-20-20-7x7 or 3-17-16-3x3)" \
     > "$out/gpu_tests.txt" 2>&1
   stamp "tests rc=$? $(tail -1 "$out/gpu_tests.txt")"
 fi
@@ -67,5 +72,13 @@ if want after; then
   timeout "${ZOO_S:-130}" python3 bench/zoo.py "${zoo_args[@]}" \
     --budget-s "$(( ${ZOO_S:-130} - 15 ))" --out "$out/zoo_after" > "$out/zoo_after.log" 2>&1
   stamp "after rc=$?"; tail -12 "$out/zoo_after.log"
+fi
+if want bw; then
+  timeout "${BW_S:-200}" python3 bench/solver_alternatives.py \
+    --solvers "pick,ConvTritonSmallCBwd,ConvTritonImplicitGemmBwd,ConvTritonSmallCWrw,\
+ConvTritonImplicitGemmWrw" --types FP16 --directions B,W --layouts NHWC --batches 32 \
+    --held-out --only '^[0-9]-' --budget-s "$(( ${BW_S:-200} - 15 ))" --out "$out/bw" \
+    > "$out/bw.log" 2>&1
+  stamp "bw rc=$? $(tail -1 "$out/bw.log")"; tail -30 "$out/bw.log"
 fi
 tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")" && stamp "results: $out.tar.gz"

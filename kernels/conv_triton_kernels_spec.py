@@ -103,7 +103,9 @@ ALIGN16_ARGS: dict[bool, tuple[str, ...]] = {
 #: sm90 (FP16, ResNet-50's 7x7 stem, 256x64x16 at four warps) the generic object holds 255
 #: registers and spills (939 STL) around 128 two-byte stores, the aligned one 249 registers,
 #: no spill, 16 sixteen-byte stores (bench/results/fewc_aligned_sass-sm90.json).
-FEW_ALIGN_ARGS: dict[str, tuple[str, ...]] = {"conv2d_fwd_smallc": ("K", "syn", "syh", "syw")}
+FEW_ALIGN_ARGS: dict[str, tuple[str, ...]] = {
+    k: ("K", "syn", "syh", "syw")
+    for k in ("conv2d_fwd_smallc", "conv2d_bwd_data_smallc", "conv2d_bwd_weight_smallc")}
 
 #: What the packed kernels' aligned objects assume instead, as a fraction of `align_divisor`
 #: (channels-last 16-bit: 8): the activations' strides whole multiples of it, a group's channel
