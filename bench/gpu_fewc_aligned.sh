@@ -4,7 +4,9 @@
 # (conv_triton_kernels_spec.FEW_ALIGN_ARGS), against the generic ones. Steps (STEPS, default
 # all, in this order):
 #   tests   the GPU grid's few-channel 2-D forward problems in NHWC against float64 (TESTS_K:
-#           another selection of solvers, e.g. "(ImplicitGemmBwd or ImplicitGemmWrw)")
+#           another selection of solvers, e.g. "(ImplicitGemmBwd or ImplicitGemmWrw)"; TESTS_P:
+#           of problems, by their FindDb keys, which backward ones spell K first:
+#           "(16-10-10-7x7-3-20-20 or 32-17-16-3x3-3-17-16)")
 #   survey  bench/solver_alternatives.py: the zoo's few-channel FP16 forward layers in NHWC at
 #           the few-channel survey's nine tiles (the aligned objects where they apply)
 #   before  bench/zoo.py, find's pick against cuDNN over the few-channel class, FP16 and BF16
@@ -14,7 +16,7 @@
 #           into the checkout's tuned table (copied to OUTDIR) and installed again
 #   after   the zoo step again: the aligned objects and the refitted rule
 #   bw      bench/solver_alternatives.py over the zoo's few-channel FP16 backward data and
-#           weights layers in NHWC: immediate mode's first choice (`pick`), the few-channel
+#           weights layers in NHWC (1-9 channels on x's side; a backward key spells K first): immediate mode's first choice (`pick`), the few-channel
 #           3-D kernels' 2-D solvers and the implicit GEMM (its objects aligned on dy's side
 #           where the kernels' FEW_ALIGN_ARGS name them)
 #
@@ -34,7 +36,7 @@ zoo_args=(--types FP16,BF16 --directions F --layouts NHWC --classes few-channel 
 if want tests; then
   timeout "${TESTS_S:-110}" python3 -m pytest -q -p no:cacheprovider \
     tests/gpu/test_conv_correctness.py \
-    -k "${TESTS_K:-(ImplicitGemmFwd or SmallCFwd)} and NHWC and (3-20-20-7x7 or 3-17-16-3x3)" \
+    -k "${TESTS_K:-(ImplicitGemmFwd or SmallCFwd)} and NHWC and ${TESTS_P:-(3-20-20-7x7 or 3-17-16-3x3)}" \
     > "$out/gpu_tests.txt" 2>&1
   stamp "tests rc=$? $(tail -1 "$out/gpu_tests.txt")"
 fi
@@ -77,7 +79,8 @@ if want bw; then
   timeout "${BW_S:-200}" python3 bench/solver_alternatives.py \
     --solvers "pick,ConvTritonSmallCBwd,ConvTritonImplicitGemmBwd,ConvTritonSmallCWrw,\
 ConvTritonImplicitGemmWrw" --types FP16 --directions B,W --layouts NHWC --batches 32 \
-    --held-out --only '^[0-9]-' --budget-s "$(( ${BW_S:-200} - 15 ))" --out "$out/bw" \
+    --held-out --only '^[0-9]+-[0-9]+-[0-9]+-[0-9]+x[0-9]+-[0-9]-' \
+    --budget-s "$(( ${BW_S:-200} - 15 ))" --out "$out/bw" \
     > "$out/bw.log" 2>&1
   stamp "bw rc=$? $(tail -1 "$out/bw.log")"; tail -30 "$out/bw.log"
 fi
