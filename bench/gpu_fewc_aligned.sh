@@ -10,7 +10,7 @@
 #   survey  bench/solver_alternatives.py: the zoo's few-channel FP16 forward layers in NHWC at
 #           the few-channel survey's nine tiles (the aligned objects where they apply)
 #   before  bench/zoo.py, find's pick against cuDNN over the few-channel class, FP16 and BF16
-#           forward NHWC at batch 32 (held-out networks apart), the generic objects alone
+#           forward NHWC (ZOO_DIRS: other directions, e.g. B,W) at batch 32 (held-out networks apart), the generic objects alone
 #           (FEW_ALIGN_ARGS emptied in the process) and the tile rule as committed
 #   fit     bench/tile_rule_fit.py over the committed surveys with this survey --fresh, written
 #           into the checkout's tuned table (copied to OUTDIR) and installed again
@@ -31,8 +31,8 @@ source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt"
 steps=" ${STEPS:-tests survey before fit after bw} "
 want() { [[ "$steps" == *" $1 "* ]]; }
-zoo_args=(--types FP16,BF16 --directions F --layouts NHWC --classes few-channel --batches 32
-          --held-out)
+zoo_args=(--types FP16,BF16 --directions "${ZOO_DIRS:-F}" --layouts NHWC --classes few-channel
+          --batches 32 --held-out)
 if want tests; then
   timeout "${TESTS_S:-110}" python3 -m pytest -q -p no:cacheprovider \
     tests/gpu/test_conv_correctness.py \

@@ -157,7 +157,7 @@ def _case(layer: tuple, direction: str, layout: str, kernels: dict, time: Any) -
                              device="cuda", dtype=torch.float32)
             rargs = spec.reduce_args(kname, args, bool(last)) if split > 1 else None
             aligned = bool(spec.meets_align16(args, bool(last), "FP16", kname)) if \
-                True in spec.align16_variants(kname, bool(last)) else \
+                True in spec.align16_variants(kname, bool(last), "FP16") else \
                 bool(spec.meets_align16(args, bool(last), "FP16", "conv2d_fwd"))
             obj, values = kernels["object"](kname, config, bool(last), aligned,
                                             {**ptrs, "ws_ptr": ws, **args})

@@ -118,7 +118,7 @@ def report(case: str, sizes: dict[str, int], module: str = "", tile: str = "",
     cl = lay == "NHWC"
     spec = importlib.import_module("miopenkernels.kernels.conv_triton_spec")
     args = ct.conv_args(sizes, _packed_strides(sizes, cl))
-    aligned = not generic and True in ct.align16_variants(kernel, cl) and \
+    aligned = not generic and True in ct.align16_variants(kernel, cl, dtype) and \
         bool(ct.meets_align16(args, cl, dtype, kernel))
     fn = ct.JIT[kernel]
     sig, cx = ct.triton_signature(kernel, dtype, cfg, cl, "tf32" if t == "TF32" else "ieee")

@@ -97,12 +97,15 @@ ALIGN16_ARGS: dict[bool, tuple[str, ...]] = {
 }
 
 #: The few-channel kernels whose channels-last objects also ship aligned (`align16_variants`),
-#: and what those assume: y's side alone (K and y's strides multiples of `align_divisor`; x's
+#: and what those assume: y's (dy's) side alone (K and y's strides multiples of `align_divisor`; x's
 #: strides are multiples of its few channels, which meet nothing). Without it the compiler
 #: stores the accumulator an element at a time, each with its own 64-bit address: compiled for
 #: sm90 (FP16, ResNet-50's 7x7 stem, 256x64x16 at four warps) the generic object holds 255
 #: registers and spills (939 STL) around 128 two-byte stores, the aligned one 249 registers,
 #: no spill, 16 sixteen-byte stores (bench/results/fewc_aligned_sass-sm90.json).
+#: The types they ship such objects of: the 16-bit ones, where they were measured (FP32 stems
+#: run on the FP32 units or the three-product kernels).
+FEW_ALIGN_TYPES = frozenset({"FP16", "BF16"})
 FEW_ALIGN_ARGS: dict[str, tuple[str, ...]] = {
     k: ("K", "syn", "syh", "syw")
     for k in ("conv2d_fwd_smallc", "conv2d_bwd_data_smallc", "conv2d_bwd_weight_smallc")}

@@ -86,6 +86,7 @@ from .conv_triton_kernels_spec import (
     ELEMENT_BYTES,
     ELEMENT_TYPES,
     FEW_ALIGN_ARGS,
+    FEW_ALIGN_TYPES,
     KERNEL_SPLITS,
     KERNELS,
     NO_MATRIX_KERNELS,
@@ -155,8 +156,8 @@ __all__ = [
     "CONV_TUPLES", "CONV_ARGS", "REDUCE_ARGS", "REDUCE_BLOCK", "REDUCE_WARPS", "NO_MATRIX_KERNELS",
     "REDUCE_WIDE", "REDUCE_WIDE_MIN_SPLIT", "wide_reduce",
     "TRANSPOSE_ARGS", "TRANSPOSE_TILES", "TRANSPOSE_THIN", "TRANSPOSE_NARROW", "TRANSPOSE_WARPS",
-    "ALIGN16_ARGS", "FEW_ALIGN_ARGS", "PACKED_ALIGN_ARGS", "ELEMENT_TYPES", "ELEMENT_BYTES",
-    "KERNELS",
+    "ALIGN16_ARGS", "FEW_ALIGN_ARGS", "FEW_ALIGN_TYPES", "PACKED_ALIGN_ARGS", "ELEMENT_TYPES",
+    "ELEMENT_BYTES", "KERNELS",
     "TF32X3_KINDS", "TARGET_KINDS", "target_kind", "shared_bytes", "is_legal", "KERNEL_SPLITS",
     "splits_of",
     "accumulators_per_lane", "legal_space", "cdiv", "OUTPUT_OF",
@@ -197,7 +198,7 @@ def align_divisor(dtype: str | None, channels_last: bool, kernel: str = "conv2d_
     meets it, and their loads along a tile's groups' channels are then 16-byte vectors. The
     few-channel kernels' (FEW_ALIGN_ARGS) assume 16 bytes of the type (8 or 4 elements)."""
     if channels_last and kernel in FEW_ALIGN_ARGS and dtype is not None:
-        return 16 // ELEMENT_BYTES.get(dtype, 1)  # 16 bytes: y's stores
+        return 16 // ELEMENT_BYTES.get(dtype, 1)  # 16 bytes of y's (dy's) row
     if channels_last and (kernel in ALIGN8_KERNELS or KERNELS[kernel].get("packed")) and \
             dtype is not None and ELEMENT_BYTES.get(dtype) == 2:
         return 8
@@ -225,8 +226,8 @@ def meets_align16(args: Mapping[str, int], channels_last: bool, dtype: str | Non
         return False
     divisor = align_divisor(dtype, channels_last, kernel)
     if KERNELS[kernel].get("few_channels"):
-        return kernel in FEW_ALIGN_ARGS and all(int(args[a]) % divisor == 0
-                                                for a in FEW_ALIGN_ARGS[kernel])
+        return kernel in FEW_ALIGN_ARGS and dtype in FEW_ALIGN_TYPES and \
+            all(int(args[a]) % divisor == 0 for a in FEW_ALIGN_ARGS[kernel])
     if KERNELS[kernel].get("packed"):
         return all(int(args[a]) % (divisor // part) == 0
                    for a, part in PACKED_ALIGN_ARGS[channels_last].items())
@@ -352,13 +353,15 @@ def typed_signature(args: tuple[tuple[str, str], ...], dtype: str, values: Mappi
     return sig, constexprs
 
 
-def align16_variants(kernel: str, channels_last: bool | None = None) -> tuple[bool, ...]:
-    """The align16 settings a kernel's objects are built with: both, or only the generic one
-    for a packed kernel in NCHW (`channels_last` False) and a few-channel one but the
-    channels-last objects of FEW_ALIGN_ARGS: their problems never meet the assumption (fewer
-    than 16 channels a group)."""
+def align16_variants(kernel: str, channels_last: bool | None = None, dtype: str | None = None
+                     ) -> tuple[bool, ...]:
+    """The align16 settings a kernel's objects of element type `dtype` are built with: both,
+    or only the generic one for a packed kernel in NCHW (`channels_last` False) and a
+    few-channel one but the channels-last FEW_ALIGN_TYPES objects of FEW_ALIGN_ARGS: their
+    problems never meet the assumption (fewer than 16 channels a group)."""
     if KERNELS[kernel].get("few_channels"):
-        return (True, False) if channels_last and kernel in FEW_ALIGN_ARGS else (False,)
+        return (True, False) if channels_last and kernel in FEW_ALIGN_ARGS and \
+            dtype in FEW_ALIGN_TYPES else (False,)
     if KERNELS[kernel].get("packed") and channels_last is False:
         return (False,)
     return (True, False)

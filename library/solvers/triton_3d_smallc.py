@@ -317,14 +317,14 @@ class ConvTritonSmallC(ConvTriton3dSmallC):
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
         """Where they measured faster than the 2-D implicit GEMM (`spec.first_2d`); `alone`:
         a 16-bit problem that no other layout's path (the Via solvers) takes; `aligned_2d`: a
-        16-bit forward problem that the 2-D kernel's aligned object takes. Not FP32 backward
+        16-bit problem that the 2-D kernel's aligned object takes. Not FP32 backward
         weights (FP32_WRW_FIRST)."""
         view, sizes, _, channels_last = _view(problem)
         if view.direction == "W" and problem.in_type == "FP32" and not FP32_WRW_FIRST:
             return False
         sixteen = problem.in_type in ("FP16", "BF16")
         alone = sixteen and via_layout(problem, target, "ieee") is None
-        aligned_2d = sixteen and view.direction == "F" and aligned_object(problem)
+        aligned_2d = sixteen and aligned_object(problem)
         return bool(spec_smallc().first_2d(view.direction, sizes, channels_last, alone,
                                            aligned_2d))
 

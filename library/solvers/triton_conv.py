@@ -405,7 +405,7 @@ class ConvTritonImplicitGemm(Solver):
                                     for c in ({**tile, "SPLIT_K": k} for k in splits)
                                     if spec.is_legal(c, data_type, kind, kernel)]
                     for config in configs:
-                        for aligned in spec.align16_variants(kernel, cl):
+                        for aligned in spec.align16_variants(kernel, cl, data_type):
                             jobs.setdefault(self._job(kernel, data_type, config, cl, aligned,
                                                       target))
         return list(jobs)

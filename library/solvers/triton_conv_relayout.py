@@ -37,6 +37,7 @@ from .triton_common import (
     CONV_KERNEL_FILE,
     MATH_TYPE,
     PAD_SPEC,
+    aligned_object,
     conv_triton_job,
     has_kernels_spec,
     have_kernels,
@@ -84,6 +85,12 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
         # in NHWC took 1.01x cuDNN through NCHW against 0.65x on its own few-channel kernel
         # (zoo_h200-trans-fdf1aef.json against zoo_h200-fb-9ec5af9.json).
         return None
+    if p.in_layout == "NHWC" and sizes["C"] < spec_module().VIA_NHWC_MIN_C and \
+            type_name in ("FP16", "BF16") and aligned_object(problem):
+        # The few-channel table was measured on the generic objects: on their objects aligned
+        # on dy's side the own layout's stride-2 stems took 0.48-0.70 of cuDNN's GPU time
+        # where this route took 0.71-0.99 (H100, FP16, bench/results/fewc_aligned_h100-6dc4da4).
+        return None
     if small_grid_config(problem, target, math) is not None:
         return None  # the own layout's narrow split tile (solvers/triton_small_grid.py)
     if p.in_layout == "NCHW" and narrow_group_config(problem, target, math) is not None:
@@ -101,7 +108,8 @@ def _aligned(problem: ConvProblem) -> bool:
     3-channel output through these solvers (bench/results/zoo_h200-sample3.json)."""
     spec = spec_module()
     _, args, kernel, channels_last = problem_view(problem)
-    return not channels_last or True not in spec.align16_variants(kernel, channels_last) or \
+    return not channels_last or \
+        True not in spec.align16_variants(kernel, channels_last, problem.in_type) or \
         bool(spec.meets_align16(args, channels_last, problem.in_type, kernel))
 
 

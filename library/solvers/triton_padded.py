@@ -150,7 +150,7 @@ class ConvTritonImplicitGemmPadded(ConvTritonImplicitGemmRelayout):
         spec = spec_module()
         _, args, kernel, channels_last = problem_view(q)
         return channels_last and not spec.KERNELS[kernel].get("few_channels") and \
-            True in spec.align16_variants(kernel, channels_last) and \
+            True in spec.align16_variants(kernel, channels_last, q.in_type) and \
             bool(spec.meets_align16(args, channels_last, q.in_type, kernel))
 
     # ------------------------------------------------------------------ kernels

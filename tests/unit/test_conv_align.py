@@ -71,16 +71,19 @@ def test_16k_channels_keep_taking_an_aligned_object_at_either_divisor() -> None:
     assert not spec.meets_align16({**args, "K": 36}, True, "FP16")
 
 
-# A 7x7 stride-2 image stem (ResNet-50's: 3 -> 64) at the zoo's stems' filter counts: 64, 24
-# (ShuffleNet's), and 12, which meets the assumption in FP32 alone.
+# A 7x7 stride-2 image stem (ResNet-50's: 3 -> 64) at the zoo's stems' filter counts: 64 and 24
+# (ShuffleNet's).
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
 @pytest.mark.parametrize(("type_name", "k", "divisor"), [
-    ("FP16", 64, 8), ("BF16", 24, 8), ("FP32", 64, 4), ("FP32", 12, 4)])
+    ("FP16", 64, 8), ("BF16", 24, 8), ("FP16", 24, 8), ("BF16", 64, 8)])
 def test_a_channels_last_stem_takes_the_few_channel_object_aligned_on_its_output(
-        type_name: str, k: int, divisor: int) -> None:
+        type_name: str, k: int, divisor: int, direction: str) -> None:
+    # y's side in forward, dy's in backward data and weights (the same strides).
     p = _as(type_name, "NHWC", c=3, k=k, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
-            stride=(2, 2))
-    assert spec.kernel_for("F", {"C": 3, "G": 1, "K": k, "R": 7, "S": 7, "stride_h": 2,
-                                 "stride_w": 2, "dil_h": 1, "dil_w": 1}) == "conv2d_fwd_smallc"
+            stride=(2, 2), direction=direction)
+    kernel = spec.kernel_for(direction, {"C": 3, "G": 1, "K": k, "R": 7, "S": 7, "stride_h": 2,
+                                         "stride_w": 2, "dil_h": 1, "dil_w": 1})
+    assert kernel in spec.FEW_ALIGN_ARGS and spec.KERNELS[kernel].get("few_channels")
     assumed = _assumed(p)
     # y's side alone: x's strides are multiples of 3, which no vector load meets.
     assert {a: assumed[a] for a in ("K", "syn", "syh", "syw")} == dict.fromkeys(
@@ -89,19 +92,21 @@ def test_a_channels_last_stem_takes_the_few_channel_object_aligned_on_its_output
     assert assumed["y_ptr"] == 16
 
 
-@pytest.mark.parametrize(("layout", "k", "direction"), [
-    ("NHWC", 12, "F"),     # 12 filters of 2 bytes: rows of 24 bytes, not 16-byte vectors
-    ("NCHW", 64, "F"),     # y's pixels innermost: no stride of it meets a vector
-    ("NHWC", 64, "B"),     # the few-channel backward kernels ship the generic object alone
-    ("NHWC", 64, "W"),
+@pytest.mark.parametrize(("type_name", "layout", "k", "direction"), [
+    ("FP16", "NHWC", 12, "F"),  # 12 filters of 2 bytes: rows of 24 bytes, not 16-byte vectors
+    ("FP16", "NHWC", 12, "W"),
+    ("FP16", "NCHW", 64, "F"),  # y's pixels innermost: no stride of it meets a vector
+    ("FP16", "NCHW", 64, "B"),
+    ("FP32", "NHWC", 64, "F"),  # FP32 ships none (its stems run on other kernels)
 ])
-def test_other_few_channel_problems_take_the_generic_object(layout: str, k: int,
+def test_other_few_channel_problems_take_the_generic_object(type_name: str, layout: str, k: int,
                                                            direction: str) -> None:
-    p = _as("FP16", layout, c=3, k=k, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
+    p = _as(type_name, layout, c=3, k=k, in_spatial=(224, 224), filter=(7, 7), pad=(3, 3),
             stride=(2, 2), direction=direction)
     assert _assumed(p) == {}
     kernel = spec.kernel_for(direction, {"C": 3, "G": 1, "K": k, "R": 7, "S": 7, "stride_h": 2,
                                          "stride_w": 2, "dil_h": 1, "dil_w": 1})
     assert spec.KERNELS[kernel].get("few_channels")
-    assert spec.align16_variants(kernel, layout == "NHWC") == (
-        (True, False) if kernel in spec.FEW_ALIGN_ARGS and layout == "NHWC" else (False,))
+    assert spec.align16_variants(kernel, layout == "NHWC", type_name) == (
+        (True, False) if kernel in spec.FEW_ALIGN_ARGS and layout == "NHWC" and
+        type_name != "FP32" else (False,))

@@ -137,9 +137,10 @@ def test_dynamic_jobs_deterministic_and_moderate():
         # the direct families' (depthwise 63: the forward's unrolled 3x3, 5x5 and 7x7 objects
         # among them; grouped 24; the FP32 direct stems' and few-filter kernels' 6 each)
         # everywhere; on sm90 the 3-D forward and backward-data split objects (20); on NVIDIA
-        # targets the im2col gather (3: solvers/blas_im2col.py); the few-channel forward's
-        # channels-last objects aligned on y's side and its refitted rule's tiles (23 on sm90).
-        assert len(triton) <= (930 if target.arch == "sm90" else 520)
+        # targets the im2col gather (3: solvers/blas_im2col.py); the few-channel kernels'
+        # 16-bit channels-last objects aligned on y's (dy's) side and the few-channel forward
+        # rule's refitted tiles (32 on sm90).
+        assert len(triton) <= (935 if target.arch == "sm90" else 520)
         for job in jobs:
             assert list(job.options) == sorted(job.options)
             assert job.kdb_args.endswith(f" -mcpu={target.arch}")

@@ -271,9 +271,10 @@ def test_2d_solvers_take_2d_few_channel_layers_of_one_group() -> None:
     # Backward data at stride 1 (27 products of 32 columns, where the 2-D tile spans 3 of 16).
     ("NCHW", "B", (3, 3), 1, True), ("NHWC", "B", (3, 3), 1, True),
     ("NCHW", "B", (3, 3), 2, False), ("NHWC", "B", (1, 1), 1, False),
-    # Backward weights: channels-last whenever there is more than one tap; channel-planar
-    # where a position's columns fit one block (not a 7x7 stem's 147).
-    ("NHWC", "W", (7, 7), 2, True), ("NCHW", "W", (3, 3), 2, True),
+    # Backward weights: channels-last whenever there is more than one tap, but where the 2-D
+    # kernel's object aligned on dy's side takes a position's columns past one block (a 7x7
+    # stem's 147 of 64 filters); channel-planar where they fit one block (not a 7x7 stem's).
+    ("NHWC", "W", (7, 7), 2, False), ("NHWC", "W", (3, 3), 2, True), ("NCHW", "W", (3, 3), 2, True),
     ("NCHW", "W", (7, 7), 2, False), ("NHWC", "W", (1, 1), 1, False),
     # Forward: channels-last 3x3 at stride 1 alone, and not where the 2-D kernel takes its
     # object aligned on y's side (64 filters in FP16; see the next test).
