@@ -142,15 +142,15 @@ def first_2d(direction: str, sizes: Mapping[str, int], channels_last: bool,
     (the 3x3 stems at full resolution, about 10%) where the 2-D few-channel kernel
     (conv2d_fwd_smallc) runs its generic object; not where it runs the object aligned on y's
     side (`aligned_2d`: 16-bit, filters a multiple of 8), which took 0.83-0.91 of cuDNN's GPU
-    time on the four such zoo stems at its rule's tile where these kernels took 1.52-1.62
+    time on the four such zoo stems at its rule's tile where these kernels took 1.52-1.65
     (H100, bench/results/fewc_aligned_h100-6dc4da4); elsewhere forward is the 2-D kernel's.
     On those aligned objects (16-bit, NHWC, the same run's bw.json) the 2-D kernels also took
-    backward data at stride 2 (0.48-0.70 of cuDNN on 14 stems, where these took 1.02-1.04 and
-    the path through NCHW 0.71-0.99), and backward weights where a position's columns pass
-    ONE_BLOCK at a stride of at most 2 (0.38-1.76 on 13 stems, 7x7, 6x6, 4x4 and 4-channel
-    3x3, where these took 0.62-2.91); the 3x3 three-channel stems' backward weights (27
-    columns: 0.41-1.61 here, 0.67-2.00 there) and ConvNeXt's stride-4 patchify (0.55, 0.71)
-    stay with these."""
+    backward data at stride 2 (0.21-0.70 of cuDNN on 18 stems, where these took 0.35-1.04 on
+    the 7 they ran and immediate mode's choice, mostly the path through NCHW, 0.37-0.99), and
+    backward weights where a position's columns pass ONE_BLOCK at a stride of at most 2
+    (0.38-1.76 on 12 stems, 7x7, 6x6, 4x4 and 4-channel 3x3, where these took 0.62-2.91);
+    the 3x3 three-channel stems' backward weights (27 columns: 0.41-1.61 here, 0.67-2.00
+    there) and ConvNeXt's stride-4 patchify (0.55, 0.71) stay with these."""
     taps = int(sizes["R"]) * int(sizes["S"])
     if int(sizes["T"]) != 1 or taps == 1 or int(sizes["G"]) != 1 or not few_channels(sizes):
         return False

@@ -88,8 +88,10 @@ def via_layout(problem: ConvProblem, target: Target, math: str) -> str | None:
     if p.in_layout == "NHWC" and sizes["C"] < spec_module().VIA_NHWC_MIN_C and \
             type_name in ("FP16", "BF16") and aligned_object(problem):
         # The few-channel table was measured on the generic objects: on their objects aligned
-        # on dy's side the own layout's stride-2 stems took 0.48-0.70 of cuDNN's GPU time
-        # where this route took 0.71-0.99 (H100, FP16, bench/results/fewc_aligned_h100-6dc4da4).
+        # on dy's side the own layout's stride-2 stems took 0.21-0.70 of cuDNN's GPU time in
+        # backward data where immediate mode's choice, mostly this route, took 0.37-0.99 (18
+        # stems; ConvNeXt's stride-4 patchify 1.29 against 1.51), and backward weights went to
+        # the own kernel too (H100, FP16, bench/results/fewc_aligned_h100-6dc4da4/bw.json).
         return None
     if small_grid_config(problem, target, math) is not None:
         return None  # the own layout's narrow split tile (solvers/triton_small_grid.py)
