@@ -99,3 +99,25 @@ def test_backward_weights_go_where_the_columns_pass_one_block() -> None:
     geo = math.exp(sum(math.log(v) for v in own) / len(own)) / \
         math.exp(sum(math.log(v) for v in few) / len(few))
     assert geo < 0.7
+
+
+def test_backward_data_and_weights_through_find() -> None:
+    before, after = _load("zoo_before_bw.json"), _load("zoo_after_bw.json")
+    assert before["errors"] == after["errors"] == 0
+    cases = ("FP16-B-NHWC", "BF16-B-NHWC", "FP16-W-NHWC", "BF16-W-NHWC")
+    got = {c: (round(before["summary"][c]["gpu_geomean"], 3),
+               round(after["summary"][c]["gpu_geomean"], 3)) for c in cases}
+    assert got == {"FP16-B-NHWC": (0.83, 0.685), "BF16-B-NHWC": (0.806, 0.665),
+                   "FP16-W-NHWC": (0.984, 0.836), "BF16-W-NHWC": (0.885, 0.783)}
+    held = {c: (round(before["held_out"]["summary"][c]["gpu_geomean"], 3),
+                round(after["held_out"]["summary"][c]["gpu_geomean"], 3)) for c in cases}
+    assert held == {"FP16-B-NHWC": (0.786, 0.583), "BF16-B-NHWC": (0.792, 0.577),
+                    "FP16-W-NHWC": (0.949, 0.758), "BF16-W-NHWC": (0.782, 0.629)}
+    assert (round(before["classes"]["few-channel"]["gpu_geomean"], 3),
+            round(after["classes"]["few-channel"]["gpu_geomean"], 3)) == (0.879, 0.756)
+    # Every row whose solver changed got faster; those that got slower kept their solver.
+    old = {(r["network"], r["layer"], r["case"]): r for r in before["rows"]}
+    for r in after["rows"]:
+        o = old[(r["network"], r["layer"], r["case"])]
+        if r["solver"] != o["solver"]:
+            assert r["ratio"] < o["ratio"], (r["network"], r["layer"], r["case"])
