@@ -146,3 +146,14 @@ def test_the_main_job_with_the_aligned_objects() -> None:
     assert ("10,324 distinct code objects at tree 68736e7 (2026-12-07, the few-channel kernels' "
             "aligned objects new): 28 min 30 s cold") in readme
     assert "29 min 11 s with the set-up" in readme
+
+
+def test_the_first_choices_that_moved() -> None:
+    moved = json.loads((RUN.parent / "picks_sm90-132-5e6ad8c-3c9262a.json").read_text())
+    assert (moved["moved"], moved["problems"]) == (216, 27684)
+    counts = {(c["before"], c["after"]): c["problems"] for c in moved["changes"]}
+    assert counts == {
+        ("ConvTritonImplicitGemmViaNchwBwd", "ConvTritonImplicitGemmBwd"): 114,
+        ("ConvTritonSmallCWrw", "ConvTritonImplicitGemmWrw"): 72,
+        ("ConvTritonSmallCFwd", "ConvTritonImplicitGemmFwd"): 24,
+        ("ConvTritonSmallCBwd", "ConvTritonImplicitGemmBwd"): 6}
