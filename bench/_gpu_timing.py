@@ -1,7 +1,8 @@
 """GPU and wall time of a call, as bench/zoo.py and the benches built on it measure them (on
 the device machine, with PyTorch): GPU time with the launches queued behind a sleep kernel, so
 that host cost does not show (`queued_gpu_ms`), and wall time per call with the host included
-(`wall_ms`). bench/zoo.py re-exports these names."""
+(`wall_ms`). bench/zoo.py re-exports these names. `no_gpu` says why a bench cannot run here.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +11,18 @@ import time
 from collections.abc import Callable
 
 _CYCLES_PER_MS: list[float] = []
+
+
+def no_gpu(hint: str = "") -> str | None:
+    """Why the GPU benches cannot run here (PyTorch missing, no CUDA device), ending with what
+    to do (`hint` appended, e.g. " (or --check)"), or None where they can."""
+    try:
+        import torch
+    except ImportError:
+        return f"PyTorch is not installed; run this on the GPU machine{hint}"
+    if not torch.cuda.is_available():
+        return f"no CUDA device; run this on the GPU machine{hint}"
+    return None
 
 
 def _cycles_per_ms() -> float:

@@ -260,16 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.check:
         return check()
-    try:
-        import torch
-    except ImportError:
-        print("depthwise_wrw_taps: PyTorch is not installed; run this on the GPU machine "
-              "(or --check)", file=sys.stderr)
+    from _gpu_timing import no_gpu
+
+    if (why := no_gpu(" (or --check)")) is not None:
+        print(f"depthwise_wrw_taps: {why}", file=sys.stderr)
         return 6
-    if not torch.cuda.is_available():
-        print("depthwise_wrw_taps: no CUDA device; run this on the GPU machine (or --check)",
-              file=sys.stderr)
-        return 6
+    import torch
     import triton
     import zoo
     from depthwise_wrw_split import parse_tiles

@@ -148,14 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         print("fewk_bwd_trial: name the result's path stem (--out PATH)", file=sys.stderr)
         return 3
-    try:
-        import torch
-    except ImportError:
-        print("fewk_bwd_trial: PyTorch is not installed; run this on the GPU machine",
-              file=sys.stderr)
-        return 6
-    if not torch.cuda.is_available():
-        print("fewk_bwd_trial: no CUDA device; run this on the GPU machine", file=sys.stderr)
+    from _gpu_timing import no_gpu
+
+    if (why := no_gpu()) is not None:
+        print(f"fewk_bwd_trial: {why}", file=sys.stderr)
         return 6
     from miopenkernels.handle import Handle
 

@@ -188,15 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"im2col_gather_probe: no layer {unknown[0]!r}; the layers: "
               f"{', '.join(s[0] for s in LAYERS)}", file=sys.stderr)
         return 3
-    try:
-        import torch
-    except ImportError:
-        print("im2col_gather_probe: PyTorch is not installed; run this on the GPU machine",
-              file=sys.stderr)
-        return 6
-    if not torch.cuda.is_available():
-        print("im2col_gather_probe: no CUDA device; run this on the GPU machine",
-              file=sys.stderr)
+    from _gpu_timing import no_gpu
+
+    if (why := no_gpu()) is not None:
+        print(f"im2col_gather_probe: {why}", file=sys.stderr)
         return 6
     import zoo
     from miopenkernels.handle import Handle

@@ -191,14 +191,12 @@ def main() -> int:
     if bad or any(b < 1 for b in batches):
         print(f"kernels: unknown {', '.join(bad) or 'batch size'}; see --help", file=sys.stderr)
         return 3
-    try:
-        import torch
-    except ImportError:
-        print("kernels: PyTorch is not installed; run this on the GPU machine", file=sys.stderr)
+    from _gpu_timing import no_gpu
+
+    if (why := no_gpu()) is not None:
+        print(f"kernels: {why}", file=sys.stderr)
         return 6
-    if not torch.cuda.is_available():
-        print("kernels: no CUDA device; run this on the GPU machine", file=sys.stderr)
-        return 6
+    import torch
     from miopenkernels.handle import Handle
 
     handles = {"ieee": Handle(), "tf32": Handle(math_mode="tf32") if "TF32" in types else None}

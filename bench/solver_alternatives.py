@@ -367,15 +367,10 @@ def main(argv: list[str] | None = None) -> int:
               " solvers (--solvers A,B)",
               file=sys.stderr)
         return 3
-    try:
-        import torch
-    except ImportError:
-        print("solver_alternatives: PyTorch is not installed; run this on the GPU machine",
-              file=sys.stderr)
-        return 6
-    if not torch.cuda.is_available():
-        print("solver_alternatives: no CUDA device; run this on the GPU machine",
-              file=sys.stderr)
+    from _gpu_timing import no_gpu
+
+    if (why := no_gpu()) is not None:
+        print(f"solver_alternatives: {why}", file=sys.stderr)
         return 6
     from miopenkernels.handle import Handle
 

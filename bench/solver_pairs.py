@@ -142,15 +142,12 @@ def main() -> int:
         print(f"solver_pairs: {', '.join(bad) or 'a batch size'} is not one of the family's; "
               "see --help", file=sys.stderr)
         return 3
-    try:
-        import torch
-    except ImportError:
-        print("solver_pairs: PyTorch is not installed; run this on the GPU machine",
-              file=sys.stderr)
+    from _gpu_timing import no_gpu
+
+    if (why := no_gpu()) is not None:
+        print(f"solver_pairs: {why}", file=sys.stderr)
         return 6
-    if not torch.cuda.is_available():
-        print("solver_pairs: no CUDA device; run this on the GPU machine", file=sys.stderr)
-        return 6
+    import torch
     from _machine import nvidia_driver
     from miopenkernels.handle import Handle
 

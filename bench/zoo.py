@@ -53,7 +53,7 @@ if str(HERE) not in sys.path:  # loaded by path (the tests): its siblings too
     sys.path.insert(0, str(HERE))
 
 # GPU and wall time, bench/_gpu_timing.py (re-exported: the benches built on this one use them).
-from _gpu_timing import queued_gpu_ms, wall_ms  # noqa: E402
+from _gpu_timing import no_gpu, queued_gpu_ms, wall_ms  # noqa: E402
 from _gpu_timing import sleep_ms_for as sleep_ms_for  # noqa: E402
 from _results import Stopped, stop_on_sigterm  # noqa: E402
 
@@ -362,12 +362,8 @@ def main(argv: list[str] | None = None) -> int:
             Path(str(args.out) + ".json").write_text(text)
         print(json.dumps({k: out[k] for k in ("classes", "first_choices")}))
         return 0
-    try:
-        import torch
-    except ImportError:
-        return _fail("PyTorch is not installed; run this on the GPU machine", 6)
-    if not torch.cuda.is_available():
-        return _fail("no CUDA device; run this on the GPU machine", 6)
+    if (why := no_gpu()) is not None:
+        return _fail(why, 6)
     return _run(args, layers, types, directions, layouts, batches)
 
 
