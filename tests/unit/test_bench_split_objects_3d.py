@@ -4,7 +4,6 @@ and the main-job timings), recomputed from the committed runs."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import alternatives_ab  # noqa: E402
+from main_job_files import main_job_times, minutes  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 RUN = RESULTS / "split_objects_3d_h100"
@@ -90,17 +90,8 @@ def test_the_grid_and_the_main_job_timings() -> None:
     assert (RUN / "grid" / "gpu_tests.txt").read_text().strip().splitlines()[-1] \
         .startswith("2628 passed")
 
-    def seconds(tree: str) -> tuple[float, float]:
-        head = (RESULTS / f"main_job-2cpu-{tree}.txt").read_text().splitlines()[1]
-        found = re.search(r"setup ([\d.]+) s, build ([\d.]+) s", head)
-        assert found is not None
-        return float(found.group(1)), float(found.group(2))
-
-    def minutes(s: float) -> str:
-        return f"{int(s // 60)} min {round(s % 60)} s"
-
-    setup, build = seconds("1eb3c33")
+    setup, build, _ = main_job_times("1eb3c33")
     assert (minutes(build), minutes(setup + build)) == ("27 min 3 s", "27 min 55 s")
-    assert minutes(seconds("d74476e")[1]) == "30 min 49 s"
+    assert minutes(main_job_times("d74476e")[1]) == "30 min 49 s"
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "27 min 3 s cold, 27 min 55 s with the set-up" in readme

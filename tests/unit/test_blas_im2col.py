@@ -266,16 +266,14 @@ def test_the_main_job_with_the_gather_objects() -> None:
     import re
     from pathlib import Path
 
+    from main_job_files import main_job_times, minutes
+
     root = Path(__file__).resolve().parents[2]
     text = (root / "bench" / "results" / "main_job-2cpu-1d2880e.txt").read_text()
-    found = re.search(r"setup ([\d.]+) s, build ([\d.]+) s, rebuild ([\d.]+) s", text)
     inc = re.search(r"incremental ([\d.]+) s, (\d+) objects compiled", text)
-    assert found is not None and inc is not None
-    setup, build, rebuild = (float(v) for v in found.groups())
-
-    def minutes(seconds: float) -> str:
-        return f"{int(seconds // 60)} min {round(seconds % 60)} s"
-
+    assert inc is not None
+    setup, build, rebuild = main_job_times("1d2880e")
+    assert rebuild is not None
     assert (minutes(build), minutes(setup + build), round(rebuild, 1)) == \
         ("26 min 55 s", "27 min 47 s", 8.7)
     assert (round(float(inc.group(1)), 1), int(inc.group(2))) == (22.8, 8)
@@ -286,9 +284,8 @@ def test_the_main_job_with_the_gather_objects() -> None:
     assert "26 min 55 s cold at tree 1d2880e (10,179 objects" in readme
     # the gather with a depth axis (its objects new), cold at 4354ba2
     text = (root / "bench" / "results" / "main_job-2cpu-4354ba2.txt").read_text()
-    found = re.search(r"setup ([\d.]+) s, build ([\d.]+) s, rebuild ([\d.]+) s", text)
-    assert found is not None
-    setup, build, rebuild = (float(v) for v in found.groups())
+    setup, build, rebuild = main_job_times("4354ba2")
+    assert rebuild is not None
     assert (minutes(build), minutes(setup + build), round(rebuild, 1)) == \
         ("28 min 31 s", "29 min 14 s", 8.1)
     assert "│ distinct   │ 10187 │    10187 │      0 │      0 │" in text

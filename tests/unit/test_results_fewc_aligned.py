@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+from main_job_files import main_job_times, minutes
 from miopenkernels.kernels import conv_triton_3d_smallc_spec as smallc
 
 RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "fewc_aligned_h100-6dc4da4"
@@ -126,17 +127,10 @@ def test_backward_data_and_weights_through_find() -> None:
 def test_the_main_job_with_the_aligned_objects() -> None:
     """The README's main-job figures at 68736e7 (the aligned few-channel objects) from the
     run's file: under 30 minutes cold on 2 cores, a rebuild that compiles nothing."""
-    import re
-
     root = RUN.parents[2]
     text = (root / "bench" / "results" / "main_job-2cpu-68736e7.txt").read_text()
-    found = re.search(r"setup ([\d.]+) s, build ([\d.]+) s, rebuild ([\d.]+) s", text)
-    assert found is not None
-    setup, build, rebuild = (float(v) for v in found.groups())
-
-    def minutes(seconds: float) -> str:
-        return f"{int(seconds // 60)} min {round(seconds % 60)} s"
-
+    setup, build, rebuild = main_job_times("68736e7")
+    assert rebuild is not None
     assert (minutes(build), minutes(setup + build), round(rebuild, 1)) == \
         ("28 min 30 s", "29 min 11 s", 8.1)
     assert setup + build < 30 * 60

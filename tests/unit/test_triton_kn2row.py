@@ -207,18 +207,14 @@ def test_objects_the_package_ships() -> None:
 def test_the_main_job_with_the_tap_sum_objects() -> None:
     """The README's main-job figures at cbca774 (the tap sum's objects added), from the run's
     file."""
-    import re
     from pathlib import Path
+
+    from main_job_files import main_job_times, minutes
 
     root = Path(__file__).resolve().parents[2]
     text = (root / "bench" / "results" / "main_job-2cpu-cbca774.txt").read_text()
-    found = re.search(r"setup ([\d.]+) s, build ([\d.]+) s, rebuild ([\d.]+) s", text)
-    assert found is not None
-    setup, build, rebuild = (float(v) for v in found.groups())
-
-    def minutes(seconds: float) -> str:
-        return f"{int(seconds // 60)} min {round(seconds % 60)} s"
-
+    setup, build, rebuild = main_job_times("cbca774")
+    assert rebuild is not None
     assert (minutes(build), minutes(setup + build), round(rebuild, 1)) == \
         ("26 min 16 s", "27 min 3 s", 7.8)
     assert "│ distinct   │ 10175 │    10175 │      0 │      0 │" in text
