@@ -74,15 +74,19 @@ def opcodes(sass: str) -> Counter:
                                                    r"([A-Z][A-Z0-9_.]+)", sass, re.M))
 
 
-def _packed_strides(sizes: dict[str, int], channels_last: bool) -> dict[str, tuple[int, ...]]:
-    """Element strides of packed x (n,c,h,w), w (k,c,r,s) and y (n,k,p,q) in a layout."""
-    def strides(a: int, b: int, h: int, w: int) -> tuple[int, ...]:
-        return (b * h * w, 1, w * b, b) if channels_last else (b * h * w, h * w, w, 1)
+def _args(sizes: dict[str, int], direction: str, dtype: str, layout: str) -> dict[str, int]:
+    """The kernel arguments the runtime passes for packed tensors of `sizes` in a layout
+    (`solvers.triton_common.problem_view`, as it decides which object a problem takes)."""
+    from miopenkernels.problem import ConvProblem
+    from miopenkernels.solvers.triton_common import problem_view
 
     z = sizes
-    return {"x": strides(z["N"], z["C"], z["H"], z["W"]),
-            "w": strides(z["K"], z["C"], z["R"], z["S"]),
-            "y": strides(z["N"], z["K"], z["P"], z["Q"])}
+    p = ConvProblem(n=z["N"], c=z["C"], k=z["K"], in_spatial=(z["H"], z["W"]),
+                    filter=(z["R"], z["S"]), pad=(z["pad_h"], z["pad_w"]),
+                    stride=(z["stride_h"], z["stride_w"]), dilation=(z["dil_h"], z["dil_w"]),
+                    direction=direction, in_type=dtype, wei_type=dtype, out_type=dtype,
+                    in_layout=layout, wei_layout=layout, out_layout=layout)
+    return problem_view(p)[1]
 
 
 def _tile(text: str) -> dict[str, int]:
@@ -117,7 +121,7 @@ def report(case: str, sizes: dict[str, int], module: str = "", tile: str = "",
         ct.tuned_config("sm90", case, sizes) or ct.default_config(kernel, dtype)
     cl = lay == "NHWC"
     spec = importlib.import_module("miopenkernels.kernels.conv_triton_spec")
-    args = ct.conv_args(sizes, _packed_strides(sizes, cl))
+    args = _args(sizes, d, dtype, lay)
     aligned = not generic and True in ct.align16_variants(kernel, cl, dtype) and \
         bool(ct.meets_align16(args, cl, dtype, kernel))
     fn = ct.JIT[kernel]

@@ -151,3 +151,20 @@ def test_the_first_choices_that_moved() -> None:
         ("ConvTritonSmallCWrw", "ConvTritonImplicitGemmWrw"): 72,
         ("ConvTritonSmallCFwd", "ConvTritonImplicitGemmFwd"): 24,
         ("ConvTritonSmallCBwd", "ConvTritonImplicitGemmBwd"): 6}
+
+
+def test_what_the_compiler_made_of_the_objects() -> None:
+    """fewc_aligned_sass-sm90.json and fewc_aligned_sass_bw-sm90.json (bench/triton_conv_sass.py,
+    no GPU): the figures the spec's comment and the README quote."""
+    fwd = json.loads((RUN.parent / "fewc_aligned_sass-sm90.json").read_text())
+    big = {r["aligned"]: r for r in fwd if r["case"] == "FP16-F-NHWC" and
+           (r["config"]["BLOCK_M"], r["config"]["BLOCK_N"], r["config"]["num_warps"]) ==
+           (256, 64, 4) and r["config"]["BLOCK_K"] == 16}
+    assert (big[False]["registers"], big[False]["spill_stores"], big[False]["stores"]) == \
+        (255, 939, {"STG.E.U16": 128})
+    assert (big[True]["registers"], big[True]["spill_stores"], big[True]["stores"]) == \
+        (249, 0, {"STG.E.128": 16})
+    bw = {(r["case"], r["aligned"]): r["loop_instructions"]
+          for r in json.loads((RUN.parent / "fewc_aligned_sass_bw-sm90.json").read_text())}
+    assert bw == {("FP16-B-NHWC", True): 330, ("FP16-B-NHWC", False): 1011,
+                  ("FP16-W-NHWC", True): 209, ("FP16-W-NHWC", False): 527}
