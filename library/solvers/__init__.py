@@ -91,6 +91,7 @@ from .triton_padded_chunks import (
     padded_chunks_first,
 )
 from .triton_planes import PLANES_SOLVERS, ConvTritonPlanes, planes_first
+from .triton_pointwise import POINTWISE_SOLVERS, ConvTritonPointwise, pointwise_first
 from .triton_relayout_chunks import (
     VIA_CHUNK_SOLVERS,
     ConvTritonImplicitGemmRelayoutChunks,
@@ -138,6 +139,7 @@ SOLVERS: list[Solver] = [
     *SMALLC_3D_SOLVERS,
     *WINOGRAD_SOLVERS,
     *GEMM1X1_SOLVERS,
+    *POINTWISE_SOLVERS,
     *FMA_SOLVERS,
     *FMA_WRW_SOLVERS,
     *FMA_BWD_SOLVERS,
@@ -335,6 +337,13 @@ YIELDS_TO: dict[type[Solver], tuple[type[Solver], ...]] = {
                        ConvBlasIm2col),
     ConvTritonSmallCChunks: (ConvTritonFmaFewKBwd, ConvTritonFmaFewCWrw),
 }
+
+#: The pointwise row GEMMs (triton_pointwise) claim 1x1 channels-last layers narrow on one side
+#: only where a run measured them against immediate mode's first choice there (their spec's
+#: FIRST): every family gives way to them (an IEEE family's claim, not the TF32 math's).
+FIRST_CLAIMS[ConvTritonPointwise] = lambda p, t, math: math != "tf32" and pointwise_first(p, t)
+for _family in {*YIELDS_TO, *FIRST_CLAIMS} - {ConvTritonPointwise}:
+    YIELDS_TO[_family] = (*YIELDS_TO.get(_family, ()), ConvTritonPointwise)
 
 
 def ranks_first(solver: Solver, problem: ConvProblem, target: Target) -> bool:

@@ -138,6 +138,12 @@ BASE = [
                 in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
     ConvProblem(n=1, c=64, k=128, in_spatial=(4, 9, 8), filter=(3, 3, 3), pad=(1, 1, 1),
                 stride=(2, 2, 2), in_layout="NCDHW", wei_layout="NCDHW", out_layout="NCDHW"),
+    # Pointwise layers narrow on one side (the pointwise row GEMMs, channels-last): 64
+    # channels to 2 filters (a mask head; its wide side meets the aligned objects) and, 3-D,
+    # 3 channels to 40 filters on odd sizes (no aligned object).
+    ConvProblem(n=2, c=64, k=2, in_spatial=(9, 7), filter=(1, 1)),
+    ConvProblem(n=2, c=3, k=40, in_spatial=(3, 5, 7), filter=(1, 1, 1), in_layout="NCDHW",
+                wei_layout="NCDHW", out_layout="NCDHW"),
     # 128 channels and filters over 65,536 input positions: 16-bit backward data and weights
     # on their wide tiles (spec WIDE_RULE).
     ConvProblem(n=16, c=128, k=128, in_spatial=(4, 32, 32), filter=(1, 1, 1),

@@ -139,8 +139,8 @@ def test_dynamic_jobs_deterministic_and_moderate():
         # everywhere; on sm90 the 3-D forward and backward-data split objects (20); on NVIDIA
         # targets the im2col gather (3: solvers/blas_im2col.py); the few-channel kernels'
         # 16-bit channels-last objects aligned on y's (dy's) side and the few-channel forward
-        # rule's refitted tiles (32 on sm90).
-        assert len(triton) <= (935 if target.arch == "sm90" else 520)
+        # rule's refitted tiles (32 on sm90); on sm90 the pointwise row GEMMs' (24).
+        assert len(triton) <= (959 if target.arch == "sm90" else 520)
         for job in jobs:
             assert list(job.options) == sorted(job.options)
             assert job.kdb_args.endswith(f" -mcpu={target.arch}")

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# On the GPU machine, no package (objects compile on first use, outside the timings): the
+# pointwise row GEMMs (solvers/triton_pointwise.py) on 1x1 and 1x1x1 channels-last layers with
+# at most 16 channels on one side. Steps (STEPS, default all, in this order):
+#   tests   the GPU grid's problems these solvers take, every direction and type, against
+#           float64 (default, first legal and split parameters)
+#   alt     bench/solver_alternatives.py over the zoo's (and held-out networks') such layers,
+#           FP16, BF16 and FP32, every direction, channels-last (3-D layers NDHWC), at
+#           ALT_BATCHES (default 32): immediate mode's first choice (`pick`) against these
+#           solvers, each against cuDNN
+#   zoo     bench/zoo.py, find's pick against cuDNN over the zoo's pointwise layers (and the
+#           held-out networks'), ZOO_TYPES (default FP16,BF16,FP32), channels-last, batch 32
+#
+#   bash bench/gpu_pointwise.sh OUTDIR
+set -uo pipefail
+out="${1:?usage: bash bench/gpu_pointwise.sh OUTDIR}"
+here="$(dirname "$0")"
+mkdir -p "$out"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+source "$here/_gpu_env.sh"
+device_stamp "$out/device.txt"
+steps=" ${STEPS:-tests alt zoo} "
+want() { [[ "$steps" == *" $1 "* ]]; }
+# A 1x1 (1x1x1) layer with at most 16 channels on either side, by its FindDb key.
+narrow='(^([0-9]|1[0-6])-.*-1x1(x1)?-|-1x1(x1)?-([0-9]|1[0-6])-)'
+if want tests; then
+  timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider \
+    tests/gpu/test_conv_correctness.py -k "Pointwise" > "$out/gpu_tests.txt" 2>&1
+  stamp "tests rc=$? $(tail -1 "$out/gpu_tests.txt")"
+fi
+if want alt; then
+  timeout "${ALT_S:-330}" python3 bench/solver_alternatives.py \
+    --solvers pick,ConvTritonPointwiseFwd,ConvTritonPointwiseBwd,ConvTritonPointwiseWrw \
+    --types FP16,BF16,FP32 --directions F,B,W --layouts NHWC --batches "${ALT_BATCHES:-32}" \
+    --held-out --only "$narrow" --require ConvTritonPointwise \
+    --budget-s "$(( ${ALT_S:-330} - 15 ))" --out "$out/alt" > "$out/alt.log" 2>&1
+  stamp "alt rc=$? $(tail -1 "$out/alt.log")"; tail -40 "$out/alt.log"
+fi
+if want zoo; then
+  timeout "${ZOO_S:-200}" python3 bench/zoo.py --types "${ZOO_TYPES:-FP16,BF16,FP32}" \
+    --directions F,B,W --layouts NHWC --pointwise --batches 32 --held-out \
+    --budget-s "$(( ${ZOO_S:-200} - 15 ))" --out "$out/zoo" > "$out/zoo.log" 2>&1
+  stamp "zoo rc=$?"; tail -30 "$out/zoo.log"
+fi
+tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")" && stamp "results: $out.tar.gz"
