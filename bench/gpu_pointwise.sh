@@ -8,8 +8,11 @@
 #           FP16, BF16 and FP32, every direction, channels-last (3-D layers NDHWC), at
 #           ALT_BATCHES (default 32): immediate mode's first choice (`pick`) against these
 #           solvers, each against cuDNN
-#   zoo     bench/zoo.py, find's pick against cuDNN over the zoo's pointwise layers (and the
-#           held-out networks'), ZOO_TYPES (default FP16,BF16,FP32), channels-last, batch 32
+#   fit     bench/pointwise_first.py over the alt step's run (and FIT_RUNS, earlier runs): the
+#           claims (fit.json's `first`)
+#   zoo     bench/zoo.py with the fit's claims in the process: find's pick against cuDNN over
+#           the zoo's pointwise layers of at most 16 channels on one side (and the held-out
+#           networks'), ZOO_TYPES (default FP16,BF16,FP32), channels-last, batch 32
 #
 #   bash bench/gpu_pointwise.sh OUTDIR
 set -uo pipefail
@@ -20,7 +23,7 @@ t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt"
-steps=" ${STEPS:-tests alt zoo} "
+steps=" ${STEPS:-tests alt fit zoo} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 # A 1x1 (1x1x1) layer with at most 16 channels on either side, by its FindDb key.
 narrow='(^([0-9]|1[0-6])-.*-1x1(x1)?-|-1x1(x1)?-([0-9]|1[0-6])-)'
@@ -37,10 +40,21 @@ if want alt; then
     --budget-s "$(( ${ALT_S:-330} - 15 ))" --out "$out/alt" > "$out/alt.log" 2>&1
   stamp "alt rc=$? $(tail -1 "$out/alt.log")"; tail -40 "$out/alt.log"
 fi
+if want fit; then
+  python3 bench/pointwise_first.py "$out/alt.json" ${FIT_RUNS:-} --out "$out/fit" \
+    > "$out/fit.log" 2>&1
+  stamp "fit rc=$?"; cat "$out/fit.log"
+fi
 if want zoo; then
-  timeout "${ZOO_S:-200}" python3 bench/zoo.py --types "${ZOO_TYPES:-FP16,BF16,FP32}" \
-    --directions F,B,W --layouts NHWC --pointwise --batches 32 --held-out \
-    --budget-s "$(( ${ZOO_S:-200} - 15 ))" --out "$out/zoo" > "$out/zoo.log" 2>&1
+  timeout "${ZOO_S:-200}" python3 -c "
+import json, runpy, sys
+from miopenkernels.kernels import conv_triton_pointwise_spec as spec
+spec.FIRST.update(json.load(open(sys.argv[1]))['first'])  # the fit's claims
+sys.argv = ['bench/zoo.py', *sys.argv[2:]]
+runpy.run_path('bench/zoo.py', run_name='__main__')" "$out/fit.json" \
+    --types "${ZOO_TYPES:-FP16,BF16,FP32}" --directions F,B,W --layouts NHWC --pointwise \
+    --most-channels 16 --batches 32 --held-out --budget-s "$(( ${ZOO_S:-200} - 15 ))" \
+    --out "$out/zoo" > "$out/zoo.log" 2>&1
   stamp "zoo rc=$?"; tail -30 "$out/zoo.log"
 fi
 tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")" && stamp "results: $out.tar.gz"

@@ -31,7 +31,8 @@ of every network in it, for a run shorter than the zoo.
 
     python bench/zoo.py --out bench/results/zoo_h100 [--networks yolov5s,r2plus1d_18]
         [--types FP16,FP32] [--directions F] [--layouts NHWC] [--batches 32,8,1]
-        [--held-out] [--every 3] [--classes few-channel] [--budget-s 540] [--list]
+        [--held-out] [--every 3] [--classes few-channel] [--pointwise] [--most-channels 16]
+        [--budget-s 540] [--list]
     python bench/zoo.py --picks sm90-132 [--out bench/results/zoo_picks_sm90-132]  # no GPU
 """
 
@@ -287,6 +288,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     help="every K-th layer of each network only (a sample of the zoo)")
     ap.add_argument("--pointwise", action="store_true",
                     help="of those, only the 1x1 layers at stride 1 without padding or groups")
+    ap.add_argument("--most-channels", type=int, default=0, metavar="N",
+                    help="of those, only the layers with at most N channels on one side")
     ap.add_argument("--classes", default="", metavar="CLASS[,CLASS]",
                     help="of those, only the layers of these classes (" + ", ".join(CLASSES)
                     + ")")
@@ -337,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     layers = every_kth(load_layers(networks, args.held_out), args.every)
     if args.pointwise:
         layers = [la for la in layers if pointwise(la.problem)]
+    if args.most_channels:
+        layers = [la for la in layers if min(la.problem.c, la.problem.k) <= args.most_channels]
     if classes:
         layers = [la for la in layers if set(classes) & set(layer_classes(la.problem))]
     if args.list:
