@@ -7,12 +7,13 @@
 #   alt     bench/solver_alternatives.py over the zoo's (and held-out networks') such layers,
 #           FP16, BF16 and FP32, every direction, channels-last (3-D layers NDHWC), at
 #           ALT_BATCHES (default 32): immediate mode's first choice (`pick`) against these
-#           solvers, each against cuDNN
+#           solvers, each against cuDNN (problems of at most MAX_GB, default 6, GB of tensors)
 #   fit     bench/pointwise_first.py over the alt step's run (and FIT_RUNS, earlier runs): the
 #           claims (fit.json's `first`)
 #   zoo     bench/zoo.py with the fit's claims in the process: find's pick against cuDNN over
 #           the zoo's pointwise layers of at most 16 channels on one side (and the held-out
-#           networks'), ZOO_TYPES (default FP16,BF16,FP32), channels-last, batch 32
+#           networks'), ZOO_TYPES (default FP16,BF16,FP32), channels-last, ZOO_BATCHES
+#           (default 32)
 #
 #   bash bench/gpu_pointwise.sh OUTDIR
 set -uo pipefail
@@ -36,7 +37,7 @@ if want alt; then
   timeout "${ALT_S:-330}" python3 bench/solver_alternatives.py \
     --solvers pick,ConvTritonPointwiseFwd,ConvTritonPointwiseBwd,ConvTritonPointwiseWrw \
     --types FP16,BF16,FP32 --directions F,B,W --layouts NHWC --batches "${ALT_BATCHES:-32}" \
-    --held-out --only "$narrow" --require ConvTritonPointwise \
+    --held-out --only "$narrow" --require ConvTritonPointwise --max-gb "${MAX_GB:-6}" \
     --budget-s "$(( ${ALT_S:-330} - 15 ))" --out "$out/alt" > "$out/alt.log" 2>&1
   stamp "alt rc=$? $(tail -1 "$out/alt.log")"; tail -40 "$out/alt.log"
 fi
@@ -53,7 +54,8 @@ spec.FIRST.update(json.load(open(sys.argv[1]))['first'])  # the fit's claims
 sys.argv = ['bench/zoo.py', *sys.argv[2:]]
 runpy.run_path('bench/zoo.py', run_name='__main__')" "$out/fit.json" \
     --types "${ZOO_TYPES:-FP16,BF16,FP32}" --directions F,B,W --layouts NHWC --pointwise \
-    --most-channels 16 --batches 32 --held-out --budget-s "$(( ${ZOO_S:-200} - 15 ))" \
+    --most-channels 16 --batches "${ZOO_BATCHES:-32}" --held-out --max-gb "${MAX_GB:-6}" \
+    --budget-s "$(( ${ZOO_S:-200} - 15 ))" \
     --out "$out/zoo" > "$out/zoo.log" 2>&1
   stamp "zoo rc=$?"; tail -30 "$out/zoo.log"
 fi

@@ -2,10 +2,13 @@
 bench/solver_alternatives.py that timed them beside immediate mode's first choice (`pick`).
 
 Per case (`<type>-<direction>-<layout>`), over the zoo's layers (held-out networks apart), the
-claim is the widest narrow side w (a layer's fewer channels, 1-16) up to which the solver
-takes the layers: the w whose claims leave the zoo rows' geomean of the chosen time against
-cuDNN's least (the pick's time on the layers it does not claim), and none where no w beats
-the pick alone. The held-out rows are scored with the zoo's w. No GPU:
+claim is a pair (w, r): the solver takes the layers of at most w channels on the narrow side
+(a layer's fewer channels, 1-16) and at least r rows (positions of every image): the pair
+whose claims leave the zoo rows' geomean of the chosen time against cuDNN's least (the pick's
+time on the layers it does not claim), and none where no pair beats the pick alone (ties: the
+narrower claim). A claim may not take a zoo layer the solver ran more than MAX_LOSS times the
+pick's time on (a geomean's gain bought with one layer's loss). The held-out rows are scored
+with the zoo's claim. No GPU:
 
     python bench/pointwise_first.py RUN.json [RUN.json ...] [--json] [--out OUT]
 
@@ -21,6 +24,8 @@ import sys
 from pathlib import Path
 
 SOLVER = "ConvTritonPointwise"
+#: The most a claimed zoo layer may take against the pick's time.
+MAX_LOSS = 1.25
 
 
 def narrow_width(key: str) -> int:
@@ -29,6 +34,17 @@ def narrow_width(key: str) -> int:
     parts = key.split("-")
     at = next(i for i, part in enumerate(parts) if "x" in part)
     return min(int(parts[0]), int(parts[at + 1]))
+
+
+def rows_of(key: str) -> int:
+    """A pointwise layer's rows from its FindDb key: the batch times the output positions."""
+    parts = key.split("-")
+    at = next(i for i, part in enumerate(parts) if "x" in part)
+    dims = len(parts[at].split("x"))
+    out = 1
+    for v in parts[at + 2:at + 2 + dims]:
+        out *= int(v)
+    return out * int(parts[at + 2 + dims])
 
 
 def read_rows(paths: list[Path]) -> list[dict]:
@@ -46,7 +62,8 @@ def read_rows(paths: list[Path]) -> list[dict]:
                 continue
             rows[r["key"]] = {"case": r["case"], "key": r["key"], "network": r["network"],
                               "layer": r["layer"], "held_out": bool(r.get("held_out")),
-                              "narrow": narrow_width(r["key"]), "pick_solver": pick["solver"],
+                              "narrow": narrow_width(r["key"]), "rows": rows_of(r["key"]),
+                              "pick_solver": pick["solver"],
                               "pick": pick["gpu_ms"] / base, "ours": ours["gpu_ms"] / base}
     return list(rows.values())
 
@@ -55,28 +72,38 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def with_claim(rows: list[dict], width: int) -> float:
-    return geomean([r["ours"] if r["narrow"] <= width else r["pick"] for r in rows])
+def claimed(row: dict, claim: tuple[int, int]) -> bool:
+    return row["narrow"] <= claim[0] and row["rows"] >= claim[1]
+
+
+def with_claim(rows: list[dict], claim: tuple[int, int]) -> float:
+    return geomean([r["ours"] if claimed(r, claim) else r["pick"] for r in rows])
 
 
 def fit(rows: list[dict]) -> dict:
-    """Per case: the claim's width (0: none) and the geomeans before and with it."""
+    """Per case: the claim (width, rows; width 0: none) and the geomeans before and with
+    it."""
     out = {}
     for case in sorted({r["case"] for r in rows}):
         zoo = [r for r in rows if r["case"] == case and not r["held_out"]]
         held = [r for r in rows if r["case"] == case and r["held_out"]]
-        best, width = geomean([r["pick"] for r in zoo]), 0
+        best, claim = geomean([r["pick"] for r in zoo]), (0, 0)
         for w in sorted({r["narrow"] for r in zoo}):
-            g = with_claim(zoo, w)
-            if g < best - 1e-9:
-                best, width = g, w
+            for least in sorted({r["rows"] for r in zoo} | {0}, reverse=True):
+                if any(claimed(r, (w, least)) and r["ours"] > MAX_LOSS * r["pick"]
+                       for r in zoo):
+                    continue
+                g = with_claim(zoo, (w, least))
+                if g < best - 1e-9:
+                    best, claim = g, (w, least)
+        width = claim[0]
         out[case] = {
             "layers": len(zoo), "held_out_layers": len(held), "width": width,
-            "claimed": sum(r["narrow"] <= width for r in zoo),
+            "least_rows": claim[1], "claimed": sum(claimed(r, claim) for r in zoo),
             "pick": geomean([r["pick"] for r in zoo]), "ours": geomean([r["ours"] for r in zoo]),
-            "with_claim": with_claim(zoo, width),
+            "with_claim": with_claim(zoo, claim),
             "held_out_pick": geomean([r["pick"] for r in held]),
-            "held_out_with_claim": with_claim(held, width),
+            "held_out_with_claim": with_claim(held, claim),
             "worst_ours": max(((r["ours"], f"{r['network']} {r['layer']}") for r in zoo),
                               default=(float("nan"), ""))}
     return out
@@ -99,18 +126,20 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     cases = fit(rows)
     result = {"runs": [p.name for p in args.runs], "cases": cases,
-              "first": {"sm90": {c: v["width"] for c, v in cases.items() if v["width"]}}}
+              "first": {"sm90": {c: [v["width"], v["least_rows"]] for c, v in cases.items()
+                                 if v["width"]}}}
     if args.out:
         args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print("| case | layers | pick / cuDNN | pointwise / cuDNN | claim up to | claimed | with the "
-          "claim | held out | pick | with |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| case | layers | pick / cuDNN | pointwise / cuDNN | claim up to | from rows | claimed "
+          "| with the claim | held out | pick | with |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for case, v in cases.items():
         print(f"| {case} | {v['layers']} | {v['pick']:.2f} | {v['ours']:.2f} | {v['width']} | "
-              f"{v['claimed']} | {v['with_claim']:.2f} | {v['held_out_layers']} | "
+              f"{v['least_rows']} | {v['claimed']} | {v['with_claim']:.2f} | "
+              f"{v['held_out_layers']} | "
               f"{v['held_out_pick']:.2f} | {v['held_out_with_claim']:.2f} |")
     return 0
 

@@ -33,8 +33,9 @@ TYPES = ("FP16", "BF16", "FP32")
 #: The most channels the narrow side may have.
 NARROW = 16
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout>`) where the miss ranking puts the
-#: direction's solver first, each with the most channels on the narrow side it claims up to.
-FIRST: dict[str, dict[str, int]] = {}
+#: direction's solver first, each with (the most channels on the narrow side, the fewest rows)
+#: it claims: `claims`.
+FIRST: dict[str, dict[str, tuple[int, int]]] = {}
 
 KERNEL = {"F": "pointwise_rows", "B": "pointwise_rows", "W": "pointwise_wrw"}
 _TILE_ARGS = (("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_K", "constexpr"))
@@ -116,6 +117,13 @@ def rows_of(sizes: Mapping[str, int], strides: tuple[int, ...]) -> int | None:
 
 def narrow_side(sizes: Mapping[str, int]) -> int:
     return min(int(sizes["C"]), int(sizes["K"]))
+
+
+def claims(arch: str, case: str, sizes: Mapping[str, int]) -> bool:
+    """Whether FIRST lists the case for the arch and the problem is within its claim: at most
+    that many channels on the narrow side and at least that many rows."""
+    most, rows = FIRST.get(arch, {}).get(case, (0, 0))
+    return narrow_side(sizes) <= most and positions(sizes) >= rows
 
 
 def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]) -> bool:

@@ -106,10 +106,9 @@ class ConvTritonPointwise(Solver):
         return bool(pointwise_spec().applies(sizes, strides))
 
     def claims_first(self, problem: ConvProblem, target: Target) -> bool:
-        """Where the spec's FIRST lists the problem's case for the target's arch, up to its
-        narrow side."""
-        most = pointwise_spec().FIRST.get(target.arch, {}).get(_case(problem), 0)
-        return bool(pointwise_spec().narrow_side(_view(problem)[1]) <= most)
+        """Where the spec's FIRST lists the problem's case for the target's arch, within its
+        narrow side and rows (`spec.claims`)."""
+        return bool(pointwise_spec().claims(target.arch, _case(problem), _view(problem)[1]))
 
     # ------------------------------------------------------------------ parameters
     def param_space(self, problem: ConvProblem, target: Target) -> list[Params]:

@@ -157,13 +157,17 @@ def test_objects_per_target() -> None:
                 for j in s.dynamic_jobs(Target("gfx942", 304))]
 
 
-def test_claims_only_the_cases_the_spec_lists() -> None:
+def test_claims_only_the_cases_the_spec_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     solver = get_solver(NAMES["F"])
     for arch, cases in spec.FIRST.items():
         assert arch == "sm90"
-        for case, most in cases.items():
-            assert 1 <= most <= spec.NARROW, case
-    listed = spec.FIRST.get("sm90", {})
-    for p in (UNET_OUT, UNET3D_OUT, _p(16, 96, (112, 112))):
-        case = f"{p.in_type}-F-{p.in_layout}"
-        assert solver.claims_first(p, SM90) == (min(p.c, p.k) <= listed.get(case, 0))
+        for case, (most, rows) in cases.items():
+            assert 1 <= most <= spec.NARROW and rows >= 0, case
+    monkeypatch.setitem(spec.FIRST, "sm90", {"FP16-F-NHWC": (8, 4096), "FP16-F-NDHWC": (4, 0)})
+    assert solver.claims_first(UNET_OUT, SM90)  # 2 channels, 2M rows
+    assert not solver.claims_first(replace(UNET_OUT, n=1, in_spatial=(32, 32)), SM90)  # rows
+    assert not solver.claims_first(_p(64, 16, (112, 112)), SM90)  # 16 channels
+    assert solver.claims_first(UNET3D_OUT, SM90)
+    assert not solver.claims_first(_p(64, 8, (8, 8, 8)), SM90)
+    assert not solver.claims_first(replace(UNET_OUT, in_type="BF16", wei_type="BF16",
+                                           out_type="BF16"), SM90)
