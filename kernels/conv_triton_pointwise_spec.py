@@ -35,7 +35,31 @@ NARROW = 16
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout>`) where the miss ranking puts the
 #: direction's solver first, each with (the most channels on the narrow side, the fewest rows)
 #: it claims: `claims`.
-FIRST: dict[str, dict[str, tuple[int, int]]] = {}
+#: sm90: `python bench/pointwise_first.py` over the H100 runs of bench/gpu_pointwise.sh
+#: (bench/results/pointwise_h100-5ea1be3/alt.json at batch 32 and pointwise_h100-e75bf7f/alt.json
+#: at batches 32, 8 and 1: this solver beside immediate mode's first choice on the zoo's 1x1
+#: channels-last layers of at most 16 channels on one side); tests/unit/test_results_pointwise.py
+#: fits it again from the runs. No FP32 forward or backward data: the GEMM library's IEEE
+#: product ran those at half this kernel's time on the large layers. The 3-D claims rest on
+#: one zoo layer (3D U-Net's 64 -> 3 head).
+FIRST: dict[str, dict[str, tuple[int, int]]] = {
+    "sm90": {
+        "BF16-B-NDHWC": (3, 2097152),
+        "BF16-B-NHWC": (12, 8),
+        "BF16-F-NDHWC": (3, 2097152),
+        "BF16-F-NHWC": (12, 32),
+        "BF16-W-NDHWC": (3, 2097152),
+        "BF16-W-NHWC": (8, 65536),
+        "FP16-B-NDHWC": (3, 2097152),
+        "FP16-B-NHWC": (2, 65536),
+        "FP16-F-NDHWC": (3, 2097152),
+        "FP16-F-NHWC": (8, 32768),
+        "FP16-W-NDHWC": (3, 2097152),
+        "FP16-W-NHWC": (2, 65536),
+        "FP32-W-NDHWC": (3, 2097152),
+        "FP32-W-NHWC": (16, 4096),
+    },
+}
 
 KERNEL = {"F": "pointwise_rows", "B": "pointwise_rows", "W": "pointwise_wrw"}
 _TILE_ARGS = (("BLOCK_M", "constexpr"), ("BLOCK_N", "constexpr"), ("BLOCK_K", "constexpr"))

@@ -73,7 +73,7 @@ def test_command_line_prints_writes_and_refuses(tmp_path: Path, capsys) -> None:
     assert pf.main([str(run), "--out", str(tmp_path / "fit")]) == 0
     assert "| FP16-F-NHWC | 1 | 2.00 | 0.50 | 2 |" in capsys.readouterr().out
     saved = json.loads((tmp_path / "fit.json").read_text())
-    assert saved["first"] == {"sm90": {"FP16-F-NHWC": 2}}
+    assert saved["first"] == {"sm90": {"FP16-F-NHWC": [2, 8 * 8 * 32]}}
     assert math.isclose(saved["cases"]["FP16-F-NHWC"]["with_claim"], 0.5)
     assert pf.main([str(tmp_path / "missing.json")]) == 2
     (tmp_path / "bad.json").write_text("{}")
