@@ -72,3 +72,15 @@ def test_the_summaries_quoted() -> None:
         assert math.isclose(round(summary[case]["gpu_geomean"], 2), value), case
     grid = (RESULTS / "pointwise_h100-5ea1be3" / "gpu_tests.txt").read_text()
     assert "54 passed" in grid and "failed" not in grid
+
+
+def test_the_main_job_figures_the_readme_gives() -> None:
+    from main_job_files import main_job_times, minutes
+
+    setup, build, rebuild = main_job_times("e75bf7f")
+    readme = (ROOT / "README.md").read_text()
+    assert rebuild is not None
+    assert f"{minutes(build)} cold" in readme and minutes(setup + build) in readme
+    assert f"nothing in {rebuild:.1f} s" in readme
+    header = (RESULTS / "main_job-2cpu-e75bf7f.txt").read_text()
+    assert "10348/10348 objects compiled" in header and "0 failed" in header
