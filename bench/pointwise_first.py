@@ -23,28 +23,24 @@ import math
 import sys
 from pathlib import Path
 
+from miopenkernels.problem import ConvProblem
+
 SOLVER = "ConvTritonPointwise"
 #: The most a claimed zoo layer may take against the pick's time.
 MAX_LOSS = 1.25
 
 
 def narrow_width(key: str) -> int:
-    """A pointwise layer's fewer channels, from its FindDb key (the direction's input channels
-    first, the filter, then the output's)."""
-    parts = key.split("-")
-    at = next(i for i, part in enumerate(parts) if "x" in part)
-    return min(int(parts[0]), int(parts[at + 1]))
+    """A pointwise layer's fewer channels, from its FindDb key."""
+    p = ConvProblem.from_key(key)
+    return min(p.c, p.k)
 
 
 def rows_of(key: str) -> int:
-    """A pointwise layer's rows from its FindDb key: the batch times the output positions."""
-    parts = key.split("-")
-    at = next(i for i, part in enumerate(parts) if "x" in part)
-    dims = len(parts[at].split("x"))
-    out = 1
-    for v in parts[at + 2:at + 2 + dims]:
-        out *= int(v)
-    return out * int(parts[at + 2 + dims])
+    """A pointwise layer's rows from its FindDb key: the batch times the positions (a 1x1
+    filter at stride 1: the input's and the output's alike)."""
+    p = ConvProblem.from_key(key)
+    return p.n * math.prod(p.in_spatial)
 
 
 def read_rows(paths: list[Path]) -> list[dict]:
