@@ -19,7 +19,7 @@ the least time. The other models in those results are scored apart, never fitted
 
     python bench/small_grid_fit.py --fit bench/results/serial_split_h100.json \\
         bench/results/serial_split_tf32nhwc_h100.json \\
-        --check bench/results/serial_split_check_h100.json \\
+        --check bench/results/serial_split_check_h100.json.gz \\
         --in-model bench/results/split_in_model_h100-ab81144.json \\
         --write kernels/conv_triton_tuned_sm90.json --out bench/results/small_grid_fit.json
 
@@ -38,6 +38,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+from _results import read_json  # noqa: E402 - bench/_results.py, beside this file
 
 REDUCE_STEPS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0)
 PER_SM = (1, 2, 3, 4)
@@ -145,7 +147,7 @@ def in_model_rows(paths: list[str]) -> list[dict[str, Any]]:
     as the package ran it (`package_us`) and torch's."""
     rows = []
     for path in paths:
-        for c in json.loads(Path(path).read_text())["cases"]:
+        for c in read_json(path)["cases"]:
             variants = c["variants"]
             torch_layers = c.get("torch_layers") or []
             for i, layer in enumerate(variants["rule"]["layers"]):
@@ -252,13 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     fit_rows, cus, sources = [], 0, []
     for path in args.fit:
-        data = json.loads(Path(path).read_text())
+        data = read_json(path)
         cus = cus or int(data["sms"])
         fit_rows += data["rows"]
         sources.append(Path(path).name)
     seen = {r["problem"] for r in fit_rows}
     checks = {Path(path).name: small_grid_rows(
-        [r for r in json.loads(Path(path).read_text())["rows"] if r["problem"] not in seen], cus)
+        [r for r in read_json(path)["rows"] if r["problem"] not in seen], cus)
         for path in args.check}
     fit_rows = small_grid_rows(fit_rows, cus)
     result: dict[str, Any] = {"cus": cus, "sources": sources, "check": list(checks),

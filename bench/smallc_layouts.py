@@ -50,10 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def layer(spec_row: tuple, direction: str, batch: int = 0) -> dict[str, Any]:
+def layer(spec_row: tuple, direction: str, batch: int = 0, dtype: str = "FP16"
+          ) -> dict[str, Any]:
     """A LAYERS row at `batch` (0: its own) for `direction`: its sizes, the solvers' usual
-    tile on sm90 (backward weights split as they split it), random FP16 tensors (x, w, dy),
-    the kernels' `dims` and `conv` tuple arguments and aten's backward geometry."""
+    tile on sm90 for `dtype` (backward weights split as they split it), random tensors of
+    that type (x, w, dy), the kernels' `dims` and `conv` tuple arguments and aten's backward
+    geometry."""
     import torch
     from miopenkernels.kernels import conv_triton_3d_smallc_spec as spec
 
@@ -66,15 +68,16 @@ def layer(spec_row: tuple, direction: str, batch: int = 0) -> dict[str, Any]:
              "P": outs[1], "Q": outs[2], "T": filt[0], "R": filt[1], "S": filt[2]}
     for i, axis in enumerate("dhw"):
         sizes.update({f"stride_{axis}": stride[i], f"pad_{axis}": pad[i], f"dil_{axis}": 1})
-    tile = spec.narrow_tile(direction, spec.usual_tile("FP16", direction, "FP16", "sm90"),
-                            sizes)
+    tile = spec.narrow_tile(direction, spec.usual_tile(dtype, direction, dtype, "sm90"), sizes,
+                            dtype, "sm90")
     if direction == "W":
         tile["SPLIT_K"] = spec.split_for(sizes, tile, 132)
     g = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.randn(n, c, d, h, w, device="cuda", generator=g).half()
+    torch_type = {"FP16": torch.float16, "BF16": torch.bfloat16, "FP32": torch.float32}[dtype]
+    x = torch.randn(n, c, d, h, w, device="cuda", generator=g).to(torch_type)
     wt = (torch.randn(k, c, *filt, device="cuda", generator=g) / math.sqrt(c * math.prod(filt))
-          ).half()
-    dy = (torch.randn(n, k, *outs, device="cuda", generator=g) / 8).half()
+          ).to(torch_type)
+    dy = (torch.randn(n, k, *outs, device="cuda", generator=g) / 8).to(torch_type)
     return {"name": name, "direction": direction, "sizes": sizes, "tile": tile, "x": x,
             "w": wt, "dy": dy, "filter": filt, "stride": stride, "pad": pad,
             "geo": (list(stride), list(pad), [1, 1, 1], False, [0, 0, 0], 1),

@@ -45,12 +45,30 @@ TUPLE_ARGS = TUPLES
 
 
 @triton.jit
+def _reciprocal(d):
+    """The multiplier of `_quotient` for a divisor 1 <= d <= 2**10: ceil(2**20 / d)."""
+    return (1048576 + d - 1) // d
+
+
+@triton.jit
+def _quotient(j, d, m):
+    """j // d by a multiply and a shift (m = `_reciprocal(d)`): exact where 0 <= j and
+    j * d < 2**20 (then j * (m * d - 2**20) < 2**20), which MAX_COLUMNS keeps for every
+    reduction index of a problem (j < T*R*S*C <= 2**10, d one of C, R*S, S). A signed
+    division by a run-time value is a dozen instructions; columns are a thread's 32 in the
+    channels-last objects' layout, three divisions each."""
+    return (j * m) >> 20
+
+
+@triton.jit
 def _columns(j, C, R, S, dil_d, dil_h, dil_w):
     """(channel, t, r, s, depth, row and column shifts) of flattened reduction indices j =
     tap * C + c."""
-    tap = j // C
-    t, r, s = _tap(tap, R, S)
-    return j - tap * C, t, r, s, t * dil_d, r * dil_h, s * dil_w
+    tap = _quotient(j, C, _reciprocal(C))
+    t = _quotient(tap, R * S, _reciprocal(R * S))
+    rs = tap - t * (R * S)
+    r = _quotient(rs, S, _reciprocal(S))
+    return j - tap * C, t, r, rs - r * S, t * dil_d, r * dil_h, (rs - r * S) * dil_w
 
 
 @triton.jit

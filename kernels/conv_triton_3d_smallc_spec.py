@@ -59,8 +59,9 @@ from .conv_triton_spec import (
 )
 
 __all__ = ["ARGS", "ALIGNED_ARGS", "ALIGNED_LAYOUTS", "GATHER", "GATHER_CONFIG",
-           "KERNEL", "KINDS", "MAX_C",
-           "NARROW_N", "SIZES", "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "align_divisor",
+           "KERNEL", "KINDS", "MAX_C", "MAX_COLUMNS", "NARROW_M", "NARROW_M_KINDS", "NARROW_N",
+           "SIZES",
+           "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "align_divisor",
            "ONE_BLOCK", "applies", "arg_values", "channels_last", "few_channels", "first_2d",
            "gather_grid",
            "gather_signature", "grid", "layout_of", "legal", "legal_space", "meets_aligned",
@@ -93,6 +94,9 @@ GATHER_CONFIG = {"BLOCK_M": 512, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "SP
 WS_LIMIT = 256 << 20
 #: The most input channels a group the kernels take (measured on 1 and 3).
 MAX_C = 4
+#: The most reduction columns T*R*S*C a group: the kernels split a column index into its
+#: channel and taps by a multiply and a shift (`_quotient`), exact below this many.
+MAX_COLUMNS = 1024
 #: The usual tile (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per precision and
 #: direction, both layouts.
 TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
@@ -104,6 +108,16 @@ TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
 #: Forward's narrow tile's width along the filters (BLOCK_N), for problems of at most that
 #: many.
 NARROW_N = 32
+#: Forward's narrow tile's positions a program (BLOCK_M, where the kind's accumulators and
+#: shared memory allow): on the H100 256 took 0.49-0.80 of the 128-position tile's time in
+#: FP16 and BF16 and 0.43-0.78 of the 64-position tile's in FP32, on every such layer and
+#: layout measured (3D U-Net's first layer, X3D-S's stem, a 2-D 3x3 stem of 32 filters;
+#: bench/results/smallc_fwd_variants_h100.json). The usual tile's 64 filters do not gain:
+#: 256 positions took 1.7-2.2x the time on the video stems in NDHWC.
+NARROW_M = 256
+#: The kinds whose narrow tile takes NARROW_M positions (measured there); elsewhere it keeps
+#: the usual tile's.
+NARROW_M_KINDS = ("sm90",)
 #: Backward weights' splits: enough parts that a 1-channel volume's one tile fills the GPU;
 #: the partials ([parts][G*K][T*R*S*C], FP32) kept under MAX_PARTIAL_BYTES.
 SPLITS = tuple(2**i for i in range(11))
@@ -113,8 +127,9 @@ WAVES = 8
 
 
 def few_channels(sizes: Mapping[str, int]) -> bool:
-    """Whether a problem has at most MAX_C input channels a group."""
-    return 1 <= int(sizes["C"]) <= MAX_C
+    """Whether a problem has at most MAX_C input channels a group and at most MAX_COLUMNS
+    reduction columns."""
+    return 1 <= int(sizes["C"]) <= MAX_C and _columns("F", sizes) <= MAX_COLUMNS
 
 
 #: A position's reduction columns (taps x channels) that one block of the usual tiles holds
@@ -266,16 +281,27 @@ def usual_tile(precision: str, direction: str, dtype: str, kind: str) -> dict[st
     return config
 
 
-def narrow_of(config: Mapping[str, int]) -> dict[str, int]:
-    """A tile's narrow variant: NARROW_N filters wide."""
-    return {**config, "BLOCK_N": min(int(config["BLOCK_N"]), NARROW_N)}
+def narrow_of(config: Mapping[str, int], dtype: str, kind: str) -> dict[str, int]:
+    """A tile's narrow variant: NARROW_N filters wide and, on NARROW_M_KINDS, NARROW_M
+    positions (the largest legal value up to it, halved while a lane would hold more sums
+    than the kind's ACC_PER_LANE or the operands exceed its shared memory)."""
+    space = TARGET_KINDS[kind]
+    out = {**config, "BLOCK_N": min(int(config["BLOCK_N"]), NARROW_N)}
+    if kind not in NARROW_M_KINDS:
+        return out
+    out["BLOCK_M"] = at_most(NARROW_M, space["BLOCK_M"])
+    while out["BLOCK_M"] // 2 in space["BLOCK_M"] and (
+            accumulators_per_lane(out, kind) > space.get("ACC_PER_LANE", 1 << 30)
+            or shared_bytes(out, dtype) > space["smem"]):
+        out["BLOCK_M"] //= 2
+    return out
 
 
-def narrow_tile(direction: str, config: Mapping[str, int], sizes: Mapping[str, int]
-                ) -> dict[str, int]:
+def narrow_tile(direction: str, config: Mapping[str, int], sizes: Mapping[str, int],
+                dtype: str, kind: str) -> dict[str, int]:
     """Forward's `config` narrowed where the problem has at most NARROW_N filters a group."""
     if direction == "F" and int(sizes["K"]) <= NARROW_N:
-        return narrow_of(config)
+        return narrow_of(config, dtype, kind)
     return dict(config)
 
 

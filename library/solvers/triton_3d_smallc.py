@@ -159,7 +159,8 @@ class ConvTriton3dSmallC(ConvTriton3d):
             kind = "sm90"
         view, sizes, _, _ = _view(problem)
         tile = spec_smallc().narrow_tile(view.direction, spec_smallc().usual_tile(
-            problem.in_type, view.direction, problem.in_type, kind), sizes)
+            problem.in_type, view.direction, problem.in_type, kind), sizes, problem.in_type,
+            kind)
         if view.direction == "W":
             tile["SPLIT_K"] = spec_smallc().split_for(sizes, tile, target.cu)
         return params_of(tile)
@@ -216,7 +217,7 @@ class ConvTriton3dSmallC(ConvTriton3d):
                 continue
             tile = spec.usual_tile(data_type, self.direction, data_type, kind)
             forward = self.direction == "F"
-            for t in (tile, spec.narrow_of(tile)) if forward else (tile,):
+            for t in (tile, spec.narrow_of(tile, data_type, kind)) if forward else (tile,):
                 config = tuple(sorted(t.items()))
                 lasts = (0, 1) if forward and data_type != "FP32" else (0,)
                 jobs += [_job(self.direction, data_type, config, last, target)

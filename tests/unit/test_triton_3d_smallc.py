@@ -56,6 +56,9 @@ def test_where_they_do_not_apply() -> None:
     assert not s.is_applicable(ConvProblem(n=2, c=1, k=32, in_spatial=(32, 32), filter=(3, 3),
                                            pad=(1, 1), direction="W"), SM90)  # 2-D
     assert s.is_applicable(_p(c=8, groups=4, k=32), SM90)  # 2 channels a group
+    # More reduction columns than the kernels split exactly: 3 x 7x7x7 = 1,029.
+    assert s.is_applicable(_p(c=2, filt=(7, 7, 7)), SM90)  # 686
+    assert not s.is_applicable(_p(c=3, filt=(7, 7, 7)), SM90)
     # Backward data where the taps' products a position (t*r*s*c) are no more than the
     # filters: 3D U-Net's 27 for 32, not a video stem's 441 for 64.
     back = get_solver("ConvTriton3dSmallCBwd")
@@ -76,7 +79,9 @@ def test_backward_weights_split_fills_the_gpu_within_the_partials_bound() -> Non
     split = params[4]
     assert split == 1024 and s.params_valid(p, SM90, params)
     fwd = get_solver("ConvTriton3dSmallCFwd")
-    assert fwd.default_params(_p(direction="F"), SM90)[1] == spec.NARROW_N  # 32 filters
+    narrow = fwd.default_params(_p(direction="F"), SM90)  # 32 filters
+    assert narrow[:2] == (spec.NARROW_M, spec.NARROW_N) and fwd.params_valid(
+        _p(direction="F"), SM90, narrow)
     assert fwd.default_params(_p(direction="F", k=64), SM90)[1] == 64
     launch = s.launch(p, params)
     assert launch.grid == (1, 1, split)
@@ -129,6 +134,10 @@ def test_usual_tiles_are_legal_on_every_matrix_core_kind(kind: str) -> None:
     for data_type, direction in itertools.product(spec.TYPES, ("F", "B", "W")):
         tile = spec.usual_tile(data_type, direction, data_type, kind)
         assert spec.legal(direction, tile, data_type, kind), (kind, data_type, direction, tile)
+        if direction == "F":
+            narrow = spec.narrow_of(tile, data_type, kind)
+            assert spec.legal(direction, narrow, data_type, kind), (kind, data_type, narrow)
+            assert narrow["BLOCK_N"] == spec.NARROW_N and narrow["BLOCK_M"] >= tile["BLOCK_M"]
 
 
 def test_a_package_holds_every_object_a_launch_runs() -> None:
@@ -337,3 +346,15 @@ def test_a_package_holds_every_object_a_2d_launch_runs(layout: str, direction: s
     for data_type in ("FP16", "BF16", "FP32"):
         p = _p2(layout=layout, direction=direction, data_type=data_type)
         assert set(launch_jobs(s, p, s.default_params(p, SM90), SM90)) <= shipped, p.key()
+
+
+def test_the_kernels_column_split_is_exact_below_max_columns() -> None:
+    """`_quotient` (kernels/conv_triton_3d_smallc.py): j // d as (j * ceil(2**20 / d)) >> 20,
+    in i32 without overflow, for every column index j of a problem within MAX_COLUMNS and
+    every divisor it splits by (C, R*S, S: each at most the columns), and without overflow
+    for the masked columns past the last (a block of up to 256 more)."""
+    top = spec.MAX_COLUMNS
+    for d in range(1, top + 1):
+        m = (2**20 + d - 1) // d
+        assert (top + 255) * m < 2**31
+        assert all((j * m) >> 20 == j // d for j in range(top))
