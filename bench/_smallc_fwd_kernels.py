@@ -15,6 +15,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 from miopenkernels.kernels.conv_triton_3d import _positions, _tap
+from miopenkernels.kernels.conv_triton_3d_smallc import TUPLE_ARGS as TUPLE_ARGS
 from miopenkernels.kernels.conv_triton_3d_smallc import _columns, _fixed, _inside
 from miopenkernels.kernels.conv_triton_common import channel_strides, tile_offsets
 from miopenkernels.kernels.conv_triton_common import mma as _mma

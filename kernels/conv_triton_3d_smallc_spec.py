@@ -27,8 +27,9 @@ tile's program would walk alone). Forward has a narrow variant, NARROW_N filters
 problems of at most that many filters (`narrow_tile`): NDHWC holds the filters contiguous,
 and a 64-wide tile over 32 of them left half of every store's lanes masked (3D U-Net's first
 layer: 25.6 -> 15.8 ms NDHWC, 13.3 -> 11.6 NCDHW; the 45- and 64-filter video stems took
-1.8-2x longer on it). Backward data's first step takes 128 positions by 32 columns j by 32
-filters a step (3D U-Net's 27 columns: one block)."""
+1.8-2x longer on it); on sm90 it also takes NARROW_M positions a program. Backward data's first
+step takes 128 positions by 32 columns j by 32 filters a step (3D U-Net's 27 columns: one
+block)."""
 
 from __future__ import annotations
 
@@ -109,11 +110,11 @@ TILES: dict[tuple[str, str], tuple[int, int, int, int, int]] = {
 #: many.
 NARROW_N = 32
 #: Forward's narrow tile's positions a program (BLOCK_M, where the kind's accumulators and
-#: shared memory allow): on the H100 256 took 0.49-0.80 of the 128-position tile's time in
-#: FP16 and BF16 and 0.43-0.78 of the 64-position tile's in FP32, on every such layer and
+#: shared memory allow): on the H100 256 took 0.67-0.80 of the 128-position tile's time in
+#: FP16 and BF16 and 0.49-0.78 of the 64-position tile's in FP32, on every such layer and
 #: layout measured (3D U-Net's first layer, X3D-S's stem, a 2-D 3x3 stem of 32 filters;
-#: bench/results/smallc_fwd_variants_h100.json). The usual tile's 64 filters do not gain:
-#: 256 positions took 1.7-2.2x the time on the video stems in NDHWC.
+#: bench/results/smallc_quotient_h100-13861c6). The usual tile's 45 and 64 filters do not
+#: gain: 256 positions took 1.09-2.06x the time on the video stems in NDHWC.
 NARROW_M = 256
 #: The kinds whose narrow tile takes NARROW_M positions (measured there); elsewhere it keeps
 #: the usual tile's.
