@@ -1,0 +1,74 @@
+"""How much Triton IR the main job's Triton objects share (no GPU, nothing compiled): every
+Triton job of the default targets from the default manifest (`build_jobs`, as the builder
+plans them), its TTIR key (compiler/triton_ir.py `ir_key`: the jobs of one key are compiled
+from one TTIR, the code generator run once) and, per kernel, the jobs and the keys.
+
+    python bench/triton_ir_keys.py [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from typing import Any
+
+
+def count() -> dict[str, Any]:
+    from miopenkernels.builder.jobs import build_jobs
+    from miopenkernels.builder.manifest import load_manifests
+    from miopenkernels.compiler import TRITON, job_compiler, kernels_dir, triton_arch
+    from miopenkernels.compiler.triton import (
+        TritonOptions,
+        gpu_target,
+        kernel_function,
+        source_arguments,
+    )
+    from miopenkernels.compiler.triton_ir import ir_key
+    from miopenkernels.kernel_sources import kernel_source
+    from miopenkernels.target import select_targets
+    from triton.compiler import ASTSource
+
+    plan = build_jobs(select_targets(None), load_manifests(None))
+    jobs = list(dict.fromkeys(j for target_jobs in plan.values() for j in target_jobs))
+    root = kernels_dir(None)
+    keys: set[str] = set()
+    per_kernel: Counter[str] = Counter()
+    kernel_keys: defaultdict[str, set[str]] = defaultdict(set)
+    for job in jobs:
+        if job_compiler(job) is not TRITON:
+            continue
+        opts = TritonOptions(tuple(job.options))
+        fn = kernel_function(kernel_source(job.kernel_file, root), job.kernel_name)
+        sig, constexprs, attrs = source_arguments(fn, opts.signature, opts.constexprs,
+                                                  opts.assumptions, job.kernel_name)
+        src = ASTSource(fn, signature=sig, constexprs=constexprs, attrs=attrs)
+        key = ir_key(src, gpu_target(triton_arch(job.target)), dict(opts.compile),
+                     f"mma={opts.mma}") or repr(job)
+        keys.add(key)
+        per_kernel[job.kernel_name] += 1
+        kernel_keys[job.kernel_name].add(key)
+    return {"jobs": sum(per_kernel.values()), "keys": len(keys),
+            "kernels": {k: {"jobs": n, "keys": len(kernel_keys[k])}
+                        for k, n in per_kernel.most_common()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args(argv)
+    result = count()
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"{result['jobs']} Triton jobs (a target's each), {result['keys']} TTIR keys")
+    print("| kernel | jobs | TTIR keys |")
+    print("| --- | --- | --- |")
+    for name, c in result["kernels"].items():
+        print(f"| {name} | {c['jobs']} | {c['keys']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
