@@ -98,3 +98,15 @@ def test_the_sass_counts_the_readme_states() -> None:
     assert not any(r["quotient"]["spills"] for r in wide
                    if r["object"].startswith(("FP16 256", "BF16 256", "FP32 256"))
                    and "aligned" in r["object"])
+
+
+def test_the_main_job_figures_the_readme_gives() -> None:
+    from main_job_files import main_job_times, minutes
+
+    setup, build, rebuild = main_job_times("2837931")
+    readme = (ROOT / "README.md").read_text()
+    assert rebuild is not None and f"nothing in {rebuild:.1f} s" in readme
+    assert f"{minutes(build)} cold" in readme and minutes(setup + build) in readme
+    assert f"set-up {setup:.1f} s" in readme
+    header = (ROOT / "bench" / "results" / "main_job-2cpu-2837931.txt").read_text()
+    assert "10348/10348 objects compiled" in header and " 0 failed" in header
