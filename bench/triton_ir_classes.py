@@ -1,0 +1,74 @@
+"""Which targets make the same TTIR of a job (no GPU): the first sm90 dynamic job of each of a
+few solvers compiled from source for every matrix-core arch of the default targets, the TTIR
+text's digest per arch. Where archs whose TTIR keys (compiler/triton_ir.py `ir_key`) differ
+print one digest, the key splits them by something that does not reach these kernels' TTIR.
+
+    python bench/triton_ir_classes.py [--solvers A,B] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from typing import Any
+
+SOLVERS = ("ConvTritonImplicitGemmFwd", "ConvTritonDepthwiseFwd", "ConvTriton3dSmallCFwd",
+           "ConvTritonPointwiseWrw", "ConvTriton3dWrw")
+ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "gfx908", "gfx90a", "gfx942",
+         "gfx950", "gfx1100", "gfx1200")
+
+
+def digests(solver: str) -> dict[str, Any]:
+    import triton
+    from miopenkernels.compiler import kernels_dir
+    from miopenkernels.compiler.triton import (
+        TritonOptions,
+        gpu_target,
+        kernel_function,
+        source_arguments,
+    )
+    from miopenkernels.compiler.triton_ir import ir_key
+    from miopenkernels.kernel_sources import kernel_source
+    from miopenkernels.solvers import get_solver
+    from miopenkernels.target import Target
+    from triton.compiler import ASTSource
+
+    job = get_solver(solver).dynamic_jobs(Target("sm90", 132))[0]
+    opts = TritonOptions(tuple(job.options))
+    fn = kernel_function(kernel_source(job.kernel_file, kernels_dir(None)), job.kernel_name)
+    sig, constexprs, attrs = source_arguments(fn, opts.signature, opts.constexprs,
+                                              opts.assumptions, job.kernel_name)
+    out: dict[str, Any] = {"kernel": job.kernel_name, "ttir": {}, "keys": {}}
+    for arch in ARCHS:
+        src = ASTSource(fn, signature=sig, constexprs=constexprs, attrs=attrs)
+        target = gpu_target(arch)
+        out["keys"][arch] = (ir_key(src, target, dict(opts.compile)) or "")[:8]
+        with triton.knobs.cache.scope(), tempfile.TemporaryDirectory() as tmp:
+            triton.knobs.cache.dir = tmp
+            kernel = triton.compile(src, target=target, options=dict(opts.compile))
+        out["ttir"][arch] = hashlib.sha256(kernel.asm["ttir"].encode()).hexdigest()[:8]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--solvers", default=",".join(SOLVERS))
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = ap.parse_args(argv)
+    rows = {s: digests(s) for s in args.solvers.split(",")}
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for solver, row in rows.items():
+        print(f"{solver} ({row['kernel']}): {len(set(row['keys'].values()))} keys, "
+              f"{len(set(row['ttir'].values()))} distinct TTIR")
+        for arch in ARCHS:
+            print(f"  {arch:8s} key {row['keys'][arch]}  TTIR {row['ttir'][arch]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
