@@ -6,7 +6,8 @@
 #             type and layout) against float64, Triton hidden;  TESTS_S
 #   variants  bench/smallc_fwd_variants.py: the forward kernel before, as shipped and over
 #             the depth taps, against cuDNN on the few-channel 3-D stems, FP16, BF16, FP32,
-#             both layouts, at the solvers' tile and BLOCK_M (default 256);  VARIANTS_S
+#             both layouts, at the solvers' tile and the BLOCK_M values of BLOCK_M
+#             (default 128,256) that differ from it;  VARIANTS_S
 #   zoo       bench/zoo.py: find's pick against cuDNN over the zoo's few-channel class
 #             (held-out networks apart), ZOO_TYPES (default FP16,BF16,FP32), ZOO_DIRECTIONS
 #             (default F), both layouts, batch 32;  ZOO_S
@@ -29,7 +30,7 @@ source "$here/_gpu_env.sh"
 device_stamp "$out/device.txt"
 if want variants; then
   timeout "${VARIANTS_S:-200}" python3 bench/smallc_fwd_variants.py \
-    --block-m "${BLOCK_M:-256}" --out "$out/variants" > "$out/variants.log" 2>&1
+    --block-m "${BLOCK_M:-128,256}" --out "$out/variants" > "$out/variants.log" 2>&1
   stamp "variants rc=$?"; cat "$out/variants.log" | grep -v Warning
 fi
 if want zoo; then

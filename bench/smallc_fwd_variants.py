@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--layouts", default="NCDHW,NDHWC")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--block-m", default="", help="comma-separated BLOCK_M values to try "
-                    "beside the solvers' tile")
+                    "beside the solvers' tile (its own left out)")
     ap.add_argument("--generic", action="store_true",
                     help="the objects for any strides: no alignment, CHANNELS_LAST 0")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -82,7 +82,8 @@ def _rows(args: argparse.Namespace, spec_row: tuple, dtype: str, kernels: dict[s
 
     lay = layer(spec_row, "F", 0, dtype)
     tiles = [dict(lay["tile"])] + [{**lay["tile"], "BLOCK_M": int(b)}
-                                   for b in args.block_m.split(",") if b]
+                                   for b in dict.fromkeys(args.block_m.split(","))
+                                   if b and int(b) != lay["tile"]["BLOCK_M"]]
     rows = []
     for layout in args.layouts.split(","):
         tensors, out, ref, cudnn = layout_tensors(lay, layout)

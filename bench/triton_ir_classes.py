@@ -24,26 +24,18 @@ ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "gfx908", "gfx90a", "
 def digests(solver: str) -> dict[str, Any]:
     import triton
     from miopenkernels.compiler import kernels_dir
-    from miopenkernels.compiler.triton import (
-        TritonOptions,
-        gpu_target,
-        kernel_function,
-        source_arguments,
-    )
+    from miopenkernels.compiler.triton import TritonOptions, ast_source, gpu_target
     from miopenkernels.compiler.triton_ir import ir_key
     from miopenkernels.kernel_sources import kernel_source
     from miopenkernels.solvers import get_solver
     from miopenkernels.target import Target
-    from triton.compiler import ASTSource
 
     job = get_solver(solver).dynamic_jobs(Target("sm90", 132))[0]
     opts = TritonOptions(tuple(job.options))
-    fn = kernel_function(kernel_source(job.kernel_file, kernels_dir(None)), job.kernel_name)
-    sig, constexprs, attrs = source_arguments(fn, opts.signature, opts.constexprs,
-                                              opts.assumptions, job.kernel_name)
+    source = kernel_source(job.kernel_file, kernels_dir(None))
     out: dict[str, Any] = {"kernel": job.kernel_name, "ttir": {}, "keys": {}}
     for arch in ARCHS:
-        src = ASTSource(fn, signature=sig, constexprs=constexprs, attrs=attrs)
+        src = ast_source(source, job.kernel_name, opts)
         target = gpu_target(arch)
         out["keys"][arch] = (ir_key(src, target, dict(opts.compile)) or "")[:8]
         with triton.knobs.cache.scope(), tempfile.TemporaryDirectory() as tmp:

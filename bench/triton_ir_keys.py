@@ -19,16 +19,10 @@ def count() -> dict[str, Any]:
     from miopenkernels.builder.jobs import build_jobs
     from miopenkernels.builder.manifest import load_manifests
     from miopenkernels.compiler import TRITON, job_compiler, kernels_dir, triton_arch
-    from miopenkernels.compiler.triton import (
-        TritonOptions,
-        gpu_target,
-        kernel_function,
-        source_arguments,
-    )
+    from miopenkernels.compiler.triton import TritonOptions, ast_source, gpu_target
     from miopenkernels.compiler.triton_ir import ir_key
     from miopenkernels.kernel_sources import kernel_source
     from miopenkernels.target import select_targets
-    from triton.compiler import ASTSource
 
     plan = build_jobs(select_targets(None), load_manifests(None))
     jobs = list(dict.fromkeys(j for target_jobs in plan.values() for j in target_jobs))
@@ -40,10 +34,7 @@ def count() -> dict[str, Any]:
         if job_compiler(job) is not TRITON:
             continue
         opts = TritonOptions(tuple(job.options))
-        fn = kernel_function(kernel_source(job.kernel_file, root), job.kernel_name)
-        sig, constexprs, attrs = source_arguments(fn, opts.signature, opts.constexprs,
-                                                  opts.assumptions, job.kernel_name)
-        src = ASTSource(fn, signature=sig, constexprs=constexprs, attrs=attrs)
+        src = ast_source(kernel_source(job.kernel_file, root), job.kernel_name, opts)
         key = ir_key(src, gpu_target(triton_arch(job.target)), dict(opts.compile),
                      f"mma={opts.mma}") or repr(job)
         keys.add(key)

@@ -61,8 +61,7 @@ from .conv_triton_spec import (
 
 __all__ = ["ARGS", "ALIGNED_ARGS", "ALIGNED_LAYOUTS", "GATHER", "GATHER_CONFIG",
            "KERNEL", "KINDS", "MAX_C", "MAX_COLUMNS", "NARROW_M", "NARROW_M_KINDS", "NARROW_N",
-           "SIZES",
-           "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "align_divisor",
+           "SIZES", "TENSORS", "TILES", "TUPLES", "TYPES", "WS_LIMIT", "align_divisor",
            "ONE_BLOCK", "applies", "arg_values", "channels_last", "few_channels", "first_2d",
            "gather_grid",
            "gather_signature", "grid", "layout_of", "legal", "legal_space", "meets_aligned",

@@ -42,7 +42,7 @@ from ..errors import CompileError
 from .triton_ir import compile_through_ir_cache
 
 __all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "mma_env", "available",
-           "gpu_target", "source_arguments", "launch_arguments"]
+           "gpu_target", "source_arguments", "launch_arguments", "ast_source"]
 
 _ALIASES = {"dot-precision": "default_dot_input_precision"}
 _INT_OPTIONS = {"num_warps", "num_stages", "num_ctas", "waves_per_eu", "matrix_instr_nonkdim",
@@ -247,6 +247,17 @@ def source_arguments(fn: Any, signature: Sequence[tuple[str, str]],
     return (launch_arguments(fn, types), {paths[n]: v for n, v in constexprs.items()}, attrs)
 
 
+def ast_source(source: Path, symbol: str, opts: TritonOptions, what: str = "compile") -> Any:
+    """`triton.compiler.ASTSource` of `symbol` in `source` as a job's options describe it
+    (signature, constexprs, assumptions): what `triton.compile` starts from."""
+    from triton.compiler import ASTSource
+
+    fn = kernel_function(source, symbol)
+    signature, constexprs, attrs = source_arguments(fn, opts.signature, opts.constexprs,
+                                                    opts.assumptions, what)
+    return ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs)
+
+
 @contextmanager
 def mma_env(mma: int) -> Iterator[None]:
     """DISABLE_MMA_V3=1 while compiling an --mma=2 job (Triton then lowers tl.dot to
@@ -284,19 +295,14 @@ class TritonCompiler:
         `ir_cache`: a folder of Triton IR that other targets' compiles of the same job left
         (`triton_ir`), read and added to."""
         triton = _triton()
-        from triton.compiler import ASTSource
-
         opts = TritonOptions(options)
         if opts.kernel and opts.kernel != symbol:
             raise CompileError(f"{what}: options name kernel {opts.kernel}, the job {symbol}")
-        fn = kernel_function(source, symbol)
-        signature, constexprs, attrs = source_arguments(fn, opts.signature, opts.constexprs,
-                                                        opts.assumptions, what)
+        src = ast_source(source, symbol, opts, what)
         target = gpu_target(arch)
         if opts.mma and not (target.backend == "cuda" and target.arch == 90):
             raise CompileError(f"{what}: --mma={opts.mma} (mma.sync in place of wgmma) is for "
                                f"sm90 only, not {arch}")
-        src = ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs)
         try:
             # A private cache directory per compile: Triton's cache key does not hold
             # DISABLE_MMA_V3, which its C++ passes read from the environment.
