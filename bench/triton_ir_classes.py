@@ -1,7 +1,8 @@
 """Which targets make the same TTIR of a job (no GPU): the first sm90 dynamic job of each of a
 few solvers compiled from source for every matrix-core arch of the default targets, the TTIR
 text's digest per arch. Where archs whose TTIR keys (compiler/triton_ir.py `ir_key`) differ
-print one digest, the key splits them by something that does not reach these kernels' TTIR.
+print one digest, the key splits them by something that does not reach these kernels' TTIR;
+where one key has two digests, it would share what it must not (UNSOUND, exit status 1).
 
     python bench/triton_ir_classes.py [--solvers A,B] [--json]
 """
@@ -24,7 +25,12 @@ ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "gfx908", "gfx90a", "
 def digests(solver: str) -> dict[str, Any]:
     import triton
     from miopenkernels.compiler import kernels_dir
-    from miopenkernels.compiler.triton import TritonOptions, ast_source, gpu_target
+    from miopenkernels.compiler.triton import (
+        TritonOptions,
+        ast_source,
+        every_option,
+        gpu_target,
+    )
     from miopenkernels.compiler.triton_ir import ir_key
     from miopenkernels.kernel_sources import kernel_source
     from miopenkernels.solvers import get_solver
@@ -37,7 +43,9 @@ def digests(solver: str) -> dict[str, Any]:
     for arch in ARCHS:
         src = ast_source(source, job.kernel_name, opts)
         target = gpu_target(arch)
-        out["keys"][arch] = (ir_key(src, target, dict(opts.compile)) or "")[:8]
+        key = ir_key(src, target, dict(opts.compile), f"mma={opts.mma}",
+                     every_option(source, opts))
+        out["keys"][arch] = (key or "")[:8]
         with triton.knobs.cache.scope(), tempfile.TemporaryDirectory() as tmp:
             triton.knobs.cache.dir = tmp
             kernel = triton.compile(src, target=target, options=dict(opts.compile))
@@ -51,15 +59,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = ap.parse_args(argv)
     rows = {s: digests(s) for s in args.solvers.split(",")}
+    for row in rows.values():
+        row["unsound_keys"] = sorted(key for key in set(row["keys"].values())
+                                     if len({row["ttir"][a] for a in ARCHS
+                                             if row["keys"][a] == key}) > 1)
+    unsound = any(row["unsound_keys"] for row in rows.values())
     if args.json:
         print(json.dumps(rows, indent=1))
-        return 0
+        return int(unsound)
     for solver, row in rows.items():
         print(f"{solver} ({row['kernel']}): {len(set(row['keys'].values()))} keys, "
-              f"{len(set(row['ttir'].values()))} distinct TTIR")
+              f"{len(set(row['ttir'].values()))} distinct TTIR"
+              + (f", UNSOUND keys {row['unsound_keys']}" if row["unsound_keys"] else ""))
         for arch in ARCHS:
             print(f"  {arch:8s} key {row['keys'][arch]}  TTIR {row['ttir'][arch]}")
-    return 0
+    return int(unsound)
 
 
 if __name__ == "__main__":

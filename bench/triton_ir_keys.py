@@ -19,7 +19,12 @@ def count() -> dict[str, Any]:
     from miopenkernels.builder.jobs import build_jobs
     from miopenkernels.builder.manifest import load_manifests
     from miopenkernels.compiler import TRITON, job_compiler, kernels_dir, triton_arch
-    from miopenkernels.compiler.triton import TritonOptions, ast_source, gpu_target
+    from miopenkernels.compiler.triton import (
+        TritonOptions,
+        ast_source,
+        every_option,
+        gpu_target,
+    )
     from miopenkernels.compiler.triton_ir import ir_key
     from miopenkernels.kernel_sources import kernel_source
     from miopenkernels.target import select_targets
@@ -34,9 +39,10 @@ def count() -> dict[str, Any]:
         if job_compiler(job) is not TRITON:
             continue
         opts = TritonOptions(tuple(job.options))
-        src = ast_source(kernel_source(job.kernel_file, root), job.kernel_name, opts)
+        source = kernel_source(job.kernel_file, root)
+        src = ast_source(source, job.kernel_name, opts)
         key = ir_key(src, gpu_target(triton_arch(job.target)), dict(opts.compile),
-                     f"mma={opts.mma}") or repr(job)
+                     f"mma={opts.mma}", every_option(source, opts)) or repr(job)
         keys.add(key)
         per_kernel[job.kernel_name] += 1
         kernel_keys[job.kernel_name].add(key)

@@ -39,10 +39,10 @@ from typing import Any
 from ..codeobject import LaunchMetadata, attach_launch_metadata
 from ..config import scoped_env, triton_importable
 from ..errors import CompileError
-from .triton_ir import compile_through_ir_cache
+from .triton_ir import compile_through_ir_cache, target_dependent
 
 __all__ = ["TritonCompiler", "TRITON", "TritonOptions", "parse_options", "mma_env", "available",
-           "gpu_target", "source_arguments", "launch_arguments", "ast_source"]
+           "gpu_target", "source_arguments", "launch_arguments", "ast_source", "every_option"]
 
 _ALIASES = {"dot-precision": "default_dot_input_precision"}
 _INT_OPTIONS = {"num_warps", "num_stages", "num_ctas", "waves_per_eu", "matrix_instr_nonkdim",
@@ -275,12 +275,25 @@ def mma_env(mma: int) -> Iterator[None]:
 _COMPILE_LOCK = threading.Lock()
 
 
-def _compile(src: Any, target: Any, options: dict[str, Any], mma: int, ir_cache: Path | None,
-             tmp: Path) -> Any:
+def every_option(source: Path, opts: TritonOptions) -> bool:
+    """Whether the TTIR of `source`'s kernel with these options depends on every parsed
+    Triton option (`triton_ir.target_dependent`: its sources or signature name FP8 types or
+    Triton's vendor modules), so that only targets whose options all agree share it."""
+    from ..kernel_sources import source_files
+
+    texts = [path.read_text(errors="replace") for path in source_files(source.name,
+                                                                        source.parent)]
+    return target_dependent([*texts, ",".join(kind for _, kind in opts.signature)])
+
+
+def _compile(src: Any, target: Any, opts: TritonOptions, ir_cache: Path | None, tmp: Path,
+             source: Path) -> Any:
     """`triton.compile` of `src`, through the IR cache where one is given."""
+    options = dict(opts.compile)
     if ir_cache is None:
         return _triton().compile(src, target=target, options=options)
-    return compile_through_ir_cache(src, target, options, f"mma={mma}", ir_cache, tmp)
+    return compile_through_ir_cache(src, target, options, f"mma={opts.mma}", ir_cache, tmp,
+                                    every_option(source, opts))
 
 
 class TritonCompiler:
@@ -313,7 +326,7 @@ class TritonCompiler:
                 # No line tables: they (and the PTX text that ptxas embeds with them) are most
                 # of a cubin, and every byte is decompressed and loaded on a first call.
                 triton.knobs.compilation.disable_line_info = True
-                kernel = _compile(src, target, dict(opts.compile), opts.mma, ir_cache, Path(tmp))
+                kernel = _compile(src, target, opts, ir_cache, Path(tmp), source)
         except Exception as exc:  # noqa: BLE001 - Triton raises many types; all mean "failed"
             raise CompileError(f"{what} failed: {type(exc).__name__}: {str(exc)[:2000]}",
                                log=str(exc)) from None

@@ -1,7 +1,9 @@
 """Triton IR shared between targets (compiler/triton_ir.py), with the real Triton: a target of
-the same class compiles from the TTIR another left, into the same bytes as from the source; a
-target of another class makes its own; an entry Triton cannot read is compiled again and
-replaced; the builder's cache keeps the IR beside its objects."""
+the same class compiles from the TTIR another left, into the same bytes as from the source
+(across arch generations and wave sizes); a target of another class makes its own; a kernel
+that names FP8 types shares only between targets whose options all agree; an entry Triton
+cannot read is compiled again and replaced; the builder's cache keeps the IR beside its
+objects."""
 
 from __future__ import annotations
 
@@ -42,7 +44,11 @@ def _known_version() -> None:
 
 @pytest.mark.parametrize(("first", "second"), [
     (Target("sm100", 148), Target("sm120", 170)),
+    (Target("sm90", 132), Target("sm120", 170)),
+    (Target("sm80", 108), Target("sm89", 128)),
     (Target("gfx1100", 48), Target("gfx1200", 16)),
+    (Target("gfx908", 120), Target("gfx1100", 48)),
+    (Target("gfx90a", 110), Target("gfx950", 256)),
 ])
 def test_a_target_of_the_same_class_starts_from_the_ir_into_the_same_bytes(
         tmp_path: Path, first: Target, second: Target) -> None:
@@ -55,12 +61,37 @@ def test_a_target_of_the_same_class_starts_from_the_ir_into_the_same_bytes(
 
 
 def test_targets_whose_ir_differs_make_their_own(tmp_path: Path) -> None:
-    """sm80 lowers tensor descriptors in its TTIR passes and sm90's options differ from
-    sm100's: three entries."""
+    """sm80 lowers tensor descriptors in its TTIR passes, sm90 does not; gfx942 allows TF32
+    dots where gfx90a does not: four entries."""
     folder = tmp_path / "ir"
-    for target in (Target("sm80", 108), Target("sm90", 132), Target("sm100", 148)):
+    for target in (Target("sm80", 108), Target("sm90", 132), Target("gfx90a", 110),
+                   Target("gfx942", 304)):
         compile_job(_job(target), triton_ir=folder)
-    assert len(_entries(folder)) == 3
+    assert len(_entries(folder)) == 4
+
+
+def test_a_kernel_naming_fp8_shares_only_where_every_option_agrees(tmp_path: Path) -> None:
+    """The same kernel with a comment naming tl.float8e4nv: sm90 and sm100 (whose FP8 options
+    differ) no longer share its IR, and each object is what its source gives."""
+    from miopenkernels.compiler.triton import TRITON
+    from miopenkernels.kernel_sources import kernel_source
+
+    job = _job(Target("sm90", 132))
+    original = kernel_source(job.kernel_file)
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    for path in original.parent.iterdir():
+        if path.is_file():
+            (kernels / path.name).write_bytes(path.read_bytes())
+    source = kernels / job.kernel_file
+    source.write_text(source.read_text() + "\n# never tl.float8e4nv here\n")
+    folder = tmp_path / "ir"
+    blobs = {arch: TRITON.compile_kernel(source, job.kernel_name, tuple(job.options), arch,
+                                         ir_cache=folder)
+             for arch in ("sm90", "sm100")}
+    assert len(_entries(folder)) == 2
+    assert blobs["sm100"] == TRITON.compile_kernel(source, job.kernel_name, tuple(job.options),
+                                                   "sm100")
 
 
 def test_an_entry_triton_cannot_read_is_compiled_again_and_replaced(tmp_path: Path) -> None:
