@@ -33,16 +33,20 @@ TYPES = ("FP16", "BF16", "FP32")
 #: The most channels the narrow side may have.
 NARROW = 16
 #: Per arch (DbId), the cases (`<type>-<direction>-<layout>`) where the miss ranking puts the
-#: direction's solver first, each with (the most channels on the narrow side, the fewest rows)
-#: it claims: `claims`.
+#: direction's solver first, each with the claim it makes (`claims`): (the most channels on
+#: the narrow side, the fewest rows), or (those, the most rows, 1) for a claim on layers whose
+#: narrow side is read (forward's input, backward data's), within a range of rows: a claim is
+#: bounded thus only where no unbounded one gains.
 #: sm90: `python bench/pointwise_first.py` over the H100 runs of bench/gpu_pointwise.sh
-#: (bench/results/pointwise_h100-5ea1be3/alt.json at batch 32 and pointwise_h100-e75bf7f/alt.json
-#: at batches 32, 8 and 1: this solver beside immediate mode's first choice on the zoo's 1x1
-#: channels-last layers of at most 16 channels on one side); tests/unit/test_results_pointwise.py
-#: fits it again from the runs. No FP32 forward or backward data: the GEMM library's IEEE
-#: product ran those at half this kernel's time on the large layers. The 3-D claims rest on
-#: one zoo layer (3D U-Net's 64 -> 3 head).
-FIRST: dict[str, dict[str, tuple[int, int]]] = {
+#: (bench/results/pointwise_h100-5ea1be3/alt.json at batch 32, pointwise_h100-e75bf7f/alt.json
+#: at batches 32, 8 and 1, pointwise_h100-SE_REV/alt.json, FP32 forward and backward data of
+#: the one-position layers at batches 16 to 256: this solver beside immediate mode's first
+#: choice on the zoo's 1x1 channels-last layers of at most 16 channels on one side);
+#: tests/unit/test_results_pointwise.py fits it again from the runs. FP32 forward and backward
+#: data only on the squeeze-and-excitation layers' row range: the GEMM library's IEEE product
+#: ran the large layers at half this kernel's time. The 3-D claims rest on one zoo layer (3D
+#: U-Net's 64 -> 3 head).
+FIRST: dict[str, dict[str, tuple[int, ...]]] = {
     "sm90": {
         "BF16-B-NDHWC": (3, 2097152),
         "BF16-B-NHWC": (12, 8),
@@ -56,6 +60,8 @@ FIRST: dict[str, dict[str, tuple[int, int]]] = {
         "FP16-F-NHWC": (8, 32768),
         "FP16-W-NDHWC": (3, 2097152),
         "FP16-W-NHWC": (2, 65536),
+        "FP32-B-NHWC": (12, 32, 256, 1),
+        "FP32-F-NHWC": (8, 32, 128, 1),
         "FP32-W-NDHWC": (3, 2097152),
         "FP32-W-NHWC": (16, 4096),
     },
@@ -126,17 +132,20 @@ MAX_ROWS = 2**30
 def rows_of(sizes: Mapping[str, int], strides: tuple[int, ...]) -> int | None:
     """The row stride of a channels-last activation (n, c, d, h, w strides) whose positions,
     every image's, are rows that far apart, each holding its channels at stride 1; None for
-    any other tensor. A size-1 axis's stride does not matter."""
+    any other tensor. A size-1 axis's stride does not matter: a channel-planar tensor of one
+    position an image (a squeeze-and-excitation layer's, NCHW) is rows too."""
     sn, sc, sd, sh, sw = (int(v) for v in strides)
     n, d, h, w = (int(sizes[a]) for a in ("N", "D", "H", "W"))
-    if sc != 1 or sw < 1:
+    axes = ((w, sw), (h, sh), (d, sd), (n, sn))
+    row = next((stride for size, stride in axes if size > 1), sn)
+    if sc != 1 or row < 1:
         return None
-    expected = sw
-    for size, stride in ((w, sw), (h, sh), (d, sd), (n, sn)):
+    expected = row
+    for size, stride in axes:
         if size > 1 and stride != expected:
             return None
         expected *= size
-    return sw
+    return row
 
 
 def narrow_side(sizes: Mapping[str, int]) -> int:
@@ -145,9 +154,17 @@ def narrow_side(sizes: Mapping[str, int]) -> int:
 
 def claims(arch: str, case: str, sizes: Mapping[str, int]) -> bool:
     """Whether FIRST lists the case for the arch and the problem is within its claim: at most
-    that many channels on the narrow side and at least that many rows."""
-    most, rows = FIRST.get(arch, {}).get(case, (0, 0))
-    return narrow_side(sizes) <= most and positions(sizes) >= rows
+    that many channels on the narrow side, at least that many rows, and for a bounded claim
+    at most its most rows and the narrow side the one read (`side` 1)."""
+    claim = FIRST.get(arch, {}).get(case, (0, 0))
+    most, least = claim[0], claim[1]
+    rows = positions(sizes)
+    if narrow_side(sizes) > most or rows < least:
+        return False
+    if len(claim) == 2:
+        return True
+    direction = case.split("-")[1]
+    return rows <= claim[2] and (not claim[3] or side(direction, sizes) == 1)
 
 
 def applies(sizes: Mapping[str, int], strides: Mapping[str, tuple[int, ...]]) -> bool:

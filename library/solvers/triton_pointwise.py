@@ -3,7 +3,8 @@ few channels on one side, as GEMMs over one matrix of rows (kernels/conv_triton_
 launch data in kernels/conv_triton_pointwise_spec.py).
 
 A channels-last activation of a pointwise layer is one matrix (a row per position of every
-image, 2-D and 3-D alike). With at most the spec's NARROW channels on one side (an image or
+image, 2-D and 3-D alike), and so is a channel-planar one of one position an image (a
+squeeze-and-excitation layer's, which takes its channels-last case's claim). With at most the spec's NARROW channels on one side (an image or
 mask head, a latent, 3D U-Net's 64 -> 3) the layer streams its wide side; the GEMM library's
 tiles and the implicit GEMMs' are mostly padding there. Forward and backward data run one
 kernel (`pointwise_rows`); backward weights splits the rows into parts whose FP32 partials the
@@ -17,6 +18,7 @@ families.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -219,9 +221,16 @@ class ConvTritonPointwise(Solver):
         return 5.0 + macs(problem) / (1e6 * 25.0)
 
 
+_CHANNELS_LAST = {"NCHW": "NHWC", "NCDHW": "NDHWC"}
+
+
 def _case(problem: ConvProblem) -> str:
-    """`<type>-<direction>-<layout>` of a problem (its input's layout)."""
-    return f"{problem.in_type}-{problem.key_direction}-{problem.in_layout}"
+    """`<type>-<direction>-<layout>` of a problem (its input's layout); a channel-planar one
+    of one position an image is its channels-last case, the same matrix of rows."""
+    layout = problem.in_layout
+    if math.prod(problem.in_spatial) == 1:
+        layout = _CHANNELS_LAST.get(layout, layout)
+    return f"{problem.in_type}-{problem.key_direction}-{layout}"
 
 
 def pointwise_first(problem: ConvProblem, target: Target) -> bool:

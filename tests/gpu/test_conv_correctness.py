@@ -142,6 +142,9 @@ BASE = [
     # channels to 2 filters (a mask head; its wide side meets the aligned objects) and, 3-D,
     # 3 channels to 40 filters on odd sizes (no aligned object).
     ConvProblem(n=2, c=64, k=2, in_spatial=(9, 7), filter=(1, 1)),
+    # A squeeze-and-excitation layer's expansion (one position an image, 6 channels to 24
+    # filters): rows in NCHW as in NHWC.
+    ConvProblem(n=5, c=6, k=24, in_spatial=(1, 1), filter=(1, 1)),
     ConvProblem(n=2, c=3, k=40, in_spatial=(3, 5, 7), filter=(1, 1, 1), in_layout="NCDHW",
                 wei_layout="NCDHW", out_layout="NCDHW"),
     # 128 channels and filters over 65,536 input positions: 16-bit backward data and weights
