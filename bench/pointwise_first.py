@@ -2,15 +2,16 @@
 bench/solver_alternatives.py that timed them beside immediate mode's first choice (`pick`).
 
 Per case (`<type>-<direction>-<layout>`), over the zoo's layers (held-out networks apart), the
-claim is a pair (w, r): the solver takes the layers of at most w channels on the narrow side
-(a layer's fewer channels, 1-16) and at least r rows (positions of every image): the pair
-whose claims leave the zoo rows' geomean of the chosen time against cuDNN's least (the pick's
-time on the layers it does not claim), and none where no pair beats the pick alone (ties: the
-narrower claim). Where no pair gains, a bounded claim (w, r, most, 1): the layers of at most w
-channels on the narrow side, that side read (forward's input, backward data's output
-gradient), and r to `most` rows, the least that gains (ties: the narrower range). A claim may not take a zoo layer the solver ran more than MAX_LOSS times the
-pick's time on (a geomean's gain bought with one layer's loss). The held-out rows are scored
-with the zoo's claim. No GPU:
+claim is a pair (w, r): the solver takes the layers of at most w channels on the narrow side (a
+layer's fewer channels, 1-16) and at least r rows (positions of every image): the pair whose
+claims leave the zoo rows' geomean of the chosen time against cuDNN's least (the pick's time on
+the layers it does not claim), and none where no pair beats the pick alone (ties: the narrower
+claim). Where no pair gains, a bounded claim (w, r, most, 1): the layers of at most w channels
+on the narrow side, that side read (forward's input, backward data's output gradient), and r to
+`most` rows, the least that gains (ties: the narrower range). A claim may not take a zoo layer
+the solver ran more than MAX_LOSS times the pick's time on (a geomean's gain bought with one
+layer's loss). The held-out rows are scored with the zoo's claim. No GPU:
+
 
     python bench/pointwise_first.py RUN.json [RUN.json ...] [--json] [--out OUT]
 

@@ -39,7 +39,7 @@ NARROW = 16
 #: bounded thus only where no unbounded one gains.
 #: sm90: `python bench/pointwise_first.py` over the H100 runs of bench/gpu_pointwise.sh
 #: (bench/results/pointwise_h100-5ea1be3/alt.json at batch 32, pointwise_h100-e75bf7f/alt.json
-#: at batches 32, 8 and 1, pointwise_h100-SE_REV/alt.json, FP32 forward and backward data of
+#: at batches 32, 8 and 1, pointwise_h100-64b308a/alt.json, FP32 forward and backward data of
 #: the one-position layers at batches 16 to 256: this solver beside immediate mode's first
 #: choice on the zoo's 1x1 channels-last layers of at most 16 channels on one side);
 #: tests/unit/test_results_pointwise.py fits it again from the runs. FP32 forward and backward

@@ -3,17 +3,18 @@ few channels on one side, as GEMMs over one matrix of rows (kernels/conv_triton_
 launch data in kernels/conv_triton_pointwise_spec.py).
 
 A channels-last activation of a pointwise layer is one matrix (a row per position of every
-image, 2-D and 3-D alike), and so is a channel-planar one of one position an image (a
-squeeze-and-excitation layer's, which takes its channels-last case's claim). With at most the spec's NARROW channels on one side (an image or
-mask head, a latent, 3D U-Net's 64 -> 3) the layer streams its wide side; the GEMM library's
-tiles and the implicit GEMMs' are mostly padding there. Forward and backward data run one
-kernel (`pointwise_rows`); backward weights splits the rows into parts whose FP32 partials the
-implicit GEMM's reduce kernel sums into dw (a follow-up). FP16, BF16 and FP32 (the FP32 units,
-IEEE sums), one group, on the spec's KINDS. A package ships the usual tiles of every type, each
-generic and aligned on the wide side it serves (16-byte vectors there; the generic object for
-other strides or unaligned pointers). The miss ranking puts a direction first where the spec's
-FIRST lists its case (measured), ahead of the GEMM library's call and the few-filter and 3-D
-families.
+image, 2-D and 3-D alike), and so is a channel-planar one of one position an image (a squeeze-
+and-excitation layer's, which takes its channels-last case's claim). With at most the spec's
+NARROW channels on one side (an image or mask head, a latent, 3D U-Net's 64 -> 3) the layer
+streams its wide side; the GEMM library's tiles and the implicit GEMMs' are mostly padding
+there. Forward and backward data run one kernel (`pointwise_rows`); backward weights splits the
+rows into parts whose FP32 partials the implicit GEMM's reduce kernel sums into dw (a follow-
+up). FP16, BF16 and FP32 (the FP32 units, IEEE sums), one group, on the spec's KINDS. A package
+ships the usual tiles of every type, each generic and aligned on the wide side it serves
+(16-byte vectors there; the generic object for other strides or unaligned pointers). The miss
+ranking puts a direction first where the spec's FIRST lists its case (measured), ahead of the
+GEMM library's call and the few-filter and 3-D families.
+
 """
 
 from __future__ import annotations

@@ -40,6 +40,28 @@ def _sizes_strides(p: ConvProblem) -> tuple[dict, dict]:
     return sizes, strides
 
 
+def test_a_bounded_claim_takes_its_row_range_on_the_narrow_side_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """(8, 32, 128, 1) on FP32 forward: a squeeze-and-excitation expansion (6 -> 144, one
+    position an image) at 32 to 128 images, in NHWC and NCHW alike; not at 16 or 256, not the
+    squeeze (144 -> 6: the narrow side written), not 10 channels."""
+    monkeypatch.setitem(spec.FIRST, "sm90", {"FP32-F-NHWC": (8, 32, 128, 1)})
+    solver = get_solver(NAMES["F"])
+
+    def se(c: int, k: int, n: int, layout: str = "NHWC") -> ConvProblem:
+        return _p(c, k, (1, 1), n=n, data_type="FP32", layout=layout)
+
+    for n in (32, 64, 128):
+        for layout in ("NHWC", "NCHW"):
+            p = se(6, 144, n, layout)
+            assert solver.is_applicable(p, SM90) and solver.claims_first(p, SM90), (n, layout)
+    for p in (se(6, 144, 16), se(6, 144, 256), se(144, 6, 32), se(10, 240, 32),
+              se(144, 6, 32, "NCHW")):
+        assert not solver.claims_first(p, SM90), p
+    # An NCHW layer of more than one position an image is no matrix of rows.
+    assert not solver.is_applicable(_p(6, 144, (2, 1), data_type="FP32", layout="NCHW"), SM90)
+
+
 def test_rows_of_packed_channels_last_and_nothing_else() -> None:
     sizes = {"N": 2, "D": 3, "H": 4, "W": 5}
     c = 6
@@ -54,6 +76,12 @@ def test_rows_of_packed_channels_last_and_nothing_else() -> None:
     assert spec.rows_of(sizes, (3 * 4 * 5 * c, 1, 4 * 5 * c, c, 4 * c)) is None
     # A size-1 axis's stride does not matter.
     assert spec.rows_of({"N": 1, "D": 1, "H": 4, "W": 5}, (7, 1, 99, 5 * c, c)) == c
+    # One position an image: NCHW's rows are its images, c apart; one row alone is rows.
+    one = {"N": 2, "D": 1, "H": 1, "W": 1}
+    assert spec.rows_of(one, (c, 1, 1, 1, 1)) == c
+    assert spec.rows_of(one, (c + 2, 1, 1, 1, 1)) == c + 2
+    assert spec.rows_of({**one, "N": 1}, (c, 1, 1, 1, 1)) == c
+    assert spec.rows_of(one, (c, 2, 1, 1, 1)) is None
 
 
 def test_applies_to_narrow_pointwise_channels_last_only() -> None:
@@ -161,8 +189,11 @@ def test_claims_only_the_cases_the_spec_lists(monkeypatch: pytest.MonkeyPatch) -
     solver = get_solver(NAMES["F"])
     for arch, cases in spec.FIRST.items():
         assert arch == "sm90"
-        for case, (most, rows) in cases.items():
+        for case, claim in cases.items():
+            most, rows = claim[:2]
             assert 1 <= most <= spec.NARROW and rows >= 0, case
+            assert len(claim) == 2 or (len(claim) == 4 and claim[2] >= rows
+                                       and claim[3] in (0, 1)), case
     monkeypatch.setitem(spec.FIRST, "sm90", {"FP16-F-NHWC": (8, 4096), "FP16-F-NDHWC": (4, 0)})
     assert solver.claims_first(UNET_OUT, SM90)  # 2 channels, 2M rows
     assert not solver.claims_first(replace(UNET_OUT, n=1, in_spatial=(32, 32)), SM90)  # rows
