@@ -12,7 +12,6 @@ on the narrow side, that side read (forward's input, backward data's output grad
 the solver ran more than MAX_LOSS times the pick's time on (a geomean's gain bought with one
 layer's loss). The held-out rows are scored with the zoo's claim. No GPU:
 
-
     python bench/pointwise_first.py RUN.json [RUN.json ...] [--json] [--out OUT]
 
 Prints a table; writes OUT.json (cases, `first`: the spec's FIRST entry for sm90) with --out.
