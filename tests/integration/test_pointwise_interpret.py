@@ -1,10 +1,10 @@
-"""The pointwise row kernels (kernels/conv_triton_pointwise.py), run by Triton's interpreter on
-the CPU (TRITON_INTERPRET=1) through the solvers' own launches (arguments, grid, constexprs of
-the job, backward weights' reduce follow-up), against the float64 reference, output and
-workspace NaN first: every direction, FP32 and FP16 (BF16 on the GPU grid), 2-D (NHWC) and 3-D
-(NDHWC) layers narrow on either side, widths that meet the aligned objects and widths that do
-not, several reduction blocks and output column tiles, backward weights in 2 and 5 parts. The
-harness is triton_interpreter.py here."""
+"""The pointwise row kernels (kernels/conv_triton_pointwise.py), run by Triton's interpreter on the
+CPU (TRITON_INTERPRET=1) through the solvers' own launches (arguments, grid, constexprs of the
+job, backward weights' reduce follow-up), against the float64 reference, output and workspace
+NaN first: every direction, FP32 and FP16 (BF16 on the GPU grid), 2-D (NHWC) and 3-D (NDHWC)
+layers narrow on either side, an NCHW one of one position an image, widths that meet the aligned
+objects and widths that do not, several reduction blocks and output column tiles, backward
+weights in 2 and 5 parts. The harness is triton_interpreter.py here."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ GEOMETRIES = [
     (12, 40, (3, 5, 4), 2, 0),  # widths no aligned object takes, a second column tile
     (144, 6, (7, 3), 1, 2),  # three of forward's reduction blocks
     (16, 96, (5, 5), 1, 0),  # an expansion; backward weights' filters wide
+    (6, 24, (1, 1), 5, 0, "NCHW"),  # a squeeze-and-excitation expansion, channel-planar
 ]
 TOLERANCE = {"FP32": 1e-5, "FP16": 3e-3}
 
@@ -34,8 +35,8 @@ SCRIPT = HARNESS + textwrap.dedent('''
     solver = get_solver("ConvTritonPointwise" + {"F": "Fwd", "B": "Bwd", "W": "Wrw"}[direction])
     rng = np.random.default_rng(0)
     errors = []
-    for data_type, (c, k, spatial, n, split) in cases:
-        layout = "NHWC" if len(spatial) == 2 else "NDHWC"
+    for data_type, (c, k, spatial, n, split, *named) in cases:
+        layout = named[0] if named else "NHWC" if len(spatial) == 2 else "NDHWC"
         ones = (1,) * len(spatial)
         p = ConvProblem(n=n, c=c, k=k, in_spatial=tuple(spatial), filter=ones,
                         pad=(0,) * len(spatial), stride=ones, dilation=ones,
