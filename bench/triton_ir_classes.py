@@ -22,8 +22,9 @@ ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "gfx908", "gfx90a", "
          "gfx950", "gfx1100", "gfx1200")
 
 
-def digests(solver: str) -> dict[str, Any]:
-    import triton
+def job_key(job: Any, arch: str) -> str | None:
+    """The TTIR key (compiler/triton_ir.py `ir_key`) of `job` compiled for `arch` (DbId), as
+    the builder's compile computes it."""
     from miopenkernels.compiler import kernels_dir
     from miopenkernels.compiler.triton import (
         TritonOptions,
@@ -33,23 +34,37 @@ def digests(solver: str) -> dict[str, Any]:
     )
     from miopenkernels.compiler.triton_ir import ir_key
     from miopenkernels.kernel_sources import kernel_source
+
+    opts = TritonOptions(tuple(job.options))
+    source = kernel_source(job.kernel_file, kernels_dir(None))
+    return ir_key(ast_source(source, job.kernel_name, opts), gpu_target(arch),
+                  dict(opts.compile), f"mma={opts.mma}", every_option(source, opts))
+
+
+def ttir(job: Any, arch: str) -> str:
+    """The TTIR text of `job` compiled from its source for `arch` (DbId)."""
+    import triton
+    from miopenkernels.compiler import kernels_dir
+    from miopenkernels.compiler.triton import TritonOptions, ast_source, gpu_target
+    from miopenkernels.kernel_sources import kernel_source
+
+    opts = TritonOptions(tuple(job.options))
+    src = ast_source(kernel_source(job.kernel_file, kernels_dir(None)), job.kernel_name, opts)
+    with triton.knobs.cache.scope(), tempfile.TemporaryDirectory() as tmp:
+        triton.knobs.cache.dir = tmp
+        kernel = triton.compile(src, target=gpu_target(arch), options=dict(opts.compile))
+    return kernel.asm["ttir"]
+
+
+def digests(solver: str) -> dict[str, Any]:
     from miopenkernels.solvers import get_solver
     from miopenkernels.target import Target
 
     job = get_solver(solver).dynamic_jobs(Target("sm90", 132))[0]
-    opts = TritonOptions(tuple(job.options))
-    source = kernel_source(job.kernel_file, kernels_dir(None))
     out: dict[str, Any] = {"kernel": job.kernel_name, "ttir": {}, "keys": {}}
     for arch in ARCHS:
-        src = ast_source(source, job.kernel_name, opts)
-        target = gpu_target(arch)
-        key = ir_key(src, target, dict(opts.compile), f"mma={opts.mma}",
-                     every_option(source, opts))
-        out["keys"][arch] = (key or "")[:8]
-        with triton.knobs.cache.scope(), tempfile.TemporaryDirectory() as tmp:
-            triton.knobs.cache.dir = tmp
-            kernel = triton.compile(src, target=target, options=dict(opts.compile))
-        out["ttir"][arch] = hashlib.sha256(kernel.asm["ttir"].encode()).hexdigest()[:8]
+        out["keys"][arch] = (job_key(job, arch) or "")[:8]
+        out["ttir"][arch] = hashlib.sha256(ttir(job, arch).encode()).hexdigest()[:8]
     return out
 
 

@@ -14,45 +14,30 @@ import argparse
 import hashlib
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
-
-#: Per backend, a target of each TTIR class (compiler/triton_ir.py): capability 90 or more.
-CLASS_FIRST = {"cuda": "sm90", "hip": "gfx90a"}
-
-
-def _ttir(job: Any, arch: str) -> str:
-    import triton
-    from miopenkernels.compiler import kernels_dir
-    from miopenkernels.compiler.triton import TritonOptions, ast_source, gpu_target
-    from miopenkernels.kernel_sources import kernel_source
-
-    opts = TritonOptions(tuple(job.options))
-    src = ast_source(kernel_source(job.kernel_file, kernels_dir(None)), job.kernel_name, opts)
-    with triton.knobs.cache.scope(), tempfile.TemporaryDirectory() as tmp:
-        triton.knobs.cache.dir = tmp
-        kernel = triton.compile(src, target=gpu_target(arch), options=dict(opts.compile))
-    return kernel.asm["ttir"]
 
 
 def recheck(run: dict[str, Any], runs: int) -> list[dict[str, Any]]:
     import triton_ir as bench
     from miopenkernels.compiler import compile_job, triton_arch
-    from miopenkernels.compiler.triton import gpu_target
     from miopenkernels.target import select_targets
+    from triton_ir_classes import job_key, ttir
 
+    targets = select_targets(None)
+    archs = list(dict.fromkeys(triton_arch(t) for t in targets))
     differing = {(r["target"], r["family"]) for r in run["rows"] if not r["identical"]}
     out = []
-    for target, job in bench.sample(select_targets(None), int(run["every"])):
+    for target, job in bench.sample(targets, int(run["every"])):
         if (str(target.name), f"{job.kernel_file}:{job.kernel_name}") not in differing:
             continue
         arch = triton_arch(job.target)
-        first = CLASS_FIRST[gpu_target(arch).backend]
+        key = job_key(job, arch)
+        first = next(a for a in archs if job_key(job, a) == key)
         digests = [hashlib.sha256(compile_job(job)).hexdigest()[:12] for _ in range(runs)]
         out.append({"target": target.name, "family": f"{job.kernel_file}:{job.kernel_name}",
                     "options": list(job.options), "class_first": first,
-                    "same_ttir": _ttir(job, arch) == _ttir(job, first),
+                    "same_ttir": ttir(job, arch) == ttir(job, first),
                     "source_digests": digests})
     return out
 

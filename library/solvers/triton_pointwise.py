@@ -14,7 +14,6 @@ ships the usual tiles of every type, each generic and aligned on the wide side i
 (16-byte vectors there; the generic object for other strides or unaligned pointers). The miss
 ranking puts a direction first where the spec's FIRST lists its case (measured), ahead of the
 GEMM library's call and the few-filter and 3-D families.
-
 """
 
 from __future__ import annotations
