@@ -1,7 +1,9 @@
-"""How much Triton IR the main job's Triton objects share (no GPU, nothing compiled): every
+"""How much Triton IR the main job's Triton objects share (no GPU, no object compiled): every
 Triton job of the default targets from the default manifest (`build_jobs`, as the builder
-plans them), its TTIR key (compiler/triton_ir.py `ir_key`: the jobs of one key are compiled
-from one TTIR, the code generator run once) and, per kernel, the jobs and the keys.
+plans them), the key its compile finds its code-generator module under (compiler/triton_ir.py
+`share_key`: the jobs of one key are compiled from one module, the code generator run once)
+and, per kernel, the jobs and the keys. Whether a module has a dot is read from the module,
+made once for each job key (`ir_key`) by the code generator alone: a few minutes.
 
     python bench/triton_ir_keys.py [--json]
 """
@@ -25,7 +27,13 @@ def count() -> dict[str, Any]:
         every_option,
         gpu_target,
     )
-    from miopenkernels.compiler.triton_ir import ir_key
+    from miopenkernels.compiler.triton_ir import (
+        dot_stage,
+        has_dot,
+        ir_key,
+        module_text,
+        share_key,
+    )
     from miopenkernels.kernel_sources import kernel_source
     from miopenkernels.target import select_targets
 
@@ -35,14 +43,22 @@ def count() -> dict[str, Any]:
     keys: set[str] = set()
     per_kernel: Counter[str] = Counter()
     kernel_keys: defaultdict[str, set[str]] = defaultdict(set)
+    modules: dict[str, str] = {}  # job key -> a module of it ("" where it has no dot)
     for job in jobs:
         if job_compiler(job) is not TRITON:
             continue
         opts = TritonOptions(tuple(job.options))
         source = kernel_source(job.kernel_file, root)
         src = ast_source(source, job.kernel_name, opts)
-        key = ir_key(src, gpu_target(triton_arch(job.target)), dict(opts.compile),
-                     f"mma={opts.mma}", every_option(source, opts)) or repr(job)
+        target, options = gpu_target(triton_arch(job.target)), dict(opts.compile)
+        key = ir_key(src, target, options, f"mma={opts.mma}", every_option(source, opts))
+        if key is None:
+            key = repr(job)
+        else:
+            if key not in modules:
+                text = module_text(src, target, options)
+                modules[key] = text if has_dot(text) else ""
+            key = share_key(key, dot_stage(target, options), modules[key])
         keys.add(key)
         per_kernel[job.kernel_name] += 1
         kernel_keys[job.kernel_name].add(key)
@@ -59,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"{result['jobs']} Triton jobs (a target's each), {result['keys']} TTIR keys")
-    print("| kernel | jobs | TTIR keys |")
+    print(f"{result['jobs']} Triton jobs (a target's each), {result['keys']} module keys")
+    print("| kernel | jobs | module keys |")
     print("| --- | --- | --- |")
     for name, c in result["kernels"].items():
         print(f"| {name} | {c['jobs']} | {c['keys']} |")

@@ -1,9 +1,9 @@
 """The objects bench/triton_ir.py found differing between a compile from the source and one from
 shared TTIR, checked again (no GPU): for every sampled job of each differing target and kernel
-family, whether its TTIR from the source equals the TTIR the class's first target makes (the
+family, whether its code-generator module equals the one the class's first target makes (the
 one whose IR it started from), and the digests of RUNS compiles from the source alone. Where
-the TTIR is the same and the compiles from the source differ among themselves, the difference
-is the backend's (ptxas), not the shared IR's.
+the module is the same and the compiles from the source differ among themselves, the
+difference is the backend's (ptxas), not the shared IR's.
 
     python bench/triton_ir_recheck.py RUN.json [--runs 3] [--json]
 """
@@ -22,7 +22,7 @@ def recheck(run: dict[str, Any], runs: int) -> list[dict[str, Any]]:
     import triton_ir as bench
     from miopenkernels.compiler import compile_job, triton_arch
     from miopenkernels.target import select_targets
-    from triton_ir_classes import job_key, ttir
+    from triton_ir_classes import job_key, module
 
     targets = select_targets(None)
     archs = list(dict.fromkeys(triton_arch(t) for t in targets))
@@ -37,7 +37,7 @@ def recheck(run: dict[str, Any], runs: int) -> list[dict[str, Any]]:
         digests = [hashlib.sha256(compile_job(job)).hexdigest()[:12] for _ in range(runs)]
         out.append({"target": target.name, "family": f"{job.kernel_file}:{job.kernel_name}",
                     "options": list(job.options), "class_first": first,
-                    "same_ttir": ttir(job, arch) == ttir(job, first),
+                    "same_module": module(job, arch) == module(job, first),
                     "source_digests": digests})
     return out
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     for r in rows:
-        print(f"{r['target']} {r['family']}: TTIR as {r['class_first']}'s: {r['same_ttir']}; "
+        print(f"{r['target']} {r['family']}: module as {r['class_first']}'s: {r['same_module']}; "
               f"from the source {' '.join(r['source_digests'])}")
     return 0
 

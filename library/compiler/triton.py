@@ -79,7 +79,10 @@ class TritonOptions:
         self.constexprs: dict[str, int | bool | str] = {}
         self.signature: list[tuple[str, str]] = []
         self.assumptions: list[tuple[str, int]] = []
-        self.compile: dict[str, Any] = {}
+        # Triton's overflow checks feed only assertions, which `debug` off drops: they cost the
+        # code generator and the passes time and leave the same bytes (tests/integration/
+        # test_triton_ir.py), so they are off unless a job asks for them.
+        self.compile: dict[str, Any] = {"sanitize_overflow": False}
         self.kernel = ""
         self.mma = 0  # 0: the target's own matrix instruction; 2: mma.sync on sm90
         for opt in options:
@@ -276,9 +279,10 @@ _COMPILE_LOCK = threading.Lock()
 
 
 def every_option(source: Path, opts: TritonOptions) -> bool:
-    """Whether the TTIR of `source`'s kernel with these options depends on every parsed
-    Triton option (`triton_ir.target_dependent`: its sources or signature name FP8 types or
-    Triton's vendor modules), so that only targets whose options all agree share it."""
+    """Whether the code-generator module of `source`'s kernel with these options may depend
+    on the backend and every parsed Triton option (`triton_ir.target_dependent`: its sources
+    or signature name FP8 types, Triton's vendor modules or its target queries), so that only
+    targets whose options all agree share it."""
     from ..kernel_sources import source_files
 
     texts = [path.read_text(errors="replace") for path in source_files(source.name,
@@ -351,9 +355,9 @@ class TritonCompiler:
         raise CompileError(f"{what}: a Triton job names its kernel symbol; use compile_kernel")
 
     def identity(self) -> str:
-        """`triton <version>` and the debug-info setting: what of the compiler shapes the
-        output."""
-        return f"triton {_triton().__version__} no-line-info"
+        """`triton <version>`, the debug-info and overflow-check settings: what of the
+        compiler shapes the output."""
+        return f"triton {_triton().__version__} no-line-info no-overflow-checks"
 
 
 TRITON = TritonCompiler()

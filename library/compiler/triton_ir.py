@@ -1,115 +1,206 @@
-"""Triton IR shared between targets: a job's TTIR made once per class of targets that make the
-same one, and every other target of the class compiled from it.
+"""Triton IR shared between targets: a job's code-generator module made once for every target
+whose code generator makes the same one, and every other target compiled from it.
 
 A Triton compile starts in Python: the code generator walks the kernel's AST and runs Triton's
-semantic layer on every operation, and the TTIR passes run on what it prints; then the
-backend's stages (TTGIR, LLVM IR, PTX or AMDGCN, the binary). The builder compiles the same
-jobs for many targets, and for Triton 3.6 the TTIR depends on the target only through:
-- the backend (cuda or hip: its code-generation helpers, its libdevice);
-- on NVIDIA, whether the capability is 80 or more (the FP8 conversions it generates) and
-  whether it is below 90 (the TTIR passes then lower tensor descriptors to pointers);
-- the parsed options the code generator reads: the dot precisions (allowed, default), the
-  overflow checks and `debug`; and, only where a kernel names FP8 types or the vendor
-  modules of `triton.language.extra` (`cuda`: `num_warps`; `hip`: the real-time counter,
-  `arch`), the FP8 type lists, the FP8 accumulation default, `num_warps` and `arch`.
-A job's TTIR is stored under a key of those and Triton's own hash of the source, signature,
-constexprs and assumptions (`ASTSource.hash`), and a later compile with the same key starts
-from it (`triton.compile` of a `.ttir` file runs the stages after TTIR). Whether a kernel
-names the FP8 types or those modules is read from the text of every file it depends on
-(`kernel_sources.source_files`) and from its signature: where it does, the key holds every
-parsed option, as the options then shape the TTIR. The objects are the same bytes as those
-compiled from the source (tests/integration/test_triton_ir.py). With any other Triton version
-nothing is shared: what decides the TTIR was read from 3.6.
+semantic layer on every operation; its module (the IR before any pass, `asm["source"]`) then
+goes through the backend's stages (its TTIR passes, TTGIR, LLVM IR, PTX or AMDGCN, the binary).
+The builder compiles the same jobs for many targets, and for Triton 3.6 that module depends
+on the target only through:
+- the parsed options the code generator reads of every kernel: the overflow checks and
+  `debug`;
+- a dot (`tl.dot`): the dot precisions (allowed, default) and the backend's smallest dot (an
+  assertion): these are read where the module then holds a `tt.dot`, and nowhere else;
+- where a kernel names FP8 types, Triton's vendor modules (`triton.language.extra.cuda`,
+  `.hip`, `libdevice`), its target queries or descriptor atomics: the backend's conversions
+  and libdevice, the FP8 type lists and accumulation default, `num_warps` and `arch`.
+A job's key (`ir_key`) is Triton's hash of the source, signature, constexprs and assumptions
+(`ASTSource.hash`) with the overflow and debug options, or, for a kernel of the last kind, with
+the backend and every parsed option. Whether a module holds a dot is known once it is made: an
+entry names the backend and dot precisions (`dot_stage`) of the compile that made it where its
+module has a dot, and a target whose dot stage differs compiles from the entry under the key
+with its own dot stage added (`dot_key`), made from the source the first time. So a kernel
+without a dot is made once for every target, CUDA and HIP alike, and one with a dot once per
+backend and dot precisions. Whether a kernel is of the last kind is read from the text of
+every file it depends on (`kernel_sources.source_files`) and its signature. The objects are
+the same bytes as those compiled from the source (tests/integration/test_triton_ir.py); with
+any other Triton version nothing is shared: what decides the module was read from 3.6.
 
 Entries are written whole (`atomic_write`), so a reader sees a whole entry or none; one that
-Triton cannot read is compiled from the source again and replaced.
+Triton cannot read, or without this format's first line, is compiled from the source again and
+replaced.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from .._fsutil import atomic_write
 from .._lazy_re import lazy
 
-__all__ = ["IR_VERSIONS", "compile_through_ir_cache", "ir_key", "target_dependent"]
+__all__ = ["IR_VERSIONS", "compile_through_ir_cache", "dot_key", "dot_stage", "has_dot",
+           "ir_key", "module_text", "share_key", "target_dependent"]
 
-IR_VERSIONS = ("3.6.0",)  # the Triton versions whose TTIR inputs are the key's
-_FORMAT = "miopenkernels-triton-ir-2"
-_MAX_BYTES = 64 << 20  # larger than any kernel's TTIR: an entry past it is not one
+IR_VERSIONS = ("3.6.0",)  # the Triton versions whose code-generator inputs are the key's
+_FORMAT = "miopenkernels-triton-ir-3"
+_MAX_BYTES = 64 << 20  # larger than any kernel's module: an entry past it is not one
 
-
-# The parsed options Triton 3.6's code generator and language read for every kernel; the
-# rest of what they read (FP8 type lists and accumulation, `num_warps`, `arch`) only for
-# kernels whose text matches _TARGET_WORDS.
-_READ_OPTIONS = frozenset({"allowed_dot_input_precisions", "default_dot_input_precision",
-                           "sanitize_overflow", "debug"})
-_TARGET_WORDS = lazy(r"fp8|float8|\bextra\s*\.\s*(?:cuda|hip)|\bextra\s+import\s+(?:cuda|hip)")
+# The parsed options Triton 3.6's code generator and language read of every kernel; the dot
+# reads two more (and the backend's smallest dot); the rest of what they read (FP8 type lists
+# and accumulation, `num_warps`, `arch`, the backend's helpers) only for kernels whose text
+# matches _TARGET_WORDS.
+_READ_OPTIONS = ("sanitize_overflow", "debug")
+_DOT_OPTIONS = ("allowed_dot_input_precisions", "default_dot_input_precision")
+_TARGET_WORDS = lazy(r"fp8|float8|\bextra\s*\.\s*(?:cuda|hip)|\bextra\s+import\s+(?:cuda|hip)"
+                     r"|libdevice|target_info|descriptor_atomic")
+_DOT_OP = lazy(r"\btt\.dot")  # tt.dot and tt.dot_scaled
 
 
 def target_dependent(texts: Iterable[str]) -> bool:
-    """Whether kernel text in `texts` (its sources, its signature) names something whose TTIR
-    may depend on any parsed option: FP8 types, `triton.language.extra.cuda` or `.hip`."""
+    """Whether kernel text in `texts` (its sources, its signature) names something whose
+    module may depend on the backend or any parsed option: FP8 types, Triton's vendor modules
+    or libdevice, its target queries, descriptor atomics."""
     return any(_TARGET_WORDS.search(text) for text in texts)
+
+
+def has_dot(module: str) -> bool:
+    """Whether a code-generator module's text holds a dot (whose making read `dot_stage`)."""
+    return _DOT_OP.search(module) is not None
+
+
+def _parsed(target: Any, options: dict[str, Any]) -> Any:
+    from triton.compiler.compiler import make_backend
+
+    return make_backend(target).parse_options(dict(options))
 
 
 def ir_key(src: Any, target: Any, options: dict[str, Any], extra: str = "",
            every_option: bool = True) -> str | None:
-    """The key of the TTIR `triton.compile(src, target, options)` makes, or None where this
+    """The key of the module `triton.compile(src, target, options)` makes, or None where this
     Triton version or backend shares none. `extra`: anything else the caller's compile sets;
-    `every_option`: key on every parsed option (`target_dependent` kernels), not only those
-    the code generator reads of every kernel."""
+    `every_option`: key on the backend and every parsed option (`target_dependent` kernels),
+    not only on those the code generator reads of every kernel."""
     import triton
-    from triton.compiler.compiler import make_backend
 
-    if triton.__version__ not in IR_VERSIONS:
+    if triton.__version__ not in IR_VERSIONS or target.backend not in ("cuda", "hip"):
         return None
-    if target.backend == "cuda":
-        capability = int(target.arch)
-        stage = f"cuda fp8-sm80={capability >= 80} descriptors-to-pointers={capability < 90}"
-    elif target.backend == "hip":
-        stage = "hip"
-    else:
-        return None
-    parsed = make_backend(target).parse_options(dict(options))
-    fields = sorted((name, repr(value)) for name, value in vars(parsed).items()
-                    if every_option or name in _READ_OPTIONS)
+    parsed = _parsed(target, options)
+    names = sorted(vars(parsed)) if every_option else _READ_OPTIONS
+    stage = target.backend if every_option else "any backend"
+    fields = [(name, repr(getattr(parsed, name))) for name in names]
     text = "\n".join([_FORMAT, triton.__version__, src.hash(), stage, repr(fields), extra])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _entry(path: Path) -> str | None:
+def dot_stage(target: Any, options: dict[str, Any]) -> str:
+    """What a dot's making reads of the target: the backend (its smallest dot) and the dot
+    precisions."""
+    parsed = _parsed(target, options)
+    return repr([target.backend, *(repr(getattr(parsed, n)) for n in _DOT_OPTIONS)])
+
+
+def dot_key(key: str, stage: str) -> str:
+    """The key of a module with a dot made at `stage` (`dot_stage`) whose job's key is `key`."""
+    return hashlib.sha256(f"{key}\n{stage}".encode()).hexdigest()
+
+
+def share_key(key: str, stage: str, module: str) -> str:
+    """The key under which targets share a job's module: its `ir_key` where the module has no
+    dot, else its `dot_key` at the target's dot stage."""
+    return dot_key(key, stage) if has_dot(module) else key
+
+
+def module_text(src: Any, target: Any, options: dict[str, Any]) -> str:
+    """The code generator's module of `src` for `target` (what an entry holds), no pass run."""
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import make_backend
+
+    backend = make_backend(target)
+    parsed = backend.parse_options(dict(options))
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    module = src.make_ir(target, parsed, backend.get_codegen_implementation(parsed),
+                         backend.get_module_map(), context)
+    return str(module)
+
+
+def _path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / key[:2] / f"{key}.ttir"
+
+
+def _entry(path: Path) -> tuple[str, str] | None:
+    """(dot stage or "", module text) of an entry, None where there is no readable one."""
     try:
         if path.stat().st_size > _MAX_BYTES:
             return None
-        return path.read_text()
+        head, _, body = path.read_text().partition("\n")
     except (OSError, UnicodeDecodeError):
         return None
+    prefix = f"// {_FORMAT} dot="
+    return (head[len(prefix):], body) if head.startswith(prefix) else None
+
+
+def _write(path: Path, stage: str, module: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, f"// {_FORMAT} dot={stage if has_dot(module) else ''}\n{module}")
+
+
+@cache
+def _from_file(base: type) -> type:
+    """`base` (ASTSource) whose code-generator module is parsed from the file `ir_path`."""
+    from triton._C.libtriton import ir
+
+    class FromFile(base):  # type: ignore[misc, valid-type]
+        ir_path = ""
+
+        def make_ir(self, target: Any, options: Any, codegen_fns: Any, module_map: Any,
+                    context: Any) -> Any:
+            module = ir.parse_mlir_module(self.ir_path, context)
+            module.context = context
+            return module
+
+    return FromFile
+
+
+def _compile_from(src: Any, module: str, target: Any, options: dict[str, Any], tmp: Path
+                  ) -> Any:
+    """`triton.compile` of `src` with `module` as its code generator's, every stage run."""
+    import triton
+
+    path = tmp / "kernel.source"
+    path.write_text(module)
+    parsed = copy.copy(src)
+    parsed.__class__ = _from_file(type(src))  # type: ignore[arg-type]
+    parsed.ir_path = str(path)
+    return triton.compile(parsed, target=target, options=options)
 
 
 def compile_through_ir_cache(src: Any, target: Any, options: dict[str, Any], extra: str,
-                             cache: Path, tmp: Path, every_option: bool = True) -> Any:
-    """`triton.compile(src, target, options)`, from the TTIR in `cache` where another target
-    of the same key left it; else from the source, leaving its TTIR there. `every_option`:
-    as for `ir_key`."""
+                             cache_dir: Path, tmp: Path, every_option: bool = True) -> Any:
+    """`triton.compile(src, target, options)`, from the module in `cache_dir` where another
+    target that makes the same one left it; else from the source, leaving its module there.
+    `every_option`: as for `ir_key`."""
     import triton
 
     key = ir_key(src, target, options, extra, every_option)
     if key is None:
         return triton.compile(src, target=target, options=options)
-    path = cache / key[:2] / f"{key}.ttir"
-    text = _entry(path)
-    if text is not None:
-        ir = tmp / "kernel.ttir"
-        ir.write_text(text)
+    stage = dot_stage(target, options)
+    path = _path(cache_dir, key)
+    entry = _entry(path)
+    if entry is not None and entry[0] not in ("", stage):  # a dot made at another stage
+        path = _path(cache_dir, dot_key(key, stage))
+        entry = _entry(path)
+    if entry is not None and entry[0] in ("", stage):
         try:
-            return triton.compile(str(ir), target=target, options=options)
+            return _compile_from(src, entry[1], target, options, tmp)
         except Exception:  # noqa: BLE001, S110 - an entry Triton cannot read: from the source
             pass
     kernel = triton.compile(src, target=target, options=options)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, kernel.asm["ttir"])
+    _write(path, stage, kernel.asm["source"])
     return kernel
