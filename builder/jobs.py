@@ -13,7 +13,8 @@ For each target the job list is
 - dynamic jobs at the parameter sets the miss ranking may choose (library/ranking.py): the most
   frequent few of the ranking model's, for each type, direction and layout that a manifest
   problem or a FindDb record needs, and every set the target's PerfDb holds, for the problems of
-  the same type, direction and layout as its records. These also close the package:
+  its records' layer classes (`layer_class`: the layer at any batch size and, in 2D, image
+  size: where the ranking takes a record's sets). These also close the package:
   every kernel its databases name (a record's solver at its PerfDb parameters) is in its kdb,
   as a specialised binary or a dynamic one (builder/closure.py).
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -196,23 +197,32 @@ RANKING_PARAMS = 2
 """How many of the ranking model's parameter sets per solver every target ships dynamically."""
 
 
-Case = tuple[str, str, str]
-"""(data type, direction, layout) of a problem: the problems whose records share kernels."""
+LayerClass = tuple[tuple[str, Any], ...]
+"""The problems whose miss ranking may take a record's tuned sets (library/invoke.py
+`_neighbours`): the record's layer at any batch size and, in 2D, at any image size."""
 
 
-def case_of(problem: ConvProblem) -> Case:
-    return (problem.data_type, problem.direction, problem.in_layout)
+def layer_class(problem: ConvProblem) -> LayerClass:
+    """What of a problem the miss ranking's neighbour record shares with it: every field but
+    the batch size and, in 2D (the ranking then also takes another image size's record of the
+    same class, library/invoke.py `_key_class`), the image size."""
+    dropped = {"n", "in_spatial"} if len(problem.in_spatial) == 2 else {"n"}
+    return tuple((f.name, getattr(problem, f.name)) for f in fields(problem)
+                 if f.name not in dropped)
 
 
 def ranking_params(problems: Iterable[ConvProblem], dbs: TargetDbs | None
-                   ) -> dict[str, dict[str, set[Case] | None]]:
-    """{solver: {params text: the cases it serves, None for every case}} whose dynamic
-    binaries the miss ranking can choose from: the ranking model's few sets for every case,
-    and each PerfDb set for the cases of the records that hold it (the ranking takes a
-    record's sets for the same layer at another batch size: the same case)."""
+                   ) -> dict[str, dict[str, set[LayerClass] | None]]:
+    """{solver: {params text: the layer classes it serves, None for every problem}} whose
+    dynamic binaries the miss ranking can choose from: the ranking model's few sets for every
+    problem, and each PerfDb set for the layer classes of the records that hold it (the
+    ranking takes a record's sets for its layer at another batch size or image size only,
+    `layer_class`). A set is compiled for the alignment variants of its classes' problems that
+    the build knows (the manifests' and the records'); a problem of the class at an image size
+    whose variant none of them takes ranks the other candidates."""
     from miopenkernels.ranking import load_model
 
-    out: dict[str, dict[str, set[Case] | None]] = {}
+    out: dict[str, dict[str, set[LayerClass] | None]] = {}
     try:
         model_params = load_model().params
     except MIOpenKernelsError:
@@ -223,9 +233,9 @@ def ranking_params(problems: Iterable[ConvProblem], dbs: TargetDbs | None
     if dbs is not None:
         for problem in problems:
             for name, text in dbs.tuned(problem).items():
-                cases = out.setdefault(name, {}).setdefault(text, set())
-                if cases is not None:
-                    cases.add(case_of(problem))
+                classes = out.setdefault(name, {}).setdefault(text, set())
+                if classes is not None:
+                    classes.add(layer_class(problem))
     return out
 
 
@@ -233,10 +243,10 @@ def _ranking_jobs(target: Target, problems: list[ConvProblem], dbs: TargetDbs | 
                   ) -> Iterable[CompileJob]:
     wanted = ranking_params(problems, dbs)
     for problem in problems:
-        case = case_of(problem)
+        mine = layer_class(problem)
         for solver in applicable_solvers(problem, target):
-            for text, cases in sorted(wanted.get(solver.name, {}).items()):
-                if cases is not None and case not in cases:
+            for text, classes in sorted(wanted.get(solver.name, {}).items()):
+                if classes is not None and mine not in classes:
                     continue
                 params = _tuned_params(solver, text, problem, target, quiet=True)
                 if params is not None:

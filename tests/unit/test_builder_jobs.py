@@ -126,27 +126,36 @@ def test_the_finddb_winner_is_specialised_and_the_other_tuned_solutions_run_dyna
     assert [(s.solver.name, s.params, s.tuned) for s in chosen] == [("FxShift", (1,), False)]
 
 
-def test_a_tuned_set_is_compiled_for_its_records_case_only(
+def test_a_tuned_set_is_compiled_for_its_records_layer_class_only(
         registry: None, problems: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A PerfDb set serves the miss ranking of the same layer at other batch sizes: the same
-    type, direction and layout. Other cases do not get its dynamic binary."""
-    from miopenkernels.builder.jobs import _ranking_jobs, case_of, ranking_params
+    """A PerfDb set serves the miss ranking of the same layer at other batch sizes and, in
+    2D, image sizes (library/invoke.py `_neighbours`): another type, or another layer of the
+    same type, direction and layout, does not get its dynamic binary; the record's layer at
+    another batch and image size does."""
+    from dataclasses import replace
+
+    from miopenkernels.builder.jobs import _ranking_jobs, layer_class, ranking_params
 
     fp32, fp16 = problems[0], next(p for p in problems if p.data_type == "FP16"
                                    and p.direction == "F")
+    other_layer = replace(fp32, k=fp32.k * 2)
+    other_size = replace(fp32, n=fp32.n + 3, in_spatial=tuple(d + 5 for d in fp32.in_spatial))
+    assert layer_class(other_size) == layer_class(fp32) != layer_class(other_layer)
+    assert all(SHIFT.is_applicable(p, GFX906) for p in (fp16, other_layer, other_size))
     folder = tmp_path / GFX906.basename
     folder.mkdir()
     perf = PerfDbFile()
     perf.put(fp32, "FxShift", "4")
     perf.write(folder / f"{GFX906.basename}.db.txt")
     dbs = TargetDbs(GFX906, tmp_path)
-    assert ranking_params([fp32, fp16], dbs)["FxShift"] == {"4": {case_of(fp32)}}
+    assert ranking_params([fp32, fp16], dbs)["FxShift"] == {"4": {layer_class(fp32)}}
     asked: list = []
     real = SHIFT.compile_job
     monkeypatch.setattr(SHIFT, "compile_job", lambda problem, params, target, specialised=False:
                         asked.append((problem, params)) or real(problem, params, target))
-    list(_ranking_jobs(GFX906, [fp32, fp16], dbs))
-    assert (fp32, (4,)) in asked and (fp16, (4,)) not in asked
+    list(_ranking_jobs(GFX906, [fp32, fp16, other_layer, other_size], dbs))
+    assert (fp32, (4,)) in asked and (other_size, (4,)) in asked
+    assert (fp16, (4,)) not in asked and (other_layer, (4,)) not in asked
 
 
 def test_primitive_jobs_join_every_target(problems: list) -> None:
