@@ -5,8 +5,8 @@ Takes the default build's Triton jobs (every default target, the default manifes
 distinct objects as the build counts them, every K-th of each kernel family, and compiles each
 twice, one process, in the build's target order:
 - from the source alone, as before (`compile_job` without an IR folder);
-- through one fresh IR folder, as the build now does: a target whose TTIR another target left
-  starts from it.
+- through one fresh IR folder, as the build now does: a target whose code-generator module
+  another target left starts from it.
 It prints per target the objects, how many started from shared IR, their seconds both ways and
 whether every object is byte-identical, and writes JSON (default
 bench/results/triton_ir-<N>cpu.json) with the machine. Run it on an idle box: it is timing.

@@ -25,7 +25,8 @@ ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "gfx908", "gfx90a", "
 
 def job_key(job: Any, arch: str) -> str | None:
     """The key under which targets share `job`'s module (compiler/triton_ir.py `share_key`)
-    compiled for `arch` (DbId), as the builder's compile finds it."""
+    compiled for `arch` (DbId), as the builder's compile finds it; None where the arch cannot
+    make the job's module (a TF32 dot on an arch without TF32)."""
     from miopenkernels.compiler import kernels_dir
     from miopenkernels.compiler.triton import (
         TritonOptions,
@@ -41,8 +42,13 @@ def job_key(job: Any, arch: str) -> str | None:
     target, options = gpu_target(arch), dict(opts.compile)
     key = ir_key(ast_source(source, job.kernel_name, opts), target, options, f"mma={opts.mma}",
                  every_option(source, opts))
-    return None if key is None else share_key(key, dot_stage(target, options),
-                                              module(job, arch))
+    if key is None:
+        return None
+    try:
+        made = module(job, arch)
+    except Exception:  # noqa: BLE001 - e.g. a TF32 dot on an arch that has none: no key
+        return None
+    return share_key(key, dot_stage(target, options), made)
 
 
 def module(job: Any, arch: str) -> str:
