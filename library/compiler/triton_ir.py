@@ -72,6 +72,13 @@ def has_dot(module: str) -> bool:
     return _DOT_OP.search(module) is not None
 
 
+def _shares(target: Any) -> bool:
+    """Whether this Triton version and the target's backend share modules."""
+    import triton
+
+    return triton.__version__ in IR_VERSIONS and target.backend in ("cuda", "hip")
+
+
 def _parsed(target: Any, options: dict[str, Any]) -> Any:
     from triton.compiler.compiler import make_backend
 
@@ -84,11 +91,15 @@ def ir_key(src: Any, target: Any, options: dict[str, Any], extra: str = "",
     Triton version or backend shares none. `extra`: anything else the caller's compile sets;
     `every_option`: key on the backend and every parsed option (`target_dependent` kernels),
     not only on those the code generator reads of every kernel."""
+    if not _shares(target):
+        return None
+    return _key(src, target, _parsed(target, options), extra, every_option)
+
+
+def _key(src: Any, target: Any, parsed: Any, extra: str, every_option: bool) -> str:
+    """`ir_key` from the parsed options."""
     import triton
 
-    if triton.__version__ not in IR_VERSIONS or target.backend not in ("cuda", "hip"):
-        return None
-    parsed = _parsed(target, options)
     names = sorted(vars(parsed)) if every_option else _READ_OPTIONS
     stage = target.backend if every_option else "any backend"
     fields = [(name, repr(getattr(parsed, name))) for name in names]
@@ -99,7 +110,10 @@ def ir_key(src: Any, target: Any, options: dict[str, Any], extra: str = "",
 def dot_stage(target: Any, options: dict[str, Any]) -> str:
     """What a dot's making reads of the target: the backend (its smallest dot) and the dot
     precisions."""
-    parsed = _parsed(target, options)
+    return _dot_stage(target, _parsed(target, options))
+
+
+def _dot_stage(target: Any, parsed: Any) -> str:
     return repr([target.backend, *(repr(getattr(parsed, n)) for n in _DOT_OPTIONS)])
 
 
@@ -187,10 +201,10 @@ def compile_through_ir_cache(src: Any, target: Any, options: dict[str, Any], ext
     `every_option`: as for `ir_key`."""
     import triton
 
-    key = ir_key(src, target, options, extra, every_option)
-    if key is None:
+    if not _shares(target):
         return triton.compile(src, target=target, options=options)
-    stage = dot_stage(target, options)
+    parsed = _parsed(target, options)  # once: the key and the dot stage read it
+    key, stage = _key(src, target, parsed, extra, every_option), _dot_stage(target, parsed)
     path = _path(cache_dir, key)
     entry = _entry(path)
     if entry is not None and entry[0] not in ("", stage):  # a dot made at another stage
